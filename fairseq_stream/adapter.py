@@ -1,0 +1,123 @@
+"""The generator fairseq sees: ``generate(models, sample, **kwargs)`` over the streaming scheduler.
+
+fairseq-generate and fairseq-interactive hand the generator one batch at a time; that batch
+is the *pool* the scheduler streams from (``--batch-size``/``--max-tokens`` size it; the
+default of 12,000 tokens holds a few hundred sentences), while ``--stream-capacity`` bounds
+what is decoded at once. The whole pool is encoded up front, so refills cost no encoder call
+and every cache refers to one encoder output. Hypotheses come back in fairseq's format and
+the batch's order; the statistics of the whole run are logged when the process ends and, with
+``--stream-stats``, written as JSON.
+"""
+from __future__ import annotations
+
+import atexit
+import json
+import logging
+import time
+from typing import Any, Callable, Dict, List, Optional
+
+import torch
+
+from fairseq_stream.errors import FairseqStreamError
+from fairseq_stream.interface import Hypothesis, SearchStrategy
+from fairseq_stream.model_step import ModelStep
+from fairseq_stream.processors import max_lengths
+from fairseq_stream.scheduler import SchedulerConfig, StreamingScheduler
+from fairseq_stream.stats import DecodeStats
+
+logger = logging.getLogger("fairseq_stream")
+
+
+def reject_unsupported(gen_cfg: Any, name: str, extra_gen_cls_kwargs: Optional[Dict[str, Any]] = None,
+                       *, allow_ngram: bool = True) -> None:
+    """One-line errors for fairseq generation options our strategies cannot honour."""
+    checks = [
+        (gen_cfg.sampling, "--sampling"),
+        (gen_cfg.diverse_beam_groups > 0, "--diverse-beam-groups"),
+        (gen_cfg.diversity_rate > -1, "--diversity-rate"),
+        (gen_cfg.match_source_len, "--match-source-len"),
+        (gen_cfg.prefix_size > 0, "--prefix-size"),
+        (bool(gen_cfg.constraints), "--constraints"),
+        (bool(gen_cfg.print_alignment), "--print-alignment"),
+        (gen_cfg.lm_path is not None or gen_cfg.lm_weight != 0, "--lm-path/--lm-weight"),
+        (gen_cfg.score_reference, "--score-reference"),
+        (not allow_ngram and gen_cfg.no_repeat_ngram_size > 0, "--no-repeat-ngram-size"),
+    ]
+    for bad, flag in checks:
+        if bad:
+            raise FairseqStreamError(f"--search {name} cannot be combined with {flag}; use --search beam for it")
+    lm = (extra_gen_cls_kwargs or {}).get("lm_model")
+    if lm is not None:
+        raise FairseqStreamError(f"--search {name} cannot be combined with --lm-path; use --search beam for it")
+
+
+def score_dtype(models: List[Any]) -> torch.dtype:
+    """The dtype hypothesis scores are kept in: the models' (float32 for half precision)."""
+    param = next(models[0].parameters(), None)
+    dtype = torch.float32 if param is None else param.dtype
+    return torch.float32 if dtype in (torch.float16, torch.bfloat16) else dtype
+
+
+class StreamGenerator:
+    """A fairseq generator running ``make_strategy()`` under the streaming scheduler."""
+
+    def __init__(
+        self,
+        models: List[Any],
+        tgt_dict: Any,
+        *,
+        name: str,
+        make_strategy: Callable[[], SearchStrategy],
+        scheduler: SchedulerConfig,
+        gen_cfg: Any,
+        rows_per_sentence: int,
+        stats_path: Optional[str] = None,
+    ) -> None:
+        self.name = name
+        self.model = ModelStep(models, temperature=float(gen_cfg.temperature))
+        self.tgt_dict = tgt_dict
+        self.eos, self.pad = tgt_dict.eos(), tgt_dict.pad()
+        self.bos = self.eos  # fairseq translation decoders start from EOS
+        self.make_strategy = make_strategy
+        self.scheduler_cfg = scheduler
+        self.gen_cfg = gen_cfg
+        self.rows_per_sentence = rows_per_sentence
+        self.stats = DecodeStats(trace=[] if stats_path else None)
+        self.stats_path = stats_path
+        self._reported = False
+        scheduler.validate(rows_per_sentence)
+        make_strategy()  # builds once to validate the options before any input is read
+
+    @torch.no_grad()
+    def generate(self, models: Any, sample: Dict[str, Any], prefix_tokens: Any = None,
+                 constraints: Any = None, bos_token: Optional[int] = None, **kwargs: Any) -> List[List[Hypothesis]]:
+        if prefix_tokens is not None:
+            raise FairseqStreamError(f"--search {self.name} does not support prefix tokens (--prefix-size)")
+        if constraints is not None:
+            raise FairseqStreamError(f"--search {self.name} does not support --constraints")
+        start = time.perf_counter()
+        net_input = sample["net_input"]
+        pool = self.model.encode(net_input["src_tokens"], net_input["src_lengths"], self.pad, self.eos)
+        max_len = max_lengths(pool.src_lengths, self.gen_cfg, self.model.max_decoder_positions)
+        scheduler = StreamingScheduler(self.model, self.make_strategy(), self.scheduler_cfg,
+                                       bos=bos_token if bos_token is not None else self.bos,
+                                       rows_per_sentence=self.rows_per_sentence, stats=self.stats)
+        results = scheduler.run(pool, max_len)
+        hypos = [results[i] for i in range(pool.size)]
+        self.stats.sentences += pool.size
+        self.stats.target_tokens += sum(int(h[0]["tokens"].numel()) for h in hypos if h)
+        self.stats.wall_seconds += time.perf_counter() - start
+        self._schedule_report()
+        return hypos
+
+    def _schedule_report(self) -> None:
+        if not self._reported:
+            self._reported = True
+            atexit.register(self.report)
+
+    def report(self) -> None:
+        """Log the run's statistics (and write them as JSON with ``--stream-stats``)."""
+        logger.info("fairseq-stream %s: %s", self.name, self.stats.summary())
+        if self.stats_path:
+            with open(self.stats_path, "w", encoding="utf-8") as f:
+                json.dump(dict(self.stats.to_dict(with_trace=True), search=self.name), f, indent=1)

@@ -1,0 +1,209 @@
+"""Benchmark harness: decoding strategies side by side, in one process, interleaved and repeated.
+
+    python -m fairseq_stream.bench --data DIR --path ckpt.pt --bpe-codes codes \\
+        --src test.es --ref test.en --run beam:beam=5 --run beam:beam=50 --run beam:beam=1
+
+Each ``--run`` is ``SEARCH[:key=value,...]``; a key is a fairseq generation option
+(``beam``, ``lenpen``, ``max_len_b``, ...) or a fairseq-stream decoding option (see
+``--help`` of fairseq-generate with ``--user-dir fairseq_stream``); ``label=...`` names the
+row. The runs are repeated ``--repeats`` times in round-robin order, so a noisy machine slows
+all alike; the table gives the median wall time, sentences/s, the ratio to the first row and
+each strategy's own statistics, and ``--json`` writes the rows. The default data are the demo's.
+"""
+from __future__ import annotations
+
+import argparse
+import json
+import logging
+import os
+import statistics
+import sys
+from dataclasses import dataclass, field
+from typing import Any, Dict, List, Optional, Sequence
+
+import torch
+
+from fairseq_stream.errors import FairseqStreamError
+
+REPO_DIR = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+DEMO_DIR = os.path.join(REPO_DIR, "user_dir_examples", "demo")
+
+
+@dataclass
+class RunSpec:
+    """One row of the table: a strategy and its option overrides."""
+
+    label: str
+    search: str
+    gen: Dict[str, Any] = field(default_factory=dict)
+    opts: Dict[str, Any] = field(default_factory=dict)
+
+
+def _coerce(value: str) -> Any:
+    for cast in (int, float):
+        try:
+            return cast(value)
+        except ValueError:
+            pass
+    if value.lower() in ("true", "false"):
+        return value.lower() == "true"
+    return value
+
+
+def parse_run(spec: str, gen_keys: Sequence[str]) -> RunSpec:
+    """``"var-stream:beam=50,stream_epsilon=0.167,label=vs50"`` → :class:`RunSpec`."""
+    search, _, rest = spec.partition(":")
+    run = RunSpec(label=spec, search=search.strip())
+    for item in filter(None, (p.strip() for p in rest.split(","))):
+        key, eq, value = item.partition("=")
+        if not eq:
+            raise FairseqStreamError(f"--run {spec!r}: expected key=value, got {item!r}")
+        key = key.strip().replace("-", "_")
+        if key == "label":
+            run.label = value
+        elif key in gen_keys:
+            run.gen[key] = _coerce(value)
+        else:
+            run.opts[key] = _coerce(value)
+    return run
+
+
+def _read_lines(path: str, limit: Optional[int]) -> List[str]:
+    with open(path, encoding="utf-8") as f:
+        lines = [line.rstrip("\n") for line in f]
+    return lines[:limit] if limit else lines
+
+
+def _stat_columns(rows: List[Dict[str, Any]]) -> List[str]:
+    wanted = ["timesteps", "expansions", "expansions_per_step", "mean_active_sentences", "iteration_speedup"]
+    return [c for c in wanted if any(r["stats"].get(c) for r in rows)]
+
+
+def format_table(rows: List[Dict[str, Any]]) -> str:
+    """The Markdown table of a benchmark run."""
+    stat_cols = _stat_columns(rows)
+    head = ["strategy", "BLEU", "wall s (median)", "sent/s", "ratio"] + [c.replace("_", " ") for c in stat_cols]
+    lines = ["| " + " | ".join(head) + " |", "|" + "|".join(["---"] * len(head)) + "|"]
+    for row in rows:
+        cells = [
+            row["label"],
+            f"{row['bleu']:.2f}",
+            f"{row['wall_median']:.2f}",
+            f"{row['sentences_per_second']:.1f}",
+            f"{row['ratio']:.2f}",
+        ]
+        for c in stat_cols:
+            v = row["stats"].get(c)
+            cells.append("—" if v is None else (f"{v:.1f}" if isinstance(v, float) else str(v)))
+        lines.append("| " + " | ".join(cells) + " |")
+    return "\n".join(lines)
+
+
+def run_benchmark(
+    session: Any,
+    sources: List[str],
+    references: List[str],
+    runs: List[RunSpec],
+    *,
+    repeats: int = 3,
+    max_tokens: Optional[int] = None,
+    batch_size: Optional[int] = None,
+    progress: bool = True,
+    log=print,
+) -> List[Dict[str, Any]]:
+    """Run every spec ``repeats`` times round-robin; return one row dict per spec."""
+    import sacrebleu
+
+    dataset = session.encode(sources)
+    walls: Dict[int, List[float]] = {i: [] for i in range(len(runs))}
+    results: Dict[int, Any] = {}
+    for r in range(repeats):
+        for i, run in enumerate(runs):
+            result = session.translate(
+                dataset, search=run.search, gen=run.gen, opts=run.opts,
+                max_tokens=max_tokens, batch_size=batch_size, progress=progress,
+            )
+            walls[i].append(result.stats.wall_seconds)
+            results[i] = result
+            log(f"  repeat {r + 1}/{repeats} {run.label}: {result.stats.wall_seconds:.2f}s")
+    rows = []
+    for i, run in enumerate(runs):
+        result = results[i]
+        wall = statistics.median(walls[i])
+        stats = result.stats.to_dict()
+        rows.append(
+            {
+                "label": run.label,
+                "search": run.search,
+                "gen": run.gen,
+                "opts": run.opts,
+                "bleu": sacrebleu.corpus_bleu(result.strings, [references]).score,
+                "wall_median": wall,
+                "walls": walls[i],
+                "sentences": len(sources),
+                "sentences_per_second": len(sources) / wall if wall else 0.0,
+                "stats": stats,
+            }
+        )
+    for row in rows:
+        row["ratio"] = row["wall_median"] / rows[0]["wall_median"] if rows[0]["wall_median"] else 0.0
+    return rows
+
+
+def main(argv: Optional[Sequence[str]] = None) -> None:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--data", default=DEMO_DIR, help="directory with dict.SRC.txt and dict.TGT.txt")
+    parser.add_argument("--path", default=os.path.join(DEMO_DIR, "checkpoint.pt"), help="checkpoint(s), ':'-separated")
+    parser.add_argument("--bpe-codes", default=os.path.join(DEMO_DIR, "bpe.codes"))
+    parser.add_argument("--src", default=os.path.join(DEMO_DIR, "test.es"), help="raw source sentences")
+    parser.add_argument("--ref", default=os.path.join(DEMO_DIR, "test.en"), help="raw reference translations")
+    parser.add_argument("--source-lang", default=None)
+    parser.add_argument("--target-lang", default=None)
+    parser.add_argument("--limit", type=int, default=None, help="first N sentences only")
+    parser.add_argument("--run", action="append", default=[], help="SEARCH[:key=value,...]; repeatable")
+    parser.add_argument("--repeats", type=int, default=3)
+    parser.add_argument("--max-tokens", type=int, default=None)
+    parser.add_argument("--batch-size", type=int, default=None)
+    parser.add_argument("--threads", type=int, default=None, help="torch CPU threads (default: torch's)")
+    parser.add_argument("--json", default=None, help="write the rows here")
+    parser.add_argument("--no-progress", action="store_true")
+    args = parser.parse_args(argv)
+
+    from fairseq_stream.errors import install_excepthook
+    from fairseq_stream.session import TranslationSession
+
+    install_excepthook()
+    logging.basicConfig(level=logging.WARNING, format="%(levelname)s %(name)s: %(message)s")
+    logging.getLogger("fairseq").setLevel(logging.WARNING)
+    if args.threads:
+        torch.set_num_threads(args.threads)
+    # By default the languages are the file extensions of --src and --ref (test.es, test.en).
+    source_lang = args.source_lang or os.path.splitext(args.src)[1].lstrip(".")
+    target_lang = args.target_lang or os.path.splitext(args.ref)[1].lstrip(".")
+    extra = ["--source-lang", source_lang, "--target-lang", target_lang]
+    session = TranslationSession.load(args.data, args.path, bpe_codes=args.bpe_codes, extra_args=extra)
+    gen_keys = list(session.cfg.generation.keys())
+    runs = [parse_run(s, gen_keys) for s in (args.run or ["beam:beam=5"])]
+    sources = _read_lines(args.src, args.limit)
+    references = _read_lines(args.ref, args.limit)
+    if len(sources) != len(references):
+        raise FairseqStreamError(f"{args.src} has {len(sources)} lines but {args.ref} has {len(references)}")
+    print(
+        f"{len(sources)} sentences, {len(runs)} strategies x {args.repeats} repeats, "
+        f"torch threads {torch.get_num_threads()}",
+        file=sys.stderr,
+    )
+    rows = run_benchmark(
+        session, sources, references, runs, repeats=args.repeats, max_tokens=args.max_tokens,
+        batch_size=args.batch_size, progress=not args.no_progress,
+        log=lambda m: print(m, file=sys.stderr),
+    )
+    print(format_table(rows))
+    if args.json:
+        meta = {"threads": torch.get_num_threads(), "sentences": len(sources), "repeats": args.repeats}
+        with open(args.json, "w", encoding="utf-8") as f:
+            json.dump({"meta": meta, "rows": rows}, f, indent=2)
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,67 @@
+"""The interface between a decoding strategy and the streaming scheduler.
+
+The scheduler owns the model (through :class:`~fairseq_stream.model_step.ModelStep`) and the
+decoder caches; a strategy owns the hypotheses. A strategy keeps the hypotheses of a *group*
+of sentences in one state object and answers three calls:
+
+* ``init_state(sentences, max_len, src_lengths)`` — a state for new sentences and the first
+  tokens to feed;
+* ``step(state, lprobs)`` — from the log-probabilities of the rows just fed, the new state,
+  which rows' caches to keep (``parents``) and what to feed next, plus the sentences that
+  finished with their n-best lists;
+* ``concat(states)`` — one state for the sentences of several groups (the scheduler merges
+  groups: equal-length groups under VAR-STREAM, everything under VAR-STR-FIFO/top-up).
+
+Rows of a state are its live hypotheses, sentence-major; the decoder state the scheduler
+keeps beside it has the same rows in the same order.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any, Dict, List, Optional, Protocol, Sequence
+
+from torch import Tensor
+
+#: One finished hypothesis, in fairseq's format (``tokens`` ending in EOS, ``score``,
+#: ``positional_scores``, ``attention``, ``alignment``).
+Hypothesis = Dict[str, Any]
+
+
+@dataclass
+class StepOutcome:
+    """What a strategy decided after one decoder step of a group."""
+
+    state: Any  # the group's new strategy state (sentences that finished are gone)
+    parents: Optional[Tensor]  # (R',) rows of the old decoder state to keep, in new row order
+    feed: Tensor  # (R', b) tokens to feed next
+    finished: Dict[int, List[Hypothesis]] = field(default_factory=dict)  # pool index → n-best
+    accept: Optional[Tensor] = None  # (R,) block tokens to keep per old row, for block steps
+    block_mask: Optional[Tensor] = None  # additive (b, b) mask inside the next block; None = causal
+
+
+class SearchStrategy(Protocol):
+    """A decoding algorithm run by :class:`~fairseq_stream.scheduler.StreamingScheduler`."""
+
+    #: rows of one sentence share a length at every step (beam search); False for Jacobi,
+    #: whose sentences accept different numbers of tokens per iteration.
+    uniform_length: bool
+
+    def init_state(self, sentences: Tensor, max_len: Tensor, src_lengths: Tensor) -> StepOutcome:
+        ...
+
+    def step(self, state: Any, lprobs: Tensor) -> StepOutcome:
+        """``lprobs``: (R, b, V) log-probabilities after each fed token of every row."""
+        ...
+
+    def concat(self, states: Sequence[Any]) -> Any:
+        ...
+
+    def sentences(self, state: Any) -> int:
+        ...
+
+    def rows(self, state: Any) -> int:
+        ...
+
+    def length(self, state: Any) -> int:
+        """Tokens fed so far to every row of ``state`` (the key of min-length selection)."""
+        ...

@@ -1,0 +1,257 @@
+"""The only module that calls the models: encode a pool, step rows of hypotheses, reorder caches.
+
+Strategies and the scheduler see an ensemble through :class:`ModelStep` and the opaque
+:class:`DecoderState` of a set of *rows* (hypotheses), each tied to a source sentence of the
+encoded pool. Two backends sit behind it, chosen per model:
+
+* fairseq transformers run on :class:`~fairseq_stream.ops.transformer_step.TransformerStepper`
+  (blocks, per-row positions, per-sentence encoder keys);
+* any other ``FairseqIncrementalDecoder`` (LSTM, convolutional, hand-written test decoders)
+  runs through fairseq's own ``forward`` with an incremental state, one token per step, rows of
+  equal length. fairseq skips the encoder-attention cache reorder when the new order has the
+  old size (``MultiheadAttention.reorder_incremental_state``), which silently mixes sentences
+  once rows are permuted; :meth:`_GenericBackend.select` reorders those buffers itself.
+
+Ensembles average probabilities as fairseq does: ``logsumexp(log p_m) − log M``.
+"""
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, field, replace
+from typing import Any, Dict, List, Optional, Sequence
+
+import torch
+from torch import Tensor
+
+from fairseq_stream.errors import FairseqStreamError
+from fairseq_stream.ops.transformer_step import (
+    RowCache,
+    SentenceIndex,
+    TransformerStepper,
+    check_supported,
+)
+
+
+@dataclass
+class PoolEncoding:
+    """The encoded source sentences of one pool (a fairseq batch)."""
+
+    per_model: List[Any]
+    src_lengths: Tensor  # (N,) non-pad source tokens, EOS included
+
+    @property
+    def size(self) -> int:
+        return int(self.src_lengths.numel())
+
+
+@dataclass
+class DecoderState:
+    """Caches of ``R`` rows for every model of the ensemble.
+
+    ``row_sentence`` (R,): pool index of each row; a sentence's rows are consecutive.
+    ``lengths`` (R,): target tokens fed so far (BOS included) = position of the next token.
+    ``history`` (R, T): fed tokens, kept only when a generic backend needs full prefixes.
+    """
+
+    caches: List[Any]
+    row_sentence: Tensor
+    lengths: Tensor
+    history: Optional[Tensor] = None
+    _index: Optional[SentenceIndex] = field(default=None, repr=False)
+
+    @property
+    def rows(self) -> int:
+        return int(self.row_sentence.numel())
+
+    def sentence_index(self) -> SentenceIndex:
+        if self._index is None:
+            self._index = SentenceIndex.build(self.row_sentence)
+        return self._index
+
+
+class _TransformerBackend:
+    block_steps = True
+    mixed_lengths = True
+
+    def __init__(self, model: Any) -> None:
+        self.model = model
+        self.stepper = TransformerStepper(model.decoder)
+
+    def encode(self, net_input: Dict[str, Tensor]) -> Any:
+        return self.stepper.encoder_memory(self.model.encoder.forward_torchscript(net_input))
+
+    def initial(self, memory: Any, sentences: Tensor) -> RowCache:
+        return self.stepper.empty_cache(len(sentences), memory.keys[0])
+
+    def step(self, memory: Any, cache: RowCache, state: DecoderState, tokens: Tensor,
+             block_mask: Optional[Tensor]) -> tuple:
+        positions = state.lengths.unsqueeze(1) + torch.arange(tokens.size(1), device=tokens.device)
+        feats, cache = self.stepper.forward(cache, tokens, positions, memory, state.sentence_index(), block_mask)
+        return self.stepper.logits(feats), cache
+
+    def select(self, cache: RowCache, rows: Tensor) -> RowCache:
+        return cache.select(rows)
+
+    def concat(self, caches: Sequence[RowCache]) -> RowCache:
+        return RowCache.concat(caches)
+
+    def accept(self, cache: RowCache, keep: Tensor, block: int) -> RowCache:
+        return cache.mask_tail(keep, block)
+
+
+def _is_encoder_attention_buffer(name: str, attn_ids: set) -> bool:
+    return name.split(".")[0] in attn_ids
+
+
+class _GenericBackend:
+    """Any incremental fairseq decoder, through its own ``forward`` (one token per step)."""
+
+    block_steps = False
+
+    def __init__(self, model: Any) -> None:
+        from fairseq.models import FairseqIncrementalDecoder
+        from fairseq.models.lstm import LSTMDecoder
+        from fairseq.modules import MultiheadAttention
+
+        if not isinstance(model.decoder, FairseqIncrementalDecoder):
+            raise FairseqStreamError(
+                f"{type(model.decoder).__name__} cannot decode incrementally; fairseq-stream needs "
+                "a FairseqIncrementalDecoder"
+            )
+        self.model = model
+        # An LSTM decoder reads only the last token and has no positions: rows of different
+        # lengths may share a step (the paper's suggestion for VAR-STR-FIFO on RNNs).
+        self.mixed_lengths = isinstance(model.decoder, LSTMDecoder)
+        self._enc_attn_ids = {
+            m._incremental_state_id
+            for m in model.decoder.modules()
+            if isinstance(m, MultiheadAttention) and m.encoder_decoder_attention
+        }
+
+    def encode(self, net_input: Dict[str, Tensor]) -> Any:
+        return self.model.encoder.forward_torchscript(net_input)
+
+    def initial(self, memory: Any, sentences: Tensor) -> Dict[str, Any]:
+        return {}
+
+    def step(self, memory: Any, cache: Dict[str, Any], state: DecoderState, tokens: Tensor,
+             block_mask: Optional[Tensor]) -> tuple:
+        if tokens.size(1) != 1:
+            raise FairseqStreamError(
+                f"{type(self.model.decoder).__name__} decodes one token per step; this strategy "
+                "needs block steps (fairseq transformer models only)"
+            )
+        enc = self.model.encoder.reorder_encoder_out(memory, state.row_sentence)
+        prefix = torch.cat([state.history, tokens], dim=1)
+        out = self.model.decoder.forward(prefix, encoder_out=enc, incremental_state=cache)
+        return out[0][:, -1:, :], cache
+
+    def select(self, cache: Dict[str, Any], rows: Tensor) -> Dict[str, Any]:
+        if not cache:
+            return cache
+        # Take the encoder-attention buffers out: fairseq would skip them for same-size orders.
+        enc = {k: v for k, v in cache.items() if _is_encoder_attention_buffer(k, self._enc_attn_ids)}
+        rest = {k: v for k, v in cache.items() if k not in enc}
+        self.model.decoder.reorder_incremental_state_scripting(rest, rows)
+        for name, buf in enc.items():
+            rest[name] = {k: (None if t is None else t.index_select(0, rows)) for k, t in buf.items()}
+        return rest
+
+    def concat(self, caches: Sequence[Dict[str, Any]]) -> Dict[str, Any]:
+        if len(caches) == 1:
+            return caches[0]
+        out: Dict[str, Any] = {}
+        for name in caches[0]:
+            out[name] = {}
+            for key in caches[0][name]:
+                parts = [c[name][key] for c in caches]
+                if all(p is None for p in parts):
+                    out[name][key] = None
+                    continue
+                if any(p is None for p in parts):
+                    raise FairseqStreamError("cannot merge incremental states of this decoder")
+                dim = 1 if key in ("prev_hiddens", "prev_cells") else 0  # LSTM stacks layers first
+                out[name][key] = torch.cat(parts, dim=dim)
+        return out
+
+    def accept(self, cache: Any, keep: Tensor, block: int) -> Any:
+        raise FairseqStreamError("block steps need fairseq transformer models")
+
+
+class ModelStep:
+    """An ensemble seen as: encode a pool, then step/select/concat rows of hypotheses."""
+
+    def __init__(self, models: Sequence[Any], *, temperature: float = 1.0) -> None:
+        if temperature <= 0:
+            raise FairseqStreamError(f"--temperature must be > 0, got {temperature}")
+        self.models = list(models)
+        self.temperature = temperature
+        self.backends = [
+            _TransformerBackend(m) if check_supported(getattr(m, "decoder", None)) is None else _GenericBackend(m)
+            for m in self.models
+        ]
+        self.block_steps = all(b.block_steps for b in self.backends)
+        self.mixed_lengths = all(b.mixed_lengths for b in self.backends)
+        self.needs_history = not self.block_steps
+        self.max_decoder_positions = min(int(m.max_decoder_positions()) for m in self.models)
+
+    def require_block_steps(self, what: str) -> None:
+        if not self.block_steps:
+            names = ", ".join(sorted({type(b.model.decoder).__name__ for b in self.backends if not b.block_steps}))
+            raise FairseqStreamError(f"{what} needs fairseq transformer models (got {names})")
+
+    # ---- pools ----------------------------------------------------------------------------
+    def encode(self, src_tokens: Tensor, src_lengths: Tensor, pad: int, eos: int) -> PoolEncoding:
+        net_input = {"src_tokens": src_tokens, "src_lengths": src_lengths}
+        lengths = src_tokens.ne(pad).long().sum(dim=1)
+        return PoolEncoding([b.encode(net_input) for b in self.backends], lengths)
+
+    def initial_state(self, pool: PoolEncoding, sentences: Tensor, bos: int) -> DecoderState:
+        """One row per sentence in ``sentences`` (pool indices), nothing fed yet."""
+        caches = [b.initial(mem, sentences) for b, mem in zip(self.backends, pool.per_model)]
+        history = sentences.new_zeros(len(sentences), 0) if self.needs_history else None
+        return DecoderState(caches, sentences, torch.zeros_like(sentences), history)
+
+    # ---- steps ----------------------------------------------------------------------------
+    def step(self, pool: PoolEncoding, state: DecoderState, tokens: Tensor,
+             block_mask: Optional[Tensor] = None) -> tuple:
+        """Feed ``tokens`` (R, b); return log-probs (R, b, V) of the next tokens and the new state."""
+        log_probs, caches = [], []
+        for backend, memory, cache in zip(self.backends, pool.per_model, state.caches):
+            logits, cache = backend.step(memory, cache, state, tokens, block_mask)
+            if self.temperature != 1.0:
+                logits = logits / self.temperature
+            log_probs.append(torch.log_softmax(logits.float() if logits.dtype == torch.half else logits, dim=-1))
+            caches.append(cache)
+        if len(log_probs) == 1:
+            lprobs = log_probs[0]
+        else:
+            lprobs = torch.logsumexp(torch.stack(log_probs, dim=0), dim=0) - math.log(len(log_probs))
+        history = None if state.history is None else torch.cat([state.history, tokens], dim=1)
+        new_state = DecoderState(caches, state.row_sentence, state.lengths + tokens.size(1), history, state._index)
+        return lprobs, new_state
+
+    def select(self, state: DecoderState, rows: Tensor) -> DecoderState:
+        """Rows ``rows`` of ``state`` (repetition allowed); keep sentences' rows consecutive."""
+        caches = [b.select(c, rows) for b, c in zip(self.backends, state.caches)]
+        history = None if state.history is None else state.history.index_select(0, rows)
+        return DecoderState(caches, state.row_sentence.index_select(0, rows), state.lengths.index_select(0, rows), history)
+
+    def concat(self, states: Sequence[DecoderState]) -> DecoderState:
+        """Rows of several states in one (rows of different lengths need a transformer ensemble)."""
+        if len(states) == 1:
+            return states[0]
+        lengths = torch.cat([s.lengths for s in states])
+        if not self.mixed_lengths and bool((lengths != lengths[0]).any()):
+            raise FairseqStreamError("rows of different lengths can only share a step with transformer models")
+        caches = [b.concat([s.caches[i] for s in states]) for i, b in enumerate(self.backends)]
+        history = None
+        if self.needs_history:
+            width = max(s.history.size(1) for s in states)
+            history = torch.cat([torch.nn.functional.pad(s.history, (width - s.history.size(1), 0)) for s in states])
+        return DecoderState(caches, torch.cat([s.row_sentence for s in states]), lengths, history)
+
+    def accept(self, state: DecoderState, keep: Tensor, block: int) -> DecoderState:
+        """After a block step, keep the first ``keep[r]`` block tokens of each row in the cache."""
+        caches = [b.accept(c, keep, block) for b, c in zip(self.backends, state.caches)]
+        return replace(state, caches=caches, lengths=state.lengths - block + keep, _index=state._index)

@@ -1,0 +1,1 @@
+"""fairseq models of the package (fairseq imports this folder itself for ``--user-dir``)."""

@@ -1,0 +1,101 @@
+"""Decoding options of fairseq-stream, shared by every task of the package.
+
+They are fields of the task's dataclass config because fairseq rebuilds
+``cfg.generation`` from ``GenerationConfig`` alone: an extra generation flag survives only as
+a task field (see ``../shared/docs/FAIRSEQ_NOTES.md``). :func:`validate` checks them once,
+up front; each strategy checks the combinations it cannot run when it is built.
+"""
+from dataclasses import dataclass, field
+from typing import Optional
+
+from fairseq.dataclass import FairseqDataclass
+
+from fairseq_stream.errors import FairseqStreamError
+from fairseq_stream.registry import get_search, search_names
+
+
+@dataclass
+class StreamDecodingConfig(FairseqDataclass):
+    search: str = field(
+        default="beam",
+        metadata={
+            "help": "decoding strategy of fairseq-stream, one of: "
+            + ", ".join(search_names())
+            + " ('beam' is fairseq's own beam search; 'python -m fairseq_stream' describes each)"
+        },
+    )
+    # ---- the streaming scheduler (paper 000 Algorithm 1; paper 002 Algorithms 5-6) ----
+    stream_epsilon: Optional[float] = field(
+        default=None,
+        metadata={"help": "refill threshold ε in (0, 1): new sentences join when the sentences in "
+                  "flight drop to ε·capacity (default 1/6, paper 000; 1/2 for topup)"},
+    )
+    stream_capacity: int = field(
+        default=64,
+        metadata={"help": "sentences in flight at once (the batch size n of paper 000); fairseq's "
+                  "--batch-size/--max-tokens set the pool the scheduler draws from"},
+    )
+    stream_max_candidates: int = field(
+        default=0,
+        metadata={"help": "bound the live candidates (total beam width) in flight instead of the "
+                  "sentences (paper 000 §3, §4.2); 0 = off"},
+    )
+    stream_max_wait: int = field(
+        default=0,
+        metadata={"help": "latency bound: stop refilling while a sentence has been in flight for more "
+                  "than this many steps (paper 000 footnote 3); 0 = off"},
+    )
+    stream_stats: Optional[str] = field(
+        default=None,
+        metadata={"help": "write the run's statistics (and the per-step active batch trace) as JSON here"},
+    )
+    # ---- beam search heuristics (paper 001 §3; paper 000 §4) ----
+    prune_abs_threshold: Optional[float] = field(
+        default=None,
+        metadata={"help": "absolute threshold δ (ap): prune candidates scoring ≤ best − δ in "
+                  "log-probability; the best may be a finished hypothesis (default 1.5 for var-*; "
+                  "inf = off)"},
+    )
+    prune_max_cands_per_node: Optional[int] = field(
+        default=None,
+        metadata={"help": "max candidates per node M (mc): at most M expansions of one hypothesis "
+                  "(default 5 for var-*; --beam = off)"},
+    )
+    prune_rel_threshold: Optional[float] = field(
+        default=None,
+        metadata={"help": "relative threshold rp in (0, 1]: prune candidates with probability ≤ "
+                  "rp·best (off by default)"},
+    )
+    prune_rel_local_threshold: Optional[float] = field(
+        default=None,
+        metadata={"help": "relative local threshold rpl in (0, 1]: prune candidates whose last word's "
+                  "probability ≤ rpl·the step's best last-word probability (off by default)"},
+    )
+    beam_finalize: str = field(
+        default="ours",
+        metadata={"help": "when a finished candidate becomes final: 'ours' (paper 000 App. A.1: only "
+                  "once it tops the beam) or 'fairseq' (at once, as fairseq's beam search)"},
+    )
+
+
+def validate(opts: StreamDecodingConfig) -> None:
+    """Reject impossible option values with one line naming the flag and its allowed range."""
+    get_search(opts.search)
+    if opts.stream_epsilon is not None and not 0.0 < opts.stream_epsilon < 1.0:
+        raise FairseqStreamError(f"--stream-epsilon must be in (0, 1), got {opts.stream_epsilon}")
+    if opts.stream_capacity < 1:
+        raise FairseqStreamError(f"--stream-capacity must be >= 1, got {opts.stream_capacity}")
+    if opts.stream_max_candidates < 0:
+        raise FairseqStreamError(f"--stream-max-candidates must be >= 0, got {opts.stream_max_candidates}")
+    if opts.stream_max_wait < 0:
+        raise FairseqStreamError(f"--stream-max-wait must be >= 0, got {opts.stream_max_wait}")
+    if opts.prune_abs_threshold is not None and not opts.prune_abs_threshold >= 0:
+        raise FairseqStreamError(f"--prune-abs-threshold must be >= 0 (inf = off), got {opts.prune_abs_threshold}")
+    if opts.prune_max_cands_per_node is not None and opts.prune_max_cands_per_node < 1:
+        raise FairseqStreamError(f"--prune-max-cands-per-node must be >= 1, got {opts.prune_max_cands_per_node}")
+    for flag, value in (("--prune-rel-threshold", opts.prune_rel_threshold),
+                        ("--prune-rel-local-threshold", opts.prune_rel_local_threshold)):
+        if value is not None and not 0.0 < value <= 1.0:
+            raise FairseqStreamError(f"{flag} must be in (0, 1], got {value}")
+    if opts.beam_finalize not in ("ours", "fairseq"):
+        raise FairseqStreamError(f"--beam-finalize must be 'ours' or 'fairseq', got {opts.beam_finalize!r}")

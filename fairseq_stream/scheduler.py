@@ -1,0 +1,164 @@
+"""The streaming scheduler: which sentences are in flight and which of them take a step.
+
+Paper 000 Algorithm 1 with the design of ``../shared/docs/DESIGN.md``, strategy-agnostic:
+
+* **refill** — when the sentences in flight drop to ``ε·n`` (or, with a candidate budget
+  ``C``, the live candidates drop to ``ε·C``), new sentences of the pool join, up to the
+  capacity (line 7). ``ε = 0`` refills only when everything finished: plain batches, the
+  VAR-BATCH / FIXED-OURS baselines. Paper 002's top-up batching is ``ε = 1/2``.
+* **selection** — ``min-length`` steps only the sentences with the fewest tokens (line 13),
+  so the selected caches have one length and concatenate without padding; ``all`` steps
+  every sentence in flight, shorter ones left-padded (VAR-STR-FIFO, App. A.2; top-up).
+* **groups** — sentences that joined together form a group with one cache; a group pauses
+  while a younger one catches up, and groups merge once their lengths meet.
+* **flush** — with ``max_wait`` (paper 000 footnote 3), refills stop while some sentence has
+  been in flight for more than ``max_wait`` steps, so long translations cannot get stuck
+  behind a stream of new ones.
+
+Sentences never influence each other's search: a strategy's step is computed per sentence,
+so the output equals the batched one (exactly so in float64; see the equivalence tests).
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any, Dict, List, Optional
+
+import torch
+from torch import Tensor
+
+from fairseq_stream.errors import FairseqStreamError
+from fairseq_stream.interface import Hypothesis, SearchStrategy, StepOutcome
+from fairseq_stream.model_step import DecoderState, ModelStep, PoolEncoding
+from fairseq_stream.stats import DecodeStats
+
+
+@dataclass(frozen=True)
+class SchedulerConfig:
+    epsilon: float = 1.0 / 6  # refill threshold ε; 0 = plain batches
+    capacity: int = 64  # sentences in flight (n)
+    max_candidates: int = 0  # live candidates in flight (C); 0 = use ``capacity``
+    selection: str = "min-length"  # or "all"
+    max_wait: int = 0  # flush after this many steps in flight; 0 = never
+
+    def validate(self, rows_per_sentence: int) -> None:
+        if not 0.0 <= self.epsilon < 1.0:
+            raise FairseqStreamError(f"--stream-epsilon must be in (0, 1), got {self.epsilon}")
+        if self.capacity < 1:
+            raise FairseqStreamError(f"--stream-capacity must be >= 1 sentence, got {self.capacity}")
+        if self.max_candidates and self.max_candidates < rows_per_sentence:
+            raise FairseqStreamError(
+                f"--stream-max-candidates {self.max_candidates} is smaller than one beam "
+                f"({rows_per_sentence} candidates); raise it or lower --beam"
+            )
+        if self.max_candidates < 0 or self.max_wait < 0:
+            raise FairseqStreamError("--stream-max-candidates and --stream-max-wait must be >= 0")
+        if self.selection not in ("min-length", "all"):
+            raise FairseqStreamError(f"unknown selection policy {self.selection!r}")
+
+
+@dataclass
+class _Group:
+    state: Any  # the strategy's state of these sentences
+    dec: DecoderState  # their decoder caches, same rows
+    feed: Tensor  # (R, b) tokens to feed at the next step
+    joined: int  # scheduler step at which the (oldest) sentences joined
+    block_mask: Optional[Tensor] = None
+
+
+class StreamingScheduler:
+    """Runs a :class:`~fairseq_stream.interface.SearchStrategy` over a pool of sentences."""
+
+    def __init__(self, model: ModelStep, strategy: SearchStrategy, cfg: SchedulerConfig, *,
+                 bos: int, rows_per_sentence: int, stats: DecodeStats) -> None:
+        cfg.validate(rows_per_sentence)
+        if cfg.selection == "all" and not model.mixed_lengths:
+            model.require_block_steps("stepping sentences of different lengths together (VAR-STR-FIFO, top-up)")
+        self.model = model
+        self.strategy = strategy
+        self.cfg = cfg
+        self.bos = bos
+        self.rows_per_sentence = rows_per_sentence
+        self.stats = stats
+
+    def run(self, pool: PoolEncoding, max_len: Tensor) -> Dict[int, List[Hypothesis]]:
+        """Decode every sentence of ``pool`` in pool order; n-best lists by pool index."""
+        queue = list(range(pool.size))
+        groups: List[_Group] = []
+        results: Dict[int, List[Hypothesis]] = {}
+        clock = 0
+        while queue or groups:
+            if queue and self._refill_due(groups, clock):
+                n = self._refill_size(groups)
+                take, queue = queue[:n], queue[n:]
+                groups.append(self._new_group(pool, take, max_len, clock))
+                self.stats.refills += 1
+            group = self._select(groups)
+            results.update(self._step(pool, group, groups))
+            clock += 1
+        return results
+
+    # ---- refill ----------------------------------------------------------------------------
+    def _in_flight(self, groups: List[_Group]) -> tuple:
+        sentences = sum(self.strategy.sentences(g.state) for g in groups)
+        rows = sum(g.dec.rows for g in groups)
+        return sentences, rows
+
+    def _refill_due(self, groups: List[_Group], clock: int) -> bool:
+        if not groups:
+            return True
+        if self.cfg.max_wait and clock - min(g.joined for g in groups) > self.cfg.max_wait:
+            return False  # flush: let the in-flight sentences finish first
+        sentences, rows = self._in_flight(groups)
+        if self.cfg.max_candidates:
+            return rows <= self.cfg.epsilon * self.cfg.max_candidates
+        return sentences <= self.cfg.epsilon * self.cfg.capacity and sentences < self.cfg.capacity
+
+    def _refill_size(self, groups: List[_Group]) -> int:
+        sentences, rows = self._in_flight(groups)
+        if self.cfg.max_candidates:
+            # Budget the full width of every new beam.
+            budget = self.cfg.max_candidates - sentences * self.rows_per_sentence
+            return max(1, budget // self.rows_per_sentence)
+        return max(1, self.cfg.capacity - sentences)
+
+    def _new_group(self, pool: PoolEncoding, take: List[int], max_len: Tensor, clock: int) -> _Group:
+        sentences = torch.tensor(take, dtype=torch.long, device=pool.src_lengths.device)
+        out = self.strategy.init_state(sentences, max_len.index_select(0, sentences),
+                                       pool.src_lengths.index_select(0, sentences))
+        dec = self.model.initial_state(pool, sentences, self.bos)
+        return _Group(out.state, dec, out.feed, clock, out.block_mask)
+
+    # ---- selection -------------------------------------------------------------------------
+    def _select(self, groups: List[_Group]) -> _Group:
+        """Remove the groups to step from ``groups`` and return them merged into one."""
+        if self.cfg.selection == "all":
+            chosen = list(groups)
+        else:
+            lengths = [self.strategy.length(g.state) for g in groups]
+            shortest = min(lengths)
+            chosen = [g for g, n in zip(groups, lengths) if n == shortest]
+        for g in chosen:
+            groups.remove(g)
+        if len(chosen) == 1:
+            return chosen[0]
+        return _Group(
+            state=self.strategy.concat([g.state for g in chosen]),
+            dec=self.model.concat([g.dec for g in chosen]),
+            feed=torch.cat([g.feed for g in chosen]),
+            joined=min(g.joined for g in chosen),
+            block_mask=chosen[0].block_mask,
+        )
+
+    # ---- one step --------------------------------------------------------------------------
+    def _step(self, pool: PoolEncoding, group: _Group, groups: List[_Group]) -> Dict[int, List[Hypothesis]]:
+        lprobs, dec = self.model.step(pool, group.dec, group.feed, group.block_mask)
+        self.stats.add_step(sentences=self.strategy.sentences(group.state), rows=group.dec.rows,
+                            length=int(group.dec.lengths.max()))
+        out: StepOutcome = self.strategy.step(group.state, lprobs)
+        if out.accept is not None:
+            dec = self.model.accept(dec, out.accept, group.feed.size(1))
+        if self.strategy.sentences(out.state) > 0:
+            if out.parents is not None:
+                dec = self.model.select(dec, out.parents)
+            groups.append(_Group(out.state, dec, out.feed, group.joined, out.block_mask))
+        return out.finished

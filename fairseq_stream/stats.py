@@ -1,0 +1,87 @@
+"""Decoding statistics: the columns of paper 000 Tables 4–7, paper 001's fan-out and paper 004's Iters.
+
+Every generator of the package fills one :class:`DecodeStats` per run. ``timesteps`` counts
+sequential decoder calls (a Jacobi iteration or an IBDecoder multi-word step is one);
+``expansions`` counts the hypotheses fed through the decoder over all steps (paper 000's
+"candidate expansions").
+"""
+from __future__ import annotations
+
+from dataclasses import asdict, dataclass, field
+from typing import Any, Dict, List, Optional
+
+
+@dataclass
+class DecodeStats:
+    sentences: int = 0
+    target_tokens: int = 0
+    wall_seconds: float = 0.0
+    timesteps: int = 0
+    expansions: int = 0
+    active_sentences: int = 0  # summed over steps: sentences that took part in a step
+    refills: int = 0
+    autoregressive_steps: int = 0  # Jacobi: the steps greedy decoding would have taken
+    accepted_tokens: int = 0  # Jacobi: tokens fixed by all iterations
+    trace: Optional[List[Dict[str, int]]] = None  # per-step active batch, when requested
+    extra: Dict[str, float] = field(default_factory=dict)
+
+    def add_step(self, *, sentences: int, rows: int, length: Optional[int] = None) -> None:
+        """Record one decoder call over ``rows`` hypotheses of ``sentences`` sentences."""
+        self.timesteps += 1
+        self.expansions += rows
+        self.active_sentences += sentences
+        if self.trace is not None:
+            entry = {"step": self.timesteps, "sentences": sentences, "rows": rows}
+            if length is not None:
+                entry["length"] = length
+            self.trace.append(entry)
+
+    def merge(self, other: "DecodeStats") -> None:
+        for name in ("sentences", "target_tokens", "wall_seconds", "timesteps", "expansions",
+                     "active_sentences", "refills", "autoregressive_steps", "accepted_tokens"):
+            setattr(self, name, getattr(self, name) + getattr(other, name))
+        if other.trace is not None:
+            offset = len(self.trace or [])
+            self.trace = (self.trace or []) + [dict(e, step=e["step"] + offset) for e in other.trace]
+        for k, v in other.extra.items():
+            self.extra[k] = self.extra.get(k, 0.0) + v
+
+    @property
+    def expansions_per_step(self) -> float:
+        return self.expansions / self.timesteps if self.timesteps else 0.0
+
+    @property
+    def mean_active_sentences(self) -> float:
+        return self.active_sentences / self.timesteps if self.timesteps else 0.0
+
+    @property
+    def sentences_per_second(self) -> float:
+        return self.sentences / self.wall_seconds if self.wall_seconds else 0.0
+
+    def to_dict(self, with_trace: bool = False) -> Dict[str, Any]:
+        out = asdict(self)
+        if not with_trace:
+            out.pop("trace")
+        out.update(
+            expansions_per_step=self.expansions_per_step,
+            mean_active_sentences=self.mean_active_sentences,
+            sentences_per_second=self.sentences_per_second,
+        )
+        if self.autoregressive_steps:
+            out["iteration_speedup"] = self.autoregressive_steps / max(self.timesteps, 1)
+        return out
+
+    def summary(self) -> str:
+        """One log line, printed at the end of a fairseq-generate run."""
+        line = (
+            f"{self.sentences} sentences, {self.timesteps} timesteps, {self.expansions} expansions "
+            f"({self.expansions_per_step:.1f}/step), mean active sentences {self.mean_active_sentences:.1f}"
+        )
+        if self.wall_seconds:
+            line += f", {self.sentences_per_second:.1f} sentences/s"
+        if self.autoregressive_steps:
+            line += (
+                f", iterations {self.timesteps} vs autoregressive steps {self.autoregressive_steps}"
+                f" ({self.autoregressive_steps / max(self.timesteps, 1):.2f}x)"
+            )
+        return line

@@ -1,0 +1,158 @@
+"""``--task translation_stream``: fairseq's translation task with fairseq-stream's decoders.
+
+It differs from ``translation`` in three ways only:
+
+* its config carries ``--search`` and the strategy options, and :meth:`build_generator`
+  returns the chosen strategy (``beam`` is fairseq's own generator);
+* batches never lose sentences: fairseq-fixed 0.12.3.1's ``batch_by_size`` drops the last
+  ``n mod 8`` sentences under the default ``--required-batch-size-multiple 8``; every batch
+  iterator of this task puts the dropped tail back as one final batch (fairseq 0.12.2's
+  behaviour), for training, validation and generation alike;
+* missing dictionaries, splits and over-long inputs are one-line errors.
+"""
+
+import logging
+import os
+from collections import OrderedDict
+from dataclasses import dataclass
+from typing import Any, Dict, List, Optional
+
+import numpy as np
+from fairseq import utils
+from fairseq.dataclass.utils import gen_parser_from_dataclass
+from fairseq.data import BaseWrapperDataset, FairseqDataset, data_utils
+from fairseq.tasks import register_task
+from fairseq.tasks.translation import TranslationConfig, TranslationTask
+
+from fairseq_stream.errors import FairseqStreamError
+from fairseq_stream.options import StreamDecodingConfig, validate
+from fairseq_stream.registry import get_search
+
+logger = logging.getLogger(__name__)
+
+
+def restore_dropped_batches(batches: List[np.ndarray], indices: np.ndarray) -> List[np.ndarray]:
+    """Append, as one last batch, the indices that ``batch_by_size`` left out (keeping order)."""
+    kept = sum(len(b) for b in batches)
+    if kept == len(indices):
+        return batches
+    seen = np.concatenate(batches) if batches else np.empty(0, dtype=np.int64)
+    missing = np.asarray(indices)[~np.isin(indices, seen)]
+    logger.info("put back %d sentence(s) that fairseq's batch_by_size dropped", len(missing))
+    return list(batches) + [missing.astype(np.int64)]
+
+
+class CompleteBatchesDataset(BaseWrapperDataset):
+    """A dataset view whose ``batch_by_size`` never drops a sentence."""
+
+    def batch_by_size(self, indices, max_tokens=None, max_sentences=None, required_batch_size_multiple=1):
+        batches = self.dataset.batch_by_size(
+            indices,
+            max_tokens=max_tokens,
+            max_sentences=max_sentences,
+            required_batch_size_multiple=required_batch_size_multiple,
+        )
+        return restore_dropped_batches(batches, indices)
+
+
+@dataclass
+class TranslationStreamConfig(TranslationConfig, StreamDecodingConfig):
+    pass
+
+
+def _check_data_dir(cfg: TranslationConfig) -> None:
+    """Fail with one line when the data directory or its dictionaries are missing."""
+    if not cfg.data:
+        raise FairseqStreamError("no data directory given (the first positional argument, e.g. data-bin/wmt)")
+    first = utils.split_paths(cfg.data)[0]
+    if not os.path.isdir(first):
+        raise FairseqStreamError(f"data directory {first!r} does not exist")
+    src, tgt = cfg.source_lang, cfg.target_lang
+    if src is None or tgt is None:
+        src, tgt = data_utils.infer_language_pair(first)
+    if src is None or tgt is None:
+        raise FairseqStreamError(
+            f"no dictionaries in {first!r}: expected dict.SRC.txt and dict.TGT.txt as written "
+            "by fairseq-preprocess (or pass --source-lang/--target-lang)"
+        )
+    for lang in (src, tgt):
+        path = os.path.join(first, f"dict.{lang}.txt")
+        if not os.path.isfile(path):
+            raise FairseqStreamError(f"missing dictionary {path!r}; run fairseq-preprocess on this data first")
+
+
+@register_task("translation_stream", dataclass=TranslationStreamConfig)
+class TranslationStreamTask(TranslationTask):
+    """Translation with ``--search`` strategies and complete batches."""
+
+    cfg: TranslationStreamConfig
+
+    def __init__(self, cfg: TranslationStreamConfig, src_dict, tgt_dict) -> None:
+        super().__init__(cfg, src_dict, tgt_dict)
+        # A few recent views, so fairseq's per-dataset iterator cache keeps working while
+        # fairseq-interactive's one-dataset-per-buffer pattern does not grow memory.
+        self._complete_views: "OrderedDict[int, CompleteBatchesDataset]" = OrderedDict()
+
+    @classmethod
+    def add_args(cls, parser: Any) -> None:
+        # The generation parsers already hold the decoding options (see cli_hook).
+        from fairseq_stream.cli_hook import add_stream_decoding_args
+
+        gen_parser_from_dataclass(parser, TranslationConfig())
+        add_stream_decoding_args(parser)
+
+    @classmethod
+    def setup_task(cls, cfg: TranslationStreamConfig, **kwargs: Any) -> "TranslationStreamTask":
+        validate(cfg)
+        _check_data_dir(cfg)
+        return super().setup_task(cfg, **kwargs)
+
+    def load_dataset(self, split: str, epoch: int = 1, combine: bool = False, **kwargs: Any) -> None:
+        try:
+            super().load_dataset(split, epoch=epoch, combine=combine, **kwargs)
+        except FileNotFoundError as exc:
+            raise FairseqStreamError(
+                f"{exc}; choose an existing split with --gen-subset (or --valid-subset)"
+            ) from None
+
+    def filter_indices_by_size(self, indices, dataset, max_positions=None, ignore_invalid_inputs=False):
+        kept, ignored = dataset.filter_indices_by_size(indices, max_positions)
+        if len(ignored) > 0:
+            if not ignore_invalid_inputs:
+                raise FairseqStreamError(
+                    f"{len(ignored)} sentence(s) are longer than the model allows "
+                    f"(max positions {max_positions}; first ids {list(ignored[:5])}); shorten them or "
+                    "pass --skip-invalid-size-inputs-valid-test to skip them"
+                )
+            logger.warning(
+                "skipping %d over-long sentence(s) (max positions %s), ids: %s",
+                len(ignored), max_positions, list(ignored),
+            )
+        return kept
+
+    def get_batch_iterator(self, dataset: FairseqDataset, *args: Any, **kwargs: Any):
+        view = self._complete_views.get(id(dataset))
+        if view is None or view.dataset is not dataset:
+            view = self._complete_views[id(dataset)] = CompleteBatchesDataset(dataset)
+            while len(self._complete_views) > 4:
+                self._complete_views.popitem(last=False)
+        return super().get_batch_iterator(view, *args, **kwargs)
+
+    def build_generator(
+        self,
+        models: List[Any],
+        args: Any,
+        seq_gen_cls: Optional[type] = None,
+        extra_gen_cls_kwargs: Optional[Dict[str, Any]] = None,
+        prefix_allowed_tokens_fn: Any = None,
+    ) -> Any:
+        entry = get_search(self.cfg.search)
+        return entry.build(
+            self,
+            models,
+            args,
+            self.cfg,
+            seq_gen_cls=seq_gen_cls,
+            extra_gen_cls_kwargs=extra_gen_cls_kwargs,
+            prefix_allowed_tokens_fn=prefix_allowed_tokens_fn,
+        )

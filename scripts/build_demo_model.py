@@ -1,0 +1,142 @@
+#!/usr/bin/env python
+"""Rebuild the demo model shipped in ``user_dir_examples/demo/`` from the Bible corpus.
+
+Pipeline: raw Spanish–English verses → held-out split → sacremoses tokenisation →
+subword-nmt joint BPE → ``fairseq-preprocess`` → ``fairseq-train`` (a small pre-norm
+transformer on CPU) → an inference-only fp16 checkpoint.
+
+    python scripts/build_demo_model.py --corpus ../shared/data/bible-es-en           # all stages
+    python scripts/build_demo_model.py --corpus ... --stages prep                     # data only
+    python scripts/build_demo_model.py --corpus ... --stages train,export --train-hours 1
+
+Held-out rule (deterministic): training pair n (1-based) goes to ``test`` when n % 30 == 0;
+the corpus's own ``valid`` split stays the validation set. The shipped ``test`` sample is what
+the demo and the benchmarks translate. Training used 2 CPU threads for about an hour.
+"""
+from __future__ import annotations
+
+import argparse
+import os
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+from typing import List
+
+REPO = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(REPO))
+
+from fairseq_stream.text import BpeCodes, tokenize  # noqa: E402
+
+SRC, TGT = "es", "en"
+HELDOUT_EVERY = 30
+
+
+def _read(path: Path) -> List[str]:
+    with open(path, encoding="utf-8") as f:
+        return [line.rstrip("\n") for line in f]
+
+
+def _write(path: Path, lines: List[str]) -> None:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    with open(path, "w", encoding="utf-8") as f:
+        f.writelines(line + "\n" for line in lines)
+
+
+def split_corpus(corpus: Path, raw: Path) -> None:
+    """train → train + held-out test (every 30th pair); valid stays valid."""
+    for lang in (SRC, TGT):
+        lines = _read(corpus / f"train.{lang}")
+        _write(raw / f"train.{lang}", [s for n, s in enumerate(lines, 1) if n % HELDOUT_EVERY])
+        _write(raw / f"test.{lang}", [s for n, s in enumerate(lines, 1) if not n % HELDOUT_EVERY])
+        shutil.copy(corpus / f"valid.{lang}", raw / f"valid.{lang}")
+
+
+def prepare(corpus: Path, work: Path, bpe_merges: int) -> None:
+    raw, tok, bpe = work / "raw", work / "tok", work / "bpe"
+    split_corpus(corpus, raw)
+    for split in ("train", "valid", "test"):
+        for lang in (SRC, TGT):
+            print(f"tokenising {split}.{lang}", flush=True)
+            _write(tok / f"{split}.{lang}", [tokenize(s, lang) for s in _read(raw / f"{split}.{lang}")])
+    joint = tok / "train.joint"
+    _write(joint, _read(tok / f"train.{SRC}") + _read(tok / f"train.{TGT}"))
+    from subword_nmt.learn_bpe import learn_bpe
+
+    print(f"learning {bpe_merges} joint BPE merges", flush=True)
+    with open(joint, encoding="utf-8") as fin, open(work / "bpe.codes", "w", encoding="utf-8") as fout:
+        learn_bpe(fin, fout, bpe_merges)
+    codes = BpeCodes(str(work / "bpe.codes"))
+    for split in ("train", "valid", "test"):
+        for lang in (SRC, TGT):
+            _write(bpe / f"{split}.{lang}", codes.apply_all(_read(tok / f"{split}.{lang}")))
+    subprocess.run(
+        [
+            "fairseq-preprocess", "--source-lang", SRC, "--target-lang", TGT,
+            "--trainpref", str(bpe / "train"), "--validpref", str(bpe / "valid"),
+            "--testpref", str(bpe / "test"), "--destdir", str(work / "bin"),
+            "--joined-dictionary", "--workers", "2",
+        ],
+        check=True,
+    )
+
+
+def train(work: Path, hours: float) -> None:
+    subprocess.run(
+        [
+            "fairseq-train", str(work / "bin"),
+            "--cpu", "--arch", "transformer", "--share-all-embeddings",
+            "--encoder-layers", "3", "--decoder-layers", "3",
+            "--encoder-embed-dim", "256", "--decoder-embed-dim", "256",
+            "--encoder-ffn-embed-dim", "1024", "--decoder-ffn-embed-dim", "1024",
+            "--encoder-attention-heads", "4", "--decoder-attention-heads", "4",
+            "--encoder-normalize-before", "--decoder-normalize-before",
+            "--dropout", "0.2", "--attention-dropout", "0.1",
+            "--optimizer", "adam", "--adam-betas", "(0.9, 0.98)", "--clip-norm", "0.0",
+            "--lr", "0.0015", "--lr-scheduler", "inverse_sqrt", "--warmup-updates", "600",
+            "--criterion", "label_smoothed_cross_entropy", "--label-smoothing", "0.1",
+            "--max-tokens", "4096", "--required-batch-size-multiple", "1",
+            "--stop-time-hours", str(hours), "--max-epoch", "100",
+            "--save-dir", str(work / "checkpoints"), "--no-epoch-checkpoints",
+            "--save-interval-updates", "500", "--keep-interval-updates", "1",
+            "--log-format", "simple", "--log-interval", "50", "--seed", "1",
+        ],
+        check=True,
+    )
+
+
+def export(work: Path, out: Path) -> None:
+    """Copy what the demo needs into ``out`` (a few MB): BPE codes, dictionaries, test sample, checkpoint."""
+    out.mkdir(parents=True, exist_ok=True)
+    shutil.copy(work / "bpe.codes", out / "bpe.codes")
+    for lang in (SRC, TGT):
+        shutil.copy(work / "bin" / f"dict.{lang}.txt", out / f"dict.{lang}.txt")
+        shutil.copy(work / "raw" / f"test.{lang}", out / f"test.{lang}")
+    from fairseq_stream.checkpoint import export_inference_checkpoint
+
+    best = work / "checkpoints" / "checkpoint_best.pt"
+    size = export_inference_checkpoint(str(best), str(out / "checkpoint.pt"))
+    print(f"wrote {out / 'checkpoint.pt'} ({size / 2**20:.1f} MiB)")
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--corpus", type=Path, default=REPO.parent / "shared" / "data" / "bible-es-en")
+    parser.add_argument("--work", type=Path, default=REPO / "work" / "demo_build")
+    parser.add_argument("--out", type=Path, default=REPO / "user_dir_examples" / "demo")
+    parser.add_argument("--stages", default="prep,train,export")
+    parser.add_argument("--bpe-merges", type=int, default=6000)
+    parser.add_argument("--train-hours", type=float, default=1.0)
+    args = parser.parse_args()
+    stages = args.stages.split(",")
+    os.makedirs(args.work, exist_ok=True)
+    if "prep" in stages:
+        prepare(args.corpus, args.work, args.bpe_merges)
+    if "train" in stages:
+        train(args.work, args.train_hours)
+    if "export" in stages:
+        export(args.work, args.out)
+
+
+if __name__ == "__main__":
+    main()

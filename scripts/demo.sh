@@ -1,0 +1,11 @@
+#!/usr/bin/env bash
+# Install (see scripts/install.sh), then run the demo: the shipped Spanish→English model
+# translates held-out verses with every strategy. Extra arguments go to the demo.
+set -euo pipefail
+repo="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
+bash "$repo/scripts/install.sh"
+venv="${FAIRSEQ_STREAM_VENV:-$repo/.venv}"
+python="$venv/bin/python"
+[ "$venv" = "none" ] && python="${PYTHON:-python3}"
+cd "$repo"
+exec "$python" -m fairseq_stream.demo "$@"

@@ -1,0 +1,26 @@
+#!/usr/bin/env bash
+# Install fairseq-stream and its pinned dependencies into a virtual environment (.venv by
+# default; FAIRSEQ_STREAM_VENV=path to choose another, FAIRSEQ_STREAM_VENV=none to install
+# into the current Python). Safe to re-run: what is installed already is skipped.
+#
+# The order matters: fairseq must be built without build isolation (with isolation pip
+# downloads a multi-GB CUDA torch just to build it), so torch, cython, numpy, setuptools and
+# wheel come first; torch is pinned because a bare "torch" pulls a CUDA build.
+set -euo pipefail
+repo="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
+venv="${FAIRSEQ_STREAM_VENV:-$repo/.venv}"
+python="${PYTHON:-python3}"
+
+if [ "$venv" != "none" ]; then
+    [ -x "$venv/bin/python" ] || "$python" -m venv "$venv"
+    python="$venv/bin/python"
+fi
+pip=("$python" -m pip install --disable-pip-version-check -q)
+
+"${pip[@]}" torch==2.13.0 cython==3.3.1 numpy==2.4.6 setuptools==84.2.1 wheel==0.48.0
+"$python" -c "import fairseq" 2>/dev/null || "${pip[@]}" --no-build-isolation fairseq-fixed==0.12.3.1
+"${pip[@]}" sacremoses==0.2.0 subword-nmt==0.3.8 sacrebleu==2.6.0 pytest==9.2.0 matplotlib==3.10.8
+# A regular (not editable) install: fairseq finds --user-dir fairseq_stream in site-packages
+# from any directory. --no-deps: everything it needs is installed above.
+"${pip[@]}" --no-build-isolation --no-deps --force-reinstall "$repo"
+echo "fairseq-stream installed in $("$python" -c 'import sys; print(sys.prefix)')" >&2

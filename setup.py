@@ -1,0 +1,34 @@
+"""fairseq-stream: fast NMT decoding strategies for fairseq, loaded with --user-dir fairseq_stream.
+
+Install with ``bash scripts/install.sh`` (it installs the build requirements of fairseq
+before fairseq itself, which must be built without build isolation).
+"""
+from setuptools import find_packages, setup
+
+setup(
+    name="fairseq-stream",
+    version="0.1.0",
+    description="Streaming beam search, fused output layer, Jacobi decoding and IBDecoder for fairseq",
+    long_description=open("README.md", encoding="utf-8").read(),
+    long_description_content_type="text/markdown",
+    python_requires=">=3.10",
+    packages=find_packages(include=["fairseq_stream", "fairseq_stream.*"]),
+    install_requires=[
+        "torch==2.13.0",
+        # fairseq 0.12.2 does not import on Python 3.11; fairseq-fixed provides the same module.
+        "fairseq-fixed==0.12.3.1",
+        "sacremoses==0.2.0",
+        "subword-nmt==0.3.8",
+        "sacrebleu==2.6.0",
+    ],
+    extras_require={
+        "dev": ["pytest==9.2.0"],
+        "plots": ["matplotlib==3.10.8"],
+    },
+    entry_points={
+        "console_scripts": [
+            "fairseq-stream-bench=fairseq_stream.bench:main",
+            "fairseq-stream-demo=fairseq_stream.demo:main",
+        ]
+    },
+)

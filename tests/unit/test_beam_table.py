@@ -1,0 +1,149 @@
+"""Beam search on hand-written probability tables: the finalisation rule and the heuristics."""
+import math
+
+import pytest
+import torch
+from fairseq.sequence_generator import SequenceGenerator
+
+from fairseq_stream.errors import FairseqStreamError
+from fairseq_stream.strategies.streaming_beam import build_beam_family
+from helpers import TableModel, fake_task, gen_cfg, make_dictionary, sample_for, stream_opts
+
+D = make_dictionary()
+EOS, A, B, C = D.eos(), D.index("a"), D.index("b"), D.index("c")
+SRC = D.index("d")  # the one source word the tables key on
+
+# App. A.1's case, built so the two finalisation rules disagree (k = 2, max length 3, no
+# length normalisation; fairseq's --min-len 1 forbids EOS first, so "b" opens every output).
+# Step 1: a .7, EOS .2, c .1 — fairseq makes "b EOS" final at once (log .2 = -1.61); paper 000
+# keeps it on the beam below "b a". Step 2: b a→c (-1.05) and b a→b (-1.16) both beat it, so it
+# falls off our beam. At the maximum length EOS is forced: "b a c EOS" = log(.7·.5·.3) = -2.25
+# is our answer, while fairseq returns "b EOS".
+A1_TABLE = {
+    (SRC, ()): {B: 1.0},
+    (SRC, (B,)): {A: 0.7, EOS: 0.2, C: 0.1},
+    (SRC, (B, A)): {C: 0.5, B: 0.45, EOS: 0.05},
+    (SRC, (B, C)): {C: 0.5, EOS: 0.5},
+    (SRC, (B, A, C)): {EOS: 0.3, C: 0.7},
+    (SRC, (B, A, B)): {EOS: 0.3, C: 0.7},
+    (SRC, (B, C, C)): {EOS: 0.3, C: 0.7},
+}
+
+
+def ours(table, name="fixed-ours", gen=None, opts=None, sources=(SRC,)):
+    model = TableModel(D, table).eval()
+    g = build_beam_family(fake_task(D), [model], gen_cfg(**(gen or {})), stream_opts(**(opts or {})), name=name)
+    return g.generate([model], sample_for(D, list(sources))), g
+
+
+def fairseq(table, beam, max_len_b, normalize=False, sources=(SRC,)):
+    model = TableModel(D, table).eval()
+    g = SequenceGenerator([model], D, beam_size=beam, max_len_b=max_len_b, normalize_scores=normalize)
+    return g.generate([model], sample_for(D, list(sources)))
+
+
+def test_a1_rule_differs_from_fairseq_on_the_hand_built_case():
+    gen = {"beam": 2, "max_len_b": 3, "unnormalized": True}
+    fs = fairseq(A1_TABLE, beam=2, max_len_b=3)
+    (hyps,), _ = ours(A1_TABLE, gen=gen)
+    assert fs[0][0]["tokens"].tolist() == [B, EOS]
+    assert fs[0][0]["score"] == pytest.approx(math.log(0.2), abs=1e-4)
+    assert hyps[0]["tokens"].tolist() == [B, A, C, EOS]
+    assert hyps[0]["score"] == pytest.approx(math.log(0.7 * 0.5 * 0.3), abs=1e-4)
+
+
+def test_fairseq_rule_reproduces_fairseq_on_the_hand_built_case():
+    gen = {"beam": 2, "max_len_b": 3, "unnormalized": True, "nbest": 2}
+    fs = fairseq(A1_TABLE, beam=2, max_len_b=3)
+    (hyps,), _ = ours(A1_TABLE, gen=gen, opts={"beam_finalize": "fairseq"})
+    assert [h["tokens"].tolist() for h in hyps] == [h["tokens"].tolist() for h in fs[0][:2]]
+    assert [h["score"] for h in hyps] == pytest.approx([float(h["score"]) for h in fs[0][:2]], abs=1e-4)
+
+
+def test_ended_candidate_that_reaches_the_top_becomes_final():
+    # "b EOS" sits second after step 1, then "b a"'s children all score below it: it rises to
+    # the top and becomes final.
+    table = {(SRC, ()): {B: 1.0}, (SRC, (B,)): {A: 0.6, EOS: 0.4}, (SRC, (B, A)): {B: 0.3, C: 0.3, EOS: 0.1}}
+    (hyps,), g = ours(table, gen={"beam": 2, "max_len_b": 5, "unnormalized": True})
+    assert hyps[0]["tokens"].tolist() == [B, EOS]
+    assert hyps[0]["score"] == pytest.approx(math.log(0.4), abs=1e-4)
+    assert hyps[0]["positional_scores"].tolist() == pytest.approx([0.0, math.log(0.4)], abs=1e-4)
+
+
+def test_nbest_lists_are_sorted_by_normalised_score():
+    gen = {"beam": 3, "nbest": 3, "max_len_b": 4, "lenpen": 1.0}
+    (hyps,), _ = ours(A1_TABLE, gen=gen)
+    assert len(hyps) == 3
+    scores = [h["score"] for h in hyps]
+    assert scores == sorted(scores, reverse=True)
+    for h in hyps:
+        assert h["tokens"][-1] == EOS
+        assert h["score"] == pytest.approx(float(h["positional_scores"].sum()) / len(h["tokens"]), abs=1e-4)
+
+
+def test_absolute_threshold_prunes_and_counts_finished_best():
+    # δ = 1: after step 0 only "a" (log .7) survives: "b" (log .1) is 1.9 below it.
+    table = {(SRC, ()): {A: 0.7, B: 0.1, C: 0.2}, (SRC, (A,)): {EOS: 0.9, B: 0.1}}
+    (hyps,), g = ours(table, name="var-batch", gen={"beam": 3, "max_len_b": 4},
+                      opts={"prune_abs_threshold": 1.0, "prune_max_cands_per_node": 3})
+    assert hyps[0]["tokens"].tolist() == [A, EOS]
+    # "c" (log .2) is 1.25 below "a" (log .7), "b" further: only "a" is expanded at step 1.
+    assert g.stats.expansions == 2  # BOS, then "a" alone
+
+
+def test_max_candidates_per_node_limits_expansions_of_one_hypothesis():
+    table = {(SRC, ()): {A: 0.4, B: 0.35, C: 0.25}}
+    (hyps,), g = ours(table, name="var-batch", gen={"beam": 3, "max_len_b": 3},
+                      opts={"prune_abs_threshold": float("inf"), "prune_max_cands_per_node": 1})
+    # M = 1: one child of BOS, so step 1 expands a single row.
+    assert g.stats.expansions == 2
+
+
+def test_relative_thresholds():
+    table = {(SRC, ()): {A: 0.5, B: 0.3, C: 0.2}}
+    gen = {"beam": 3, "max_len_b": 3}
+    base = {"prune_abs_threshold": float("inf"), "prune_max_cands_per_node": 3}
+    _, g_all = ours(table, name="var-batch", gen=gen, opts=base)
+    _, g_rp = ours(table, name="var-batch", gen=gen, opts=dict(base, prune_rel_threshold=0.5))
+    _, g_rpl = ours(table, name="var-batch", gen=gen, opts=dict(base, prune_rel_local_threshold=0.7))
+    assert g_all.stats.expansions == 4  # BOS + a, b, c
+    assert g_rp.stats.expansions == 3  # c: .2 ≤ .5 · .5 is pruned
+    assert g_rpl.stats.expansions == 2  # b: .3 ≤ .7 · .5 and c are pruned
+
+
+def test_batch_and_stream_agree_on_tables():
+    sources = [SRC] * 7
+    gen = {"beam": 3, "nbest": 2, "max_len_b": 4}
+    ref, _ = ours(A1_TABLE, name="var-batch", gen=gen, sources=sources)
+    for name, opts in [("var-stream", {"stream_capacity": 3}), ("var-stream", {"stream_capacity": 2, "stream_epsilon": 0.5})]:
+        out, _ = ours(A1_TABLE, name=name, gen=gen, opts=opts, sources=sources)
+        for a, b in zip(ref, out):
+            assert [h["tokens"].tolist() for h in a] == [h["tokens"].tolist() for h in b]
+            assert [h["score"] for h in a] == [h["score"] for h in b]
+
+
+@pytest.mark.parametrize(
+    "name,opts,gen,message",
+    [
+        ("var-stream", {"stream_epsilon": 1.5}, {}, "--stream-epsilon must be in (0, 1)"),
+        ("var-stream", {"prune_max_cands_per_node": 0}, {}, "--prune-max-cands-per-node must be >= 1"),
+        ("var-stream", {"prune_abs_threshold": -1.0}, {}, "--prune-abs-threshold must be >= 0"),
+        ("var-stream", {"prune_rel_threshold": 0.0}, {}, "--prune-rel-threshold must be in (0, 1]"),
+        ("var-stream", {}, {"sampling": True}, "cannot be combined with --sampling"),
+        ("var-stream", {}, {"diverse_beam_groups": 2}, "cannot be combined with --diverse-beam-groups"),
+        ("var-stream", {"stream_max_candidates": 3}, {"beam": 5}, "smaller than one beam"),
+        ("var-batch", {"stream_epsilon": 0.2}, {}, "batched baseline"),
+        ("fixed-ours", {"prune_abs_threshold": 1.0}, {}, "fixed-width beam"),
+        ("fixed-ours", {}, {"beam": 2, "nbest": 3}, "--nbest must be between 1 and --beam"),
+    ],
+)
+def test_bad_options_are_one_line_errors(name, opts, gen, message):
+    from fairseq_stream.options import validate
+
+    with pytest.raises(FairseqStreamError) as err:
+        o = stream_opts(search=name, **opts)
+        validate(o)
+        model = TableModel(D, A1_TABLE)
+        build_beam_family(fake_task(D), [model], gen_cfg(**gen), o, name=name)
+    assert message in str(err.value)
+    assert "\n" not in str(err.value)
