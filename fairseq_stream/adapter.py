@@ -59,7 +59,7 @@ def score_dtype(models: List[Any]) -> torch.dtype:
 
 
 class StreamGenerator:
-    """A fairseq generator running ``make_strategy()`` under the streaming scheduler."""
+    """A fairseq generator running ``make_strategy(stats)`` under the streaming scheduler."""
 
     def __init__(
         self,
@@ -67,7 +67,7 @@ class StreamGenerator:
         tgt_dict: Any,
         *,
         name: str,
-        make_strategy: Callable[[], SearchStrategy],
+        make_strategy: Callable[[DecodeStats], SearchStrategy],
         scheduler: SchedulerConfig,
         gen_cfg: Any,
         rows_per_sentence: int,
@@ -86,7 +86,7 @@ class StreamGenerator:
         self.stats_path = stats_path
         self._reported = False
         scheduler.validate(rows_per_sentence)
-        make_strategy()  # builds once to validate the options before any input is read
+        make_strategy(self.stats)  # builds once to validate the options before any input is read
 
     @torch.no_grad()
     def generate(self, models: Any, sample: Dict[str, Any], prefix_tokens: Any = None,
@@ -99,7 +99,7 @@ class StreamGenerator:
         net_input = sample["net_input"]
         pool = self.model.encode(net_input["src_tokens"], net_input["src_lengths"], self.pad, self.eos)
         max_len = max_lengths(pool.src_lengths, self.gen_cfg, self.model.max_decoder_positions)
-        scheduler = StreamingScheduler(self.model, self.make_strategy(), self.scheduler_cfg,
+        scheduler = StreamingScheduler(self.model, self.make_strategy(self.stats), self.scheduler_cfg,
                                        bos=bos_token if bos_token is not None else self.bos,
                                        rows_per_sentence=self.rows_per_sentence, stats=self.stats)
         results = scheduler.run(pool, max_len)

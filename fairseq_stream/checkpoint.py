@@ -50,9 +50,13 @@ def export_inference_checkpoint(src: str, dst: str, half: bool = True) -> int:
     """
     register_safe_globals()
     state = torch.load(src, map_location="cpu", weights_only=True)
-    model = {
-        k: (v.half() if half and v.is_floating_point() else v) for k, v in state["model"].items()
-    }
+    model, converted = {}, {}
+    for name, tensor in state["model"].items():
+        # Tied weights (shared embeddings) are one tensor: convert once so torch.save stores them once.
+        key = (tensor.data_ptr(), tuple(tensor.shape))
+        if key not in converted:
+            converted[key] = tensor.half() if half and tensor.is_floating_point() else tensor
+        model[name] = converted[key]
     history = [{k: v for k, v in h.items() if k != "optimizer"} for h in state.get("optimizer_history", [])]
     slim = {
         "args": state.get("args"),

@@ -76,6 +76,20 @@ class StreamDecodingConfig(FairseqDataclass):
         metadata={"help": "when a finished candidate becomes final: 'ours' (paper 000 App. A.1: only "
                   "once it tops the beam) or 'fairseq' (at once, as fairseq's beam search)"},
     )
+    # ---- parallel Jacobi decoding (paper 004) ----
+    jacobi_block: int = field(
+        default=3, metadata={"help": "block size b of gs-jacobi and hybrid-jacobi (paper 004 Alg. 2-3)"}
+    )
+    jacobi_max_parallel_len: int = field(
+        default=64,
+        metadata={"help": "hybrid-jacobi: target positions decoded in parallel blocks before switching to "
+                  "one token per step (L of paper 004 Alg. 3)"},
+    )
+    jacobi_init: str = field(
+        default="pad",
+        metadata={"help": "initial draft of a block: 'pad' (paper 004) or 'tail' (slide the block and keep "
+                  "the previous iteration's unverified predictions as the draft)"},
+    )
 
 
 def validate(opts: StreamDecodingConfig) -> None:
@@ -97,5 +111,11 @@ def validate(opts: StreamDecodingConfig) -> None:
                         ("--prune-rel-local-threshold", opts.prune_rel_local_threshold)):
         if value is not None and not 0.0 < value <= 1.0:
             raise FairseqStreamError(f"{flag} must be in (0, 1], got {value}")
+    if opts.jacobi_block < 1:
+        raise FairseqStreamError(f"--jacobi-block must be >= 1, got {opts.jacobi_block}")
+    if opts.jacobi_max_parallel_len < 0:
+        raise FairseqStreamError(f"--jacobi-max-parallel-len must be >= 0, got {opts.jacobi_max_parallel_len}")
+    if opts.jacobi_init not in ("pad", "tail"):
+        raise FairseqStreamError(f"--jacobi-init must be 'pad' or 'tail', got {opts.jacobi_init!r}")
     if opts.beam_finalize not in ("ours", "fairseq"):
         raise FairseqStreamError(f"--beam-finalize must be 'ours' or 'fairseq', got {opts.beam_finalize!r}")

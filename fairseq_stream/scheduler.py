@@ -56,7 +56,7 @@ class SchedulerConfig:
             raise FairseqStreamError(f"unknown selection policy {self.selection!r}")
 
 
-@dataclass
+@dataclass(eq=False)  # groups are compared by identity
 class _Group:
     state: Any  # the strategy's state of these sentences
     dec: DecoderState  # their decoder caches, same rows

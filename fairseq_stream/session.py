@@ -67,8 +67,12 @@ class TranslationSession:
         bpe_codes: Optional[str] = None,
         extra_args: Sequence[str] = (),
         cpu: bool = True,
+        dtype: Optional[torch.dtype] = None,
     ) -> "TranslationSession":
-        """``data_dir`` holds the dictionaries; ``checkpoints`` is fairseq's ``--path`` (``a.pt:b.pt``)."""
+        """``data_dir`` holds the dictionaries; ``checkpoints`` is fairseq's ``--path`` (``a.pt:b.pt``).
+
+        ``dtype=torch.float64`` runs the models in double precision (the exactness tests).
+        """
         argv = [data_dir, "--user-dir", PACKAGE_DIR, "--path", checkpoints, *extra_args]
         if cpu:
             argv.append("--cpu")
@@ -85,6 +89,8 @@ class TranslationSession:
                 model.cuda()
             model.prepare_for_inference_(cfg)
             model.eval()
+            if dtype is not None:
+                model.to(dtype)
         return cls(cfg, task, models, bpe_codes=bpe_codes)
 
     @property

@@ -84,7 +84,8 @@ def prepare(corpus: Path, work: Path, bpe_merges: int) -> None:
 def train(work: Path, hours: float) -> None:
     subprocess.run(
         [
-            "fairseq-train", str(work / "bin"),
+            # --user-dir: our safe checkpoint loading lets torch >= 2.6 resume an interrupted run.
+            "fairseq-train", str(work / "bin"), "--user-dir", str(REPO / "fairseq_stream"),
             "--cpu", "--arch", "transformer", "--share-all-embeddings",
             "--encoder-layers", "3", "--decoder-layers", "3",
             "--encoder-embed-dim", "256", "--decoder-embed-dim", "256",

@@ -50,3 +50,69 @@ def run_cli(args: list[str], cwd: str = REPO, stdin: str | None = None, env_extr
     exe = os.path.join(os.path.dirname(sys.executable), args[0])
     env = dict(os.environ, PYTHONWARNINGS="ignore", **(env_extra or {}))
     return subprocess.run([exe, *args[1:]], cwd=cwd, input=stdin, capture_output=True, text=True, env=env)
+
+
+def _write(path: str, lines: list[str]) -> None:
+    with open(path, "w", encoding="utf-8") as f:
+        f.writelines(line + "\n" for line in lines)
+
+
+def binarize(dest: str, splits: dict[str, int], offset: int = 0) -> str:
+    """Binarize the first N demo test pairs per split (BPE with the demo codes, demo dictionaries)."""
+    from fairseq_stream.text import BpeCodes, tokenize
+
+    bpe = BpeCodes(os.path.join(DEMO, "bpe.codes"))
+    raw = os.path.join(dest, "raw")
+    os.makedirs(raw, exist_ok=True)
+    args = ["fairseq-preprocess", "--source-lang", "es", "--target-lang", "en", "--destdir", dest,
+            "--srcdict", os.path.join(DEMO, "dict.es.txt"), "--tgtdict", os.path.join(DEMO, "dict.en.txt"),
+            "--workers", "1"]
+    for split, n in splits.items():
+        for lang in ("es", "en"):
+            lines = read_lines(os.path.join(DEMO, f"test.{lang}"))[offset: offset + n]
+            _write(os.path.join(raw, f"{split}.{lang}"), [bpe.apply(tokenize(s, lang)) for s in lines])
+        args += [f"--{split}pref", os.path.join(raw, split)]
+    proc = run_cli(args)
+    assert proc.returncode == 0, proc.stderr[-2000:]
+    return dest
+
+
+@pytest.fixture(scope="session")
+def demo_bin(tmp_path_factory):
+    """Binarized demo data: ``test`` = 100 sentences, ``valid`` = 13 (neither a multiple of 8)."""
+    return binarize(str(tmp_path_factory.mktemp("demo_bin")), {"test": 100, "valid": 13})
+
+
+TINY_ARCHS = {
+    "transformer": ["--arch", "transformer", "--share-all-embeddings", "--encoder-layers", "1", "--decoder-layers", "1",
+                    "--encoder-embed-dim", "64", "--decoder-embed-dim", "64", "--encoder-ffn-embed-dim", "128",
+                    "--decoder-ffn-embed-dim", "128", "--encoder-attention-heads", "2", "--decoder-attention-heads", "2"],
+    "lstm": ["--arch", "lstm", "--encoder-embed-dim", "32", "--decoder-embed-dim", "32", "--encoder-hidden-size", "32",
+             "--decoder-hidden-size", "32", "--decoder-out-embed-dim", "32", "--encoder-layers", "1", "--decoder-layers", "1"],
+}
+
+
+def train_tiny(data: str, save_dir: str, arch: str, updates: int = 30, extra: list[str] | None = None) -> str:
+    """Train a tiny model with stock ``fairseq-train`` (seconds); return its checkpoint path."""
+    args = ["fairseq-train", data, "--cpu", *TINY_ARCHS[arch], "--optimizer", "adam", "--lr", "0.005",
+            "--max-tokens", "2000", "--max-update", str(updates), "--save-dir", save_dir, "--no-epoch-checkpoints",
+            "--no-last-checkpoints", "--seed", "1", "--log-format", "none", "--num-workers", "0", *(extra or [])]
+    proc = run_cli(args)
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    return os.path.join(save_dir, "checkpoint_best.pt")
+
+
+@pytest.fixture(scope="session")
+def tiny_train_bin(tmp_path_factory):
+    """300 demo pairs as a training split (validation on 13)."""
+    return binarize(str(tmp_path_factory.mktemp("tiny_bin")), {"train": 300, "valid": 13}, offset=100)
+
+
+@pytest.fixture(scope="session")
+def tiny_transformer_ckpt(tiny_train_bin, tmp_path_factory):
+    return train_tiny(tiny_train_bin, str(tmp_path_factory.mktemp("tiny_tf")), "transformer")
+
+
+@pytest.fixture(scope="session")
+def tiny_lstm_ckpt(tiny_train_bin, tmp_path_factory):
+    return train_tiny(tiny_train_bin, str(tmp_path_factory.mktemp("tiny_lstm")), "lstm")

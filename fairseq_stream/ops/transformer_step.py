@@ -151,20 +151,29 @@ class RowCache:
         return RowCache([k[:, :, :slots] for k in self.keys], [v[:, :, :slots] for v in self.values], pad)
 
     def compact(self) -> "RowCache":
-        """Drop slots that are padding in every row; forget an all-False mask."""
+        """Drop slots that are padding in every row; forget an all-False mask.
+
+        When more than half the slots are padding (rows that rejected different numbers of
+        block tokens leave holes), the valid slots of every row are packed to the right.
+        """
         if self.padding is None:
             return self
-        used = ~self.padding.all(dim=0)
-        if bool(used.all()):
-            out = self
+        valid = ~self.padding
+        if float(self.padding.float().mean()) > 0.5:
+            width = int(valid.sum(dim=1).max())
+            order = torch.argsort(valid.long(), dim=1, stable=True)[:, self.slots - width:]  # (R, W)
+            idx = order[:, None, :, None].expand(-1, self.keys[0].size(1), -1, self.keys[0].size(3))
+            out = RowCache([k.gather(2, idx) for k in self.keys], [v.gather(2, idx) for v in self.values],
+                           self.padding.gather(1, order))
         else:
-            idx = used.nonzero().squeeze(1)
-            out = RowCache(
-                [k.index_select(2, idx) for k in self.keys],
-                [v.index_select(2, idx) for v in self.values],
-                self.padding.index_select(1, idx),
-            )
-        if out.padding is not None and not bool(out.padding.any()):
+            used = valid.any(dim=0)
+            if bool(used.all()):
+                out = self
+            else:
+                idx = used.nonzero().squeeze(1)
+                out = RowCache([k.index_select(2, idx) for k in self.keys],
+                               [v.index_select(2, idx) for v in self.values], self.padding.index_select(1, idx))
+        if not bool(out.padding.any()):
             out = RowCache(out.keys, out.values, None)
         return out
 

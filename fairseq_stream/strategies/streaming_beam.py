@@ -102,7 +102,7 @@ def build_beam_family(task: Any, models: Any, gen_cfg: Any, opts: Any, *, name: 
     processors, needs_history = build_processors(gen_cfg, tgt_dict)
     dtype = score_dtype(models)
 
-    def make_strategy() -> BeamSearch:
+    def make_strategy(stats) -> BeamSearch:
         return BeamSearch(cfg, processors, eos=tgt_dict.eos(), pad=tgt_dict.pad(), bos=tgt_dict.eos(),
                           needs_history=needs_history, dtype=dtype)
 

@@ -1,0 +1,283 @@
+"""Parallel Jacobi decoding: PJ, PGJ and HGJ of paper 004 (Algorithms 1–3, §3.3–3.4).
+
+Greedy decoding solves the triangular system ``y_i = argmax p(· | y_<i, x)`` by substitution,
+one equation per step. Jacobi iteration guesses a block of ``y_i`` at once (a *draft*), feeds
+the whole block through the decoder in one call (the block-incremental step of
+:mod:`fairseq_stream.ops.transformer_step`), and replaces the draft by the predictions. A
+prediction is *verified* when every draft token before it in the block equals its prediction:
+it was then computed from greedy's own prefix, so it is greedy's token. Each iteration
+verifies at least one token (the block's first), so a sentence needs at most as many
+iterations as greedy needs steps, and the output **is** greedy's (Proposition 1). The paper's
+stopping rule "no token changed" (Eq. 13) is the case where the whole draft is verified.
+
+* ``jacobi`` (PJ, Algorithm 1) — the block is the whole rest of the target, up to the
+  maximum length ``a·|x| + b`` (the reference code uses greedy's length as an oracle; we don't);
+* ``gs-jacobi`` (PGJ, Algorithm 2) — blocks of ``b`` positions, aligned at multiples of ``b``;
+  Jacobi inside a block, then a sequential (Gauss–Seidel) step into the next;
+* ``hybrid-jacobi`` (HGJ, Algorithm 3) — PGJ up to ``L`` target positions, then one token per
+  step until EOS.
+
+Initial drafts are PAD tokens (the paper's); ``--jacobi-init tail`` slides the block forward
+from the verified prefix instead, so the unverified predictions of one iteration are the
+draft of the next even across block boundaries. Beyond the paper, sentences are decoded in
+batches under the streaming scheduler: each row has its own verified length, and a sentence
+that converges leaves the batch while a new one joins.
+"""
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, replace
+from typing import Dict, List, Optional, Sequence
+
+import torch
+import torch.nn.functional as F
+from torch import Tensor
+
+from fairseq_stream.errors import FairseqStreamError
+from fairseq_stream.interface import Hypothesis, StepOutcome
+from fairseq_stream.processors import RowContext, ScoreProcessor, apply_all
+
+
+@dataclass(frozen=True)
+class JacobiConfig:
+    block: Optional[int]  # b; None = the whole target (PJ)
+    max_parallel_len: Optional[int] = None  # L of HGJ; None = no limit
+    init: str = "pad"  # "pad" (paper) or "tail"
+
+    def validate(self) -> None:
+        if self.block is not None and self.block < 1:
+            raise FairseqStreamError(f"--jacobi-block must be >= 1, got {self.block}")
+        if self.max_parallel_len is not None and self.max_parallel_len < 0:
+            raise FairseqStreamError(f"--jacobi-max-parallel-len must be >= 0, got {self.max_parallel_len}")
+        if self.init not in ("pad", "tail"):
+            raise FairseqStreamError(f"--jacobi-init must be 'pad' or 'tail', got {self.init!r}")
+
+
+@dataclass
+class JacobiState:
+    """``S`` sentences, one decoder row each.
+
+    ``tokens`` (S, T): verified tokens, left-aligned, pad after ``verified[s]``;
+    ``draft`` (S, D): guesses for the positions after the verified ones (pad = none yet).
+    The decoder cache of a row holds BOS and all verified tokens but the last.
+    """
+
+    sentences: Tensor
+    tokens: Tensor
+    token_scores: Tensor
+    verified: Tensor  # (S,)
+    draft: Tensor
+    max_len: Tensor
+    iterations: Tensor  # (S,) decoder calls this sentence took part in
+
+
+_FIELDS = ("sentences", "tokens", "token_scores", "verified", "draft", "max_len", "iterations")
+
+
+class JacobiDecoding:
+    """The strategy object the scheduler drives (see :mod:`fairseq_stream.interface`)."""
+
+    uniform_length = False
+
+    def __init__(self, cfg: JacobiConfig, processors: List[ScoreProcessor], *, eos: int, pad: int, bos: int,
+                 stats, lenpen: float = 1.0, dtype: torch.dtype = torch.float32) -> None:
+        cfg.validate()
+        self.cfg = cfg
+        self.lenpen = lenpen
+        self.processors = processors
+        self.eos, self.pad, self.bos = eos, pad, bos
+        self.stats = stats
+        self.dtype = dtype
+
+    # ---- the interface -------------------------------------------------------------------
+    def init_state(self, sentences: Tensor, max_len: Tensor, src_lengths: Tensor) -> StepOutcome:
+        s = len(sentences)
+        state = JacobiState(
+            sentences=sentences,
+            tokens=sentences.new_full((s, 0), self.pad),
+            token_scores=torch.zeros(s, 0, dtype=self.dtype, device=sentences.device),
+            verified=torch.zeros_like(sentences),
+            draft=sentences.new_full((s, 0), self.pad),
+            max_len=max_len,
+            iterations=torch.zeros_like(sentences),
+        )
+        return StepOutcome(state=state, parents=None, feed=self._feed(state))
+
+    def sentences(self, state: JacobiState) -> int:
+        return len(state.sentences)
+
+    def rows(self, state: JacobiState) -> int:
+        return len(state.sentences)
+
+    def length(self, state: JacobiState) -> int:
+        return int(state.verified.max()) if len(state.verified) else 0
+
+    def concat(self, states: Sequence[JacobiState]) -> JacobiState:
+        if len(states) == 1:
+            return states[0]
+        t = max(st.tokens.size(1) for st in states)
+        d = max(st.draft.size(1) for st in states)
+        padded = [
+            replace(
+                st,
+                tokens=F.pad(st.tokens, (0, t - st.tokens.size(1)), value=self.pad),
+                token_scores=F.pad(st.token_scores, (0, t - st.tokens.size(1))),
+                draft=F.pad(st.draft, (0, d - st.draft.size(1)), value=self.pad),
+            )
+            for st in states
+        ]
+        return JacobiState(*(torch.cat([getattr(st, f) for st in padded]) for f in _FIELDS))
+
+    # ---- windows -----------------------------------------------------------------------
+    def _window(self, state: JacobiState) -> Tensor:
+        """(S,) positions to solve in the next iteration, from the first unverified one."""
+        a = state.verified
+        remaining = state.max_len + 1 - a  # positions left, EOS included
+        if self.cfg.block is None:  # PJ: everything that is left
+            width = remaining
+        elif self.cfg.init == "tail":  # a block sliding with the verified prefix
+            width = torch.full_like(a, self.cfg.block)
+        else:  # PGJ: up to the end of the current aligned block
+            width = self.cfg.block - a % self.cfg.block
+        if self.cfg.max_parallel_len is not None:  # HGJ: sequential beyond L
+            width = torch.where(a >= self.cfg.max_parallel_len, torch.ones_like(width), width)
+        return torch.minimum(width, remaining).clamp(min=1)
+
+    def _feed(self, state: JacobiState) -> Tensor:
+        """(S, b): the last verified token (BOS first), then the draft."""
+        width = self._window(state)
+        b = int(width.max()) if len(width) else 1
+        s = len(state.sentences)
+        with_bos = F.pad(state.tokens, (1, 0), value=self.bos)  # BOS, then the verified tokens
+        last = with_bos.gather(1, state.verified.unsqueeze(1)).squeeze(1)
+        draft = F.pad(state.draft, (0, max(0, b - 1 - state.draft.size(1))), value=self.pad)[:, : b - 1]
+        feed = torch.cat([last.unsqueeze(1), draft], dim=1) if b > 1 else last.unsqueeze(1)
+        # Positions past a row's window are filler; the causal mask keeps them from the rest.
+        filler = torch.arange(b, device=feed.device).unsqueeze(0) >= width.unsqueeze(1)
+        return feed.masked_fill(filler, self.pad).view(s, b)
+
+    # ---- one iteration -----------------------------------------------------------------
+    def step(self, state: JacobiState, lprobs: Tensor) -> StepOutcome:
+        """Predictions for every fed position → verified prefix, new draft, finished sentences."""
+        s, b, v = lprobs.shape
+        width = self._window(state)
+        feed = self._feed(state)
+        pos = state.verified.unsqueeze(1) + torch.arange(b, device=lprobs.device)  # (S, b) target index
+        ctx = RowContext(steps=pos.reshape(-1), max_len=state.max_len.repeat_interleave(b))
+        lprobs = apply_all(self.processors, lprobs.reshape(s * b, v).clone(), ctx).view(s, b, v)
+        score, pred = lprobs.max(dim=-1)  # (S, b) greedy's token wherever the inputs were right
+        # Verified: the first prediction, then each one whose inputs all matched.
+        match = (feed[:, 1:] == pred[:, :-1]) if b > 1 else pred.new_zeros(s, 0, dtype=torch.bool)
+        run = torch.cumprod(match.long(), dim=1).sum(dim=1) + 1
+        accept = torch.minimum(run, width)
+        # Stop at the first verified EOS.
+        is_eos = (pred == self.eos) & (torch.arange(b, device=pred.device).unsqueeze(0) < accept.unsqueeze(1))
+        has_eos = is_eos.any(dim=1)
+        first_eos = torch.where(has_eos, is_eos.long().argmax(dim=1) + 1, accept)
+        accept = torch.minimum(accept, first_eos)
+        state = self._extend(state, pred, score, accept, width)
+        self.stats.accepted_tokens += int(accept.sum())
+        return self._finish(state, pred, accept, has_eos, width)
+
+    def _extend(self, state: JacobiState, pred: Tensor, score: Tensor, accept: Tensor, width: Tensor) -> JacobiState:
+        s, b = pred.shape
+        t = int((state.verified + accept).max())
+        tokens = F.pad(state.tokens, (0, max(0, t - state.tokens.size(1))), value=self.pad)
+        scores = F.pad(state.token_scores, (0, max(0, t - state.token_scores.size(1))))
+        cols = state.verified.unsqueeze(1) + torch.arange(b, device=pred.device)  # (S, b)
+        keep = torch.arange(b, device=pred.device).unsqueeze(0) < accept.unsqueeze(1)
+        rows = torch.arange(s, device=pred.device).unsqueeze(1).expand(s, b)
+        tokens[rows[keep], cols[keep]] = pred[keep]
+        scores[rows[keep], cols[keep]] = score[keep].to(scores.dtype)
+        # The unverified predictions, shifted, are the next draft (Jacobi's update).
+        shift = torch.arange(b, device=pred.device).unsqueeze(0) + accept.unsqueeze(1)  # (S, b)
+        # Predictions past a row's window came from filler inputs: not a draft.
+        tail = pred.gather(1, shift.clamp(max=b - 1)).masked_fill(shift >= width.unsqueeze(1), self.pad)
+        draft = tail[:, : max(0, b - 1)]
+        if self.cfg.init == "pad" and self.cfg.block is not None:
+            # A fresh aligned block starts from PAD (the paper's initialisation).
+            new_block = (state.verified + accept) % self.cfg.block == 0
+            draft = draft.masked_fill(new_block.unsqueeze(1), self.pad)
+        return replace(state, tokens=tokens, token_scores=scores, verified=state.verified + accept,
+                       draft=draft, iterations=state.iterations + 1)
+
+    def _finish(self, state: JacobiState, pred: Tensor, accept: Tensor, has_eos: Tensor, width: Tensor) -> StepOutcome:
+        at_max = state.verified > state.max_len  # max_len tokens and the forced EOS are verified
+        done = has_eos | at_max
+        finished: Dict[int, List[Hypothesis]] = {}
+        for i in done.nonzero().squeeze(1).tolist():
+            n = int(state.verified[i])
+            toks = state.tokens[i, :n]
+            lps = state.token_scores[i, :n]
+            total = float(lps.cumsum(0)[-1])  # summed in order, as beam search accumulates
+            finished[int(state.sentences[i])] = [{
+                "tokens": toks, "score": total / (n ** self.lenpen), "positional_scores": lps,
+                "attention": None, "alignment": None,
+            }]
+            self.stats.autoregressive_steps += n
+            self.stats.extra["sentence_iterations"] = self.stats.extra.get("sentence_iterations", 0.0) + float(state.iterations[i])
+        goes_on = (~done).nonzero().squeeze(1)
+        new = JacobiState(*(getattr(state, f).index_select(0, goes_on) for f in _FIELDS))
+        return StepOutcome(state=new, parents=goes_on, feed=self._feed(new), finished=finished,
+                           accept=accept)
+
+
+# ---- registration ---------------------------------------------------------------------------
+import functools  # noqa: E402
+
+from fairseq_stream.adapter import StreamGenerator, reject_unsupported, score_dtype  # noqa: E402
+from fairseq_stream.processors import build_processors  # noqa: E402
+from fairseq_stream.registry import Capabilities, register_search  # noqa: E402
+from fairseq_stream.scheduler import SchedulerConfig  # noqa: E402
+
+WHY_NO_BEAM = (
+    "Jacobi decoding iterates to the fixed point of greedy's equations y_i = argmax p(y_i | y_<i, x); "
+    "a beam re-ranks k prefixes at every step, so there is no single prefix whose tokens could be "
+    "guessed and verified in parallel (paper 004, Limitations). Use --beam 1"
+)
+
+SUMMARIES = {
+    "jacobi": "PJ: parallel Jacobi over the whole target, output identical to greedy (paper 004 Alg. 1)",
+    "gs-jacobi": "PGJ: Jacobi inside blocks of --jacobi-block b, Gauss-Seidel between blocks (paper 004 Alg. 2)",
+    "hybrid-jacobi": "HGJ: PGJ up to --jacobi-max-parallel-len, then autoregressive (paper 004 Alg. 3)",
+}
+
+
+def build_jacobi(task, models, gen_cfg, opts, *, name: str, **fairseq_kwargs) -> StreamGenerator:
+    reject_unsupported(gen_cfg, name, fairseq_kwargs.get("extra_gen_cls_kwargs"), allow_ngram=False)
+    if int(gen_cfg.beam) != 1:
+        raise FairseqStreamError(f"--search {name} with --beam {gen_cfg.beam}: {WHY_NO_BEAM}")
+    if int(gen_cfg.nbest) != 1:
+        raise FairseqStreamError(f"--search {name} returns greedy's single output; --nbest must be 1")
+    cfg = JacobiConfig(
+        block=None if name == "jacobi" else int(opts.jacobi_block),
+        max_parallel_len=int(opts.jacobi_max_parallel_len) if name == "hybrid-jacobi" else None,
+        init=opts.jacobi_init,
+    )
+    cfg.validate()
+    tgt_dict = task.target_dictionary
+    processors, _ = build_processors(gen_cfg, tgt_dict)
+    dtype = score_dtype(models)
+    lenpen = 0.0 if gen_cfg.unnormalized else float(gen_cfg.lenpen)
+    scheduler = SchedulerConfig(
+        epsilon=float(opts.stream_epsilon) if opts.stream_epsilon is not None else 0.0,
+        capacity=int(opts.stream_capacity),
+        max_candidates=int(opts.stream_max_candidates),
+        selection="all",  # rows verify different numbers of tokens: lengths differ within a batch
+        max_wait=int(opts.stream_max_wait),
+    )
+
+    def make_strategy(stats) -> JacobiDecoding:
+        return JacobiDecoding(cfg, processors, eos=tgt_dict.eos(), pad=tgt_dict.pad(), bos=tgt_dict.eos(),
+                              stats=stats, lenpen=lenpen, dtype=dtype)
+
+    generator = StreamGenerator(models, tgt_dict, name=name, make_strategy=make_strategy, scheduler=scheduler,
+                                gen_cfg=gen_cfg, rows_per_sentence=1, stats_path=opts.stream_stats)
+    generator.model.require_block_steps(f"--search {name}")
+    return generator
+
+
+for _name, _summary in SUMMARIES.items():
+    register_search(_name, summary=_summary, capabilities=Capabilities(streaming=True, nbest=False, beam=False,
+                                                                       non_transformer=False, prefix_tokens=False))(
+        functools.partial(build_jacobi, name=_name))

@@ -1,0 +1,104 @@
+"""fairseq-generate / fairseq-interactive with --user-dir fairseq_stream, as a user runs them."""
+import os
+import re
+
+import pytest
+
+from conftest import DEMO, REPO, run_cli
+
+CKPT = os.path.join(DEMO, "checkpoint.pt")
+
+
+def hypothesis_ids(stdout: str) -> list[int]:
+    return [int(m.group(1)) for m in re.finditer(r"^H-(\d+)\t", stdout, re.M)]
+
+
+def assert_one_line_error(proc, *needles):
+    assert proc.returncode != 0
+    assert "Traceback" not in proc.stderr, proc.stderr[-2000:]
+    last = proc.stderr.strip().splitlines()[-1]
+    assert last.startswith("fairseq-stream: error: "), last
+    for needle in needles:
+        assert needle in last, last
+
+
+@pytest.mark.parametrize("search", ["beam", "var-stream"])
+@pytest.mark.parametrize("subset,n,batching", [("test", 100, ["--batch-size", "16"]), ("valid", 13, ["--max-tokens", "300"])])
+def test_every_sentence_gets_a_hypothesis(demo_bin, search, subset, n, batching):
+    proc = run_cli(["fairseq-generate", demo_bin, "--user-dir", "fairseq_stream", "--path", CKPT, "--cpu",
+                    "--gen-subset", subset, "--search", search, "--beam", "4", *batching])
+    assert proc.returncode == 0, proc.stderr[-2000:]
+    assert sorted(hypothesis_ids(proc.stdout)) == list(range(n))
+
+
+def test_stock_fairseq_drops_the_tail_we_guard_against(demo_bin):
+    """fairseq-fixed without our task loses 100 mod 8 = 4 sentences (the bug the task fixes)."""
+    proc = run_cli(["fairseq-generate", demo_bin, "--path", CKPT, "--cpu", "--gen-subset", "test", "--batch-size", "16"],
+                   env_extra={"TORCH_FORCE_NO_WEIGHTS_ONLY_LOAD": "1"})
+    assert proc.returncode == 0, proc.stderr[-2000:]
+    assert len(hypothesis_ids(proc.stdout)) == 96
+
+
+def test_long_task_form_equals_short_form(demo_bin):
+    common = [demo_bin, "--user-dir", "fairseq_stream", "--path", CKPT, "--cpu", "--gen-subset", "valid", "--beam", "4"]
+    short = run_cli(["fairseq-generate", *common, "--search", "var-batch"])
+    long = run_cli(["fairseq-generate", *common, "--task", "translation_stream", "--search", "var-batch"])
+    assert short.returncode == 0 and long.returncode == 0, long.stderr[-2000:]
+    grab = lambda out: sorted(l for l in out.splitlines() if l.startswith("H-"))  # noqa: E731
+    assert grab(short.stdout) == grab(long.stdout) and len(grab(short.stdout)) == 13
+
+
+@pytest.mark.parametrize("tool", ["fairseq-generate", "fairseq-interactive"])
+def test_help_lists_the_search_option(tool):
+    proc = run_cli([tool, "--user-dir", "fairseq_stream", "--help"])
+    assert proc.returncode == 0
+    assert "--search SEARCH" in proc.stdout and "var-stream" in proc.stdout and "--stream-epsilon" in proc.stdout
+
+
+def test_missing_checkpoint(demo_bin):
+    proc = run_cli(["fairseq-generate", demo_bin, "--user-dir", "fairseq_stream", "--path", "/nonexistent/ckpt.pt", "--cpu"])
+    assert_one_line_error(proc, "/nonexistent/ckpt.pt", "--path")
+
+
+def test_corrupt_checkpoint(demo_bin, tmp_path):
+    bad = tmp_path / "corrupt.pt"
+    bad.write_bytes(b"this is not a checkpoint")
+    proc = run_cli(["fairseq-generate", demo_bin, "--user-dir", "fairseq_stream", "--path", str(bad), "--cpu"])
+    assert_one_line_error(proc, "could not read the checkpoint")
+
+
+def test_data_directory_without_dictionaries(tmp_path):
+    proc = run_cli(["fairseq-generate", str(tmp_path), "--user-dir", "fairseq_stream", "--path", CKPT, "--cpu"])
+    assert_one_line_error(proc, "dict")
+
+
+def test_unknown_search_lists_valid_names(demo_bin):
+    proc = run_cli(["fairseq-generate", demo_bin, "--user-dir", "fairseq_stream", "--path", CKPT, "--cpu",
+                    "--search", "nonsense"])
+    assert_one_line_error(proc, "nonsense", "var-stream", "beam")
+
+
+def test_over_long_sentences_are_reported_not_dropped(demo_bin):
+    proc = run_cli(["fairseq-generate", demo_bin, "--user-dir", "fairseq_stream", "--path", CKPT, "--cpu",
+                    "--gen-subset", "valid", "--max-source-positions", "8", "--search", "var-stream"])
+    assert_one_line_error(proc, "longer than the model allows", "--skip-invalid-size-inputs-valid-test")
+
+
+def test_user_dir_resolves_from_any_directory_after_install(demo_bin, tmp_path):
+    """After a regular ``pip install .``, fairseq finds ``--user-dir fairseq_stream`` in site-packages."""
+    proc = run_cli(["fairseq-generate", demo_bin, "--user-dir", "fairseq_stream", "--path", CKPT, "--cpu",
+                    "--gen-subset", "valid", "--search", "beam"], cwd=str(tmp_path))
+    assert proc.returncode == 0, proc.stderr[-2000:]
+    assert len(hypothesis_ids(proc.stdout)) == 13
+
+
+@pytest.mark.parametrize("search", ["beam", "var-stream"])
+def test_interactive_translates_every_line_including_empty_ones(search):
+    lines = ["Y dijo Dios: Sea la luz.", "", "En el principio crió Dios los cielos y la tierra."] * 4
+    proc = run_cli(["fairseq-interactive", DEMO, "--user-dir", "fairseq_stream", "--path", CKPT, "--cpu",
+                    "--source-lang", "es", "--target-lang", "en", "--tokenizer", "moses", "--bpe", "subword_nmt",
+                    "--bpe-codes", os.path.join(DEMO, "bpe.codes"), "--search", search, "--beam", "4",
+                    "--buffer-size", "5", "--batch-size", "5"], stdin="\n".join(lines) + "\n")
+    assert proc.returncode == 0, proc.stderr[-2000:]
+    assert sorted(hypothesis_ids(proc.stdout)) == list(range(len(lines)))
+    assert "light" in proc.stdout
