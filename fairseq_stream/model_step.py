@@ -193,6 +193,9 @@ class ModelStep:
         self.block_steps = all(b.block_steps for b in self.backends)
         self.mixed_lengths = all(b.mixed_lengths for b in self.backends)
         self.needs_history = not self.block_steps
+        # One model: steps return raw logits (normalised lazily, see ops.fused_output);
+        # an ensemble: the average of probabilities, already normalised log-probs.
+        self.normalized_scores = len(self.models) > 1
         self.max_decoder_positions = min(int(m.max_decoder_positions()) for m in self.models)
 
     def require_block_steps(self, what: str) -> None:
@@ -215,17 +218,24 @@ class ModelStep:
     # ---- steps ----------------------------------------------------------------------------
     def step(self, pool: PoolEncoding, state: DecoderState, tokens: Tensor,
              block_mask: Optional[Tensor] = None) -> tuple:
-        """Feed ``tokens`` (R, b); return log-probs (R, b, V) of the next tokens and the new state."""
-        log_probs, caches = [], []
+        """Feed ``tokens`` (R, b); return next-token scores (R, b, V) and the new state.
+
+        The scores are raw logits for one model and log-probabilities for an ensemble
+        (:attr:`normalized_scores`); either way ``log p = scores − logsumexp(scores)``.
+        """
+        outputs, caches = [], []
         for backend, memory, cache in zip(self.backends, pool.per_model, state.caches):
             logits, cache = backend.step(memory, cache, state, tokens, block_mask)
+            if logits.dtype in (torch.float16, torch.bfloat16):
+                logits = logits.float()
             if self.temperature != 1.0:
                 logits = logits / self.temperature
-            log_probs.append(torch.log_softmax(logits.float() if logits.dtype == torch.half else logits, dim=-1))
+            outputs.append(logits)
             caches.append(cache)
-        if len(log_probs) == 1:
-            lprobs = log_probs[0]
+        if len(outputs) == 1:
+            lprobs = outputs[0]
         else:
+            log_probs = [torch.log_softmax(o, dim=-1) for o in outputs]
             lprobs = torch.logsumexp(torch.stack(log_probs, dim=0), dim=0) - math.log(len(log_probs))
         history = None if state.history is None else torch.cat([state.history, tokens], dim=1)
         new_state = DecoderState(caches, state.row_sentence, state.lengths + tokens.size(1), history, state._index)

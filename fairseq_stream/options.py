@@ -76,6 +76,12 @@ class StreamDecodingConfig(FairseqDataclass):
         metadata={"help": "when a finished candidate becomes final: 'ours' (paper 000 App. A.1: only "
                   "once it tops the beam) or 'fairseq' (at once, as fairseq's beam search)"},
     )
+    # ---- the output layer (paper 002 §3.1) ----
+    output_layer: str = field(
+        default="fused",
+        metadata={"help": "'fused': top-k on the raw scores, normalise only the winners (paper 002); "
+                  "'full': fairseq's full log-softmax (falls back automatically where needed)"},
+    )
     # ---- parallel Jacobi decoding (paper 004) ----
     jacobi_block: int = field(
         default=3, metadata={"help": "block size b of gs-jacobi and hybrid-jacobi (paper 004 Alg. 2-3)"}
@@ -117,5 +123,7 @@ def validate(opts: StreamDecodingConfig) -> None:
         raise FairseqStreamError(f"--jacobi-max-parallel-len must be >= 0, got {opts.jacobi_max_parallel_len}")
     if opts.jacobi_init not in ("pad", "tail"):
         raise FairseqStreamError(f"--jacobi-init must be 'pad' or 'tail', got {opts.jacobi_init!r}")
+    if opts.output_layer not in ("fused", "full"):
+        raise FairseqStreamError(f"--output-layer must be 'fused' or 'full', got {opts.output_layer!r}")
     if opts.beam_finalize not in ("ours", "fairseq"):
         raise FairseqStreamError(f"--beam-finalize must be 'ours' or 'fairseq', got {opts.beam_finalize!r}")

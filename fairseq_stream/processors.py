@@ -1,18 +1,25 @@
-"""Per-step score edits as composable callables (fairseq's rules, applied in fairseq's order).
+"""Per-step score edits, composable, in fairseq's order (fairseq's rules for every strategy).
 
-Each processor takes the log-probabilities of the rows just decoded, ``(R, V)``, and a
-:class:`RowContext`, and returns the edited scores. :func:`build_processors` turns fairseq's
-generation options into the list, so ``--unkpen``, ``--min-len``, ``--max-len-a/b`` and
-``--no-repeat-ngram-size`` mean for our strategies what they mean for fairseq's beam search.
-One deliberate difference: the maximum length ``a·|x| + b`` uses each sentence's own source
-length |x| (fairseq uses the padded width of the batch), so a sentence's output does not
-depend on which sentences share its batch.
+Each edit works on two representations of a step's scores:
+
+* ``full(lprobs, ctx)`` — the whole ``(R, V)`` log-probability rows (fairseq's way);
+* ``candidates(cand, ctx)`` — a row's best few candidates only (the fused output layer of
+  paper 002 §3.1, :mod:`fairseq_stream.ops.fused_output`). ``extra`` says how many candidates
+  the edit may knock out of a row's top, so the fused path fetches that many more. An edit
+  whose ``candidates`` is ``None`` needs the full row (n-gram blocking); the fused path then
+  falls back to the full one.
+
+:func:`build_processors` turns fairseq's generation options into the list, so ``--unkpen``,
+``--min-len``, ``--max-len-a/b`` and ``--no-repeat-ngram-size`` mean for our strategies what
+they mean for fairseq's beam search. One deliberate difference: the maximum length
+``a·|x| + b`` uses each sentence's own source length |x| (fairseq uses the padded width of
+the batch), so a sentence's output does not depend on which sentences share its batch.
 """
 from __future__ import annotations
 
 import math
 from dataclasses import dataclass
-from typing import Any, Callable, List, Optional, Tuple
+from typing import Any, List, Optional
 
 from torch import Tensor
 
@@ -21,81 +28,134 @@ from torch import Tensor
 class RowContext:
     steps: Tensor  # (R,) tokens generated so far by each row (fairseq's ``step``)
     max_len: Tensor  # (R,) maximum generated tokens before EOS is forced
-    history: Optional[Tensor] = None  # (R, 1 + steps) fed tokens, BOS first (n-gram blocking)
+    history: Optional[Any] = None  # (R, 1 + steps) fed tokens, BOS first (n-gram blocking)
 
 
-ScoreProcessor = Callable[[Tensor, RowContext], Tensor]
+@dataclass
+class Candidates:
+    """A row's best candidates: scores ``(R, c)`` with token ids, plus the row's raw scores.
+
+    ``scores`` are log-probabilities when ``lse`` is given (``scores = logit − lse``) and raw
+    logits otherwise (ranking is the same); ``logits`` (R, V) lets an edit read any token.
+    """
+
+    scores: Tensor
+    tokens: Tensor
+    logits: Tensor
+    lse: Optional[Tensor]
+
+    def score_of(self, token: int, rows: Tensor) -> Tensor:
+        value = self.logits[rows, token]
+        return value - self.lse[rows] if self.lse is not None else value
 
 
-def never_pad(pad: int) -> ScoreProcessor:
-    def apply(lprobs: Tensor, ctx: RowContext) -> Tensor:
-        lprobs[:, pad] = -math.inf
+class NeverPad:
+    extra = 1
+
+    def __init__(self, pad: int) -> None:
+        self.pad = pad
+
+    def full(self, lprobs: Tensor, ctx: RowContext) -> Tensor:
+        lprobs[:, self.pad] = -math.inf
         return lprobs
 
-    return apply
+    def candidates(self, cand: Candidates, ctx: RowContext) -> Candidates:
+        cand.scores.masked_fill_(cand.tokens == self.pad, -math.inf)
+        return cand
 
 
-def unk_penalty(unk: int, penalty: float) -> ScoreProcessor:
-    def apply(lprobs: Tensor, ctx: RowContext) -> Tensor:
-        lprobs[:, unk] -= penalty
+class UnkPenalty:
+    extra = 1
+
+    def __init__(self, unk: int, penalty: float) -> None:
+        self.unk, self.penalty = unk, penalty
+
+    def full(self, lprobs: Tensor, ctx: RowContext) -> Tensor:
+        lprobs[:, self.unk] -= self.penalty
         return lprobs
 
-    return apply
+    def candidates(self, cand: Candidates, ctx: RowContext) -> Candidates:
+        cand.scores.sub_((cand.tokens == self.unk).to(cand.scores.dtype) * self.penalty)
+        return cand
 
 
-def force_eos_at_max_len(eos: int) -> ScoreProcessor:
-    def apply(lprobs: Tensor, ctx: RowContext) -> Tensor:
+class ForceEosAtMaxLen:
+    """At the maximum length only EOS may follow, with the probability the model gives it."""
+
+    extra = 0
+
+    def __init__(self, eos: int) -> None:
+        self.eos = eos
+
+    def full(self, lprobs: Tensor, ctx: RowContext) -> Tensor:
         at_max = ctx.steps >= ctx.max_len
         if bool(at_max.any()):
-            eos_scores = lprobs[at_max, eos].clone()
+            eos_scores = lprobs[at_max, self.eos].clone()
             lprobs[at_max] = -math.inf
-            lprobs[at_max, eos] = eos_scores
+            lprobs[at_max, self.eos] = eos_scores
         return lprobs
 
-    return apply
+    def candidates(self, cand: Candidates, ctx: RowContext) -> Candidates:
+        rows = (ctx.steps >= ctx.max_len).nonzero().squeeze(1)
+        if len(rows):
+            cand.scores[rows] = -math.inf
+            cand.scores[rows, 0] = cand.score_of(self.eos, rows).to(cand.scores.dtype)
+            cand.tokens[rows, 0] = self.eos
+        return cand
 
 
-def min_length(eos: int, min_len: int) -> ScoreProcessor:
-    def apply(lprobs: Tensor, ctx: RowContext) -> Tensor:
-        lprobs[ctx.steps < min_len, eos] = -math.inf
+class MinLength:
+    extra = 1
+
+    def __init__(self, eos: int, min_len: int) -> None:
+        self.eos, self.min_len = eos, min_len
+
+    def full(self, lprobs: Tensor, ctx: RowContext) -> Tensor:
+        lprobs[ctx.steps < self.min_len, self.eos] = -math.inf
         return lprobs
 
-    return apply
+    def candidates(self, cand: Candidates, ctx: RowContext) -> Candidates:
+        banned = (cand.tokens == self.eos) & (ctx.steps < self.min_len).unsqueeze(1)
+        cand.scores.masked_fill_(banned, -math.inf)
+        return cand
 
 
-def no_repeat_ngram(n: int) -> ScoreProcessor:
+class NoRepeatNgram:
     """Ban tokens that would repeat an n-gram of the row's history (fairseq's NGramRepeatBlock)."""
 
-    def apply(lprobs: Tensor, ctx: RowContext) -> Tensor:
-        assert ctx.history is not None, "n-gram blocking needs the token history"
+    extra = 0
+    candidates = None  # the banned set is arbitrary: needs the full row
+
+    def __init__(self, n: int) -> None:
+        self.n = n
+
+    def full(self, lprobs: Tensor, ctx: RowContext) -> Tensor:
+        n = self.n
         for r, tokens in enumerate(ctx.history.tolist()):
             if len(tokens) + 1 < n:
                 continue
             prefix = tuple(tokens[len(tokens) - n + 1:]) if n > 1 else ()
-            banned = [
-                tokens[i + n - 1]
-                for i in range(len(tokens) - n + 1)
-                if tuple(tokens[i: i + n - 1]) == prefix
-            ]
+            banned = [tokens[i + n - 1] for i in range(len(tokens) - n + 1) if tuple(tokens[i: i + n - 1]) == prefix]
             if banned:
                 lprobs[r, banned] = -math.inf
         return lprobs
 
-    return apply
 
-
-def build_processors(gen_cfg: Any, tgt_dict: Any) -> Tuple[List[ScoreProcessor], bool]:
-    """fairseq's generation options → (processors in fairseq's order, whether history is needed)."""
-    procs: List[ScoreProcessor] = [never_pad(tgt_dict.pad())]
+def build_processors(gen_cfg: Any, tgt_dict: Any) -> List[Any]:
+    """fairseq's generation options → the edits, in fairseq's order."""
+    procs: List[Any] = [NeverPad(tgt_dict.pad())]
     if gen_cfg.unkpen:
-        procs.append(unk_penalty(tgt_dict.unk(), float(gen_cfg.unkpen)))
-    procs.append(force_eos_at_max_len(tgt_dict.eos()))
+        procs.append(UnkPenalty(tgt_dict.unk(), float(gen_cfg.unkpen)))
+    procs.append(ForceEosAtMaxLen(tgt_dict.eos()))
     if gen_cfg.min_len and gen_cfg.min_len > 0:
-        procs.append(min_length(tgt_dict.eos(), int(gen_cfg.min_len)))
-    needs_history = bool(gen_cfg.no_repeat_ngram_size and gen_cfg.no_repeat_ngram_size > 0)
-    if needs_history:
-        procs.append(no_repeat_ngram(int(gen_cfg.no_repeat_ngram_size)))
-    return procs, needs_history
+        procs.append(MinLength(tgt_dict.eos(), int(gen_cfg.min_len)))
+    if gen_cfg.no_repeat_ngram_size and gen_cfg.no_repeat_ngram_size > 0:
+        procs.append(NoRepeatNgram(int(gen_cfg.no_repeat_ngram_size)))
+    return procs
+
+
+def needs_history(procs: List[Any]) -> bool:
+    return any(isinstance(p, NoRepeatNgram) for p in procs)
 
 
 def max_lengths(src_lengths: Tensor, gen_cfg: Any, max_positions: int) -> Tensor:
@@ -104,8 +164,8 @@ def max_lengths(src_lengths: Tensor, gen_cfg: Any, max_positions: int) -> Tensor
     return limit.clamp(max=max_positions - 1)
 
 
-def apply_all(procs: List[ScoreProcessor], lprobs: Tensor, ctx: RowContext) -> Tensor:
+def apply_full(procs: List[Any], lprobs: Tensor, ctx: RowContext) -> Tensor:
     for proc in procs:
-        lprobs = proc(lprobs, ctx)
+        lprobs = proc.full(lprobs, ctx)
     return lprobs
 

@@ -37,7 +37,8 @@ from torch import Tensor
 
 from fairseq_stream.errors import FairseqStreamError
 from fairseq_stream.interface import Hypothesis, StepOutcome
-from fairseq_stream.processors import RowContext, ScoreProcessor, apply_all
+from fairseq_stream.ops.fused_output import OutputScorer
+from fairseq_stream.processors import RowContext
 
 
 @dataclass(frozen=True)
@@ -112,13 +113,13 @@ class BeamSearch:
 
     uniform_length = True
 
-    def __init__(self, cfg: BeamConfig, processors: List[ScoreProcessor], *, eos: int, pad: int,
+    def __init__(self, cfg: BeamConfig, scorer: OutputScorer, *, eos: int, pad: int,
                  bos: int, needs_history: bool = False, dtype: torch.dtype = torch.float32) -> None:
         cfg.validate()
         self.cfg = cfg
         self.dtype = dtype
         self._final: Dict[int, List[Hypothesis]] = {}  # final hypotheses of unfinished sentences
-        self.processors = processors
+        self.scorer = scorer
         self.eos, self.pad, self.bos = eos, pad, bos
         self.needs_history = needs_history
         self.k = cfg.beam
@@ -172,15 +173,13 @@ class BeamSearch:
         ]
         return BeamState(*(torch.cat([getattr(st, f) for st in padded]) for f in _FIELDS))
 
-    def step(self, state: BeamState, lprobs: Tensor) -> StepOutcome:
-        """One step of every sentence of the group from the rows' log-probs ``(R, 1, V)``."""
-        lprobs = lprobs[:, -1]
-        s, k = state.scores.shape
+    def step(self, state: BeamState, scores: Tensor) -> StepOutcome:
+        """One step of every sentence of the group from the rows' next-token scores ``(R, 1, V)``."""
         live = state.live
         row_slot = live.view(-1).nonzero().squeeze(1)  # (R,) flat s * k + j of each row
-        lprobs = apply_all(self.processors, lprobs.float() if lprobs.dtype == torch.half else lprobs,
-                           self._row_context(state, row_slot))
-        val, parent, tok, tok_lp = self._candidates(state, lprobs, row_slot)
+        c = min(self.per_row, scores.size(-1))
+        top_lp, top_tok, _ = self.scorer.top(scores[:, -1], c, self._row_context(state, row_slot))
+        val, parent, tok, tok_lp = self._candidates(state, top_lp, top_tok, row_slot)
         finals, keep = self._finalize(state, val, tok)
         state = self._record_finals(state, val, parent, tok_lp, finals)
         keep = self._prune(state, val, tok_lp, keep)
@@ -204,11 +203,14 @@ class BeamSearch:
                 history = _RaggedHistory(history)
         return RowContext(state.steps.index_select(0, row_s), state.max_len.index_select(0, row_s), history)
 
-    def _candidates(self, state: BeamState, lprobs: Tensor, row_slot: Tensor) -> Tuple[Tensor, ...]:
-        """Best ``final_width`` candidates per sentence, sorted: (score, parent slot, token, token lp)."""
+    def _candidates(self, state: BeamState, top_lp: Tensor, top_tok: Tensor, row_slot: Tensor) -> Tuple[Tensor, ...]:
+        """Best ``final_width`` candidates per sentence, sorted: (score, parent slot, token, token lp).
+
+        ``top_lp``/``top_tok`` (R, c): each row's best ``c`` next tokens (per-row top-k first).
+        """
         s, k = state.scores.shape
-        c = min(self.per_row, lprobs.size(1))
-        top_lp, top_tok = lprobs.topk(c, dim=1)  # (R, c)
+        c = top_lp.size(1)
+        lprobs = top_lp
         cand = lprobs.new_full((s * k, c), -math.inf)
         cand[row_slot] = state.scores.view(-1).index_select(0, row_slot).unsqueeze(1).to(lprobs) + top_lp
         toks = top_tok.new_full((s * k, c), self.pad)

@@ -35,7 +35,8 @@ from torch import Tensor
 
 from fairseq_stream.errors import FairseqStreamError
 from fairseq_stream.interface import Hypothesis, StepOutcome
-from fairseq_stream.processors import RowContext, ScoreProcessor, apply_all
+from fairseq_stream.ops.fused_output import OutputScorer
+from fairseq_stream.processors import RowContext
 
 
 @dataclass(frozen=True)
@@ -79,12 +80,12 @@ class JacobiDecoding:
 
     uniform_length = False
 
-    def __init__(self, cfg: JacobiConfig, processors: List[ScoreProcessor], *, eos: int, pad: int, bos: int,
+    def __init__(self, cfg: JacobiConfig, scorer: OutputScorer, *, eos: int, pad: int, bos: int,
                  stats, lenpen: float = 1.0, dtype: torch.dtype = torch.float32) -> None:
         cfg.validate()
         self.cfg = cfg
         self.lenpen = lenpen
-        self.processors = processors
+        self.scorer = scorer
         self.eos, self.pad, self.bos = eos, pad, bos
         self.stats = stats
         self.dtype = dtype
@@ -157,15 +158,17 @@ class JacobiDecoding:
         return feed.masked_fill(filler, self.pad).view(s, b)
 
     # ---- one iteration -----------------------------------------------------------------
-    def step(self, state: JacobiState, lprobs: Tensor) -> StepOutcome:
+    def step(self, state: JacobiState, scores: Tensor) -> StepOutcome:
         """Predictions for every fed position → verified prefix, new draft, finished sentences."""
-        s, b, v = lprobs.shape
+        s, b, v = scores.shape
         width = self._window(state)
         feed = self._feed(state)
-        pos = state.verified.unsqueeze(1) + torch.arange(b, device=lprobs.device)  # (S, b) target index
+        pos = state.verified.unsqueeze(1) + torch.arange(b, device=scores.device)  # (S, b) target index
         ctx = RowContext(steps=pos.reshape(-1), max_len=state.max_len.repeat_interleave(b))
-        lprobs = apply_all(self.processors, lprobs.reshape(s * b, v).clone(), ctx).view(s, b, v)
-        score, pred = lprobs.max(dim=-1)  # (S, b) greedy's token wherever the inputs were right
+        flat = scores.reshape(s * b, v)
+        # Arg-max only (paper 002 Algorithm 3): normalise just the tokens that get verified.
+        raw, top, _ = self.scorer.top(flat, 1, ctx, normalize=False)
+        pred, raw = top[:, 0].view(s, b), raw[:, 0].view(s, b)
         # Verified: the first prediction, then each one whose inputs all matched.
         match = (feed[:, 1:] == pred[:, :-1]) if b > 1 else pred.new_zeros(s, 0, dtype=torch.bool)
         run = torch.cumprod(match.long(), dim=1).sum(dim=1) + 1
@@ -175,6 +178,9 @@ class JacobiDecoding:
         has_eos = is_eos.any(dim=1)
         first_eos = torch.where(has_eos, is_eos.long().argmax(dim=1) + 1, accept)
         accept = torch.minimum(accept, first_eos)
+        kept = torch.arange(b, device=pred.device).unsqueeze(0) < accept.unsqueeze(1)  # (S, b)
+        score = raw.clone()
+        score[kept] = raw[kept] - self.scorer.normaliser(flat[kept.view(-1)]).to(raw.dtype)
         state = self._extend(state, pred, score, accept, width)
         self.stats.accepted_tokens += int(accept.sum())
         return self._finish(state, pred, accept, has_eos, width)
@@ -256,7 +262,8 @@ def build_jacobi(task, models, gen_cfg, opts, *, name: str, **fairseq_kwargs) ->
     )
     cfg.validate()
     tgt_dict = task.target_dictionary
-    processors, _ = build_processors(gen_cfg, tgt_dict)
+    scorer = OutputScorer(build_processors(gen_cfg, tgt_dict), fused=opts.output_layer == "fused",
+                          normalized_input=len(models) > 1)
     dtype = score_dtype(models)
     lenpen = 0.0 if gen_cfg.unnormalized else float(gen_cfg.lenpen)
     scheduler = SchedulerConfig(
@@ -268,7 +275,7 @@ def build_jacobi(task, models, gen_cfg, opts, *, name: str, **fairseq_kwargs) ->
     )
 
     def make_strategy(stats) -> JacobiDecoding:
-        return JacobiDecoding(cfg, processors, eos=tgt_dict.eos(), pad=tgt_dict.pad(), bos=tgt_dict.eos(),
+        return JacobiDecoding(cfg, scorer, eos=tgt_dict.eos(), pad=tgt_dict.pad(), bos=tgt_dict.eos(),
                               stats=stats, lenpen=lenpen, dtype=dtype)
 
     generator = StreamGenerator(models, tgt_dict, name=name, make_strategy=make_strategy, scheduler=scheduler,

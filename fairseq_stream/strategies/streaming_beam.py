@@ -20,7 +20,8 @@ from typing import Any
 
 from fairseq_stream.adapter import StreamGenerator, reject_unsupported, score_dtype
 from fairseq_stream.errors import FairseqStreamError
-from fairseq_stream.processors import build_processors
+from fairseq_stream.ops.fused_output import OutputScorer
+from fairseq_stream.processors import build_processors, needs_history
 from fairseq_stream.registry import Capabilities, register_search
 from fairseq_stream.scheduler import SchedulerConfig
 from fairseq_stream.strategies.beam import BeamConfig, BeamSearch, Pruning
@@ -99,12 +100,13 @@ def build_beam_family(task: Any, models: Any, gen_cfg: Any, opts: Any, *, name: 
         pruning=_pruning(name, variant, opts),
     )
     cfg.validate()
-    processors, needs_history = build_processors(gen_cfg, tgt_dict)
+    processors = build_processors(gen_cfg, tgt_dict)
+    scorer = OutputScorer(processors, fused=opts.output_layer == "fused", normalized_input=len(models) > 1)
     dtype = score_dtype(models)
 
     def make_strategy(stats) -> BeamSearch:
-        return BeamSearch(cfg, processors, eos=tgt_dict.eos(), pad=tgt_dict.pad(), bos=tgt_dict.eos(),
-                          needs_history=needs_history, dtype=dtype)
+        return BeamSearch(cfg, scorer, eos=tgt_dict.eos(), pad=tgt_dict.pad(), bos=tgt_dict.eos(),
+                          needs_history=needs_history(processors), dtype=dtype)
 
     scheduler = SchedulerConfig(
         epsilon=_epsilon(name, variant, opts),

@@ -1,0 +1,109 @@
+"""Fused output layer: each row's best tokens with exact log-probabilities, without a full log-softmax.
+
+Paper 002 §3.1 (Algorithms 1–3): after the output multiplication, fairseq adds the bias,
+writes a full ``(R, V)`` log-softmax, then searches it. Softmax is monotonic, so the best
+classes can be found on the raw scores, and the normaliser of a row is one reduction over it
+(the running max / rescaled sum of Algorithm 2, here ``torch.logsumexp``); only the winners
+are normalised: ``log p = logit − logsumexp(logits)``. The bias is fused into the
+multiplication (``addmm``). For beam search the per-row top-k comes first and the global
+top-2k over beam × vocabulary is taken from those rows' winners (a candidate outside its
+row's top-2k can never be in the global top-2k). Greedy Jacobi asks for the arg-max only and
+normalises just the tokens it keeps (Algorithm 3).
+
+fairseq's score edits (pad, unknown-word penalty, min/max length) act on the candidates
+(:mod:`fairseq_stream.processors`); an edit that needs the whole row (n-gram blocking) or an
+ensemble (whose average of probabilities needs every row in full) falls back to the full
+log-softmax, logged once. On CUDA the post-multiplication part runs through ``torch.compile``
+(one fused reduction), chosen at run time; the PyTorch path runs everywhere.
+"""
+from __future__ import annotations
+
+import logging
+from typing import Any, List, Optional, Tuple
+
+import torch
+from torch import Tensor
+
+from fairseq_stream.processors import Candidates, RowContext, apply_full
+
+logger = logging.getLogger("fairseq_stream")
+_warned: set = set()
+
+
+def _log_once(message: str) -> None:
+    if message not in _warned:
+        _warned.add(message)
+        logger.info(message)
+
+
+def _topk_lse(scores: Tensor, k: int) -> Tuple[Tensor, Tensor, Tensor]:
+    values, tokens = scores.topk(k, dim=-1)
+    return values, tokens, torch.logsumexp(scores, dim=-1)
+
+
+_compiled = None
+
+
+def topk_with_normaliser(scores: Tensor, k: int) -> Tuple[Tensor, Tensor, Tensor]:
+    """Top-``k`` raw scores, their ids and the row normaliser; compiled on CUDA when possible."""
+    global _compiled
+    if scores.is_cuda:
+        if _compiled is None:
+            try:
+                _compiled = torch.compile(_topk_lse, dynamic=True)
+            except Exception as exc:  # no compiler: the eager path is exact too
+                _log_once(f"fairseq-stream: torch.compile unavailable ({exc}); fused output layer runs eagerly")
+                _compiled = _topk_lse
+        try:
+            return _compiled(scores, k)
+        except Exception as exc:
+            _log_once(f"fairseq-stream: compiled output layer failed ({type(exc).__name__}); running eagerly")
+            _compiled = _topk_lse
+    return _topk_lse(scores, k)
+
+
+class OutputScorer:
+    """A step's raw scores → each row's best candidates after fairseq's score edits."""
+
+    def __init__(self, processors: List[Any], *, fused: bool, normalized_input: bool) -> None:
+        self.processors = processors
+        self.normalized_input = normalized_input
+        blockers = [type(p).__name__ for p in processors if p.candidates is None]
+        self.fused = fused and not blockers and not normalized_input
+        if fused and not self.fused:
+            reason = f"{', '.join(blockers)} needs full rows" if blockers else "an ensemble averages full rows"
+            _log_once(f"fairseq-stream: fused output layer off ({reason}); using the full log-softmax")
+        self.extra = sum(p.extra for p in processors)
+
+    def top(self, scores: Tensor, k: int, ctx: RowContext, *, normalize: bool = True) -> Tuple[Tensor, Tensor, Optional[Tensor]]:
+        """(values, tokens, lse) of each row's ``k`` best candidates, best first.
+
+        Values are log-probabilities, or raw logits (same ranking) when ``normalize`` is False
+        on the fused path; then ``lse`` is None and :meth:`normaliser` gives it on demand.
+        """
+        if scores.dtype in (torch.float16, torch.bfloat16):
+            scores = scores.float()
+        k = min(k, scores.size(-1))
+        if not self.fused:
+            lprobs = scores.clone() if self.normalized_input else torch.log_softmax(scores, dim=-1)
+            lprobs = apply_full(self.processors, lprobs, ctx)
+            values, tokens = lprobs.topk(k, dim=-1)
+            return values, tokens, torch.zeros_like(values[:, 0])
+        width = min(k + self.extra, scores.size(-1))
+        if normalize:
+            raw, tokens, lse = topk_with_normaliser(scores, width)
+            values = raw - lse.unsqueeze(1)
+        else:
+            values, tokens = scores.topk(width, dim=-1)
+            lse = None
+        cand = Candidates(values, tokens, scores, lse)
+        for proc in self.processors:
+            cand = proc.candidates(cand, ctx)
+        values, order = cand.scores.topk(k, dim=-1)
+        return values, cand.tokens.gather(1, order), (lse if lse is not None else None)
+
+    def normaliser(self, scores: Tensor) -> Tensor:
+        """``logsumexp`` of rows (zero for already-normalised input and on the full path)."""
+        if not self.fused:
+            return scores.new_zeros(scores.shape[:-1], dtype=torch.float32 if scores.dtype in (torch.float16, torch.bfloat16) else scores.dtype)
+        return torch.logsumexp(scores.float() if scores.dtype in (torch.float16, torch.bfloat16) else scores, dim=-1)
