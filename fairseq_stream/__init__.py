@@ -9,7 +9,7 @@ from fairseq_stream import strategies  # noqa: F401  (registers --search names; 
 from fairseq_stream.checkpoint import register_safe_globals
 from fairseq_stream.cli_hook import route_translation_task, show_options_in_help
 from fairseq_stream.errors import FairseqStreamError, install_excepthook
-from fairseq_stream import tasks  # noqa: F401
+from fairseq_stream import models, tasks  # noqa: F401
 
 __version__ = "0.1.0"
 __all__ = ["FairseqStreamError", "__version__"]

@@ -51,6 +51,18 @@ def reject_unsupported(gen_cfg: Any, name: str, extra_gen_cls_kwargs: Optional[D
         raise FairseqStreamError(f"--search {name} cannot be combined with --lm-path; use --search beam for it")
 
 
+def reject_ib_models(models: List[Any], name: str) -> None:
+    """IBDecoder-family checkpoints predict several words per step: only ``ib-beam`` decodes them."""
+    from fairseq_stream.models.transformer_ib import is_ib_model
+
+    if any(is_ib_model(m) for m in models):
+        spec = next(m.decoder.ib for m in models if is_ib_model(m))
+        raise FairseqStreamError(
+            f"this checkpoint is an {spec.describe()} model, which predicts {spec.z} words per step; "
+            f"decode it with --search ib-beam, not --search {name}"
+        )
+
+
 def score_dtype(models: List[Any]) -> torch.dtype:
     """The dtype hypothesis scores are kept in: the models' (float32 for half precision)."""
     param = next(models[0].parameters(), None)

@@ -40,6 +40,20 @@ def route_translation_task() -> None:
     ConfigStore.instance().store(name="translation", group="task", node=node, provider="fairseq")
 
 
+def add_dataclass_args(parser: argparse.ArgumentParser, config: object) -> None:
+    """Add the fields of ``config`` to ``parser``, skipping options the parser already has."""
+    scratch = argparse.ArgumentParser(add_help=False)
+    gen_parser_from_dataclass(scratch, config)
+    have_dests = {a.dest for a in parser._actions}
+    for action in scratch._actions:
+        if action.option_strings:
+            if any(opt in parser._option_string_actions for opt in action.option_strings):
+                continue
+        elif action.dest in have_dests:
+            continue
+        parser._add_action(action)
+
+
 def add_stream_decoding_args(parser: argparse.ArgumentParser) -> None:
     """Add ``--search`` and the strategy options to ``parser`` unless it has them already."""
     if "--search" in parser._option_string_actions:

@@ -96,6 +96,10 @@ class StreamDecodingConfig(FairseqDataclass):
         metadata={"help": "initial draft of a block: 'pad' (paper 004) or 'tail' (slide the block and keep "
                   "the previous iteration's unverified predictions as the draft)"},
     )
+    # ---- IBDecoder family (paper 003) ----
+    ib_dedup: bool = field(
+        default=False, metadata={"help": "ib-beam: remove immediately repeated n-grams (n <= 4) from outputs (paper 003 §5.1)"}
+    )
 
 
 def validate(opts: StreamDecodingConfig) -> None:

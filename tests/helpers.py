@@ -111,3 +111,23 @@ def tiny_transformer(dictionary: Dictionary, *, normalize_before: bool = False, 
     base_architecture(args)
     model = TransformerModel.build_model(args, fake_task(dictionary))
     return model.to(dtype).eval()
+
+
+def tiny_ib_model(dictionary: Dictionary, *, h: int = 2, c: int = 1, mask: str = "relaxed", positions: str = "bidirectional",
+                  independent: bool = False, seed: int = 0, dim: int = 32, dtype=torch.float64):
+    """A random ``transformer_ib`` model (eval mode)."""
+    from argparse import Namespace
+
+    from fairseq.models.transformer import base_architecture
+
+    from fairseq_stream.models.transformer_ib import TransformerIBModel
+
+    torch.manual_seed(seed)
+    args = Namespace(
+        encoder_embed_dim=dim, decoder_embed_dim=dim, encoder_ffn_embed_dim=2 * dim, decoder_ffn_embed_dim=2 * dim,
+        encoder_layers=2, decoder_layers=2, encoder_attention_heads=4, decoder_attention_heads=4,
+        share_all_embeddings=True, dropout=0.0, max_source_positions=256, max_target_positions=256,
+        ib_h=h, ib_c=c, ib_mask=mask, ib_positions=positions, ib_independent_directions=independent,
+    )
+    base_architecture(args)
+    return TransformerIBModel.build_model(args, fake_task(dictionary)).to(dtype).eval()

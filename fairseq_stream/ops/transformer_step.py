@@ -345,15 +345,21 @@ class TransformerStepper:
         return self.decoder.output_layer(features)
 
     def _attention_mask(self, cache: RowCache, b: int, block_mask: Optional[Tensor], like: Tensor) -> Optional[Tensor]:
-        """Additive mask (R or 1, 1, b, L + b) for the block's self-attention."""
+        """Additive mask (R or 1, 1, b, L + b) for the block's self-attention.
+
+        ``block_mask`` is (b, b) or (R, b, b) inside the block (the cache is fully visible), or
+        (b, L + b) / (R, b, L + b) over cache and block (e.g. the IBDecoder's independent
+        directions); ``None`` is causal.
+        """
         if block_mask is None and b > 1:
             block_mask = torch.triu(like.new_full((b, b), float("-inf")), 1)
         parts = []
         if block_mask is not None:
             bm = block_mask.to(like.dtype)
-            bm = bm.unsqueeze(0) if bm.dim() == 2 else bm  # (1 or R, b, b)
-            past = like.new_zeros(bm.size(0), b, cache.slots)
-            parts.append(torch.cat([past, bm], dim=2).unsqueeze(1))
+            bm = bm.unsqueeze(0) if bm.dim() == 2 else bm  # (1 or R, b, b or L + b)
+            if bm.size(-1) == b:
+                bm = torch.cat([like.new_zeros(bm.size(0), b, cache.slots), bm], dim=2)
+            parts.append(bm.unsqueeze(1))
         if cache.padding is not None:
             pad = like.new_zeros(cache.rows, cache.slots + b).masked_fill(
                 F.pad(cache.padding, (0, b), value=False), float("-inf")

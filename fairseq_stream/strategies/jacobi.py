@@ -231,7 +231,7 @@ class JacobiDecoding:
 # ---- registration ---------------------------------------------------------------------------
 import functools  # noqa: E402
 
-from fairseq_stream.adapter import StreamGenerator, reject_unsupported, score_dtype  # noqa: E402
+from fairseq_stream.adapter import StreamGenerator, reject_ib_models, reject_unsupported, score_dtype  # noqa: E402
 from fairseq_stream.processors import build_processors  # noqa: E402
 from fairseq_stream.registry import Capabilities, register_search  # noqa: E402
 from fairseq_stream.scheduler import SchedulerConfig  # noqa: E402
@@ -251,6 +251,7 @@ SUMMARIES = {
 
 def build_jacobi(task, models, gen_cfg, opts, *, name: str, **fairseq_kwargs) -> StreamGenerator:
     reject_unsupported(gen_cfg, name, fairseq_kwargs.get("extra_gen_cls_kwargs"), allow_ngram=False)
+    reject_ib_models(models, name)
     if int(gen_cfg.beam) != 1:
         raise FairseqStreamError(f"--search {name} with --beam {gen_cfg.beam}: {WHY_NO_BEAM}")
     if int(gen_cfg.nbest) != 1:

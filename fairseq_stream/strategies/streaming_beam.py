@@ -18,7 +18,7 @@ import math
 from dataclasses import dataclass
 from typing import Any
 
-from fairseq_stream.adapter import StreamGenerator, reject_unsupported, score_dtype
+from fairseq_stream.adapter import StreamGenerator, reject_ib_models, reject_unsupported, score_dtype
 from fairseq_stream.errors import FairseqStreamError
 from fairseq_stream.ops.fused_output import OutputScorer
 from fairseq_stream.processors import build_processors, needs_history
@@ -91,6 +91,7 @@ def _epsilon(name: str, variant: Variant, opts: Any) -> float:
 def build_beam_family(task: Any, models: Any, gen_cfg: Any, opts: Any, *, name: str, **fairseq_kwargs: Any) -> StreamGenerator:
     variant = VARIANTS[name]
     reject_unsupported(gen_cfg, name, fairseq_kwargs.get("extra_gen_cls_kwargs"))
+    reject_ib_models(models, name)
     tgt_dict = task.target_dictionary
     cfg = BeamConfig(
         beam=int(gen_cfg.beam),

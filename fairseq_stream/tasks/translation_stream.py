@@ -19,7 +19,6 @@ from typing import Any, Dict, List, Optional
 
 import numpy as np
 from fairseq import utils
-from fairseq.dataclass.utils import gen_parser_from_dataclass
 from fairseq.data import BaseWrapperDataset, FairseqDataset, data_utils
 from fairseq.tasks import register_task
 from fairseq.tasks.translation import TranslationConfig, TranslationTask
@@ -95,11 +94,11 @@ class TranslationStreamTask(TranslationTask):
 
     @classmethod
     def add_args(cls, parser: Any) -> None:
-        # The generation parsers already hold the decoding options (see cli_hook).
-        from fairseq_stream.cli_hook import add_stream_decoding_args
+        # The generation parsers already hold the decoding options (see cli_hook): add the
+        # task's other fields only.
+        from fairseq_stream.cli_hook import add_dataclass_args
 
-        gen_parser_from_dataclass(parser, TranslationConfig())
-        add_stream_decoding_args(parser)
+        add_dataclass_args(parser, getattr(cls, "__dataclass")())
 
     @classmethod
     def setup_task(cls, cfg: TranslationStreamConfig, **kwargs: Any) -> "TranslationStreamTask":

@@ -1,0 +1,176 @@
+"""Target orders, word positions and masks of the IBDecoder family (paper 003 §4, Eqs. 4–12).
+
+Pure functions on token lists and small tensors, shared by the training task
+(:mod:`fairseq_stream.tasks.translation_ib`), the model
+(:mod:`fairseq_stream.models.transformer_ib`) and the multi-word beam
+(:mod:`fairseq_stream.strategies.ib_beam`).
+
+* ``h`` generation directions, ``c`` words per direction and step: ``z = h·c`` words per step.
+* **IBDecoder** (h = 2): ``y_bd = [y1 yn, y2 yn−1, …]`` (Eq. 6); IBDecoder+SA (c = 2) keeps this
+  order and enlarges the step (Eq. 12).
+* **IMDecoder** (h = 4, 6, …): the sentence is split into h/2 near-equal segments, each
+  interleaved as above, and step k holds the k-th word pair of every segment (Eq. 9).
+
+End of sentence (our design; the paper only says a hypothesis ends when a word is EOS): each
+segment's interleaved sequence is followed by one EOS. In the interleaved order the end of a
+segment is where its two directions *meet*, so an EOS there means "the middle is reached":
+everything before it is the segment, what the step predicts after it is discarded. With one
+segment (IBDecoder, IBDecoder+SA) a hypothesis ends as soon as any word of a step is EOS
+(Algorithm 1, line 17). With several segments (IMDecoder) each segment ends on its own EOS,
+its later slots are padding (ignored by the loss, forced at decoding), and the hypothesis ends
+when every segment has ended; segments are padded with PAD pairs to a common number of steps.
+"""
+from __future__ import annotations
+
+import math
+from typing import List, Optional
+
+import torch
+from torch import Tensor
+
+
+def interleave(words: List[int]) -> List[int]:
+    """Eq. 6: ``[y1, yn, y2, yn−1, …]``."""
+    out, i, j = [], 0, len(words) - 1
+    while i <= j:
+        out.append(words[i])
+        if i != j:
+            out.append(words[j])
+        i, j = i + 1, j - 1
+    return out
+
+
+def deinterleave(seq: List[int]) -> List[int]:
+    """The inverse of :func:`interleave`: left-to-right words, then the right-to-left ones reversed."""
+    return seq[::2] + seq[1::2][::-1]
+
+
+def segment_sizes(n: int, segments: int) -> List[int]:
+    """``n`` words in ``segments`` near-equal, contiguous segments (the first ones longer)."""
+    return [n // segments + (1 if i < n % segments else 0) for i in range(segments)]
+
+
+def check_hc(h: int, c: int) -> Optional[str]:
+    """Why (h, c) is not supported, or None."""
+    if h < 2 or h % 2:
+        return f"--ib-h must be an even number >= 2 (directions come in pairs), got {h}"
+    if c < 1:
+        return f"--ib-c must be >= 1, got {c}"
+    if h > 2 and c != 1:
+        return "IMDecoder (--ib-h > 2) predicts one word per direction: --ib-c must be 1"
+    return None
+
+
+def reorder(words: List[int], h: int, c: int, eos: int, pad: int) -> List[int]:
+    """A target sentence (without its EOS) → the decoder's training target (with EOS, see module doc)."""
+    if h == 2:
+        return interleave(words) + [eos]
+    segments = h // 2
+    sizes = segment_sizes(len(words), segments)
+    starts = [sum(sizes[:i]) for i in range(segments)]
+    parts = [interleave(words[s: s + n]) + [eos] for s, n in zip(starts, sizes)]
+    steps = max(math.ceil(len(p) / 2) for p in parts)
+    parts = [p + [pad] * (2 * steps - len(p)) for p in parts]
+    return [tok for k in range(steps) for p in parts for tok in p[2 * k: 2 * k + 2]]
+
+
+def restore_order(seq: List[int], h: int, c: int, eos: int, pad: int) -> List[int]:
+    """Indices into a decoder output ``seq`` (any length, EOS anywhere) of its words in the
+    original order: post(·) of Algorithm 1, line 28. Apply them to tokens and scores alike."""
+    if h == 2:
+        cut = seq.index(eos) if eos in seq else len(seq)
+        return deinterleave(list(range(cut)))
+    parts: List[List[int]] = [[] for _ in range(h // 2)]
+    for i in range(len(seq)):
+        parts[(i % h) // 2].append(i)
+    out: List[int] = []
+    for part in parts:
+        toks = [seq[i] for i in part]
+        cut = toks.index(eos) if eos in toks else len(toks)
+        out += deinterleave([i for i in part[:cut] if seq[i] != pad])
+    return out
+
+
+def restore(seq: List[int], h: int, c: int, eos: int, pad: int) -> List[int]:
+    """Decoder output → words in the original order (see :func:`restore_order`)."""
+    return [seq[i] for i in restore_order(seq, h, c, eos, pad)]
+
+
+def slot_positions(slots: Tensor, h: int, mode: str = "bidirectional") -> Tensor:
+    """Word positions of 0-based target slots ``t − 1`` (float, for sinusoidal encodings).
+
+    ``bidirectional`` (h = 2): Eq. 7, ``(−1)^(t−1)·⌈t/2⌉``, negative for right-to-left words.
+    IMDecoder (h > 2): the step index ``⌊(t−1)/h⌋`` of Eq. 10 (the direction goes to
+    :func:`slot_directions`). ``vanilla``: Eq. 5, ``t − 1`` (the ablation of Table 2).
+    """
+    t = slots.double() + 1
+    if mode == "vanilla":
+        return t - 1
+    if h == 2:
+        sign = 1.0 - 2.0 * torch.remainder(t - 1, 2)
+        return sign * torch.ceil(t / 2)
+    return torch.floor((t - 1) / h)
+
+
+def slot_directions(slots: Tensor, h: int) -> Tensor:
+    """Direction index ``(t − 1) mod h`` of each slot (Eq. 10)."""
+    return torch.remainder(slots, h)
+
+
+def sinusoid(positions: Tensor, dim: int) -> Tensor:
+    """fairseq's sinusoidal encoding (``SinusoidalPositionalEmbedding.get_embedding``) of any real positions."""
+    half = dim // 2
+    scale = math.log(10000) / (half - 1)
+    freq = torch.exp(torch.arange(half, dtype=torch.float64, device=positions.device) * -scale)
+    angles = positions.double().unsqueeze(-1) * freq
+    emb = torch.cat([torch.sin(angles), torch.cos(angles)], dim=-1)
+    if dim % 2 == 1:
+        emb = torch.nn.functional.pad(emb, (0, 1))
+    return emb
+
+
+def allowed(i: Tensor, j: Tensor, h: int, c: int, *, vanilla: bool = False, independent: bool = False) -> Tensor:
+    """Boolean M(h, c) of Eq. 4 between 0-based slots ``i`` (queries) and ``j`` (keys), broadcast.
+
+    Slot ``i`` may see slot ``j`` when ``⌈(i+1)/z⌉ ≥ ⌈(j+1)/z⌉`` (all earlier steps and its own
+    step), or ``j ≤ i`` with the vanilla mask; ``independent`` also requires the same direction
+    (the "independent directions" ablation of Table 2).
+    """
+    z = h * c
+    ok = (j <= i) if vanilla else (torch.div(i, z, rounding_mode="floor") >= torch.div(j, z, rounding_mode="floor"))
+    if independent:
+        ok = ok & (torch.remainder(i, h) == torch.remainder(j, h))
+    return ok
+
+
+def mask(n: int, h: int, c: int, *, vanilla: bool = False, independent: bool = False,
+         dtype: torch.dtype = torch.float32, device=None) -> Tensor:
+    """Additive (n, n) self-attention mask M(h, c): 0 where allowed, −inf elsewhere."""
+    idx = torch.arange(n, device=device)
+    ok = allowed(idx.unsqueeze(1), idx.unsqueeze(0), h, c, vanilla=vanilla, independent=independent)
+    return torch.zeros(n, n, dtype=dtype, device=device).masked_fill(~ok, float("-inf"))
+
+
+def shift_inputs(target: Tensor, z: int, bos: int, pad: int) -> Tensor:
+    """Decoder inputs: the target shifted right by ``z`` with ``z`` start symbols (§4, footnote 3)."""
+    b, n = target.shape
+    start = target.new_full((b, min(z, n)), bos)
+    return torch.cat([start, target[:, : max(0, n - z)]], dim=1)
+
+
+def dedup_indices(words: List[int], max_n: int = 4) -> List[int]:
+    """Indices of ``words`` kept when immediately repeated n-grams (n ≤ ``max_n``) are removed:
+    the deduplication of §5.1 / Figure 4 ("a b a b c" → "a b c")."""
+    keep = list(range(len(words)))
+    for n in range(1, max_n + 1):
+        out: List[int] = []
+        for i in keep:
+            out.append(i)
+            if len(out) >= 2 * n and [words[k] for k in out[-n:]] == [words[k] for k in out[-2 * n: -n]]:
+                del out[-n:]
+        keep = out
+    return keep
+
+
+def dedup(words: List[int], max_n: int = 4) -> List[int]:
+    return [words[i] for i in dedup_indices(words, max_n)]

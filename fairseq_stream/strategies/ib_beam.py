@@ -1,0 +1,267 @@
+"""``--search ib-beam``: beam search with step-wise multi-word generation (paper 003 Algorithm 1).
+
+Every hypothesis predicts ``z = h·c`` words at once (one block step of the decoder, fed the
+previous step's ``z`` words). Per hypothesis (lines 10–14): the best ``B`` words of each of the
+``z`` positions, combined by outer addition — one position at a time, re-pruned to ``B``
+after each, so ``B^z`` is never enumerated (exact, since the sum is monotone in each term) —
+give its ``B`` best continuations. A continuation ends (line 17) when any of its words is
+EOS (IMDecoder: when every segment has ended, see :mod:`fairseq_stream.ib_order`); ended
+ones go to the finished set, the others compete for the ``B`` places of the beam (line 24).
+A sentence is done with ``B`` finished hypotheses (line 7) or at the maximum length; the
+finished ones are put back in the original word order (line 28), optionally deduplicated
+(``--ib-dedup``, §5.1), and ranked by ``score / length^lenpen``. ``--beam 1`` is greedy.
+"""
+from __future__ import annotations
+
+import functools
+import math
+from dataclasses import dataclass, replace
+from typing import Any, Dict, List, Sequence, Tuple
+
+import torch
+import torch.nn.functional as F
+from torch import Tensor
+
+from fairseq_stream import ib_order
+from fairseq_stream.adapter import StreamGenerator, reject_unsupported, score_dtype
+from fairseq_stream.errors import FairseqStreamError
+from fairseq_stream.interface import Hypothesis, StepOutcome
+from fairseq_stream.models.transformer_ib import IBSpec, is_ib_model
+from fairseq_stream.ops.fused_output import OutputScorer
+from fairseq_stream.processors import RowContext, build_processors
+from fairseq_stream.registry import Capabilities, register_search
+from fairseq_stream.scheduler import SchedulerConfig
+
+
+@dataclass
+class IBState:
+    sentences: Tensor  # (S,)
+    scores: Tensor  # (S, B) cumulative log-probability, -inf = empty
+    tokens: Tensor  # (S, B, T) words of the slots so far (decoder order)
+    token_scores: Tensor  # (S, B, T)
+    seg_done: Tensor  # (S, B, G) segments that reached their EOS
+    max_len: Tensor  # (S,)
+    n_final: Tensor  # (S,)
+
+
+_FIELDS = ("sentences", "scores", "tokens", "token_scores", "seg_done", "max_len", "n_final")
+
+
+class IBBeamSearch:
+    uniform_length = True
+
+    def __init__(self, spec: IBSpec, scorer: OutputScorer, *, beam: int, nbest: int, lenpen: float,
+                 eos: int, pad: int, bos: int, dedup: bool, dtype: torch.dtype) -> None:
+        self.spec, self.scorer = spec, scorer
+        self.beam, self.nbest, self.lenpen = beam, nbest, lenpen
+        self.eos, self.pad, self.bos = eos, pad, bos
+        self.dedup, self.dtype = dedup, dtype
+        self.z = spec.z
+        self.segments = spec.h // 2
+        # Segment of each slot of a step: words come in (left, right) pairs per segment (Eq. 9).
+        self.slot_segment = torch.tensor([(j % spec.h) // 2 for j in range(self.z)]) if spec.h > 2 else torch.zeros(self.z, dtype=torch.long)
+        self._final: Dict[int, List[Hypothesis]] = {}
+
+    # ---- the interface -------------------------------------------------------------------
+    def init_state(self, sentences: Tensor, max_len: Tensor, src_lengths: Tensor) -> StepOutcome:
+        s, b = len(sentences), self.beam
+        scores = torch.full((s, b), -math.inf, dtype=self.dtype, device=sentences.device)
+        scores[:, 0] = 0.0
+        state = IBState(
+            sentences=sentences, scores=scores,
+            tokens=sentences.new_zeros(s, b, 0), token_scores=scores.new_zeros(s, b, 0),
+            seg_done=torch.zeros(s, b, self.segments, dtype=torch.bool, device=sentences.device),
+            max_len=max_len, n_final=torch.zeros_like(sentences),
+        )
+        feed = torch.full((s, self.z), self.bos, dtype=torch.long, device=sentences.device)
+        return StepOutcome(state=state, parents=None, feed=feed, block_mask=self.block_mask(0, sentences.device))
+
+    def sentences(self, state: IBState) -> int:
+        return len(state.sentences)
+
+    def rows(self, state: IBState) -> int:
+        return int(torch.isfinite(state.scores).sum())
+
+    def length(self, state: IBState) -> int:
+        return state.tokens.size(2)
+
+    def concat(self, states: Sequence[IBState]) -> IBState:
+        if len(states) == 1:
+            return states[0]
+        if len({st.tokens.size(2) for st in states}) != 1:
+            raise FairseqStreamError("ib-beam merges groups of equal length only (min-length selection)")
+        return IBState(*(torch.cat([getattr(st, f) for st in states]) for f in _FIELDS))
+
+    def block_mask(self, fed: int, device: Any):
+        """Mask of the next step's ``z`` slots over the ``fed`` cached ones and themselves."""
+        if not self.spec.independent_directions:
+            # M(h, c): the cache and the whole step are visible (zeros); vanilla: causal.
+            return None if self.spec.vanilla_mask else torch.zeros(self.z, self.z, device=device)
+        i = torch.arange(fed, fed + self.z, device=device).unsqueeze(1)
+        j = torch.arange(0, fed + self.z, device=device).unsqueeze(0)
+        ok = ib_order.allowed(i, j, self.spec.h, self.spec.c, vanilla=self.spec.vanilla_mask,
+                              independent=self.spec.independent_directions)
+        return torch.zeros(ok.shape, dtype=torch.float32, device=device).masked_fill(~ok, float("-inf"))
+
+    # ---- a step ---------------------------------------------------------------------------
+    def step(self, state: IBState, scores: Tensor) -> StepOutcome:
+        s, b = state.scores.shape
+        live = torch.isfinite(state.scores)
+        row_slot = live.view(-1).nonzero().squeeze(1)  # (R,)
+        words, word_lp, sums = self._continuations(state, scores, row_slot)
+        total = state.scores.view(-1).index_select(0, row_slot).unsqueeze(1) + sums  # (R, Bc)
+        seg_done = self._segments_done(state, words, row_slot)  # (R, Bc, G)
+        ended = seg_done.all(dim=2) & torch.isfinite(total)
+        bc = total.size(1)
+        # Per sentence: (S, B·Bc) candidates of all its hypotheses.
+        full = total.new_full((s * b, bc), -math.inf)
+        full[row_slot] = total
+        full_end = torch.zeros(s * b, bc, dtype=torch.bool, device=total.device)
+        full_end[row_slot] = ended
+        full, full_end = full.view(s, b * bc), full_end.view(s, b * bc)
+        row_of = torch.full((s * b,), -1, dtype=torch.long, device=total.device)
+        row_of[row_slot] = torch.arange(len(row_slot), device=total.device)
+        self._record(state, full, full_end, words, word_lp, row_of, bc)
+        return self._advance(state, full, full_end, words, word_lp, seg_done, row_of, bc)
+
+    def _continuations(self, state: IBState, scores: Tensor, row_slot: Tensor) -> Tuple[Tensor, Tensor, Tensor]:
+        """Each row's best ``Bc`` multi-word continuations: words/lps (R, Bc, z), sums (R, Bc)."""
+        r, z, v = scores.shape
+        fed = state.tokens.size(2)
+        slots = fed + torch.arange(z, device=scores.device)
+        row_max = state.max_len.index_select(0, row_slot // self.beam)
+        ctx = RowContext(steps=slots.repeat(r), max_len=row_max.repeat_interleave(z))
+        bc = min(self.beam, v)
+        vals, toks, _ = self.scorer.top(scores.reshape(r * z, v), bc, ctx)
+        vals, toks = vals.view(r, z, bc).to(self.dtype), toks.view(r, z, bc)
+        if self.segments > 1:  # slots of segments that ended are padding, for free
+            done = state.seg_done.view(-1, self.segments).index_select(0, row_slot)  # (R, G)
+            forced = done[:, self.slot_segment.to(done.device)]  # (R, z)
+            vals = vals.masked_fill(forced.unsqueeze(2), -math.inf)
+            vals[..., 0] = torch.where(forced, torch.zeros_like(vals[..., 0]), vals[..., 0])
+            toks[..., 0] = torch.where(forced, torch.full_like(toks[..., 0], self.pad), toks[..., 0])
+        acc, words, lps = vals[:, 0], toks[:, 0].unsqueeze(2), vals[:, 0].unsqueeze(2)
+        for j in range(1, z):  # outer addition, re-pruned to Bc after each position
+            grid = acc.unsqueeze(2) + vals[:, j].unsqueeze(1)  # (R, Bc, Bc)
+            acc, idx = grid.view(r, -1).topk(bc, dim=1)
+            prev, new = torch.div(idx, bc, rounding_mode="floor"), idx % bc
+            words = torch.cat([words.gather(1, prev.unsqueeze(2).expand(-1, -1, j)), toks[:, j].gather(1, new).unsqueeze(2)], dim=2)
+            lps = torch.cat([lps.gather(1, prev.unsqueeze(2).expand(-1, -1, j)), vals[:, j].gather(1, new).unsqueeze(2)], dim=2)
+        return words, lps, acc
+
+    def _segments_done(self, state: IBState, words: Tensor, row_slot: Tensor) -> Tensor:
+        prior = state.seg_done.view(-1, self.segments).index_select(0, row_slot)  # (R, G)
+        is_eos = words == self.eos  # (R, Bc, z)
+        seg = self.slot_segment.to(words.device)
+        hit = torch.stack([is_eos[:, :, seg == g].any(dim=2) for g in range(self.segments)], dim=2)
+        return prior.unsqueeze(1) | hit
+
+    def _record(self, state: IBState, full: Tensor, full_end: Tensor, words: Tensor, word_lp: Tensor,
+                row_of: Tensor, bc: int) -> None:
+        """Finished continuations → hypotheses (at most B per sentence and step, best first)."""
+        ended = torch.where(full_end, full, torch.full_like(full, -math.inf))
+        best, idx = ended.topk(min(self.beam, ended.size(1)), dim=1)
+        for i, w in (torch.isfinite(best)).nonzero().tolist():
+            sid = int(state.sentences[i])
+            flat = int(idx[i, w])
+            slot, cont = flat // bc, flat % bc
+            row = int(row_of[i * self.beam + slot])
+            seq = state.tokens[i, slot].tolist() + words[row, cont].tolist()
+            lps = state.token_scores[i, slot].tolist() + word_lp[row, cont].tolist()
+            self._final.setdefault(sid, []).append(self._hypothesis(seq, lps, float(best[i, w])))
+
+    def _hypothesis(self, seq: List[int], lps: List[float], total: float) -> Hypothesis:
+        order = ib_order.restore_order(seq, self.spec.h, self.spec.c, self.eos, self.pad)
+        words = [seq[k] for k in order]
+        if self.dedup:
+            order = [order[k] for k in ib_order.dedup_indices(words)]
+            words = [seq[k] for k in order]
+        kept = [lps[k] for k in order]
+        # EOS carries the log-probability of every other slot (EOS, discarded words), so the
+        # positional scores still sum to the hypothesis' search score.
+        kept.append(total - sum(kept))
+        tokens = torch.tensor(words + [self.eos], dtype=torch.long)
+        return {"tokens": tokens, "score": total / (len(tokens) ** self.lenpen),
+                "positional_scores": torch.tensor(kept, dtype=torch.float), "attention": None, "alignment": None}
+
+    def _advance(self, state: IBState, full: Tensor, full_end: Tensor, words: Tensor, word_lp: Tensor,
+                 seg_done: Tensor, row_of: Tensor, bc: int) -> StepOutcome:
+        s, b = state.scores.shape
+        n_final = torch.tensor([len(self._final.get(int(x), [])) for x in state.sentences.tolist()],
+                               device=full.device)
+        open_ = torch.where(full_end, torch.full_like(full, -math.inf), full)
+        val, idx = open_.topk(min(b, open_.size(1)), dim=1)
+        val = F.pad(val, (0, b - val.size(1)), value=-math.inf)
+        idx = F.pad(idx, (0, b - idx.size(1)))
+        ok = torch.isfinite(val)
+        done = (n_final >= self.beam) | ~ok.any(dim=1)
+        parent_slot = torch.div(idx, bc, rounding_mode="floor")
+        cont = idx % bc
+        rows = row_of.view(s, b).gather(1, parent_slot).clamp(min=0)  # (S, B) rows of the parents
+        w = words[rows.view(-1), cont.view(-1)].view(s, b, self.z)
+        lp = word_lp[rows.view(-1), cont.view(-1)].view(s, b, self.z)
+        t = state.tokens.size(2)
+        gather = parent_slot.unsqueeze(2).expand(s, b, t)
+        new = replace(
+            state,
+            scores=torch.where(ok, val, torch.full_like(val, -math.inf)),
+            tokens=torch.cat([state.tokens.gather(1, gather), w], dim=2),
+            token_scores=torch.cat([state.token_scores.gather(1, gather), lp.to(state.token_scores.dtype)], dim=2),
+            seg_done=seg_done[rows.view(-1), cont.view(-1)].view(s, b, self.segments),
+            n_final=n_final,
+        )
+        live = ok & ~done.unsqueeze(1)
+        parents = rows[live]
+        feed = w[live]
+        finished: Dict[int, List[Hypothesis]] = {}
+        for i in done.nonzero().squeeze(1).tolist():
+            sid = int(state.sentences[i])
+            hyps = sorted(self._final.pop(sid, []), key=lambda h: h["score"], reverse=True)
+            finished[sid] = hyps[: max(self.nbest, 1)] if hyps else [self._empty()]
+        new = IBState(*(getattr(new, f).index_select(0, (~done).nonzero().squeeze(1)) for f in _FIELDS))
+        return StepOutcome(state=new, parents=parents, feed=feed, finished=finished,
+                           block_mask=self.block_mask(t + self.z, full.device))
+
+    def _empty(self) -> Hypothesis:
+        return {"tokens": torch.tensor([self.eos]), "score": -math.inf,
+                "positional_scores": torch.tensor([-math.inf]), "attention": None, "alignment": None}
+
+
+def ib_spec_of(models: Sequence[Any], name: str) -> IBSpec:
+    """The (common) layout of an ensemble of IBDecoder-family models, or a one-line error."""
+    if not all(is_ib_model(m) for m in models):
+        raise FairseqStreamError(
+            f"--search {name} needs IBDecoder-family checkpoints (--arch transformer_ib); this is a standard "
+            "model: use --search beam, var-stream, ... instead"
+        )
+    specs = {m.decoder.ib for m in models}
+    if len(specs) != 1:
+        raise FairseqStreamError("an ensemble of IBDecoder-family models must share h, c and the ablations")
+    return specs.pop()
+
+
+@register_search("ib-beam", summary="multi-word beam search for IBDecoder/IMDecoder/+SA checkpoints (paper 003 Alg. 1)",
+                 capabilities=Capabilities(streaming=True, non_transformer=False, prefix_tokens=False))
+def build_ib_beam(task, models, gen_cfg, opts, **fairseq_kwargs) -> StreamGenerator:
+    reject_unsupported(gen_cfg, "ib-beam", fairseq_kwargs.get("extra_gen_cls_kwargs"), allow_ngram=False)
+    spec = ib_spec_of(models, "ib-beam")
+    beam, nbest = int(gen_cfg.beam), int(gen_cfg.nbest)
+    if not 1 <= nbest <= beam:
+        raise FairseqStreamError(f"--nbest must be between 1 and --beam ({beam}), got {nbest}")
+    tgt_dict = task.target_dictionary
+    scorer = OutputScorer(build_processors(gen_cfg, tgt_dict), fused=opts.output_layer == "fused",
+                          normalized_input=len(models) > 1)
+    dtype = score_dtype(models)
+    lenpen = 0.0 if gen_cfg.unnormalized else float(gen_cfg.lenpen)
+
+    def make_strategy(stats) -> IBBeamSearch:
+        return IBBeamSearch(spec, scorer, beam=beam, nbest=nbest, lenpen=lenpen, eos=tgt_dict.eos(), pad=tgt_dict.pad(),
+                            bos=tgt_dict.eos(), dedup=bool(opts.ib_dedup), dtype=dtype)
+
+    scheduler = SchedulerConfig(
+        epsilon=float(opts.stream_epsilon) if opts.stream_epsilon is not None else 0.0,
+        capacity=int(opts.stream_capacity), max_candidates=int(opts.stream_max_candidates),
+        selection="min-length", max_wait=int(opts.stream_max_wait),
+    )
+    return StreamGenerator(models, tgt_dict, name="ib-beam", make_strategy=make_strategy, scheduler=scheduler,
+                           gen_cfg=gen_cfg, rows_per_sentence=beam, stats_path=opts.stream_stats)
