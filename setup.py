@@ -13,6 +13,7 @@ setup(
     long_description_content_type="text/markdown",
     python_requires=">=3.10",
     packages=find_packages(include=["fairseq_stream", "fairseq_stream.*"]),
+    package_data={"fairseq_stream.ops": ["csrc/*.cpp"]},
     install_requires=[
         "torch==2.13.0",
         # fairseq 0.12.2 does not import on Python 3.11; fairseq-fixed provides the same module.
@@ -20,6 +21,7 @@ setup(
         "sacremoses==0.2.0",
         "subword-nmt==0.3.8",
         "sacrebleu==2.6.0",
+        "ninja==1.13.2",  # builds the CPU output-layer kernel on first use
     ],
     extras_require={
         "dev": ["pytest==9.2.0"],
@@ -29,6 +31,7 @@ setup(
         "console_scripts": [
             "fairseq-stream-bench=fairseq_stream.bench:main",
             "fairseq-stream-demo=fairseq_stream.demo:main",
+            "fairseq-stream-ddgviz=fairseq_stream.viz.ddgviz:main",
         ]
     },
 )

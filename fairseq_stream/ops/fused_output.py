@@ -13,12 +13,21 @@ normalises just the tokens it keeps (Algorithm 3).
 fairseq's score edits (pad, unknown-word penalty, min/max length) act on the candidates
 (:mod:`fairseq_stream.processors`); an edit that needs the whole row (n-gram blocking) or an
 ensemble (whose average of probabilities needs every row in full) falls back to the full
-log-softmax, logged once. On CUDA the post-multiplication part runs through ``torch.compile``
-(one fused reduction), chosen at run time; the PyTorch path runs everywhere.
+log-softmax, logged once.
+
+Three implementations sit behind :func:`topk_with_normaliser`, chosen at run time:
+
+* CPU: a small C++ kernel (``csrc/fused_topk.cpp``, built once per machine with
+  ``torch.utils.cpp_extension`` into torch's extension cache, ~40 s): per row one pass for the
+  maximum and the k best, one vectorised pass from cache for the sum of exponentials;
+* CUDA: the PyTorch ops under ``torch.compile``;
+* everywhere else, or when a build fails (logged once; ``FAIRSEQ_STREAM_NO_KERNEL=1`` forces
+  it): plain PyTorch ``topk`` + ``logsumexp``.
 """
 from __future__ import annotations
 
 import logging
+import os
 from typing import Any, List, Optional, Tuple
 
 import torch
@@ -42,11 +51,36 @@ def _topk_lse(scores: Tensor, k: int) -> Tuple[Tensor, Tensor, Tensor]:
 
 
 _compiled = None
+_cpu_kernel: Any = None  # None: not tried yet; False: unavailable
+
+
+def cpu_kernel() -> Any:
+    """The compiled CPU kernel module, or None when it cannot be built here."""
+    global _cpu_kernel
+    if _cpu_kernel is None:
+        _cpu_kernel = False
+        if os.environ.get("FAIRSEQ_STREAM_NO_KERNEL"):
+            return None
+        try:
+            from torch.utils.cpp_extension import load
+
+            src = os.path.join(os.path.dirname(os.path.abspath(__file__)), "csrc", "fused_topk.cpp")
+            _cpu_kernel = load(name="fairseq_stream_fused_topk", sources=[src], verbose=False,
+                               extra_cflags=["-O3", "-ffast-math", "-fopenmp", "-march=native"])
+        except Exception as exc:  # no compiler, no ninja: the PyTorch path is exact too
+            _log_once(f"fairseq-stream: CPU output-layer kernel unavailable ({type(exc).__name__}: "
+                      f"{str(exc).splitlines()[0] if str(exc) else ''}); using PyTorch ops")
+    return _cpu_kernel or None
 
 
 def topk_with_normaliser(scores: Tensor, k: int) -> Tuple[Tensor, Tensor, Tensor]:
-    """Top-``k`` raw scores, their ids and the row normaliser; compiled on CUDA when possible."""
+    """Top-``k`` raw scores (best first), their ids and the rows' ``logsumexp``."""
     global _compiled
+    if not scores.is_cuda and scores.dtype in (torch.float32, torch.float64) and scores.dim() == 2:
+        kernel = cpu_kernel()
+        if kernel is not None:
+            values, tokens, lse = kernel.topk_lse(scores, k)
+            return values, tokens, lse
     if scores.is_cuda:
         if _compiled is None:
             try:

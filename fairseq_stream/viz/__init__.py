@@ -1,0 +1,1 @@
+"""Pictures: DDGviz for Jacobi decoding (matplotlib is imported lazily)."""

@@ -1,0 +1,151 @@
+#!/usr/bin/env python
+"""Micro-benchmark of the output layer plus one search step: fused (paper 002 §3.1) vs fairseq's path.
+
+For every cell (vocabulary V, beam k, batch b) it times, per decoding step and in
+milliseconds (median of ``--repeats`` timed runs after warm-up):
+
+* **fairseq**: multiplication ``h·Wᵀ``, bias, ``log_softmax`` over the vocabulary, and the
+  search step of ``fairseq.search.BeamSearch`` (add the hypothesis scores, top-2k over
+  beam × vocabulary) — the split of paper 002's Tables 2–3;
+* **fused**: the same multiplication with the bias fused in (``addmm``), then per row the
+  top-2k raw scores and the normaliser ``logsumexp`` (no log-softmax written), the winners
+  normalised, and the global top-2k over the rows' winners (:mod:`fairseq_stream.ops.fused_output`).
+  For beam 1 the fused path is the arg-max of Algorithm 3 plus the winner's normaliser.
+
+``post-mult ratio`` = (fused time after the multiplication) / (fairseq's bias + softmax +
+search): the paper reached 0.43 at beam 5. ``--end-to-end`` adds the effect on the demo model
+(``--output-layer fused`` vs ``full`` under the benchmark harness).
+
+    python scripts/bench_output_layer.py --threads 2
+"""
+from __future__ import annotations
+
+import argparse
+import statistics
+import sys
+import time
+from pathlib import Path
+from typing import Callable, Dict, List
+
+import torch
+import torch.nn.functional as F
+
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+
+
+def timed(fn: Callable[[], object], repeats: int) -> float:
+    for _ in range(2):
+        fn()
+    samples = []
+    for _ in range(repeats):
+        start = time.perf_counter()
+        fn()
+        samples.append(time.perf_counter() - start)
+    return 1000 * statistics.median(samples)
+
+
+def cell(vocab: int, beam: int, batch: int, dim: int, repeats: int) -> Dict[str, float]:
+    torch.manual_seed(0)
+    rows = batch * beam
+    h = torch.randn(rows, dim)
+    weight = torch.randn(vocab, dim) / dim ** 0.5
+    bias = torch.randn(vocab) * 0.1
+    scores = torch.randn(batch, beam).cumsum(1).neg()  # hypothesis scores, best first
+    cand = min(2 * beam, vocab)
+
+    logits = F.linear(h, weight)
+    biased = logits + bias
+    lprobs = torch.log_softmax(biased, dim=-1)
+
+    def fs_search():
+        total = lprobs.view(batch, beam, vocab) + scores.unsqueeze(-1)
+        return torch.topk(total.view(batch, -1), k=cand)
+
+    out = {
+        "fairseq mult": timed(lambda: F.linear(h, weight), repeats),
+        "fairseq bias": timed(lambda: logits + bias, repeats),
+        "fairseq softmax": timed(lambda: torch.log_softmax(biased, dim=-1), repeats),
+        "fairseq search": timed(fs_search, repeats),
+        "fused mult+bias": timed(lambda: torch.addmm(bias, h, weight.t()), repeats),
+    }
+
+    def fused_rest():
+        if beam == 1:  # Algorithm 3: arg-max, then normalise the winner only
+            best, idx = biased.max(dim=-1)
+            return best - torch.logsumexp(biased, dim=-1), idx
+        vals, idx = biased.topk(cand, dim=-1)  # per-row top-2k on raw scores
+        lp = vals - torch.logsumexp(biased, dim=-1, keepdim=True)
+        total = (lp.view(batch, beam, cand) + scores.unsqueeze(-1)).view(batch, -1)
+        return torch.topk(total, k=cand)
+
+    out["fused rest"] = timed(fused_rest, repeats)
+    fs_post = out["fairseq bias"] + out["fairseq softmax"] + out["fairseq search"]
+    out["fairseq total"] = out["fairseq mult"] + fs_post
+    out["fused total"] = out["fused mult+bias"] + out["fused rest"]
+    out["post-mult ratio"] = out["fused rest"] / fs_post
+    out["step ratio"] = out["fused total"] / out["fairseq total"]
+    return out
+
+
+def check_equal(vocab: int, beam: int, batch: int, dim: int) -> None:
+    """The fused winners are fairseq's (same ids, scores to float tolerance)."""
+    torch.manual_seed(1)
+    h, w, b = torch.randn(batch * beam, dim), torch.randn(vocab, dim) / dim ** 0.5, torch.randn(vocab) * 0.1
+    logits = torch.addmm(b, h, w.t())
+    ref_v, ref_i = torch.log_softmax(logits, -1).topk(min(2 * beam, vocab), -1)
+    v, i = logits.topk(min(2 * beam, vocab), -1)
+    assert torch.equal(i, ref_i)
+    torch.testing.assert_close(v - torch.logsumexp(logits, -1, keepdim=True), ref_v, rtol=1e-5, atol=1e-5)
+
+
+def end_to_end(threads: int, limit: int, repeats: int) -> str:
+    from fairseq_stream.bench import DEMO_DIR, RunSpec, format_table, run_benchmark
+    from fairseq_stream.session import TranslationSession
+
+    demo = Path(DEMO_DIR)
+    session = TranslationSession.load(str(demo), str(demo / "checkpoint.pt"), bpe_codes=str(demo / "bpe.codes"),
+                                      extra_args=["--source-lang", "es", "--target-lang", "en"])
+    sources = (demo / "test.es").read_text(encoding="utf-8").splitlines()[:limit]
+    refs = (demo / "test.en").read_text(encoding="utf-8").splitlines()[:limit]
+    runs = []
+    for k in (5, 50):
+        for layer in ("full", "fused"):
+            runs.append(RunSpec(f"fixed-ours k={k} {layer}", "fixed-ours", gen={"beam": k},
+                                opts={"output_layer": layer}))
+    rows = run_benchmark(session, sources, refs, runs, repeats=repeats, progress=False, log=lambda m: None)
+    return format_table(rows)
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--vocab", type=int, nargs="+", default=[8000, 32000])
+    parser.add_argument("--beam", type=int, nargs="+", default=[1, 5, 50])
+    parser.add_argument("--batch", type=int, nargs="+", default=[1, 32])
+    parser.add_argument("--dim", type=int, default=512)
+    parser.add_argument("--repeats", type=int, default=20)
+    parser.add_argument("--threads", type=int, default=None)
+    parser.add_argument("--end-to-end", type=int, default=0, metavar="N", help="also decode N demo sentences")
+    args = parser.parse_args()
+    if args.threads:
+        torch.set_num_threads(args.threads)
+    print(f"torch {torch.__version__}, {torch.get_num_threads()} threads, d = {args.dim}; milliseconds per step\n")
+    head = ["V", "beam", "batch", "fairseq mult", "bias", "softmax", "search", "fused mult+bias", "fused rest",
+            "post-mult ratio", "fairseq step", "fused step", "step ratio"]
+    print("| " + " | ".join(head) + " |\n|" + "---|" * len(head))
+    for vocab in args.vocab:
+        for beam in args.beam:
+            for batch in args.batch:
+                check_equal(vocab, beam, batch, args.dim)
+                r = cell(vocab, beam, batch, args.dim, args.repeats)
+                vals = [r["fairseq mult"], r["fairseq bias"], r["fairseq softmax"], r["fairseq search"],
+                        r["fused mult+bias"], r["fused rest"]]
+                print(f"| {vocab} | {beam} | {batch} | " + " | ".join(f"{v:.3f}" for v in vals)
+                      + f" | {r['post-mult ratio']:.2f} | {r['fairseq total']:.3f} | {r['fused total']:.3f}"
+                      + f" | {r['step ratio']:.2f} |", flush=True)
+    if args.end_to_end:
+        print(f"\nEnd to end on the demo model ({args.end_to_end} sentences):\n")
+        print(end_to_end(torch.get_num_threads(), args.end_to_end, 3))
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,81 @@
+"""The fused output layer (paper 002 §3.1) equals the full log-softmax path."""
+import logging
+import math
+
+import pytest
+import torch
+
+from fairseq_stream.ops import fused_output
+from fairseq_stream.ops.fused_output import OutputScorer, cpu_kernel, topk_with_normaliser
+from fairseq_stream.processors import ForceEosAtMaxLen, MinLength, NeverPad, RowContext, UnkPenalty
+
+
+def stable_topk(x: torch.Tensor, k: int):
+    """Reference: best first, ties by lower id (a stable sort)."""
+    order = torch.sort(-x, dim=-1, stable=True).indices[:, :k]
+    return x.gather(1, order), order
+
+
+@pytest.mark.parametrize("vocab", [100, 1000, 50000])
+@pytest.mark.parametrize("k", [1, 5, 100])
+@pytest.mark.parametrize("dtype", [torch.float32, torch.float64])
+def test_topk_and_normaliser_equal_log_softmax(vocab, k, dtype):
+    g = torch.Generator().manual_seed(vocab + k)
+    x = (torch.randn(7, vocab, generator=g) * 4).to(dtype)
+    x[3] = torch.round(x[3])  # many exact ties
+    x[5, :] = 1.0  # a row of ties only
+    values, ids, lse = topk_with_normaliser(x, k)
+    ref_lp = torch.log_softmax(x, dim=-1)
+    torch.testing.assert_close(lse, torch.logsumexp(x, -1), rtol=1e-5, atol=1e-5)
+    ref_v, ref_i = stable_topk(x, min(k, vocab))
+    torch.testing.assert_close(values, ref_v)
+    torch.testing.assert_close(values - lse.unsqueeze(1), ref_lp.gather(1, ids), rtol=1e-5, atol=1e-5)
+    if cpu_kernel() is not None:
+        assert torch.equal(ids, ref_i)  # the kernel breaks ties by the lower id
+    else:
+        assert torch.equal(x.gather(1, ids), values)
+
+
+def _ctx(r):
+    return RowContext(steps=torch.tensor([0, 1, 2, 5, 9, 3][:r]), max_len=torch.tensor([9, 9, 9, 9, 9, 9][:r]))
+
+
+@pytest.mark.parametrize("k", [1, 4, 12])
+def test_score_edits_on_candidates_equal_edits_on_full_rows(k):
+    pad, unk, eos = 1, 3, 2
+    procs = [NeverPad(pad), UnkPenalty(unk, 2.5), ForceEosAtMaxLen(eos), MinLength(eos, 2)]
+    g = torch.Generator().manual_seed(k)
+    scores = torch.randn(6, 40, generator=g, dtype=torch.float64) * 3
+    scores[:, pad] += 10  # pad, unk and EOS are among the best, so the edits matter
+    scores[:, unk] += 8
+    scores[:, eos] += 6
+    full = OutputScorer(procs, fused=False, normalized_input=False).top(scores.clone(), k, _ctx(6))
+    fused = OutputScorer(procs, fused=True, normalized_input=False).top(scores.clone(), k, _ctx(6))
+    torch.testing.assert_close(fused[0], full[0], rtol=1e-9, atol=1e-9)
+    finite = torch.isfinite(full[0])
+    assert torch.equal(fused[1][finite], full[1][finite])
+
+
+def test_ensembles_and_ngram_blocking_fall_back_and_say_so(caplog):
+    from fairseq_stream.processors import NoRepeatNgram
+
+    fused_output._warned.clear()
+    with caplog.at_level(logging.INFO, logger="fairseq_stream"):
+        assert not OutputScorer([NeverPad(1), NoRepeatNgram(3)], fused=True, normalized_input=False).fused
+        assert not OutputScorer([NeverPad(1)], fused=True, normalized_input=True).fused
+        OutputScorer([NeverPad(1)], fused=True, normalized_input=True)
+    messages = [r.getMessage() for r in caplog.records if "fused output layer off" in r.getMessage()]
+    assert len(messages) == 2  # each reason once
+    assert any("NoRepeatNgram" in m for m in messages) and any("ensemble" in m for m in messages)
+
+
+def test_greedy_argmax_without_normaliser():
+    x = torch.randn(5, 300, dtype=torch.float64)
+    scorer = OutputScorer([NeverPad(1)], fused=True, normalized_input=False)
+    raw, ids, lse = scorer.top(x.clone(), 1, RowContext(steps=torch.zeros(5, dtype=torch.long), max_len=torch.full((5,), 9)),
+                               normalize=False)
+    assert lse is None
+    ref = x.clone()
+    ref[:, 1] = -math.inf
+    assert torch.equal(ids[:, 0], ref.argmax(-1))
+    torch.testing.assert_close(raw[:, 0] - scorer.normaliser(x), torch.log_softmax(x, -1).gather(1, ids)[:, 0])
