@@ -82,13 +82,14 @@ def _stat_columns(rows: List[Dict[str, Any]]) -> List[str]:
 def format_table(rows: List[Dict[str, Any]]) -> str:
     """The Markdown table of a benchmark run."""
     stat_cols = _stat_columns(rows)
-    head = ["strategy", "BLEU", "wall s (median)", "sent/s", "ratio"] + [c.replace("_", " ") for c in stat_cols]
+    head = ["strategy", "BLEU", "wall s (median)", "wall s (mean ± sd)", "sent/s", "ratio"] + [c.replace("_", " ") for c in stat_cols]
     lines = ["| " + " | ".join(head) + " |", "|" + "|".join(["---"] * len(head)) + "|"]
     for row in rows:
         cells = [
             row["label"],
             f"{row['bleu']:.2f}",
             f"{row['wall_median']:.2f}",
+            f"{statistics.mean(row['walls']):.2f} ± {statistics.stdev(row['walls']) if len(row['walls']) > 1 else 0.0:.2f}",
             f"{row['sentences_per_second']:.1f}",
             f"{row['ratio']:.2f}",
         ]

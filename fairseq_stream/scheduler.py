@@ -133,6 +133,11 @@ class StreamingScheduler:
         """Remove the groups to step from ``groups`` and return them merged into one."""
         if self.cfg.selection == "all":
             chosen = list(groups)
+            fresh = [g for g in chosen if int(g.dec.lengths.max()) == 0]
+            if fresh and not self.model.block_steps:
+                # fairseq's own incremental states start empty: a new group takes its first
+                # step alone before it can join the others.
+                chosen = fresh
         else:
             lengths = [self.strategy.length(g.state) for g in groups]
             shortest = min(lengths)

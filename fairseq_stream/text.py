@@ -63,3 +63,21 @@ class BpeCodes:
 def postprocess(bpe_line: str, lang: str) -> str:
     """A model output in BPE pieces → detokenised text for sacreBLEU."""
     return detokenize(remove_bpe(bpe_line), lang)
+
+
+def main() -> None:
+    """``python -m fairseq_stream.text tokenize|detokenize --lang L < in > out`` (the package's Moses settings)."""
+    import argparse
+    import sys
+
+    parser = argparse.ArgumentParser(description=main.__doc__)
+    parser.add_argument("action", choices=["tokenize", "detokenize", "postprocess"])
+    parser.add_argument("--lang", required=True)
+    args = parser.parse_args()
+    fn = {"tokenize": tokenize, "detokenize": detokenize, "postprocess": postprocess}[args.action]
+    for line in sys.stdin:
+        sys.stdout.write(fn(line.rstrip("\n"), args.lang) + "\n")
+
+
+if __name__ == "__main__":
+    main()
