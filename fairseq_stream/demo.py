@@ -20,9 +20,16 @@ import torch
 from fairseq_stream.bench import DEMO_DIR, RunSpec, format_table, run_benchmark
 
 #: The rows of the demo table; each issue adds its strategies here.
+_LEN = {"max_len_a": 1.2, "max_len_b": 10}
 DEMO_RUNS: List[RunSpec] = [
-    RunSpec("fairseq beam k=5", "beam", gen={"beam": 5}),
-    RunSpec("fairseq greedy", "beam", gen={"beam": 1}),
+    RunSpec("fairseq beam k=5", "beam", gen=dict(_LEN, beam=5)),
+    RunSpec("fixed-ours k=5", "fixed-ours", gen=dict(_LEN, beam=5), opts={"stream_capacity": 32}),
+    RunSpec("var-batch k=5", "var-batch", gen=dict(_LEN, beam=5), opts={"stream_capacity": 32}),
+    RunSpec("var-stream k=5", "var-stream", gen=dict(_LEN, beam=5), opts={"stream_capacity": 32}),
+    RunSpec("topup k=5", "topup", gen=dict(_LEN, beam=5), opts={"stream_capacity": 32}),
+    RunSpec("fairseq greedy", "beam", gen=dict(_LEN, beam=1)),
+    RunSpec("gs-jacobi b=3", "gs-jacobi", gen=dict(_LEN, beam=1), opts={"stream_capacity": 32}),
+    RunSpec("hybrid-jacobi b=3", "hybrid-jacobi", gen=dict(_LEN, beam=1), opts={"stream_capacity": 32}),
 ]
 
 

@@ -18,7 +18,7 @@ log-softmax, logged once.
 Three implementations sit behind :func:`topk_with_normaliser`, chosen at run time:
 
 * CPU: a small C++ kernel (``csrc/fused_topk.cpp``, built once per machine with
-  ``torch.utils.cpp_extension`` into torch's extension cache, ~40 s): per row one pass for the
+  ``torch.utils.cpp_extension`` into ``~/.cache/fairseq_stream``, ~40 s): per row one pass for the
   maximum and the k best, one vectorised pass from cache for the sum of exponentials;
 * CUDA: the PyTorch ops under ``torch.compile``;
 * everywhere else, or when a build fails (logged once; ``FAIRSEQ_STREAM_NO_KERNEL=1`` forces
@@ -62,15 +62,38 @@ def cpu_kernel() -> Any:
         if os.environ.get("FAIRSEQ_STREAM_NO_KERNEL"):
             return None
         try:
-            from torch.utils.cpp_extension import load
-
-            src = os.path.join(os.path.dirname(os.path.abspath(__file__)), "csrc", "fused_topk.cpp")
-            _cpu_kernel = load(name="fairseq_stream_fused_topk", sources=[src], verbose=False,
-                               extra_cflags=["-O3", "-ffast-math", "-fopenmp", "-march=native"])
+            _cpu_kernel = _load_kernel()
         except Exception as exc:  # no compiler, no ninja: the PyTorch path is exact too
             _log_once(f"fairseq-stream: CPU output-layer kernel unavailable ({type(exc).__name__}: "
                       f"{str(exc).splitlines()[0] if str(exc) else ''}); using PyTorch ops")
     return _cpu_kernel or None
+
+
+def _load_kernel() -> Any:
+    """Import the built kernel directly when it exists (fast); build it once otherwise (~40 s)."""
+    import hashlib
+    import importlib.machinery
+    import importlib.util
+
+    src = os.path.join(os.path.dirname(os.path.abspath(__file__)), "csrc", "fused_topk.cpp")
+    flags = ["-O3", "-ffast-math", "-fopenmp", "-march=native"]
+    with open(src, "rb") as f:
+        digest = hashlib.sha1(f.read() + " ".join(flags).encode() + torch.__version__.encode()).hexdigest()[:10]
+    name = f"fairseq_stream_fused_topk_{digest}"
+    cache = os.environ.get("FAIRSEQ_STREAM_KERNEL_DIR") or os.path.join(
+        os.environ.get("XDG_CACHE_HOME") or os.path.expanduser("~/.cache"), "fairseq_stream")
+    build_dir = os.path.join(cache, name)
+    built = os.path.join(build_dir, f"{name}.so")
+    if os.path.exists(built):
+        spec = importlib.util.spec_from_file_location(name, built, loader=importlib.machinery.ExtensionFileLoader(name, built))
+        module = importlib.util.module_from_spec(spec)
+        spec.loader.exec_module(module)
+        return module
+    from torch.utils.cpp_extension import load  # slow to import: only when building
+
+    _log_once("fairseq-stream: building the CPU output-layer kernel (once per machine, ~40 s)")
+    os.makedirs(build_dir, exist_ok=True)
+    return load(name=name, sources=[src], verbose=False, extra_cflags=flags, build_directory=build_dir)
 
 
 def topk_with_normaliser(scores: Tensor, k: int) -> Tuple[Tensor, Tensor, Tensor]:

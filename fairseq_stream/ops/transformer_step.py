@@ -229,13 +229,19 @@ def _encoder_attention(attn: Any, query: Tensor, memory_k: Tensor, memory_v: Ten
     q = attn.q_proj(query) * attn.scaling  # (R, b, d)
     r, b, d = q.shape
     hd = d // heads
-    qp = q.new_zeros(len(index.sentences), index.width, b, heads, hd)
-    qp[index.local, index.slot] = q.view(r, b, heads, hd)
     keys = memory_k.index_select(0, index.sentences)  # (n, H, S, hd)
     values = memory_v.index_select(0, index.sentences)
+    pad = None if memory_pad is None else memory_pad.index_select(0, index.sentences)  # (n, S)
+    if index.width == 1:  # one row per sentence (greedy, Jacobi): no scatter needed
+        scores = torch.matmul(q.view(r, b, heads, hd).transpose(1, 2), keys.transpose(2, 3))  # (R, H, b, S)
+        if pad is not None:
+            scores = scores.masked_fill(pad[:, None, None, :], float("-inf"))
+        out = torch.matmul(_softmax(scores), values).transpose(1, 2).reshape(r, b, d)
+        return attn.out_proj(out)
+    qp = q.new_zeros(len(index.sentences), index.width, b, heads, hd)
+    qp[index.local, index.slot] = q.view(r, b, heads, hd)
     scores = torch.einsum("nwbhd,nhsd->nhwbs", qp, keys)  # (n, H, W, b, S)
-    if memory_pad is not None:
-        pad = memory_pad.index_select(0, index.sentences)  # (n, S)
+    if pad is not None:
         scores = scores.masked_fill(pad[:, None, None, None, :], float("-inf"))
     probs = _softmax(scores)
     out = torch.einsum("nhwbs,nhsd->nwbhd", probs, values)  # (n, W, b, H, hd)
@@ -243,20 +249,30 @@ def _encoder_attention(attn: Any, query: Tensor, memory_k: Tensor, memory_v: Ten
     return attn.out_proj(out)
 
 
-def _self_attention(attn: Any, x: Tensor, past_k: Tensor, past_v: Tensor, mask: Optional[Tensor]) -> Tuple[Tensor, Tensor, Tensor]:
+def _self_attention(attn: Any, qkv: Tuple[Tensor, Optional[Tensor]], x: Tensor, past_k: Tensor, past_v: Tensor,
+                    mask: Optional[Tensor]) -> Tuple[Tensor, Tensor, Tensor]:
     """Self-attention of a block ``x`` (R, b, d) over the cache plus the block itself.
 
-    ``mask`` is additive, broadcastable to (R, H, b, L + b). Returns (output, new keys, new values).
+    ``qkv``: the query/key/value projections stacked into one matrix (one product instead of
+    three). ``mask`` is additive, broadcastable to (R, H, b, L + b). Returns (output, keys, values).
     """
     heads = attn.num_heads
-    q = _split_heads(attn.q_proj(x) * attn.scaling, heads)  # (R, H, b, hd)
-    k = torch.cat([past_k, _split_heads(attn.k_proj(x), heads)], dim=2)  # (R, H, L+b, hd)
-    v = torch.cat([past_v, _split_heads(attn.v_proj(x), heads)], dim=2)
+    q, k_new, v_new = F.linear(x, *qkv).chunk(3, dim=-1)
+    q = _split_heads(q * attn.scaling, heads)  # (R, H, b, hd)
+    k = torch.cat([past_k, _split_heads(k_new, heads)], dim=2)  # (R, H, L+b, hd)
+    v = torch.cat([past_v, _split_heads(v_new, heads)], dim=2)
     scores = torch.matmul(q, k.transpose(2, 3))  # (R, H, b, L+b)
     if mask is not None:
         scores = scores + mask
     out = torch.matmul(_softmax(scores), v)
     return attn.out_proj(_merge_heads(out)), k, v
+
+
+def _stacked_qkv(attn: Any) -> Tuple[Tensor, Optional[Tensor]]:
+    weight = torch.cat([attn.q_proj.weight, attn.k_proj.weight, attn.v_proj.weight], dim=0).detach()
+    biases = [attn.q_proj.bias, attn.k_proj.bias, attn.v_proj.bias]
+    bias = None if any(b is None for b in biases) else torch.cat(biases).detach()
+    return weight, bias
 
 
 class TransformerStepper:
@@ -270,6 +286,16 @@ class TransformerStepper:
         first = decoder.layers[0].self_attn
         self.heads = first.num_heads
         self.head_dim = first.head_dim
+        self._qkv: List[Tuple[Tensor, Optional[Tensor]]] = []
+        self._qkv_of: Any = None  # the parameters the stacked copies were made from
+
+    def _stacked(self, i: int) -> Tuple[Tensor, Optional[Tensor]]:
+        # Rebuilt when the model's parameters change (dtype/device moves, new weights).
+        key = tuple((p.data_ptr(), p.dtype, p.device) for p in (self.decoder.layers[0].self_attn.q_proj.weight,))
+        if self._qkv_of != key:
+            self._qkv = [_stacked_qkv(layer.self_attn) for layer in self.decoder.layers]
+            self._qkv_of = key
+        return self._qkv[i]
 
     # ---- encoder side -------------------------------------------------------------------
     def encoder_memory(self, encoder_out: Dict[str, List[Tensor]]) -> EncoderMemory:
@@ -375,7 +401,7 @@ class TransformerStepper:
         residual = x
         if layer.normalize_before:
             x = layer.self_attn_layer_norm(x)
-        x, k, v = _self_attention(layer.self_attn, x, past_k, past_v, mask)
+        x, k, v = _self_attention(layer.self_attn, self._stacked(i), x, past_k, past_v, mask)
         if layer.c_attn is not None:
             r, b, _ = x.shape
             x = torch.einsum("rbhd,h->rbhd", x.view(r, b, layer.nh, layer.head_dim), layer.c_attn).reshape(r, b, -1)
