@@ -13,6 +13,7 @@ from __future__ import annotations
 import atexit
 import json
 import logging
+import sys
 import time
 from typing import Any, Callable, Dict, List, Optional
 
@@ -123,7 +124,9 @@ class StreamGenerator:
         return hypos
 
     def _schedule_report(self) -> None:
-        if not self._reported:
+        # Under fairseq-generate / fairseq-interactive, whose loops we do not own, the run's
+        # statistics are reported when the process ends; library users read ``stats``.
+        if not self._reported and any(m in sys.modules for m in ("fairseq_cli.generate", "fairseq_cli.interactive")):
             self._reported = True
             atexit.register(self.report)
 

@@ -68,8 +68,14 @@ class DecodeStats:
             sentences_per_second=self.sentences_per_second,
         )
         if self.autoregressive_steps:
-            out["iteration_speedup"] = self.autoregressive_steps / max(self.timesteps, 1)
+            out["iteration_speedup"] = self.iteration_speedup
         return out
+
+    @property
+    def iteration_speedup(self) -> float:
+        """Paper 004's "Iters": greedy's steps over the iterations each sentence took part in."""
+        iterations = self.extra.get("sentence_iterations") or self.timesteps
+        return self.autoregressive_steps / iterations if iterations else 0.0
 
     def summary(self) -> str:
         """One log line, printed at the end of a fairseq-generate run."""
@@ -80,8 +86,10 @@ class DecodeStats:
         if self.wall_seconds:
             line += f", {self.sentences_per_second:.1f} sentences/s"
         if self.autoregressive_steps:
+            iterations = int(self.extra.get("sentence_iterations") or self.timesteps)
             line += (
-                f", iterations {self.timesteps} vs autoregressive steps {self.autoregressive_steps}"
-                f" ({self.autoregressive_steps / max(self.timesteps, 1):.2f}x)"
+                f", per-sentence iterations {iterations} vs greedy steps {self.autoregressive_steps}"
+                f" ({self.iteration_speedup:.2f}x), {self.accepted_tokens / max(iterations, 1):.2f} tokens"
+                " accepted per iteration"
             )
         return line

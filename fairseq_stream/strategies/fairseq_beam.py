@@ -22,7 +22,8 @@ def _count_decoder_calls(generator: Any) -> Any:
 
     @functools.wraps(forward_decoder)
     def counted(tokens, *args, **kwargs):
-        stats.add_step(sentences=0, rows=tokens.size(0), length=tokens.size(1))
+        # fairseq steps every live sentence with exactly beam_size rows.
+        stats.add_step(sentences=tokens.size(0) // generator.beam_size, rows=tokens.size(0), length=tokens.size(1))
         return forward_decoder(tokens, *args, **kwargs)
 
     generator.model.forward_decoder = counted

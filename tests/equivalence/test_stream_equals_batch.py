@@ -78,3 +78,32 @@ def test_float32_agreement_rate(demo_session, demo_sources, record_property):
     record_property("float32_agreement", rate)
     print(f"float32 var-stream vs var-batch 1-best agreement: {same}/{len(ref.hypos)} = {rate:.3f}")
     assert rate >= 0.97
+
+
+def test_fused_output_layer_gives_the_same_hypotheses(session64, data64):
+    for name in ("var-stream", "fixed-ours"):
+        full = session64.translate(data64, search=name, gen=GEN, opts={"output_layer": "full"})
+        fused = session64.translate(data64, search=name, gen=GEN, opts={"output_layer": "fused"})
+        assert_same_nbest(full, fused)
+
+
+def test_our_fixed_beam_against_fairseq(demo_session, demo_sources, demo_references, record_property):
+    """Pruning off, k fixed: with fairseq's finalisation rule our beam is fairseq's; the paper's
+    rule (App. A.1) is the only source of the remaining differences."""
+    import sacrebleu
+
+    data = demo_session.encode(demo_sources[:200])
+    refs = demo_references[:200]
+    gen = {"beam": 5}
+    fs = demo_session.translate(data, search="beam", gen=gen)
+    fs_rule = demo_session.translate(data, search="fixed-ours", gen=gen, opts={"beam_finalize": "fairseq"})
+    ours = demo_session.translate(data, search="fixed-ours", gen=gen)
+    same = lambda a, b: sum(x[0]["tokens"].tolist() == y[0]["tokens"].tolist() for x, y in zip(a.hypos, b.hypos))  # noqa: E731
+    bleu = lambda r: sacrebleu.corpus_bleu(r.strings, [refs]).score  # noqa: E731
+    agree_rule, agree_ours = same(fs, fs_rule) / 200, same(fs, ours) / 200
+    record_property("agreement_fairseq_rule", agree_rule)
+    record_property("agreement_app_a1_rule", agree_ours)
+    print(f"1-best agreement with fairseq: fairseq rule {agree_rule:.3f}, App. A.1 rule {agree_ours:.3f}; "
+          f"BLEU fairseq {bleu(fs):.2f}, ours/fairseq rule {bleu(fs_rule):.2f}, ours/A.1 rule {bleu(ours):.2f}")
+    assert agree_rule >= 0.98
+    assert abs(bleu(fs) - bleu(fs_rule)) <= 0.1

@@ -102,3 +102,24 @@ def test_interactive_translates_every_line_including_empty_ones(search):
     assert proc.returncode == 0, proc.stderr[-2000:]
     assert sorted(hypothesis_ids(proc.stdout)) == list(range(len(lines)))
     assert "light" in proc.stdout
+
+
+def test_statistics_are_printed_and_written_with_the_trace(demo_bin, tmp_path):
+    import json
+    import subprocess
+    import sys
+
+    stats = tmp_path / "stats.json"
+    proc = run_cli(["fairseq-generate", demo_bin, "--user-dir", "fairseq_stream", "--path", CKPT, "--cpu",
+                    "--gen-subset", "valid", "--search", "var-stream", "--beam", "4", "--stream-capacity", "4",
+                    "--stream-stats", str(stats)])
+    assert proc.returncode == 0, proc.stderr[-2000:]
+    assert re.search(r"fairseq-stream var-stream: 13 sentences, \d+ timesteps, \d+ expansions", proc.stdout + proc.stderr)
+    data = json.loads(stats.read_text())
+    assert data["sentences"] == 13 and data["timesteps"] == len(data["trace"]) > 0
+    assert max(e["sentences"] for e in data["trace"]) <= 4 and data["refills"] >= 4
+    out = tmp_path / "occ.png"
+    plot = subprocess.run([sys.executable, os.path.join(REPO, "scripts", "plot_occupancy.py"), str(stats), "--out", str(out)],
+                          capture_output=True, text=True)
+    assert plot.returncode == 0, plot.stderr[-2000:]
+    assert out.stat().st_size > 1000
