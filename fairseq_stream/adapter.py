@@ -113,7 +113,7 @@ class StreamGenerator:
         pool = self.model.encode(net_input["src_tokens"], net_input["src_lengths"], self.pad, self.eos)
         max_len = max_lengths(pool.src_lengths, self.gen_cfg, self.model.max_decoder_positions)
         scheduler = StreamingScheduler(self.model, self.make_strategy(self.stats), self.scheduler_cfg,
-                                       bos=bos_token if bos_token is not None else self.bos,
+                                       bos=bos_token if bos_token is not None else self.bos, pad=self.pad,
                                        rows_per_sentence=self.rows_per_sentence, stats=self.stats)
         results = scheduler.run(pool, max_len)
         hypos = [results[i] for i in range(pool.size)]

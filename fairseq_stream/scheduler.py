@@ -69,7 +69,7 @@ class StreamingScheduler:
     """Runs a :class:`~fairseq_stream.interface.SearchStrategy` over a pool of sentences."""
 
     def __init__(self, model: ModelStep, strategy: SearchStrategy, cfg: SchedulerConfig, *,
-                 bos: int, rows_per_sentence: int, stats: DecodeStats) -> None:
+                 bos: int, pad: int, rows_per_sentence: int, stats: DecodeStats) -> None:
         cfg.validate(rows_per_sentence)
         if cfg.selection == "all" and not model.mixed_lengths:
             model.require_block_steps("stepping sentences of different lengths together (VAR-STR-FIFO, top-up)")
@@ -77,6 +77,7 @@ class StreamingScheduler:
         self.strategy = strategy
         self.cfg = cfg
         self.bos = bos
+        self.pad = pad
         self.rows_per_sentence = rows_per_sentence
         self.stats = stats
 
@@ -149,10 +150,16 @@ class StreamingScheduler:
         return _Group(
             state=self.strategy.concat([g.state for g in chosen]),
             dec=self.model.concat([g.dec for g in chosen]),
-            feed=torch.cat([g.feed for g in chosen]),
+            feed=self._stack_feeds([g.feed for g in chosen]),
             joined=min(g.joined for g in chosen),
             block_mask=chosen[0].block_mask,
         )
+
+    def _stack_feeds(self, feeds: List[Tensor]) -> Tensor:
+        # Blocks of different widths (Jacobi windows) share a call: the shorter ones get
+        # filler tokens at the end, which the causal mask keeps from the real ones.
+        width = max(f.size(1) for f in feeds)
+        return torch.cat([torch.nn.functional.pad(f, (0, width - f.size(1)), value=self.pad) for f in feeds])
 
     # ---- one step --------------------------------------------------------------------------
     def _step(self, pool: PoolEncoding, group: _Group, groups: List[_Group]) -> Dict[int, List[Hypothesis]]:
