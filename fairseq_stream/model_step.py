@@ -90,7 +90,9 @@ class _TransformerBackend:
         return self.stepper.logits(feats), cache
 
     def select(self, cache: RowCache, rows: Tensor) -> RowCache:
-        return cache.select(rows)
+        # Padding left by rows that finished (FIFO, top-up) is dropped as it appears.
+        out = cache.select(rows)
+        return out.compact() if out.padding is not None else out
 
     def concat(self, caches: Sequence[RowCache]) -> RowCache:
         return RowCache.concat(caches)

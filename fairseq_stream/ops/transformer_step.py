@@ -67,18 +67,31 @@ class EncoderMemory:
     padding: Optional[Tensor]
 
 
+_SLACK = 8  # spare slots allocated with a cache, so most steps append without reallocating
+
+
 @dataclass
 class RowCache:
     """Self-attention keys/values of one model for ``R`` rows.
 
-    ``keys[l]``: ``(R, H, L, hd)``. ``padding``: ``(R, L)`` True where a slot holds no token
-    (left padding of shorter rows, or rejected block tokens), or ``None`` when every slot is
-    valid. Row lengths live in the caller's state: the cache stores only tensors.
+    ``keys[l]``/``values[l]`` are buffers ``(R, H, capacity, hd)`` whose first ``length`` slots
+    are in use; a step writes its block into the spare slots in place (a cache passed to a
+    step is consumed), and the beam reorder copies once. ``padding`` is ``(R, length)``, True
+    where a slot holds no token (left padding of shorter rows, rejected block tokens), or
+    ``None`` when every slot is valid. Row lengths live in the caller's state.
     """
 
     keys: List[Tensor]
     values: List[Tensor]
     padding: Optional[Tensor]
+    length: int
+
+    @staticmethod
+    def from_used(keys: List[Tensor], values: List[Tensor], padding: Optional[Tensor]) -> "RowCache":
+        """A cache holding exactly these slots, with spare capacity."""
+        length = keys[0].size(2)
+        return RowCache([F.pad(k, (0, 0, 0, _SLACK)) for k in keys], [F.pad(v, (0, 0, 0, _SLACK)) for v in values],
+                        padding, length)
 
     @property
     def rows(self) -> int:
@@ -86,29 +99,42 @@ class RowCache:
 
     @property
     def slots(self) -> int:
-        return self.keys[0].size(2)
+        return self.length
+
+    def used_keys(self, i: int) -> Tensor:
+        return self.keys[i][:, :, : self.length]
+
+    def used_values(self, i: int) -> Tensor:
+        return self.values[i][:, :, : self.length]
+
+    def reserve(self, extra: int) -> None:
+        """Make room for ``extra`` more slots (in place)."""
+        capacity = self.keys[0].size(2)
+        if self.length + extra <= capacity:
+            return
+        grow = max(capacity // 2, extra + _SLACK)
+        self.keys = [F.pad(k[:, :, : self.length], (0, 0, 0, grow + capacity - self.length)) for k in self.keys]
+        self.values = [F.pad(v[:, :, : self.length], (0, 0, 0, grow + capacity - self.length)) for v in self.values]
 
     def select(self, rows: Tensor) -> "RowCache":
-        """Rows ``rows`` (with repetition, in that order): the beam reorder."""
+        """Rows ``rows`` (with repetition, in that order): the beam reorder, one copy (none for the identity)."""
+        if rows.numel() == self.rows and bool((rows == torch.arange(self.rows, device=rows.device)).all()):
+            return self
         pad = None if self.padding is None else self.padding.index_select(0, rows)
-        return RowCache(
-            [k.index_select(0, rows) for k in self.keys],
-            [v.index_select(0, rows) for v in self.values],
-            pad,
-        )
+        return RowCache([k.index_select(0, rows) for k in self.keys], [v.index_select(0, rows) for v in self.values],
+                        pad, self.length)
 
     def left_pad_to(self, slots: int) -> "RowCache":
         """Pad on the left to ``slots`` slots (the new slots are masked)."""
         extra = slots - self.slots
         if extra <= 0:
             return self
-        keys = [F.pad(k, (0, 0, extra, 0)) for k in self.keys]
-        values = [F.pad(v, (0, 0, extra, 0)) for v in self.values]
+        keys = [F.pad(self.used_keys(i), (0, 0, extra, 0)) for i in range(len(self.keys))]
+        values = [F.pad(self.used_values(i), (0, 0, extra, 0)) for i in range(len(self.values))]
         pad = self.padding
         if pad is None:
             pad = torch.zeros(self.rows, self.slots, dtype=torch.bool, device=keys[0].device)
-        pad = F.pad(pad, (extra, 0), value=True)
-        return RowCache(keys, values, pad)
+        return RowCache.from_used(keys, values, F.pad(pad, (extra, 0), value=True))
 
     @staticmethod
     def concat(caches: Sequence["RowCache"]) -> "RowCache":
@@ -117,8 +143,9 @@ class RowCache:
             return caches[0]
         slots = max(c.slots for c in caches)
         caches = [c.left_pad_to(slots) for c in caches]
-        keys = [torch.cat([c.keys[i] for c in caches]) for i in range(len(caches[0].keys))]
-        values = [torch.cat([c.values[i] for c in caches]) for i in range(len(caches[0].values))]
+        n = len(caches[0].keys)
+        keys = [torch.cat([c.used_keys(i) for c in caches]) for i in range(n)]
+        values = [torch.cat([c.used_values(i) for c in caches]) for i in range(n)]
         pad = None
         if any(c.padding is not None for c in caches):
             pad = torch.cat(
@@ -128,7 +155,7 @@ class RowCache:
                     for c in caches
                 ]
             )
-        return RowCache(keys, values, pad)
+        return RowCache.from_used(keys, values, pad)
 
     def mask_tail(self, keep: Tensor, block: int) -> "RowCache":
         """Mark as padding the last ``block`` slots beyond ``keep[r]`` accepted ones of each row.
@@ -143,38 +170,41 @@ class RowCache:
             pad = torch.zeros(self.rows, self.slots, dtype=torch.bool, device=self.keys[0].device)
         new = torch.arange(block, device=pad.device).unsqueeze(0) >= keep.unsqueeze(1)  # (R, block)
         pad = torch.cat([pad[:, : self.slots - block], new], dim=1)
-        return RowCache(self.keys, self.values, pad).compact()
+        return RowCache(self.keys, self.values, pad, self.length).compact()
 
     def truncate(self, slots: int) -> "RowCache":
         """Keep the first ``slots`` slots of every row (drop the last block)."""
         pad = None if self.padding is None else self.padding[:, :slots]
-        return RowCache([k[:, :, :slots] for k in self.keys], [v[:, :, :slots] for v in self.values], pad)
+        return RowCache(self.keys, self.values, pad, slots)
 
     def compact(self) -> "RowCache":
         """Drop slots that are padding in every row; forget an all-False mask.
 
         When more than half the slots are padding (rows that rejected different numbers of
-        block tokens leave holes), the valid slots of every row are packed to the right.
+        block tokens leave holes, sentences that joined a longer batch), the valid slots of
+        every row are packed to the right.
         """
         if self.padding is None:
             return self
         valid = ~self.padding
+        n = len(self.keys)
         if float(self.padding.float().mean()) > 0.5:
             width = int(valid.sum(dim=1).max())
             order = torch.argsort(valid.long(), dim=1, stable=True)[:, self.slots - width:]  # (R, W)
             idx = order[:, None, :, None].expand(-1, self.keys[0].size(1), -1, self.keys[0].size(3))
-            out = RowCache([k.gather(2, idx) for k in self.keys], [v.gather(2, idx) for v in self.values],
-                           self.padding.gather(1, order))
+            out = RowCache.from_used([self.used_keys(i).gather(2, idx) for i in range(n)],
+                                     [self.used_values(i).gather(2, idx) for i in range(n)], self.padding.gather(1, order))
         else:
             used = valid.any(dim=0)
             if bool(used.all()):
                 out = self
             else:
                 idx = used.nonzero().squeeze(1)
-                out = RowCache([k.index_select(2, idx) for k in self.keys],
-                               [v.index_select(2, idx) for v in self.values], self.padding.index_select(1, idx))
+                out = RowCache.from_used([self.used_keys(i).index_select(2, idx) for i in range(n)],
+                                         [self.used_values(i).index_select(2, idx) for i in range(n)],
+                                         self.padding.index_select(1, idx))
         if not bool(out.padding.any()):
-            out = RowCache(out.keys, out.values, None)
+            out = RowCache(out.keys, out.values, None, out.length)
         return out
 
 
@@ -249,23 +279,28 @@ def _encoder_attention(attn: Any, query: Tensor, memory_k: Tensor, memory_v: Ten
     return attn.out_proj(out)
 
 
-def _self_attention(attn: Any, qkv: Tuple[Tensor, Optional[Tensor]], x: Tensor, past_k: Tensor, past_v: Tensor,
-                    mask: Optional[Tensor]) -> Tuple[Tensor, Tensor, Tensor]:
-    """Self-attention of a block ``x`` (R, b, d) over the cache plus the block itself.
+def _self_attention(attn: Any, qkv: Tuple[Tensor, Optional[Tensor]], x: Tensor, cache: RowCache, i: int,
+                    mask: Optional[Tensor]) -> Tensor:
+    """Self-attention of a block ``x`` (R, b, d) over layer ``i``'s cache plus the block itself.
 
-    ``qkv``: the query/key/value projections stacked into one matrix (one product instead of
-    three). ``mask`` is additive, broadcastable to (R, H, b, L + b). Returns (output, keys, values).
+    The block's keys and values are written into the cache's spare slots (no copy of the
+    past); ``qkv`` are the query/key/value projections stacked into one matrix. ``mask`` is
+    additive, broadcastable to (R, H, b, L + b).
     """
     heads = attn.num_heads
+    b = x.size(1)
     q, k_new, v_new = F.linear(x, *qkv).chunk(3, dim=-1)
     q = _split_heads(q * attn.scaling, heads)  # (R, H, b, hd)
-    k = torch.cat([past_k, _split_heads(k_new, heads)], dim=2)  # (R, H, L+b, hd)
-    v = torch.cat([past_v, _split_heads(v_new, heads)], dim=2)
+    start = cache.length
+    cache.keys[i][:, :, start: start + b] = _split_heads(k_new, heads)
+    cache.values[i][:, :, start: start + b] = _split_heads(v_new, heads)
+    k = cache.keys[i][:, :, : start + b]  # (R, H, L+b, hd)
+    v = cache.values[i][:, :, : start + b]
     scores = torch.matmul(q, k.transpose(2, 3))  # (R, H, b, L+b)
     if mask is not None:
         scores = scores + mask
     out = torch.matmul(_softmax(scores), v)
-    return attn.out_proj(_merge_heads(out)), k, v
+    return attn.out_proj(_merge_heads(out))
 
 
 def _stacked_qkv(attn: Any) -> Tuple[Tensor, Optional[Tensor]]:
@@ -314,7 +349,7 @@ class TransformerStepper:
     def empty_cache(self, rows: int, like: Tensor) -> RowCache:
         shape = (rows, self.heads, 0, self.head_dim)
         n = len(self.decoder.layers)
-        return RowCache([like.new_zeros(shape) for _ in range(n)], [like.new_zeros(shape) for _ in range(n)], None)
+        return RowCache.from_used([like.new_zeros(shape) for _ in range(n)], [like.new_zeros(shape) for _ in range(n)], None)
 
     # ---- decoder side -------------------------------------------------------------------
     def embed(self, tokens: Tensor, positions: Tensor) -> Tensor:
@@ -352,11 +387,9 @@ class TransformerStepper:
         b = tokens.size(1)
         x = self.embed(tokens, positions)
         mask = self._attention_mask(cache, b, block_mask, x)
-        keys, values = [], []
+        cache.reserve(b)
         for i, layer in enumerate(self.decoder.layers):
-            x, k, v = self._layer(layer, x, cache.keys[i], cache.values[i], mask, memory, i, index)
-            keys.append(k)
-            values.append(v)
+            x = self._layer(layer, x, cache, mask, memory, i, index)
         dec = self.decoder
         if dec.layer_norm is not None:
             x = dec.layer_norm(x)
@@ -365,7 +398,7 @@ class TransformerStepper:
         pad = None
         if cache.padding is not None:
             pad = torch.cat([cache.padding, cache.padding.new_zeros(cache.rows, b)], dim=1)
-        return x, RowCache(keys, values, pad)
+        return x, RowCache(cache.keys, cache.values, pad, cache.length + b)
 
     def logits(self, features: Tensor) -> Tensor:
         return self.decoder.output_layer(features)
@@ -395,13 +428,13 @@ class TransformerStepper:
             return None
         return parts[0] if len(parts) == 1 else parts[0] + parts[1]
 
-    def _layer(self, layer: Any, x: Tensor, past_k: Tensor, past_v: Tensor, mask: Optional[Tensor],
-               memory: EncoderMemory, i: int, index: SentenceIndex) -> Tuple[Tensor, Tensor, Tensor]:
+    def _layer(self, layer: Any, x: Tensor, cache: RowCache, mask: Optional[Tensor],
+               memory: EncoderMemory, i: int, index: SentenceIndex) -> Tensor:
         # TransformerDecoderLayerBase.forward in eval mode (dropout is the identity).
         residual = x
         if layer.normalize_before:
             x = layer.self_attn_layer_norm(x)
-        x, k, v = _self_attention(layer.self_attn, self._stacked(i), x, past_k, past_v, mask)
+        x = _self_attention(layer.self_attn, self._stacked(i), x, cache, i, mask)
         if layer.c_attn is not None:
             r, b, _ = x.shape
             x = torch.einsum("rbhd,h->rbhd", x.view(r, b, layer.nh, layer.head_dim), layer.c_attn).reshape(r, b, -1)
@@ -429,7 +462,7 @@ class TransformerStepper:
         x = residual + x
         if not layer.normalize_before:
             x = layer.final_layer_norm(x)
-        return x, k, v
+        return x
 
 
 def position_embeddings(module: Any, positions: Tensor) -> Tensor:
