@@ -68,6 +68,10 @@ def parse_run(spec: str, gen_keys: Sequence[str]) -> RunSpec:
     return run
 
 
+def _slug(label: str) -> str:
+    return "".join(c if c.isalnum() or c in "-_." else "_" for c in label)
+
+
 def _read_lines(path: str, limit: Optional[int]) -> List[str]:
     with open(path, encoding="utf-8") as f:
         lines = [line.rstrip("\n") for line in f]
@@ -111,19 +115,32 @@ def run_benchmark(
     batch_size: Optional[int] = None,
     progress: bool = True,
     log=print,
+    trace_dir: Optional[str] = None,
 ) -> List[Dict[str, Any]]:
-    """Run every spec ``repeats`` times round-robin; return one row dict per spec."""
+    """Run every spec ``repeats`` times round-robin; return one row dict per spec.
+
+    With ``trace_dir`` each of our strategies also records its per-step active batch, written
+    as ``trace_dir/LABEL.json`` (for ``scripts/plot_occupancy.py``).
+    """
     import sacrebleu
 
     dataset = session.encode(sources)
+    if trace_dir:
+        os.makedirs(trace_dir, exist_ok=True)
     walls: Dict[int, List[float]] = {i: [] for i in range(len(runs))}
     results: Dict[int, Any] = {}
     for r in range(repeats):
         for i, run in enumerate(runs):
+            opts = dict(run.opts)
+            if trace_dir and run.search != "beam":
+                opts["stream_stats"] = os.path.join(trace_dir, _slug(run.label) + ".json")
             result = session.translate(
-                dataset, search=run.search, gen=run.gen, opts=run.opts,
+                dataset, search=run.search, gen=run.gen, opts=opts,
                 max_tokens=max_tokens, batch_size=batch_size, progress=progress,
             )
+            if "stream_stats" in opts:
+                with open(opts["stream_stats"], "w", encoding="utf-8") as f:
+                    json.dump(dict(result.stats.to_dict(with_trace=True), search=run.label), f)
             walls[i].append(result.stats.wall_seconds)
             results[i] = result
             log(f"  repeat {r + 1}/{repeats} {run.label}: {result.stats.wall_seconds:.2f}s")
@@ -167,6 +184,7 @@ def main(argv: Optional[Sequence[str]] = None) -> None:
     parser.add_argument("--batch-size", type=int, default=None)
     parser.add_argument("--threads", type=int, default=None, help="torch CPU threads (default: torch's)")
     parser.add_argument("--json", default=None, help="write the rows here")
+    parser.add_argument("--trace-dir", default=None, help="write each strategy's per-step trace here")
     parser.add_argument("--no-progress", action="store_true")
     args = parser.parse_args(argv)
 
@@ -197,7 +215,7 @@ def main(argv: Optional[Sequence[str]] = None) -> None:
     rows = run_benchmark(
         session, sources, references, runs, repeats=args.repeats, max_tokens=args.max_tokens,
         batch_size=args.batch_size, progress=not args.no_progress,
-        log=lambda m: print(m, file=sys.stderr),
+        log=lambda m: print(m, file=sys.stderr), trace_dir=args.trace_dir,
     )
     print(format_table(rows))
     if args.json:

@@ -20,6 +20,7 @@ so the output equals the batched one (exactly so in float64; see the equivalence
 """
 from __future__ import annotations
 
+import time
 from dataclasses import dataclass
 from typing import Any, Dict, List, Optional
 
@@ -163,9 +164,9 @@ class StreamingScheduler:
 
     # ---- one step --------------------------------------------------------------------------
     def _step(self, pool: PoolEncoding, group: _Group, groups: List[_Group]) -> Dict[int, List[Hypothesis]]:
+        start = time.perf_counter() if self.stats.trace is not None else None
+        sentences, rows, length = self.strategy.sentences(group.state), group.dec.rows, int(group.dec.lengths.max())
         lprobs, dec = self.model.step(pool, group.dec, group.feed, group.block_mask)
-        self.stats.add_step(sentences=self.strategy.sentences(group.state), rows=group.dec.rows,
-                            length=int(group.dec.lengths.max()))
         out: StepOutcome = self.strategy.step(group.state, lprobs)
         if out.accept is not None:
             dec = self.model.accept(dec, out.accept, group.feed.size(1))
@@ -173,4 +174,6 @@ class StreamingScheduler:
             if out.parents is not None:
                 dec = self.model.select(dec, out.parents)
             groups.append(_Group(out.state, dec, out.feed, group.joined, out.block_mask))
+        self.stats.add_step(sentences=sentences, rows=rows, length=length,
+                            seconds=None if start is None else time.perf_counter() - start)
         return out.finished

@@ -22,18 +22,21 @@ class DecodeStats:
     refills: int = 0
     autoregressive_steps: int = 0  # Jacobi: the steps greedy decoding would have taken
     accepted_tokens: int = 0  # Jacobi: tokens fixed by all iterations
-    trace: Optional[List[Dict[str, int]]] = None  # per-step active batch, when requested
+    trace: Optional[List[Dict[str, Any]]] = None  # per-step active batch, when requested
     extra: Dict[str, float] = field(default_factory=dict)
 
-    def add_step(self, *, sentences: int, rows: int, length: Optional[int] = None) -> None:
+    def add_step(self, *, sentences: int, rows: int, length: Optional[int] = None,
+                 seconds: Optional[float] = None) -> None:
         """Record one decoder call over ``rows`` hypotheses of ``sentences`` sentences."""
         self.timesteps += 1
         self.expansions += rows
         self.active_sentences += sentences
         if self.trace is not None:
-            entry = {"step": self.timesteps, "sentences": sentences, "rows": rows}
+            entry: Dict[str, Any] = {"step": self.timesteps, "sentences": sentences, "rows": rows}
             if length is not None:
                 entry["length"] = length
+            if seconds is not None:
+                entry["ms"] = round(1000 * seconds, 3)
             self.trace.append(entry)
 
     def merge(self, other: "DecodeStats") -> None:

@@ -158,19 +158,23 @@ class RowCache:
         return RowCache.from_used(keys, values, pad)
 
     def mask_tail(self, keep: Tensor, block: int) -> "RowCache":
-        """Mark as padding the last ``block`` slots beyond ``keep[r]`` accepted ones of each row.
+        """Drop the last ``block`` slots beyond ``keep[r]`` accepted ones of each row.
 
-        After a block step, row ``r`` keeps only its first ``keep[r]`` new tokens; the rest
-        are masked (and dropped by :meth:`compact` once every row has them masked).
+        After a block step, row ``r`` keeps only its first ``keep[r]`` new tokens. The slots
+        every row rejects are cut off (free); the rest are masked, and dropped by
+        :meth:`compact` once every row has them masked.
         """
+        cut = int(block - keep.max())
+        out = self.truncate(self.length - cut) if cut > 0 else self
+        block -= cut
         if bool((keep >= block).all()):
-            return self
-        pad = self.padding
+            return out
+        pad = out.padding
         if pad is None:
-            pad = torch.zeros(self.rows, self.slots, dtype=torch.bool, device=self.keys[0].device)
+            pad = torch.zeros(out.rows, out.slots, dtype=torch.bool, device=out.keys[0].device)
         new = torch.arange(block, device=pad.device).unsqueeze(0) >= keep.unsqueeze(1)  # (R, block)
-        pad = torch.cat([pad[:, : self.slots - block], new], dim=1)
-        return RowCache(self.keys, self.values, pad, self.length).compact()
+        pad = torch.cat([pad[:, : out.slots - block], new], dim=1)
+        return RowCache(out.keys, out.values, pad, out.length).compact()
 
     def truncate(self, slots: int) -> "RowCache":
         """Keep the first ``slots`` slots of every row (drop the last block)."""
@@ -324,13 +328,13 @@ class TransformerStepper:
         self._qkv: List[Tuple[Tensor, Optional[Tensor]]] = []
         self._qkv_of: Any = None  # the parameters the stacked copies were made from
 
-    def _stacked(self, i: int) -> Tuple[Tensor, Optional[Tensor]]:
+    def _refresh_stacked(self) -> None:
         # Rebuilt when the model's parameters change (dtype/device moves, new weights).
-        key = tuple((p.data_ptr(), p.dtype, p.device) for p in (self.decoder.layers[0].self_attn.q_proj.weight,))
+        weight = self.decoder.layers[0].self_attn.q_proj.weight
+        key = (weight.data_ptr(), weight.dtype, weight.device)
         if self._qkv_of != key:
             self._qkv = [_stacked_qkv(layer.self_attn) for layer in self.decoder.layers]
             self._qkv_of = key
-        return self._qkv[i]
 
     # ---- encoder side -------------------------------------------------------------------
     def encoder_memory(self, encoder_out: Dict[str, List[Tensor]]) -> EncoderMemory:
@@ -388,6 +392,7 @@ class TransformerStepper:
         x = self.embed(tokens, positions)
         mask = self._attention_mask(cache, b, block_mask, x)
         cache.reserve(b)
+        self._refresh_stacked()
         for i, layer in enumerate(self.decoder.layers):
             x = self._layer(layer, x, cache, mask, memory, i, index)
         dec = self.decoder
@@ -434,7 +439,7 @@ class TransformerStepper:
         residual = x
         if layer.normalize_before:
             x = layer.self_attn_layer_norm(x)
-        x = _self_attention(layer.self_attn, self._stacked(i), x, cache, i, mask)
+        x = _self_attention(layer.self_attn, self._qkv[i], x, cache, i, mask)
         if layer.c_attn is not None:
             r, b, _ = x.shape
             x = torch.einsum("rbhd,h->rbhd", x.view(r, b, layer.nh, layer.head_dim), layer.c_attn).reshape(r, b, -1)

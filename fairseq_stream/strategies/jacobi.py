@@ -58,9 +58,10 @@ class JacobiConfig:
 class JacobiState:
     """``S`` sentences, one decoder row each.
 
-    ``tokens`` (S, T): verified tokens, left-aligned, pad after ``verified[s]``;
-    ``draft`` (S, D): guesses for the positions after the verified ones (pad = none yet).
-    The decoder cache of a row holds BOS and all verified tokens but the last.
+    ``tokens`` (S, T): verified tokens, left-aligned, pad after ``verified[s]`` (T is the
+    longest maximum length, allocated once); ``draft`` (S, D): guesses for the positions after
+    the verified ones (pad = none yet); ``width``/``feed``: the next iteration's window and the
+    tokens fed for it. The decoder cache of a row holds BOS and all verified tokens but the last.
     """
 
     sentences: Tensor
@@ -70,9 +71,11 @@ class JacobiState:
     draft: Tensor
     max_len: Tensor
     iterations: Tensor  # (S,) decoder calls this sentence took part in
+    width: Tensor  # (S,)
+    feed: Tensor  # (S, b)
 
 
-_FIELDS = ("sentences", "tokens", "token_scores", "verified", "draft", "max_len", "iterations")
+_FIELDS = ("sentences", "tokens", "token_scores", "verified", "draft", "max_len", "iterations", "width", "feed")
 
 
 class JacobiDecoding:
@@ -93,16 +96,17 @@ class JacobiDecoding:
     # ---- the interface -------------------------------------------------------------------
     def init_state(self, sentences: Tensor, max_len: Tensor, src_lengths: Tensor) -> StepOutcome:
         s = len(sentences)
+        cap = int(max_len.max()) + 2 if s else 1
+        zeros = torch.zeros_like(sentences)
         state = JacobiState(
             sentences=sentences,
-            tokens=sentences.new_full((s, 0), self.pad),
-            token_scores=torch.zeros(s, 0, dtype=self.dtype, device=sentences.device),
-            verified=torch.zeros_like(sentences),
-            draft=sentences.new_full((s, 0), self.pad),
-            max_len=max_len,
-            iterations=torch.zeros_like(sentences),
+            tokens=sentences.new_full((s, cap), self.pad),
+            token_scores=torch.zeros(s, cap, dtype=self.dtype, device=sentences.device),
+            verified=zeros, draft=sentences.new_full((s, 0), self.pad), max_len=max_len,
+            iterations=zeros, width=zeros, feed=sentences.new_zeros(s, 0),
         )
-        return StepOutcome(state=state, parents=None, feed=self._feed(state))
+        state = self._plan(state)
+        return StepOutcome(state=state, parents=None, feed=state.feed)
 
     def sentences(self, state: JacobiState) -> int:
         return len(state.sentences)
@@ -116,22 +120,18 @@ class JacobiDecoding:
     def concat(self, states: Sequence[JacobiState]) -> JacobiState:
         if len(states) == 1:
             return states[0]
-        t = max(st.tokens.size(1) for st in states)
-        d = max(st.draft.size(1) for st in states)
-        padded = [
-            replace(
-                st,
-                tokens=F.pad(st.tokens, (0, t - st.tokens.size(1)), value=self.pad),
-                token_scores=F.pad(st.token_scores, (0, t - st.tokens.size(1))),
-                draft=F.pad(st.draft, (0, d - st.draft.size(1)), value=self.pad),
-            )
-            for st in states
-        ]
+        widths = {f: max(getattr(st, f).size(1) for st in states) for f in ("tokens", "draft", "feed")}
+        pad = {"tokens": self.pad, "draft": self.pad, "feed": self.pad, "token_scores": 0}
+        padded = []
+        for st in states:
+            fix = {f: F.pad(getattr(st, f), (0, widths[f] - getattr(st, f).size(1)), value=pad[f]) for f in widths}
+            fix["token_scores"] = F.pad(st.token_scores, (0, widths["tokens"] - st.token_scores.size(1)))
+            padded.append(replace(st, **fix))
         return JacobiState(*(torch.cat([getattr(st, f) for st in padded]) for f in _FIELDS))
 
     # ---- windows -----------------------------------------------------------------------
-    def _window(self, state: JacobiState) -> Tensor:
-        """(S,) positions to solve in the next iteration, from the first unverified one."""
+    def _plan(self, state: JacobiState) -> JacobiState:
+        """The next iteration's window (positions solved from the first unverified one) and feed."""
         a = state.verified
         remaining = state.max_len + 1 - a  # positions left, EOS included
         if self.cfg.block is None:  # PJ: everything that is left
@@ -142,90 +142,84 @@ class JacobiDecoding:
             width = self.cfg.block - a % self.cfg.block
         if self.cfg.max_parallel_len is not None:  # HGJ: sequential beyond L
             width = torch.where(a >= self.cfg.max_parallel_len, torch.ones_like(width), width)
-        return torch.minimum(width, remaining).clamp(min=1)
-
-    def _feed(self, state: JacobiState) -> Tensor:
-        """(S, b): the last verified token (BOS first), then the draft."""
-        width = self._window(state)
+        width = torch.minimum(width, remaining).clamp(min=1)
         b = int(width.max()) if len(width) else 1
-        s = len(state.sentences)
-        with_bos = F.pad(state.tokens, (1, 0), value=self.bos)  # BOS, then the verified tokens
-        last = with_bos.gather(1, state.verified.unsqueeze(1)).squeeze(1)
-        draft = F.pad(state.draft, (0, max(0, b - 1 - state.draft.size(1))), value=self.pad)[:, : b - 1]
-        feed = torch.cat([last.unsqueeze(1), draft], dim=1) if b > 1 else last.unsqueeze(1)
-        # Positions past a row's window are filler; the causal mask keeps them from the rest.
-        filler = torch.arange(b, device=feed.device).unsqueeze(0) >= width.unsqueeze(1)
-        return feed.masked_fill(filler, self.pad).view(s, b)
+        # The last verified token (BOS first), then the draft; positions past a row's window
+        # are filler, which the causal mask keeps from the rest.
+        last = F.pad(state.tokens, (1, 0), value=self.bos).gather(1, a.unsqueeze(1))
+        draft = state.draft[:, : b - 1]
+        if draft.size(1) < b - 1:
+            draft = F.pad(draft, (0, b - 1 - draft.size(1)), value=self.pad)
+        feed = torch.cat([last, draft], dim=1)
+        if b > 1:
+            feed = feed.masked_fill(torch.arange(b, device=feed.device) >= width.unsqueeze(1), self.pad)
+        return replace(state, width=width, feed=feed)
 
     # ---- one iteration -----------------------------------------------------------------
     def step(self, state: JacobiState, scores: Tensor) -> StepOutcome:
         """Predictions for every fed position → verified prefix, new draft, finished sentences."""
         s, b, v = scores.shape
-        width = self._window(state)
-        feed = self._feed(state)
-        pos = state.verified.unsqueeze(1) + torch.arange(b, device=scores.device)  # (S, b) target index
+        width, feed = state.width, state.feed
+        offsets = torch.arange(b, device=scores.device)
+        pos = state.verified.unsqueeze(1) + offsets  # (S, b) target index of each prediction
         ctx = RowContext(steps=pos.reshape(-1), max_len=state.max_len.repeat_interleave(b))
         flat = scores.reshape(s * b, v)
         # Arg-max only (paper 002 Algorithm 3): normalise just the tokens that get verified.
         raw, top, _ = self.scorer.top(flat, 1, ctx, normalize=False)
         pred, raw = top[:, 0].view(s, b), raw[:, 0].view(s, b)
         # Verified: the first prediction, then each one whose inputs all matched.
-        match = (feed[:, 1:] == pred[:, :-1]) if b > 1 else pred.new_zeros(s, 0, dtype=torch.bool)
-        run = torch.cumprod(match.long(), dim=1).sum(dim=1) + 1
+        run = torch.cumprod((feed[:, 1:] == pred[:, :-1]).long(), dim=1).sum(dim=1) + 1 if b > 1 else torch.ones_like(width)
         accept = torch.minimum(run, width)
         # Stop at the first verified EOS.
-        is_eos = (pred == self.eos) & (torch.arange(b, device=pred.device).unsqueeze(0) < accept.unsqueeze(1))
+        is_eos = (pred == self.eos) & (offsets < accept.unsqueeze(1))
         has_eos = is_eos.any(dim=1)
-        first_eos = torch.where(has_eos, is_eos.long().argmax(dim=1) + 1, accept)
-        accept = torch.minimum(accept, first_eos)
-        kept = torch.arange(b, device=pred.device).unsqueeze(0) < accept.unsqueeze(1)  # (S, b)
-        score = raw.clone()
-        score[kept] = raw[kept] - self.scorer.normaliser(flat[kept.view(-1)]).to(raw.dtype)
-        state = self._extend(state, pred, score, accept, width)
+        accept = torch.where(has_eos, is_eos.long().argmax(dim=1) + 1, accept)
+        kept = offsets < accept.unsqueeze(1)  # (S, b)
+        score = raw.masked_scatter(kept, raw[kept] - self.scorer.normaliser(flat[kept.view(-1)]).to(raw.dtype))
         self.stats.accepted_tokens += int(accept.sum())
-        return self._finish(state, pred, accept, has_eos, width)
+        return self._finish(self._extend(state, pred, score, accept, kept), has_eos, accept)
 
-    def _extend(self, state: JacobiState, pred: Tensor, score: Tensor, accept: Tensor, width: Tensor) -> JacobiState:
+    def _extend(self, state: JacobiState, pred: Tensor, score: Tensor, accept: Tensor, kept: Tensor) -> JacobiState:
         s, b = pred.shape
-        t = int((state.verified + accept).max())
-        tokens = F.pad(state.tokens, (0, max(0, t - state.tokens.size(1))), value=self.pad)
-        scores = F.pad(state.token_scores, (0, max(0, t - state.token_scores.size(1))))
-        cols = state.verified.unsqueeze(1) + torch.arange(b, device=pred.device)  # (S, b)
-        keep = torch.arange(b, device=pred.device).unsqueeze(0) < accept.unsqueeze(1)
-        rows = torch.arange(s, device=pred.device).unsqueeze(1).expand(s, b)
-        tokens[rows[keep], cols[keep]] = pred[keep]
-        scores[rows[keep], cols[keep]] = score[keep].to(scores.dtype)
-        # The unverified predictions, shifted, are the next draft (Jacobi's update).
-        shift = torch.arange(b, device=pred.device).unsqueeze(0) + accept.unsqueeze(1)  # (S, b)
-        # Predictions past a row's window came from filler inputs: not a draft.
-        tail = pred.gather(1, shift.clamp(max=b - 1)).masked_fill(shift >= width.unsqueeze(1), self.pad)
-        draft = tail[:, : max(0, b - 1)]
+        offsets = torch.arange(b, device=pred.device)
+        rows = torch.arange(s, device=pred.device).unsqueeze(1).expand(s, b)[kept]
+        cols = (state.verified.unsqueeze(1) + offsets)[kept]
+        tokens, scores = state.tokens.clone(), state.token_scores.clone()
+        tokens[rows, cols] = pred[kept]
+        scores[rows, cols] = score[kept].to(scores.dtype)
+        # The unverified predictions, shifted, are the next draft (Jacobi's update); those past
+        # a row's window came from filler inputs and are no draft.
+        shift = offsets + accept.unsqueeze(1)  # (S, b)
+        draft = pred.gather(1, shift.clamp(max=b - 1)).masked_fill(shift >= state.width.unsqueeze(1), self.pad)[:, : b - 1]
+        verified = state.verified + accept
         if self.cfg.init == "pad" and self.cfg.block is not None:
             # A fresh aligned block starts from PAD (the paper's initialisation).
-            new_block = (state.verified + accept) % self.cfg.block == 0
-            draft = draft.masked_fill(new_block.unsqueeze(1), self.pad)
-        return replace(state, tokens=tokens, token_scores=scores, verified=state.verified + accept,
-                       draft=draft, iterations=state.iterations + 1)
+            draft = draft.masked_fill((verified % self.cfg.block == 0).unsqueeze(1), self.pad)
+        return replace(state, tokens=tokens, token_scores=scores, verified=verified, draft=draft,
+                       iterations=state.iterations + 1)
 
-    def _finish(self, state: JacobiState, pred: Tensor, accept: Tensor, has_eos: Tensor, width: Tensor) -> StepOutcome:
-        at_max = state.verified > state.max_len  # max_len tokens and the forced EOS are verified
-        done = has_eos | at_max
+    def _finish(self, state: JacobiState, has_eos: Tensor, accept: Tensor) -> StepOutcome:
+        done = has_eos | (state.verified > state.max_len)  # max_len tokens and the forced EOS
         finished: Dict[int, List[Hypothesis]] = {}
-        for i in done.nonzero().squeeze(1).tolist():
-            n = int(state.verified[i])
-            toks = state.tokens[i, :n]
-            lps = state.token_scores[i, :n]
-            total = float(lps.cumsum(0)[-1])  # summed in order, as beam search accumulates
-            finished[int(state.sentences[i])] = [{
-                "tokens": toks, "score": total / (n ** self.lenpen), "positional_scores": lps,
-                "attention": None, "alignment": None,
-            }]
-            self.stats.autoregressive_steps += n
-            self.stats.extra["sentence_iterations"] = self.stats.extra.get("sentence_iterations", 0.0) + float(state.iterations[i])
-        goes_on = (~done).nonzero().squeeze(1)
-        new = JacobiState(*(getattr(state, f).index_select(0, goes_on) for f in _FIELDS))
-        return StepOutcome(state=new, parents=goes_on, feed=self._feed(new), finished=finished,
-                           accept=accept)
+        if bool(done.any()):
+            for i in done.nonzero().squeeze(1).tolist():
+                n = int(state.verified[i])
+                toks, lps = state.tokens[i, :n].clone(), state.token_scores[i, :n].clone()
+                total = float(lps.cumsum(0)[-1])  # summed in order, as beam search accumulates
+                finished[int(state.sentences[i])] = [{
+                    "tokens": toks, "score": total / (n ** self.lenpen), "positional_scores": lps,
+                    "attention": None, "alignment": None,
+                }]
+                self.stats.autoregressive_steps += n
+                self.stats.extra["sentence_iterations"] = (
+                    self.stats.extra.get("sentence_iterations", 0.0) + float(state.iterations[i]))
+            goes_on = (~done).nonzero().squeeze(1)
+            state = JacobiState(*(getattr(state, f).index_select(0, goes_on) for f in _FIELDS))
+            parents = goes_on
+        else:
+            parents = None
+        new = self._plan(state)
+        return StepOutcome(state=new, parents=parents, feed=new.feed, finished=finished, accept=accept)
 
 
 # ---- registration ---------------------------------------------------------------------------
