@@ -71,6 +71,11 @@ class StreamDecodingConfig(FairseqDataclass):
         metadata={"help": "relative local threshold rpl in (0, 1]: prune candidates whose last word's "
                   "probability ≤ rpl·the step's best last-word probability (off by default)"},
     )
+    beam_final_count: int = field(
+        default=0,
+        metadata={"help": "rule 'ours': a sentence ends after Z final hypotheses and returns the best --nbest by "
+                  "length-normalised score (the reference code's find_top_z; 0 = --nbest, the paper's top-1)"},
+    )
     beam_finalize: str = field(
         default="ours",
         metadata={"help": "when a finished candidate becomes final: 'ours' (paper 000 App. A.1: only "
@@ -127,6 +132,8 @@ def validate(opts: StreamDecodingConfig) -> None:
         raise FairseqStreamError(f"--jacobi-max-parallel-len must be >= 0, got {opts.jacobi_max_parallel_len}")
     if opts.jacobi_init not in ("pad", "tail"):
         raise FairseqStreamError(f"--jacobi-init must be 'pad' or 'tail', got {opts.jacobi_init!r}")
+    if opts.beam_final_count < 0:
+        raise FairseqStreamError(f"--beam-final-count must be >= 0, got {opts.beam_final_count}")
     if opts.output_layer not in ("fused", "full"):
         raise FairseqStreamError(f"--output-layer must be 'fused' or 'full', got {opts.output_layer!r}")
     if opts.beam_finalize not in ("ours", "fairseq"):

@@ -48,19 +48,20 @@ def tool(name: str) -> str:
     return path if os.path.exists(path) else name
 
 
-def run(cmd: List[str], log: Path) -> None:
+def run(cmd: List[str], log: Path, append: bool = False) -> None:
     cmd = [tool(cmd[0]), *cmd[1:]]
     print("+", " ".join(cmd), flush=True)
-    with open(log, "w") as f:
+    with open(log, "a" if append else "w") as f:
         proc = subprocess.run(cmd, stdout=f, stderr=subprocess.STDOUT)
     if proc.returncode:
         sys.exit(f"failed ({proc.returncode}); see {log}")
 
 
 def train(data: Path, save: Path, kind: str, updates: int, layers: int) -> Path:
-    best = save / "checkpoint_best.pt"
-    if best.exists():
+    best, log = save / "checkpoint_best.pt", save / "train.log"
+    if log.exists() and "done training" in log.read_text():
         return best
+    # an interrupted run resumes from checkpoint_last.pt (fairseq's default) and appends to its log
     save.mkdir(parents=True, exist_ok=True)
     task = (["--task", "translation_ib", "--arch", "transformer_ib", "--ib-h", "2", "--ib-c", "1"]
             if kind == "ib" else ["--task", "translation", "--arch", "transformer"])
@@ -69,7 +70,7 @@ def train(data: Path, save: Path, kind: str, updates: int, layers: int) -> Path:
          "--lr", "0.0015", "--lr-scheduler", "inverse_sqrt", "--warmup-updates", "600",
          "--criterion", "label_smoothed_cross_entropy", "--label-smoothing", "0.1", "--max-tokens", "4096",
          "--max-update", str(updates), "--save-dir", str(save), "--no-epoch-checkpoints",
-         "--log-format", "simple", "--log-interval", "50", "--seed", "1"], save / "train.log")
+         "--log-format", "simple", "--log-interval", "50", "--seed", "1"], log, append=True)
     return best
 
 

@@ -22,8 +22,9 @@ Per sentence, a step (Algorithm 1, lines 14–17) is:
    absolute threshold ``ap`` (δ): drop ``score ≤ best − δ``; relative threshold ``rp``: drop
    ``p ≤ rp · p_best``; relative local threshold ``rpl``: drop when the last word's
    probability ``≤ rpl ·`` the best last-word probability of the step;
-5. a sentence ends with ``nbest`` final hypotheses (``k`` for the fairseq rule) or an empty
-   beam; its n-best list is sorted by ``score / length^lenpen`` (length counts EOS).
+5. a sentence ends with ``Z`` final hypotheses (``--beam-final-count``, default ``nbest``, as the
+   reference code's ``find_top_z``; ``k`` for the fairseq rule) or an empty beam; its n-best
+   list is the best ``nbest`` of them by ``score / length^lenpen`` (length counts EOS).
 """
 from __future__ import annotations
 
@@ -60,6 +61,7 @@ class Pruning:
 class BeamConfig:
     beam: int
     nbest: int = 1
+    final_count: int = 0  # Z: final hypotheses that end a sentence (0 = nbest; the reference code's find_top_z)
     lenpen: float = 1.0
     finalize: str = "ours"  # "ours" (paper 000 App. A.1) or "fairseq"
     pruning: Pruning = Pruning()
@@ -69,6 +71,10 @@ class BeamConfig:
             raise FairseqStreamError(f"--beam must be >= 1, got {self.beam}")
         if not 1 <= self.nbest <= self.beam:
             raise FairseqStreamError(f"--nbest must be between 1 and --beam ({self.beam}), got {self.nbest}")
+        if self.final_count and not self.nbest <= self.final_count <= self.beam:
+            raise FairseqStreamError(
+                f"--beam-final-count must be between --nbest ({self.nbest}) and --beam ({self.beam}), got {self.final_count}"
+            )
         if self.finalize not in ("ours", "fairseq"):
             raise FairseqStreamError(f"--beam-finalize must be 'ours' or 'fairseq', got {self.finalize!r}")
 
@@ -127,7 +133,7 @@ class BeamSearch:
         mc = cfg.pruning.max_cands_per_node
         self.per_row = min(per_row, mc) if mc else per_row
         self.final_width = 2 * self.k if cfg.finalize == "fairseq" else self.k
-        self.done_at = self.k if cfg.finalize == "fairseq" else cfg.nbest
+        self.done_at = self.k if cfg.finalize == "fairseq" else (cfg.final_count or cfg.nbest)
 
     # ---- the interface -------------------------------------------------------------------
     def init_state(self, sentences: Tensor, max_len: Tensor, src_lengths: Tensor) -> StepOutcome:
@@ -326,7 +332,7 @@ class BeamSearch:
         for i in done.nonzero().squeeze(1).tolist():
             sid = int(state.sentences[i])
             hyps = self._final.pop(sid, [])
-            finished[sid] = sorted(hyps, key=lambda h: h["score"], reverse=True)
+            finished[sid] = sorted(hyps, key=lambda h: h["score"], reverse=True)[: self.cfg.nbest if self.cfg.finalize == "ours" else None]
         if bool(done.any()):
             new = new.select(goes_on.nonzero().squeeze(1))
         return StepOutcome(state=new, parents=parents, feed=feed, finished=finished)

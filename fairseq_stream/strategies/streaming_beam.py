@@ -96,6 +96,7 @@ def build_beam_family(task: Any, models: Any, gen_cfg: Any, opts: Any, *, name: 
     cfg = BeamConfig(
         beam=int(gen_cfg.beam),
         nbest=int(gen_cfg.nbest),
+        final_count=int(opts.beam_final_count),
         lenpen=0.0 if gen_cfg.unnormalized else float(gen_cfg.lenpen),
         finalize=opts.beam_finalize,
         pruning=_pruning(name, variant, opts),

@@ -81,6 +81,22 @@ def test_nbest_lists_are_sorted_by_normalised_score():
         assert h["score"] == pytest.approx(float(h["positional_scores"].sum()) / len(h["tokens"]), abs=1e-4)
 
 
+def test_final_count_keeps_searching_and_returns_the_best_of_z():
+    # "b EOS" (log .4) reaches the top first: Z = 1 returns it. With Z = 2 the search goes on
+    # until "b a b EOS" (log .3) is final too, and it wins on normalised score (-.30 > -.46);
+    # with --nbest 1 only it is returned, the head of the --nbest 2 list.
+    table = {(SRC, ()): {B: 1.0}, (SRC, (B,)): {A: 0.6, EOS: 0.4}, (SRC, (B, A)): {B: 0.5, C: 0.3, EOS: 0.2},
+             (SRC, (B, A, B)): {EOS: 1.0}, (SRC, (B, A, C)): {EOS: 1.0}}
+    gen = {"beam": 3, "max_len_b": 5, "lenpen": 1.0}
+    (first,), _ = ours(table, gen=gen)
+    (one,), _ = ours(table, gen=gen, opts={"beam_final_count": 2})
+    (two,), _ = ours(table, gen=dict(gen, nbest=2))
+    assert first[0]["tokens"].tolist() == [B, EOS]
+    assert len(one) == 1 and one[0]["tokens"].tolist() == [B, A, B, EOS]
+    assert one[0]["score"] == pytest.approx(math.log(0.6 * 0.5) / 4, abs=1e-4)
+    assert [h["tokens"].tolist() for h in two] == [[B, A, B, EOS], [B, EOS]]
+
+
 def test_absolute_threshold_prunes_and_counts_finished_best():
     # δ = 1: after step 0 only "a" (log .7) survives: "b" (log .1) is 1.9 below it.
     table = {(SRC, ()): {A: 0.7, B: 0.1, C: 0.2}, (SRC, (A,)): {EOS: 0.9, B: 0.1}}
@@ -135,6 +151,8 @@ def test_batch_and_stream_agree_on_tables():
         ("var-batch", {"stream_epsilon": 0.2}, {}, "batched baseline"),
         ("fixed-ours", {"prune_abs_threshold": 1.0}, {}, "fixed-width beam"),
         ("fixed-ours", {}, {"beam": 2, "nbest": 3}, "--nbest must be between 1 and --beam"),
+        ("var-stream", {"beam_final_count": 6}, {"beam": 5}, "--beam-final-count must be between"),
+        ("var-stream", {"beam_final_count": -1}, {}, "--beam-final-count must be >= 0"),
     ],
 )
 def test_bad_options_are_one_line_errors(name, opts, gen, message):
