@@ -52,3 +52,32 @@ def test_wmt14_ibdecoder_script_on_the_demo_corpus(tmp_path):
                       "--cpu", "--out", str(tmp_path / "exp")], tmp_path)
     assert "sacreBLEU" in out and "on 12 sentences" in out
     assert (tmp_path / "exp" / "checkpoints_h2_c1" / "averaged.pt").exists()
+
+
+def run_python(args, timeout=300):
+    env = dict(os.environ, PYTHONWARNINGS="ignore", OMP_NUM_THREADS="1")
+    proc = subprocess.run([sys.executable, *args], cwd=REPO, capture_output=True, text=True, env=env, timeout=timeout)
+    assert proc.returncode == 0, proc.stdout[-2000:] + proc.stderr[-3000:]
+    return proc.stdout
+
+
+def test_output_layer_micro_benchmark_prints_every_cell():
+    out = run_python(["scripts/bench_output_layer.py", "--vocab", "100", "300", "--beam", "1", "5", "--batch", "1", "2",
+                      "--dim", "16", "--repeats", "1", "--threads", "1"])
+    cells = [line for line in out.splitlines() if line.startswith("| 100 ") or line.startswith("| 300 ")]
+    assert len(cells) == 8  # 2 vocabularies × 2 beams × 2 batches, each checked against log_softmax first
+    assert all(len(line.split("|")) == 16 for line in cells)
+
+
+def test_step_cost_fit_recovers_a_linear_cost(tmp_path):
+    import json
+
+    # ms = 2 + 0.5·rows + 0.01·rows·length exactly: the fit must return these coefficients
+    trace = [{"step": i, "rows": r, "length": n, "sentences": r, "ms": 2 + 0.5 * r + 0.01 * r * n}
+             for i, (r, n) in enumerate((r, n) for r in (1, 4, 9, 16) for n in (1, 5, 20))]
+    path = tmp_path / "run.json"
+    path.write_text(json.dumps({"search": "var-stream", "trace": trace}))
+    out = run_python(["scripts/step_cost.py", str(path)])
+    row = [cell.strip() for cell in out.splitlines()[-1].split("|")]
+    assert row[1] == "var-stream" and row[2] == "12"
+    assert (row[6], row[7], row[8]) == ("2.00", "500", "10000")
