@@ -73,8 +73,9 @@ class StreamDecodingConfig(FairseqDataclass):
     )
     beam_final_count: int = field(
         default=0,
-        metadata={"help": "rule 'ours': a sentence ends after Z final hypotheses and returns the best --nbest by "
-                  "length-normalised score (the reference code's find_top_z; 0 = --nbest, the paper's top-1)"},
+        metadata={"help": "rule 'ours': a sentence ends after Z final hypotheses (or an empty beam) and returns the "
+                  "best --nbest by length-normalised score (the reference code's find_top_z; 0 = --beam; "
+                  "1 = strict top-1, shorter outputs)"},
     )
     beam_finalize: str = field(
         default="ours",

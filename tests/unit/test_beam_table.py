@@ -64,7 +64,7 @@ def test_ended_candidate_that_reaches_the_top_becomes_final():
     # "b EOS" sits second after step 1, then "b a"'s children all score below it: it rises to
     # the top and becomes final.
     table = {(SRC, ()): {B: 1.0}, (SRC, (B,)): {A: 0.6, EOS: 0.4}, (SRC, (B, A)): {B: 0.3, C: 0.3, EOS: 0.1}}
-    (hyps,), g = ours(table, gen={"beam": 2, "max_len_b": 5, "unnormalized": True})
+    (hyps,), g = ours(table, gen={"beam": 2, "max_len_b": 5, "unnormalized": True}, opts={"beam_final_count": 1})
     assert hyps[0]["tokens"].tolist() == [B, EOS]
     assert hyps[0]["score"] == pytest.approx(math.log(0.4), abs=1e-4)
     assert hyps[0]["positional_scores"].tolist() == pytest.approx([0.0, math.log(0.4)], abs=1e-4)
@@ -84,17 +84,19 @@ def test_nbest_lists_are_sorted_by_normalised_score():
 def test_final_count_keeps_searching_and_returns_the_best_of_z():
     # "b EOS" (log .4) reaches the top first: Z = 1 returns it. With Z = 2 the search goes on
     # until "b a b EOS" (log .3) is final too, and it wins on normalised score (-.30 > -.46);
-    # with --nbest 1 only it is returned, the head of the --nbest 2 list.
+    # with --nbest 1 only it is returned, the head of the --nbest 2 list. The default is Z = k.
     table = {(SRC, ()): {B: 1.0}, (SRC, (B,)): {A: 0.6, EOS: 0.4}, (SRC, (B, A)): {B: 0.5, C: 0.3, EOS: 0.2},
              (SRC, (B, A, B)): {EOS: 1.0}, (SRC, (B, A, C)): {EOS: 1.0}}
     gen = {"beam": 3, "max_len_b": 5, "lenpen": 1.0}
-    (first,), _ = ours(table, gen=gen)
+    (first,), _ = ours(table, gen=gen, opts={"beam_final_count": 1})
     (one,), _ = ours(table, gen=gen, opts={"beam_final_count": 2})
-    (two,), _ = ours(table, gen=dict(gen, nbest=2))
+    (default,), _ = ours(table, gen=gen)
+    (two,), _ = ours(table, gen=dict(gen, nbest=2), opts={"beam_final_count": 2})
     assert first[0]["tokens"].tolist() == [B, EOS]
     assert len(one) == 1 and one[0]["tokens"].tolist() == [B, A, B, EOS]
     assert one[0]["score"] == pytest.approx(math.log(0.6 * 0.5) / 4, abs=1e-4)
     assert [h["tokens"].tolist() for h in two] == [[B, A, B, EOS], [B, EOS]]
+    assert default[0]["tokens"].tolist() == [B, A, B, EOS] and len(default) == 1
 
 
 def test_absolute_threshold_prunes_and_counts_finished_best():
@@ -118,7 +120,8 @@ def test_max_candidates_per_node_limits_expansions_of_one_hypothesis():
 def test_relative_thresholds():
     table = {(SRC, ()): {A: 0.5, B: 0.3, C: 0.2}}
     gen = {"beam": 3, "max_len_b": 3}
-    base = {"prune_abs_threshold": float("inf"), "prune_max_cands_per_node": 3}
+    # Z = 1: the counts are of the first two steps, the sentence ends at its first final
+    base = {"prune_abs_threshold": float("inf"), "prune_max_cands_per_node": 3, "beam_final_count": 1}
     _, g_all = ours(table, name="var-batch", gen=gen, opts=base)
     _, g_rp = ours(table, name="var-batch", gen=gen, opts=dict(base, prune_rel_threshold=0.5))
     _, g_rpl = ours(table, name="var-batch", gen=gen, opts=dict(base, prune_rel_local_threshold=0.7))
