@@ -99,7 +99,8 @@ def format_table(rows: List[Dict[str, Any]]) -> str:
         ]
         for c in stat_cols:
             v = row["stats"].get(c)
-            cells.append("—" if v is None else (f"{v:.1f}" if isinstance(v, float) else str(v)))
+            digits = 3 if c == "iteration_speedup" else 1  # a few percent matter here
+            cells.append("—" if v is None else (f"{v:.{digits}f}" if isinstance(v, float) else str(v)))
         lines.append("| " + " | ".join(cells) + " |")
     return "\n".join(lines)
 

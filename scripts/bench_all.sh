@@ -42,10 +42,10 @@ jacobi() {  # paper 004 Table 1 protocol on the demo model: batch 1 and batch 32
     for bs in 1 32; do
         bench --limit 300 --repeats 2 --batch-size "$bs" --json "$OUT/jacobi_b$bs.json" \
             --run beam:beam=1,label=greedy-fairseq --run fixed-ours:beam=1,stream_capacity=$bs,label=greedy-ours \
-            --run jacobi:stream_capacity=$bs,label=PJ --run gs-jacobi:stream_capacity=$bs,jacobi_block=3,label=PGJ-b3 \
-            --run gs-jacobi:stream_capacity=$bs,jacobi_block=5,label=PGJ-b5 \
-            --run hybrid-jacobi:stream_capacity=$bs,jacobi_block=3,label=HGJ-b3 \
-            --run gs-jacobi:stream_capacity=$bs,jacobi_block=3,jacobi_init=tail,label=PGJ-b3-tail | tee "$OUT/jacobi_b$bs.md"
+            --run jacobi:beam=1,stream_capacity=$bs,label=PJ --run gs-jacobi:beam=1,stream_capacity=$bs,jacobi_block=3,label=PGJ-b3 \
+            --run gs-jacobi:beam=1,stream_capacity=$bs,jacobi_block=5,label=PGJ-b5 \
+            --run hybrid-jacobi:beam=1,stream_capacity=$bs,jacobi_block=3,label=HGJ-b3 \
+            --run gs-jacobi:beam=1,stream_capacity=$bs,jacobi_block=3,jacobi_init=tail,label=PGJ-b3-tail | tee "$OUT/jacobi_b$bs.md"
     done
 }
 
