@@ -24,6 +24,8 @@ def test_topk_and_normaliser_equal_log_softmax(vocab, k, dtype):
     x = (torch.randn(7, vocab, generator=g) * 4).to(dtype)
     x[3] = torch.round(x[3])  # many exact ties
     x[5, :] = 1.0  # a row of ties only
+    x[6, ::3] = float("-inf")  # masked entries (forced EOS, min length)
+    x[4, 2:-1] = float("-inf")  # fewer finite scores than k
     values, ids, lse = topk_with_normaliser(x, k)
     ref_lp = torch.log_softmax(x, dim=-1)
     torch.testing.assert_close(lse, torch.logsumexp(x, -1), rtol=1e-5, atol=1e-5)
@@ -79,3 +81,13 @@ def test_greedy_argmax_without_normaliser():
     ref[:, 1] = -math.inf
     assert torch.equal(ids[:, 0], ref.argmax(-1))
     torch.testing.assert_close(raw[:, 0] - scorer.normaliser(x), torch.log_softmax(x, -1).gather(1, ids)[:, 0])
+
+
+def test_a_row_of_minus_infinity_only():
+    x = torch.full((2, 50), float("-inf"))
+    x[1, 7] = 0.0
+    values, ids, lse = topk_with_normaliser(x, 3)
+    assert lse[0] == float("-inf") and lse[1] == 0.0
+    assert values[0].tolist() == [float("-inf")] * 3 and values[1, 0] == 0.0
+    if cpu_kernel() is not None:
+        assert ids.tolist() == [[0, 1, 2], [7, 0, 1]]

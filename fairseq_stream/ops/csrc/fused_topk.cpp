@@ -1,42 +1,81 @@
 // Fused output layer on the CPU (paper 002 §3.1, Algorithms 2-3): for every row of raw scores,
-// the top-k scores with their ids and the log-normaliser, in two streaming passes over the row
-// (the second one runs from cache): pass 1 finds the running maximum and keeps the k best in a
-// small sorted buffer; pass 2 sums exp(x - max). Nothing of size V is written.
+// the top-k scores with their ids and the log-normaliser, in one streaming pass over the row.
+// The row is walked in blocks of 16: a vectorised block maximum updates the running maximum, the
+// running sum of exp(x - max) is rescaled when it grows and gets the block's (vectorised) terms,
+// and only a block whose maximum beats the current k-th best is scanned (without branches) for
+// candidates, which go to an unsorted buffer; once it holds 2k it is cut back to its k best
+// (nth_element), raising the threshold. Nothing of size V is written; ties keep the lower id
+// first, as the reference top-k of the tests.
 #include <torch/extension.h>
 #include <ATen/Parallel.h>
+#include <algorithm>
 #include <cmath>
 #include <limits>
+#include <numeric>
 #include <vector>
 
+constexpr int64_t kBlock = 16;
+
 template <typename scalar_t>
-static void row_topk_lse(const scalar_t* row, int64_t V, int64_t k, scalar_t* out_v, int64_t* out_i, scalar_t* out_lse) {
+struct Cand {
+  scalar_t v;
+  int64_t i;
+};
+
+template <typename scalar_t>
+static void row_topk_lse(const scalar_t* row, int64_t V, int64_t k, scalar_t* out_v, int64_t* out_i, scalar_t* out_lse,
+                         std::vector<Cand<scalar_t>>& buf) {
   const scalar_t neg_inf = -std::numeric_limits<scalar_t>::infinity();
-  int64_t filled = 0;
-  scalar_t m = neg_inf;
-  for (int64_t i = 0; i < V; ++i) {
-    const scalar_t v = row[i];
-    m = v > m ? v : m;
-    if (filled < k || v > out_v[filled - 1]) {
-      int64_t j = filled < k ? filled++ : k - 1;
-      while (j > 0 && out_v[j - 1] < v) {  // stable: equal values keep the lower id first
-        out_v[j] = out_v[j - 1];
-        out_i[j] = out_i[j - 1];
-        --j;
+  // better(a, b): a ranks before b (higher score, then lower id)
+  auto better = [](const Cand<scalar_t>& a, const Cand<scalar_t>& b) { return a.v > b.v || (a.v == b.v && a.i < b.i); };
+  buf.resize(2 * k + kBlock);
+  Cand<scalar_t>* c = buf.data();
+  int64_t n = 0;
+  bool have_thr = false;  // thr is the k-th best of the buffer once it first held k candidates
+  // No infinities in the arithmetic: -ffast-math may assume there are none (masked -inf scores
+  // still come out right: they only ever enter exp(), comparisons and the output).
+  const scalar_t lowest = std::numeric_limits<scalar_t>::lowest();
+  scalar_t m = lowest, thr = lowest, s = 0;  // running maximum, k-th best, sum of exp(x - m)
+  for (int64_t b0 = 0; b0 < V; b0 += kBlock) {
+    const int64_t b1 = std::min(b0 + kBlock, V);
+    scalar_t bm = lowest;
+#pragma omp simd reduction(max : bm)
+    for (int64_t i = b0; i < b1; ++i) bm = row[i] > bm ? row[i] : bm;
+    if (bm > m) {  // Algorithm 2: a new running maximum rescales the running sum
+      s *= std::exp(m - bm);
+      m = bm;
+    }
+    scalar_t bs = 0;
+#pragma omp simd reduction(+ : bs)
+    for (int64_t i = b0; i < b1; ++i) bs += std::exp(row[i] - m);
+    s += bs;
+    if (k == 0 || (have_thr && !(bm > thr))) continue;
+    if (!have_thr) {
+      for (int64_t i = b0; i < b1; ++i) c[n++] = {row[i], i};
+    } else {
+      for (int64_t i = b0; i < b1; ++i) {  // branch-free: candidates are rare and unpredictable
+        c[n] = {row[i], i};
+        n += row[i] > thr;  // later ids that tie the threshold lose to the buffered one
       }
-      out_v[j] = v;
-      out_i[j] = i;
+    }
+    if (n >= 2 * k || (!have_thr && n >= k)) {
+      std::nth_element(c, c + (k - 1), c + n, better);
+      n = k;
+      thr = c[k - 1].v;
+      have_thr = true;
     }
   }
-  for (int64_t j = filled; j < k; ++j) {
+  const int64_t top = std::min(k, n);
+  std::partial_sort(c, c + top, c + n, better);
+  for (int64_t j = 0; j < top; ++j) {
+    out_v[j] = c[j].v;
+    out_i[j] = c[j].i;
+  }
+  for (int64_t j = top; j < k; ++j) {
     out_v[j] = neg_inf;
     out_i[j] = 0;
   }
-  scalar_t s = 0;
-  if (std::isfinite(m)) {
-#pragma omp simd reduction(+ : s)
-    for (int64_t i = 0; i < V; ++i) s += std::exp(row[i] - m);
-  }
-  *out_lse = m + std::log(s);
+  *out_lse = m + std::log(s);  // a row of -inf only: log(0) = -inf
 }
 
 std::vector<torch::Tensor> topk_lse(torch::Tensor scores, int64_t k) {
@@ -53,7 +92,8 @@ std::vector<torch::Tensor> topk_lse(torch::Tensor scores, int64_t k) {
     int64_t* pi = ids.data_ptr<int64_t>();
     scalar_t* pl = lse.data_ptr<scalar_t>();
     at::parallel_for(0, R, 1, [&](int64_t begin, int64_t end) {
-      for (int64_t r = begin; r < end; ++r) row_topk_lse<scalar_t>(p + r * V, V, k, pv + r * k, pi + r * k, pl + r);
+      std::vector<Cand<scalar_t>> buf;
+      for (int64_t r = begin; r < end; ++r) row_topk_lse<scalar_t>(p + r * V, V, k, pv + r * k, pi + r * k, pl + r, buf);
     });
   });
   return {values, ids, lse};
