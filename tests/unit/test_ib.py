@@ -99,3 +99,16 @@ def test_multi_word_incremental_steps_equal_the_masked_full_forward(h, c, mask, 
             feed = prev[:, k * z: (k + 1) * z]
             out, state = step.step(pool, state, feed, planner.block_mask(k * z, feed.device))
             torch.testing.assert_close(torch.log_softmax(out, -1), ref[:, k * z: (k + 1) * z], rtol=1e-6, atol=1e-6)
+
+
+@pytest.mark.parametrize("name", ["beam", "fixed-ours", "var-stream", "gs-jacobi"])
+def test_ib_checkpoint_with_another_search_is_refused(name):
+    from fairseq_stream.errors import FairseqStreamError
+    import fairseq_stream  # noqa: F401  (registers the strategies)
+    from fairseq_stream.registry import get_search
+    from helpers import fake_task, gen_cfg, stream_opts
+
+    model = tiny_ib_model(D).eval()
+    with pytest.raises(FairseqStreamError, match="decode it with --search ib-beam") as err:
+        get_search(name).build(fake_task(D), [model], gen_cfg(beam=1), stream_opts(search=name))
+    assert "\n" not in str(err.value)
