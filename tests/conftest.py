@@ -24,15 +24,27 @@ def read_lines(path: str, limit: int | None = None) -> list[str]:
     return lines[:limit] if limit else lines
 
 
-@pytest.fixture(scope="session")
-def demo_session():
-    """The shipped demo model, loaded once (float32)."""
+def _load_demo(**kwargs):
     from fairseq_stream.session import TranslationSession
 
     return TranslationSession.load(
         DEMO, os.path.join(DEMO, "checkpoint.pt"), bpe_codes=os.path.join(DEMO, "bpe.codes"),
-        extra_args=["--source-lang", "es", "--target-lang", "en"],
+        extra_args=["--source-lang", "es", "--target-lang", "en"], **kwargs,
     )
+
+
+@pytest.fixture(scope="session")
+def demo_session():
+    """The shipped demo model, loaded once (float32)."""
+    return _load_demo()
+
+
+@pytest.fixture(scope="session")
+def demo_session64():
+    """The shipped demo model in float64, for the exactness tests; loaded once."""
+    import torch
+
+    return _load_demo(dtype=torch.float64)
 
 
 @pytest.fixture(scope="session")

@@ -1,10 +1,6 @@
 """Parallel Jacobi decoding returns greedy's output (paper 004 Proposition 1), on the trained demo model."""
-import os
-
 import pytest
-import torch
 
-from conftest import DEMO
 from fairseq_stream.errors import FairseqStreamError
 
 N = 40
@@ -12,17 +8,9 @@ GEN = {"beam": 1, "max_len_a": 1.2, "max_len_b": 10}
 
 
 @pytest.fixture(scope="module")
-def session64():
-    from fairseq_stream.session import TranslationSession
-
-    return TranslationSession.load(DEMO, os.path.join(DEMO, "checkpoint.pt"), bpe_codes=os.path.join(DEMO, "bpe.codes"),
-                                   extra_args=["--source-lang", "es", "--target-lang", "en"], dtype=torch.float64)
-
-
-@pytest.fixture(scope="module")
-def greedy64(session64, demo_sources):
-    data = session64.encode(demo_sources[:N])
-    return data, session64.translate(data, search="fixed-ours", gen=GEN, opts={"stream_capacity": 1})
+def greedy64(demo_session64, demo_sources):
+    data = demo_session64.encode(demo_sources[:N])
+    return data, demo_session64.translate(data, search="fixed-ours", gen=GEN, opts={"stream_capacity": 1})
 
 
 @pytest.mark.parametrize("name,opts", [
@@ -32,9 +20,9 @@ def greedy64(session64, demo_sources):
     ("hybrid-jacobi", {"jacobi_block": 3, "jacobi_max_parallel_len": 8}),
     ("gs-jacobi", {"jacobi_block": 4, "stream_capacity": 7, "stream_epsilon": 0.5}),  # batched, streaming
 ])
-def test_identical_to_greedy_in_float64(session64, greedy64, name, opts):
+def test_identical_to_greedy_in_float64(demo_session64, greedy64, name, opts):
     data, greedy = greedy64
-    out = session64.translate(data, search=name, gen=GEN, opts=dict({"stream_capacity": 1}, **opts))
+    out = demo_session64.translate(data, search=name, gen=GEN, opts=dict({"stream_capacity": 1}, **opts))
     for i, (g, j) in enumerate(zip(greedy.hypos, out.hypos)):
         assert j[0]["tokens"].tolist() == g[0]["tokens"].tolist(), f"sentence {i}"
         assert j[0]["score"] == pytest.approx(g[0]["score"], abs=1e-9)
@@ -44,12 +32,12 @@ def test_identical_to_greedy_in_float64(session64, greedy64, name, opts):
     assert out.stats.accepted_tokens == out.stats.autoregressive_steps
 
 
-def test_every_sentence_takes_at_most_greedys_steps(session64, greedy64, demo_sources):
+def test_every_sentence_takes_at_most_greedys_steps(demo_session64, greedy64, demo_sources):
     _, greedy = greedy64
     # One sentence per run: the run's decoder calls are that sentence's iterations.
     for i in range(8):
         for name in ("jacobi", "gs-jacobi", "hybrid-jacobi"):
-            out = session64.translate(session64.encode([demo_sources[i]]), search=name, gen=GEN,
+            out = demo_session64.translate(demo_session64.encode([demo_sources[i]]), search=name, gen=GEN,
                                       opts={"stream_capacity": 1})
             assert out.stats.timesteps <= len(greedy.hypos[i][0]["tokens"])
 

@@ -1,25 +1,12 @@
 """VAR-STREAM changes who shares a batch, never a sentence's search (paper 000 §3), on the trained demo model."""
-import os
-
 import pytest
-import torch
-
-from conftest import DEMO
 
 N = 60  # held-out sentences per run
 
 
 @pytest.fixture(scope="module")
-def session64():
-    from fairseq_stream.session import TranslationSession
-
-    return TranslationSession.load(DEMO, os.path.join(DEMO, "checkpoint.pt"), bpe_codes=os.path.join(DEMO, "bpe.codes"),
-                                   extra_args=["--source-lang", "es", "--target-lang", "en"], dtype=torch.float64)
-
-
-@pytest.fixture(scope="module")
-def data64(session64, demo_sources):
-    return session64.encode(demo_sources[:N])
+def data64(demo_session64, demo_sources):
+    return demo_session64.encode(demo_sources[:N])
 
 
 def assert_same_nbest(a, b, tol=1e-9):
@@ -38,31 +25,31 @@ GEN = {"beam": 5, "nbest": 3, "max_len_a": 1.2, "max_len_b": 10}
     ({"stream_epsilon": 0.1, "stream_max_candidates": 40}, {"max_tokens": 2000}),
     ({"stream_epsilon": 0.3, "stream_capacity": 9, "stream_max_wait": 5}, {"batch_size": 60}),
 ])
-def test_var_stream_equals_var_batch_in_float64(session64, data64, opts, batch):
-    ref = session64.translate(data64, search="var-batch", gen=GEN, opts={"stream_capacity": 16}, batch_size=60)
-    out = session64.translate(data64, search="var-stream", gen=GEN, opts=opts, **batch)
+def test_var_stream_equals_var_batch_in_float64(demo_session64, data64, opts, batch):
+    ref = demo_session64.translate(data64, search="var-batch", gen=GEN, opts={"stream_capacity": 16}, batch_size=60)
+    out = demo_session64.translate(data64, search="var-stream", gen=GEN, opts=opts, **batch)
     assert_same_nbest(ref, out)
     assert out.stats.expansions == ref.stats.expansions  # same searches, differently batched
 
 
-def test_var_fifo_and_heuristics_equal_var_batch(session64, data64):
+def test_var_fifo_and_heuristics_equal_var_batch(demo_session64, data64):
     opts = {"prune_abs_threshold": 2.0, "prune_max_cands_per_node": 3, "prune_rel_threshold": 0.05,
             "prune_rel_local_threshold": 0.01}
-    ref = session64.translate(data64, search="var-batch", gen=GEN, opts=dict(opts, stream_capacity=60))
-    out = session64.translate(data64, search="var-fifo", gen=GEN, opts=dict(opts, stream_capacity=11))
+    ref = demo_session64.translate(data64, search="var-batch", gen=GEN, opts=dict(opts, stream_capacity=60))
+    out = demo_session64.translate(data64, search="var-fifo", gen=GEN, opts=dict(opts, stream_capacity=11))
     assert_same_nbest(ref, out)
 
 
-def test_fixed_stream_and_topup_equal_fixed_ours(session64, data64):
-    ref = session64.translate(data64, search="fixed-ours", gen=GEN, opts={"stream_capacity": 20})
+def test_fixed_stream_and_topup_equal_fixed_ours(demo_session64, data64):
+    ref = demo_session64.translate(data64, search="fixed-ours", gen=GEN, opts={"stream_capacity": 20})
     for search, opts in [("fixed-stream", {"stream_capacity": 13}), ("topup", {"stream_capacity": 8})]:
-        assert_same_nbest(ref, session64.translate(data64, search=search, gen=GEN, opts=opts))
+        assert_same_nbest(ref, demo_session64.translate(data64, search=search, gen=GEN, opts=opts))
 
 
-def test_input_order_does_not_change_any_output(session64, demo_sources):
+def test_input_order_does_not_change_any_output(demo_session64, demo_sources):
     sources = demo_sources[:N]
-    forward = session64.translate(session64.encode(sources), search="var-stream", gen=GEN)
-    backward = session64.translate(session64.encode(sources[::-1]), search="var-stream", gen=GEN,
+    forward = demo_session64.translate(demo_session64.encode(sources), search="var-stream", gen=GEN)
+    backward = demo_session64.translate(demo_session64.encode(sources[::-1]), search="var-stream", gen=GEN,
                                    opts={"stream_capacity": 5})
     backward.hypos.reverse()
     assert_same_nbest(forward, backward)
@@ -80,10 +67,10 @@ def test_float32_agreement_rate(demo_session, demo_sources, record_property):
     assert rate >= 0.97
 
 
-def test_fused_output_layer_gives_the_same_hypotheses(session64, data64):
+def test_fused_output_layer_gives_the_same_hypotheses(demo_session64, data64):
     for name in ("var-stream", "fixed-ours"):
-        full = session64.translate(data64, search=name, gen=GEN, opts={"output_layer": "full"})
-        fused = session64.translate(data64, search=name, gen=GEN, opts={"output_layer": "fused"})
+        full = demo_session64.translate(data64, search=name, gen=GEN, opts={"output_layer": "full"})
+        fused = demo_session64.translate(data64, search=name, gen=GEN, opts={"output_layer": "fused"})
         assert_same_nbest(full, fused)
 
 
