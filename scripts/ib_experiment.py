@@ -118,13 +118,14 @@ def evaluate(work: Path, models: dict, n: int, repeats: int) -> None:
     with open(DEMO / "test.en", encoding="utf-8") as f:
         references = [line.rstrip("\n") for line in f][:n]
     gen = {"max_len_a": 1.2, "max_len_b": 10, "lenpen": 0.6}
+    sessions = {label: TranslationSession.load(str(DEMO), str(ckpt), bpe_codes=str(DEMO / "bpe.codes"),
+                                               extra_args=["--source-lang", "es", "--target-lang", "en"])
+                for label, ckpt in models.items()}
     report = {}
     for batch in (1, 32):
         for beam in (1, 4):
             rows = []
-            for label, ckpt in models.items():
-                session = TranslationSession.load(str(DEMO), str(ckpt), bpe_codes=str(DEMO / "bpe.codes"),
-                                                  extra_args=["--source-lang", "es", "--target-lang", "en"])
+            for label, session in sessions.items():
                 g = dict(gen, beam=beam)
                 opts = {"stream_capacity": batch}
                 if label.startswith("IBDecoder"):
