@@ -12,13 +12,21 @@ Pure functions on token lists and small tensors, shared by the training task
   interleaved as above, and step k holds the k-th word pair of every segment (Eq. 9).
 
 End of sentence (our design; the paper only says a hypothesis ends when a word is EOS): each
-segment's interleaved sequence is followed by one EOS. In the interleaved order the end of a
+segment's interleaved sequence is followed by EOS. In the interleaved order the end of a
 segment is where its two directions *meet*, so an EOS there means "the middle is reached":
 everything before it is the segment, what the step predicts after it is discarded. With one
 segment (IBDecoder, IBDecoder+SA) a hypothesis ends as soon as any word of a step is EOS
 (Algorithm 1, line 17). With several segments (IMDecoder) each segment ends on its own EOS,
 its later slots are padding (ignored by the loss, forced at decoding), and the hypothesis ends
 when every segment has ended; segments are padded with PAD pairs to a common number of steps.
+
+``eos="step"`` (default) fills the rest of the meeting step with EOS (IMDecoder: the rest of
+the segment's word pair). Why: the step's words are predicted independently, and with a single
+EOS (``eos="single"``, the literal reading) the slot after it is padding, so for an even length
+the right-to-left slot never learns what to say once the directions have met — at decoding it
+emits a word there, duplicating one at the junction, and the two directions run past each
+other. With the fill, every slot is trained to say EOS once its direction has nothing left
+(for an odd length the left slot still emits the middle word while the right one says EOS).
 """
 from __future__ import annotations
 
@@ -27,6 +35,8 @@ from typing import List, Optional
 
 import torch
 from torch import Tensor
+
+EOS_FILLS = ("step", "single")
 
 
 def interleave(words: List[int]) -> List[int]:
@@ -61,14 +71,24 @@ def check_hc(h: int, c: int) -> Optional[str]:
     return None
 
 
-def reorder(words: List[int], h: int, c: int, eos: int, pad: int) -> List[int]:
-    """A target sentence (without its EOS) → the decoder's training target (with EOS, see module doc)."""
+def reorder(words: List[int], h: int, c: int, eos: int, pad: int, fill: str = "step") -> List[int]:
+    """A target sentence (without its EOS) → the decoder's training target (with EOS, see module doc).
+
+    ``fill``: ``"step"`` completes the meeting step with EOS, ``"single"`` appends one EOS.
+    """
+    if fill not in EOS_FILLS:
+        raise ValueError(f"fill must be one of {EOS_FILLS}, got {fill!r}")
     if h == 2:
-        return interleave(words) + [eos]
+        seq = interleave(words) + [eos]
+        if fill == "step":
+            seq += [eos] * (-len(seq) % (h * c))
+        return seq
     segments = h // 2
     sizes = segment_sizes(len(words), segments)
     starts = [sum(sizes[:i]) for i in range(segments)]
     parts = [interleave(words[s: s + n]) + [eos] for s, n in zip(starts, sizes)]
+    if fill == "step":
+        parts = [p + [eos] * (len(p) % 2) for p in parts]
     steps = max(math.ceil(len(p) / 2) for p in parts)
     parts = [p + [pad] * (2 * steps - len(p)) for p in parts]
     return [tok for k in range(steps) for p in parts for tok in p[2 * k: 2 * k + 2]]

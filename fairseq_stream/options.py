@@ -106,6 +106,12 @@ class StreamDecodingConfig(FairseqDataclass):
     ib_dedup: bool = field(
         default=False, metadata={"help": "ib-beam: remove immediately repeated n-grams (n <= 4) from outputs (paper 003 §5.1)"}
     )
+    ib_finalize: str = field(
+        default="top",
+        metadata={"help": "ib-beam: which continuations that end become final hypotheses: 'top' = those among the "
+                  "sentence's --beam best of the step (as fairseq's beam search), 'all' = every one (Algorithm 1 "
+                  "read literally; fills the finished set with short endings)"},
+    )
 
 
 def validate(opts: StreamDecodingConfig) -> None:
@@ -137,5 +143,7 @@ def validate(opts: StreamDecodingConfig) -> None:
         raise FairseqStreamError(f"--beam-final-count must be >= 0, got {opts.beam_final_count}")
     if opts.output_layer not in ("fused", "full"):
         raise FairseqStreamError(f"--output-layer must be 'fused' or 'full', got {opts.output_layer!r}")
+    if opts.ib_finalize not in ("top", "all"):
+        raise FairseqStreamError(f"--ib-finalize must be 'top' or 'all', got {opts.ib_finalize!r}")
     if opts.beam_finalize not in ("ours", "fairseq"):
         raise FairseqStreamError(f"--beam-finalize must be 'ours' or 'fairseq', got {opts.beam_finalize!r}")

@@ -1,7 +1,8 @@
 #!/usr/bin/env python
 """Paper 003 on the demo corpus: a standard transformer vs an IBDecoder of the same size and budget.
 
-Stages (each skipped when its output exists; ``--stages`` picks some):
+Stages (each skipped when its output exists; ``--stages`` picks some; training resumes an
+interrupted run, or a finished one asked for more ``--updates``, from its last checkpoint):
 
     train    fairseq-train a standard transformer (--task translation) and an IBDecoder
              (--task translation_ib --arch transformer_ib --ib-h 2 --ib-c 1) with the same
@@ -57,13 +58,23 @@ def run(cmd: List[str], log: Path, append: bool = False) -> None:
         sys.exit(f"failed ({proc.returncode}); see {log}")
 
 
-def train(data: Path, save: Path, kind: str, updates: int, layers: int) -> Path:
+def trained_updates(log: Path) -> int:
+    """Updates a finished fairseq-train run in ``log`` reached (0 if none finished)."""
+    text = log.read_text() if log.exists() else ""
+    if "done training" not in text:
+        return 0
+    found = re.findall(r"num_updates=(\d+)", text)
+    return int(found[-1]) if found else 0
+
+
+def train(data: Path, save: Path, kind: str, updates: int, layers: int, ib_eos: str = "step") -> Path:
     best, log = save / "checkpoint_best.pt", save / "train.log"
-    if log.exists() and "done training" in log.read_text():
+    if trained_updates(log) >= updates:
         return best
-    # an interrupted run resumes from checkpoint_last.pt (fairseq's default) and appends to its log
+    # An interrupted run, or one asked for more updates, resumes from checkpoint_last.pt
+    # (fairseq's default) and appends to its log.
     save.mkdir(parents=True, exist_ok=True)
-    task = (["--task", "translation_ib", "--arch", "transformer_ib", "--ib-h", "2", "--ib-c", "1"]
+    task = (["--task", "translation_ib", "--arch", "transformer_ib", "--ib-h", "2", "--ib-c", "1", "--ib-eos", ib_eos]
             if kind == "ib" else ["--task", "translation", "--arch", "transformer"])
     run(["fairseq-train", str(data), "--user-dir", str(REPO / "fairseq_stream"), "--cpu", *task, *arch(layers),
          "--dropout", "0.2", "--attention-dropout", "0.1", "--optimizer", "adam", "--adam-betas", "(0.9, 0.98)",
@@ -129,7 +140,8 @@ def evaluate(work: Path, models: dict, n: int, repeats: int) -> None:
                 g = dict(gen, beam=beam)
                 opts = {"stream_capacity": batch}
                 if label.startswith("IBDecoder"):
-                    runs = [RunSpec(f"{label} ib-beam", "ib-beam", gen=g, opts=opts)]
+                    runs = [RunSpec(f"{label} ib-beam", "ib-beam", gen=g, opts=opts),
+                            RunSpec(f"{label} ib-beam --ib-dedup", "ib-beam", gen=g, opts=dict(opts, ib_dedup=True))]
                 else:
                     runs = [RunSpec(f"{label} fixed-ours", "fixed-ours", gen=g, opts=opts),
                             RunSpec(f"{label} fairseq beam", "beam", gen=g)]
@@ -152,6 +164,8 @@ def main() -> None:
     parser.add_argument("--work", type=Path, default=REPO / "work" / "ib_exp")
     parser.add_argument("--updates", type=int, default=1200, help="training budget of every model")
     parser.add_argument("--layers", type=int, default=2, help="encoder and decoder layers of every model")
+    parser.add_argument("--ib-eos", choices=["step", "single"], default="step",
+                        help="the IBDecoder's --ib-eos (end of target: EOS fills the meeting step, or one EOS)")
     parser.add_argument("--teacher", default=str(DEMO / "checkpoint.pt"))
     parser.add_argument("--kd-sentences", type=int, default=0, help="distil only the first N (0 = all)")
     parser.add_argument("--eval-sentences", type=int, default=300)
@@ -165,12 +179,12 @@ def main() -> None:
     models = {}
     if "train" in stages or "eval" in stages:
         models["Transformer"] = train(args.data, args.work / "standard", "standard", args.updates, args.layers)
-        models["IBDecoder"] = train(args.data, args.work / "ib", "ib", args.updates, args.layers)
+        models["IBDecoder"] = train(args.data, args.work / "ib", "ib", args.updates, args.layers, args.ib_eos)
         ratio = words_per_second(args.work / "ib" / "train.log") / words_per_second(args.work / "standard" / "train.log")
         print(f"training speed IBDecoder / Transformer: {ratio:.3f}")
     if "kd" in stages:
         kd = distill(args.data, args.work, args.teacher, args.kd_sentences)
-        models["IBDecoder+KD"] = train(kd, args.work / "ib_kd", "ib", args.updates, args.layers)
+        models["IBDecoder+KD"] = train(kd, args.work / "ib_kd", "ib", args.updates, args.layers, args.ib_eos)
     elif (args.work / "ib_kd" / "checkpoint_best.pt").exists():
         models["IBDecoder+KD"] = args.work / "ib_kd" / "checkpoint_best.pt"
     if "eval" in stages:

@@ -7,6 +7,11 @@ after each, so ``B^z`` is never enumerated (exact, since the sum is monotone in 
 give its ``B`` best continuations. A continuation ends (line 17) when any of its words is
 EOS (IMDecoder: when every segment has ended, see :mod:`fairseq_stream.ib_order`); ended
 ones go to the finished set, the others compete for the ``B`` places of the beam (line 24).
+Which ended ones (``--ib-finalize``): ``top`` (default, our choice) takes only those that
+rank among the sentence's ``B`` best continuations of the step, as fairseq's beam search
+does; ``all`` takes every one (lines 17–18 read literally). With ``all`` a sentence's finished
+set fills with improbable short endings after a few steps and search stops early: on the demo
+corpus beam 4 then scores below greedy (README, IBDecoder results).
 A sentence is done with ``B`` finished hypotheses (line 7) or at the maximum length; the
 finished ones are put back in the original word order (line 28), optionally deduplicated
 (``--ib-dedup``, §5.1), and ranked by ``score / length^lenpen``. ``--beam 1`` is greedy.
@@ -51,11 +56,11 @@ class IBBeamSearch:
     uniform_length = True
 
     def __init__(self, spec: IBSpec, scorer: OutputScorer, *, beam: int, nbest: int, lenpen: float,
-                 eos: int, pad: int, bos: int, dedup: bool, dtype: torch.dtype) -> None:
+                 eos: int, pad: int, bos: int, dedup: bool, dtype: torch.dtype, finalize: str = "top") -> None:
         self.spec, self.scorer = spec, scorer
         self.beam, self.nbest, self.lenpen = beam, nbest, lenpen
         self.eos, self.pad, self.bos = eos, pad, bos
-        self.dedup, self.dtype = dedup, dtype
+        self.dedup, self.dtype, self.finalize = dedup, dtype, finalize
         self.z = spec.z
         self.segments = spec.h // 2
         # Segment of each slot of a step: words come in (left, right) pairs per segment (Eq. 9).
@@ -160,6 +165,9 @@ class IBBeamSearch:
                 row_of: Tensor, bc: int) -> None:
         """Finished continuations → hypotheses (at most B per sentence and step, best first)."""
         ended = torch.where(full_end, full, torch.full_like(full, -math.inf))
+        if self.finalize == "top":  # only ended continuations among the sentence's B best count
+            kth = full.topk(min(self.beam, full.size(1)), dim=1).values[:, -1:]
+            ended = torch.where(full >= kth, ended, torch.full_like(ended, -math.inf))
         best, idx = ended.topk(min(self.beam, ended.size(1)), dim=1)
         for i, w in (torch.isfinite(best)).nonzero().tolist():
             sid = int(state.sentences[i])
@@ -256,7 +264,8 @@ def build_ib_beam(task, models, gen_cfg, opts, **fairseq_kwargs) -> StreamGenera
 
     def make_strategy(stats) -> IBBeamSearch:
         return IBBeamSearch(spec, scorer, beam=beam, nbest=nbest, lenpen=lenpen, eos=tgt_dict.eos(), pad=tgt_dict.pad(),
-                            bos=tgt_dict.eos(), dedup=bool(opts.ib_dedup), dtype=dtype)
+                            bos=tgt_dict.eos(), dedup=bool(opts.ib_dedup), dtype=dtype,
+                            finalize=opts.ib_finalize)
 
     scheduler = SchedulerConfig(
         epsilon=float(opts.stream_epsilon) if opts.stream_epsilon is not None else 0.0,

@@ -6,7 +6,7 @@
 A :class:`~fairseq_stream.tasks.translation_stream.TranslationStreamTask` (so batches never
 lose sentences and ``--search`` works) whose training and validation batches are rewritten
 before the model sees them: each target is reordered (:func:`fairseq_stream.ib_order.reorder`,
-Eqs. 6 and 9, EOS where the directions meet) and the decoder inputs are the reordered target
+Eqs. 6 and 9, EOS filling the step where the directions meet, ``--ib-eos``) and the decoder inputs are the reordered target
 shifted by ``z = h·c`` (footnote 3). The datasets themselves keep the original order, so
 ``fairseq-generate`` scores hypotheses against the real references. ``h``, ``c`` and the
 ablations of Table 2 are options of this task, copied into the model's arguments and so saved
@@ -36,6 +36,11 @@ class TranslationIBConfig(TranslationStreamConfig):
     ib_independent_directions: bool = field(
         default=False, metadata={"help": "forbid attention across directions (ablation 'indep. directions', Table 2)"}
     )
+    ib_eos: str = field(
+        default="step",
+        metadata={"help": "end of the target: 'step' = EOS fills the step where the directions meet (our design, "
+                          "see fairseq_stream/ib_order.py); 'single' = one EOS, the rest of that step is padding"},
+    )
 
 
 @register_task("translation_ib", dataclass=TranslationIBConfig)
@@ -48,6 +53,8 @@ class TranslationIBTask(TranslationStreamTask):
             raise FairseqStreamError(f"--ib-mask must be 'relaxed' or 'vanilla', got {cfg.ib_mask!r}")
         if cfg.ib_positions not in ("bidirectional", "vanilla"):
             raise FairseqStreamError(f"--ib-positions must be 'bidirectional' or 'vanilla', got {cfg.ib_positions!r}")
+        if cfg.ib_eos not in ib_order.EOS_FILLS:
+            raise FairseqStreamError(f"--ib-eos must be 'step' or 'single', got {cfg.ib_eos!r}")
         if cfg.eval_bleu:
             raise FairseqStreamError(
                 "--eval-bleu is not supported with --task translation_ib; score checkpoints with "
@@ -59,7 +66,7 @@ class TranslationIBTask(TranslationStreamTask):
         arch = getattr(cfg, "arch", None) or getattr(cfg, "_name", None)
         if arch is not None and not str(arch).startswith("transformer_ib"):
             raise FairseqStreamError(f"--task translation_ib trains --arch transformer_ib, not {arch!r}")
-        for name in ("ib_h", "ib_c", "ib_mask", "ib_positions", "ib_independent_directions"):
+        for name in ("ib_h", "ib_c", "ib_mask", "ib_positions", "ib_independent_directions", "ib_eos"):
             setattr(cfg, name, getattr(self.cfg, name))
         return super().build_model(cfg, from_checkpoint)
 
@@ -72,7 +79,7 @@ class TranslationIBTask(TranslationStreamTask):
             words = [t for t in row if t != pad]
             if words and words[-1] == eos:
                 words = words[:-1]
-            rows.append(ib_order.reorder(words, self.spec.h, self.spec.c, eos, pad))
+            rows.append(ib_order.reorder(words, self.spec.h, self.spec.c, eos, pad, self.cfg.ib_eos))
         width = max(len(r) for r in rows)
         new_target = target.new_full((len(rows), width), pad)
         for i, r in enumerate(rows):

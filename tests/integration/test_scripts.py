@@ -81,3 +81,17 @@ def test_step_cost_fit_recovers_a_linear_cost(tmp_path):
     row = [cell.strip() for cell in out.splitlines()[-1].split("|")]
     assert row[1] == "var-stream" and row[2] == "12"
     assert (row[6], row[7], row[8]) == ("2.00", "500", "10000")
+
+
+def test_ib_experiment_resumes_a_finished_run_asked_for_more_updates(tmp_path):
+    import importlib.util
+
+    spec = importlib.util.spec_from_file_location("ib_experiment", os.path.join(REPO, "scripts", "ib_experiment.py"))
+    exp = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(exp)
+    log = tmp_path / "train.log"
+    assert exp.trained_updates(log) == 0
+    log.write_text("train_inner | num_updates=50\ntrain_inner | num_updates=100\n")
+    assert exp.trained_updates(log) == 0  # interrupted: resume
+    log.write_text(log.read_text() + "train | num_updates=120\ndone training in 10.0 seconds\n")
+    assert exp.trained_updates(log) == 120  # finished at 120: --updates 120 skips, --updates 240 resumes

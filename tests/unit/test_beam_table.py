@@ -156,6 +156,7 @@ def test_batch_and_stream_agree_on_tables():
         ("fixed-ours", {}, {"beam": 2, "nbest": 3}, "--nbest must be between 1 and --beam"),
         ("var-stream", {"beam_final_count": 6}, {"beam": 5}, "--beam-final-count must be between"),
         ("var-stream", {"beam_final_count": -1}, {}, "--beam-final-count must be >= 0"),
+        ("var-stream", {"ib_finalize": "first"}, {}, "--ib-finalize must be 'top' or 'all'"),
     ],
 )
 def test_bad_options_are_one_line_errors(name, opts, gen, message):

@@ -11,23 +11,40 @@ from helpers import make_dictionary, tiny_ib_model
 EOS, PAD = 2, 1
 
 
+@pytest.mark.parametrize("fill", ["step", "single"])
 @pytest.mark.parametrize("h,c", [(2, 1), (2, 2), (2, 3), (4, 1), (6, 1)])
 @pytest.mark.parametrize("n", list(range(0, 14)))
-def test_reorder_and_restore_are_inverse_for_every_length(h, c, n):
+def test_reorder_and_restore_are_inverse_for_every_length(h, c, n, fill):
     words = list(range(10, 10 + n))
-    target = ib_order.reorder(words, h, c, EOS, PAD)
+    target = ib_order.reorder(words, h, c, EOS, PAD, fill)
     assert ib_order.restore(target, h, c, EOS, PAD) == words
-    assert target.count(EOS) == h // 2  # one EOS per segment, where its directions meet
+    if fill == "single":
+        assert target.count(EOS) == h // 2  # one EOS per segment, where its directions meet
+    elif h == 2:
+        assert len(target) % (h * c) == 0 and target[n:] == [EOS] * (len(target) - n)  # EOS fills the step
+    else:  # each segment's last word pair is complete, PAD only after it
+        for g in range(h // 2):
+            toks = [t for i, t in enumerate(target) if (i % h) // 2 == g and t != PAD]
+            assert toks.count(EOS) in (1, 2) and toks[-1] == EOS and len(toks) % 2 == 0
 
 
 def test_reorder_matches_eq6_and_eq9_by_hand():
     a, b, c_, d, e, f = 10, 11, 12, 13, 14, 15
-    assert ib_order.reorder([a, b, c_, d], 2, 1, EOS, PAD) == [a, d, b, c_, EOS]  # "A B C D → A D B C"
-    assert ib_order.reorder([a, b, c_], 2, 1, EOS, PAD) == [a, c_, b, EOS]
-    assert ib_order.reorder([a], 2, 1, EOS, PAD) == [a, EOS]
-    assert ib_order.reorder([a, b], 2, 1, EOS, PAD) == [a, b, EOS]
+    assert ib_order.reorder([a, b, c_, d], 2, 1, EOS, PAD, "single") == [a, d, b, c_, EOS]  # "A B C D → A D B C"
+    assert ib_order.reorder([a, b, c_], 2, 1, EOS, PAD, "single") == [a, c_, b, EOS]
+    assert ib_order.reorder([a], 2, 1, EOS, PAD, "single") == [a, EOS]
+    assert ib_order.reorder([a, b], 2, 1, EOS, PAD, "single") == [a, b, EOS]
+    # The default fills the step where the directions meet: both directions learn to stop.
+    assert ib_order.reorder([a, b, c_, d], 2, 1, EOS, PAD) == [a, d, b, c_, EOS, EOS]
+    assert ib_order.reorder([a, b, c_], 2, 1, EOS, PAD) == [a, c_, b, EOS]  # middle word left, EOS right
+    assert ib_order.reorder([a, b, c_], 2, 2, EOS, PAD) == [a, c_, b, EOS]
+    assert ib_order.reorder([a, b, c_, d], 2, 2, EOS, PAD) == [a, d, b, c_, EOS, EOS, EOS, EOS]
     # IMDecoder, h = 4: segments [a b c] and [d e f], each interleaved, a word pair of each per step.
     assert ib_order.reorder([a, b, c_, d, e, f], 4, 1, EOS, PAD) == [a, c_, d, f, b, EOS, e, EOS]
+    assert ib_order.reorder([a, b, c_, d, e], 4, 1, EOS, PAD) == [a, c_, d, e, b, EOS, EOS, EOS]
+    assert ib_order.reorder([a, b, c_, d, e], 4, 1, EOS, PAD, "single") == [a, c_, d, e, b, EOS, EOS, PAD]
+    with pytest.raises(ValueError):
+        ib_order.reorder([a], 2, 1, EOS, PAD, "both")
 
 
 def test_positions_follow_eq7_and_eq10():
@@ -101,6 +118,40 @@ def test_multi_word_incremental_steps_equal_the_masked_full_forward(h, c, mask, 
             torch.testing.assert_close(torch.log_softmax(out, -1), ref[:, k * z: (k + 1) * z], rtol=1e-6, atol=1e-6)
 
 
+def _step_scores(rows: int, z: int, entries) -> torch.Tensor:
+    """Log-probabilities (rows, z, |D|): −20 everywhere except ``entries[(row, slot)] = {word: lp}``."""
+    out = torch.full((rows, z, len(D)), -20.0, dtype=torch.float64)
+    for (r, j), words in entries.items():
+        for w, lp in words.items():
+            out[r, j, w] = lp
+    return out
+
+
+@pytest.mark.parametrize("finalize", ["top", "all"])
+def test_ib_finalize_top_ignores_ended_continuations_outside_the_beam(finalize):
+    """--ib-finalize top (fairseq's rule) vs all (Algorithm 1 read literally), by hand, B = 2, z = 2."""
+    from fairseq_stream.strategies.ib_beam import IBBeamSearch
+    from fairseq_stream.models.transformer_ib import IBSpec
+    from fairseq_stream.ops.fused_output import OutputScorer
+
+    A, B_, C, D_, E, F_, G = 4, 5, 6, 7, 8, 9, 10
+    search = IBBeamSearch(IBSpec(2, 1), OutputScorer([], fused=False, normalized_input=True), beam=2, nbest=1,
+                          lenpen=1.0, eos=EOS, pad=PAD, bos=EOS, dedup=False, dtype=torch.float64, finalize=finalize)
+    out = search.init_state(torch.tensor([0]), torch.tensor([50]), torch.tensor([5]))
+    # Step 1: (A B) −0.2 and (A C) −0.6 are the beam.
+    out = search.step(out.state, _step_scores(1, 2, {(0, 0): {A: -0.1}, (0, 1): {B_: -0.1, C: -0.5}}))
+    assert not out.finished and out.state.tokens[0].tolist() == [[A, B_], [A, C]]
+    # Step 2: the sentence's candidates are (D E) −0.3, (D EOS) −0.4 [ends], (EOS G) −2.6 [ends], (F G) −2.65.
+    scores = _step_scores(2, 2, {(0, 0): {D_: -0.05}, (0, 1): {E: -0.05, EOS: -0.15},
+                                 (1, 0): {EOS: -1.0, F_: -1.05}, (1, 1): {G: -1.0}})
+    out = search.step(out.state, scores)
+    if finalize == "all":  # both ended continuations are final: B of them end the sentence already
+        assert set(out.finished) == {0} and out.finished[0][0]["tokens"].tolist() == [A, D_, B_, EOS]
+    else:  # only (D EOS) is final; the beam goes on with (D E) and (F G)
+        assert not out.finished and out.state.tokens[0, :, 2:].tolist() == [[D_, E], [F_, G]]
+        assert [h["tokens"].tolist() for h in search._final[0]] == [[A, D_, B_, EOS]]
+
+
 @pytest.mark.parametrize("name", ["beam", "fixed-ours", "var-stream", "gs-jacobi"])
 def test_ib_checkpoint_with_another_search_is_refused(name):
     from fairseq_stream.errors import FairseqStreamError
@@ -112,3 +163,26 @@ def test_ib_checkpoint_with_another_search_is_refused(name):
     with pytest.raises(FairseqStreamError, match="decode it with --search ib-beam") as err:
         get_search(name).build(fake_task(D), [model], gen_cfg(beam=1), stream_opts(search=name))
     assert "\n" not in str(err.value)
+
+
+@pytest.mark.parametrize("fill", ["step", "single"])
+def test_task_rewrites_a_batch_with_its_eos_fill(fill):
+    from fairseq_stream.tasks.translation_ib import TranslationIBConfig, TranslationIBTask
+
+    task = TranslationIBTask(TranslationIBConfig(ib_eos=fill), D, D)
+    target = torch.tensor([[10, 11, 12, 13, EOS], [10, 11, 12, EOS, PAD]])
+    sample = {"target": target, "net_input": {"src_tokens": target, "prev_output_tokens": target}, "ntokens": 9}
+    out = task.reorder_sample(sample)
+    want = [ib_order.reorder(row, 2, 1, EOS, PAD, fill) for row in ([10, 11, 12, 13], [10, 11, 12])]
+    width = max(map(len, want))
+    assert out["target"].tolist() == [w + [PAD] * (width - len(w)) for w in want]
+    assert out["net_input"]["prev_output_tokens"][:, :2].tolist() == [[EOS, EOS]] * 2  # shifted by z = 2
+    assert out["ntokens"] == sum(map(len, want))
+
+
+def test_task_rejects_an_unknown_eos_fill():
+    from fairseq_stream.errors import FairseqStreamError
+    from fairseq_stream.tasks.translation_ib import TranslationIBConfig, TranslationIBTask
+
+    with pytest.raises(FairseqStreamError, match="--ib-eos must be 'step' or 'single'"):
+        TranslationIBTask(TranslationIBConfig(ib_eos="both"), D, D)
