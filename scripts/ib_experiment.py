@@ -14,7 +14,8 @@ interrupted run, or a finished one asked for more ``--updates``, from its last c
              them with the same budget
     eval     one table per setting: BLEU (sacreBLEU, detokenised), decoding steps and latency
              at batch 1 and 32, beam 1 and 4, for the standard model (our fixed beam and
-             fairseq's) and the IBDecoder (ib-beam), via the benchmark harness
+             fairseq's) and the IBDecoders (ib-beam, with and without --ib-dedup), via the
+             benchmark harness
 
     python scripts/ib_experiment.py --updates 1500 --eval-sentences 300
 

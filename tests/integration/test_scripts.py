@@ -95,3 +95,37 @@ def test_ib_experiment_resumes_a_finished_run_asked_for_more_updates(tmp_path):
     assert exp.trained_updates(log) == 0  # interrupted: resume
     log.write_text(log.read_text() + "train | num_updates=120\ndone training in 10.0 seconds\n")
     assert exp.trained_updates(log) == 120  # finished at 120: --updates 120 skips, --updates 240 resumes
+
+
+def test_ib_search_ablation_script_on_a_tiny_ib_model(tmp_path):
+    """Train a tiny IBDecoder on 60 demo sentences (demo dictionaries), then print the ablation rows."""
+    from subword_nmt.apply_bpe import BPE
+
+    from fairseq_stream.text import tokenize
+
+    with open(os.path.join(DEMO, "bpe.codes"), encoding="utf-8") as codes:
+        bpe = BPE(codes)
+    for lang in ("es", "en"):
+        lines = [bpe.process_line(tokenize(line, lang)) for line in read_lines(os.path.join(DEMO, f"test.{lang}"))[:60]]
+        (tmp_path / f"train.{lang}").write_text("\n".join(lines) + "\n", encoding="utf-8")
+    bin_dir = os.path.dirname(sys.executable)
+    env = dict(os.environ, PYTHONWARNINGS="ignore", OMP_NUM_THREADS="1")
+    for cmd in (
+        [os.path.join(bin_dir, "fairseq-preprocess"), "--source-lang", "es", "--target-lang", "en",
+         "--trainpref", str(tmp_path / "train"), "--validpref", str(tmp_path / "train"), "--destdir", str(tmp_path / "bin"),
+         "--srcdict", os.path.join(DEMO, "dict.es.txt"), "--tgtdict", os.path.join(DEMO, "dict.en.txt")],
+        [os.path.join(bin_dir, "fairseq-train"), str(tmp_path / "bin"), "--user-dir", os.path.join(REPO, "fairseq_stream"),
+         "--cpu", "--task", "translation_ib", "--arch", "transformer_ib", "--share-all-embeddings",
+         "--encoder-layers", "1", "--decoder-layers", "1", "--encoder-embed-dim", "32", "--decoder-embed-dim", "32",
+         "--encoder-ffn-embed-dim", "64", "--decoder-ffn-embed-dim", "64", "--encoder-attention-heads", "2",
+         "--decoder-attention-heads", "2", "--optimizer", "adam", "--lr", "0.001", "--max-tokens", "2000",
+         "--max-update", "3", "--save-dir", str(tmp_path / "ckpt"), "--no-epoch-checkpoints", "--no-save-optimizer-state"],
+    ):
+        proc = subprocess.run(cmd, cwd=REPO, capture_output=True, text=True, env=env, timeout=300)
+        assert proc.returncode == 0, proc.stdout[-2000:] + proc.stderr[-3000:]
+    out = run_python(["scripts/ib_search_ablation.py", f"tiny={tmp_path / 'ckpt' / 'checkpoint_last.pt'}",
+                      "--sentences", "5", "--beam", "2"])
+    rows = [line.split("|") for line in out.splitlines() if line.startswith("| tiny |")]
+    assert [r[2].strip() for r in rows] == ["greedy", "beam, --ib-finalize all", "beam, --ib-finalize top",
+                                            "beam, top + --ib-dedup"]
+    assert all(float(r[3]) >= 0 and float(r[4]) > 0 for r in rows)
