@@ -7,10 +7,10 @@ A :class:`~fairseq_stream.tasks.translation_stream.TranslationStreamTask` (so ba
 lose sentences and ``--search`` works) whose training and validation batches are rewritten
 before the model sees them: each target is reordered (:func:`fairseq_stream.ib_order.reorder`,
 Eqs. 6 and 9, EOS filling the step where the directions meet, ``--ib-eos``) and the decoder
-inputs are the reordered target shifted by ``z = h·c`` (footnote 3). The datasets themselves keep the original order, so
-``fairseq-generate`` scores hypotheses against the real references. ``h``, ``c`` and the
-ablations of Table 2 are options of this task, copied into the model's arguments and so saved
-in the checkpoint.
+inputs are the reordered target shifted by ``z = h·c`` (footnote 3). The datasets themselves
+keep the original order, so ``fairseq-generate`` scores hypotheses against the real references.
+``h``, ``c`` and the ablations of Table 2 are options of this task, copied into the model's
+arguments and so saved in the checkpoint.
 """
 from dataclasses import dataclass, field
 from typing import Any, Dict
