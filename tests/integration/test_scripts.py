@@ -99,14 +99,11 @@ def test_ib_experiment_resumes_a_finished_run_asked_for_more_updates(tmp_path):
 
 def test_ib_search_ablation_script_on_a_tiny_ib_model(tmp_path):
     """Train a tiny IBDecoder on 60 demo sentences (demo dictionaries), then print the ablation rows."""
-    from subword_nmt.apply_bpe import BPE
+    from fairseq_stream.text import BpeCodes, tokenize
 
-    from fairseq_stream.text import tokenize
-
-    with open(os.path.join(DEMO, "bpe.codes"), encoding="utf-8") as codes:
-        bpe = BPE(codes)
+    bpe = BpeCodes(os.path.join(DEMO, "bpe.codes"))
     for lang in ("es", "en"):
-        lines = [bpe.process_line(tokenize(line, lang)) for line in read_lines(os.path.join(DEMO, f"test.{lang}"))[:60]]
+        lines = bpe.apply_all(tokenize(line, lang) for line in read_lines(os.path.join(DEMO, f"test.{lang}"))[:60])
         (tmp_path / f"train.{lang}").write_text("\n".join(lines) + "\n", encoding="utf-8")
     bin_dir = os.path.dirname(sys.executable)
     env = dict(os.environ, PYTHONWARNINGS="ignore", OMP_NUM_THREADS="1")
