@@ -4,7 +4,7 @@ The scheduler owns the model (through :class:`~fairseq_stream.model_step.ModelSt
 decoder caches; a strategy owns the hypotheses. A strategy keeps the hypotheses of a *group*
 of sentences in one state object and answers three calls:
 
-* ``init_state(sentences, max_len, src_lengths)`` — a state for new sentences and the first
+* ``init_state(sentences, max_len, src_lengths, longest=, shortest=)`` — a state for new sentences and the first
   tokens to feed;
 * ``step(state, lprobs)`` — from the log-probabilities of the rows just fed, the new state,
   which rows' caches to keep (``parents``) and what to feed next, plus the sentences that
@@ -34,9 +34,13 @@ class StepOutcome:
     state: Any  # the group's new strategy state (sentences that finished are gone)
     parents: Optional[Tensor]  # (R',) rows of the old decoder state to keep, in new row order
     feed: Tensor  # (R', b) tokens to feed next
-    finished: Dict[int, List[Hypothesis]] = field(default_factory=dict)  # pool index → n-best
+    # pool index → n-best, or a device-side batch with ``to_hypotheses()`` that the scheduler
+    # reads once, after the pool (no host read in a step)
+    finished: Any = field(default_factory=dict)
     accept: Optional[Tensor] = None  # (R,) block tokens to keep per old row, for block steps
     block_mask: Optional[Tensor] = None  # additive (b, b) mask inside the next block; None = causal
+    index: Optional[Any] = None  # SentenceIndex of the new rows, when the strategy knows it
+    max_length: Optional[int] = None  # host: the longest row after ``accept`` (block steps)
 
 
 class SearchStrategy(Protocol):
@@ -46,7 +50,9 @@ class SearchStrategy(Protocol):
     #: whose sentences accept different numbers of tokens per iteration.
     uniform_length: bool
 
-    def init_state(self, sentences: Tensor, max_len: Tensor, src_lengths: Tensor) -> StepOutcome:
+    def init_state(self, sentences: Tensor, max_len: Tensor, src_lengths: Tensor, *,
+                   longest: int, shortest: int) -> StepOutcome:
+        """``longest``/``shortest``: host-known ``max``/``min`` of ``max_len`` (no read needed)."""
         ...
 
     def step(self, state: Any, lprobs: Tensor) -> StepOutcome:

@@ -50,23 +50,27 @@ class DecoderState:
 
     ``row_sentence`` (R,): pool index of each row; a sentence's rows are consecutive.
     ``lengths`` (R,): target tokens fed so far (BOS included) = position of the next token.
+    ``max_length`` (host): an upper bound of ``lengths``, so no step reads it from the device.
     ``history`` (R, T): fed tokens, kept only when a generic backend needs full prefixes.
+    ``index``: the rows' per-sentence layout for encoder attention, when the strategy knows it
+    (built from ``row_sentence`` with host reads otherwise).
     """
 
     caches: List[Any]
     row_sentence: Tensor
     lengths: Tensor
     history: Optional[Tensor] = None
-    _index: Optional[SentenceIndex] = field(default=None, repr=False)
+    index: Optional[SentenceIndex] = field(default=None, repr=False)
+    max_length: int = 0
 
     @property
     def rows(self) -> int:
         return int(self.row_sentence.numel())
 
     def sentence_index(self) -> SentenceIndex:
-        if self._index is None:
-            self._index = SentenceIndex.build(self.row_sentence)
-        return self._index
+        if self.index is None:
+            self.index = SentenceIndex.build(self.row_sentence)
+        return self.index
 
 
 class _TransformerBackend:
@@ -86,19 +90,18 @@ class _TransformerBackend:
     def step(self, memory: Any, cache: RowCache, state: DecoderState, tokens: Tensor,
              block_mask: Optional[Tensor]) -> tuple:
         positions = state.lengths.unsqueeze(1) + torch.arange(tokens.size(1), device=tokens.device)
-        feats, cache = self.stepper.forward(cache, tokens, positions, memory, state.sentence_index(), block_mask)
+        feats, cache = self.stepper.forward(cache, tokens, positions, memory, state.sentence_index(), block_mask,
+                                            max_position=state.max_length + tokens.size(1) - 1)
         return self.stepper.logits(feats), cache
 
     def select(self, cache: RowCache, rows: Tensor) -> RowCache:
-        # Padding left by rows that finished (FIFO, top-up) is dropped as it appears.
-        out = cache.select(rows)
-        return out.compact() if out.padding is not None else out
+        return cache.select(rows)
 
     def concat(self, caches: Sequence[RowCache]) -> RowCache:
         return RowCache.concat(caches)
 
-    def accept(self, cache: RowCache, keep: Tensor, block: int) -> RowCache:
-        return cache.mask_tail(keep, block)
+    def accept(self, cache: RowCache, keep: Tensor, block: int, width: int) -> RowCache:
+        return cache.accept(keep, block, width)
 
 
 def _is_encoder_attention_buffer(name: str, attn_ids: set) -> bool:
@@ -176,7 +179,7 @@ class _GenericBackend:
                 out[name][key] = torch.cat(parts, dim=dim)
         return out
 
-    def accept(self, cache: Any, keep: Tensor, block: int) -> Any:
+    def accept(self, cache: Any, keep: Tensor, block: int, width: int) -> Any:
         raise FairseqStreamError("block steps need fairseq transformer models")
 
 
@@ -215,7 +218,7 @@ class ModelStep:
         """One row per sentence in ``sentences`` (pool indices), nothing fed yet."""
         caches = [b.initial(mem, sentences) for b, mem in zip(self.backends, pool.per_model)]
         history = sentences.new_zeros(len(sentences), 0) if self.needs_history else None
-        return DecoderState(caches, sentences, torch.zeros_like(sentences), history)
+        return DecoderState(caches, sentences, torch.zeros_like(sentences), history, SentenceIndex.one_per_row(sentences), 0)
 
     # ---- steps ----------------------------------------------------------------------------
     def step(self, pool: PoolEncoding, state: DecoderState, tokens: Tensor,
@@ -240,14 +243,19 @@ class ModelStep:
             log_probs = [torch.log_softmax(o, dim=-1) for o in outputs]
             lprobs = torch.logsumexp(torch.stack(log_probs, dim=0), dim=0) - math.log(len(log_probs))
         history = None if state.history is None else torch.cat([state.history, tokens], dim=1)
-        new_state = DecoderState(caches, state.row_sentence, state.lengths + tokens.size(1), history, state._index)
+        new_state = DecoderState(caches, state.row_sentence, state.lengths + tokens.size(1), history, state.index,
+                                 state.max_length + tokens.size(1))
         return lprobs, new_state
 
-    def select(self, state: DecoderState, rows: Tensor) -> DecoderState:
-        """Rows ``rows`` of ``state`` (repetition allowed); keep sentences' rows consecutive."""
+    def select(self, state: DecoderState, rows: Tensor, index: Optional[SentenceIndex] = None) -> DecoderState:
+        """Rows ``rows`` of ``state`` (repetition allowed); keep sentences' rows consecutive.
+
+        ``index``: the new rows' per-sentence layout when the caller knows it (no host read).
+        """
         caches = [b.select(c, rows) for b, c in zip(self.backends, state.caches)]
         history = None if state.history is None else state.history.index_select(0, rows)
-        return DecoderState(caches, state.row_sentence.index_select(0, rows), state.lengths.index_select(0, rows), history)
+        return DecoderState(caches, state.row_sentence.index_select(0, rows), state.lengths.index_select(0, rows),
+                            history, index, state.max_length)
 
     def concat(self, states: Sequence[DecoderState]) -> DecoderState:
         """Rows of several states in one (rows of different lengths need a transformer ensemble)."""
@@ -261,9 +269,19 @@ class ModelStep:
         if self.needs_history:
             width = max(s.history.size(1) for s in states)
             history = torch.cat([torch.nn.functional.pad(s.history, (width - s.history.size(1), 0)) for s in states])
-        return DecoderState(caches, torch.cat([s.row_sentence for s in states]), lengths, history)
+        index = None
+        if all(s.index is not None for s in states):
+            index = SentenceIndex.concat([s.index for s in states])
+        return DecoderState(caches, torch.cat([s.row_sentence for s in states]), lengths, history, index,
+                            max(s.max_length for s in states))
 
-    def accept(self, state: DecoderState, keep: Tensor, block: int) -> DecoderState:
-        """After a block step, keep the first ``keep[r]`` block tokens of each row in the cache."""
-        caches = [b.accept(c, keep, block) for b, c in zip(self.backends, state.caches)]
-        return replace(state, caches=caches, lengths=state.lengths - block + keep, _index=state._index)
+    def accept(self, state: DecoderState, keep: Tensor, block: int, max_length: Optional[int] = None) -> DecoderState:
+        """After a block step, keep the first ``keep[r]`` block tokens of each row in the cache.
+
+        ``max_length``: the host-known maximum of the new lengths (the strategy's control
+        read); read from the device when not given.
+        """
+        if max_length is None:
+            max_length = int((state.lengths - block + keep).max()) if keep.numel() else 0
+        caches = [b.accept(c, keep, block, max_length) for b, c in zip(self.backends, state.caches)]
+        return replace(state, caches=caches, lengths=state.lengths - block + keep, max_length=max_length)

@@ -21,6 +21,7 @@ import math
 from dataclasses import dataclass
 from typing import Any, List, Optional
 
+import torch
 from torch import Tensor
 
 
@@ -29,6 +30,7 @@ class RowContext:
     steps: Tensor  # (R,) tokens generated so far by each row (fairseq's ``step``)
     max_len: Tensor  # (R,) maximum generated tokens before EOS is forced
     history: Optional[Any] = None  # (R, 1 + steps) fed tokens, BOS first (n-gram blocking)
+    may_reach_max: bool = True  # host: False when no row can be at its maximum length yet
 
 
 @dataclass
@@ -88,19 +90,24 @@ class ForceEosAtMaxLen:
         self.eos = eos
 
     def full(self, lprobs: Tensor, ctx: RowContext) -> Tensor:
-        at_max = ctx.steps >= ctx.max_len
-        if bool(at_max.any()):
-            eos_scores = lprobs[at_max, self.eos].clone()
-            lprobs[at_max] = -math.inf
-            lprobs[at_max, self.eos] = eos_scores
+        if not ctx.may_reach_max:
+            return lprobs
+        at_max = ctx.steps >= ctx.max_len  # (R,)
+        eos_scores = lprobs[:, self.eos].clone()
+        lprobs = lprobs.masked_fill(at_max.unsqueeze(1), -math.inf)
+        lprobs[:, self.eos] = torch.where(at_max, eos_scores, lprobs[:, self.eos])
         return lprobs
 
     def candidates(self, cand: Candidates, ctx: RowContext) -> Candidates:
-        rows = (ctx.steps >= ctx.max_len).nonzero().squeeze(1)
-        if len(rows):
-            cand.scores[rows] = -math.inf
-            cand.scores[rows, 0] = cand.score_of(self.eos, rows).to(cand.scores.dtype)
-            cand.tokens[rows, 0] = self.eos
+        if not ctx.may_reach_max:
+            return cand
+        # Branch-free (no host read): rows at the maximum keep one candidate, EOS.
+        at_max = (ctx.steps >= ctx.max_len).unsqueeze(1)  # (R, 1)
+        first = torch.arange(cand.scores.size(1), device=cand.scores.device) == 0  # (c,)
+        eos = cand.logits[:, self.eos] if cand.lse is None else cand.logits[:, self.eos] - cand.lse
+        scores = cand.scores.masked_fill(at_max, -math.inf)
+        cand.scores = torch.where(at_max & first, eos.to(scores.dtype).unsqueeze(1), scores)
+        cand.tokens = cand.tokens.masked_fill(at_max & first, self.eos)
         return cand
 
 
@@ -111,7 +118,7 @@ class MinLength:
         self.eos, self.min_len = eos, min_len
 
     def full(self, lprobs: Tensor, ctx: RowContext) -> Tensor:
-        lprobs[ctx.steps < self.min_len, self.eos] = -math.inf
+        lprobs[:, self.eos] = lprobs[:, self.eos].masked_fill(ctx.steps < self.min_len, -math.inf)
         return lprobs
 
     def candidates(self, cand: Candidates, ctx: RowContext) -> Candidates:

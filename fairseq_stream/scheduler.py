@@ -85,18 +85,22 @@ class StreamingScheduler:
     def run(self, pool: PoolEncoding, max_len: Tensor) -> Dict[int, List[Hypothesis]]:
         """Decode every sentence of ``pool`` in pool order; n-best lists by pool index."""
         queue = list(range(pool.size))
+        longest = max_len.tolist()  # one read per pool: sizes of the strategies' buffers
         groups: List[_Group] = []
-        results: Dict[int, List[Hypothesis]] = {}
+        finished: List[Any] = []  # what strategies returned; device-side ones are read at the end
         clock = 0
         while queue or groups:
             if queue and self._refill_due(groups, clock):
                 n = self._refill_size(groups)
                 take, queue = queue[:n], queue[n:]
-                groups.append(self._new_group(pool, take, max_len, clock))
+                groups.append(self._new_group(pool, take, max_len, [longest[i] for i in take], clock))
                 self.stats.refills += 1
             group = self._select(groups)
-            results.update(self._step(pool, group, groups))
+            finished.append(self._step(pool, group, groups))
             clock += 1
+        results: Dict[int, List[Hypothesis]] = {}
+        for done in finished:
+            results.update(done if isinstance(done, dict) else done.to_hypotheses())
         return results
 
     # ---- refill ----------------------------------------------------------------------------
@@ -123,10 +127,11 @@ class StreamingScheduler:
             return max(1, budget // self.rows_per_sentence)
         return max(1, self.cfg.capacity - sentences)
 
-    def _new_group(self, pool: PoolEncoding, take: List[int], max_len: Tensor, clock: int) -> _Group:
+    def _new_group(self, pool: PoolEncoding, take: List[int], max_len: Tensor, limits: List[int], clock: int) -> _Group:
         sentences = torch.tensor(take, dtype=torch.long, device=pool.src_lengths.device)
         out = self.strategy.init_state(sentences, max_len.index_select(0, sentences),
-                                       pool.src_lengths.index_select(0, sentences))
+                                       pool.src_lengths.index_select(0, sentences),
+                                       longest=max(limits), shortest=min(limits))
         dec = self.model.initial_state(pool, sentences, self.bos)
         return _Group(out.state, dec, out.feed, clock, out.block_mask)
 
@@ -135,7 +140,7 @@ class StreamingScheduler:
         """Remove the groups to step from ``groups`` and return them merged into one."""
         if self.cfg.selection == "all":
             chosen = list(groups)
-            fresh = [g for g in chosen if int(g.dec.lengths.max()) == 0]
+            fresh = [g for g in chosen if g.dec.max_length == 0]
             if fresh and not self.model.block_steps:
                 # fairseq's own incremental states start empty: a new group takes its first
                 # step alone before it can join the others.
@@ -163,16 +168,19 @@ class StreamingScheduler:
         return torch.cat([torch.nn.functional.pad(f, (0, width - f.size(1)), value=self.pad) for f in feeds])
 
     # ---- one step --------------------------------------------------------------------------
-    def _step(self, pool: PoolEncoding, group: _Group, groups: List[_Group]) -> Dict[int, List[Hypothesis]]:
+    def _step(self, pool: PoolEncoding, group: _Group, groups: List[_Group]) -> Any:
+        """One decoder call and one strategy step of ``group``; what finished (dict or deferred)."""
         start = time.perf_counter() if self.stats.trace is not None else None
-        sentences, rows, length = self.strategy.sentences(group.state), group.dec.rows, int(group.dec.lengths.max())
+        sentences, rows, length = self.strategy.sentences(group.state), group.dec.rows, group.dec.max_length
         lprobs, dec = self.model.step(pool, group.dec, group.feed, group.block_mask)
         out: StepOutcome = self.strategy.step(group.state, lprobs)
         if out.accept is not None:
-            dec = self.model.accept(dec, out.accept, group.feed.size(1))
+            dec = self.model.accept(dec, out.accept, group.feed.size(1), out.max_length)
         if self.strategy.sentences(out.state) > 0:
             if out.parents is not None:
-                dec = self.model.select(dec, out.parents)
+                dec = self.model.select(dec, out.parents, out.index)
+            elif out.index is not None:
+                dec.index = out.index
             groups.append(_Group(out.state, dec, out.feed, group.joined, out.block_mask))
         self.stats.add_step(sentences=sentences, rows=rows, length=length,
                             seconds=None if start is None else time.perf_counter() - start)

@@ -72,163 +72,122 @@ _SLACK = 8  # spare slots allocated with a cache, so most steps append without r
 
 @dataclass
 class RowCache:
-    """Self-attention keys/values of one model for ``R`` rows.
+    """Self-attention keys/values of one model for ``R`` rows, addressed per row.
 
-    ``keys[l]``/``values[l]`` are buffers ``(R, H, capacity, hd)`` whose first ``length`` slots
-    are in use; a step writes its block into the spare slots in place (a cache passed to a
-    step is consumed), and the beam reorder copies once. ``padding`` is ``(R, length)``, True
-    where a slot holds no token (left padding of shorter rows, rejected block tokens), or
-    ``None`` when every slot is valid. Row lengths live in the caller's state.
+    ``keys[l]``/``values[l]`` are buffers ``(R, H, capacity, hd)``. Row ``r`` holds its
+    ``lens[r]`` fed tokens in slots ``[0, lens[r])``; what lies beyond is stale and masked, so
+    rejecting block tokens (Jacobi) is a change of ``lens`` and rows of different lengths
+    share a buffer without padding. ``width`` is a host-side upper bound of ``lens`` (the
+    slots a step reads), ``uniform`` says every row has ``width`` tokens (no mask needed).
+    A step writes its block in place (a cache passed to a step is consumed); the beam
+    reorder copies once. No method reads a device value on the host.
     """
 
     keys: List[Tensor]
     values: List[Tensor]
-    padding: Optional[Tensor]
-    length: int
-
-    @staticmethod
-    def from_used(keys: List[Tensor], values: List[Tensor], padding: Optional[Tensor]) -> "RowCache":
-        """A cache holding exactly these slots, with spare capacity."""
-        length = keys[0].size(2)
-        return RowCache([F.pad(k, (0, 0, 0, _SLACK)) for k in keys], [F.pad(v, (0, 0, 0, _SLACK)) for v in values],
-                        padding, length)
+    lens: Tensor  # (R,) tokens held per row
+    width: int  # host: max(lens) or more
+    uniform: bool = True  # host: all lens == width
 
     @property
     def rows(self) -> int:
         return self.keys[0].size(0)
 
     @property
-    def slots(self) -> int:
-        return self.length
-
-    def used_keys(self, i: int) -> Tensor:
-        return self.keys[i][:, :, : self.length]
-
-    def used_values(self, i: int) -> Tensor:
-        return self.values[i][:, :, : self.length]
+    def capacity(self) -> int:
+        return self.keys[0].size(2)
 
     def reserve(self, extra: int) -> None:
-        """Make room for ``extra`` more slots (in place)."""
-        capacity = self.keys[0].size(2)
-        if self.length + extra <= capacity:
+        """Make room for ``extra`` more slots beyond ``width`` (in place)."""
+        capacity = self.capacity
+        if self.width + extra <= capacity:
             return
         grow = max(capacity // 2, extra + _SLACK)
-        self.keys = [F.pad(k[:, :, : self.length], (0, 0, 0, grow + capacity - self.length)) for k in self.keys]
-        self.values = [F.pad(v[:, :, : self.length], (0, 0, 0, grow + capacity - self.length)) for v in self.values]
+        self.keys = [F.pad(k[:, :, : self.width], (0, 0, 0, grow + capacity - self.width)) for k in self.keys]
+        self.values = [F.pad(v[:, :, : self.width], (0, 0, 0, grow + capacity - self.width)) for v in self.values]
 
     def select(self, rows: Tensor) -> "RowCache":
-        """Rows ``rows`` (with repetition, in that order): the beam reorder, one copy (none for the identity)."""
-        if rows.numel() == self.rows and bool((rows == torch.arange(self.rows, device=rows.device)).all()):
-            return self
-        pad = None if self.padding is None else self.padding.index_select(0, rows)
+        """Rows ``rows`` (with repetition, in that order): the beam reorder, one copy."""
         return RowCache([k.index_select(0, rows) for k in self.keys], [v.index_select(0, rows) for v in self.values],
-                        pad, self.length)
+                        self.lens.index_select(0, rows), self.width, self.uniform)
 
-    def left_pad_to(self, slots: int) -> "RowCache":
-        """Pad on the left to ``slots`` slots (the new slots are masked)."""
-        extra = slots - self.slots
-        if extra <= 0:
+    def with_capacity(self, capacity: int) -> "RowCache":
+        if capacity <= self.capacity:
             return self
-        keys = [F.pad(self.used_keys(i), (0, 0, extra, 0)) for i in range(len(self.keys))]
-        values = [F.pad(self.used_values(i), (0, 0, extra, 0)) for i in range(len(self.values))]
-        pad = self.padding
-        if pad is None:
-            pad = torch.zeros(self.rows, self.slots, dtype=torch.bool, device=keys[0].device)
-        return RowCache.from_used(keys, values, F.pad(pad, (extra, 0), value=True))
+        extra = capacity - self.capacity
+        return RowCache([F.pad(k, (0, 0, 0, extra)) for k in self.keys], [F.pad(v, (0, 0, 0, extra)) for v in self.values],
+                        self.lens, self.width, self.uniform)
 
     @staticmethod
     def concat(caches: Sequence["RowCache"]) -> "RowCache":
-        """Stack rows of several caches; shorter ones are left-padded."""
+        """Stack rows of several caches (rows keep their own lengths)."""
         if len(caches) == 1:
             return caches[0]
-        slots = max(c.slots for c in caches)
-        caches = [c.left_pad_to(slots) for c in caches]
+        width = max(c.width for c in caches)
+        capacity = max(c.capacity for c in caches)
+        caches = [c.with_capacity(capacity) for c in caches]
         n = len(caches[0].keys)
-        keys = [torch.cat([c.used_keys(i) for c in caches]) for i in range(n)]
-        values = [torch.cat([c.used_values(i) for c in caches]) for i in range(n)]
-        pad = None
-        if any(c.padding is not None for c in caches):
-            pad = torch.cat(
-                [
-                    c.padding if c.padding is not None
-                    else torch.zeros(c.rows, c.slots, dtype=torch.bool, device=keys[0].device)
-                    for c in caches
-                ]
-            )
-        return RowCache.from_used(keys, values, pad)
+        keys = [torch.cat([c.keys[i] for c in caches]) for i in range(n)]
+        values = [torch.cat([c.values[i] for c in caches]) for i in range(n)]
+        uniform = all(c.uniform and c.width == width for c in caches)
+        return RowCache(keys, values, torch.cat([c.lens for c in caches]), width, uniform)
 
-    def mask_tail(self, keep: Tensor, block: int) -> "RowCache":
-        """Drop the last ``block`` slots beyond ``keep[r]`` accepted ones of each row.
+    def advanced(self, b: int) -> "RowCache":
+        """After a step that wrote a block of ``b`` tokens for every row."""
+        return RowCache(self.keys, self.values, self.lens + b, self.width + b, self.uniform)
 
-        After a block step, row ``r`` keeps only its first ``keep[r]`` new tokens. The slots
-        every row rejects are cut off (free); the rest are masked, and dropped by
-        :meth:`compact` once every row has them masked.
+    def accept(self, keep: Tensor, block: int, width: int) -> "RowCache":
+        """After a block step, keep the first ``keep[r]`` block tokens of each row.
+
+        ``width`` is the host-known new maximum of ``lens`` (the strategy read it with its
+        own control values); the rejected slots are simply overwritten by the next block.
         """
-        cut = int(block - keep.max())
-        out = self.truncate(self.length - cut) if cut > 0 else self
-        block -= cut
-        if bool((keep >= block).all()):
-            return out
-        pad = out.padding
-        if pad is None:
-            pad = torch.zeros(out.rows, out.slots, dtype=torch.bool, device=out.keys[0].device)
-        new = torch.arange(block, device=pad.device).unsqueeze(0) >= keep.unsqueeze(1)  # (R, block)
-        pad = torch.cat([pad[:, : out.slots - block], new], dim=1)
-        return RowCache(out.keys, out.values, pad, out.length).compact()
-
-    def truncate(self, slots: int) -> "RowCache":
-        """Keep the first ``slots`` slots of every row (drop the last block)."""
-        pad = None if self.padding is None else self.padding[:, :slots]
-        return RowCache(self.keys, self.values, pad, slots)
-
-    def compact(self) -> "RowCache":
-        """Drop slots that are padding in every row; forget an all-False mask.
-
-        When more than half the slots are padding (rows that rejected different numbers of
-        block tokens leave holes, sentences that joined a longer batch), the valid slots of
-        every row are packed to the right.
-        """
-        if self.padding is None:
-            return self
-        valid = ~self.padding
-        n = len(self.keys)
-        if float(self.padding.float().mean()) > 0.5:
-            width = int(valid.sum(dim=1).max())
-            order = torch.argsort(valid.long(), dim=1, stable=True)[:, self.slots - width:]  # (R, W)
-            idx = order[:, None, :, None].expand(-1, self.keys[0].size(1), -1, self.keys[0].size(3))
-            out = RowCache.from_used([self.used_keys(i).gather(2, idx) for i in range(n)],
-                                     [self.used_values(i).gather(2, idx) for i in range(n)], self.padding.gather(1, order))
-        else:
-            used = valid.any(dim=0)
-            if bool(used.all()):
-                out = self
-            else:
-                idx = used.nonzero().squeeze(1)
-                out = RowCache.from_used([self.used_keys(i).index_select(2, idx) for i in range(n)],
-                                         [self.used_values(i).index_select(2, idx) for i in range(n)],
-                                         self.padding.index_select(1, idx))
-        if not bool(out.padding.any()):
-            out = RowCache(out.keys, out.values, None, out.length)
-        return out
+        lens = self.lens - block + keep
+        return RowCache(self.keys, self.values, lens, width, False)
 
 
 @dataclass
 class SentenceIndex:
-    """Where each row's queries go in the per-sentence padded layout of encoder attention."""
+    """Where each row's queries go in the per-sentence padded layout of encoder attention.
 
-    sentences: Tensor  # (n,) pool indices of the distinct sentences, in row order
-    local: Tensor  # (R,) index into ``sentences`` of each row
-    slot: Tensor  # (R,) position of the row among its sentence's rows
-    width: int  # max rows of one sentence
+    ``sentences`` (n,) pool indices of the group's sentences (some may have no row);
+    ``local`` (R,) index into ``sentences`` of each row; ``slot`` (R,) the row's place among
+    its sentence's rows; ``width`` (host) at least the most rows of one sentence.
+    """
+
+    sentences: Tensor
+    local: Tensor
+    slot: Tensor
+    width: int
+
+    @staticmethod
+    def one_per_row(row_sentence: Tensor) -> "SentenceIndex":
+        r = row_sentence.numel()
+        return SentenceIndex(row_sentence, torch.arange(r, device=row_sentence.device), torch.zeros_like(row_sentence), 1)
 
     @staticmethod
     def build(row_sentence: Tensor) -> "SentenceIndex":
-        """``row_sentence`` (R,) must list each sentence's rows consecutively."""
+        """From ``row_sentence`` (R,), each sentence's rows consecutive (reads on the host:
+        strategies that know their layout pass it instead)."""
         sentences, counts = torch.unique_consecutive(row_sentence, return_counts=True)
         local = torch.repeat_interleave(torch.arange(len(sentences), device=row_sentence.device), counts)
         starts = torch.cumsum(counts, 0) - counts
         slot = torch.arange(len(row_sentence), device=row_sentence.device) - starts.index_select(0, local)
         return SentenceIndex(sentences, local, slot, int(counts.max()) if len(counts) else 0)
+
+    def select_rows(self, rows: Tensor, width: int) -> "SentenceIndex":
+        return SentenceIndex(self.sentences, self.local.index_select(0, rows), self.slot.index_select(0, rows), width)
+
+    @staticmethod
+    def concat(indices: Sequence["SentenceIndex"]) -> "SentenceIndex":
+        if len(indices) == 1:
+            return indices[0]
+        offset, local = 0, []
+        for ix in indices:
+            local.append(ix.local + offset)
+            offset += ix.sentences.numel()
+        return SentenceIndex(torch.cat([ix.sentences for ix in indices]), torch.cat(local),
+                             torch.cat([ix.slot for ix in indices]), max(ix.width for ix in indices))
 
 
 def _split_heads(x: Tensor, heads: int) -> Tensor:
@@ -266,7 +225,7 @@ def _encoder_attention(attn: Any, query: Tensor, memory_k: Tensor, memory_v: Ten
     keys = memory_k.index_select(0, index.sentences)  # (n, H, S, hd)
     values = memory_v.index_select(0, index.sentences)
     pad = None if memory_pad is None else memory_pad.index_select(0, index.sentences)  # (n, S)
-    if index.width == 1:  # one row per sentence (greedy, Jacobi): no scatter needed
+    if index.width == 1 and r == index.sentences.numel():  # one row per sentence (greedy, Jacobi): no scatter
         scores = torch.matmul(q.view(r, b, heads, hd).transpose(1, 2), keys.transpose(2, 3))  # (R, H, b, S)
         if pad is not None:
             scores = scores.masked_fill(pad[:, None, None, :], float("-inf"))
@@ -284,20 +243,25 @@ def _encoder_attention(attn: Any, query: Tensor, memory_k: Tensor, memory_v: Ten
 
 
 def _self_attention(attn: Any, qkv: Tuple[Tensor, Optional[Tensor]], x: Tensor, cache: RowCache, i: int,
-                    mask: Optional[Tensor]) -> Tensor:
+                    mask: Optional[Tensor], write: Optional[Tensor]) -> Tensor:
     """Self-attention of a block ``x`` (R, b, d) over layer ``i``'s cache plus the block itself.
 
-    The block's keys and values are written into the cache's spare slots (no copy of the
-    past); ``qkv`` are the query/key/value projections stacked into one matrix. ``mask`` is
-    additive, broadcastable to (R, H, b, L + b).
+    The block's keys and values are written into the cache in place (no copy of the past):
+    at slots ``[width, width + b)`` when every row has ``width`` tokens, else at each row's own
+    ``lens[r] + j`` (``write``: (R, H, b, hd) slot indices). ``qkv`` are the query/key/value
+    projections stacked into one matrix. ``mask`` is additive, broadcastable to (R, H, b, width + b).
     """
     heads = attn.num_heads
     b = x.size(1)
     q, k_new, v_new = F.linear(x, *qkv).chunk(3, dim=-1)
     q = _split_heads(q * attn.scaling, heads)  # (R, H, b, hd)
-    start = cache.length
-    cache.keys[i][:, :, start: start + b] = _split_heads(k_new, heads)
-    cache.values[i][:, :, start: start + b] = _split_heads(v_new, heads)
+    start = cache.width
+    if write is None:
+        cache.keys[i][:, :, start: start + b] = _split_heads(k_new, heads)
+        cache.values[i][:, :, start: start + b] = _split_heads(v_new, heads)
+    else:
+        cache.keys[i].scatter_(2, write, _split_heads(k_new, heads))
+        cache.values[i].scatter_(2, write, _split_heads(v_new, heads))
     k = cache.keys[i][:, :, : start + b]  # (R, H, L+b, hd)
     v = cache.values[i][:, :, : start + b]
     scores = torch.matmul(q, k.transpose(2, 3))  # (R, H, b, L+b)
@@ -351,12 +315,13 @@ class TransformerStepper:
         return EncoderMemory(keys, values, pad)
 
     def empty_cache(self, rows: int, like: Tensor) -> RowCache:
-        shape = (rows, self.heads, 0, self.head_dim)
+        shape = (rows, self.heads, _SLACK, self.head_dim)
         n = len(self.decoder.layers)
-        return RowCache.from_used([like.new_zeros(shape) for _ in range(n)], [like.new_zeros(shape) for _ in range(n)], None)
+        lens = torch.zeros(rows, dtype=torch.long, device=like.device)
+        return RowCache([like.new_zeros(shape) for _ in range(n)], [like.new_zeros(shape) for _ in range(n)], lens, 0)
 
     # ---- decoder side -------------------------------------------------------------------
-    def embed(self, tokens: Tensor, positions: Tensor) -> Tensor:
+    def embed(self, tokens: Tensor, positions: Tensor, max_position: Optional[int] = None) -> Tensor:
         """Token + position embeddings of ``tokens`` (R, b) at 0-based target ``positions`` (R, b)."""
         dec = self.decoder
         custom = getattr(dec, "embed_block", None)
@@ -368,7 +333,7 @@ class TransformerStepper:
         if dec.project_in_dim is not None:
             x = dec.project_in_dim(x)
         if dec.embed_positions is not None:
-            x = x + position_embeddings(dec.embed_positions, positions)
+            x = x + position_embeddings(dec.embed_positions, positions, max_position)
         if dec.layernorm_embedding is not None:
             x = dec.layernorm_embedding(x)
         return x
@@ -381,65 +346,70 @@ class TransformerStepper:
         memory: EncoderMemory,
         index: SentenceIndex,
         block_mask: Optional[Tensor] = None,
+        max_position: Optional[int] = None,
     ) -> Tuple[Tensor, RowCache]:
         """Decoder features of a block and the cache extended by it.
 
         ``tokens``/``positions``: (R, b). ``block_mask``: additive (b, b) or (R, b, b) mask
-        inside the block; ``None`` means causal. Returns features (R, b, d_out) after the final
-        layer norm and output projection-in, ready for :meth:`logits`, and the new cache.
+        inside the block, or (b, L + b) / (R, b, L + b) over cache and block; ``None`` means
+        causal. Returns features (R, b, d_out) after the final layer norm and output
+        projection-in, ready for :meth:`logits`, and the new cache.
         """
         b = tokens.size(1)
-        x = self.embed(tokens, positions)
-        mask = self._attention_mask(cache, b, block_mask, x)
+        x = self.embed(tokens, positions, max_position)
         cache.reserve(b)
+        mask, write = self._attention_mask(cache, b, block_mask, x)
         self._refresh_stacked()
         for i, layer in enumerate(self.decoder.layers):
-            x = self._layer(layer, x, cache, mask, memory, i, index)
+            x = self._layer(layer, x, cache, mask, memory, i, index, write)
         dec = self.decoder
         if dec.layer_norm is not None:
             x = dec.layer_norm(x)
         if dec.project_out_dim is not None:
             x = dec.project_out_dim(x)
-        pad = None
-        if cache.padding is not None:
-            pad = torch.cat([cache.padding, cache.padding.new_zeros(cache.rows, b)], dim=1)
-        return x, RowCache(cache.keys, cache.values, pad, cache.length + b)
+        return x, cache.advanced(b)
 
     def logits(self, features: Tensor) -> Tensor:
         return self.decoder.output_layer(features)
 
-    def _attention_mask(self, cache: RowCache, b: int, block_mask: Optional[Tensor], like: Tensor) -> Optional[Tensor]:
-        """Additive mask (R or 1, 1, b, L + b) for the block's self-attention.
+    def _attention_mask(self, cache: RowCache, b: int, block_mask: Optional[Tensor],
+                        like: Tensor) -> Tuple[Optional[Tensor], Optional[Tensor]]:
+        """Additive mask (R or 1, 1, b, L + b) of the block's self-attention, and where to write.
 
-        ``block_mask`` is (b, b) or (R, b, b) inside the block (the cache is fully visible), or
-        (b, L + b) / (R, b, L + b) over cache and block (e.g. the IBDecoder's independent
-        directions); ``None`` is causal.
+        Rows of one length (beam groups) see their ``width`` cached slots and the block at
+        ``[width, width + b)`` under ``block_mask`` ((b, b) or (R, b, b) inside the block, or
+        (b, L + b) / (R, b, L + b) over cache and block; ``None`` is causal). Rows of
+        different lengths (Jacobi, FIFO) write their block at their own ``lens[r]`` and query
+        ``j`` sees slots ``< lens[r] + j + 1``: causal, built on the device.
         """
-        if block_mask is None and b > 1:
+        width = cache.width
+        if not cache.uniform:
+            if block_mask is not None:
+                raise FairseqStreamError("a custom block mask needs rows of one length")
+            offsets = torch.arange(b, device=like.device)
+            ends = cache.lens.unsqueeze(1) + offsets  # (R, b) last visible slot per query
+            slots = torch.arange(width + b, device=like.device)
+            mask = like.new_zeros(cache.rows, 1, b, width + b).masked_fill(
+                (slots > ends.unsqueeze(2)).unsqueeze(1), float("-inf"))
+            write = ends.view(cache.rows, 1, b, 1).expand(cache.rows, self.heads, b, self.head_dim)
+            return mask, write
+        if block_mask is None:
+            if b == 1:
+                return None, None
             block_mask = torch.triu(like.new_full((b, b), float("-inf")), 1)
-        parts = []
-        if block_mask is not None:
-            bm = block_mask.to(like.dtype)
-            bm = bm.unsqueeze(0) if bm.dim() == 2 else bm  # (1 or R, b, b or L + b)
-            if bm.size(-1) == b:
-                bm = torch.cat([like.new_zeros(bm.size(0), b, cache.slots), bm], dim=2)
-            parts.append(bm.unsqueeze(1))
-        if cache.padding is not None:
-            pad = like.new_zeros(cache.rows, cache.slots + b).masked_fill(
-                F.pad(cache.padding, (0, b), value=False), float("-inf")
-            )
-            parts.append(pad[:, None, None, :])
-        if not parts:
-            return None
-        return parts[0] if len(parts) == 1 else parts[0] + parts[1]
+        bm = block_mask.to(like.dtype)
+        bm = bm.unsqueeze(0) if bm.dim() == 2 else bm  # (1 or R, b, b or L + b)
+        if bm.size(-1) == b:
+            bm = torch.cat([like.new_zeros(bm.size(0), b, width), bm], dim=2)
+        return bm.unsqueeze(1), None
 
     def _layer(self, layer: Any, x: Tensor, cache: RowCache, mask: Optional[Tensor],
-               memory: EncoderMemory, i: int, index: SentenceIndex) -> Tensor:
+               memory: EncoderMemory, i: int, index: SentenceIndex, write: Optional[Tensor]) -> Tensor:
         # TransformerDecoderLayerBase.forward in eval mode (dropout is the identity).
         residual = x
         if layer.normalize_before:
             x = layer.self_attn_layer_norm(x)
-        x = _self_attention(layer.self_attn, self._qkv[i], x, cache, i, mask)
+        x = _self_attention(layer.self_attn, self._qkv[i], x, cache, i, mask, write)
         if layer.c_attn is not None:
             r, b, _ = x.shape
             x = torch.einsum("rbhd,h->rbhd", x.view(r, b, layer.nh, layer.head_dim), layer.c_attn).reshape(r, b, -1)
@@ -470,21 +440,25 @@ class TransformerStepper:
         return x
 
 
-def position_embeddings(module: Any, positions: Tensor) -> Tensor:
+def position_embeddings(module: Any, positions: Tensor, max_position: Optional[int] = None) -> Tensor:
     """fairseq's positional embedding of 0-based target positions (R, b) → (R, b, d).
 
     fairseq numbers positions from ``padding_idx + 1`` (``utils.make_positions``).
+    ``max_position`` is a host-known bound of ``positions`` (read from them otherwise).
     """
     from fairseq.modules import LearnedPositionalEmbedding, SinusoidalPositionalEmbedding
 
     ids = positions + module.padding_idx + 1
     if isinstance(module, SinusoidalPositionalEmbedding):
-        needed = int(ids.max()) + 1 if ids.numel() else 0
+        if max_position is None:
+            max_position = int(positions.max()) if positions.numel() else 0
+        needed = max_position + module.padding_idx + 2
         if needed > module.weights.size(0):
+            # Grown geometrically, so a long run regrows the table a few times at most.
             module.weights = SinusoidalPositionalEmbedding.get_embedding(
-                needed, module.embedding_dim, module.padding_idx
+                max(needed, 2 * module.weights.size(0)), module.embedding_dim, module.padding_idx
             ).to(module.weights)
-        return module.weights.index_select(0, ids.reshape(-1)).view(*ids.shape, -1).detach()
+        return F.embedding(ids, module.weights.detach())
     if isinstance(module, LearnedPositionalEmbedding):
         return F.embedding(ids, module.weight, module.padding_idx)
     raise FairseqStreamError(f"unsupported positional embedding {type(module).__name__}")

@@ -42,6 +42,7 @@ from torch import Tensor
 from fairseq_stream.errors import FairseqStreamError
 from fairseq_stream.interface import Hypothesis, StepOutcome
 from fairseq_stream.ops.fused_output import OutputScorer
+from fairseq_stream.ops.transformer_step import SentenceIndex
 from fairseq_stream.processors import RowContext
 
 
@@ -84,24 +85,35 @@ class BeamConfig:
 
 @dataclass
 class BeamState:
-    """The beams of a group of ``S`` sentences, ``k`` slots each.
+    """The beams of a group of ``S`` sentences, ``k`` slots each, all on the device.
 
-    Empty slots have score ``-inf``. ``tokens``/``token_scores`` are right-aligned: sentence
-    ``s`` uses the last ``steps[s]`` columns. ``ended`` slots hold candidates that produced
-    EOS ``ended_len`` tokens in and wait on the beam (rule ``ours``).
+    Empty slots have score ``-inf``. ``tokens``/``token_scores`` are left-aligned buffers of
+    ``L`` columns (the longest maximum length + 2, allocated once): sentence ``s`` uses the
+    first ``steps[s]`` columns. ``ended`` slots hold candidates that produced EOS
+    ``ended_len`` tokens in and wait on the beam (rule ``ours``). Final hypotheses go to the
+    ``fin_*`` buffers (``Z`` slots and one scratch slot), which the host reads once a sentence
+    is done, after the pool. ``row_slot`` (R,) is the flat slot ``s·k + j`` of every decoder
+    row, in row order. ``t``/``min_max_len`` are host-known bounds (steps, maximum length).
     """
 
     sentences: Tensor  # (S,) pool indices
     scores: Tensor  # (S, k) cumulative log-probability
     ended: Tensor  # (S, k) bool
     ended_len: Tensor  # (S, k) generated tokens of an ended candidate, EOS included
-    tokens: Tensor  # (S, k, T) generated tokens (pad-filled on the left and after EOS)
-    token_scores: Tensor  # (S, k, T)
+    tokens: Tensor  # (S, k, L) generated tokens
+    token_scores: Tensor  # (S, k, L)
     steps: Tensor  # (S,) tokens generated so far
     max_len: Tensor  # (S,)
     n_final: Tensor  # (S,) final hypotheses so far
     best_final: Tensor  # (S,) best cumulative log-probability of a final hypothesis
     src_lengths: Tensor  # (S,)
+    fin_tokens: Tensor  # (S, Z + 1, L) final hypotheses, EOS included
+    fin_scores: Tensor  # (S, Z + 1, L) their positional scores
+    fin_len: Tensor  # (S, Z + 1)
+    fin_total: Tensor  # (S, Z + 1) cumulative log-probability
+    row_slot: Tensor  # (R,)
+    t: int = 0  # host: max(steps)
+    min_max_len: int = 0  # host: min(max_len)
 
     @property
     def live(self) -> Tensor:
@@ -109,16 +121,48 @@ class BeamState:
         return torch.isfinite(self.scores) & ~self.ended
 
     def select(self, idx: Tensor) -> "BeamState":
-        """Sentences ``idx`` (local indices) of the group."""
-        return BeamState(*(getattr(self, f).index_select(0, idx) for f in _FIELDS))
+        """Sentences ``idx`` (local indices) of the group; ``row_slot`` is the caller's."""
+        fields = {f: getattr(self, f).index_select(0, idx) for f in _FIELDS}
+        return BeamState(**fields, row_slot=self.row_slot, t=self.t, min_max_len=self.min_max_len)
 
 
 _FIELDS = ("sentences", "scores", "ended", "ended_len", "tokens", "token_scores", "steps",
-           "max_len", "n_final", "best_final", "src_lengths")
+           "max_len", "n_final", "best_final", "src_lengths", "fin_tokens", "fin_scores", "fin_len", "fin_total")
+_COLUMNS = ("tokens", "token_scores", "fin_tokens", "fin_scores")  # fields with L columns
+
+
+@dataclass
+class FinishedBeams:
+    """Final hypotheses of the sentences that ended in one step, still on the device."""
+
+    sentences: Tensor  # (D,)
+    tokens: Tensor  # (D, Z + 1, L)
+    scores: Tensor  # (D, Z + 1, L)
+    length: Tensor  # (D, Z + 1)
+    total: Tensor  # (D, Z + 1)
+    n_final: Tensor  # (D,)
+    lenpen: float
+    nbest: Optional[int]
+
+    def to_hypotheses(self) -> Dict[int, List[Hypothesis]]:
+        """fairseq's n-best lists, best normalised score first (``score / length^lenpen``)."""
+        out: Dict[int, List[Hypothesis]] = {}
+        lengths, totals = self.length.tolist(), self.total.tolist()
+        for i, (sid, n) in enumerate(zip(self.sentences.tolist(), self.n_final.tolist())):
+            hyps = []
+            for z in range(min(n, self.tokens.size(1) - 1)):
+                length = lengths[i][z]
+                hyps.append({"tokens": self.tokens[i, z, :length], "score": totals[i][z] / (length ** self.lenpen),
+                             "positional_scores": self.scores[i, z, :length], "attention": None, "alignment": None})
+            out[sid] = sorted(hyps, key=lambda h: h["score"], reverse=True)[: self.nbest]
+        return out
 
 
 class BeamSearch:
-    """The strategy object the scheduler drives (see :mod:`fairseq_stream.interface`)."""
+    """The strategy object the scheduler drives (see :mod:`fairseq_stream.interface`).
+
+    A step reads the device once (:meth:`_advance`: rows, finished sentences, widest beam).
+    """
 
     uniform_length = True
 
@@ -127,7 +171,6 @@ class BeamSearch:
         cfg.validate()
         self.cfg = cfg
         self.dtype = dtype
-        self._final: Dict[int, List[Hypothesis]] = {}  # final hypotheses of unfinished sentences
         self.scorer = scorer
         self.eos, self.pad, self.bos = eos, pad, bos
         self.needs_history = needs_history
@@ -139,53 +182,65 @@ class BeamSearch:
         self.done_at = self.k if cfg.finalize == "fairseq" else (cfg.final_count or cfg.beam)
 
     # ---- the interface -------------------------------------------------------------------
-    def init_state(self, sentences: Tensor, max_len: Tensor, src_lengths: Tensor) -> StepOutcome:
-        s, k = len(sentences), self.k
-        scores = torch.full((s, k), -math.inf, dtype=self.dtype, device=sentences.device)
+    def init_state(self, sentences: Tensor, max_len: Tensor, src_lengths: Tensor, *,
+                   longest: Optional[int] = None, shortest: Optional[int] = None) -> StepOutcome:
+        s, k, z = len(sentences), self.k, self.done_at
+        dev = sentences.device
+        if longest is None or shortest is None:  # callers outside the scheduler
+            longest, shortest = (int(max_len.max()), int(max_len.min())) if s else (0, 0)
+        width = longest + 2  # max_len tokens, the forced EOS, one spare column
+        scores = torch.full((s, k), -math.inf, dtype=self.dtype, device=dev)
         scores[:, 0] = 0.0
         state = BeamState(
             sentences=sentences,
             scores=scores,
-            ended=torch.zeros(s, k, dtype=torch.bool, device=sentences.device),
-            ended_len=torch.zeros(s, k, dtype=torch.long, device=sentences.device),
-            tokens=sentences.new_zeros(s, k, 0),
-            token_scores=scores.new_zeros(s, k, 0),
+            ended=torch.zeros(s, k, dtype=torch.bool, device=dev),
+            ended_len=torch.zeros(s, k, dtype=torch.long, device=dev),
+            tokens=torch.full((s, k, width), self.pad, dtype=torch.long, device=dev),
+            token_scores=torch.zeros(s, k, width, dtype=self.dtype, device=dev),
             steps=torch.zeros_like(sentences),
             max_len=max_len,
             n_final=torch.zeros_like(sentences),
-            best_final=torch.full((s,), -math.inf, dtype=self.dtype, device=sentences.device),
+            best_final=torch.full((s,), -math.inf, dtype=self.dtype, device=dev),
             src_lengths=src_lengths,
+            fin_tokens=torch.full((s, z + 1, width), self.pad, dtype=torch.long, device=dev),
+            fin_scores=torch.zeros(s, z + 1, width, dtype=self.dtype, device=dev),
+            fin_len=torch.zeros(s, z + 1, dtype=torch.long, device=dev),
+            fin_total=torch.full((s, z + 1), -math.inf, dtype=self.dtype, device=dev),
+            row_slot=torch.arange(s, device=dev) * k,
+            t=0,
+            min_max_len=shortest,
         )
-        feed = torch.full((s, 1), self.bos, dtype=torch.long, device=sentences.device)
+        feed = torch.full((s, 1), self.bos, dtype=torch.long, device=dev)
         return StepOutcome(state=state, parents=None, feed=feed)
 
     def sentences(self, state: BeamState) -> int:
         return len(state.sentences)
 
-    def rows(self, state: BeamState) -> int:
-        return int(state.live.sum())
-
     def length(self, state: BeamState) -> int:
-        return int(state.steps.max()) + 1 if len(state.steps) else 0
+        return state.t + 1 if len(state.sentences) else 0
 
     def concat(self, states: Sequence[BeamState]) -> BeamState:
         if len(states) == 1:
             return states[0]
         width = max(st.tokens.size(2) for st in states)
-        padded = [
-            replace(
-                st,
-                tokens=F.pad(st.tokens, (width - st.tokens.size(2), 0), value=self.pad),
-                token_scores=F.pad(st.token_scores, (width - st.tokens.size(2), 0)),
-            )
-            for st in states
-        ]
-        return BeamState(*(torch.cat([getattr(st, f) for st in padded]) for f in _FIELDS))
+        fields = {}
+        for f in _FIELDS:
+            parts = [getattr(st, f) for st in states]
+            if f in _COLUMNS:
+                value = self.pad if f in ("tokens", "fin_tokens") else 0.0
+                parts = [F.pad(x, (0, width - x.size(2)), value=value) for x in parts]
+            fields[f] = torch.cat(parts)
+        offsets, row_slot = 0, []
+        for st in states:
+            row_slot.append(st.row_slot + offsets * self.k)
+            offsets += len(st.sentences)
+        return BeamState(**fields, row_slot=torch.cat(row_slot), t=max(st.t for st in states),
+                         min_max_len=min(st.min_max_len for st in states))
 
     def step(self, state: BeamState, scores: Tensor) -> StepOutcome:
         """One step of every sentence of the group from the rows' next-token scores ``(R, 1, V)``."""
-        live = state.live
-        row_slot = live.view(-1).nonzero().squeeze(1)  # (R,) flat s * k + j of each row
+        row_slot = state.row_slot
         c = min(self.per_row, scores.size(-1))
         top_lp, top_tok, _ = self.scorer.top(scores[:, -1], c, self._row_context(state, row_slot))
         val, parent, tok, tok_lp = self._candidates(state, top_lp, top_tok, row_slot)
@@ -198,19 +253,14 @@ class BeamSearch:
     def _row_context(self, state: BeamState, row_slot: Tensor) -> RowContext:
         row_s = row_slot // self.k
         history = None
-        if self.needs_history:
-            t = state.tokens.size(2)
-            flat = state.tokens.view(-1, t).index_select(0, row_slot)
-            steps = int(state.steps.max()) if len(state.steps) else 0
-            bos = flat.new_full((flat.size(0), 1), self.bos)
-            # Rows of one group share their step count under min-length selection; FIFO groups
-            # can mix them, so cut each row's history to its own length.
-            history = torch.cat([bos, flat[:, t - steps:]], dim=1)
-            row_steps = state.steps.index_select(0, row_s)
-            if bool((row_steps != steps).any()):
-                history = [torch.cat([bos[i], flat[i, t - int(n):]]) for i, n in enumerate(row_steps)]
-                history = _RaggedHistory(history)
-        return RowContext(state.steps.index_select(0, row_s), state.max_len.index_select(0, row_s), history)
+        if self.needs_history:  # n-gram blocking works on the host anyway
+            flat = state.tokens.view(-1, state.tokens.size(2)).index_select(0, row_slot)
+            row_steps = state.steps.index_select(0, row_s).tolist()
+            bos = flat.new_full((1,), self.bos)
+            history = _RaggedHistory([torch.cat([bos, flat[i, :n]]) for i, n in enumerate(row_steps)])
+        may_reach_max = state.t >= state.min_max_len
+        return RowContext(state.steps.index_select(0, row_s), state.max_len.index_select(0, row_s), history,
+                          may_reach_max=may_reach_max)
 
     def _candidates(self, state: BeamState, top_lp: Tensor, top_tok: Tensor, row_slot: Tensor) -> Tuple[Tensor, ...]:
         """Best ``final_width`` candidates per sentence, sorted: (score, parent slot, token, token lp).
@@ -219,23 +269,21 @@ class BeamSearch:
         """
         s, k = state.scores.shape
         c = top_lp.size(1)
-        lprobs = top_lp
-        cand = lprobs.new_full((s * k, c), -math.inf)
-        cand[row_slot] = state.scores.view(-1).index_select(0, row_slot).unsqueeze(1).to(lprobs) + top_lp
-        toks = top_tok.new_full((s * k, c), self.pad)
-        toks[row_slot] = top_tok
-        lps = lprobs.new_zeros(s * k, c)
-        lps[row_slot] = top_lp
+        # (S·k, c): expansions of every slot; empty and ended slots stay -inf
+        cand = top_lp.new_full((s * k, c), -math.inf)
+        cand.index_copy_(0, row_slot, state.scores.view(-1).index_select(0, row_slot).unsqueeze(1).to(top_lp) + top_lp)
+        toks = top_tok.new_full((s * k, c), self.pad).index_copy_(0, row_slot, top_tok)
+        lps = top_lp.new_zeros(s * k, c).index_copy_(0, row_slot, top_lp)
         # (S, k·c + k): expansions of every slot, then the ended candidates carried over.
-        carry = torch.where(state.ended, state.scores, torch.full_like(state.scores, -math.inf)).to(lprobs)
+        carry = state.scores.masked_fill(~state.ended, -math.inf).to(top_lp)
         pool = torch.cat([cand.view(s, k * c), carry], dim=1)
         width = min(self.final_width, pool.size(1))
         val, idx = pool.topk(width, dim=1)
         is_carry = idx >= k * c
         flat = idx.clamp(max=k * c - 1)
         parent = torch.where(is_carry, idx - k * c, flat // c)
-        tok = torch.where(is_carry, torch.full_like(idx, self.eos), toks.view(s, k * c).gather(1, flat))
-        tok_lp = torch.where(is_carry, torch.zeros_like(val), lps.view(s, k * c).gather(1, flat))
+        tok = torch.where(is_carry, self.eos, toks.view(s, k * c).gather(1, flat))
+        tok_lp = lps.view(s, k * c).gather(1, flat).masked_fill(is_carry, 0.0)
         return val, parent, tok, tok_lp
 
     def _finalize(self, state: BeamState, val: Tensor, tok: Tensor) -> Tuple[Tensor, Tensor]:
@@ -253,33 +301,25 @@ class BeamSearch:
 
     def _record_finals(self, state: BeamState, val: Tensor, parent: Tensor, tok_lp: Tensor,
                        finals: Tensor) -> BeamState:
-        """Turn final candidates into fairseq hypothesis dicts (kept until the sentence ends)."""
-        n_final = state.n_final.clone()
-        best_final = state.best_final.clone()
-        for s, w in finals.nonzero().tolist():
-            if n_final[s] >= self.done_at:
-                continue
-            n_final[s] += 1
-            best_final[s] = max(float(best_final[s]), float(val[s, w]))
-            self._final.setdefault(int(state.sentences[s]), []).append(
-                self._hypothesis(state, s, int(parent[s, w]), bool(state.ended[s, parent[s, w]]),
-                                 float(val[s, w]), float(tok_lp[s, w]))
-            )
-        return replace(state, n_final=n_final, best_final=best_final)
-
-    def _hypothesis(self, state: BeamState, s: int, slot: int, carried: bool, score: float, eos_lp: float) -> Hypothesis:
-        steps = int(state.steps[s])
-        t = state.tokens.size(2)
-        toks = state.tokens[s, slot, t - steps:]
-        lps = state.token_scores[s, slot, t - steps:]
-        if carried:
-            length = int(state.ended_len[s, slot])
-            toks, lps = toks[:length], lps[:length]
-        else:
-            toks = torch.cat([toks, toks.new_tensor([self.eos])])
-            lps = torch.cat([lps, lps.new_tensor([eos_lp])])
-        norm = score / (len(toks) ** self.cfg.lenpen)
-        return {"tokens": toks, "score": norm, "positional_scores": lps, "attention": None, "alignment": None}
+        """Write final candidates into the ``fin_*`` buffers (the first ``Z`` of a sentence)."""
+        s, w = val.shape
+        z = self.done_at
+        rank = state.n_final.unsqueeze(1) + torch.cumsum(finals.long(), dim=1) - 1  # (S, W)
+        ok = finals & (rank < z)
+        dest = torch.where(ok, rank, z)  # the scratch slot takes the rest
+        carried = state.ended.gather(1, parent)
+        length = torch.where(carried, state.ended_len.gather(1, parent), state.steps.unsqueeze(1) + 1)  # (S, W)
+        cols = state.tokens.size(2)
+        gather = parent.unsqueeze(2).expand(s, w, cols)
+        at = state.steps.view(s, 1, 1).expand(s, w, 1)  # the EOS column of a new final
+        toks = state.tokens.gather(1, gather).scatter_(2, at, tok_lp.new_full((s, w, 1), self.eos, dtype=torch.long))
+        lps = state.token_scores.gather(1, gather).scatter_(2, at, tok_lp.unsqueeze(2).to(state.token_scores.dtype))
+        state.fin_tokens.scatter_(1, dest.unsqueeze(2).expand(s, w, cols), toks)
+        state.fin_scores.scatter_(1, dest.unsqueeze(2).expand(s, w, cols), lps)
+        state.fin_len.scatter_(1, dest, length)
+        state.fin_total.scatter_(1, dest, val.to(state.fin_total.dtype))
+        best = torch.maximum(state.best_final, val.masked_fill(~ok, -math.inf).max(dim=1).values.to(state.best_final))
+        return replace(state, n_final=state.n_final + ok.sum(dim=1), best_final=best)
 
     def _prune(self, state: BeamState, val: Tensor, tok_lp: Tensor, keep: Tensor) -> Tensor:
         """Beam shrink by the final count, then the heuristics ``H``; returns the kept mask."""
@@ -303,42 +343,55 @@ class BeamSearch:
     def _advance(self, state: BeamState, val: Tensor, parent: Tensor, tok: Tensor, tok_lp: Tensor,
                  keep: Tensor, row_slot: Tensor) -> StepOutcome:
         s, k = state.scores.shape
-        done = (state.n_final >= self.done_at) | ~keep.any(dim=1)
+        done = (state.n_final >= self.done_at) | ~keep.any(dim=1)  # (S,)
         # Compact the kept candidates into k slots, best first.
-        order = torch.argsort((~keep).long(), dim=1, stable=True)[:, :k]  # (S, k) positions in W
+        order = torch.argsort((~keep).to(torch.uint8), dim=1, stable=True)[:, :k]  # (S, k) positions in W
         slot_ok = keep.gather(1, order)
         new_parent = parent.gather(1, order)
         new_tok = tok.gather(1, order)
         new_lp = tok_lp.gather(1, order)
-        scores = torch.where(slot_ok, val.gather(1, order), torch.full_like(new_lp, -math.inf))
+        scores = val.gather(1, order).masked_fill(~slot_ok, -math.inf)
         was_ended = state.ended.gather(1, new_parent)
         ended = slot_ok & (was_ended | (new_tok == self.eos))
         ended_len = torch.where(was_ended, state.ended_len.gather(1, new_parent),
-                                torch.where(ended, state.steps.unsqueeze(1) + 1, torch.zeros_like(new_parent)))
-        t = state.tokens.size(2)
-        gather = new_parent.unsqueeze(2).expand(s, k, t)
-        appended = torch.where(was_ended, torch.full_like(new_tok, self.pad), new_tok)
-        tokens = torch.cat([state.tokens.gather(1, gather), appended.unsqueeze(2)], dim=2)
-        token_scores = torch.cat([state.token_scores.gather(1, gather),
-                                  torch.where(was_ended, torch.zeros_like(new_lp), new_lp).unsqueeze(2)], dim=2)
+                                (state.steps.unsqueeze(1) + 1).masked_fill(~ended, 0))
+        cols = state.tokens.size(2)
+        gather = new_parent.unsqueeze(2).expand(s, k, cols)
+        at = state.steps.view(s, 1, 1).expand(s, k, 1)  # each sentence's next column
+        tokens = state.tokens.gather(1, gather).scatter_(2, at, new_tok.masked_fill(was_ended, self.pad).unsqueeze(2))
+        token_scores = state.token_scores.gather(1, gather).scatter_(
+            2, at, new_lp.masked_fill(was_ended, 0.0).unsqueeze(2).to(state.token_scores.dtype))
         new = replace(state, scores=scores, ended=ended, ended_len=ended_len, tokens=tokens,
-                      token_scores=token_scores, steps=state.steps + 1)
-        # Decoder rows: one per live slot of a sentence that goes on, parent rows in old order.
+                      token_scores=token_scores, steps=state.steps + 1, t=state.t + 1)
+        live = slot_ok & ~ended & ~done.unsqueeze(1)  # (S, k) slots that need a decoder row
+        per_sentence = live.sum(dim=1)
+        # The step's one host read: how many rows and finished sentences, the widest beam.
+        n_rows, n_done, widest = torch.stack([per_sentence.sum(), done.sum(), per_sentence.max()]).tolist()
+        # Rows in sentence-major order (a stable sort instead of a data-dependent nonzero).
+        live_flat = torch.argsort((~live).view(-1).to(torch.uint8), stable=True)[:n_rows]  # (R',) flat s·k + j
         row_of = torch.full((s * k,), -1, dtype=torch.long, device=row_slot.device)
         row_of[row_slot] = torch.arange(len(row_slot), device=row_slot.device)
-        goes_on = ~done
-        live = (slot_ok & ~ended) & goes_on.unsqueeze(1)
-        flat_parent = (torch.arange(s, device=row_slot.device).unsqueeze(1) * k + new_parent)[live]
-        parents = row_of.index_select(0, flat_parent)
-        feed = new_tok[live].unsqueeze(1)
-        finished: Dict[int, List[Hypothesis]] = {}
-        for i in done.nonzero().squeeze(1).tolist():
-            sid = int(state.sentences[i])
-            hyps = self._final.pop(sid, [])
-            finished[sid] = sorted(hyps, key=lambda h: h["score"], reverse=True)[: self.cfg.nbest if self.cfg.finalize == "ours" else None]
-        if bool(done.any()):
-            new = new.select(goes_on.nonzero().squeeze(1))
-        return StepOutcome(state=new, parents=parents, feed=feed, finished=finished)
+        flat_parent = (torch.arange(s, device=row_slot.device).unsqueeze(1) * k + new_parent).view(-1)
+        parents = row_of.index_select(0, flat_parent.index_select(0, live_flat))
+        feed = new_tok.view(-1).index_select(0, live_flat).unsqueeze(1)
+        slot = (torch.cumsum(live.long(), dim=1) - 1).view(-1).index_select(0, live_flat)
+        finished = None
+        if n_done:
+            by_done = torch.argsort(done.to(torch.uint8), stable=True)
+            goes_on, ended_s = by_done[: s - n_done], by_done[s - n_done:]
+            finished = self._finished(new, ended_s)
+            renumber = torch.cumsum((~done).long(), dim=0) - 1  # old → new sentence index
+            live_flat = renumber.index_select(0, live_flat // k) * k + live_flat % k
+            new = new.select(goes_on)
+        new.row_slot = live_flat
+        index = SentenceIndex(new.sentences, live_flat // k, slot, widest)
+        return StepOutcome(state=new, parents=parents, feed=feed, finished=finished or {}, index=index)
+
+    def _finished(self, state: BeamState, idx: Tensor) -> FinishedBeams:
+        pick = lambda x: x.index_select(0, idx)  # noqa: E731
+        return FinishedBeams(pick(state.sentences), pick(state.fin_tokens), pick(state.fin_scores),
+                             pick(state.fin_len), pick(state.fin_total), pick(state.n_final),
+                             lenpen=self.cfg.lenpen, nbest=self.cfg.nbest if self.cfg.finalize == "ours" else None)
 
 
 class _RaggedHistory(list):

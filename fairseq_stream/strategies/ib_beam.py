@@ -21,7 +21,7 @@ from __future__ import annotations
 import functools
 import math
 from dataclasses import dataclass, replace
-from typing import Any, Dict, List, Sequence, Tuple
+from typing import Any, Dict, List, Optional, Sequence, Tuple
 
 import torch
 import torch.nn.functional as F
@@ -33,6 +33,7 @@ from fairseq_stream.errors import FairseqStreamError
 from fairseq_stream.interface import Hypothesis, StepOutcome
 from fairseq_stream.models.transformer_ib import IBSpec, is_ib_model
 from fairseq_stream.ops.fused_output import OutputScorer
+from fairseq_stream.ops.transformer_step import SentenceIndex
 from fairseq_stream.processors import RowContext, build_processors
 from fairseq_stream.registry import Capabilities, register_search
 from fairseq_stream.scheduler import SchedulerConfig
@@ -40,6 +41,9 @@ from fairseq_stream.scheduler import SchedulerConfig
 
 @dataclass
 class IBState:
+    """The beams of ``S`` sentences on the device; final hypotheses wait in the ``fin_*``
+    buffers (decoder order, ``2B`` slots and a scratch slot) until the pool is read."""
+
     sentences: Tensor  # (S,)
     scores: Tensor  # (S, B) cumulative log-probability, -inf = empty
     tokens: Tensor  # (S, B, T) words of the slots so far (decoder order)
@@ -47,9 +51,44 @@ class IBState:
     seg_done: Tensor  # (S, B, G) segments that reached their EOS
     max_len: Tensor  # (S,)
     n_final: Tensor  # (S,)
+    fin_tokens: Tensor  # (S, 2B + 1, L)
+    fin_scores: Tensor  # (S, 2B + 1, L)
+    fin_len: Tensor  # (S, 2B + 1)
+    fin_total: Tensor  # (S, 2B + 1)
+    row_slot: Tensor  # (R,) flat s·B + j of every decoder row
+
+    def select(self, idx: Tensor) -> "IBState":
+        return IBState(*(getattr(self, f).index_select(0, idx) for f in _FIELDS), row_slot=self.row_slot)
 
 
-_FIELDS = ("sentences", "scores", "tokens", "token_scores", "seg_done", "max_len", "n_final")
+_FIELDS = ("sentences", "scores", "tokens", "token_scores", "seg_done", "max_len", "n_final",
+           "fin_tokens", "fin_scores", "fin_len", "fin_total")
+
+
+@dataclass
+class FinishedIB:
+    """Finished sentences of one step, on the device; word order restored when read."""
+
+    sentences: Tensor
+    tokens: Tensor
+    scores: Tensor
+    length: Tensor
+    total: Tensor
+    n_final: Tensor
+    search: "IBBeamSearch"
+
+    def to_hypotheses(self) -> Dict[int, List[Hypothesis]]:
+        out: Dict[int, List[Hypothesis]] = {}
+        lengths, totals = self.length.tolist(), self.total.tolist()
+        for i, (sid, n) in enumerate(zip(self.sentences.tolist(), self.n_final.tolist())):
+            hyps = []
+            for z in range(min(n, self.tokens.size(1) - 1)):
+                length = lengths[i][z]
+                hyps.append(self.search._hypothesis(self.tokens[i, z, :length].tolist(),
+                                                    self.scores[i, z, :length].tolist(), totals[i][z]))
+            hyps = sorted(hyps, key=lambda h: h["score"], reverse=True)
+            out[sid] = hyps[: max(self.search.nbest, 1)] if hyps else [self.search._empty()]
+        return out
 
 
 class IBBeamSearch:
@@ -65,27 +104,33 @@ class IBBeamSearch:
         self.segments = spec.h // 2
         # Segment of each slot of a step: words come in (left, right) pairs per segment (Eq. 9).
         self.slot_segment = torch.tensor([(j % spec.h) // 2 for j in range(self.z)]) if spec.h > 2 else torch.zeros(self.z, dtype=torch.long)
-        self._final: Dict[int, List[Hypothesis]] = {}
 
     # ---- the interface -------------------------------------------------------------------
-    def init_state(self, sentences: Tensor, max_len: Tensor, src_lengths: Tensor) -> StepOutcome:
+    def init_state(self, sentences: Tensor, max_len: Tensor, src_lengths: Tensor, *,
+                   longest: Optional[int] = None, shortest: Optional[int] = None) -> StepOutcome:
         s, b = len(sentences), self.beam
-        scores = torch.full((s, b), -math.inf, dtype=self.dtype, device=sentences.device)
+        if longest is None:
+            longest = int(max_len.max()) if s else 0
+        width = longest + self.z + 1  # a hypothesis ends at the latest in the step that reaches max_len
+        dev = sentences.device
+        scores = torch.full((s, b), -math.inf, dtype=self.dtype, device=dev)
         scores[:, 0] = 0.0
         state = IBState(
             sentences=sentences, scores=scores,
             tokens=sentences.new_zeros(s, b, 0), token_scores=scores.new_zeros(s, b, 0),
-            seg_done=torch.zeros(s, b, self.segments, dtype=torch.bool, device=sentences.device),
+            seg_done=torch.zeros(s, b, self.segments, dtype=torch.bool, device=dev),
             max_len=max_len, n_final=torch.zeros_like(sentences),
+            fin_tokens=torch.full((s, 2 * b + 1, width), self.pad, dtype=torch.long, device=dev),
+            fin_scores=torch.zeros(s, 2 * b + 1, width, dtype=self.dtype, device=dev),
+            fin_len=torch.zeros(s, 2 * b + 1, dtype=torch.long, device=dev),
+            fin_total=torch.full((s, 2 * b + 1), -math.inf, dtype=self.dtype, device=dev),
+            row_slot=torch.arange(s, device=dev) * b,
         )
         feed = torch.full((s, self.z), self.bos, dtype=torch.long, device=sentences.device)
         return StepOutcome(state=state, parents=None, feed=feed, block_mask=self.block_mask(0, sentences.device))
 
     def sentences(self, state: IBState) -> int:
         return len(state.sentences)
-
-    def rows(self, state: IBState) -> int:
-        return int(torch.isfinite(state.scores).sum())
 
     def length(self, state: IBState) -> int:
         return state.tokens.size(2)
@@ -95,7 +140,18 @@ class IBBeamSearch:
             return states[0]
         if len({st.tokens.size(2) for st in states}) != 1:
             raise FairseqStreamError("ib-beam merges groups of equal length only (min-length selection)")
-        return IBState(*(torch.cat([getattr(st, f) for st in states]) for f in _FIELDS))
+        width = max(st.fin_tokens.size(2) for st in states)
+        fields = {}
+        for f in _FIELDS:
+            parts = [getattr(st, f) for st in states]
+            if f in ("fin_tokens", "fin_scores"):
+                parts = [F.pad(x, (0, width - x.size(2)), value=self.pad if f == "fin_tokens" else 0.0) for x in parts]
+            fields[f] = torch.cat(parts)
+        offset, row_slot = 0, []
+        for st in states:
+            row_slot.append(st.row_slot + offset * self.beam)
+            offset += len(st.sentences)
+        return IBState(**fields, row_slot=torch.cat(row_slot))
 
     def block_mask(self, fed: int, device: Any):
         """Mask of the next step's ``z`` slots over the ``fed`` cached ones and themselves."""
@@ -111,22 +167,19 @@ class IBBeamSearch:
     # ---- a step ---------------------------------------------------------------------------
     def step(self, state: IBState, scores: Tensor) -> StepOutcome:
         s, b = state.scores.shape
-        live = torch.isfinite(state.scores)
-        row_slot = live.view(-1).nonzero().squeeze(1)  # (R,)
+        row_slot = state.row_slot  # (R,)
         words, word_lp, sums = self._continuations(state, scores, row_slot)
         total = state.scores.view(-1).index_select(0, row_slot).unsqueeze(1) + sums  # (R, Bc)
         seg_done = self._segments_done(state, words, row_slot)  # (R, Bc, G)
         ended = seg_done.all(dim=2) & torch.isfinite(total)
         bc = total.size(1)
         # Per sentence: (S, B·Bc) candidates of all its hypotheses.
-        full = total.new_full((s * b, bc), -math.inf)
-        full[row_slot] = total
-        full_end = torch.zeros(s * b, bc, dtype=torch.bool, device=total.device)
-        full_end[row_slot] = ended
+        full = total.new_full((s * b, bc), -math.inf).index_copy_(0, row_slot, total)
+        full_end = torch.zeros(s * b, bc, dtype=torch.bool, device=total.device).index_copy_(0, row_slot, ended)
         full, full_end = full.view(s, b * bc), full_end.view(s, b * bc)
         row_of = torch.full((s * b,), -1, dtype=torch.long, device=total.device)
         row_of[row_slot] = torch.arange(len(row_slot), device=total.device)
-        self._record(state, full, full_end, words, word_lp, row_of, bc)
+        state = self._record(state, full, full_end, words, word_lp, row_of, bc)
         return self._advance(state, full, full_end, words, word_lp, seg_done, row_of, bc)
 
     def _continuations(self, state: IBState, scores: Tensor, row_slot: Tensor) -> Tuple[Tensor, Tensor, Tensor]:
@@ -162,21 +215,33 @@ class IBBeamSearch:
         return prior.unsqueeze(1) | hit
 
     def _record(self, state: IBState, full: Tensor, full_end: Tensor, words: Tensor, word_lp: Tensor,
-                row_of: Tensor, bc: int) -> None:
-        """Finished continuations → hypotheses (at most B per sentence and step, best first)."""
+                row_of: Tensor, bc: int) -> IBState:
+        """Finished continuations → the ``fin_*`` buffers (at most B per sentence and step, best first)."""
         ended = torch.where(full_end, full, torch.full_like(full, -math.inf))
         if self.finalize == "top":  # only ended continuations among the sentence's B best count
             kth = full.topk(min(self.beam, full.size(1)), dim=1).values[:, -1:]
             ended = torch.where(full >= kth, ended, torch.full_like(ended, -math.inf))
-        best, idx = ended.topk(min(self.beam, ended.size(1)), dim=1)
-        for i, w in (torch.isfinite(best)).nonzero().tolist():
-            sid = int(state.sentences[i])
-            flat = int(idx[i, w])
-            slot, cont = flat // bc, flat % bc
-            row = int(row_of[i * self.beam + slot])
-            seq = state.tokens[i, slot].tolist() + words[row, cont].tolist()
-            lps = state.token_scores[i, slot].tolist() + word_lp[row, cont].tolist()
-            self._final.setdefault(sid, []).append(self._hypothesis(seq, lps, float(best[i, w])))
+        best, idx = ended.topk(min(self.beam, ended.size(1)), dim=1)  # (S, W)
+        s, w = best.shape
+        ok = torch.isfinite(best)
+        rank = state.n_final.unsqueeze(1) + torch.cumsum(ok.long(), dim=1) - 1
+        dest = torch.where(ok, rank, state.fin_len.size(1) - 1)  # the scratch slot takes the rest
+        slot, cont = torch.div(idx, bc, rounding_mode="floor"), idx % bc
+        rows = row_of.view(s, self.beam).gather(1, slot).clamp(min=0)
+        t, cols = state.tokens.size(2), state.fin_tokens.size(2)
+        gather = slot.unsqueeze(2).expand(s, w, t)
+        seq = torch.cat([state.tokens.gather(1, gather), words[rows.view(-1), cont.view(-1)].view(s, w, self.z)], dim=2)
+        lps = torch.cat([state.token_scores.gather(1, gather),
+                         word_lp[rows.view(-1), cont.view(-1)].view(s, w, self.z).to(state.token_scores.dtype)], dim=2)
+        if seq.size(2) > cols:
+            raise FairseqStreamError(f"ib-beam: hypothesis longer than its buffer ({seq.size(2)} > {cols})")
+        seq = F.pad(seq, (0, cols - seq.size(2)), value=self.pad)
+        lps = F.pad(lps, (0, cols - lps.size(2)))
+        state.fin_tokens.scatter_(1, dest.unsqueeze(2).expand(s, w, cols), seq)
+        state.fin_scores.scatter_(1, dest.unsqueeze(2).expand(s, w, cols), lps)
+        state.fin_len.scatter_(1, dest, torch.full_like(dest, t + self.z))
+        state.fin_total.scatter_(1, dest, best.to(state.fin_total.dtype))
+        return replace(state, n_final=state.n_final + ok.sum(dim=1))
 
     def _hypothesis(self, seq: List[int], lps: List[float], total: float) -> Hypothesis:
         order = ib_order.restore_order(seq, self.spec.h, self.spec.c, self.eos, self.pad)
@@ -195,14 +260,12 @@ class IBBeamSearch:
     def _advance(self, state: IBState, full: Tensor, full_end: Tensor, words: Tensor, word_lp: Tensor,
                  seg_done: Tensor, row_of: Tensor, bc: int) -> StepOutcome:
         s, b = state.scores.shape
-        n_final = torch.tensor([len(self._final.get(int(x), [])) for x in state.sentences.tolist()],
-                               device=full.device)
         open_ = torch.where(full_end, torch.full_like(full, -math.inf), full)
         val, idx = open_.topk(min(b, open_.size(1)), dim=1)
         val = F.pad(val, (0, b - val.size(1)), value=-math.inf)
         idx = F.pad(idx, (0, b - idx.size(1)))
         ok = torch.isfinite(val)
-        done = (n_final >= self.beam) | ~ok.any(dim=1)
+        done = (state.n_final >= self.beam) | ~ok.any(dim=1)
         parent_slot = torch.div(idx, bc, rounding_mode="floor")
         cont = idx % bc
         rows = row_of.view(s, b).gather(1, parent_slot).clamp(min=0)  # (S, B) rows of the parents
@@ -212,23 +275,33 @@ class IBBeamSearch:
         gather = parent_slot.unsqueeze(2).expand(s, b, t)
         new = replace(
             state,
-            scores=torch.where(ok, val, torch.full_like(val, -math.inf)),
+            scores=val.masked_fill(~ok, -math.inf),
             tokens=torch.cat([state.tokens.gather(1, gather), w], dim=2),
             token_scores=torch.cat([state.token_scores.gather(1, gather), lp.to(state.token_scores.dtype)], dim=2),
             seg_done=seg_done[rows.view(-1), cont.view(-1)].view(s, b, self.segments),
-            n_final=n_final,
         )
-        live = ok & ~done.unsqueeze(1)
-        parents = rows[live]
-        feed = w[live]
-        finished: Dict[int, List[Hypothesis]] = {}
-        for i in done.nonzero().squeeze(1).tolist():
-            sid = int(state.sentences[i])
-            hyps = sorted(self._final.pop(sid, []), key=lambda h: h["score"], reverse=True)
-            finished[sid] = hyps[: max(self.nbest, 1)] if hyps else [self._empty()]
-        new = IBState(*(getattr(new, f).index_select(0, (~done).nonzero().squeeze(1)) for f in _FIELDS))
+        live = ok & ~done.unsqueeze(1)  # (S, B)
+        per_sentence = live.sum(dim=1)
+        # The step's one host read: rows, finished sentences, the widest beam.
+        n_rows, n_done, widest = torch.stack([per_sentence.sum(), done.sum(), per_sentence.max()]).tolist()
+        live_flat = torch.argsort((~live).view(-1).to(torch.uint8), stable=True)[:n_rows]  # (R',)
+        parents = rows.view(-1).index_select(0, live_flat)
+        feed = w.view(s * b, self.z).index_select(0, live_flat)
+        slot = (torch.cumsum(live.long(), dim=1) - 1).view(-1).index_select(0, live_flat)
+        finished: Any = {}
+        if n_done:
+            by_done = torch.argsort(done.to(torch.uint8), stable=True)
+            goes_on, ended = by_done[: s - n_done], by_done[s - n_done:]
+            pick = lambda x: x.index_select(0, ended)  # noqa: E731
+            finished = FinishedIB(pick(new.sentences), pick(new.fin_tokens), pick(new.fin_scores),
+                                  pick(new.fin_len), pick(new.fin_total), pick(new.n_final), self)
+            renumber = torch.cumsum((~done).long(), dim=0) - 1
+            live_flat = renumber.index_select(0, live_flat // b) * b + live_flat % b
+            new = new.select(goes_on)
+        new.row_slot = live_flat
+        index = SentenceIndex(new.sentences, live_flat // b, slot, widest)
         return StepOutcome(state=new, parents=parents, feed=feed, finished=finished,
-                           block_mask=self.block_mask(t + self.z, full.device))
+                           block_mask=self.block_mask(t + self.z, full.device), index=index)
 
     def _empty(self) -> Hypothesis:
         return {"tokens": torch.tensor([self.eos]), "score": -math.inf,

@@ -27,7 +27,7 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass, replace
-from typing import Dict, List, Optional, Sequence
+from typing import Any, Dict, List, Optional, Sequence
 
 import torch
 import torch.nn.functional as F
@@ -36,6 +36,7 @@ from torch import Tensor
 from fairseq_stream.errors import FairseqStreamError
 from fairseq_stream.interface import Hypothesis, StepOutcome
 from fairseq_stream.ops.fused_output import OutputScorer
+from fairseq_stream.ops.transformer_step import SentenceIndex
 from fairseq_stream.processors import RowContext
 
 
@@ -56,12 +57,13 @@ class JacobiConfig:
 
 @dataclass
 class JacobiState:
-    """``S`` sentences, one decoder row each.
+    """``S`` sentences, one decoder row each, all on the device.
 
     ``tokens`` (S, T): verified tokens, left-aligned, pad after ``verified[s]`` (T is the
-    longest maximum length, allocated once); ``draft`` (S, D): guesses for the positions after
-    the verified ones (pad = none yet); ``width``/``feed``: the next iteration's window and the
-    tokens fed for it. The decoder cache of a row holds BOS and all verified tokens but the last.
+    longest maximum length + 3, allocated once; the last column is scratch for rejected
+    predictions); ``draft`` (S, D): guesses for the positions after the verified ones (pad =
+    none yet); ``width``/``feed``: the next iteration's window and the tokens fed for it. The
+    decoder cache of a row holds BOS and all verified tokens but the last.
     """
 
     sentences: Tensor
@@ -74,12 +76,42 @@ class JacobiState:
     width: Tensor  # (S,)
     feed: Tensor  # (S, b)
 
+    def select(self, idx: Tensor) -> "JacobiState":
+        return JacobiState(*(getattr(self, f).index_select(0, idx) for f in _FIELDS))
+
 
 _FIELDS = ("sentences", "tokens", "token_scores", "verified", "draft", "max_len", "iterations", "width", "feed")
 
 
+@dataclass
+class FinishedJacobi:
+    """Sentences that converged in one iteration, still on the device (read after the pool)."""
+
+    sentences: Tensor  # (D,)
+    tokens: Tensor  # (D, T)
+    token_scores: Tensor  # (D, T)
+    verified: Tensor  # (D,)
+    iterations: Tensor  # (D,)
+    lenpen: float
+    stats: Any
+
+    def to_hypotheses(self) -> Dict[int, List[Hypothesis]]:
+        out: Dict[int, List[Hypothesis]] = {}
+        for i, (sid, n, its) in enumerate(zip(self.sentences.tolist(), self.verified.tolist(), self.iterations.tolist())):
+            toks, lps = self.tokens[i, :n].clone(), self.token_scores[i, :n].clone()
+            total = float(lps.cumsum(0)[-1])  # summed in order, as beam search accumulates
+            out[sid] = [{"tokens": toks, "score": total / (n ** self.lenpen), "positional_scores": lps,
+                         "attention": None, "alignment": None}]
+            self.stats.autoregressive_steps += n
+            self.stats.extra["sentence_iterations"] = self.stats.extra.get("sentence_iterations", 0.0) + float(its)
+        return out
+
+
 class JacobiDecoding:
-    """The strategy object the scheduler drives (see :mod:`fairseq_stream.interface`)."""
+    """The strategy object the scheduler drives (see :mod:`fairseq_stream.interface`).
+
+    An iteration reads the device once (finished sentences, the next window, the longest row).
+    """
 
     uniform_length = False
 
@@ -94,28 +126,28 @@ class JacobiDecoding:
         self.dtype = dtype
 
     # ---- the interface -------------------------------------------------------------------
-    def init_state(self, sentences: Tensor, max_len: Tensor, src_lengths: Tensor) -> StepOutcome:
+    def init_state(self, sentences: Tensor, max_len: Tensor, src_lengths: Tensor, *,
+                   longest: Optional[int] = None, shortest: Optional[int] = None) -> StepOutcome:
         s = len(sentences)
-        cap = int(max_len.max()) + 2 if s else 1
+        if longest is None:
+            longest = int(max_len.max()) if s else 0
+        cap = longest + 3
         zeros = torch.zeros_like(sentences)
         state = JacobiState(
             sentences=sentences,
             tokens=sentences.new_full((s, cap), self.pad),
             token_scores=torch.zeros(s, cap, dtype=self.dtype, device=sentences.device),
             verified=zeros, draft=sentences.new_full((s, 0), self.pad), max_len=max_len,
-            iterations=zeros, width=zeros, feed=sentences.new_zeros(s, 0),
+            iterations=zeros, width=self._widths(zeros, max_len), feed=sentences.new_zeros(s, 0),
         )
-        state = self._plan(state)
+        state = self._plan(state, self._first_block(longest))
         return StepOutcome(state=state, parents=None, feed=state.feed)
 
     def sentences(self, state: JacobiState) -> int:
         return len(state.sentences)
 
-    def rows(self, state: JacobiState) -> int:
-        return len(state.sentences)
-
     def length(self, state: JacobiState) -> int:
-        return int(state.verified.max()) if len(state.verified) else 0
+        raise FairseqStreamError("Jacobi rows have their own lengths: schedule them with selection 'all'")
 
     def concat(self, states: Sequence[JacobiState]) -> JacobiState:
         if len(states) == 1:
@@ -126,14 +158,15 @@ class JacobiDecoding:
         for st in states:
             fix = {f: F.pad(getattr(st, f), (0, widths[f] - getattr(st, f).size(1)), value=pad[f]) for f in widths}
             fix["token_scores"] = F.pad(st.token_scores, (0, widths["tokens"] - st.token_scores.size(1)))
+            if widths["tokens"] > st.tokens.size(1):  # keep the scratch column last
+                fix["tokens"][:, st.tokens.size(1) - 1] = self.pad
             padded.append(replace(st, **fix))
         return JacobiState(*(torch.cat([getattr(st, f) for st in padded]) for f in _FIELDS))
 
     # ---- windows -----------------------------------------------------------------------
-    def _plan(self, state: JacobiState) -> JacobiState:
-        """The next iteration's window (positions solved from the first unverified one) and feed."""
-        a = state.verified
-        remaining = state.max_len + 1 - a  # positions left, EOS included
+    def _widths(self, a: Tensor, max_len: Tensor) -> Tensor:
+        """(S,) the window solved from the first unverified position ``a``."""
+        remaining = max_len + 1 - a  # positions left, EOS included
         if self.cfg.block is None:  # PJ: everything that is left
             width = remaining
         elif self.cfg.init == "tail":  # a block sliding with the verified prefix
@@ -142,8 +175,18 @@ class JacobiDecoding:
             width = self.cfg.block - a % self.cfg.block
         if self.cfg.max_parallel_len is not None:  # HGJ: sequential beyond L
             width = torch.where(a >= self.cfg.max_parallel_len, torch.ones_like(width), width)
-        width = torch.minimum(width, remaining).clamp(min=1)
-        b = int(width.max()) if len(width) else 1
+        return torch.minimum(width, remaining).clamp(min=1)
+
+    def _first_block(self, longest: int) -> int:
+        """The widest first window, from host-known numbers (``_widths`` at ``a = 0``)."""
+        if self.cfg.max_parallel_len == 0:
+            return 1
+        width = longest + 1 if self.cfg.block is None else min(self.cfg.block, longest + 1)
+        return max(width, 1)
+
+    def _plan(self, state: JacobiState, b: int) -> JacobiState:
+        """The next iteration's feed for windows ``state.width`` (at most ``b`` wide, host)."""
+        a = state.verified
         # The last verified token (BOS first), then the draft; positions past a row's window
         # are filler, which the causal mask keeps from the rest.
         last = F.pad(state.tokens, (1, 0), value=self.bos).gather(1, a.unsqueeze(1))
@@ -152,8 +195,8 @@ class JacobiDecoding:
             draft = F.pad(draft, (0, b - 1 - draft.size(1)), value=self.pad)
         feed = torch.cat([last, draft], dim=1)
         if b > 1:
-            feed = feed.masked_fill(torch.arange(b, device=feed.device) >= width.unsqueeze(1), self.pad)
-        return replace(state, width=width, feed=feed)
+            feed = feed.masked_fill(torch.arange(b, device=feed.device) >= state.width.unsqueeze(1), self.pad)
+        return replace(state, feed=feed)
 
     # ---- one iteration -----------------------------------------------------------------
     def step(self, state: JacobiState, scores: Tensor) -> StepOutcome:
@@ -162,11 +205,10 @@ class JacobiDecoding:
         width, feed = state.width, state.feed
         offsets = torch.arange(b, device=scores.device)
         pos = state.verified.unsqueeze(1) + offsets  # (S, b) target index of each prediction
-        ctx = RowContext(steps=pos.reshape(-1), max_len=state.max_len.repeat_interleave(b))
-        flat = scores.reshape(s * b, v)
-        # Arg-max only (paper 002 Algorithm 3): normalise just the tokens that get verified.
-        raw, top, _ = self.scorer.top(flat, 1, ctx, normalize=False)
-        pred, raw = top[:, 0].view(s, b), raw[:, 0].view(s, b)
+        ctx = RowContext(steps=pos.reshape(-1), max_len=state.max_len.repeat_interleave(b, output_size=s * b))
+        # Arg-max with its log-probability: top-1 and the normaliser in one pass (paper 002).
+        score, top, _ = self.scorer.top(scores.reshape(s * b, v), 1, ctx)
+        pred, score = top[:, 0].view(s, b), score[:, 0].view(s, b)
         # Verified: the first prediction, then each one whose inputs all matched.
         run = torch.cumprod((feed[:, 1:] == pred[:, :-1]).long(), dim=1).sum(dim=1) + 1 if b > 1 else torch.ones_like(width)
         accept = torch.minimum(run, width)
@@ -174,19 +216,18 @@ class JacobiDecoding:
         is_eos = (pred == self.eos) & (offsets < accept.unsqueeze(1))
         has_eos = is_eos.any(dim=1)
         accept = torch.where(has_eos, is_eos.long().argmax(dim=1) + 1, accept)
-        kept = offsets < accept.unsqueeze(1)  # (S, b)
-        score = raw.masked_scatter(kept, raw[kept] - self.scorer.normaliser(flat[kept.view(-1)]).to(raw.dtype))
-        self.stats.accepted_tokens += int(accept.sum())
-        return self._finish(self._extend(state, pred, score, accept, kept), has_eos, accept)
+        state = self._extend(state, pred, score, accept)
+        done = has_eos | (state.verified > state.max_len)  # max_len tokens and the forced EOS
+        return self._finish(state, done, accept)
 
-    def _extend(self, state: JacobiState, pred: Tensor, score: Tensor, accept: Tensor, kept: Tensor) -> JacobiState:
+    def _extend(self, state: JacobiState, pred: Tensor, score: Tensor, accept: Tensor) -> JacobiState:
         s, b = pred.shape
         offsets = torch.arange(b, device=pred.device)
-        rows = torch.arange(s, device=pred.device).unsqueeze(1).expand(s, b)[kept]
-        cols = (state.verified.unsqueeze(1) + offsets)[kept]
-        tokens, scores = state.tokens.clone(), state.token_scores.clone()
-        tokens[rows, cols] = pred[kept]
-        scores[rows, cols] = score[kept].to(scores.dtype)
+        kept = offsets < accept.unsqueeze(1)  # (S, b)
+        # Verified predictions go to their columns, the rest to the scratch column.
+        cols = (state.verified.unsqueeze(1) + offsets).masked_fill(~kept, state.tokens.size(1) - 1)
+        tokens = state.tokens.scatter(1, cols, pred)
+        scores = state.token_scores.scatter(1, cols, score.to(state.token_scores.dtype))
         # The unverified predictions, shifted, are the next draft (Jacobi's update); those past
         # a row's window came from filler inputs and are no draft.
         shift = offsets + accept.unsqueeze(1)  # (S, b)
@@ -196,30 +237,27 @@ class JacobiDecoding:
             # A fresh aligned block starts from PAD (the paper's initialisation).
             draft = draft.masked_fill((verified % self.cfg.block == 0).unsqueeze(1), self.pad)
         return replace(state, tokens=tokens, token_scores=scores, verified=verified, draft=draft,
-                       iterations=state.iterations + 1)
+                       iterations=state.iterations + 1, width=self._widths(verified, state.max_len))
 
-    def _finish(self, state: JacobiState, has_eos: Tensor, accept: Tensor) -> StepOutcome:
-        done = has_eos | (state.verified > state.max_len)  # max_len tokens and the forced EOS
-        finished: Dict[int, List[Hypothesis]] = {}
-        if bool(done.any()):
-            for i in done.nonzero().squeeze(1).tolist():
-                n = int(state.verified[i])
-                toks, lps = state.tokens[i, :n].clone(), state.token_scores[i, :n].clone()
-                total = float(lps.cumsum(0)[-1])  # summed in order, as beam search accumulates
-                finished[int(state.sentences[i])] = [{
-                    "tokens": toks, "score": total / (n ** self.lenpen), "positional_scores": lps,
-                    "attention": None, "alignment": None,
-                }]
-                self.stats.autoregressive_steps += n
-                self.stats.extra["sentence_iterations"] = (
-                    self.stats.extra.get("sentence_iterations", 0.0) + float(state.iterations[i]))
-            goes_on = (~done).nonzero().squeeze(1)
-            state = JacobiState(*(getattr(state, f).index_select(0, goes_on) for f in _FIELDS))
-            parents = goes_on
-        else:
-            parents = None
-        new = self._plan(state)
-        return StepOutcome(state=new, parents=parents, feed=new.feed, finished=finished, accept=accept)
+    def _finish(self, state: JacobiState, done: Tensor, accept: Tensor) -> StepOutcome:
+        s = len(state.sentences)
+        # The iteration's one host read: finished sentences, next window, longest row, tokens.
+        n_done, b, longest, accepted = torch.stack([
+            done.sum(), state.width.masked_fill(done, 1).max(), state.verified.max(), accept.sum()]).tolist()
+        self.stats.accepted_tokens += accepted
+        finished: Any = {}
+        parents = None
+        if n_done:
+            by_done = torch.argsort(done.to(torch.uint8), stable=True)
+            parents, ended = by_done[: s - n_done], by_done[s - n_done:]
+            pick = lambda x: x.index_select(0, ended)  # noqa: E731
+            finished = FinishedJacobi(pick(state.sentences), pick(state.tokens), pick(state.token_scores),
+                                      pick(state.verified), pick(state.iterations), self.lenpen, self.stats)
+            state = state.select(parents)
+        new = self._plan(state, b)
+        index = SentenceIndex.one_per_row(new.sentences)
+        return StepOutcome(state=new, parents=parents, feed=new.feed, finished=finished, accept=accept,
+                           index=index, max_length=longest)
 
 
 # ---- registration ---------------------------------------------------------------------------

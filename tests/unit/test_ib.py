@@ -146,10 +146,15 @@ def test_ib_finalize_top_ignores_ended_continuations_outside_the_beam(finalize):
                                  (1, 0): {EOS: -1.0, F_: -1.05}, (1, 1): {G: -1.0}})
     out = search.step(out.state, scores)
     if finalize == "all":  # both ended continuations are final: B of them end the sentence already
-        assert set(out.finished) == {0} and out.finished[0][0]["tokens"].tolist() == [A, D_, B_, EOS]
+        finished = out.finished.to_hypotheses()  # read from the device once the pool is done
+        assert set(finished) == {0} and finished[0][0]["tokens"].tolist() == [A, D_, B_, EOS]
     else:  # only (D EOS) is final; the beam goes on with (D E) and (F G)
-        assert not out.finished and out.state.tokens[0, :, 2:].tolist() == [[D_, E], [F_, G]]
-        assert [h["tokens"].tolist() for h in search._final[0]] == [[A, D_, B_, EOS]]
+        st = out.state
+        assert not out.finished and st.tokens[0, :, 2:].tolist() == [[D_, E], [F_, G]]
+        assert st.n_final.tolist() == [1]
+        final = search._hypothesis(st.fin_tokens[0, 0, : int(st.fin_len[0, 0])].tolist(),
+                                   st.fin_scores[0, 0, : int(st.fin_len[0, 0])].tolist(), float(st.fin_total[0, 0]))
+        assert final["tokens"].tolist() == [A, D_, B_, EOS]
 
 
 @pytest.mark.parametrize("name", ["beam", "fixed-ours", "var-stream", "gs-jacobi"])
