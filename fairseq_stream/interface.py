@@ -20,6 +20,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any, Dict, List, Optional, Protocol, Sequence
 
+import torch
 from torch import Tensor
 
 #: One finished hypothesis, in fairseq's format (``tokens`` ending in EOS, ``score``,
@@ -71,3 +72,25 @@ class SearchStrategy(Protocol):
     def length(self, state: Any) -> int:
         """Tokens fed so far to every row of ``state`` (the key of min-length selection)."""
         ...
+
+
+def cat_padded(parts: Sequence[Tensor], value: float = 0) -> Tensor:
+    """Concatenate along dim 0, padding the last dimension of 3-d parts to the widest."""
+    if parts[0].dim() == 3:
+        width = max(p.size(2) for p in parts)
+        parts = [torch.nn.functional.pad(p, (0, width - p.size(2)), value=value) for p in parts]
+    return torch.cat(list(parts))
+
+
+def merge_finished(batches: Sequence[Any]) -> Dict[int, List[Hypothesis]]:
+    """All that finished in a pool → n-best lists, reading each kind of device batch once."""
+    out: Dict[int, List[Hypothesis]] = {}
+    deferred: Dict[type, List[Any]] = {}
+    for batch in batches:
+        if isinstance(batch, dict):
+            out.update(batch)
+        else:
+            deferred.setdefault(type(batch), []).append(batch)
+    for kind, items in deferred.items():
+        out.update(kind.merge(items).to_hypotheses())
+    return out

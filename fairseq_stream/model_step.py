@@ -254,6 +254,8 @@ class ModelStep:
         """
         caches = [b.select(c, rows) for b, c in zip(self.backends, state.caches)]
         history = None if state.history is None else state.history.index_select(0, rows)
+        if index is not None:
+            index.inherit(state.index)
         return DecoderState(caches, state.row_sentence.index_select(0, rows), state.lengths.index_select(0, rows),
                             history, index, state.max_length)
 

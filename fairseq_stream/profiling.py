@@ -115,8 +115,8 @@ class _DispatchCounter(TorchDispatchMode):
 class CostCounter:
     """``with CostCounter() as cc: ...`` then ``cc.counts``: host reads and aten ops inside."""
 
-    def __init__(self) -> None:
-        self.counts = CostCounts()
+    def __init__(self, counts: "CostCounts | None" = None) -> None:
+        self.counts = counts if counts is not None else CostCounts()
         self._modes = [_FunctionCounter(self.counts), _DispatchCounter(self.counts)]
 
     def __enter__(self) -> "CostCounter":

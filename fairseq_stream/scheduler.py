@@ -28,7 +28,7 @@ import torch
 from torch import Tensor
 
 from fairseq_stream.errors import FairseqStreamError
-from fairseq_stream.interface import Hypothesis, SearchStrategy, StepOutcome
+from fairseq_stream.interface import Hypothesis, SearchStrategy, StepOutcome, merge_finished
 from fairseq_stream.model_step import DecoderState, ModelStep, PoolEncoding
 from fairseq_stream.stats import DecodeStats
 
@@ -98,10 +98,7 @@ class StreamingScheduler:
             group = self._select(groups)
             finished.append(self._step(pool, group, groups))
             clock += 1
-        results: Dict[int, List[Hypothesis]] = {}
-        for done in finished:
-            results.update(done if isinstance(done, dict) else done.to_hypotheses())
-        return results
+        return merge_finished(finished)
 
     # ---- refill ----------------------------------------------------------------------------
     def _in_flight(self, groups: List[_Group]) -> tuple:
@@ -180,7 +177,7 @@ class StreamingScheduler:
             if out.parents is not None:
                 dec = self.model.select(dec, out.parents, out.index)
             elif out.index is not None:
-                dec.index = out.index
+                dec.index = out.index.inherit(dec.index)
             groups.append(_Group(out.state, dec, out.feed, group.joined, out.block_mask))
         self.stats.add_step(sentences=sentences, rows=rows, length=length,
                             seconds=None if start is None else time.perf_counter() - start)

@@ -99,6 +99,10 @@ TINY_ARCHS = {
     "transformer": ["--arch", "transformer", "--share-all-embeddings", "--encoder-layers", "1", "--decoder-layers", "1",
                     "--encoder-embed-dim", "64", "--decoder-embed-dim", "64", "--encoder-ffn-embed-dim", "128",
                     "--decoder-ffn-embed-dim", "128", "--encoder-attention-heads", "2", "--decoder-attention-heads", "2"],
+    "ib": ["--user-dir", "fairseq_stream", "--task", "translation_ib", "--arch", "transformer_ib", "--share-all-embeddings",
+           "--encoder-layers", "1", "--decoder-layers", "1", "--encoder-embed-dim", "64", "--decoder-embed-dim", "64",
+           "--encoder-ffn-embed-dim", "128", "--decoder-ffn-embed-dim", "128", "--encoder-attention-heads", "2",
+           "--decoder-attention-heads", "2"],
     "lstm": ["--arch", "lstm", "--encoder-embed-dim", "32", "--decoder-embed-dim", "32", "--encoder-hidden-size", "32",
              "--decoder-hidden-size", "32", "--decoder-out-embed-dim", "32", "--encoder-layers", "1", "--decoder-layers", "1"],
 }
@@ -123,6 +127,12 @@ def tiny_train_bin(tmp_path_factory):
 @pytest.fixture(scope="session")
 def tiny_transformer_ckpt(tiny_train_bin, tmp_path_factory):
     return train_tiny(tiny_train_bin, str(tmp_path_factory.mktemp("tiny_tf")), "transformer")
+
+
+@pytest.fixture(scope="session")
+def tiny_ib_ckpt(tiny_train_bin, tmp_path_factory):
+    """A tiny IBDecoder (h = 2, c = 1), 30 updates: enough for ib-beam to take real steps."""
+    return train_tiny(tiny_train_bin, str(tmp_path_factory.mktemp("tiny_ib")), "ib")
 
 
 @pytest.fixture(scope="session")

@@ -20,7 +20,7 @@ evaluation mode (pre- or post-norm, NormFormer's ``attn_ln``/``c_attn``/``ffn_la
 """
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any, Dict, List, Optional, Sequence, Tuple
 
 import torch
@@ -159,6 +159,23 @@ class SentenceIndex:
     local: Tensor
     slot: Tensor
     width: int
+    # encoder keys/values gathered for ``sentences``, shared by the indices of later steps
+    # while no sentence leaves (see :meth:`inherit`)
+    gathered: Dict[int, Tensor] = field(default_factory=dict, repr=False, compare=False)
+
+    def inherit(self, previous: Optional["SentenceIndex"]) -> "SentenceIndex":
+        """Reuse ``previous``'s gathered encoder states when the sentences are the same tensor."""
+        if previous is not None and previous.sentences is self.sentences:
+            self.gathered = previous.gathered
+        return self
+
+    def gather(self, memory: Tensor) -> Tensor:
+        """``memory`` (N, ...) rows of this index's sentences, computed once per sentence set."""
+        key = id(memory)
+        out = self.gathered.get(key)
+        if out is None:
+            out = self.gathered[key] = memory.index_select(0, self.sentences)
+        return out
 
     @staticmethod
     def one_per_row(row_sentence: Tensor) -> "SentenceIndex":
@@ -222,9 +239,9 @@ def _encoder_attention(attn: Any, query: Tensor, memory_k: Tensor, memory_v: Ten
     q = attn.q_proj(query) * attn.scaling  # (R, b, d)
     r, b, d = q.shape
     hd = d // heads
-    keys = memory_k.index_select(0, index.sentences)  # (n, H, S, hd)
-    values = memory_v.index_select(0, index.sentences)
-    pad = None if memory_pad is None else memory_pad.index_select(0, index.sentences)  # (n, S)
+    keys = index.gather(memory_k)  # (n, H, S, hd)
+    values = index.gather(memory_v)
+    pad = None if memory_pad is None else index.gather(memory_pad)  # (n, S)
     if index.width == 1 and r == index.sentences.numel():  # one row per sentence (greedy, Jacobi): no scatter
         scores = torch.matmul(q.view(r, b, heads, hd).transpose(1, 2), keys.transpose(2, 3))  # (R, H, b, S)
         if pad is not None:

@@ -40,7 +40,7 @@ import torch.nn.functional as F
 from torch import Tensor
 
 from fairseq_stream.errors import FairseqStreamError
-from fairseq_stream.interface import Hypothesis, StepOutcome
+from fairseq_stream.interface import Hypothesis, StepOutcome, cat_padded
 from fairseq_stream.ops.fused_output import OutputScorer
 from fairseq_stream.ops.transformer_step import SentenceIndex
 from fairseq_stream.processors import RowContext
@@ -143,12 +143,26 @@ class FinishedBeams:
     n_final: Tensor  # (D,)
     lenpen: float
     nbest: Optional[int]
+    pad: int
+
+    @staticmethod
+    def merge(items: Sequence["FinishedBeams"]) -> "FinishedBeams":
+        if len(items) == 1:
+            return items[0]
+        return FinishedBeams(cat_padded([x.sentences for x in items]), cat_padded([x.tokens for x in items], items[0].pad),
+                             cat_padded([x.scores for x in items]), cat_padded([x.length for x in items]),
+                             cat_padded([x.total for x in items]), cat_padded([x.n_final for x in items]),
+                             items[0].lenpen, items[0].nbest, items[0].pad)
 
     def to_hypotheses(self) -> Dict[int, List[Hypothesis]]:
         """fairseq's n-best lists, best normalised score first (``score / length^lenpen``)."""
         out: Dict[int, List[Hypothesis]] = {}
-        lengths, totals = self.length.tolist(), self.total.tolist()
-        for i, (sid, n) in enumerate(zip(self.sentences.tolist(), self.n_final.tolist())):
+        d, z = self.length.shape
+        ints = torch.cat([self.sentences, self.n_final, self.length.view(-1)]).tolist()  # one read
+        sentences, n_finals = ints[:d], ints[d: 2 * d]
+        lengths = [ints[2 * d + i * z: 2 * d + (i + 1) * z] for i in range(d)]
+        totals = self.total.tolist()
+        for i, (sid, n) in enumerate(zip(sentences, n_finals)):
             hyps = []
             for z in range(min(n, self.tokens.size(1) - 1)):
                 length = lengths[i][z]
@@ -391,7 +405,8 @@ class BeamSearch:
         pick = lambda x: x.index_select(0, idx)  # noqa: E731
         return FinishedBeams(pick(state.sentences), pick(state.fin_tokens), pick(state.fin_scores),
                              pick(state.fin_len), pick(state.fin_total), pick(state.n_final),
-                             lenpen=self.cfg.lenpen, nbest=self.cfg.nbest if self.cfg.finalize == "ours" else None)
+                             lenpen=self.cfg.lenpen, nbest=self.cfg.nbest if self.cfg.finalize == "ours" else None,
+                             pad=self.pad)
 
 
 class _RaggedHistory(list):

@@ -30,7 +30,7 @@ from torch import Tensor
 from fairseq_stream import ib_order
 from fairseq_stream.adapter import StreamGenerator, reject_unsupported, score_dtype
 from fairseq_stream.errors import FairseqStreamError
-from fairseq_stream.interface import Hypothesis, StepOutcome
+from fairseq_stream.interface import Hypothesis, StepOutcome, cat_padded
 from fairseq_stream.models.transformer_ib import IBSpec, is_ib_model
 from fairseq_stream.ops.fused_output import OutputScorer
 from fairseq_stream.ops.transformer_step import SentenceIndex
@@ -77,10 +77,22 @@ class FinishedIB:
     n_final: Tensor
     search: "IBBeamSearch"
 
+    @staticmethod
+    def merge(items: Sequence["FinishedIB"]) -> "FinishedIB":
+        if len(items) == 1:
+            return items[0]
+        pad = items[0].search.pad
+        return FinishedIB(cat_padded([x.sentences for x in items]), cat_padded([x.tokens for x in items], pad),
+                          cat_padded([x.scores for x in items]), cat_padded([x.length for x in items]),
+                          cat_padded([x.total for x in items]), cat_padded([x.n_final for x in items]), items[0].search)
+
     def to_hypotheses(self) -> Dict[int, List[Hypothesis]]:
         out: Dict[int, List[Hypothesis]] = {}
-        lengths, totals = self.length.tolist(), self.total.tolist()
-        for i, (sid, n) in enumerate(zip(self.sentences.tolist(), self.n_final.tolist())):
+        d, z = self.length.shape
+        ints = torch.cat([self.sentences, self.n_final, self.length.view(-1)]).tolist()  # one read
+        lengths = [ints[2 * d + i * z: 2 * d + (i + 1) * z] for i in range(d)]
+        totals = self.total.tolist()
+        for i, (sid, n) in enumerate(zip(ints[:d], ints[d: 2 * d])):
             hyps = []
             for z in range(min(n, self.tokens.size(1) - 1)):
                 length = lengths[i][z]
@@ -104,6 +116,7 @@ class IBBeamSearch:
         self.segments = spec.h // 2
         # Segment of each slot of a step: words come in (left, right) pairs per segment (Eq. 9).
         self.slot_segment = torch.tensor([(j % spec.h) // 2 for j in range(self.z)]) if spec.h > 2 else torch.zeros(self.z, dtype=torch.long)
+        self.segment_slots = [torch.tensor([j for j in range(self.z) if int(self.slot_segment[j]) == g]) for g in range(self.segments)]
 
     # ---- the interface -------------------------------------------------------------------
     def init_state(self, sentences: Tensor, max_len: Tensor, src_lengths: Tensor, *,
@@ -210,8 +223,10 @@ class IBBeamSearch:
     def _segments_done(self, state: IBState, words: Tensor, row_slot: Tensor) -> Tensor:
         prior = state.seg_done.view(-1, self.segments).index_select(0, row_slot)  # (R, G)
         is_eos = words == self.eos  # (R, Bc, z)
-        seg = self.slot_segment.to(words.device)
-        hit = torch.stack([is_eos[:, :, seg == g].any(dim=2) for g in range(self.segments)], dim=2)
+        if self.segments == 1:
+            return prior.unsqueeze(1) | is_eos.any(dim=2, keepdim=True)
+        # Slots of each segment as index lists (host-known), not boolean masks (no host read).
+        hit = torch.stack([is_eos.index_select(2, slots.to(words.device)).any(dim=2) for slots in self.segment_slots], dim=2)
         return prior.unsqueeze(1) | hit
 
     def _record(self, state: IBState, full: Tensor, full_end: Tensor, words: Tensor, word_lp: Tensor,

@@ -95,11 +95,26 @@ class FinishedJacobi:
     lenpen: float
     stats: Any
 
+    @staticmethod
+    def merge(items: Sequence["FinishedJacobi"]) -> "FinishedJacobi":
+        if len(items) == 1:
+            return items[0]
+        width = max(x.tokens.size(1) for x in items)
+        return FinishedJacobi(torch.cat([x.sentences for x in items]),
+                              torch.cat([F.pad(x.tokens, (0, width - x.tokens.size(1))) for x in items]),
+                              torch.cat([F.pad(x.token_scores, (0, width - x.token_scores.size(1))) for x in items]),
+                              torch.cat([x.verified for x in items]), torch.cat([x.iterations for x in items]),
+                              items[0].lenpen, items[0].stats)
+
     def to_hypotheses(self) -> Dict[int, List[Hypothesis]]:
         out: Dict[int, List[Hypothesis]] = {}
-        for i, (sid, n, its) in enumerate(zip(self.sentences.tolist(), self.verified.tolist(), self.iterations.tolist())):
+        # Summed in order, as beam search accumulates; one read for all sentences.
+        totals = self.token_scores.cumsum(1).gather(1, (self.verified - 1).clamp(min=0).unsqueeze(1)).squeeze(1)
+        d = self.verified.numel()
+        ints = torch.cat([self.sentences, self.verified, self.iterations]).tolist()  # one read
+        rows = zip(ints[:d], ints[d: 2 * d], ints[2 * d:], totals.tolist())
+        for i, (sid, n, its, total) in enumerate(rows):
             toks, lps = self.tokens[i, :n].clone(), self.token_scores[i, :n].clone()
-            total = float(lps.cumsum(0)[-1])  # summed in order, as beam search accumulates
             out[sid] = [{"tokens": toks, "score": total / (n ** self.lenpen), "positional_scores": lps,
                          "attention": None, "alignment": None}]
             self.stats.autoregressive_steps += n

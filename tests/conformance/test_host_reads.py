@@ -1,0 +1,73 @@
+"""A decoder step is the device's work: at most one host read per step (GPU engine issue).
+
+Host reads (``item``/``tolist``/``bool`` of a tensor, ``nonzero``, boolean-mask indexing,
+``unique``, copies to the CPU) stall a GPU until its queue drains; they are counted with
+:class:`fairseq_stream.profiling.CostCounter` on any machine, here on the CPU. Counted: every
+call of the scheduler's step (decoder call, strategy step, cache reorder) and the read-out of
+the finished hypotheses after the pool; not counted: fairseq's batching and its encoder.
+"""
+import pytest
+
+from fairseq_stream.profiling import CostCounter, CostCounts
+from fairseq_stream.scheduler import StreamingScheduler
+
+N = 24
+
+
+def _count_steps(monkeypatch, session, data, search, gen, opts):
+    counts = CostCounts()
+    step, merge = StreamingScheduler._step, StreamingScheduler.run
+
+    def counted_step(self, *args, **kwargs):
+        with CostCounter(counts):
+            return step(self, *args, **kwargs)
+
+    monkeypatch.setattr(StreamingScheduler, "_step", counted_step)
+    out = session.translate(data, search=search, gen=gen, opts=opts, postprocess=False)
+    monkeypatch.setattr(StreamingScheduler, "_step", step)
+    assert merge is StreamingScheduler.run
+    return out, counts
+
+
+@pytest.mark.parametrize("search,gen,opts", [
+    ("var-stream", {"beam": 5}, {"stream_capacity": 8}),
+    ("fixed-ours", {"beam": 5}, {"stream_capacity": 8}),
+    ("var-fifo", {"beam": 5}, {"stream_capacity": 8}),
+    ("gs-jacobi", {"beam": 1}, {"jacobi_block": 3, "stream_capacity": 8}),
+    ("gs-jacobi", {"beam": 1}, {"jacobi_block": 3, "stream_capacity": 1}),
+])
+def test_at_most_one_host_read_per_step_on_the_demo_model(monkeypatch, demo_session, demo_sources, search, gen, opts):
+    data = demo_session.encode(demo_sources[:N])
+    out, counts = _count_steps(monkeypatch, demo_session, data, search, gen, opts)
+    steps = out.stats.timesteps
+    assert steps > 20 and len(out.hypos) == N
+    assert counts.host_reads <= steps, (counts.host_reads, steps, dict(counts.reads_by_op))
+
+
+def test_at_most_one_host_read_per_step_with_ib_beam(monkeypatch, tiny_ib_ckpt, tiny_train_bin, demo_sources):
+    from fairseq_stream.session import TranslationSession
+    from conftest import DEMO
+    import os
+
+    session = TranslationSession.load(tiny_train_bin, tiny_ib_ckpt, bpe_codes=os.path.join(DEMO, "bpe.codes"),
+                                      extra_args=["--source-lang", "es", "--target-lang", "en"])
+    data = session.encode(demo_sources[:N])
+    out, counts = _count_steps(monkeypatch, session, data, "ib-beam", {"beam": 4, "max_len_b": 30}, {"stream_capacity": 8})
+    assert out.stats.timesteps > 10 and len(out.hypos) == N
+    assert counts.host_reads <= out.stats.timesteps, (counts.host_reads, out.stats.timesteps, dict(counts.reads_by_op))
+
+
+def test_the_counter_sees_host_reads():
+    """The counter itself: each kind of read counts once, and plain arithmetic not at all."""
+    import torch
+
+    x = torch.arange(6.0)
+    with CostCounter() as cc:
+        y = x * 2 + 1
+        y.sum().item()
+        int(y.max())
+        y.tolist()
+        y[y > 3]
+        torch.nonzero(y)
+    assert cc.counts.host_reads == 5, dict(cc.counts.reads_by_op)
+    assert cc.counts.ops >= 8
