@@ -118,15 +118,15 @@ def postprocess(bpe_line: str, lang: str) -> str:
 
 def main() -> None:
     """``python -m fairseq_stream.text tokenize|detokenize|postprocess --lang L < in > out`` (the
-    package's Moses settings); ``convert-codes < fastbpe.codes > subword-nmt.codes``;
-    ``apply-bpe --codes CODES < tok > bpe`` (either format)."""
+    package's Moses settings; ``tokenize --codes CODES`` also applies BPE, either format);
+    ``convert-codes < fastbpe.codes > subword-nmt.codes``; ``apply-bpe --codes CODES < tok > bpe``."""
     import argparse
     import sys
 
     parser = argparse.ArgumentParser(description=main.__doc__)
     parser.add_argument("action", choices=["tokenize", "detokenize", "postprocess", "convert-codes", "apply-bpe"])
     parser.add_argument("--lang", help="language code (tokenize, detokenize, postprocess)")
-    parser.add_argument("--codes", help="BPE codes (apply-bpe)")
+    parser.add_argument("--codes", help="BPE codes (apply-bpe; tokenize: apply them after tokenising)")
     args = parser.parse_args()
     if args.action == "convert-codes":
         sys.stdout.writelines(line + "\n" for line in subword_nmt_codes(sys.stdin.readlines(), "<stdin>"))
@@ -140,6 +140,9 @@ def main() -> None:
     if not args.lang:
         parser.error(f"{args.action} needs --lang")
     fn = {"tokenize": tokenize, "detokenize": detokenize, "postprocess": postprocess}[args.action]
+    if args.action == "tokenize" and args.codes:
+        bpe = BpeCodes(args.codes)
+        fn = lambda line, lang: bpe.apply(tokenize(line, lang))  # noqa: E731
     for line in sys.stdin:
         sys.stdout.write(fn(line.rstrip("\n"), args.lang) + "\n")
 
