@@ -59,21 +59,30 @@ def test_parallel_decoding_script_on_local_files(tmp_path):
 
 
 def test_wmt14_ibdecoder_script_on_the_demo_corpus(tmp_path):
+    """Transformer, IBDecoder, the teacher's KD data and both students, then BLEU and batch-1 latency."""
     data = tmp_path / "data"
     data.mkdir()
-    for split, (start, n) in {"train": (100, 300), "valid": (0, 20), "test": (20, 12)}.items():
+    for split, (start, n) in {"train": (100, 120), "valid": (0, 10), "test": (20, 6)}.items():
         for lang in ("es", "en"):
             lines = read_lines(os.path.join(DEMO, f"test.{lang}"))[start: start + n]
             (data / f"{split}.{lang}").write_text("\n".join(lines) + "\n", encoding="utf-8")
-    tiny = ("--share-all-embeddings --encoder-layers 1 --decoder-layers 1 --encoder-embed-dim 32 "
-            "--decoder-embed-dim 32 --encoder-ffn-embed-dim 64 --decoder-ffn-embed-dim 64 "
+    tiny = ("--share-all-embeddings --encoder-layers 1 --decoder-layers 1 --encoder-embed-dim 16 "
+            "--decoder-embed-dim 16 --encoder-ffn-embed-dim 32 --decoder-ffn-embed-dim 32 "
             "--encoder-attention-heads 2 --decoder-attention-heads 2")
     out = run_script(["scripts/wmt14_ibdecoder.sh", "--src", "es", "--tgt", "en", "--train-prefix", str(data / "train"),
-                      "--valid-prefix", str(data / "valid"), "--test-prefix", str(data / "test"), "--bpe-merges", "300",
-                      "--max-update", "12", "--max-tokens", "2000", "--update-freq", "1", "--arch-args", tiny,
-                      "--cpu", "--out", str(tmp_path / "exp")], tmp_path)
-    assert "sacreBLEU" in out and "on 12 sentences" in out
-    assert (tmp_path / "exp" / "checkpoints_h2_c1" / "averaged.pt").exists()
+                      "--valid-prefix", str(data / "valid"), "--test-prefix", str(data / "test"), "--bpe-merges", "200",
+                      "--max-update", "3", "--max-tokens", "2000", "--update-freq", "1", "--arch-args", tiny,
+                      "--device", "cpu", "--beams", "2 1", "--latency-sentences", "2", "--latency-runs", "1",
+                      "--out", str(tmp_path / "exp")], tmp_path)
+    rows = [[c.strip() for c in line.split("|")[1:-1]] for line in out.splitlines() if line.startswith("| ")]
+    assert [(r[0], r[1]) for r in rows[1:]] == [(m, b) for m in ("Transformer", "IBDecoder", "Transformer+KD",
+                                                                  "IBDecoder+KD") for b in ("2", "1")]
+    assert all(float(r[2]) >= 0 and float(r[3]) > 0 for r in rows[1:]) and rows[1][4] == "1.00x"
+    exp = tmp_path / "exp"
+    assert len(read_lines(str(exp / "kd" / "train.en"))) == 120  # the teacher translated every training source
+    for name in ("transformer", "ib_h2_c1", "transformer_kd", "ib_h2_c1_kd"):
+        assert (exp / f"checkpoints_{name}" / "averaged.pt").exists()
+    assert (exp / "table1.json").exists()
 
 
 def run_python(args, timeout=300):
