@@ -58,6 +58,7 @@ class Shard:
 def _parse(argv: Sequence[str]) -> "tuple[argparse.Namespace, List[str]]":
     parser = argparse.ArgumentParser(
         prog="fairseq-stream-shard", description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter,
+        allow_abbrev=False,  # fairseq-generate's own options pass through untouched
         usage="fairseq-stream-shard --nprocs N [--workdir DIR] DATA <fairseq-generate arguments>",
     )
     parser.add_argument("--nprocs", type=int, required=True, help="processes (shards) to decode with")
@@ -69,7 +70,10 @@ def _parse(argv: Sequence[str]) -> "tuple[argparse.Namespace, List[str]]":
         raise FairseqStreamError(f"--nprocs must be >= 1, got {args.nprocs}")
     for flag in ("--distributed-world-size", "--distributed-rank", "--num-shards", "--shard-id", "--results-path"):
         if any(a == flag or a.startswith(flag + "=") for a in generate_args):
-            raise FairseqStreamError(f"{flag} is set by fairseq-stream-shard itself (one shard per process); leave it out")
+            raise FairseqStreamError(f"{flag} is fairseq-stream-shard's to set (one shard per process, "
+                                     "output collected from stdout); leave it out")
+    if "--quiet" in generate_args:
+        raise FairseqStreamError("--quiet hides the sentence lines that fairseq-stream-shard merges and checks; leave it out")
     if not generate_args or generate_args[0].startswith("-"):
         raise FairseqStreamError("the data directory (fairseq-generate's first argument) must follow the options")
     return args, generate_args

@@ -92,5 +92,5 @@ def test_shard_options_of_its_own_are_refused(tmp_path):
                           text=True, env=ENV)
     assert proc.returncode == 1
     assert proc.stderr.strip().splitlines()[-1] == (
-        "fairseq-stream: error: --distributed-rank is set by fairseq-stream-shard itself (one shard per process); "
-        "leave it out")
+        "fairseq-stream: error: --distributed-rank is fairseq-stream-shard's to set (one shard per process, output "
+        "collected from stdout); leave it out")
