@@ -31,6 +31,7 @@ setup(
         "console_scripts": [
             "fairseq-stream-bench=fairseq_stream.bench:main",
             "fairseq-stream-demo=fairseq_stream.demo:main",
+            "fairseq-stream-shard=fairseq_stream.shard:main",
             "fairseq-stream-ddgviz=fairseq_stream.viz.ddgviz:main",
         ]
     },

@@ -9,6 +9,13 @@ Each ``--run`` is ``SEARCH[:key=value,...]``; a key is a fairseq generation opti
 row. The runs are repeated ``--repeats`` times in round-robin order, so a noisy machine slows
 all alike; the table gives the median wall time, sentences/s, the ratio to the first row and
 each strategy's own statistics, and ``--json`` writes the rows. The default data are the demo's.
+
+Batching follows paper 000's protocol when ``--pool-size`` is given: fairseq's own ``beam``
+(FIXED) decodes batches of ``--batch-size`` sentences (or ``--max-tokens``), while our
+strategies, which schedule internally, draw from a pool of ``--pool-size`` sentences (``0`` =
+the whole input) and keep ``stream_capacity`` of them in flight. Without it every row gets the
+same batches. ``--device cuda`` runs on the GPU (timed after ``torch.cuda.synchronize()``) and
+``--dtype`` casts the models (``float16``/``bfloat16`` are meant for GPUs).
 """
 from __future__ import annotations
 
@@ -25,6 +32,7 @@ import torch
 
 from fairseq_stream.errors import FairseqStreamError
 
+DTYPES = {"float32": None, "float16": torch.float16, "bfloat16": torch.bfloat16}  # None: as loaded
 REPO_DIR = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 DEMO_DIR = os.path.join(REPO_DIR, "user_dir_examples", "demo")
 
@@ -37,6 +45,9 @@ class RunSpec:
     search: str
     gen: Dict[str, Any] = field(default_factory=dict)
     opts: Dict[str, Any] = field(default_factory=dict)
+    #: label of an earlier row whose output lengths become this row's maximum lengths
+    #: (paper 004's "ideal condition" for PJ/PGJ: the target length known beforehand)
+    length_from: Optional[str] = None
 
 
 def _coerce(value: str) -> Any:
@@ -61,6 +72,8 @@ def parse_run(spec: str, gen_keys: Sequence[str]) -> RunSpec:
         key = key.strip().replace("-", "_")
         if key == "label":
             run.label = value
+        elif key == "length_from":
+            run.length_from = value
         elif key in gen_keys:
             run.gen[key] = _coerce(value)
         else:
@@ -105,6 +118,45 @@ def format_table(rows: List[Dict[str, Any]]) -> str:
     return "\n".join(lines)
 
 
+def batching(run: RunSpec, n: int, *, max_tokens: Optional[int], batch_size: Optional[int],
+             pool_size: Optional[int]) -> Dict[str, Optional[int]]:
+    """The batch iterator's limits for ``run`` over ``n`` sentences (see the module docstring)."""
+    if pool_size is None or run.search == "beam":
+        return {"max_tokens": max_tokens, "batch_size": batch_size}
+    # Our strategies batch internally (stream_capacity): the iterator's batch is only their
+    # pool, so it is not cut to a multiple of 8 (a pool of 12 would otherwise be 8 + 4).
+    return {"max_tokens": None, "batch_size": pool_size or max(n, 1), "required_batch_size_multiple": 1}
+
+
+def translate_with_lengths(session: Any, dataset: Any, run: RunSpec, opts: Dict[str, Any],
+                           reference: Any, **kwargs: Any) -> Any:
+    """Translate with each sentence's maximum length set to its output length in ``reference``.
+
+    fairseq's maximum length is ``a·|x| + b`` for a whole batch, so sentences are decoded in
+    groups of equal oracle length (``a = 0``, ``b`` = length without EOS); the wall time and
+    statistics are the groups' sums, computed outside the reference row's timing.
+    """
+    from fairseq_stream.session import TranslationResult
+    from fairseq_stream.stats import DecodeStats
+
+    groups: Dict[int, List[int]] = {}
+    for i, hypos in enumerate(reference.hypos):
+        groups.setdefault(int(hypos[0]["tokens"].numel()), []).append(i)
+    hypos: List[Any] = [None] * len(dataset)
+    stats = DecodeStats()
+    for length, ids in sorted(groups.items()):
+        subset = session.task.build_dataset_for_inference([dataset.src[i] for i in ids],
+                                                          [int(dataset.src_sizes[i]) for i in ids])
+        gen = dict(run.gen, max_len_a=0, max_len_b=max(length - 1, 1))
+        part = session.translate(subset, search=run.search, gen=gen, opts=opts, postprocess=False, **kwargs)
+        for i, h in zip(ids, part.hypos):
+            hypos[i] = h
+        stats.merge(part.stats)
+    result = TranslationResult(hypos=hypos, stats=stats)
+    result.strings = [session.detokenize(h[0]["tokens"]) for h in hypos]
+    return result
+
+
 def run_benchmark(
     session: Any,
     sources: List[str],
@@ -114,14 +166,17 @@ def run_benchmark(
     repeats: int = 3,
     max_tokens: Optional[int] = None,
     batch_size: Optional[int] = None,
+    pool_size: Optional[int] = None,
     progress: bool = True,
     log=print,
     trace_dir: Optional[str] = None,
 ) -> List[Dict[str, Any]]:
     """Run every spec ``repeats`` times round-robin; return one row dict per spec.
 
-    With ``trace_dir`` each of our strategies also records its per-step active batch, written
-    as ``trace_dir/LABEL.json`` (for ``scripts/plot_occupancy.py``).
+    ``batch_size``/``max_tokens`` batch fairseq's ``beam``; with ``pool_size`` (0 = all) our
+    strategies draw from pools of that many sentences instead. With ``trace_dir`` each of our
+    strategies also records its per-step active batch, written as ``trace_dir/LABEL.json``
+    (for ``scripts/plot_occupancy.py``).
     """
     import sacrebleu
 
@@ -130,15 +185,22 @@ def run_benchmark(
         os.makedirs(trace_dir, exist_ok=True)
     walls: Dict[int, List[float]] = {i: [] for i in range(len(runs))}
     results: Dict[int, Any] = {}
+    labels = [run.label for run in runs]
+    for i, run in enumerate(runs):
+        if run.length_from is not None and run.length_from not in labels[:i]:
+            raise FairseqStreamError(f"--run {run.label!r}: length_from={run.length_from!r} must name an earlier row")
     for r in range(repeats):
         for i, run in enumerate(runs):
             opts = dict(run.opts)
             if trace_dir and run.search != "beam":
                 opts["stream_stats"] = os.path.join(trace_dir, _slug(run.label) + ".json")
-            result = session.translate(
-                dataset, search=run.search, gen=run.gen, opts=opts,
-                max_tokens=max_tokens, batch_size=batch_size, progress=progress,
-            )
+            limits = batching(run, len(sources), max_tokens=max_tokens, batch_size=batch_size, pool_size=pool_size)
+            if run.length_from is not None:
+                reference = results[labels.index(run.length_from)]
+                result = translate_with_lengths(session, dataset, run, opts, reference, **limits)
+            else:
+                result = session.translate(dataset, search=run.search, gen=run.gen, opts=opts, progress=progress,
+                                           **limits)
             if "stream_stats" in opts:
                 with open(opts["stream_stats"], "w", encoding="utf-8") as f:
                     json.dump(dict(result.stats.to_dict(with_trace=True), search=run.label), f)
@@ -181,8 +243,12 @@ def main(argv: Optional[Sequence[str]] = None) -> None:
     parser.add_argument("--limit", type=int, default=None, help="first N sentences only")
     parser.add_argument("--run", action="append", default=[], help="SEARCH[:key=value,...]; repeatable")
     parser.add_argument("--repeats", type=int, default=3)
-    parser.add_argument("--max-tokens", type=int, default=None)
-    parser.add_argument("--batch-size", type=int, default=None)
+    parser.add_argument("--max-tokens", type=int, default=None, help="tokens per batch of fairseq's beam (FIXED)")
+    parser.add_argument("--batch-size", type=int, default=None, help="sentences per batch of fairseq's beam (FIXED)")
+    parser.add_argument("--pool-size", type=int, default=None,
+                        help="pool our strategies stream from (0 = the whole input); default: the FIXED batches")
+    parser.add_argument("--device", choices=["cpu", "cuda"], default="cpu")
+    parser.add_argument("--dtype", choices=sorted(DTYPES), default="float32", help="the models' dtype")
     parser.add_argument("--threads", type=int, default=None, help="torch CPU threads (default: torch's)")
     parser.add_argument("--json", default=None, help="write the rows here")
     parser.add_argument("--trace-dir", default=None, help="write each strategy's per-step trace here")
@@ -201,7 +267,12 @@ def main(argv: Optional[Sequence[str]] = None) -> None:
     source_lang = args.source_lang or os.path.splitext(args.src)[1].lstrip(".")
     target_lang = args.target_lang or os.path.splitext(args.ref)[1].lstrip(".")
     extra = ["--source-lang", source_lang, "--target-lang", target_lang]
-    session = TranslationSession.load(args.data, args.path, bpe_codes=args.bpe_codes, extra_args=extra)
+    if args.device == "cuda" and not torch.cuda.is_available():
+        raise FairseqStreamError("--device cuda: torch sees no GPU (use --device cpu)")
+    if args.pool_size is not None and args.pool_size < 0:
+        raise FairseqStreamError(f"--pool-size must be >= 0 (0 = the whole input), got {args.pool_size}")
+    session = TranslationSession.load(args.data, args.path, bpe_codes=args.bpe_codes, extra_args=extra,
+                                      cpu=args.device == "cpu", dtype=DTYPES[args.dtype])
     gen_keys = list(session.cfg.generation.keys())
     runs = [parse_run(s, gen_keys) for s in (args.run or ["beam:beam=5"])]
     sources = _read_lines(args.src, args.limit)
@@ -210,17 +281,19 @@ def main(argv: Optional[Sequence[str]] = None) -> None:
         raise FairseqStreamError(f"{args.src} has {len(sources)} lines but {args.ref} has {len(references)}")
     print(
         f"{len(sources)} sentences, {len(runs)} strategies x {args.repeats} repeats, "
-        f"torch threads {torch.get_num_threads()}",
+        f"{args.device} {args.dtype}, torch threads {torch.get_num_threads()}",
         file=sys.stderr,
     )
     rows = run_benchmark(
         session, sources, references, runs, repeats=args.repeats, max_tokens=args.max_tokens,
-        batch_size=args.batch_size, progress=not args.no_progress,
+        batch_size=args.batch_size, pool_size=args.pool_size, progress=not args.no_progress,
         log=lambda m: print(m, file=sys.stderr), trace_dir=args.trace_dir,
     )
     print(format_table(rows))
     if args.json:
-        meta = {"threads": torch.get_num_threads(), "sentences": len(sources), "repeats": args.repeats}
+        meta = {"threads": torch.get_num_threads(), "sentences": len(sources), "repeats": args.repeats,
+                "device": args.device, "dtype": args.dtype, "batch_size": args.batch_size,
+                "max_tokens": args.max_tokens, "pool_size": args.pool_size}
         with open(args.json, "w", encoding="utf-8") as f:
             json.dump({"meta": meta, "rows": rows}, f, indent=2)
 

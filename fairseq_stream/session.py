@@ -131,10 +131,14 @@ class TranslationSession:
         opts: Optional[Dict[str, Any]] = None,
         max_tokens: Optional[int] = None,
         batch_size: Optional[int] = None,
+        required_batch_size_multiple: Optional[int] = None,
         postprocess: bool = True,
         progress: bool = False,
     ) -> TranslationResult:
-        """Translate every sentence of ``dataset``; hypotheses come back in input order."""
+        """Translate every sentence of ``dataset``; hypotheses come back in input order.
+
+        ``required_batch_size_multiple`` defaults to fairseq's (8): batches are cut to multiples of it.
+        """
         generator = self.build_generator(search, gen or {}, opts or {})
         if max_tokens is None and batch_size is None:
             max_tokens = 12000  # fairseq-generate's default
@@ -145,10 +149,11 @@ class TranslationSession:
             max_positions=utils.resolve_max_positions(
                 self.task.max_positions(), *[m.max_positions() for m in self.models]
             ),
-            required_batch_size_multiple=self.cfg.dataset.required_batch_size_multiple,
+            required_batch_size_multiple=required_batch_size_multiple or self.cfg.dataset.required_batch_size_multiple,
         ).next_epoch_itr(shuffle=False)
         hypos: List[Optional[List[Dict[str, Any]]]] = [None] * len(dataset)
         bar = _progress(len(dataset)) if progress else None
+        self._synchronize()
         start = time.perf_counter()
         with torch.no_grad():
             for sample in itr:
@@ -159,6 +164,7 @@ class TranslationSession:
                     hypos[sample_id] = out[i]
                 if bar is not None:
                     bar.update(len(out))
+        self._synchronize()  # CUDA kernels run asynchronously: wait for them before timing
         wall = time.perf_counter() - start
         if bar is not None:
             bar.close()
@@ -173,6 +179,10 @@ class TranslationSession:
         if postprocess:
             result.strings = [self.detokenize(h[0]["tokens"]) for h in result.hypos]
         return result
+
+    def _synchronize(self) -> None:
+        if self.use_cuda:
+            torch.cuda.synchronize()
 
     def detokenize(self, tokens: torch.Tensor) -> str:
         text = self.task.target_dictionary.string(tokens.int().cpu(), "subword_nmt")

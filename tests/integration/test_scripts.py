@@ -16,42 +16,73 @@ def run_script(args, tmp_path, timeout=600):
     return proc.stdout
 
 
+def fastbpe_codes(tmp_path):
+    """The demo's subword-nmt v0.2 codes written as fastBPE writes codes: "a b count", no header."""
+    codes = read_lines(os.path.join(DEMO, "bpe.codes"))[1:]
+    path = tmp_path / "fastbpe.codes"
+    path.write_text("".join(f"{line} {len(codes) - n}\n" for n, line in enumerate(codes)), encoding="utf-8")
+    return str(path)
+
+
+def local_args(tmp_path):
+    return ["--pair", "es-en", "--models-dir", DEMO, "--bpe-codes", fastbpe_codes(tmp_path),
+            "--src", os.path.join(DEMO, "test.es"), "--ref", os.path.join(DEMO, "test.en"), "--out", str(tmp_path / "out")]
+
+
+def test_wmt19_dry_run_shows_the_subwords_of_fastbpe_codes(tmp_path):
+    from fairseq_stream.text import BpeCodes, tokenize
+
+    out = run_script(["scripts/wmt19_var_stream.sh", *local_args(tmp_path), "--dry-run"], tmp_path)
+    shown = out.split("as the models will see them\n", 1)[1].splitlines()[:3]
+    bpe = BpeCodes(os.path.join(DEMO, "bpe.codes"))  # the codes the demo model was trained with
+    assert shown == [bpe.apply(tokenize(s, "es")) for s in read_lines(os.path.join(DEMO, "test.es"), 3)]
+    # word-final merges applied: "tierra" stays whole (read as v0.1 codes: "ti@@ er@@ ra")
+    assert " tierra " in shown[0] and "--pool-size 0" in out
+
+
 def test_wmt19_var_stream_script_on_local_files(tmp_path):
-    out = run_script(["scripts/wmt19_var_stream.sh", "--pair", "es-en", "--models-dir", DEMO,
-                      "--bpe-codes", os.path.join(DEMO, "bpe.codes"), "--src", os.path.join(DEMO, "test.es"),
-                      "--ref", os.path.join(DEMO, "test.en"), "--limit", "10", "--runs", "2", "--beams", "3",
-                      "--capacity", "4", "--out", str(tmp_path)], tmp_path)
-    for label in ("GREEDY", "FIXED (fairseq)", "VAR-BATCH", "VAR-STREAM", "± "):
-        assert label in out
-    assert (tmp_path / "table1_k3.json").exists()
+    out = run_script(["scripts/wmt19_var_stream.sh", *local_args(tmp_path), "--limit", "6", "--runs", "1",
+                      "--beams", "3", "--capacity", "4", "--fixed-batch", "4", "--device", "cpu"], tmp_path)
+    for label in ("GREEDY", "FIXED (fairseq)", "VAR-BATCH", "VAR-STREAM", "FIXED-OURS", "FIXED-STREAM",
+                  "VAR-STR-FIFO", "± "):
+        assert f"| {label}" in out or label == "± " and label in out
+    assert (tmp_path / "out" / "table1_k3.json").exists()
 
 
 def test_parallel_decoding_script_on_local_files(tmp_path):
-    out = run_script(["scripts/parallel_decoding.sh", "--pair", "es-en", "--models-dir", DEMO,
-                      "--bpe-codes", os.path.join(DEMO, "bpe.codes"), "--src", os.path.join(DEMO, "test.es"),
-                      "--ref", os.path.join(DEMO, "test.en"), "--limit", "5", "--runs", "1", "--out", str(tmp_path)], tmp_path)
+    out = run_script(["scripts/parallel_decoding.sh", *local_args(tmp_path), "--limit", "4", "--runs", "1",
+                      "--device", "cpu"], tmp_path)
     rows = {line.split("|")[1].strip(): line for line in out.splitlines() if line.startswith("| ") and "BLEU" not in line}
-    assert {"Greedy (fairseq)", "PJ", "PGJ (b=3)", "PGJ (b=5)", "HGJ (b=3)"} <= set(rows)
-    bleu = {label: row.split("|")[2].strip() for label, row in rows.items()}
+    assert {"Greedy", "Beam search (beam=5)", "PJ", "PGJ (b=3)", "PGJ (b=5)", "HGJ (b=3)"} == set(rows)
+    bleu = {label: row.split("|")[2].strip() for label, row in rows.items() if not label.startswith("Beam")}
     assert len(set(bleu.values())) == 1, bleu  # Jacobi decoding returns greedy's output
 
 
 def test_wmt14_ibdecoder_script_on_the_demo_corpus(tmp_path):
+    """Transformer, IBDecoder, the teacher's KD data and both students, then BLEU and batch-1 latency."""
     data = tmp_path / "data"
     data.mkdir()
-    for split, (start, n) in {"train": (100, 300), "valid": (0, 20), "test": (20, 12)}.items():
+    for split, (start, n) in {"train": (100, 120), "valid": (0, 10), "test": (20, 6)}.items():
         for lang in ("es", "en"):
             lines = read_lines(os.path.join(DEMO, f"test.{lang}"))[start: start + n]
             (data / f"{split}.{lang}").write_text("\n".join(lines) + "\n", encoding="utf-8")
-    tiny = ("--share-all-embeddings --encoder-layers 1 --decoder-layers 1 --encoder-embed-dim 32 "
-            "--decoder-embed-dim 32 --encoder-ffn-embed-dim 64 --decoder-ffn-embed-dim 64 "
+    tiny = ("--share-all-embeddings --encoder-layers 1 --decoder-layers 1 --encoder-embed-dim 16 "
+            "--decoder-embed-dim 16 --encoder-ffn-embed-dim 32 --decoder-ffn-embed-dim 32 "
             "--encoder-attention-heads 2 --decoder-attention-heads 2")
     out = run_script(["scripts/wmt14_ibdecoder.sh", "--src", "es", "--tgt", "en", "--train-prefix", str(data / "train"),
-                      "--valid-prefix", str(data / "valid"), "--test-prefix", str(data / "test"), "--bpe-merges", "300",
-                      "--max-update", "12", "--max-tokens", "2000", "--update-freq", "1", "--arch-args", tiny,
-                      "--cpu", "--out", str(tmp_path / "exp")], tmp_path)
-    assert "sacreBLEU" in out and "on 12 sentences" in out
-    assert (tmp_path / "exp" / "checkpoints_h2_c1" / "averaged.pt").exists()
+                      "--valid-prefix", str(data / "valid"), "--test-prefix", str(data / "test"), "--bpe-merges", "200",
+                      "--max-update", "3", "--max-tokens", "2000", "--update-freq", "1", "--arch-args", tiny,
+                      "--device", "cpu", "--beams", "2 1", "--latency-sentences", "2", "--latency-runs", "1",
+                      "--out", str(tmp_path / "exp")], tmp_path)
+    rows = [[c.strip() for c in line.split("|")[1:-1]] for line in out.splitlines() if line.startswith("| ")]
+    assert [(r[0], r[1]) for r in rows[1:]] == [(m, b) for m in ("Transformer", "IBDecoder", "Transformer+KD",
+                                                                  "IBDecoder+KD") for b in ("2", "1")]
+    assert all(float(r[2]) >= 0 and float(r[3]) > 0 for r in rows[1:]) and rows[1][4] == "1.00x"
+    exp = tmp_path / "exp"
+    assert len(read_lines(str(exp / "kd" / "train.en"))) == 120  # the teacher translated every training source
+    for name in ("transformer", "ib_h2_c1", "transformer_kd", "ib_h2_c1_kd"):
+        assert (exp / f"checkpoints_{name}" / "averaged.pt").exists()
+    assert (exp / "table1.json").exists()
 
 
 def run_python(args, timeout=300):

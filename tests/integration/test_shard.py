@@ -1,0 +1,96 @@
+"""fairseq-stream-shard: one input decoded by two CPU processes equals one fairseq-generate."""
+import os
+import shlex
+import signal
+import subprocess
+import sys
+import time
+
+import pytest
+
+from conftest import DEMO, REPO, binarize, run_cli
+from fairseq_stream.errors import FairseqStreamError
+from fairseq_stream.shard import merge_outputs
+
+N = 21  # not a multiple of 8: fairseq-fixed would drop 5 sentences without the task's fix
+
+
+def generate_args(data):
+    return [data, "--user-dir", "fairseq_stream", "--path", os.path.join(DEMO, "checkpoint.pt"), "--gen-subset", "test",
+            "--search", "var-stream", "--beam", "2", "--batch-size", "8", "--max-len-a", "1.2", "--max-len-b", "10"]
+
+
+def shard_cmd(data, workdir):
+    return [sys.executable, "-m", "fairseq_stream.shard", "--nprocs", "2", "--workdir", str(workdir), *generate_args(data)]
+
+
+ENV = dict(os.environ, PYTHONWARNINGS="ignore", OMP_NUM_THREADS="1")
+
+
+def lines_of(text, prefix):
+    return sorted(line for line in text.splitlines() if line.startswith(prefix))
+
+
+@pytest.fixture(scope="module")
+def shard_data(tmp_path_factory):
+    return binarize(str(tmp_path_factory.mktemp("shard_bin")), {"test": N})
+
+
+@pytest.fixture(scope="module")
+def single_process(shard_data):
+    proc = run_cli(["fairseq-generate", *generate_args(shard_data), "--cpu"], env_extra={"OMP_NUM_THREADS": "1"})
+    assert proc.returncode == 0, proc.stderr[-2000:]
+    return proc.stdout
+
+
+def test_two_shards_give_one_process_output_with_every_id_once(shard_data, single_process, tmp_path):
+    proc = subprocess.run(shard_cmd(shard_data, tmp_path / "work"), cwd=REPO, capture_output=True, text=True, env=ENV)
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    assert lines_of(proc.stdout, "H-") == lines_of(single_process, "H-")
+    assert len(lines_of(single_process, "H-")) == N
+    ids = [int(line.split("\t")[0][2:]) for line in proc.stdout.splitlines() if line.startswith("S-")]
+    assert ids == list(range(N))  # each once, in id order
+    per_shard = [sum(line.startswith("S-") for line in open(tmp_path / "work" / f"shard{i}.out")) for i in (0, 1)]
+    assert all(per_shard) and sum(per_shard) == N  # both processes worked
+
+
+def test_a_killed_shard_is_reported_and_resumed(shard_data, single_process, tmp_path):
+    work = tmp_path / "work"
+    proc = subprocess.Popen(shard_cmd(shard_data, work), cwd=REPO, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                            text=True, env=ENV)
+    deadline = time.time() + 60
+    while not (work / "shard1.pid").exists() and time.time() < deadline:
+        time.sleep(0.05)
+    os.kill(int((work / "shard1.pid").read_text()), signal.SIGKILL)  # seconds before it can finish
+    out, err = proc.communicate(timeout=300)
+    assert proc.returncode == 1 and out == ""
+    last = err.strip().splitlines()[-1]
+    assert last.startswith("fairseq-stream: error: shard 1 of 2 failed (killed by SIGKILL; log "), last
+    resume = last.split("re-run it alone (finished shards are re-used): ", 1)[1]
+    again = subprocess.run(shlex.split(resume), cwd=REPO, capture_output=True, text=True, env=ENV)
+    assert again.returncode == 0, again.stderr[-3000:]
+    assert "shard 0: re-using" in again.stderr and "shard 1: re-using" not in again.stderr
+    assert lines_of(again.stdout, "H-") == lines_of(single_process, "H-")
+
+
+def test_merge_refuses_repeated_and_missing_ids(tmp_path):
+    a, b = tmp_path / "a", tmp_path / "b"
+    a.write_text("S-0\tx\nH-0\t-1.0\ty\nS-1\tx\nH-1\t-1.0\ty\n")
+    b.write_text("S-1\tx\nH-1\t-1.0\ty\n")
+    with pytest.raises(FairseqStreamError, match="sentence 1 was decoded by shards 0 and 1"):
+        merge_outputs([str(a), str(b)], 3)
+    b.write_text("S-3\tx\nH-3\t-1.0\ty\n")
+    with pytest.raises(FairseqStreamError, match=r"translated 3 sentences but output 3 ids \(missing ids \[2\]\)"):
+        merge_outputs([str(a), str(b)], 3)
+    b.write_text("S-2\tx\nH-2\t-1.0\ty\n")
+    lines, _ = merge_outputs([str(b), str(a)], 3)
+    assert [line.split("\t")[0] for line in lines] == ["S-0", "H-0", "S-1", "H-1", "S-2", "H-2"]
+
+
+def test_shard_options_of_its_own_are_refused(tmp_path):
+    proc = subprocess.run([*shard_cmd("data", tmp_path), "--distributed-rank", "1"], cwd=REPO, capture_output=True,
+                          text=True, env=ENV)
+    assert proc.returncode == 1
+    assert proc.stderr.strip().splitlines()[-1] == (
+        "fairseq-stream: error: --distributed-rank is fairseq-stream-shard's to set (one shard per process, output "
+        "collected from stdout); leave it out")
