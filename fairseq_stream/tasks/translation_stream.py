@@ -24,7 +24,7 @@ from fairseq.tasks import register_task
 from fairseq.tasks.translation import TranslationConfig, TranslationTask
 
 from fairseq_stream.errors import FairseqStreamError
-from fairseq_stream.options import StreamDecodingConfig, validate
+from fairseq_stream.options import StreamDecodingConfig, validate, validate_generation
 from fairseq_stream.registry import get_search
 
 logger = logging.getLogger(__name__)
@@ -146,6 +146,7 @@ class TranslationStreamTask(TranslationTask):
         prefix_allowed_tokens_fn: Any = None,
     ) -> Any:
         entry = get_search(self.cfg.search)
+        validate_generation(args, models)
         return entry.build(
             self,
             models,
