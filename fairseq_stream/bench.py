@@ -23,10 +23,11 @@ from typing import Any, Dict, List, Optional, Sequence
 
 import torch
 
+from fairseq_stream.demo_files import find_demo_dir
 from fairseq_stream.errors import FairseqStreamError
 
 REPO_DIR = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-DEMO_DIR = os.path.join(REPO_DIR, "user_dir_examples", "demo")
+DEMO_DIR = find_demo_dir()  # the checkout's user_dir_examples/demo, or the installed copy
 
 
 @dataclass

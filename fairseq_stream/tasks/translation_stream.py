@@ -15,6 +15,7 @@ It differs from ``translation`` in three ways only:
 
 import logging
 import os
+import sys
 from collections import OrderedDict
 from dataclasses import dataclass
 from typing import Any, Dict, List, Optional
@@ -29,6 +30,7 @@ from fairseq_stream.errors import FairseqStreamError
 from fairseq_stream.input_checks import InputBuffer, UnknownWords, raise_or_warn, report_skipped, too_long, undecodable
 from fairseq_stream.options import StreamDecodingConfig, validate, validate_generation
 from fairseq_stream.registry import get_search
+from fairseq_stream.runtime import SentenceProgress, avoid_oversubscription, wants_progress
 
 logger = logging.getLogger(__name__)
 
@@ -100,6 +102,7 @@ class TranslationStreamTask(TranslationTask):
         self._lines_read = 0  # fairseq-interactive input lines seen so far
         self._input_buffer: Optional[InputBuffer] = None  # the interactive buffer being batched
         self._has_bpe = False
+        self._split_size = 0  # sentences of the split loaded last (the progress bar's total)
         self._unknown_words = UnknownWords()
 
     @classmethod
@@ -123,6 +126,7 @@ class TranslationStreamTask(TranslationTask):
             raise FairseqStreamError(
                 f"{exc}; choose an existing split with --gen-subset (or --valid-subset)"
             ) from None
+        self._split_size = len(self.datasets[split])  # fairseq-generate loads only --gen-subset
 
     def filter_indices_by_size(self, indices, dataset, max_positions=None, ignore_invalid_inputs=False):
         kept, ignored = dataset.filter_indices_by_size(indices, max_positions)
@@ -174,7 +178,9 @@ class TranslationStreamTask(TranslationTask):
     ) -> Any:
         entry = get_search(self.cfg.search)
         validate_generation(args, models)
-        return entry.build(
+        if any(m in sys.modules for m in ("fairseq_cli.generate", "fairseq_cli.interactive")):
+            avoid_oversubscription(on_cpu=not any(p.is_cuda for m in models for p in m.parameters()))
+        generator = entry.build(
             self,
             models,
             args,
@@ -183,3 +189,6 @@ class TranslationStreamTask(TranslationTask):
             extra_gen_cls_kwargs=extra_gen_cls_kwargs,
             prefix_allowed_tokens_fn=prefix_allowed_tokens_fn,
         )
+        if hasattr(generator, "progress") and self._split_size and wants_progress():
+            generator.progress = SentenceProgress(self._split_size)
+        return generator
