@@ -3,7 +3,8 @@
 In a checkout they are ``user_dir_examples/demo/``. ``pip install`` (``scripts/install.sh``)
 copies the same files, once, to ``<prefix>/share/fairseq-stream/demo/`` (setup.py
 ``data_files``), so ``fairseq-stream-demo``, ``fairseq-stream-bench`` and
-``fairseq-stream-ddgviz`` work from any directory. ``FAIRSEQ_STREAM_DEMO_DIR`` overrides both.
+``fairseq-stream-ddgviz`` work from any directory. ``FAIRSEQ_STREAM_DEMO_DIR`` overrides both;
+``python -m fairseq_stream.demo_files`` prints the folder.
 """
 from __future__ import annotations
 
@@ -27,8 +28,10 @@ def candidates() -> List[str]:
 
 
 def find_demo_dir() -> str:
-    """The first candidate holding the demo checkpoint (the checkout's path when none does)."""
+    """``$FAIRSEQ_STREAM_DEMO_DIR`` if set, else the first candidate holding the demo checkpoint."""
     places = candidates()
+    if os.environ.get(ENV_VAR):
+        return places[0]  # the user's choice, even when wrong: require_demo_dir then says so
     for place in places:
         if os.path.isfile(os.path.join(place, "checkpoint.pt")):
             return place
@@ -41,8 +44,12 @@ def require_demo_dir(demo_dir: str) -> str:
         return demo_dir
     raise FairseqStreamError(
         f"the demo files (checkpoint.pt, dictionaries, bpe.codes, test.es/en) are not in {demo_dir!r}; "
-        f"set {ENV_VAR} to a copy of user_dir_examples/demo, or pass --data, --path and --bpe-codes"
+        f"set {ENV_VAR} to a copy of user_dir_examples/demo (fairseq-stream-bench and fairseq-stream-ddgviz also take --data, --path and --bpe-codes)"
     )
 
 
 DEMO_DIR = find_demo_dir()
+
+
+if __name__ == "__main__":  # DEMO=$(python -m fairseq_stream.demo_files)
+    print(require_demo_dir(DEMO_DIR))

@@ -51,8 +51,8 @@ def unpickling_problem(exc: BaseException) -> Optional[str]:
             "safe checkpoint classes, so it was not unpickled (it could run code). Load it only if you "
             "trust its source: re-run with TORCH_FORCE_NO_WEIGHTS_ONLY_LOAD=1"
         )
-    return ("the checkpoint file is corrupt or not a torch checkpoint (its pickle data cannot be read); "
-            "copy or download it again")
+    return ("could not read the checkpoint: the file is corrupt or not a torch checkpoint (its pickle data "
+            "cannot be read); copy or download it again")
 
 
 def _dictionary_problem(exc: BaseException) -> Optional[str]:
