@@ -183,3 +183,37 @@ def test_raw_text_without_tokenizer_and_bpe_is_warned_about(results):
     _, table = results
     stderr = table["interactive-raw-text-without-bpe"][1]["stderr"]
     assert "fairseq-stream: warning:" in stderr and "--tokenizer moses --bpe subword_nmt" in stderr, stderr[-2000:]
+
+
+# ---- in process: the same refusals for every registered strategy, and the smallest limit that works ----
+def _all_searches() -> List[str]:
+    from fairseq_stream.registry import search_names
+
+    return search_names()
+
+
+@pytest.mark.parametrize("search", _all_searches())
+@pytest.mark.parametrize("gen,needle", [
+    ({"max_len_b": 0}, "--max-len-b 0"),
+    ({"max_len_a": 0.05, "max_len_b": 0}, "--max-len-a 0.05"),
+    ({"min_len": 20, "max_len_b": 10}, "--min-len 20"),
+    ({"max_len_a": -1.0}, "--max-len-a must be >= 0"),
+    ({"beam": 0}, "--beam must be >= 1"),
+    ({"nbest": 0}, "--nbest must be >= 1"),
+    ({"temperature": 0.0}, "--temperature must be > 0"),
+])
+def test_impossible_generation_options_are_refused_for_every_strategy(demo_session, search, gen, needle):
+    from fairseq_stream.errors import FairseqStreamError
+
+    with pytest.raises(FairseqStreamError, match=re.escape(needle)):
+        demo_session.build_generator(search, gen, {})
+
+
+@pytest.mark.parametrize("search", [s for s in _all_searches() if s != "ib-beam"])  # ib-beam needs an IB model
+def test_the_smallest_length_limit_gives_every_sentence_a_finite_hypothesis(demo_session, search):
+    sources = read_lines(os.path.join(DEMO, "test.es"), 5)
+    gen = {"max_len_a": 0, "max_len_b": 1, "beam": 1 if "jacobi" in search else 3}
+    result = demo_session.translate(demo_session.encode(sources), search=search, gen=gen)
+    assert len(result.hypos) == len(sources)
+    for nbest in result.hypos:
+        assert nbest and nbest[0]["tokens"].numel() <= 2 and torch.isfinite(torch.as_tensor(nbest[0]["score"]))

@@ -1,0 +1,56 @@
+"""Progress, the thread default and the demo-file lookup: what a command-line run shows and finds."""
+import logging
+import os
+from types import SimpleNamespace
+
+import pytest
+import torch
+
+from fairseq_stream import demo_files, runtime
+from fairseq_stream.errors import FairseqStreamError
+
+
+def test_progress_off_a_terminal_logs_sentences_done_and_time_left(caplog):
+    progress = runtime.SentenceProgress(10, interval=0.0)
+    assert progress.bar is None  # pytest's stderr is not a terminal: no carriage-return bar in logs
+    with caplog.at_level(logging.INFO, logger="fairseq_stream"):
+        progress.advance_to(4)
+        progress.advance_to(3)  # never backwards
+        progress.advance_to(10)
+    lines = [r.getMessage() for r in caplog.records]
+    assert len(lines) == 2 and lines[0].startswith("decoded 4/10 sentences") and "left" in lines[0]
+    assert progress.done == 10
+
+
+def test_count_finished_advances_with_each_finished_sentence():
+    progress = runtime.SentenceProgress(5, interval=1e9)
+    inner = SimpleNamespace(uniform_length=True,
+                            init_state=lambda *a: SimpleNamespace(finished={}),
+                            step=lambda *a: SimpleNamespace(finished={0: [], 3: []}))
+    proxy = runtime.CountFinished(inner, progress, done_before=1)
+    proxy.init_state()
+    proxy.step()
+    assert progress.done == 3 and proxy.uniform_length is True
+
+
+def test_threads_drop_to_the_idle_cores_when_the_cpu_is_busy(monkeypatch, capsys):
+    monkeypatch.delenv("OMP_NUM_THREADS", raising=False)
+    monkeypatch.setattr(os, "sched_getaffinity", lambda pid: {0, 1, 2, 3})
+    monkeypatch.setattr(os, "getloadavg", lambda: (3.2, 0.0, 0.0))
+    monkeypatch.setattr(torch, "get_num_threads", lambda: 4)
+    chosen = []
+    monkeypatch.setattr(torch, "set_num_threads", chosen.append)
+    runtime.avoid_oversubscription(on_cpu=True)
+    assert chosen == [1] and "fairseq-stream: warning:" in capsys.readouterr().err
+    monkeypatch.setenv("OMP_NUM_THREADS", "4")  # the user's choice wins
+    runtime.avoid_oversubscription(on_cpu=True)
+    assert chosen == [1] and torch.get_num_threads() == 4
+
+
+def test_demo_files_env_override_is_exact_and_a_missing_folder_says_what_to_set(monkeypatch, tmp_path):
+    monkeypatch.setenv(demo_files.ENV_VAR, str(tmp_path))
+    assert demo_files.find_demo_dir() == str(tmp_path)
+    with pytest.raises(FairseqStreamError, match=demo_files.ENV_VAR):
+        demo_files.require_demo_dir(str(tmp_path))
+    monkeypatch.delenv(demo_files.ENV_VAR)
+    assert os.path.isfile(os.path.join(demo_files.find_demo_dir(), "checkpoint.pt"))
