@@ -100,11 +100,21 @@ def _fairseq_cli_assertion(exc: BaseException, tb: Optional[TracebackType]) -> O
     return None
 
 
+def _config_problem(exc: BaseException) -> Optional[str]:
+    """hydra's refusal of a missing value, e.g. ``--tokenizer moses`` without ``--source-lang``."""
+    missing = re.search(r"Error merging override (\w+)\.(\w+)=null", str(exc))
+    if type(exc).__name__ != "ConfigCompositionException" or not missing:
+        return None
+    group, name = missing.groups()
+    flag = "--source-lang and --target-lang" if name.endswith("_lang") else "--" + name.replace("_", "-")
+    return f"--{group} needs {flag}, which fairseq does not infer for it; pass {flag}"
+
+
 def format_error(exc: BaseException, tb: Optional[TracebackType] = None) -> Optional[str]:
     """The single line to print for ``exc``, or ``None`` when it is not a user-facing error."""
     if isinstance(exc, FairseqStreamError):
         return PREFIX + str(exc)
-    problem = _checkpoint_problem(exc, tb) or _fairseq_cli_assertion(exc, tb)
+    problem = _checkpoint_problem(exc, tb) or _fairseq_cli_assertion(exc, tb) or _config_problem(exc)
     return PREFIX + problem if problem else None
 
 

@@ -115,6 +115,7 @@ def catalogue(p: Paths) -> Dict[str, Case]:
         "impossible-option": Case(_gen(p, "--search", "var-stream", "--stream-epsilon", "2"), ["--stream-epsilon", "(0, 1)"]),
         "over-long-sentence": Case(_gen(p, "--max-source-positions", "8", "--search", "var-stream"),
                                    ["too long", "--skip-invalid-size-inputs-valid-test"]),
+        "tokenizer-without-languages": Case(_gen(p, "--tokenizer", "moses", "--remove-bpe"), ["--source-lang and --target-lang"]),
         # 4. fairseq-interactive: a bad line is reported by its line number, the rest translated
         "interactive-bad-lines": Case(
             _interactive(*README_TEXT_FLAGS, "--search", "var-stream", "--buffer-size", "4", "--batch-size", "4"),
@@ -143,7 +144,7 @@ CASE_IDS = [  # the keys of catalogue() (which needs files), listed for parametr
     "nbest-0", "sampling-nbest", "sampling-our-strategy", "max-tokens-below-a-sentence", "stream-stats-unwritable",
     "average-refused-pickle", "average-corrupt", "random-bytes-checkpoint", "unsafe-pickle", "dictionary-mismatch",
     "missing-lm", "missing-checkpoint", "no-dictionaries", "unknown-search", "impossible-option", "over-long-sentence",
-    "interactive-bad-lines", "interactive-raw-text-without-bpe",
+    "tokenizer-without-languages", "interactive-bad-lines", "interactive-raw-text-without-bpe",
 ]
 
 
