@@ -54,3 +54,14 @@ def test_demo_files_env_override_is_exact_and_a_missing_folder_says_what_to_set(
         demo_files.require_demo_dir(str(tmp_path))
     monkeypatch.delenv(demo_files.ENV_VAR)
     assert os.path.isfile(os.path.join(demo_files.find_demo_dir(), "checkpoint.pt"))
+
+
+def test_an_installed_package_finds_the_demo_files_under_its_prefix(monkeypatch, tmp_path):
+    """pip install puts the demo files in <prefix>/share/fairseq-stream/demo (setup.py data_files)."""
+    installed = tmp_path / "prefix" / "share" / "fairseq-stream" / "demo"
+    installed.mkdir(parents=True)
+    (installed / "checkpoint.pt").write_bytes(b"")
+    monkeypatch.delenv(demo_files.ENV_VAR, raising=False)
+    monkeypatch.setattr(demo_files, "_REPO_DIR", str(tmp_path / "site-packages"))  # no checkout around it
+    monkeypatch.setattr(demo_files.sys, "prefix", str(tmp_path / "prefix"))
+    assert demo_files.find_demo_dir() == str(installed)
