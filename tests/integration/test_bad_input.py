@@ -218,3 +218,22 @@ def test_the_smallest_length_limit_gives_every_sentence_a_finite_hypothesis(demo
     assert len(result.hypos) == len(sources)
     for nbest in result.hypos:
         assert nbest and nbest[0]["tokens"].numel() <= 2 and torch.isfinite(torch.as_tensor(nbest[0]["score"]))
+
+
+@pytest.mark.parametrize("h,c,limit", [(2, 1, 1), (2, 1, 2), (2, 2, 3), (4, 1, 1)])
+def test_ib_beam_at_the_smallest_length_limit_gives_finite_hypotheses(h, c, limit):
+    """ib-beam emits h·c words a step: a limit that is not a multiple still ends every sentence."""
+    from helpers import fake_task, gen_cfg, make_dictionary, sample_for, stream_opts, tiny_ib_model
+
+    from fairseq_stream.registry import get_search
+
+    d = make_dictionary([f"w{i}" for i in range(30)])
+    model = tiny_ib_model(d, h=h, c=c)
+    for min_len in (1, limit):
+        generator = get_search("ib-beam").build(fake_task(d), [model], gen_cfg(beam=2, max_len_a=0, max_len_b=limit,
+                                                                              min_len=min_len),
+                                                stream_opts(search="ib-beam"))
+        hypos = generator.generate([model], sample_for(d, [5, 9]))
+        assert len(hypos) == 2
+        for nbest in hypos:
+            assert nbest and all(torch.isfinite(torch.as_tensor(hyp["score"])) for hyp in nbest), nbest
