@@ -7,7 +7,7 @@ called, an uncaught exception handed to ``sys.excepthook`` (the hook the package
 when fairseq imports ``--user-dir fairseq_stream``) and exit status 1, atexit handlers run.
 
     python cli_cases.py < cases.json > results.json
-    cases:   [{"argv": ["fairseq-generate", ...], "stdin": "..."}]  (or "module": "pkg.mod")
+    cases:   [{"argv": ["fairseq-generate", ...], "stdin": "...", "env": {...}}]  (or "module": "pkg.mod")
     results: [{"rc": 0, "stdout": "...", "stderr": "..."}]
 """
 from __future__ import annotations
@@ -34,6 +34,7 @@ def _child(case: Dict[str, Any], out: str, err: str, inp: str) -> None:
     for fd, path, mode in ((0, inp, os.O_RDONLY), (1, out, os.O_WRONLY), (2, err, os.O_WRONLY)):
         os.dup2(os.open(path, mode), fd)
     sys.argv = list(case["argv"])
+    os.environ.update(case.get("env") or {})
     code = 0
     try:
         if case.get("module"):

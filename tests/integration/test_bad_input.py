@@ -36,12 +36,14 @@ class Case:
     errors: int = 1  # error lines expected
     rc: Optional[int] = None  # None: any non-zero status
     translated: Optional[List[int]] = None  # H- ids expected (None: no hypothesis at all)
+    env: Dict[str, str] = field(default_factory=dict)  # set in the case's process
 
 
 class Paths:
     """Files the cases refer to, made once per module."""
 
     def __init__(self, root: str) -> None:
+        self.root = root
         self.data = binarize(os.path.join(root, "bin"), {"test": N})
         self.mismatch = os.path.join(root, "mismatch")  # a target dictionary of another size
         shutil.copytree(self.data, self.mismatch)
@@ -120,6 +122,14 @@ def catalogue(p: Paths) -> Dict[str, Case]:
         "interactive-bad-lines": Case(
             _interactive(*README_TEXT_FLAGS, "--search", "var-stream", "--buffer-size", "4", "--batch-size", "4"),
             ["input line "], stdin="\n".join(bad_lines) + "\n", errors=2, rc=1, translated=[0, 3, 4, 5]),
+        # 5. the console scripts, run as modules here (the installed lookup: tests/unit/test_runtime.py)
+        "ddgviz-readme-command": Case(["fairseq-stream-ddgviz", "--sentence", "Y dijo Dios: Sea la luz: y fué la luz.",
+                                       "--out", os.path.join(p.root, "ddg")], errors=0, rc=0,
+                                      module="fairseq_stream.viz.ddgviz"),
+        "demo-help": Case(["fairseq-stream-demo", "--help"], errors=0, rc=0, module="fairseq_stream.demo"),
+        "bench-help": Case(["fairseq-stream-bench", "--help"], errors=0, rc=0, module="fairseq_stream.bench"),
+        "demo-files-missing": Case(["fairseq-stream-demo"], ["FAIRSEQ_STREAM_DEMO_DIR"], module="fairseq_stream.demo",
+                                   env={"FAIRSEQ_STREAM_DEMO_DIR": p.empty}),
         # 6. first use: raw text without the tokenizer and BPE is warned about, not silently garbage
         "interactive-raw-text-without-bpe": Case(
             _interactive(), stdin="\n".join(read_lines(os.path.join(DEMO, "test.es"), 4)) + "\n",
@@ -131,7 +141,7 @@ def catalogue(p: Paths) -> Dict[str, Case]:
 def results(tmp_path_factory):
     paths = Paths(str(tmp_path_factory.mktemp("bad_input")))
     cases = catalogue(paths)
-    payload = [{"argv": c.argv, "stdin": c.stdin, "module": c.module} for c in cases.values()]
+    payload = [{"argv": c.argv, "stdin": c.stdin, "module": c.module, "env": c.env} for c in cases.values()]
     proc = subprocess.run([sys.executable, os.path.join(REPO, "tests", "integration", "cli_cases.py")], cwd=REPO,
                           input=json.dumps(payload), capture_output=True, text=True,
                           env=dict(os.environ, PYTHONWARNINGS="ignore", OMP_NUM_THREADS="1"))
@@ -144,7 +154,8 @@ CASE_IDS = [  # the keys of catalogue() (which needs files), listed for parametr
     "nbest-0", "sampling-nbest", "sampling-our-strategy", "max-tokens-below-a-sentence", "stream-stats-unwritable",
     "average-refused-pickle", "average-corrupt", "random-bytes-checkpoint", "unsafe-pickle", "dictionary-mismatch",
     "missing-lm", "missing-checkpoint", "no-dictionaries", "unknown-search", "impossible-option", "over-long-sentence",
-    "tokenizer-without-languages", "interactive-bad-lines", "interactive-raw-text-without-bpe",
+    "tokenizer-without-languages", "interactive-bad-lines", "ddgviz-readme-command", "demo-help", "bench-help",
+    "demo-files-missing", "interactive-raw-text-without-bpe",
 ]
 
 
@@ -172,6 +183,12 @@ def test_bad_input(results, name):
 
 def test_the_catalogue_lists_every_case(results):
     assert sorted(results[1]) == sorted(CASE_IDS)
+
+
+def test_the_readme_ddgviz_command_writes_the_png_and_the_html(results):
+    paths, _ = results
+    for ext in ("png", "html"):
+        assert os.path.getsize(os.path.join(paths.root, f"ddg.{ext}")) > 1000
 
 
 def test_interactive_reports_input_line_numbers(results):
