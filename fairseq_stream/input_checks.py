@@ -68,12 +68,19 @@ def too_long(dataset: Any, indices: np.ndarray, max_positions: Any, ignored: Ite
     return reasons
 
 
-def report_skipped(buffer: InputBuffer, reasons: Dict[int, str]) -> None:
-    """One line per skipped input line, on stderr (fairseq-interactive logs to stdout)."""
+def report_skipped(buffer: InputBuffer, reasons: Dict[int, str], warn_only: Iterable[int] = ()) -> None:
+    """One line per skipped input line, on stderr (fairseq-interactive logs to stdout).
+
+    ``warn_only``: lines the user asked to skip (``--skip-invalid-size-inputs-valid-test``);
+    they are a warning and do not make the exit status non-zero.
+    """
+    warn_only = set(warn_only)
     for index in sorted(reasons):
         line = buffer.line(index)
-        skipped_lines.append(line)
-        print(f"{PREFIX}input line {line} {reasons[index]} (skipped; the other lines are translated)",
+        prefix = "fairseq-stream: warning: " if index in warn_only else PREFIX
+        if index not in warn_only:
+            skipped_lines.append(line)
+        print(f"{prefix}input line {line} {reasons[index]} (skipped; the other lines are translated)",
               file=sys.stderr, flush=True)
 
 

@@ -135,8 +135,9 @@ class TranslationStreamTask(TranslationTask):
         buffer = self._input_buffer
         if buffer is not None and buffer.size == len(dataset):
             # fairseq-interactive: report each bad line by its input line number and go on.
+            sized = list(reasons) if ignore_invalid_inputs else []
             reasons.update(buffer.invalid)
-            report_skipped(buffer, reasons)
+            report_skipped(buffer, reasons, warn_only=sized)
         elif reasons:
             raise_or_warn(reasons, ignore_invalid_inputs, len(indices))
         if not reasons:

@@ -122,6 +122,9 @@ def catalogue(p: Paths) -> Dict[str, Case]:
         "interactive-bad-lines": Case(
             _interactive(*README_TEXT_FLAGS, "--search", "var-stream", "--buffer-size", "4", "--batch-size", "4"),
             ["input line "], stdin="\n".join(bad_lines) + "\n", errors=2, rc=1, translated=[0, 3, 4, 5]),
+        "interactive-skip-flag": Case(
+            _interactive(*README_TEXT_FLAGS, "--skip-invalid-size-inputs-valid-test", "--buffer-size", "2"),
+            stdin="\n".join([GOOD[0], "luz " * 5000, GOOD[1]]) + "\n", errors=0, rc=0, translated=[0, 2]),
         # 5. the console scripts, run as modules here (the installed lookup: tests/unit/test_runtime.py)
         "ddgviz-readme-command": Case(["fairseq-stream-ddgviz", "--sentence", "Y dijo Dios: Sea la luz: y fué la luz.",
                                        "--out", os.path.join(p.root, "ddg")], errors=0, rc=0,
@@ -154,7 +157,7 @@ CASE_IDS = [  # the keys of catalogue() (which needs files), listed for parametr
     "nbest-0", "sampling-nbest", "sampling-our-strategy", "max-tokens-below-a-sentence", "stream-stats-unwritable",
     "average-refused-pickle", "average-corrupt", "random-bytes-checkpoint", "unsafe-pickle", "dictionary-mismatch",
     "missing-lm", "missing-checkpoint", "no-dictionaries", "unknown-search", "impossible-option", "over-long-sentence",
-    "tokenizer-without-languages", "interactive-bad-lines", "ddgviz-readme-command", "demo-help", "bench-help",
+    "tokenizer-without-languages", "interactive-bad-lines", "interactive-skip-flag", "ddgviz-readme-command", "demo-help", "bench-help",
     "demo-files-missing", "interactive-raw-text-without-bpe",
 ]
 
@@ -195,6 +198,11 @@ def test_interactive_reports_input_line_numbers(results):
     _, table = results
     errors = [l for l in table["interactive-bad-lines"][1]["stderr"].splitlines() if l.startswith(PREFIX)]
     assert "input line 2 is not valid UTF-8" in errors[0] and "input line 3 has 5001 tokens" in errors[1], errors
+
+
+def test_interactive_skip_flag_turns_the_error_into_a_warning(results):
+    stderr = results[1]["interactive-skip-flag"][1]["stderr"]
+    assert "fairseq-stream: warning: input line 2 has 5001 tokens" in stderr, stderr[-2000:]
 
 
 def test_raw_text_without_tokenizer_and_bpe_is_warned_about(results):

@@ -1,5 +1,4 @@
 """Progress, the thread default and the demo-file lookup: what a command-line run shows and finds."""
-import logging
 import os
 from types import SimpleNamespace
 
@@ -10,15 +9,16 @@ from fairseq_stream import demo_files, runtime
 from fairseq_stream.errors import FairseqStreamError
 
 
-def test_progress_off_a_terminal_logs_sentences_done_and_time_left(caplog):
+def test_progress_off_a_terminal_prints_sentences_done_and_time_left(capsys):
     progress = runtime.SentenceProgress(10, interval=0.0)
     assert progress.bar is None  # pytest's stderr is not a terminal: no carriage-return bar in logs
-    with caplog.at_level(logging.INFO, logger="fairseq_stream"):
-        progress.advance_to(4)
-        progress.advance_to(3)  # never backwards
-        progress.advance_to(10)
-    lines = [r.getMessage() for r in caplog.records]
-    assert len(lines) == 2 and lines[0].startswith("decoded 4/10 sentences") and "left" in lines[0]
+    progress.advance_to(4)
+    progress.advance_to(3)  # never backwards
+    progress.advance_to(10)
+    out = capsys.readouterr()
+    lines = out.err.splitlines()
+    assert out.out == "" and len(lines) == 2
+    assert lines[0].startswith("fairseq-stream: decoded 4/10 sentences") and "left" in lines[0]
     assert progress.done == 10
 
 
