@@ -17,7 +17,7 @@ from typing import Any, Dict, Iterable, List, Optional
 
 import numpy as np
 
-from fairseq_stream.errors import PREFIX
+from fairseq_stream.errors import PREFIX, FairseqStreamError
 
 logger = logging.getLogger(__name__)
 
@@ -86,8 +86,6 @@ def report_skipped(buffer: InputBuffer, reasons: Dict[int, str], warn_only: Iter
 
 def raise_or_warn(reasons: Dict[int, str], ignore_invalid_inputs: bool, total: int) -> None:
     """fairseq-generate's rule: stop with one line, or skip and list under the skip flag."""
-    from fairseq_stream.errors import FairseqStreamError
-
     ids = sorted(reasons)
     if ignore_invalid_inputs and len(ids) >= total:
         raise FairseqStreamError(f"all {total} sentence(s) are too long to decode (sentence {ids[0]} "

@@ -181,12 +181,11 @@ def validate_generation(gen_cfg: Any, models: Sequence[Any] = ()) -> None:
     limits = [m.max_decoder_positions() for m in models if hasattr(m, "max_decoder_positions")]
     max_positions = min(limits) if limits else None
     min_len = max(int(gen_cfg.min_len), 1)
-    shortest = int(float(gen_cfg.max_len_a) * 1 + float(gen_cfg.max_len_b))
-    if max_positions is not None:
-        shortest = min(shortest, max_positions - 1)
+    by_flags = int(float(gen_cfg.max_len_a) * 1 + float(gen_cfg.max_len_b))  # at |x| = 1
+    shortest = by_flags if max_positions is None else min(by_flags, max_positions - 1)
     if shortest < min_len:
-        cause = f"the model's {max_positions} positions" if max_positions is not None and shortest == max_positions - 1 \
-            else f"--max-len-a {gen_cfg.max_len_a} --max-len-b {gen_cfg.max_len_b}"
+        cause = (f"--max-len-a {gen_cfg.max_len_a} --max-len-b {gen_cfg.max_len_b}" if by_flags == shortest
+                 else f"the model's {max_positions} positions")
         raise FairseqStreamError(
             f"the maximum output length (a·|x| + b, from {cause}) is {shortest} tokens for a one-token source, "
             f"below the minimum of {min_len} (--min-len {gen_cfg.min_len}); raise --max-len-b (fairseq's default "

@@ -1,6 +1,6 @@
 """``--task translation_stream``: fairseq's translation task with fairseq-stream's decoders.
 
-It differs from ``translation`` in three ways only:
+It differs from ``translation`` in four ways only:
 
 * its config carries ``--search`` and the strategy options, and :meth:`build_generator`
   returns the chosen strategy (``beam`` is fairseq's own generator);
@@ -10,7 +10,11 @@ It differs from ``translation`` in three ways only:
   behaviour), for training, validation and generation alike;
 * missing dictionaries, splits and over-long inputs are one-line errors; fairseq-interactive
   reports a line it cannot translate by its input line number, skips it and goes on
-  (:mod:`fairseq_stream.input_checks`).
+  (:mod:`fairseq_stream.input_checks`);
+* :meth:`build_generator` refuses generation options no strategy can honour (a length limit
+  below ``--min-len``, ``--beam 0``) for every ``--search``, and under the fairseq CLIs adds a
+  sentence progress bar and a thread count that does not oversubscribe a busy CPU
+  (:mod:`fairseq_stream.runtime`).
 """
 
 import logging
