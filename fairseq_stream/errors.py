@@ -3,8 +3,10 @@
 Exceptions of :class:`FairseqStreamError` (a ``ValueError``) carry a message meant for the
 command line. When the package is loaded as a fairseq user dir, :func:`install_excepthook`
 makes an uncaught one print as a single ``fairseq-stream: error: ...`` line (exit status 1)
-instead of a traceback from deep inside fairseq. Failures to read a checkpoint inside
-fairseq's own loader are reported the same way. ``FAIRSEQ_STREAM_TRACEBACK=1`` restores
+instead of a traceback from deep inside fairseq. Failures inside fairseq that are the
+user's input are reported the same way, naming the real cause: a checkpoint that is missing
+(``--path`` or ``--lm-path``), corrupt, an unsafe pickle, or does not fit the dictionaries;
+fairseq_cli's own option assertions; hydra's refusal of a missing value. ``FAIRSEQ_STREAM_TRACEBACK=1`` restores
 the full traceback for debugging.
 """
 from __future__ import annotations
