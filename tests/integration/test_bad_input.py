@@ -37,6 +37,7 @@ class Case:
     rc: Optional[int] = None  # None: any non-zero status
     translated: Optional[List[int]] = None  # H- ids expected (None: no hypothesis at all)
     env: Dict[str, str] = field(default_factory=dict)  # set in the case's process
+    skips_listed: bool = False  # every sentence is translated or listed as skipped (none silently lost)
 
 
 class Paths:
@@ -118,6 +119,9 @@ def catalogue(p: Paths) -> Dict[str, Case]:
         "over-long-sentence": Case(_gen(p, "--max-source-positions", "8", "--search", "var-stream"),
                                    ["too long", "--skip-invalid-size-inputs-valid-test"]),
         "tokenizer-without-languages": Case(_gen(p, "--tokenizer", "moses", "--remove-bpe"), ["--source-lang and --target-lang"]),
+        "skip-flag-lists-what-it-skips": Case(
+            _gen(p, "--max-source-positions", "30", "--search", "var-stream", "--skip-invalid-size-inputs-valid-test"),
+            errors=0, rc=0, skips_listed=True),
         # 4. fairseq-interactive: a bad line is reported by its line number, the rest translated
         "interactive-bad-lines": Case(
             _interactive(*README_TEXT_FLAGS, "--search", "var-stream", "--buffer-size", "4", "--batch-size", "4"),
@@ -157,7 +161,7 @@ CASE_IDS = [  # the keys of catalogue() (which needs files), listed for parametr
     "nbest-0", "sampling-nbest", "sampling-our-strategy", "max-tokens-below-a-sentence", "stream-stats-unwritable",
     "average-refused-pickle", "average-corrupt", "random-bytes-checkpoint", "unsafe-pickle", "dictionary-mismatch",
     "missing-lm", "missing-checkpoint", "no-dictionaries", "unknown-search", "impossible-option", "over-long-sentence",
-    "tokenizer-without-languages", "interactive-bad-lines", "interactive-skip-flag", "ddgviz-readme-command", "demo-help", "bench-help",
+    "tokenizer-without-languages", "skip-flag-lists-what-it-skips", "interactive-bad-lines", "interactive-skip-flag", "ddgviz-readme-command", "demo-help", "bench-help",
     "demo-files-missing", "interactive-raw-text-without-bpe",
 ]
 
@@ -180,7 +184,12 @@ def test_bad_input(results, name):
         assert needle in text, text
     for word in case.forbidden:
         assert word not in text, text
-    assert hypothesis_ids(got["stdout"]) == (case.translated or [])
+    if case.skips_listed:
+        listed = re.search(r"skipping \d+ sentence\(s\) .*ids: \[([\d, ]+)\]", got["stdout"] + stderr)
+        skipped = [int(i) for i in listed.group(1).split(",")]
+        assert skipped and sorted(hypothesis_ids(got["stdout"]) + skipped) == list(range(N))
+    else:
+        assert hypothesis_ids(got["stdout"]) == (case.translated or [])
     assert not os.path.exists(paths.marker), "the refused pickle ran code"
 
 
