@@ -3,6 +3,8 @@
 Install with ``bash scripts/install.sh`` (it installs the build requirements of fairseq
 before fairseq itself, which must be built without build isolation).
 """
+import glob
+
 from setuptools import find_packages, setup
 
 setup(
@@ -14,6 +16,8 @@ setup(
     python_requires=">=3.10",
     packages=find_packages(include=["fairseq_stream", "fairseq_stream.*"]),
     package_data={"fairseq_stream.ops": ["csrc/*.cpp"]},
+    # The demo files, installed once under <prefix>/share (fairseq_stream/demo_files.py finds them).
+    data_files=[("share/fairseq-stream/demo", sorted(glob.glob("user_dir_examples/demo/*")))],
     install_requires=[
         "torch==2.13.0",
         # fairseq 0.12.2 does not import on Python 3.11; fairseq-fixed provides the same module.

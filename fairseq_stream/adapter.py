@@ -23,6 +23,7 @@ from fairseq_stream.errors import FairseqStreamError
 from fairseq_stream.interface import Hypothesis, SearchStrategy
 from fairseq_stream.model_step import ModelStep
 from fairseq_stream.processors import max_lengths
+from fairseq_stream.runtime import CountFinished, SentenceProgress
 from fairseq_stream.scheduler import SchedulerConfig, StreamingScheduler
 from fairseq_stream.stats import DecodeStats
 
@@ -98,6 +99,7 @@ class StreamGenerator:
         self.stats = DecodeStats(trace=[] if stats_path else None)
         self.stats_path = stats_path
         self._reported = False
+        self.progress: Optional[SentenceProgress] = None  # set by the task under fairseq-generate
         scheduler.validate(rows_per_sentence)
         make_strategy(self.stats)  # builds once to validate the options before any input is read
 
@@ -112,12 +114,17 @@ class StreamGenerator:
         net_input = sample["net_input"]
         pool = self.model.encode(net_input["src_tokens"], net_input["src_lengths"], self.pad, self.eos)
         max_len = max_lengths(pool.src_lengths, self.gen_cfg, self.model.max_decoder_positions)
-        scheduler = StreamingScheduler(self.model, self.make_strategy(self.stats), self.scheduler_cfg,
+        strategy = self.make_strategy(self.stats)
+        if self.progress is not None:
+            strategy = CountFinished(strategy, self.progress, self.stats.sentences)
+        scheduler = StreamingScheduler(self.model, strategy, self.scheduler_cfg,
                                        bos=bos_token if bos_token is not None else self.bos, pad=self.pad,
                                        rows_per_sentence=self.rows_per_sentence, stats=self.stats)
         results = scheduler.run(pool, max_len)
         hypos = [results[i] for i in range(pool.size)]
         self.stats.sentences += pool.size
+        if self.progress is not None:
+            self.progress.advance_to(self.stats.sentences)
         self.stats.target_tokens += sum(int(h[0]["tokens"].numel()) for h in hypos if h)
         self.stats.wall_seconds += time.perf_counter() - start
         self._schedule_report()
@@ -132,6 +139,8 @@ class StreamGenerator:
 
     def report(self) -> None:
         """Log the run's statistics (and write them as JSON with ``--stream-stats``)."""
+        if self.progress is not None:
+            self.progress.close()
         logger.info("fairseq-stream %s: %s", self.name, self.stats.summary())
         if self.stats_path:
             with open(self.stats_path, "w", encoding="utf-8") as f:

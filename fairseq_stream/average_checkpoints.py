@@ -11,13 +11,14 @@ from __future__ import annotations
 import argparse
 import glob
 import os
+import pickle
 import re
-from typing import List
+from typing import Any, Dict, List
 
 import torch
 
 from fairseq_stream.checkpoint import register_safe_globals
-from fairseq_stream.errors import FairseqStreamError
+from fairseq_stream.errors import FairseqStreamError, unpickling_problem
 
 
 def last_checkpoints(directory: str, n: int) -> List[str]:
@@ -32,12 +33,28 @@ def last_checkpoints(directory: str, n: int) -> List[str]:
     return [p for _, p in sorted(found)[-n:]]
 
 
+def load_state(path: str) -> Dict[str, Any]:
+    """``torch.load`` under the allow-list, with one-line errors for missing, unsafe or corrupt files."""
+    if not os.path.isfile(path):
+        raise FairseqStreamError(f"checkpoint {path!r} not found (check --inputs or --dir)")
+    try:
+        state = torch.load(path, map_location="cpu", weights_only=True)
+    except pickle.UnpicklingError as exc:
+        raise FairseqStreamError(f"{path}: {unpickling_problem(exc) or exc}") from None
+    except (RuntimeError, EOFError, OSError) as exc:  # torch's zip reader, a truncated file
+        raise FairseqStreamError(f"{path}: could not read the checkpoint ({type(exc).__name__}: "
+                                 f"{str(exc).splitlines()[0] if str(exc) else ''}); it may be truncated") from None
+    if not isinstance(state, dict) or not isinstance(state.get("model"), dict):
+        raise FairseqStreamError(f"{path} is not a fairseq checkpoint (no 'model' parameters)")
+    return state
+
+
 def average(paths: List[str], output: str) -> None:
     register_safe_globals()
     total = None
     first = None
     for path in paths:
-        state = torch.load(path, map_location="cpu", weights_only=True)
+        state = load_state(path)
         params = state["model"]
         if total is None:
             first = state

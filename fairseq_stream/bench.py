@@ -30,11 +30,12 @@ from typing import Any, Dict, List, Optional, Sequence
 
 import torch
 
+from fairseq_stream.demo_files import find_demo_dir
 from fairseq_stream.errors import FairseqStreamError
 
 DTYPES = {"float32": None, "float16": torch.float16, "bfloat16": torch.bfloat16}  # None: as loaded
 REPO_DIR = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-DEMO_DIR = os.path.join(REPO_DIR, "user_dir_examples", "demo")
+DEMO_DIR = find_demo_dir()  # the checkout's user_dir_examples/demo, or the installed copy
 
 
 @dataclass

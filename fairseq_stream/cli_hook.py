@@ -14,17 +14,21 @@ options never appear in ``fairseq-generate --help``. To show ``--search`` and th
 options there (and in ``fairseq-interactive --help``), :func:`show_options_in_help` wraps
 ``fairseq.options.add_generation_args`` so that it also adds our option group; the task's
 ``add_args`` then skips the options that are already on the parser. Nothing else in fairseq
-is touched.
+is touched, except that fairseq-interactive exits non-zero after a run that skipped input
+lines (:func:`exit_nonzero_after_skipped_lines`).
 """
 from __future__ import annotations
 
 import argparse
+import sys
+from typing import Any
 
 import fairseq.options
 from fairseq.dataclass.utils import gen_parser_from_dataclass
 from fairseq.tasks import TASK_DATACLASS_REGISTRY, TASK_REGISTRY
 from hydra.core.config_store import ConfigStore
 
+from fairseq_stream import input_checks
 from fairseq_stream.options import StreamDecodingConfig
 from fairseq_stream.tasks.translation_stream import TranslationStreamConfig, TranslationStreamTask
 
@@ -75,3 +79,25 @@ def show_options_in_help() -> None:
 
     add_generation_args._fairseq_stream = True  # type: ignore[attr-defined]
     fairseq.options.add_generation_args = add_generation_args
+
+
+def exit_nonzero_after_skipped_lines() -> None:
+    """fairseq-interactive: exit with status 1, after translating the rest, when lines were skipped.
+
+    A line it cannot translate is reported and skipped (:mod:`fairseq_stream.input_checks`)
+    rather than ending the run; the exit status still tells a script that input was lost.
+    ``cli_main`` looks ``main`` up when it calls it, after the user dir is imported.
+    """
+    module = sys.modules.get("fairseq_cli.interactive")
+    original = getattr(module, "main", None)
+    if original is None or getattr(original, "_fairseq_stream", False):
+        return
+
+    def main(cfg: Any) -> Any:
+        result = original(cfg)
+        if input_checks.skipped_lines:
+            sys.exit(1)
+        return result
+
+    main._fairseq_stream = True  # type: ignore[attr-defined]
+    module.main = main

@@ -5,7 +5,8 @@
 
 It prints a few translations, then one table: BLEU (sacreBLEU on detokenised text),
 wall seconds, sentences/s and each strategy's statistics. The model, BPE codes, dictionaries
-and test sample are in ``user_dir_examples/demo/`` (``scripts/build_demo_model.py`` rebuilds them).
+and test sample are in ``user_dir_examples/demo/`` (``scripts/build_demo_model.py`` rebuilds them),
+or their installed copy (:mod:`fairseq_stream.demo_files`).
 """
 from __future__ import annotations
 
@@ -18,6 +19,7 @@ from typing import List, Optional, Sequence
 import torch
 
 from fairseq_stream.bench import DEMO_DIR, RunSpec, format_table, run_benchmark
+from fairseq_stream.demo_files import require_demo_dir
 
 #: The rows of the demo table; each issue adds its strategies here.
 _LEN = {"max_len_a": 1.2, "max_len_b": 10}
@@ -46,6 +48,7 @@ def main(argv: Optional[Sequence[str]] = None) -> None:
     from fairseq_stream.session import TranslationSession
 
     install_excepthook()
+    require_demo_dir(DEMO_DIR)
     with open(os.path.join(DEMO_DIR, "test.es"), encoding="utf-8") as f:
         sources = [line.rstrip("\n") for line in f][: args.limit]
     with open(os.path.join(DEMO_DIR, "test.en"), encoding="utf-8") as f:

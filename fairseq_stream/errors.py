@@ -3,13 +3,16 @@
 Exceptions of :class:`FairseqStreamError` (a ``ValueError``) carry a message meant for the
 command line. When the package is loaded as a fairseq user dir, :func:`install_excepthook`
 makes an uncaught one print as a single ``fairseq-stream: error: ...`` line (exit status 1)
-instead of a traceback from deep inside fairseq. Failures to read a checkpoint inside
-fairseq's own loader are reported the same way. ``FAIRSEQ_STREAM_TRACEBACK=1`` restores
+instead of a traceback from deep inside fairseq. Failures inside fairseq that are the
+user's input are reported the same way, naming the real cause: a checkpoint that is missing
+(``--path`` or ``--lm-path``), corrupt, an unsafe pickle, or does not fit the dictionaries;
+fairseq_cli's own option assertions; hydra's refusal of a missing value. ``FAIRSEQ_STREAM_TRACEBACK=1`` restores
 the full traceback for debugging.
 """
 from __future__ import annotations
 
 import os
+import re
 import sys
 from types import TracebackType
 from typing import Optional, Type
@@ -27,6 +30,49 @@ def _frames(tb: Optional[TracebackType]):
         tb = tb.tb_next
 
 
+def _missing_model_flag(text: str) -> str:
+    """``--lm-path`` when the missing file is the language model given there, else ``--path``."""
+    argv = sys.argv[1:]
+    for i, arg in enumerate(argv):
+        value = arg.split("=", 1)[1] if arg.startswith("--lm-path=") else (
+            argv[i + 1] if arg == "--lm-path" and i + 1 < len(argv) else None)
+        if value and value in text:
+            return "--lm-path"
+    return "--path"
+
+
+def unpickling_problem(exc: BaseException) -> Optional[str]:
+    """torch's refusal of an unsafe pickle, told apart from a file that is simply corrupt."""
+    full = str(exc)
+    if "weights only load failed" not in full.lower():
+        return None
+    unsafe = re.search(r"unsupported GLOBAL ([\w.]+)", full, re.IGNORECASE)
+    if unsafe:
+        return (
+            f"the checkpoint names the Python object {unsafe.group(1)}, which is not on the allow-list of "
+            "safe checkpoint classes, so it was not unpickled (it could run code). Load it only if you "
+            "trust its source: re-run with TORCH_FORCE_NO_WEIGHTS_ONLY_LOAD=1"
+        )
+    return ("could not read the checkpoint: the file is corrupt or not a torch checkpoint (its pickle data "
+            "cannot be read); copy or download it again")
+
+
+def _dictionary_problem(exc: BaseException) -> Optional[str]:
+    """A model whose embeddings do not fit the data directory's dictionaries."""
+    full = str(exc)
+    mismatch = re.search(r"size mismatch for ([\w.]+): copying a param with shape torch.Size\((\[[^\]]*\])\) "
+                         r"from checkpoint, the shape in current model is torch.Size\((\[[^\]]*\])\)", full)
+    if mismatch:
+        name, ckpt, data = mismatch.groups()
+        detail = f"{name} is {ckpt} in the checkpoint but {data} with these dictionaries"
+    elif "requires a joined dictionary" in full:
+        detail = "the model shares one vocabulary between source and target, but dict.SRC.txt and dict.TGT.txt differ"
+    else:
+        return None
+    return (f"the dictionaries of the data directory do not match the checkpoint ({detail}); use the "
+            "dict.SRC.txt and dict.TGT.txt the model was trained with (fairseq-preprocess --srcdict/--tgtdict)")
+
+
 def _checkpoint_problem(exc: BaseException, tb: Optional[TracebackType]) -> Optional[str]:
     """A one-line explanation when ``exc`` was raised while fairseq read a checkpoint."""
     loaders = {"load_checkpoint_to_cpu", "load_model_ensemble_and_task"}
@@ -34,24 +80,43 @@ def _checkpoint_problem(exc: BaseException, tb: Optional[TracebackType]) -> Opti
         return None
     text = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
     if isinstance(exc, (FileNotFoundError, IOError)) and "not found" in text.lower():
-        return f"{text} (check --path; several models are separated by ':')"
-    if "weights only load failed" in text.lower() or "unsupported global" in str(exc).lower():
-        return (
-            "the checkpoint holds Python objects outside the allow-list of safe checkpoint "
-            "classes, so it was not unpickled. If you trust its source, re-run with "
-            "TORCH_FORCE_NO_WEIGHTS_ONLY_LOAD=1"
-        )
+        flag = _missing_model_flag(text)
+        return f"{text} (check {flag}" + ("; several models are separated by ':')" if flag == "--path" else ")")
+    problem = unpickling_problem(exc)
+    if problem:
+        return f"{problem} (--path)"
+    problem = _dictionary_problem(exc)
+    if problem:
+        return problem
     return (
         f"could not read the checkpoint ({type(exc).__name__}: {text}); "
         "it may be truncated or not a fairseq checkpoint (check --path)"
     )
 
 
+def _fairseq_cli_assertion(exc: BaseException, tb: Optional[TracebackType]) -> Optional[str]:
+    """fairseq_cli checks its options with ``assert cond, message``: that message is for the user."""
+    codes = list(_frames(tb))
+    if isinstance(exc, AssertionError) and str(exc).strip() and codes and "fairseq_cli" in codes[-1].co_filename:
+        return str(exc).strip().splitlines()[0]
+    return None
+
+
+def _config_problem(exc: BaseException) -> Optional[str]:
+    """hydra's refusal of a missing value, e.g. ``--tokenizer moses`` without ``--source-lang``."""
+    missing = re.search(r"Error merging override (\w+)\.(\w+)=null", str(exc))
+    if type(exc).__name__ != "ConfigCompositionException" or not missing:
+        return None
+    group, name = missing.groups()
+    flag = "--source-lang and --target-lang" if name.endswith("_lang") else "--" + name.replace("_", "-")
+    return f"--{group} needs {flag}, which fairseq does not infer for it; pass {flag}"
+
+
 def format_error(exc: BaseException, tb: Optional[TracebackType] = None) -> Optional[str]:
     """The single line to print for ``exc``, or ``None`` when it is not a user-facing error."""
     if isinstance(exc, FairseqStreamError):
         return PREFIX + str(exc)
-    problem = _checkpoint_problem(exc, tb)
+    problem = _checkpoint_problem(exc, tb) or _fairseq_cli_assertion(exc, tb) or _config_problem(exc)
     return PREFIX + problem if problem else None
 
 

@@ -5,8 +5,9 @@ They are fields of the task's dataclass config because fairseq rebuilds
 a task field (see ``../shared/docs/FAIRSEQ_NOTES.md``). :func:`validate` checks them once,
 up front; each strategy checks the combinations it cannot run when it is built.
 """
+import os
 from dataclasses import dataclass, field
-from typing import Optional
+from typing import Any, Optional, Sequence
 
 from fairseq.dataclass import FairseqDataclass
 
@@ -114,6 +115,15 @@ class StreamDecodingConfig(FairseqDataclass):
     )
 
 
+def _check_writable(path: str, flag: str) -> None:
+    # Checked before decoding: otherwise the file fails only when the statistics are written, at the end.
+    folder = os.path.dirname(os.path.abspath(path))
+    if not os.path.isdir(folder):
+        raise FairseqStreamError(f"{flag} {path}: the directory {folder!r} does not exist; create it or choose another path")
+    if os.path.isdir(path) or not os.access(folder, os.W_OK):
+        raise FairseqStreamError(f"{flag} {path}: cannot write a file there; choose another path")
+
+
 def validate(opts: StreamDecodingConfig) -> None:
     """Reject impossible option values with one line naming the flag and its allowed range."""
     get_search(opts.search)
@@ -145,5 +155,39 @@ def validate(opts: StreamDecodingConfig) -> None:
         raise FairseqStreamError(f"--output-layer must be 'fused' or 'full', got {opts.output_layer!r}")
     if opts.ib_finalize not in ("top", "all"):
         raise FairseqStreamError(f"--ib-finalize must be 'top' or 'all', got {opts.ib_finalize!r}")
+    if opts.stream_stats:
+        _check_writable(opts.stream_stats, "--stream-stats")
     if opts.beam_finalize not in ("ours", "fairseq"):
         raise FairseqStreamError(f"--beam-finalize must be 'ours' or 'fairseq', got {opts.beam_finalize!r}")
+
+
+def validate_generation(gen_cfg: Any, models: Sequence[Any] = ()) -> None:
+    """Reject fairseq generation options that no strategy can honour, for every ``--search``.
+
+    fairseq itself answers these with an assertion, a division by zero or an IndexError after
+    decoding (``--beam 0``, ``--nbest 0``, a length limit below ``--min-len``). The maximum
+    length ``min(a·|x| + b, max positions − 1)`` must leave room for at least one token and for
+    ``--min-len`` at the shortest source (|x| = 1, the EOS of an empty line), so no sentence can
+    end up without a hypothesis.
+    """
+    if gen_cfg.beam < 1:
+        raise FairseqStreamError(f"--beam must be >= 1, got {gen_cfg.beam}")
+    if gen_cfg.nbest < 1:
+        raise FairseqStreamError(f"--nbest must be >= 1, got {gen_cfg.nbest}")
+    if not gen_cfg.temperature > 0:
+        raise FairseqStreamError(f"--temperature must be > 0, got {gen_cfg.temperature}")
+    if gen_cfg.max_len_a < 0:
+        raise FairseqStreamError(f"--max-len-a must be >= 0, got {gen_cfg.max_len_a}")
+    limits = [m.max_decoder_positions() for m in models if hasattr(m, "max_decoder_positions")]
+    max_positions = min(limits) if limits else None
+    min_len = max(int(gen_cfg.min_len), 1)
+    by_flags = int(float(gen_cfg.max_len_a) * 1 + float(gen_cfg.max_len_b))  # at |x| = 1
+    shortest = by_flags if max_positions is None else min(by_flags, max_positions - 1)
+    if shortest < min_len:
+        cause = (f"--max-len-a {gen_cfg.max_len_a} --max-len-b {gen_cfg.max_len_b}" if by_flags == shortest
+                 else f"the model's {max_positions} positions")
+        raise FairseqStreamError(
+            f"the maximum output length (a·|x| + b, from {cause}) is {shortest} tokens for a one-token source, "
+            f"below the minimum of {min_len} (--min-len {gen_cfg.min_len}); raise --max-len-b (fairseq's default "
+            "is 200) or lower --min-len"
+        )

@@ -21,7 +21,7 @@ from fairseq.dataclass.utils import convert_namespace_to_omegaconf
 from omegaconf import open_dict
 
 from fairseq_stream.errors import FairseqStreamError
-from fairseq_stream.options import StreamDecodingConfig, validate
+from fairseq_stream.options import StreamDecodingConfig, validate, validate_generation
 from fairseq_stream.registry import get_search
 from fairseq_stream.stats import DecodeStats
 from fairseq_stream.text import BpeCodes, detokenize, tokenize
@@ -117,6 +117,7 @@ class TranslationSession:
         gen_cfg = _override(self.cfg.generation, gen, "generation")
         stream_opts = _override(self.cfg.task, dict(opts, search=search), "decoding")
         validate(stream_opts)
+        validate_generation(gen_cfg, self.models)
         return get_search(search).build(
             self.task, self.models, gen_cfg, stream_opts,
             extra_gen_cls_kwargs={"lm_model": None, "lm_weight": 0.0},

@@ -1,6 +1,6 @@
 """``--task translation_stream``: fairseq's translation task with fairseq-stream's decoders.
 
-It differs from ``translation`` in three ways only:
+It differs from ``translation`` in four ways only:
 
 * its config carries ``--search`` and the strategy options, and :meth:`build_generator`
   returns the chosen strategy (``beam`` is fairseq's own generator);
@@ -8,11 +8,18 @@ It differs from ``translation`` in three ways only:
   ``n mod 8`` sentences under the default ``--required-batch-size-multiple 8``; every batch
   iterator of this task puts the dropped tail back as one final batch (fairseq 0.12.2's
   behaviour), for training, validation and generation alike;
-* missing dictionaries, splits and over-long inputs are one-line errors.
+* missing dictionaries, splits and over-long inputs are one-line errors; fairseq-interactive
+  reports a line it cannot translate by its input line number, skips it and goes on
+  (:mod:`fairseq_stream.input_checks`);
+* :meth:`build_generator` refuses generation options no strategy can honour (a length limit
+  below ``--min-len``, ``--beam 0``) for every ``--search``, and under the fairseq CLIs adds a
+  sentence progress bar and a thread count that does not oversubscribe a busy CPU
+  (:mod:`fairseq_stream.runtime`).
 """
 
 import logging
 import os
+import sys
 from collections import OrderedDict
 from dataclasses import dataclass
 from typing import Any, Dict, List, Optional
@@ -24,8 +31,10 @@ from fairseq.tasks import register_task
 from fairseq.tasks.translation import TranslationConfig, TranslationTask
 
 from fairseq_stream.errors import FairseqStreamError
-from fairseq_stream.options import StreamDecodingConfig, validate
+from fairseq_stream.input_checks import InputBuffer, UnknownWords, raise_or_warn, report_skipped, too_long, undecodable
+from fairseq_stream.options import StreamDecodingConfig, validate, validate_generation
 from fairseq_stream.registry import get_search
+from fairseq_stream.runtime import SentenceProgress, avoid_oversubscription, wants_progress
 
 logger = logging.getLogger(__name__)
 
@@ -45,6 +54,8 @@ class CompleteBatchesDataset(BaseWrapperDataset):
     """A dataset view whose ``batch_by_size`` never drops a sentence."""
 
     def batch_by_size(self, indices, max_tokens=None, max_sentences=None, required_batch_size_multiple=1):
+        if len(indices) == 0:  # every sentence skipped: fairseq's batch_by_size fails on nothing
+            return []
         batches = self.dataset.batch_by_size(
             indices,
             max_tokens=max_tokens,
@@ -91,6 +102,12 @@ class TranslationStreamTask(TranslationTask):
         # A few recent views, so fairseq's per-dataset iterator cache keeps working while
         # fairseq-interactive's one-dataset-per-buffer pattern does not grow memory.
         self._complete_views: "OrderedDict[int, CompleteBatchesDataset]" = OrderedDict()
+        self._max_tokens: Optional[int] = None  # of the batch iterator being built
+        self._lines_read = 0  # fairseq-interactive input lines seen so far
+        self._input_buffer: Optional[InputBuffer] = None  # the interactive buffer being batched
+        self._has_bpe = False
+        self._split_size = 0  # sentences of the split loaded last (the progress bar's total)
+        self._unknown_words = UnknownWords()
 
     @classmethod
     def add_args(cls, parser: Any) -> None:
@@ -113,23 +130,42 @@ class TranslationStreamTask(TranslationTask):
             raise FairseqStreamError(
                 f"{exc}; choose an existing split with --gen-subset (or --valid-subset)"
             ) from None
+        self._split_size = len(self.datasets[split])  # fairseq-generate loads only --gen-subset
 
     def filter_indices_by_size(self, indices, dataset, max_positions=None, ignore_invalid_inputs=False):
         kept, ignored = dataset.filter_indices_by_size(indices, max_positions)
-        if len(ignored) > 0:
-            if not ignore_invalid_inputs:
-                raise FairseqStreamError(
-                    f"{len(ignored)} sentence(s) are longer than the model allows "
-                    f"(max positions {max_positions}; first ids {list(ignored[:5])}); shorten them or "
-                    "pass --skip-invalid-size-inputs-valid-test to skip them"
-                )
-            logger.warning(
-                "skipping %d over-long sentence(s) (max positions %s), ids: %s",
-                len(ignored), max_positions, list(ignored),
-            )
-        return kept
+        inner = dataset.dataset if isinstance(dataset, CompleteBatchesDataset) else dataset
+        reasons = too_long(inner, kept, max_positions, ignored, self._max_tokens)
+        buffer = self._input_buffer
+        if buffer is not None and buffer.size == len(dataset):
+            # fairseq-interactive: report each bad line by its input line number and go on.
+            sized = list(reasons) if ignore_invalid_inputs else []
+            reasons.update(buffer.invalid)
+            report_skipped(buffer, reasons, warn_only=sized)
+        elif reasons:
+            raise_or_warn(reasons, ignore_invalid_inputs, len(indices))
+        if not reasons:
+            return kept
+        return np.asarray([i for i in np.asarray(kept).tolist() if i not in reasons], dtype=np.int64)
+
+    def get_interactive_tokens_and_lengths(self, lines: List[str], encode_fn: Any):
+        """fairseq-interactive's encoding of one buffer; remembers where the buffer starts."""
+        first, self._lines_read = self._lines_read + 1, self._lines_read + len(lines)
+        invalid = {i: why for i, why in enumerate(map(undecodable, lines)) if why}
+        clean = ["" if i in invalid else line for i, line in enumerate(lines)]
+        tokens, lengths = super().get_interactive_tokens_and_lengths(clean, encode_fn)
+        self._input_buffer = InputBuffer(first, len(lines), invalid)
+        valid = [t for i, t in enumerate(tokens) if i not in invalid]
+        self._unknown_words.check(valid, self.source_dictionary.unk(), self._has_bpe)
+        return tokens, lengths
+
+    def build_bpe(self, args: Any) -> Any:
+        bpe = super().build_bpe(args)
+        self._has_bpe = bpe is not None
+        return bpe
 
     def get_batch_iterator(self, dataset: FairseqDataset, *args: Any, **kwargs: Any):
+        self._max_tokens = kwargs.get("max_tokens", args[0] if args else None)
         view = self._complete_views.get(id(dataset))
         if view is None or view.dataset is not dataset:
             view = self._complete_views[id(dataset)] = CompleteBatchesDataset(dataset)
@@ -146,7 +182,10 @@ class TranslationStreamTask(TranslationTask):
         prefix_allowed_tokens_fn: Any = None,
     ) -> Any:
         entry = get_search(self.cfg.search)
-        return entry.build(
+        validate_generation(args, models)
+        if any(m in sys.modules for m in ("fairseq_cli.generate", "fairseq_cli.interactive")):
+            avoid_oversubscription(on_cpu=not any(p.is_cuda for m in models for p in m.parameters()))
+        generator = entry.build(
             self,
             models,
             args,
@@ -155,3 +194,6 @@ class TranslationStreamTask(TranslationTask):
             extra_gen_cls_kwargs=extra_gen_cls_kwargs,
             prefix_allowed_tokens_fn=prefix_allowed_tokens_fn,
         )
+        if hasattr(generator, "progress") and self._split_size and wants_progress():
+            generator.progress = SentenceProgress(self._split_size)
+        return generator

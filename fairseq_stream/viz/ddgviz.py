@@ -12,7 +12,8 @@ in parallel, i.e. they did not need each other (the "skip connections" of §3.5)
     fairseq-stream-ddgviz --sentence "Y dijo Dios: Sea la luz: y fué la luz." --out ddg
     # writes ddg.png and ddg.html (self-contained)
 
-The defaults decode with the demo model of ``user_dir_examples/demo``.
+The defaults decode with the demo model of ``user_dir_examples/demo`` (or its installed copy,
+see :mod:`fairseq_stream.demo_files`); ``--data``, ``--path`` and ``--bpe-codes`` choose another.
 """
 from __future__ import annotations
 
@@ -169,7 +170,7 @@ token becomes correct for good.</p>
 
 
 def main(argv: Optional[Sequence[str]] = None) -> None:
-    from fairseq_stream.bench import DEMO_DIR
+    from fairseq_stream.demo_files import DEMO_DIR, require_demo_dir
 
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--data", default=DEMO_DIR, help="directory with the dictionaries")
@@ -189,6 +190,7 @@ def main(argv: Optional[Sequence[str]] = None) -> None:
     install_excepthook()
     sentence = args.sentence
     if sentence is None:
+        require_demo_dir(DEMO_DIR)
         with open(os.path.join(DEMO_DIR, f"test.{args.source_lang}"), encoding="utf-8") as f:
             sentence = f.read().splitlines()[args.line]
     if not sentence.strip():

@@ -1,0 +1,273 @@
+"""The bad-input catalogue: every way a user (or a hostile input) has broken a run, as a case.
+
+Each command-line case asserts the exit status, exactly one ``fairseq-stream: error:`` line
+naming the cause (no traceback), and, where the run can recover, that every valid sentence is
+translated. The cases run in one process that imports fairseq once and forks per case
+(``cli_cases.py``); the in-process tests check the up-front refusals for every strategy.
+"""
+from __future__ import annotations
+
+import json
+import os
+import re
+import shutil
+import subprocess
+import sys
+from dataclasses import dataclass, field
+from typing import Dict, List, Optional
+
+import pytest
+import torch
+
+from conftest import DEMO, REPO, binarize, read_lines
+
+CKPT = os.path.join(DEMO, "checkpoint.pt")
+PREFIX = "fairseq-stream: error: "
+N = 12  # sentences of the binarized split
+
+
+@dataclass
+class Case:
+    argv: List[str]
+    needles: List[str] = field(default_factory=list)  # must be in the error line
+    forbidden: List[str] = field(default_factory=list)  # must not be
+    stdin: Optional[str] = None
+    module: Optional[str] = None
+    errors: int = 1  # error lines expected
+    rc: Optional[int] = None  # None: any non-zero status
+    translated: Optional[List[int]] = None  # H- ids expected (None: no hypothesis at all)
+    env: Dict[str, str] = field(default_factory=dict)  # set in the case's process
+    skips_listed: bool = False  # every sentence is translated or listed as skipped (none silently lost)
+
+
+class Paths:
+    """Files the cases refer to, made once per module."""
+
+    def __init__(self, root: str) -> None:
+        self.root = root
+        self.data = binarize(os.path.join(root, "bin"), {"test": N})
+        self.mismatch = os.path.join(root, "mismatch")  # a target dictionary of another size
+        shutil.copytree(self.data, self.mismatch)
+        with open(os.path.join(self.mismatch, "dict.en.txt"), "r+", encoding="utf-8") as f:
+            lines = f.readlines()
+            f.seek(0)
+            f.writelines(lines[:5000])
+            f.truncate()
+        self.empty = os.path.join(root, "empty")
+        os.makedirs(self.empty)
+        self.random = os.path.join(root, "random.pt")
+        with open(self.random, "wb") as f:
+            f.write(os.urandom(200_000))
+        self.marker = os.path.join(root, "pwned")
+        self.evil = os.path.join(root, "evil.pt")
+        torch.save({"model": {}, "cfg": None, "payload": _Payload(self.marker)}, self.evil)
+
+
+class _Payload:
+    def __init__(self, marker: str) -> None:
+        self.marker = marker
+
+    def __reduce__(self):  # runs a command if anything unpickles it
+        return (os.system, (f"touch {self.marker}",))
+
+
+def _gen(p: Paths, *extra: str, data: Optional[str] = None, path: str = CKPT) -> List[str]:
+    return ["fairseq-generate", data or p.data, "--user-dir", "fairseq_stream", "--path", path, "--cpu",
+            "--gen-subset", "test", *extra]
+
+
+def _interactive(*extra: str) -> List[str]:
+    return ["fairseq-interactive", DEMO, "--user-dir", "fairseq_stream", "--path", CKPT, "--cpu",
+            "--source-lang", "es", "--target-lang", "en", *extra]
+
+
+README_TEXT_FLAGS = ["--tokenizer", "moses", "--bpe", "subword_nmt", "--bpe-codes", os.path.join(DEMO, "bpe.codes")]
+GOOD = ["Y dijo Dios: Sea la luz.", "En el principio crió Dios los cielos y la tierra."]
+
+
+def catalogue(p: Paths) -> Dict[str, Case]:
+    bad_lines = [GOOD[0], "Y dijo \udcff\udcfe Dios.", "luz " * 5000, GOOD[1], GOOD[0], GOOD[1]]
+    avg = ["python", "--inputs", "X", CKPT, "--output", os.path.join(p.empty, "avg.pt")]
+    return {
+        # 1. length limits that leave no room, for fairseq's beam and ours alike
+        "max-len-b-0": Case(_gen(p, "--max-len-b", "0"), ["--max-len-b 0", "--min-len"]),
+        "max-len-a-tiny": Case(_gen(p, "--max-len-a", "0.05", "--max-len-b", "0", "--search", "var-stream"), ["--max-len-a 0.05"]),
+        "min-len-over-max-jacobi": Case(_gen(p, "--min-len", "20", "--max-len-b", "10", "--search", "gs-jacobi", "--beam", "1"), ["--min-len 20"]),
+        "min-len-over-max-ib-beam": Case(_gen(p, "--min-len", "20", "--max-len-b", "10", "--search", "ib-beam"), ["--min-len 20"]),
+        # 2. tracebacks where one line was promised
+        "beam-0": Case(_gen(p, "--beam", "0"), ["--beam must be >= 1"]),
+        "beam-negative": Case(_gen(p, "--beam", "-1", "--search", "var-batch"), ["--beam must be >= 1"]),
+        "nbest-0": Case(_gen(p, "--nbest", "0"), ["--nbest must be >= 1"]),
+        "sampling-nbest": Case(_gen(p, "--sampling", "--search", "var-stream"), ["--sampling", "--nbest"]),
+        "sampling-our-strategy": Case(_gen(p, "--sampling", "--beam", "2", "--nbest", "2", "--search", "var-stream"),
+                                      ["--sampling", "--search beam"]),
+        "max-tokens-below-a-sentence": Case(_gen(p, "--max-tokens", "10", "--search", "var-stream"), ["--max-tokens 10"]),
+        "stream-stats-unwritable": Case(_gen(p, "--search", "var-stream", "--stream-stats", "/nonexistent/x.json"),
+                                        ["--stream-stats", "/nonexistent"]),
+        "average-refused-pickle": Case(avg[:2] + [p.evil] + avg[3:], ["allow-list"], module="fairseq_stream.average_checkpoints"),
+        "average-corrupt": Case(avg[:2] + [p.random] + avg[3:], ["corrupt"], ["TORCH_FORCE"], module="fairseq_stream.average_checkpoints"),
+        # 3. messages that name the real cause
+        "random-bytes-checkpoint": Case(_gen(p, path=p.random), ["corrupt", "--path"], ["TORCH_FORCE", "allow-list"]),
+        "unsafe-pickle": Case(_gen(p, path=p.evil), ["system", "allow-list", "trust"]),
+        "dictionary-mismatch": Case(_gen(p, data=p.mismatch), ["dictionaries", "do not match"], ["truncated", "--path"]),
+        "missing-lm": Case(_gen(p, "--lm-path", "/nonexistent/lm.pt", "--lm-weight", "0.1"), ["/nonexistent/lm.pt", "--lm-path"]),
+        # the README's "Bad input" rows
+        "missing-checkpoint": Case(_gen(p, path="/nonexistent/ckpt.pt"), ["/nonexistent/ckpt.pt", "--path"]),
+        "no-dictionaries": Case(_gen(p, data=p.empty), ["dict"]),
+        "unknown-search": Case(_gen(p, "--search", "nonsense"), ["nonsense", "var-stream"]),
+        "impossible-option": Case(_gen(p, "--search", "var-stream", "--stream-epsilon", "2"), ["--stream-epsilon", "(0, 1)"]),
+        "over-long-sentence": Case(_gen(p, "--max-source-positions", "8", "--search", "var-stream"),
+                                   ["too long", "--skip-invalid-size-inputs-valid-test"]),
+        "tokenizer-without-languages": Case(_gen(p, "--tokenizer", "moses", "--remove-bpe"), ["--source-lang and --target-lang"]),
+        "skip-flag-lists-what-it-skips": Case(
+            _gen(p, "--max-source-positions", "30", "--search", "var-stream", "--skip-invalid-size-inputs-valid-test"),
+            errors=0, rc=0, skips_listed=True),
+        # 4. fairseq-interactive: a bad line is reported by its line number, the rest translated
+        "interactive-bad-lines": Case(
+            _interactive(*README_TEXT_FLAGS, "--search", "var-stream", "--buffer-size", "4", "--batch-size", "4"),
+            ["input line "], stdin="\n".join(bad_lines) + "\n", errors=2, rc=1, translated=[0, 3, 4, 5]),
+        "interactive-skip-flag": Case(
+            _interactive(*README_TEXT_FLAGS, "--skip-invalid-size-inputs-valid-test", "--buffer-size", "2"),
+            stdin="\n".join([GOOD[0], "luz " * 5000, GOOD[1]]) + "\n", errors=0, rc=0, translated=[0, 2]),
+        # 5. the console scripts, run as modules here (the installed lookup: tests/unit/test_runtime.py)
+        "ddgviz-readme-command": Case(["fairseq-stream-ddgviz", "--sentence", "Y dijo Dios: Sea la luz: y fué la luz.",
+                                       "--out", os.path.join(p.root, "ddg")], errors=0, rc=0,
+                                      module="fairseq_stream.viz.ddgviz"),
+        "demo-help": Case(["fairseq-stream-demo", "--help"], errors=0, rc=0, module="fairseq_stream.demo"),
+        "bench-help": Case(["fairseq-stream-bench", "--help"], errors=0, rc=0, module="fairseq_stream.bench"),
+        "demo-files-missing": Case(["fairseq-stream-demo"], ["FAIRSEQ_STREAM_DEMO_DIR"], module="fairseq_stream.demo",
+                                   env={"FAIRSEQ_STREAM_DEMO_DIR": p.empty}),
+        # 6. first use: raw text without the tokenizer and BPE is warned about, not silently garbage
+        "interactive-raw-text-without-bpe": Case(
+            _interactive(), stdin="\n".join(read_lines(os.path.join(DEMO, "test.es"), 4)) + "\n",
+            errors=0, rc=0, translated=[0, 1, 2, 3]),
+    }
+
+
+@pytest.fixture(scope="module")
+def results(tmp_path_factory):
+    paths = Paths(str(tmp_path_factory.mktemp("bad_input")))
+    cases = catalogue(paths)
+    payload = [{"argv": c.argv, "stdin": c.stdin, "module": c.module, "env": c.env} for c in cases.values()]
+    proc = subprocess.run([sys.executable, os.path.join(REPO, "tests", "integration", "cli_cases.py")], cwd=REPO,
+                          input=json.dumps(payload), capture_output=True, text=True,
+                          env=dict(os.environ, PYTHONWARNINGS="ignore", OMP_NUM_THREADS="1"))
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    return paths, dict(zip(cases, zip(cases.values(), json.loads(proc.stdout))))
+
+
+CASE_IDS = [  # the keys of catalogue() (which needs files), listed for parametrize
+    "max-len-b-0", "max-len-a-tiny", "min-len-over-max-jacobi", "min-len-over-max-ib-beam", "beam-0", "beam-negative",
+    "nbest-0", "sampling-nbest", "sampling-our-strategy", "max-tokens-below-a-sentence", "stream-stats-unwritable",
+    "average-refused-pickle", "average-corrupt", "random-bytes-checkpoint", "unsafe-pickle", "dictionary-mismatch",
+    "missing-lm", "missing-checkpoint", "no-dictionaries", "unknown-search", "impossible-option", "over-long-sentence",
+    "tokenizer-without-languages", "skip-flag-lists-what-it-skips", "interactive-bad-lines", "interactive-skip-flag", "ddgviz-readme-command", "demo-help", "bench-help",
+    "demo-files-missing", "interactive-raw-text-without-bpe",
+]
+
+
+def hypothesis_ids(stdout: str) -> List[int]:
+    return sorted(int(m.group(1)) for m in re.finditer(r"^H-(\d+)\t", stdout, re.M))
+
+
+@pytest.mark.parametrize("name", CASE_IDS)
+def test_bad_input(results, name):
+    paths, table = results
+    case, got = table[name]
+    stderr = got["stderr"]
+    assert "Traceback" not in stderr and "Traceback" not in got["stdout"], stderr[-3000:]
+    errors = [line for line in stderr.splitlines() if line.startswith(PREFIX)]
+    assert len(errors) == case.errors, stderr[-3000:]
+    assert (got["rc"] != 0) if case.rc is None else (got["rc"] == case.rc), (got["rc"], stderr[-2000:])
+    text = " ".join(errors)
+    for needle in case.needles:
+        assert needle in text, text
+    for word in case.forbidden:
+        assert word not in text, text
+    if case.skips_listed:
+        listed = re.search(r"skipping \d+ sentence\(s\) .*ids: \[([\d, ]+)\]", got["stdout"] + stderr)
+        skipped = [int(i) for i in listed.group(1).split(",")]
+        assert skipped and sorted(hypothesis_ids(got["stdout"]) + skipped) == list(range(N))
+    else:
+        assert hypothesis_ids(got["stdout"]) == (case.translated or [])
+    assert not os.path.exists(paths.marker), "the refused pickle ran code"
+
+
+def test_the_catalogue_lists_every_case(results):
+    assert sorted(results[1]) == sorted(CASE_IDS)
+
+
+def test_the_readme_ddgviz_command_writes_the_png_and_the_html(results):
+    paths, _ = results
+    for ext in ("png", "html"):
+        assert os.path.getsize(os.path.join(paths.root, f"ddg.{ext}")) > 1000
+
+
+def test_interactive_reports_input_line_numbers(results):
+    _, table = results
+    errors = [l for l in table["interactive-bad-lines"][1]["stderr"].splitlines() if l.startswith(PREFIX)]
+    assert "input line 2 is not valid UTF-8" in errors[0] and "input line 3 has 5001 tokens" in errors[1], errors
+
+
+def test_interactive_skip_flag_turns_the_error_into_a_warning(results):
+    stderr = results[1]["interactive-skip-flag"][1]["stderr"]
+    assert "fairseq-stream: warning: input line 2 has 5001 tokens" in stderr, stderr[-2000:]
+
+
+def test_raw_text_without_tokenizer_and_bpe_is_warned_about(results):
+    _, table = results
+    stderr = table["interactive-raw-text-without-bpe"][1]["stderr"]
+    assert "fairseq-stream: warning:" in stderr and "--tokenizer moses --bpe subword_nmt" in stderr, stderr[-2000:]
+
+
+# ---- in process: the same refusals for every registered strategy, and the smallest limit that works ----
+def _all_searches() -> List[str]:
+    from fairseq_stream.registry import search_names
+
+    return search_names()
+
+
+@pytest.mark.parametrize("search", _all_searches())
+@pytest.mark.parametrize("gen,needle", [
+    ({"max_len_b": 0}, "--max-len-b 0"),
+    ({"max_len_a": 0.05, "max_len_b": 0}, "--max-len-a 0.05"),
+    ({"min_len": 20, "max_len_b": 10}, "--min-len 20"),
+    ({"max_len_a": -1.0}, "--max-len-a must be >= 0"),
+    ({"beam": 0}, "--beam must be >= 1"),
+    ({"nbest": 0}, "--nbest must be >= 1"),
+    ({"temperature": 0.0}, "--temperature must be > 0"),
+])
+def test_impossible_generation_options_are_refused_for_every_strategy(demo_session, search, gen, needle):
+    from fairseq_stream.errors import FairseqStreamError
+
+    with pytest.raises(FairseqStreamError, match=re.escape(needle)):
+        demo_session.build_generator(search, gen, {})
+
+
+@pytest.mark.parametrize("search", [s for s in _all_searches() if s != "ib-beam"])  # ib-beam needs an IB model
+def test_the_smallest_length_limit_gives_every_sentence_a_finite_hypothesis(demo_session, search):
+    sources = read_lines(os.path.join(DEMO, "test.es"), 5)
+    gen = {"max_len_a": 0, "max_len_b": 1, "beam": 1 if "jacobi" in search else 3}
+    result = demo_session.translate(demo_session.encode(sources), search=search, gen=gen)
+    assert len(result.hypos) == len(sources)
+    for nbest in result.hypos:
+        assert nbest and nbest[0]["tokens"].numel() <= 2 and torch.isfinite(torch.as_tensor(nbest[0]["score"]))
+
+
+@pytest.mark.parametrize("h,c,limit", [(2, 1, 1), (2, 1, 2), (2, 2, 3), (4, 1, 1)])
+def test_ib_beam_at_the_smallest_length_limit_gives_finite_hypotheses(h, c, limit):
+    """ib-beam emits h·c words a step: a limit that is not a multiple still ends every sentence."""
+    from helpers import fake_task, gen_cfg, make_dictionary, sample_for, stream_opts, tiny_ib_model
+
+    from fairseq_stream.registry import get_search
+
+    d = make_dictionary([f"w{i}" for i in range(30)])
+    model = tiny_ib_model(d, h=h, c=c)
+    for min_len in (1, limit):
+        generator = get_search("ib-beam").build(fake_task(d), [model], gen_cfg(beam=2, max_len_a=0, max_len_b=limit,
+                                                                              min_len=min_len),
+                                                stream_opts(search="ib-beam"))
+        hypos = generator.generate([model], sample_for(d, [5, 9]))
+        assert len(hypos) == 2
+        for nbest in hypos:
+            assert nbest and all(torch.isfinite(torch.as_tensor(hyp["score"])) for hyp in nbest), nbest

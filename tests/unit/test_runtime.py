@@ -1,0 +1,67 @@
+"""Progress, the thread default and the demo-file lookup: what a command-line run shows and finds."""
+import os
+from types import SimpleNamespace
+
+import pytest
+import torch
+
+from fairseq_stream import demo_files, runtime
+from fairseq_stream.errors import FairseqStreamError
+
+
+def test_progress_off_a_terminal_prints_sentences_done_and_time_left(capsys):
+    progress = runtime.SentenceProgress(10, interval=0.0)
+    assert progress.bar is None  # pytest's stderr is not a terminal: no carriage-return bar in logs
+    progress.advance_to(4)
+    progress.advance_to(3)  # never backwards
+    progress.advance_to(10)
+    out = capsys.readouterr()
+    lines = out.err.splitlines()
+    assert out.out == "" and len(lines) == 2
+    assert lines[0].startswith("fairseq-stream: decoded 4/10 sentences") and "left" in lines[0]
+    assert progress.done == 10
+
+
+def test_count_finished_advances_with_each_finished_sentence():
+    progress = runtime.SentenceProgress(5, interval=1e9)
+    inner = SimpleNamespace(uniform_length=True,
+                            init_state=lambda *a: SimpleNamespace(finished={}),
+                            step=lambda *a: SimpleNamespace(finished={0: [], 3: []}))
+    proxy = runtime.CountFinished(inner, progress, done_before=1)
+    proxy.init_state()
+    proxy.step()
+    assert progress.done == 3 and proxy.uniform_length is True
+
+
+def test_threads_drop_to_the_idle_cores_when_the_cpu_is_busy(monkeypatch, capsys):
+    monkeypatch.delenv("OMP_NUM_THREADS", raising=False)
+    monkeypatch.setattr(os, "sched_getaffinity", lambda pid: {0, 1, 2, 3})
+    monkeypatch.setattr(os, "getloadavg", lambda: (3.2, 0.0, 0.0))
+    monkeypatch.setattr(torch, "get_num_threads", lambda: 4)
+    chosen = []
+    monkeypatch.setattr(torch, "set_num_threads", chosen.append)
+    runtime.avoid_oversubscription(on_cpu=True)
+    assert chosen == [1] and "fairseq-stream: warning:" in capsys.readouterr().err
+    monkeypatch.setenv("OMP_NUM_THREADS", "4")  # the user's choice wins
+    runtime.avoid_oversubscription(on_cpu=True)
+    assert chosen == [1] and torch.get_num_threads() == 4
+
+
+def test_demo_files_env_override_is_exact_and_a_missing_folder_says_what_to_set(monkeypatch, tmp_path):
+    monkeypatch.setenv(demo_files.ENV_VAR, str(tmp_path))
+    assert demo_files.find_demo_dir() == str(tmp_path)
+    with pytest.raises(FairseqStreamError, match=demo_files.ENV_VAR):
+        demo_files.require_demo_dir(str(tmp_path))
+    monkeypatch.delenv(demo_files.ENV_VAR)
+    assert os.path.isfile(os.path.join(demo_files.find_demo_dir(), "checkpoint.pt"))
+
+
+def test_an_installed_package_finds_the_demo_files_under_its_prefix(monkeypatch, tmp_path):
+    """pip install puts the demo files in <prefix>/share/fairseq-stream/demo (setup.py data_files)."""
+    installed = tmp_path / "prefix" / "share" / "fairseq-stream" / "demo"
+    installed.mkdir(parents=True)
+    (installed / "checkpoint.pt").write_bytes(b"")
+    monkeypatch.delenv(demo_files.ENV_VAR, raising=False)
+    monkeypatch.setattr(demo_files, "_REPO_DIR", str(tmp_path / "site-packages"))  # no checkout around it
+    monkeypatch.setattr(demo_files.sys, "prefix", str(tmp_path / "prefix"))
+    assert demo_files.find_demo_dir() == str(installed)
