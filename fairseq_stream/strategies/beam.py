@@ -145,6 +145,9 @@ class FinishedBeams:
     nbest: Optional[int]
     pad: int
 
+    def __len__(self) -> int:
+        return self.sentences.numel()  # sentences that finished (a shape: no host read)
+
     @staticmethod
     def merge(items: Sequence["FinishedBeams"]) -> "FinishedBeams":
         if len(items) == 1:

@@ -77,6 +77,9 @@ class FinishedIB:
     n_final: Tensor
     search: "IBBeamSearch"
 
+    def __len__(self) -> int:
+        return self.sentences.numel()  # sentences that finished (a shape: no host read)
+
     @staticmethod
     def merge(items: Sequence["FinishedIB"]) -> "FinishedIB":
         if len(items) == 1:

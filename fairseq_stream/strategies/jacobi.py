@@ -95,6 +95,9 @@ class FinishedJacobi:
     lenpen: float
     stats: Any
 
+    def __len__(self) -> int:
+        return self.sentences.numel()  # sentences that finished (a shape: no host read)
+
     @staticmethod
     def merge(items: Sequence["FinishedJacobi"]) -> "FinishedJacobi":
         if len(items) == 1:
