@@ -232,6 +232,49 @@ def run_benchmark(
     return rows
 
 
+def measure_costs(session: Any, sources: List[str], runs: List[RunSpec], rows: List[Dict[str, Any]], *,
+                  device: str = "cpu", max_tokens: Optional[int] = None, batch_size: Optional[int] = None,
+                  pool_size: Optional[int] = None) -> None:
+    """Add the device-cost columns to ``rows``, from one extra (untimed) run per strategy.
+
+    ``host reads/step`` and ``ops/step`` are counted in the decoding loop (the scheduler's
+    steps and the read-out after each pool; fairseq's ``beam`` has no such loop and is
+    counted whole, encoder included); ``run reads/step`` counts the whole run. ``peak MiB`` is
+    the run's peak memory, and on CUDA ``GPU busy`` the fraction of its wall time in kernels.
+    """
+    from fairseq_stream.profiling import CostCounter, CostCounts, PeakMemory, count_decoder_steps, gpu_busy_fraction
+
+    dataset = session.encode(sources)
+    for run, row in zip(runs, rows):
+        limits = batching(run, len(sources), max_tokens=max_tokens, batch_size=batch_size, pool_size=pool_size)
+        translate = lambda: session.translate(dataset, search=run.search, gen=run.gen, opts=run.opts,  # noqa: E731
+                                              postprocess=False, **limits)
+        with PeakMemory(device) as peak:
+            translate()
+        loop = CostCounts()
+        with CostCounter() as whole, count_decoder_steps(loop):
+            result = translate()
+        steps = max(result.stats.timesteps, 1)
+        counted = loop if run.search != "beam" else whole.counts
+        row["costs"] = {"host_reads_per_step": counted.host_reads / steps, "ops_per_step": counted.ops / steps,
+                        "run_reads_per_step": whole.counts.host_reads / steps, "peak_mib": peak.mib}
+        if device == "cuda":
+            row["costs"]["gpu_busy"] = gpu_busy_fraction(translate)
+
+
+def format_costs(rows: List[Dict[str, Any]]) -> str:
+    """The device-cost table of :func:`measure_costs`."""
+    cuda = any("gpu_busy" in r.get("costs", {}) for r in rows)
+    head = ["strategy", "host reads/step", "run reads/step", "ops/step", "peak MiB"] + (["GPU busy"] if cuda else [])
+    lines = ["| " + " | ".join(head) + " |", "|" + "|".join(["---"] * len(head)) + "|"]
+    for row in rows:
+        c = row["costs"]
+        cells = [row["label"], f"{c['host_reads_per_step']:.2f}", f"{c['run_reads_per_step']:.2f}",
+                 f"{c['ops_per_step']:.1f}", f"{c['peak_mib']:.0f}"] + ([f"{c.get('gpu_busy', 0.0):.0%}"] if cuda else [])
+        lines.append("| " + " | ".join(cells) + " |")
+    return "\n".join(lines)
+
+
 def main(argv: Optional[Sequence[str]] = None) -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--data", default=DEMO_DIR, help="directory with dict.SRC.txt and dict.TGT.txt")
@@ -254,6 +297,9 @@ def main(argv: Optional[Sequence[str]] = None) -> None:
     parser.add_argument("--json", default=None, help="write the rows here")
     parser.add_argument("--trace-dir", default=None, help="write each strategy's per-step trace here")
     parser.add_argument("--no-progress", action="store_true")
+    parser.add_argument("--costs", action="store_true",
+                        help="also count host reads and aten ops per decoder step, peak memory and (CUDA) GPU busy "
+                             "time, in one extra untimed run per strategy")
     args = parser.parse_args(argv)
 
     from fairseq_stream.errors import install_excepthook
@@ -291,6 +337,11 @@ def main(argv: Optional[Sequence[str]] = None) -> None:
         log=lambda m: print(m, file=sys.stderr), trace_dir=args.trace_dir,
     )
     print(format_table(rows))
+    if args.costs:
+        measure_costs(session, sources, runs, rows, device=args.device, max_tokens=args.max_tokens,
+                      batch_size=args.batch_size, pool_size=args.pool_size)
+        print()
+        print(format_costs(rows))
     if args.json:
         meta = {"threads": torch.get_num_threads(), "sentences": len(sources), "repeats": args.repeats,
                 "device": args.device, "dtype": args.dtype, "batch_size": args.batch_size,

@@ -18,8 +18,9 @@ timing.
 from __future__ import annotations
 
 from collections import Counter
+from contextlib import contextmanager
 from dataclasses import dataclass, field
-from typing import Any, Dict
+from typing import Any, Dict, Iterator
 
 import torch
 from torch.overrides import TorchFunctionMode
@@ -127,3 +128,82 @@ class CostCounter:
     def __exit__(self, *exc: Any) -> None:
         for mode in reversed(self._modes):
             mode.__exit__(*exc)
+
+
+@contextmanager
+def count_decoder_steps(counts: CostCounts) -> Iterator[CostCounts]:
+    """Count inside the streaming scheduler's steps only (decoder call, strategy step, cache
+    reorder, and the read-out of finished hypotheses after each pool); fairseq's batching and
+    its encoder are left out. ``counts`` accumulates over every step run meanwhile."""
+    from fairseq_stream.scheduler import StreamingScheduler
+
+    step, finish = StreamingScheduler._step, StreamingScheduler._finish
+
+    def counted_step(self: Any, *args: Any, **kwargs: Any) -> Any:
+        with CostCounter(counts):
+            return step(self, *args, **kwargs)
+
+    def counted_finish(self: Any, *args: Any, **kwargs: Any) -> Any:
+        with CostCounter(counts):
+            return finish(self, *args, **kwargs)
+
+    StreamingScheduler._step, StreamingScheduler._finish = counted_step, counted_finish  # type: ignore[method-assign]
+    try:
+        yield counts
+    finally:
+        StreamingScheduler._step, StreamingScheduler._finish = step, finish  # type: ignore[method-assign]
+
+
+class PeakMemory:
+    """Peak memory of a block: ``torch.cuda.max_memory_allocated`` on a GPU, else the process's
+    resident set high-water mark (``VmHWM``, reset through ``/proc/self/clear_refs`` where Linux
+    allows it; otherwise the process's peak so far). In MiB."""
+
+    def __init__(self, device: str = "cpu") -> None:
+        self.device = device
+        self.mib: float = 0.0
+
+    def __enter__(self) -> "PeakMemory":
+        if self.device == "cuda":
+            torch.cuda.synchronize()
+            torch.cuda.reset_peak_memory_stats()
+        else:
+            try:
+                with open("/proc/self/clear_refs", "w") as f:
+                    f.write("5")
+            except OSError:
+                pass
+        return self
+
+    def __exit__(self, *exc: Any) -> None:
+        if self.device == "cuda":
+            torch.cuda.synchronize()
+            self.mib = torch.cuda.max_memory_allocated() / 2**20
+            return
+        try:
+            with open("/proc/self/status") as f:
+                hwm = next(line for line in f if line.startswith("VmHWM:"))
+            self.mib = int(hwm.split()[1]) / 1024
+        except (OSError, StopIteration):
+            import resource
+
+            self.mib = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
+
+
+def gpu_busy_fraction(run: Any) -> float:
+    """Fraction of ``run()``'s wall time the GPU spends in kernels (torch.profiler)."""
+    import time
+
+    from torch.profiler import ProfilerActivity, profile
+
+    torch.cuda.synchronize()
+    with profile(activities=[ProfilerActivity.CPU, ProfilerActivity.CUDA]) as prof:
+        start = time.perf_counter()
+        run()
+        torch.cuda.synchronize()
+        wall = time.perf_counter() - start
+    kernel_us = 0.0
+    for evt in prof.events():
+        if getattr(evt, "device_type", None) == torch.autograd.DeviceType.CUDA:
+            kernel_us += getattr(evt, "self_device_time_total", None) or getattr(evt, "self_cuda_time_total", 0.0)
+    return kernel_us / 1e6 / wall if wall else 0.0

@@ -98,6 +98,10 @@ class StreamingScheduler:
             group = self._select(groups)
             finished.append(self._step(pool, group, groups))
             clock += 1
+        return self._finish(finished)
+
+    def _finish(self, finished: List[Any]) -> Dict[int, List[Hypothesis]]:
+        """The pool's n-best lists: device-side batches are read here, once per kind."""
         return merge_finished(finished)
 
     # ---- refill ----------------------------------------------------------------------------

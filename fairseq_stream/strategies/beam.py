@@ -40,7 +40,7 @@ import torch.nn.functional as F
 from torch import Tensor
 
 from fairseq_stream.errors import FairseqStreamError
-from fairseq_stream.interface import Hypothesis, StepOutcome, cat_padded
+from fairseq_stream.interface import Hypothesis, StepOutcome
 from fairseq_stream.ops.fused_output import OutputScorer
 from fairseq_stream.ops.transformer_step import SentenceIndex
 from fairseq_stream.processors import RowContext
@@ -91,8 +91,8 @@ class BeamState:
     ``L`` columns (the longest maximum length + 2, allocated once): sentence ``s`` uses the
     first ``steps[s]`` columns. ``ended`` slots hold candidates that produced EOS
     ``ended_len`` tokens in and wait on the beam (rule ``ours``). Final hypotheses go to the
-    ``fin_*`` buffers (``Z`` slots and one scratch slot), which the host reads once a sentence
-    is done, after the pool. ``row_slot`` (R,) is the flat slot ``s·k + j`` of every decoder
+    ``fin_*`` buffers (``Z`` slots and one scratch slot); the step that finishes a sentence
+    reads their lengths and scores with its control values. ``row_slot`` (R,) is the flat slot ``s·k + j`` of every decoder
     row, in row order. ``t``/``min_max_len`` are host-known bounds (steps, maximum length).
     """
 
@@ -129,50 +129,6 @@ class BeamState:
 _FIELDS = ("sentences", "scores", "ended", "ended_len", "tokens", "token_scores", "steps",
            "max_len", "n_final", "best_final", "src_lengths", "fin_tokens", "fin_scores", "fin_len", "fin_total")
 _COLUMNS = ("tokens", "token_scores", "fin_tokens", "fin_scores")  # fields with L columns
-
-
-@dataclass
-class FinishedBeams:
-    """Final hypotheses of the sentences that ended in one step, still on the device."""
-
-    sentences: Tensor  # (D,)
-    tokens: Tensor  # (D, Z + 1, L)
-    scores: Tensor  # (D, Z + 1, L)
-    length: Tensor  # (D, Z + 1)
-    total: Tensor  # (D, Z + 1)
-    n_final: Tensor  # (D,)
-    lenpen: float
-    nbest: Optional[int]
-    pad: int
-
-    def __len__(self) -> int:
-        return self.sentences.numel()  # sentences that finished (a shape: no host read)
-
-    @staticmethod
-    def merge(items: Sequence["FinishedBeams"]) -> "FinishedBeams":
-        if len(items) == 1:
-            return items[0]
-        return FinishedBeams(cat_padded([x.sentences for x in items]), cat_padded([x.tokens for x in items], items[0].pad),
-                             cat_padded([x.scores for x in items]), cat_padded([x.length for x in items]),
-                             cat_padded([x.total for x in items]), cat_padded([x.n_final for x in items]),
-                             items[0].lenpen, items[0].nbest, items[0].pad)
-
-    def to_hypotheses(self) -> Dict[int, List[Hypothesis]]:
-        """fairseq's n-best lists, best normalised score first (``score / length^lenpen``)."""
-        out: Dict[int, List[Hypothesis]] = {}
-        d, z = self.length.shape
-        ints = torch.cat([self.sentences, self.n_final, self.length.view(-1)]).tolist()  # one read
-        sentences, n_finals = ints[:d], ints[d: 2 * d]
-        lengths = [ints[2 * d + i * z: 2 * d + (i + 1) * z] for i in range(d)]
-        totals = self.total.tolist()
-        for i, (sid, n) in enumerate(zip(sentences, n_finals)):
-            hyps = []
-            for z in range(min(n, self.tokens.size(1) - 1)):
-                length = lengths[i][z]
-                hyps.append({"tokens": self.tokens[i, z, :length], "score": totals[i][z] / (length ** self.lenpen),
-                             "positional_scores": self.scores[i, z, :length], "attention": None, "alignment": None})
-            out[sid] = sorted(hyps, key=lambda h: h["score"], reverse=True)[: self.nbest]
-        return out
 
 
 class BeamSearch:
@@ -382,8 +338,13 @@ class BeamSearch:
                       token_scores=token_scores, steps=state.steps + 1, t=state.t + 1)
         live = slot_ok & ~ended & ~done.unsqueeze(1)  # (S, k) slots that need a decoder row
         per_sentence = live.sum(dim=1)
-        # The step's one host read: how many rows and finished sentences, the widest beam.
-        n_rows, n_done, widest = torch.stack([per_sentence.sum(), done.sum(), per_sentence.max()]).tolist()
+        # The step's one host read: how many rows and finished sentences, the widest beam, and
+        # what the host needs of the final hypotheses of the sentences that are done.
+        z = self.done_at
+        packet = torch.cat([torch.stack([per_sentence.sum(), done.sum(), per_sentence.max()]).double(),
+                            done.double(), state.sentences.double(), new.n_final.double(),
+                            new.fin_len[:, :z].double().reshape(-1), new.fin_total[:, :z].double().reshape(-1)]).tolist()
+        n_rows, n_done, widest = (int(x) for x in packet[:3])
         # Rows in sentence-major order (a stable sort instead of a data-dependent nonzero).
         live_flat = torch.argsort((~live).view(-1).to(torch.uint8), stable=True)[:n_rows]  # (R',) flat s·k + j
         row_of = torch.full((s * k,), -1, dtype=torch.long, device=row_slot.device)
@@ -396,7 +357,7 @@ class BeamSearch:
         if n_done:
             by_done = torch.argsort(done.to(torch.uint8), stable=True)
             goes_on, ended_s = by_done[: s - n_done], by_done[s - n_done:]
-            finished = self._finished(new, ended_s)
+            finished = self._finished(new, packet[3:], s)
             renumber = torch.cumsum((~done).long(), dim=0) - 1  # old → new sentence index
             live_flat = renumber.index_select(0, live_flat // k) * k + live_flat % k
             new = new.select(goes_on)
@@ -404,12 +365,25 @@ class BeamSearch:
         index = SentenceIndex(new.sentences, live_flat // k, slot, widest)
         return StepOutcome(state=new, parents=parents, feed=feed, finished=finished or {}, index=index)
 
-    def _finished(self, state: BeamState, idx: Tensor) -> FinishedBeams:
-        pick = lambda x: x.index_select(0, idx)  # noqa: E731
-        return FinishedBeams(pick(state.sentences), pick(state.fin_tokens), pick(state.fin_scores),
-                             pick(state.fin_len), pick(state.fin_total), pick(state.n_final),
-                             lenpen=self.cfg.lenpen, nbest=self.cfg.nbest if self.cfg.finalize == "ours" else None,
-                             pad=self.pad)
+    def _finished(self, state: BeamState, packet: List[float], s: int) -> Dict[int, List[Hypothesis]]:
+        """n-best lists of the sentences flagged done in ``packet`` (read with the step's control).
+
+        ``packet``: done (S), sentence ids (S), final counts (S), lengths (S·Z), totals (S·Z).
+        Token tensors stay on the device (views of the final-hypothesis buffers).
+        """
+        z = self.done_at
+        done, sids, counts = packet[:s], packet[s: 2 * s], packet[2 * s: 3 * s]
+        lengths, totals = packet[3 * s: 3 * s + s * z], packet[3 * s + s * z:]
+        nbest = self.cfg.nbest if self.cfg.finalize == "ours" else None
+        out: Dict[int, List[Hypothesis]] = {}
+        for i in (i for i in range(s) if done[i]):
+            hyps = []
+            for j in range(min(int(counts[i]), z)):
+                length, total = int(lengths[i * z + j]), totals[i * z + j]
+                hyps.append({"tokens": state.fin_tokens[i, j, :length], "score": total / (length ** self.cfg.lenpen),
+                             "positional_scores": state.fin_scores[i, j, :length], "attention": None, "alignment": None})
+            out[int(sids[i])] = sorted(hyps, key=lambda h: h["score"], reverse=True)[:nbest]
+        return out
 
 
 class _RaggedHistory(list):

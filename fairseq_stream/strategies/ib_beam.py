@@ -90,19 +90,23 @@ class FinishedIB:
                           cat_padded([x.total for x in items]), cat_padded([x.n_final for x in items]), items[0].search)
 
     def to_hypotheses(self) -> Dict[int, List[Hypothesis]]:
+        """One read for the whole pool: the word order is restored on the host (Algorithm 1, line 28)."""
+        d, z, cols = self.tokens.shape
+        packet = torch.cat([self.sentences.double(), self.n_final.double(), self.length.double().view(-1),
+                            self.total.double().view(-1), self.tokens.double().view(-1),
+                            self.scores.double().view(-1)]).tolist()
+        at = 2 * d
+        lengths, totals = packet[at: at + d * z], packet[at + d * z: at + 2 * d * z]
+        tokens, scores = packet[at + 2 * d * z: at + 2 * d * z + d * z * cols], packet[at + 2 * d * z + d * z * cols:]
         out: Dict[int, List[Hypothesis]] = {}
-        d, z = self.length.shape
-        ints = torch.cat([self.sentences, self.n_final, self.length.view(-1)]).tolist()  # one read
-        lengths = [ints[2 * d + i * z: 2 * d + (i + 1) * z] for i in range(d)]
-        totals = self.total.tolist()
-        for i, (sid, n) in enumerate(zip(ints[:d], ints[d: 2 * d])):
+        for i in range(d):
             hyps = []
-            for z in range(min(n, self.tokens.size(1) - 1)):
-                length = lengths[i][z]
-                hyps.append(self.search._hypothesis(self.tokens[i, z, :length].tolist(),
-                                                    self.scores[i, z, :length].tolist(), totals[i][z]))
+            for j in range(min(int(packet[d + i]), z - 1)):
+                length, start = int(lengths[i * z + j]), (i * z + j) * cols
+                hyps.append(self.search._hypothesis([int(t) for t in tokens[start: start + length]],
+                                                    scores[start: start + length], totals[i * z + j]))
             hyps = sorted(hyps, key=lambda h: h["score"], reverse=True)
-            out[sid] = hyps[: max(self.search.nbest, 1)] if hyps else [self.search._empty()]
+            out[int(packet[i])] = hyps[: max(self.search.nbest, 1)] if hyps else [self.search._empty()]
         return out
 
 

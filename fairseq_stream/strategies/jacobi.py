@@ -83,48 +83,6 @@ class JacobiState:
 _FIELDS = ("sentences", "tokens", "token_scores", "verified", "draft", "max_len", "iterations", "width", "feed")
 
 
-@dataclass
-class FinishedJacobi:
-    """Sentences that converged in one iteration, still on the device (read after the pool)."""
-
-    sentences: Tensor  # (D,)
-    tokens: Tensor  # (D, T)
-    token_scores: Tensor  # (D, T)
-    verified: Tensor  # (D,)
-    iterations: Tensor  # (D,)
-    lenpen: float
-    stats: Any
-
-    def __len__(self) -> int:
-        return self.sentences.numel()  # sentences that finished (a shape: no host read)
-
-    @staticmethod
-    def merge(items: Sequence["FinishedJacobi"]) -> "FinishedJacobi":
-        if len(items) == 1:
-            return items[0]
-        width = max(x.tokens.size(1) for x in items)
-        return FinishedJacobi(torch.cat([x.sentences for x in items]),
-                              torch.cat([F.pad(x.tokens, (0, width - x.tokens.size(1))) for x in items]),
-                              torch.cat([F.pad(x.token_scores, (0, width - x.token_scores.size(1))) for x in items]),
-                              torch.cat([x.verified for x in items]), torch.cat([x.iterations for x in items]),
-                              items[0].lenpen, items[0].stats)
-
-    def to_hypotheses(self) -> Dict[int, List[Hypothesis]]:
-        out: Dict[int, List[Hypothesis]] = {}
-        # Summed in order, as beam search accumulates; one read for all sentences.
-        totals = self.token_scores.cumsum(1).gather(1, (self.verified - 1).clamp(min=0).unsqueeze(1)).squeeze(1)
-        d = self.verified.numel()
-        ints = torch.cat([self.sentences, self.verified, self.iterations]).tolist()  # one read
-        rows = zip(ints[:d], ints[d: 2 * d], ints[2 * d:], totals.tolist())
-        for i, (sid, n, its, total) in enumerate(rows):
-            toks, lps = self.tokens[i, :n].clone(), self.token_scores[i, :n].clone()
-            out[sid] = [{"tokens": toks, "score": total / (n ** self.lenpen), "positional_scores": lps,
-                         "attention": None, "alignment": None}]
-            self.stats.autoregressive_steps += n
-            self.stats.extra["sentence_iterations"] = self.stats.extra.get("sentence_iterations", 0.0) + float(its)
-        return out
-
-
 class JacobiDecoding:
     """The strategy object the scheduler drives (see :mod:`fairseq_stream.interface`).
 
@@ -259,23 +217,38 @@ class JacobiDecoding:
 
     def _finish(self, state: JacobiState, done: Tensor, accept: Tensor) -> StepOutcome:
         s = len(state.sentences)
-        # The iteration's one host read: finished sentences, next window, longest row, tokens.
-        n_done, b, longest, accepted = torch.stack([
-            done.sum(), state.width.masked_fill(done, 1).max(), state.verified.max(), accept.sum()]).tolist()
+        # The iteration's one host read: finished sentences, next window, longest row, tokens,
+        # and what the host needs of the finished ones (ids, lengths, iterations, scores).
+        totals = state.token_scores.cumsum(1).gather(1, (state.verified - 1).clamp(min=0).unsqueeze(1)).squeeze(1)
+        packet = torch.cat([
+            torch.stack([done.sum(), state.width.masked_fill(done, 1).max(), state.verified.max(), accept.sum()]).double(),
+            done.double(), state.sentences.double(), state.verified.double(), state.iterations.double(),
+            totals.double()]).tolist()
+        n_done, b, longest, accepted = (int(x) for x in packet[:4])
         self.stats.accepted_tokens += accepted
-        finished: Any = {}
+        finished: Dict[int, List[Hypothesis]] = {}
         parents = None
         if n_done:
+            finished = self._finished(state, packet[4:], s)
             by_done = torch.argsort(done.to(torch.uint8), stable=True)
-            parents, ended = by_done[: s - n_done], by_done[s - n_done:]
-            pick = lambda x: x.index_select(0, ended)  # noqa: E731
-            finished = FinishedJacobi(pick(state.sentences), pick(state.tokens), pick(state.token_scores),
-                                      pick(state.verified), pick(state.iterations), self.lenpen, self.stats)
+            parents = by_done[: s - n_done]
             state = state.select(parents)
         new = self._plan(state, b)
         index = SentenceIndex.one_per_row(new.sentences)
         return StepOutcome(state=new, parents=parents, feed=new.feed, finished=finished, accept=accept,
                            index=index, max_length=longest)
+
+    def _finished(self, state: JacobiState, packet: List[float], s: int) -> Dict[int, List[Hypothesis]]:
+        """Greedy's output of the sentences flagged done in ``packet`` (done, ids, lengths,
+        iterations, summed scores; each (S,)); token tensors stay on the device."""
+        out: Dict[int, List[Hypothesis]] = {}
+        for i in (i for i in range(s) if packet[i]):
+            sid, n, its, total = int(packet[s + i]), int(packet[2 * s + i]), packet[3 * s + i], packet[4 * s + i]
+            out[sid] = [{"tokens": state.tokens[i, :n].clone(), "score": total / (n ** self.lenpen),
+                         "positional_scores": state.token_scores[i, :n].clone(), "attention": None, "alignment": None}]
+            self.stats.autoregressive_steps += n
+            self.stats.extra["sentence_iterations"] = self.stats.extra.get("sentence_iterations", 0.0) + its
+        return out
 
 
 # ---- registration ---------------------------------------------------------------------------

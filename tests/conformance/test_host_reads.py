@@ -4,28 +4,19 @@ Host reads (``item``/``tolist``/``bool`` of a tensor, ``nonzero``, boolean-mask 
 ``unique``, copies to the CPU) stall a GPU until its queue drains; they are counted with
 :class:`fairseq_stream.profiling.CostCounter` on any machine, here on the CPU. Counted: every
 call of the scheduler's step (decoder call, strategy step, cache reorder) and the read-out of
-the finished hypotheses after the pool; not counted: fairseq's batching and its encoder.
+the finished hypotheses after the pool; not counted: fairseq's batching and its encoder (once
+per pool, fairseq's code).
 """
 import pytest
 
-from fairseq_stream.profiling import CostCounter, CostCounts
-from fairseq_stream.scheduler import StreamingScheduler
+from fairseq_stream.profiling import CostCounter, CostCounts, count_decoder_steps
 
 N = 24
 
 
-def _count_steps(monkeypatch, session, data, search, gen, opts):
-    counts = CostCounts()
-    step, merge = StreamingScheduler._step, StreamingScheduler.run
-
-    def counted_step(self, *args, **kwargs):
-        with CostCounter(counts):
-            return step(self, *args, **kwargs)
-
-    monkeypatch.setattr(StreamingScheduler, "_step", counted_step)
-    out = session.translate(data, search=search, gen=gen, opts=opts, postprocess=False)
-    monkeypatch.setattr(StreamingScheduler, "_step", step)
-    assert merge is StreamingScheduler.run
+def _count_steps(session, data, search, gen, opts):
+    with count_decoder_steps(CostCounts()) as counts:
+        out = session.translate(data, search=search, gen=gen, opts=opts, postprocess=False)
     return out, counts
 
 
@@ -36,15 +27,15 @@ def _count_steps(monkeypatch, session, data, search, gen, opts):
     ("gs-jacobi", {"beam": 1}, {"jacobi_block": 3, "stream_capacity": 8}),
     ("gs-jacobi", {"beam": 1}, {"jacobi_block": 3, "stream_capacity": 1}),
 ])
-def test_at_most_one_host_read_per_step_on_the_demo_model(monkeypatch, demo_session, demo_sources, search, gen, opts):
+def test_at_most_one_host_read_per_step_on_the_demo_model(demo_session, demo_sources, search, gen, opts):
     data = demo_session.encode(demo_sources[:N])
-    out, counts = _count_steps(monkeypatch, demo_session, data, search, gen, opts)
+    out, counts = _count_steps(demo_session, data, search, gen, opts)
     steps = out.stats.timesteps
     assert steps > 20 and len(out.hypos) == N
     assert counts.host_reads <= steps, (counts.host_reads, steps, dict(counts.reads_by_op))
 
 
-def test_at_most_one_host_read_per_step_with_ib_beam(monkeypatch, tiny_ib_ckpt, tiny_train_bin, demo_sources):
+def test_at_most_one_host_read_per_step_with_ib_beam(tiny_ib_ckpt, tiny_train_bin, demo_sources):
     from fairseq_stream.session import TranslationSession
     from conftest import DEMO
     import os
@@ -52,9 +43,13 @@ def test_at_most_one_host_read_per_step_with_ib_beam(monkeypatch, tiny_ib_ckpt, 
     session = TranslationSession.load(tiny_train_bin, tiny_ib_ckpt, bpe_codes=os.path.join(DEMO, "bpe.codes"),
                                       extra_args=["--source-lang", "es", "--target-lang", "en"])
     data = session.encode(demo_sources[:N])
-    out, counts = _count_steps(monkeypatch, session, data, "ib-beam", {"beam": 4, "max_len_b": 30}, {"stream_capacity": 8})
+    out, counts = _count_steps(session, data, "ib-beam", {"beam": 4, "max_len_b": 30}, {"stream_capacity": 8})
     assert out.stats.timesteps > 10 and len(out.hypos) == N
-    assert counts.host_reads <= out.stats.timesteps, (counts.host_reads, out.stats.timesteps, dict(counts.reads_by_op))
+    # One read per step, plus one per pool that restores the word order of the finished
+    # hypotheses on the host (a permutation that depends on where EOS fell); one pool here.
+    pools = 1
+    assert counts.host_reads <= out.stats.timesteps + pools, (counts.host_reads, out.stats.timesteps,
+                                                              dict(counts.reads_by_op))
 
 
 def test_the_counter_sees_host_reads():
