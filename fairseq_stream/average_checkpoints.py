@@ -41,9 +41,10 @@ def load_state(path: str) -> Dict[str, Any]:
         state = torch.load(path, map_location="cpu", weights_only=True)
     except pickle.UnpicklingError as exc:
         raise FairseqStreamError(f"{path}: {unpickling_problem(exc) or exc}") from None
-    except (RuntimeError, EOFError, OSError) as exc:  # torch's zip reader, a truncated file
+    except Exception as exc:  # noqa: BLE001  torch's zip reader, a truncated file, garbage pickle data
         raise FairseqStreamError(f"{path}: could not read the checkpoint ({type(exc).__name__}: "
-                                 f"{str(exc).splitlines()[0] if str(exc) else ''}); it may be truncated") from None
+                                 f"{str(exc).splitlines()[0] if str(exc) else ''}); the file is corrupt, "
+                                 "truncated or not a torch checkpoint") from None
     if not isinstance(state, dict) or not isinstance(state.get("model"), dict):
         raise FairseqStreamError(f"{path} is not a fairseq checkpoint (no 'model' parameters)")
     return state

@@ -90,7 +90,7 @@ def _checkpoint_problem(exc: BaseException, tb: Optional[TracebackType]) -> Opti
         return problem
     return (
         f"could not read the checkpoint ({type(exc).__name__}: {text}); "
-        "it may be truncated or not a fairseq checkpoint (check --path)"
+        "the file is corrupt, truncated or not a fairseq checkpoint (check --path)"
     )
 
 
