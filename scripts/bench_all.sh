@@ -1,20 +1,23 @@
 #!/usr/bin/env bash
 # The benchmarks quoted in the README's Results, one section per paper, on the demo model.
 #
-#   bash scripts/bench_all.sh [var|zsweep|jacobi|output-layer|demo ...]   (default: all)
+#   bash scripts/bench_all.sh [var|zsweep|jacobi|output-layer|demo|engine|gpu ...]   (default: the CPU ones)
 #
 # Every table comes from one process that interleaves and repeats its strategies
 # (python -m fairseq_stream.bench), so the ratios in a table are measured in one run.
-# THREADS (default 1) sets torch's CPU threads; OUT (default bench_out) receives the
+# THREADS (default 1) sets torch's CPU threads; DEVICE (cpu|cuda, default cpu) and DTYPE
+# (float32|float16|bfloat16, default float32) where the models run; OUT (default bench_out) receives the
 # Markdown logs, the JSON rows and the per-step traces. Needs the installed environment
 # (scripts/install.sh); nothing here is part of the test suite.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 PYTHON=${PYTHON:-$( [ -x .venv/bin/python ] && echo .venv/bin/python || echo python )}
 THREADS=${THREADS:-1}
+DEVICE=${DEVICE:-cpu}
+DTYPE=${DTYPE:-float32}
 OUT=${OUT:-bench_out}
 mkdir -p "$OUT"
-bench() { PYTHONPATH=. "$PYTHON" -m fairseq_stream.bench --threads "$THREADS" --no-progress "$@"; }
+bench() { PYTHONPATH=. "$PYTHON" -m fairseq_stream.bench --threads "$THREADS" --device "$DEVICE" --dtype "$DTYPE" --no-progress "$@"; }
 
 var() {  # paper 000 Tables 4-7 on the demo model: k = 5 and k = 50, 500 sentences
     bench --limit 500 --repeats 2 --json "$OUT/k5.json" --trace-dir "$OUT/traces_k5" \
@@ -55,11 +58,53 @@ output-layer() {  # paper 002 Tables 2-3: the output layer per step, and end to 
 
 demo() { PYTHONPATH=. "$PYTHON" -m fairseq_stream.demo | tee "$OUT/demo.md"; }
 
+engine() {  # the GPU engine's proxies, measurable anywhere: host reads and aten ops per decoder step
+    bench --limit 100 --repeats 1 --costs --json "$OUT/engine.json" \
+        --run beam:beam=5,label=fairseq-beam --run var-stream:beam=5,stream_capacity=32 \
+        --run fixed-ours:beam=5,stream_capacity=32 --run gs-jacobi:beam=1,jacobi_block=3,stream_capacity=32 \
+        --run gs-jacobi:beam=1,jacobi_block=3,stream_capacity=1,label=gs-jacobi-batch1 | tee "$OUT/engine.md"
+}
+
+gpu() {  # the GPU engine issue's rows: run with DEVICE=cuda (and DTYPE=float16 for the fp16 rows)
+    [ "$DEVICE" = cuda ] || { echo "bench_all.sh gpu: set DEVICE=cuda" >&2; exit 2; }
+    # the demo model, then a Transformer-base-sized model (random weights: speed rows only)
+    "$PYTHON" scripts/make_base_model.py --out "$OUT/base/checkpoint.pt"
+    for model in demo base; do
+        path=user_dir_examples/demo/checkpoint.pt; fix=""
+        [ "$model" = base ] && { path="$OUT/base/checkpoint.pt"; fix=",min_len=40,max_len_a=0,max_len_b=40"; }
+        bench --path "$path" --limit 500 --repeats 2 --costs --pool-size 0 --json "$OUT/gpu_${model}_k5.json" \
+            --run "beam:beam=5$fix,label=fairseq-beam" --run "var-stream:beam=5,stream_capacity=128$fix" \
+            --run "fixed-ours:beam=5,stream_capacity=128$fix" | tee "$OUT/gpu_${model}_k5.md"
+        bench --path "$path" --limit 500 --repeats 1 --costs --pool-size 0 --json "$OUT/gpu_${model}_k50.json" \
+            --run "beam:beam=50$fix,label=fairseq-beam" --run "var-stream:beam=50,stream_capacity=64$fix" \
+            | tee "$OUT/gpu_${model}_k50.md"
+        bench --path "$path" --limit 60 --repeats 2 --batch-size 1 --costs --json "$OUT/gpu_${model}_b1.json" \
+            --run "beam:beam=1$fix,label=greedy-fairseq" --run "fixed-ours:beam=1,stream_capacity=1$fix,label=greedy-ours" \
+            --run "gs-jacobi:beam=1,jacobi_block=3,stream_capacity=1$fix,label=PGJ-b3" | tee "$OUT/gpu_${model}_b1.md"
+    done
+    PYTHONPATH=. "$PYTHON" scripts/bench_output_layer.py --device cuda --vocab 32000 --beam 5 --batch 32 128 \
+        | tee "$OUT/gpu_output_layer.md"
+    # the per-process pause (kernel build, compile) in fairseq-generate: whole runs, cold processes
+    mkdir -p "$OUT/gen_raw"
+    for lang in es en; do
+        head -n 500 "user_dir_examples/demo/test.$lang" | PYTHONPATH=. "$PYTHON" -m fairseq_stream.text tokenize \
+            --lang "$lang" --codes user_dir_examples/demo/bpe.codes > "$OUT/gen_raw/test.$lang"
+    done
+    "${PYTHON%python}fairseq-preprocess" --source-lang es --target-lang en --testpref "$OUT/gen_raw/test" \
+        --destdir "$OUT/gen_bin" --srcdict user_dir_examples/demo/dict.es.txt \
+        --tgtdict user_dir_examples/demo/dict.en.txt --workers 1 > /dev/null
+    for search in beam var-stream; do
+        /usr/bin/env time -f "fairseq-generate --search $search: %e s" "${PYTHON%python}fairseq-generate" \
+            "$OUT/gen_bin" --user-dir fairseq_stream --path user_dir_examples/demo/checkpoint.pt --search "$search" \
+            --beam 5 --batch-size 64 --quiet 2>&1 | tail -1 | tee -a "$OUT/gpu_generate.md" || true
+    done
+}
+
 sections=("$@")
 [ ${#sections[@]} -gt 0 ] || sections=(demo var zsweep jacobi output-layer)
 for s in "${sections[@]}"; do
     case "$s" in
-        var|zsweep|jacobi|output-layer|demo) "$s" ;;
-        *) echo "bench_all.sh: unknown section '$s' (var, zsweep, jacobi, output-layer, demo)" >&2; exit 2 ;;
+        var|zsweep|jacobi|output-layer|demo|engine|gpu) "$s" ;;
+        *) echo "bench_all.sh: unknown section '$s' (var, zsweep, jacobi, output-layer, demo, engine, gpu)" >&2; exit 2 ;;
     esac
 done

@@ -36,13 +36,23 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 from fairseq_stream.ops.fused_output import _topk_lse, cpu_kernel, topk_with_normaliser  # noqa: E402
 
 
+DEVICE = torch.device("cpu")
+
+
+def _sync() -> None:
+    if DEVICE.type == "cuda":  # kernels run asynchronously: time what the GPU did
+        torch.cuda.synchronize()
+
+
 def timed(fn: Callable[[], object], repeats: int) -> float:
-    for _ in range(2):
+    for _ in range(3):  # warm-up (and torch.compile on CUDA) outside the timed region
         fn()
     samples = []
     for _ in range(repeats):
+        _sync()
         start = time.perf_counter()
         fn()
+        _sync()
         samples.append(time.perf_counter() - start)
     return 1000 * statistics.median(samples)
 
@@ -50,10 +60,10 @@ def timed(fn: Callable[[], object], repeats: int) -> float:
 def cell(vocab: int, beam: int, batch: int, dim: int, repeats: int) -> Dict[str, float]:
     torch.manual_seed(0)
     rows = batch * beam
-    h = torch.randn(rows, dim)
-    weight = torch.randn(vocab, dim) / dim ** 0.5
-    bias = torch.randn(vocab) * 0.1
-    scores = torch.randn(batch, beam).cumsum(1).neg()  # hypothesis scores, best first
+    h = torch.randn(rows, dim, device=DEVICE)
+    weight = torch.randn(vocab, dim, device=DEVICE) / dim ** 0.5
+    bias = torch.randn(vocab, device=DEVICE) * 0.1
+    scores = torch.randn(batch, beam, device=DEVICE).cumsum(1).neg()  # hypothesis scores, best first
     cand = min(2 * beam, vocab)
 
     logits = F.linear(h, weight)
@@ -93,7 +103,8 @@ def cell(vocab: int, beam: int, batch: int, dim: int, repeats: int) -> Dict[str,
 def check_equal(vocab: int, beam: int, batch: int, dim: int) -> None:
     """The fused winners are fairseq's (same ids, scores to float tolerance)."""
     torch.manual_seed(1)
-    h, w, b = torch.randn(batch * beam, dim), torch.randn(vocab, dim) / dim ** 0.5, torch.randn(vocab) * 0.1
+    h, w, b = (torch.randn(batch * beam, dim, device=DEVICE), torch.randn(vocab, dim, device=DEVICE) / dim ** 0.5,
+               torch.randn(vocab, device=DEVICE) * 0.1)
     logits = torch.addmm(b, h, w.t())
     ref = torch.log_softmax(logits, -1)
     ref_v, ref_i = ref.topk(min(2 * beam, vocab), -1)
@@ -130,11 +141,20 @@ def main() -> None:
     parser.add_argument("--dim", type=int, default=512)
     parser.add_argument("--repeats", type=int, default=20)
     parser.add_argument("--threads", type=int, default=None)
+    parser.add_argument("--device", choices=["cpu", "cuda"], default="cpu",
+                        help="cuda: time the GPU path (synchronised, after warm-up)")
     parser.add_argument("--end-to-end", type=int, default=0, metavar="N", help="also decode N demo sentences")
     args = parser.parse_args()
     if args.threads:
         torch.set_num_threads(args.threads)
-    kernel = "C++ kernel" if cpu_kernel() is not None else "PyTorch ops (no kernel)"
+    global DEVICE
+    if args.device == "cuda" and not torch.cuda.is_available():
+        sys.exit("bench_output_layer.py: error: --device cuda: torch sees no GPU")
+    DEVICE = torch.device(args.device)
+    if DEVICE.type == "cuda":
+        kernel = "torch.compile of topk + logsumexp (CUDA)"
+    else:
+        kernel = "C++ kernel" if cpu_kernel() is not None else "PyTorch ops (no kernel)"
     print(f"torch {torch.__version__}, {torch.get_num_threads()} threads, d = {args.dim}, fused op: {kernel}; "
           "milliseconds per step\n")
     head = ["V", "beam", "batch", "fairseq mult", "bias", "softmax", "search", "fused mult+bias", "fused rest",
