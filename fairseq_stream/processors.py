@@ -31,6 +31,7 @@ class RowContext:
     max_len: Tensor  # (R,) maximum generated tokens before EOS is forced
     history: Optional[Any] = None  # (R, 1 + steps) fed tokens, BOS first (n-gram blocking)
     may_reach_max: bool = True  # host: False when no row can be at its maximum length yet
+    min_steps: int = 0  # host: a lower bound of ``steps`` (edits that cannot apply are skipped)
 
 
 @dataclass
@@ -118,10 +119,14 @@ class MinLength:
         self.eos, self.min_len = eos, min_len
 
     def full(self, lprobs: Tensor, ctx: RowContext) -> Tensor:
+        if ctx.min_steps >= self.min_len:
+            return lprobs
         lprobs[:, self.eos] = lprobs[:, self.eos].masked_fill(ctx.steps < self.min_len, -math.inf)
         return lprobs
 
     def candidates(self, cand: Candidates, ctx: RowContext) -> Candidates:
+        if ctx.min_steps >= self.min_len:
+            return cand
         banned = (cand.tokens == self.eos) & (ctx.steps < self.min_len).unsqueeze(1)
         cand.scores.masked_fill_(banned, -math.inf)
         return cand

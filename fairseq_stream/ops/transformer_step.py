@@ -143,7 +143,7 @@ class RowCache:
         own control values); the rejected slots are simply overwritten by the next block.
         """
         lens = self.lens - block + keep
-        return RowCache(self.keys, self.values, lens, width, False)
+        return RowCache(self.keys, self.values, lens, width, self.rows == 1)  # one row: lens == width
 
 
 @dataclass

@@ -114,6 +114,7 @@ class BeamState:
     row_slot: Tensor  # (R,)
     t: int = 0  # host: max(steps)
     min_max_len: int = 0  # host: min(max_len)
+    t_min: int = 0  # host: min(steps)
 
     @property
     def live(self) -> Tensor:
@@ -123,7 +124,7 @@ class BeamState:
     def select(self, idx: Tensor) -> "BeamState":
         """Sentences ``idx`` (local indices) of the group; ``row_slot`` is the caller's."""
         fields = {f: getattr(self, f).index_select(0, idx) for f in _FIELDS}
-        return BeamState(**fields, row_slot=self.row_slot, t=self.t, min_max_len=self.min_max_len)
+        return BeamState(**fields, row_slot=self.row_slot, t=self.t, min_max_len=self.min_max_len, t_min=self.t_min)
 
 
 _FIELDS = ("sentences", "scores", "ended", "ended_len", "tokens", "token_scores", "steps",
@@ -209,7 +210,7 @@ class BeamSearch:
             row_slot.append(st.row_slot + offsets * self.k)
             offsets += len(st.sentences)
         return BeamState(**fields, row_slot=torch.cat(row_slot), t=max(st.t for st in states),
-                         min_max_len=min(st.min_max_len for st in states))
+                         min_max_len=min(st.min_max_len for st in states), t_min=min(st.t_min for st in states))
 
     def step(self, state: BeamState, scores: Tensor) -> StepOutcome:
         """One step of every sentence of the group from the rows' next-token scores ``(R, 1, V)``."""
@@ -233,7 +234,7 @@ class BeamSearch:
             history = _RaggedHistory([torch.cat([bos, flat[i, :n]]) for i, n in enumerate(row_steps)])
         may_reach_max = state.t >= state.min_max_len
         return RowContext(state.steps.index_select(0, row_s), state.max_len.index_select(0, row_s), history,
-                          may_reach_max=may_reach_max)
+                          may_reach_max=may_reach_max, min_steps=state.t_min)
 
     def _candidates(self, state: BeamState, top_lp: Tensor, top_tok: Tensor, row_slot: Tensor) -> Tuple[Tensor, ...]:
         """Best ``final_width`` candidates per sentence, sorted: (score, parent slot, token, token lp).
@@ -335,7 +336,7 @@ class BeamSearch:
         token_scores = state.token_scores.gather(1, gather).scatter_(
             2, at, new_lp.masked_fill(was_ended, 0.0).unsqueeze(2).to(state.token_scores.dtype))
         new = replace(state, scores=scores, ended=ended, ended_len=ended_len, tokens=tokens,
-                      token_scores=token_scores, steps=state.steps + 1, t=state.t + 1)
+                      token_scores=token_scores, steps=state.steps + 1, t=state.t + 1, t_min=state.t_min + 1)
         live = slot_ok & ~ended & ~done.unsqueeze(1)  # (S, k) slots that need a decoder row
         per_sentence = live.sum(dim=1)
         # The step's one host read: how many rows and finished sentences, the widest beam, and

@@ -75,9 +75,13 @@ class JacobiState:
     iterations: Tensor  # (S,) decoder calls this sentence took part in
     width: Tensor  # (S,)
     feed: Tensor  # (S, b)
+    low: int = 0  # host: min(verified)
+    high: int = 0  # host: max(verified)
+    shortest: int = 0  # host: min(max_len)
 
     def select(self, idx: Tensor) -> "JacobiState":
-        return JacobiState(*(getattr(self, f).index_select(0, idx) for f in _FIELDS))
+        return JacobiState(*(getattr(self, f).index_select(0, idx) for f in _FIELDS),
+                           low=self.low, high=self.high, shortest=self.shortest)
 
 
 _FIELDS = ("sentences", "tokens", "token_scores", "verified", "draft", "max_len", "iterations", "width", "feed")
@@ -115,6 +119,7 @@ class JacobiDecoding:
             token_scores=torch.zeros(s, cap, dtype=self.dtype, device=sentences.device),
             verified=zeros, draft=sentences.new_full((s, 0), self.pad), max_len=max_len,
             iterations=zeros, width=self._widths(zeros, max_len), feed=sentences.new_zeros(s, 0),
+            shortest=int(max_len.min()) if shortest is None and s else (shortest or 0),
         )
         state = self._plan(state, self._first_block(longest))
         return StepOutcome(state=state, parents=None, feed=state.feed)
@@ -137,7 +142,9 @@ class JacobiDecoding:
             if widths["tokens"] > st.tokens.size(1):  # keep the scratch column last
                 fix["tokens"][:, st.tokens.size(1) - 1] = self.pad
             padded.append(replace(st, **fix))
-        return JacobiState(*(torch.cat([getattr(st, f) for st in padded]) for f in _FIELDS))
+        return JacobiState(*(torch.cat([getattr(st, f) for st in padded]) for f in _FIELDS),
+                           low=min(st.low for st in states), high=max(st.high for st in states),
+                           shortest=min(st.shortest for st in states))
 
     # ---- windows -----------------------------------------------------------------------
     def _widths(self, a: Tensor, max_len: Tensor) -> Tensor:
@@ -181,7 +188,8 @@ class JacobiDecoding:
         width, feed = state.width, state.feed
         offsets = torch.arange(b, device=scores.device)
         pos = state.verified.unsqueeze(1) + offsets  # (S, b) target index of each prediction
-        ctx = RowContext(steps=pos.reshape(-1), max_len=state.max_len.repeat_interleave(b, output_size=s * b))
+        ctx = RowContext(steps=pos.reshape(-1), max_len=state.max_len.repeat_interleave(b, output_size=s * b),
+                         may_reach_max=state.high + b - 1 >= state.shortest, min_steps=state.low)
         # Arg-max with its log-probability: top-1 and the normaliser in one pass (paper 002).
         score, top, _ = self.scorer.top(scores.reshape(s * b, v), 1, ctx)
         pred, score = top[:, 0].view(s, b), score[:, 0].view(s, b)
@@ -220,20 +228,20 @@ class JacobiDecoding:
         # The iteration's one host read: finished sentences, next window, longest row, tokens,
         # and what the host needs of the finished ones (ids, lengths, iterations, scores).
         totals = state.token_scores.cumsum(1).gather(1, (state.verified - 1).clamp(min=0).unsqueeze(1)).squeeze(1)
-        packet = torch.cat([
-            torch.stack([done.sum(), state.width.masked_fill(done, 1).max(), state.verified.max(), accept.sum()]).double(),
-            done.double(), state.sentences.double(), state.verified.double(), state.iterations.double(),
-            totals.double()]).tolist()
-        n_done, b, longest, accepted = (int(x) for x in packet[:4])
+        ints = torch.cat([torch.stack([done.sum(), state.width.masked_fill(done, 1).max(), state.verified.max(),
+                                       accept.sum(), state.verified.masked_fill(done, 1 << 30).min()]),
+                          done.long(), state.sentences, state.verified, state.iterations])
+        packet = torch.cat([ints.double(), totals.double()]).tolist()
+        n_done, b, longest, accepted, low = (int(x) for x in packet[:5])
         self.stats.accepted_tokens += accepted
         finished: Dict[int, List[Hypothesis]] = {}
         parents = None
         if n_done:
-            finished = self._finished(state, packet[4:], s)
+            finished = self._finished(state, packet[5:], s)
             by_done = torch.argsort(done.to(torch.uint8), stable=True)
             parents = by_done[: s - n_done]
             state = state.select(parents)
-        new = self._plan(state, b)
+        new = self._plan(replace(state, low=low if n_done < s else 0, high=longest), b)
         index = SentenceIndex.one_per_row(new.sentences)
         return StepOutcome(state=new, parents=parents, feed=new.feed, finished=finished, accept=accept,
                            index=index, max_length=longest)
