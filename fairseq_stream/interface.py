@@ -66,9 +66,6 @@ class SearchStrategy(Protocol):
     def sentences(self, state: Any) -> int:
         ...
 
-    def rows(self, state: Any) -> int:
-        ...
-
     def length(self, state: Any) -> int:
         """Tokens fed so far to every row of ``state`` (the key of min-length selection)."""
         ...

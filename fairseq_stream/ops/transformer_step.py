@@ -192,9 +192,6 @@ class SentenceIndex:
         slot = torch.arange(len(row_sentence), device=row_sentence.device) - starts.index_select(0, local)
         return SentenceIndex(sentences, local, slot, int(counts.max()) if len(counts) else 0)
 
-    def select_rows(self, rows: Tensor, width: int) -> "SentenceIndex":
-        return SentenceIndex(self.sentences, self.local.index_select(0, rows), self.slot.index_select(0, rows), width)
-
     @staticmethod
     def concat(indices: Sequence["SentenceIndex"]) -> "SentenceIndex":
         if len(indices) == 1:

@@ -33,7 +33,7 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass, replace
-from typing import Any, Dict, List, Optional, Sequence, Tuple
+from typing import Dict, List, Optional, Sequence, Tuple
 
 import torch
 import torch.nn.functional as F
@@ -357,7 +357,7 @@ class BeamSearch:
         finished = None
         if n_done:
             by_done = torch.argsort(done.to(torch.uint8), stable=True)
-            goes_on, ended_s = by_done[: s - n_done], by_done[s - n_done:]
+            goes_on = by_done[: s - n_done]
             finished = self._finished(new, packet[3:], s)
             renumber = torch.cumsum((~done).long(), dim=0) - 1  # old → new sentence index
             live_flat = renumber.index_select(0, live_flat // k) * k + live_flat % k

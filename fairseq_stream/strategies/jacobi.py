@@ -25,9 +25,8 @@ that converges leaves the batch while a new one joins.
 """
 from __future__ import annotations
 
-import math
 from dataclasses import dataclass, replace
-from typing import Any, Dict, List, Optional, Sequence
+from typing import Dict, List, Optional, Sequence
 
 import torch
 import torch.nn.functional as F
