@@ -213,13 +213,15 @@ def run_benchmark(
         result = results[i]
         wall = statistics.median(walls[i])
         stats = result.stats.to_dict()
+        bleu = sacrebleu.corpus_bleu(result.strings, [references])
         rows.append(
             {
                 "label": run.label,
                 "search": run.search,
                 "gen": run.gen,
                 "opts": run.opts,
-                "bleu": sacrebleu.corpus_bleu(result.strings, [references]).score,
+                "bleu": bleu.score,
+                "length_ratio": bleu.sys_len / bleu.ref_len if bleu.ref_len else 0.0,  # hypothesis / reference words
                 "wall_median": wall,
                 "walls": walls[i],
                 "sentences": len(sources),

@@ -72,6 +72,13 @@ class StreamDecodingConfig(FairseqDataclass):
         metadata={"help": "relative local threshold rpl in (0, 1]: prune candidates whose last word's "
                   "probability ≤ rpl·the step's best last-word probability (off by default)"},
     )
+    prune_reference: str = field(
+        default="final",
+        metadata={"help": "the best score --prune-abs-threshold and --prune-rel-threshold measure from: "
+                  "'active' (best candidate on the beam, paper 001), 'final' (best of those and the finished "
+                  "hypotheses by log-probability, paper 000 App. A.3), 'normalized' (finished hypotheses by "
+                  "length-normalised score, scaled to each candidate's length)"},
+    )
     beam_final_count: int = field(
         default=0,
         metadata={"help": "rule 'ours': a sentence ends after Z final hypotheses (or an empty beam) and returns the "

@@ -81,7 +81,11 @@ def prepare(corpus: Path, work: Path, bpe_merges: int) -> None:
     )
 
 
-def train(work: Path, hours: float) -> None:
+def train(work: Path, hours: float, max_update: int = 0, save_every: int = 0) -> None:
+    """``save_every`` > 0 keeps a checkpoint every that many updates (the early checkpoints
+    of ``scripts/var_width_quality.py``); ``max_update`` > 0 stops there."""
+    keep = ["--save-interval-updates", str(save_every), "--keep-interval-updates", "-1"] if save_every else \
+        ["--save-interval-updates", "500", "--keep-interval-updates", "1"]
     subprocess.run(
         [
             # --user-dir: our safe checkpoint loading lets torch >= 2.6 resume an interrupted run.
@@ -99,7 +103,7 @@ def train(work: Path, hours: float) -> None:
             "--max-tokens", "4096", "--required-batch-size-multiple", "1",
             "--stop-time-hours", str(hours), "--max-epoch", "100",
             "--save-dir", str(work / "checkpoints"), "--no-epoch-checkpoints",
-            "--save-interval-updates", "500", "--keep-interval-updates", "1",
+            *keep, "--max-update", str(max_update),
             "--log-format", "simple", "--log-interval", "50", "--seed", "1",
         ],
         check=True,
@@ -128,13 +132,16 @@ def main() -> None:
     parser.add_argument("--stages", default="prep,train,export")
     parser.add_argument("--bpe-merges", type=int, default=6000)
     parser.add_argument("--train-hours", type=float, default=1.0)
+    parser.add_argument("--max-update", type=int, default=0, help="stop after this many updates (0: --train-hours)")
+    parser.add_argument("--save-every", type=int, default=0,
+                        help="keep a checkpoint every N updates (early checkpoints for scripts/var_width_quality.py)")
     args = parser.parse_args()
     stages = args.stages.split(",")
     os.makedirs(args.work, exist_ok=True)
     if "prep" in stages:
         prepare(args.corpus, args.work, args.bpe_merges)
     if "train" in stages:
-        train(args.work, args.train_hours)
+        train(args.work, args.train_hours, args.max_update, args.save_every)
     if "export" in stages:
         export(args.work, args.out)
 

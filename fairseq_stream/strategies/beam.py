@@ -33,7 +33,7 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass, replace
-from typing import Dict, List, Optional, Sequence, Tuple
+from typing import Dict, List, NamedTuple, Optional, Sequence, Tuple
 
 import torch
 import torch.nn.functional as F
@@ -46,14 +46,30 @@ from fairseq_stream.ops.transformer_step import SentenceIndex
 from fairseq_stream.processors import RowContext
 
 
+REFERENCES = ("final", "active", "normalized")
+
+
 @dataclass(frozen=True)
 class Pruning:
-    """The heuristics ``H`` (``None`` = off). Names follow paper 001; δ = ``abs_threshold``."""
+    """The heuristics ``H`` (``None`` = off). Names follow paper 001; δ = ``abs_threshold``.
+
+    ``reference`` is the best score that ap and rp measure from:
+
+    * ``active`` — the best candidate on the beam (paper 001, Eqs. 1–2);
+    * ``final`` — the best of those and of the finished hypotheses, by cumulative
+      log-probability (paper 000 App. A.3): a short finished hypothesis scores high, so it
+      prunes every longer candidate and the outputs come out short;
+    * ``normalized`` — the best candidate on the beam, or the best finished hypothesis's
+      length-normalised score ``s/|y|^lenpen`` (the score the n-best list ranks by) scaled to
+      each candidate's length ``|c|^lenpen``: a finished hypothesis prunes a candidate only
+      when it is better per token, and still ends the search once it is.
+    """
 
     abs_threshold: Optional[float] = None  # ap / δ, in log-probability
     rel_threshold: Optional[float] = None  # rp in (0, 1], on probabilities
     rel_local_threshold: Optional[float] = None  # rpl in (0, 1], on the last word's probability
     max_cands_per_node: Optional[int] = None  # mc / M
+    reference: str = "final"  # what ap and rp measure from: "final", "active" or "normalized"
 
     @property
     def active(self) -> bool:
@@ -81,6 +97,19 @@ class BeamConfig:
             )
         if self.finalize not in ("ours", "fairseq"):
             raise FairseqStreamError(f"--beam-finalize must be 'ours' or 'fairseq', got {self.finalize!r}")
+        if self.pruning.reference not in REFERENCES:
+            raise FairseqStreamError(
+                f"--prune-reference must be one of {', '.join(REFERENCES)}, got {self.pruning.reference!r}")
+
+
+class Candidates(NamedTuple):
+    """The best ``W`` candidates of every sentence after a step, sorted, all (S, W)."""
+
+    val: Tensor  # cumulative log-probability
+    parent: Tensor  # slot of the candidate it extends (or that it is, when carried)
+    tok: Tensor  # its last token (EOS when carried)
+    tok_lp: Tensor  # that token's log-probability (0 when carried)
+    carried: Tensor  # an ended candidate that waited on the beam: not an expansion of this step
 
 
 @dataclass
@@ -106,6 +135,7 @@ class BeamState:
     max_len: Tensor  # (S,)
     n_final: Tensor  # (S,) final hypotheses so far
     best_final: Tensor  # (S,) best cumulative log-probability of a final hypothesis
+    best_final_norm: Tensor  # (S,) best length-normalised score of a final hypothesis
     src_lengths: Tensor  # (S,)
     fin_tokens: Tensor  # (S, Z + 1, L) final hypotheses, EOS included
     fin_scores: Tensor  # (S, Z + 1, L) their positional scores
@@ -128,7 +158,7 @@ class BeamState:
 
 
 _FIELDS = ("sentences", "scores", "ended", "ended_len", "tokens", "token_scores", "steps",
-           "max_len", "n_final", "best_final", "src_lengths", "fin_tokens", "fin_scores", "fin_len", "fin_total")
+           "max_len", "n_final", "best_final", "best_final_norm", "src_lengths", "fin_tokens", "fin_scores", "fin_len", "fin_total")
 _COLUMNS = ("tokens", "token_scores", "fin_tokens", "fin_scores")  # fields with L columns
 
 
@@ -176,6 +206,7 @@ class BeamSearch:
             max_len=max_len,
             n_final=torch.zeros_like(sentences),
             best_final=torch.full((s,), -math.inf, dtype=self.dtype, device=dev),
+            best_final_norm=torch.full((s,), -math.inf, dtype=self.dtype, device=dev),
             src_lengths=src_lengths,
             fin_tokens=torch.full((s, z + 1, width), self.pad, dtype=torch.long, device=dev),
             fin_scores=torch.zeros(s, z + 1, width, dtype=self.dtype, device=dev),
@@ -217,11 +248,11 @@ class BeamSearch:
         row_slot = state.row_slot
         c = min(self.per_row, scores.size(-1))
         top_lp, top_tok, _ = self.scorer.top(scores[:, -1], c, self._row_context(state, row_slot))
-        val, parent, tok, tok_lp = self._candidates(state, top_lp, top_tok, row_slot)
-        finals, keep = self._finalize(state, val, tok)
-        state = self._record_finals(state, val, parent, tok_lp, finals)
-        keep = self._prune(state, val, tok_lp, keep)
-        return self._advance(state, val, parent, tok, tok_lp, keep, row_slot)
+        cand = self._candidates(state, top_lp, top_tok, row_slot)
+        finals, keep = self._finalize(state, cand)
+        state = self._record_finals(state, cand, finals)
+        keep = self._prune(state, cand, keep)
+        return self._advance(state, cand, keep, row_slot)
 
     # ---- the steps -------------------------------------------------------------------------
     def _row_context(self, state: BeamState, row_slot: Tensor) -> RowContext:
@@ -236,8 +267,8 @@ class BeamSearch:
         return RowContext(state.steps.index_select(0, row_s), state.max_len.index_select(0, row_s), history,
                           may_reach_max=may_reach_max, min_steps=state.t_min)
 
-    def _candidates(self, state: BeamState, top_lp: Tensor, top_tok: Tensor, row_slot: Tensor) -> Tuple[Tensor, ...]:
-        """Best ``final_width`` candidates per sentence, sorted: (score, parent slot, token, token lp).
+    def _candidates(self, state: BeamState, top_lp: Tensor, top_tok: Tensor, row_slot: Tensor) -> Candidates:
+        """Best ``final_width`` candidates per sentence, sorted.
 
         ``top_lp``/``top_tok`` (R, c): each row's best ``c`` next tokens (per-row top-k first).
         """
@@ -258,12 +289,12 @@ class BeamSearch:
         parent = torch.where(is_carry, idx - k * c, flat // c)
         tok = torch.where(is_carry, self.eos, toks.view(s, k * c).gather(1, flat))
         tok_lp = lps.view(s, k * c).gather(1, flat).masked_fill(is_carry, 0.0)
-        return val, parent, tok, tok_lp
+        return Candidates(val, parent, tok, tok_lp, is_carry)
 
-    def _finalize(self, state: BeamState, val: Tensor, tok: Tensor) -> Tuple[Tensor, Tensor]:
+    def _finalize(self, state: BeamState, cand: Candidates) -> Tuple[Tensor, Tensor]:
         """(which candidates become final, which may stay on the beam), both (S, W)."""
-        valid = torch.isfinite(val)
-        is_eos = valid & (tok == self.eos)
+        valid = torch.isfinite(cand.val)
+        is_eos = valid & (cand.tok == self.eos)
         if self.cfg.finalize == "fairseq":
             finals = is_eos.clone()
             finals[:, self.k:] = False
@@ -273,16 +304,15 @@ class BeamSearch:
             keep = valid & ~finals
         return finals, keep
 
-    def _record_finals(self, state: BeamState, val: Tensor, parent: Tensor, tok_lp: Tensor,
-                       finals: Tensor) -> BeamState:
+    def _record_finals(self, state: BeamState, cand: Candidates, finals: Tensor) -> BeamState:
         """Write final candidates into the ``fin_*`` buffers (the first ``Z`` of a sentence)."""
+        val, parent, tok_lp = cand.val, cand.parent, cand.tok_lp
         s, w = val.shape
         z = self.done_at
         rank = state.n_final.unsqueeze(1) + torch.cumsum(finals.long(), dim=1) - 1  # (S, W)
         ok = finals & (rank < z)
         dest = torch.where(ok, rank, z)  # the scratch slot takes the rest
-        carried = state.ended.gather(1, parent)
-        length = torch.where(carried, state.ended_len.gather(1, parent), state.steps.unsqueeze(1) + 1)  # (S, W)
+        length = self._lengths(state, cand)
         cols = state.tokens.size(2)
         gather = parent.unsqueeze(2).expand(s, w, cols)
         at = state.steps.view(s, 1, 1).expand(s, w, 1)  # the EOS column of a new final
@@ -292,10 +322,17 @@ class BeamSearch:
         state.fin_scores.scatter_(1, dest.unsqueeze(2).expand(s, w, cols), lps)
         state.fin_len.scatter_(1, dest, length)
         state.fin_total.scatter_(1, dest, val.to(state.fin_total.dtype))
-        best = torch.maximum(state.best_final, val.masked_fill(~ok, -math.inf).max(dim=1).values.to(state.best_final))
-        return replace(state, n_final=state.n_final + ok.sum(dim=1), best_final=best)
+        final_val = val.masked_fill(~ok, -math.inf).to(state.best_final)
+        best = torch.maximum(state.best_final, final_val.max(dim=1).values)
+        norm = final_val / length.to(final_val).pow(self.cfg.lenpen)
+        best_norm = torch.maximum(state.best_final_norm, norm.max(dim=1).values)
+        return replace(state, n_final=state.n_final + ok.sum(dim=1), best_final=best, best_final_norm=best_norm)
 
-    def _prune(self, state: BeamState, val: Tensor, tok_lp: Tensor, keep: Tensor) -> Tensor:
+    def _lengths(self, state: BeamState, cand: Candidates) -> Tensor:
+        """(S, W) tokens of each candidate, its last included (an ended one's EOS)."""
+        return torch.where(cand.carried, state.ended_len.gather(1, cand.parent), state.steps.unsqueeze(1) + 1)
+
+    def _prune(self, state: BeamState, cand: Candidates, keep: Tensor) -> Tensor:
         """Beam shrink by the final count, then the heuristics ``H``; returns the kept mask."""
         width = (self.k - state.n_final).clamp(min=0) if self.cfg.finalize == "ours" else torch.full_like(state.n_final, self.k)
         rank = torch.cumsum(keep.long(), dim=1)
@@ -303,19 +340,35 @@ class BeamSearch:
         p = self.cfg.pruning
         if not p.active:
             return keep
-        masked = torch.where(keep, val, torch.full_like(val, -math.inf))
-        best = torch.maximum(masked.max(dim=1).values, state.best_final.to(val))  # App. A.3
-        if p.abs_threshold is not None:
-            keep = keep & (val > (best - p.abs_threshold).unsqueeze(1))
-        if p.rel_threshold is not None:
-            keep = keep & (val > (best + math.log(p.rel_threshold)).unsqueeze(1))
+        val = cand.val
+        if p.abs_threshold is not None or p.rel_threshold is not None:
+            best = self._reference(state, cand, keep)
+            if p.abs_threshold is not None:  # paper 001 Eq. 2
+                keep = keep & (val > best - p.abs_threshold)
+            if p.rel_threshold is not None:  # paper 001 Eq. 1, in log space
+                keep = keep & (val > best + math.log(p.rel_threshold))
         if p.rel_local_threshold is not None:
-            local = torch.where(keep, tok_lp, torch.full_like(tok_lp, -math.inf)).max(dim=1).values
-            keep = keep & (tok_lp > (local + math.log(p.rel_local_threshold)).unsqueeze(1))
+            # Paper 001 Eq. 3 compares this step's expansions by their last word; a carried
+            # ended candidate expanded nothing (its stored tok_lp 0 would read as p = 1).
+            fresh = keep & ~cand.carried
+            local = torch.where(fresh, cand.tok_lp, torch.full_like(cand.tok_lp, -math.inf)).max(dim=1, keepdim=True).values
+            keep = keep & (cand.carried | (cand.tok_lp > local + math.log(p.rel_local_threshold)))
         return keep
 
-    def _advance(self, state: BeamState, val: Tensor, parent: Tensor, tok: Tensor, tok_lp: Tensor,
-                 keep: Tensor, row_slot: Tensor) -> StepOutcome:
+    def _reference(self, state: BeamState, cand: Candidates, keep: Tensor) -> Tensor:
+        """The best score ap and rp measure from (:class:`Pruning`), (S, 1) or (S, W)."""
+        val = cand.val
+        best = torch.where(keep, val, torch.full_like(val, -math.inf)).max(dim=1, keepdim=True).values
+        reference = self.cfg.pruning.reference
+        if reference == "final":  # paper 000 App. A.3
+            return torch.maximum(best, state.best_final.to(val).unsqueeze(1))
+        if reference == "normalized":
+            scale = self._lengths(state, cand).to(val).pow(self.cfg.lenpen)
+            return torch.maximum(best, state.best_final_norm.to(val).unsqueeze(1) * scale)
+        return best  # active: paper 001
+
+    def _advance(self, state: BeamState, cand: Candidates, keep: Tensor, row_slot: Tensor) -> StepOutcome:
+        val, parent, tok, tok_lp = cand.val, cand.parent, cand.tok, cand.tok_lp
         s, k = state.scores.shape
         done = (state.n_final >= self.done_at) | ~keep.any(dim=1)  # (S,)
         # Compact the kept candidates into k slots, best first.

@@ -29,6 +29,7 @@ from fairseq_stream.strategies.beam import BeamConfig, BeamSearch, Pruning
 DEFAULT_ABS_THRESHOLD = 1.5  # δ, paper 000 §4.1
 DEFAULT_MAX_CANDS_PER_NODE = 5  # M, paper 000 §4.1
 DEFAULT_EPSILON = 1.0 / 6  # paper 000 §4.1
+DEFAULT_REFERENCE = "final"  # what δ and rp measure from (see beam.Pruning)
 
 
 @dataclass(frozen=True)
@@ -61,6 +62,7 @@ def _pruning(name: str, variant: Variant, opts: Any) -> Pruning:
         "--prune-max-cands-per-node": opts.prune_max_cands_per_node,
         "--prune-rel-threshold": opts.prune_rel_threshold,
         "--prune-rel-local-threshold": opts.prune_rel_local_threshold,
+        "--prune-reference": opts.prune_reference if opts.prune_reference != DEFAULT_REFERENCE else None,
     }
     if not variant.variable:
         used = [flag for flag, value in given.items() if value is not None]
@@ -74,6 +76,7 @@ def _pruning(name: str, variant: Variant, opts: Any) -> Pruning:
         rel_threshold=opts.prune_rel_threshold,
         rel_local_threshold=opts.prune_rel_local_threshold,
         max_cands_per_node=int(mc),
+        reference=opts.prune_reference,
     )
 
 

@@ -6,6 +6,7 @@ import torch
 from fairseq.sequence_generator import SequenceGenerator
 
 from fairseq_stream.errors import FairseqStreamError
+from fairseq_stream.strategies.beam import REFERENCES
 from fairseq_stream.strategies.streaming_beam import build_beam_family
 from helpers import TableModel, fake_task, gen_cfg, make_dictionary, sample_for, stream_opts
 
@@ -169,3 +170,76 @@ def test_bad_options_are_one_line_errors(name, opts, gen, message):
         build_beam_family(fake_task(D), [model], gen_cfg(**gen), o, name=name)
     assert message in str(err.value)
     assert "\n" not in str(err.value)
+
+
+# A short finished hypothesis against a longer, better-per-token one (issue 13): k = 2, δ = 1.
+# Step 1: "b a" (log .7) tops "b EOS" (log .3), which waits. Step 2: "b a"'s children (.28,
+# .245) fall below it, so "b EOS" becomes final: log-prob -1.20, normalised -0.60 per token.
+# Step 3: "b a c c" = log .098 = -2.32 is more than δ below -1.20 (reference 'final', paper
+# 000 App. A.3: pruned, the beam empties, "b EOS" is the answer) but within δ of the best
+# candidate on the beam (itself, 'active') and of the final's -0.60 per token scaled to its
+# 4 tokens, -2.41 ('normalized'). It then ends at -2.37 / 5 = -0.47 per token and wins.
+SHORT_FINAL_TABLE = {
+    (SRC, ()): {B: 1.0},
+    (SRC, (B,)): {A: 0.7, EOS: 0.3},
+    (SRC, (B, A)): {C: 0.4, B: 0.35, EOS: 0.25},
+    (SRC, (B, A, C)): {C: 0.35, A: 0.3, B: 0.25, EOS: 0.1},
+    (SRC, (B, A, C, C)): {EOS: 0.95, A: 0.05},
+}
+
+
+@pytest.mark.parametrize("reference, rule, expected", [
+    ("final", {"prune_abs_threshold": 1.0}, [B, EOS]),
+    ("active", {"prune_abs_threshold": 1.0}, [B, A, C, C, EOS]),
+    ("normalized", {"prune_abs_threshold": 1.0}, [B, A, C, C, EOS]),
+    # rp = e^-1 is δ = 1 on probabilities (paper 001 Eq. 1), so the same references apply
+    ("final", {"prune_rel_threshold": math.exp(-1.0)}, [B, EOS]),
+    ("active", {"prune_rel_threshold": math.exp(-1.0)}, [B, A, C, C, EOS]),
+    ("normalized", {"prune_rel_threshold": math.exp(-1.0)}, [B, A, C, C, EOS]),
+])
+def test_prune_reference_of_ap_and_rp(reference, rule, expected):
+    opts = {"prune_abs_threshold": float("inf"), "prune_max_cands_per_node": 2, "prune_reference": reference, **rule}
+    (hyps,), _ = ours(SHORT_FINAL_TABLE, name="var-batch", gen={"beam": 2, "max_len_b": 6, "lenpen": 1.0}, opts=opts)
+    assert hyps[0]["tokens"].tolist() == expected
+
+
+def test_reference_active_ignores_finals_and_normalized_still_ends_the_search():
+    # k = 3, δ = 1. Step 1: "b a" (log .55) tops "b EOS" (.45), which waits. Step 2: "b a c"
+    # (.275, -1.29) and "b a b" (.22, -1.51) fall below it: "b EOS" is final, -0.40 per token.
+    # Step 3: the best two children, "b a c c" (-2.68) and "b a b c" (-2.72), are within δ of
+    # each other ('active' keeps both and searches on) but not of the final's -0.40 per token
+    # scaled to 4 tokens, -1.60 ('normalized' prunes both and stops, as 'final' does).
+    table = {
+        (SRC, ()): {B: 1.0},
+        (SRC, (B,)): {A: 0.55, EOS: 0.45},
+        (SRC, (B, A)): {C: 0.5, B: 0.4, EOS: 0.1},
+        (SRC, (B, A, C)): {C: 0.25, A: 0.21, B: 0.19, SRC: 0.15, EOS: 0.1, D.unk(): 0.1},
+        (SRC, (B, A, B)): {C: 0.3, A: 0.2, B: 0.18, SRC: 0.12, EOS: 0.1, D.unk(): 0.1},
+    }
+    gen = {"beam": 3, "max_len_b": 6, "lenpen": 1.0}
+    opts = {"prune_abs_threshold": 1.0, "prune_max_cands_per_node": 2}
+    runs = {ref: ours(table, name="var-batch", gen=gen, opts=dict(opts, prune_reference=ref)) for ref in REFERENCES}
+    expansions = {ref: g.stats.expansions for ref, (_, g) in runs.items()}
+    assert expansions["final"] == expansions["normalized"] == 5  # BOS, b, b a, b a c, b a b
+    assert expansions["active"] > 5
+    assert runs["normalized"][0][0][0]["tokens"].tolist() == [B, EOS]
+
+
+def test_rel_local_threshold_ignores_ended_candidates_waiting_on_the_beam():
+    # Paper 001 Eq. 3 compares this step's expansions by their last word; rpl = 0.5, k = 5.
+    # Step 1: "b a" (.4), "b c" (.35) and "b EOS" (.25, above .5 · .4: kept), which waits.
+    # Step 2: "b a a" (.26, last word .65) keeps "b EOS" off the top; "b c a" (.45) and
+    # "b c b" (.40) are above .5 · .65 = .325 and stay, "b a b" (.30) is pruned: 3 rows at
+    # step 3, the last (EOS forced), where "b a a EOS" (.26) ends the sentence (Z = 1). Read as
+    # p = 1, the waiting candidate's stored last word made the threshold .5: only "b a a" stayed.
+    table = {
+        (SRC, ()): {B: 1.0},
+        (SRC, (B,)): {A: 0.4, C: 0.35, EOS: 0.25},
+        (SRC, (B, A)): {A: 0.65, B: 0.3, EOS: 0.05},
+        (SRC, (B, C)): {A: 0.45, B: 0.4, EOS: 0.15},
+    }
+    opts = {"prune_abs_threshold": float("inf"), "prune_max_cands_per_node": 3, "beam_final_count": 1,
+            "prune_rel_local_threshold": 0.5}
+    (hyps,), g = ours(table, name="var-batch", gen={"beam": 5, "max_len_b": 5, "unnormalized": True}, opts=opts)
+    assert g.stats.expansions == 1 + 1 + 2 + 3  # BOS, b, {b a, b c}, {b a a, b c a, b c b}
+    assert hyps[0]["tokens"].tolist() == [B, A, A, EOS]
