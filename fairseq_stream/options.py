@@ -12,7 +12,7 @@ from typing import Any, Optional, Sequence
 from fairseq.dataclass import FairseqDataclass
 
 from fairseq_stream.errors import FairseqStreamError
-from fairseq_stream.registry import get_search, search_names
+from fairseq_stream.registry import epsilon_defaults_help, get_search, search_names
 
 
 @dataclass
@@ -29,7 +29,8 @@ class StreamDecodingConfig(FairseqDataclass):
     stream_epsilon: Optional[float] = field(
         default=None,
         metadata={"help": "refill threshold ε in (0, 1): new sentences join when the sentences in "
-                  "flight drop to ε·capacity (default 1/6, paper 000; 1/2 for topup)"},
+                  "flight drop to ε·capacity; default " + epsilon_defaults_help() + " (paper 000: 1/6; "
+                  "paper 002: 1/2); the other strategies decode plain batches"},
     )
     stream_capacity: int = field(
         default=64,

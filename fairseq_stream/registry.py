@@ -8,7 +8,7 @@ the baseline every other strategy is measured against.
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Any, Callable, Dict, List
+from typing import Any, Callable, Dict, List, Optional
 
 from fairseq_stream.errors import FairseqStreamError
 
@@ -18,7 +18,8 @@ class Capabilities:
     """What a strategy supports; the conformance tests and option validation read these."""
 
     ensemble: bool = True
-    streaming: bool = False
+    streaming: bool = False  # accepts --stream-epsilon
+    default_epsilon: float = 0.0  # its refill threshold without --stream-epsilon; 0 = plain batches
     nbest: bool = True
     beam: bool = True  # accepts --beam > 1
     non_transformer: bool = True
@@ -53,6 +54,37 @@ def register_search(name: str, *, summary: str, capabilities: Capabilities = Cap
 
 def search_names() -> List[str]:
     return sorted(_REGISTRY)
+
+
+def stream_epsilon(name: str, value: Optional[float]) -> float:
+    """The refill threshold ε of ``--search name`` given ``--stream-epsilon value`` (``None``: unset)."""
+    caps = get_search(name).capabilities
+    if value is None:
+        return caps.default_epsilon
+    if not caps.streaming:
+        streaming = ", ".join(n for n in search_names() if _REGISTRY[n].capabilities.streaming)
+        raise FairseqStreamError(
+            f"--search {name} decodes plain batches (ε = 0); --stream-epsilon needs a streaming strategy ({streaming})"
+        )
+    return float(value)
+
+
+def epsilon_defaults_help() -> str:
+    """The per-strategy defaults of ``--stream-epsilon``, for its ``--help`` (from the registry)."""
+    by_value: Dict[float, List[str]] = {}
+    for name in search_names():
+        caps = _REGISTRY[name].capabilities
+        if caps.streaming:
+            by_value.setdefault(caps.default_epsilon, []).append(name)
+    parts = [f"{_fraction(v)} for {', '.join(names)}" for v, names in sorted(by_value.items(), reverse=True)]
+    return "; ".join(parts)
+
+
+def _fraction(value: float) -> str:
+    if value == 0:
+        return "0 (plain batches)"
+    inverse = 1 / value
+    return f"1/{round(inverse)}" if abs(inverse - round(inverse)) < 1e-9 else f"{value:g}"
 
 
 def get_search(name: str) -> SearchEntry:

@@ -43,7 +43,7 @@ class SchedulerConfig:
 
     def validate(self, rows_per_sentence: int) -> None:
         if not 0.0 <= self.epsilon < 1.0:
-            raise FairseqStreamError(f"--stream-epsilon must be in (0, 1), got {self.epsilon}")
+            raise FairseqStreamError(f"--stream-epsilon must be in (0, 1) (0: plain batches), got {self.epsilon}")
         if self.capacity < 1:
             raise FairseqStreamError(f"--stream-capacity must be >= 1 sentence, got {self.capacity}")
         if self.max_candidates and self.max_candidates < rows_per_sentence:

@@ -35,7 +35,7 @@ from fairseq_stream.models.transformer_ib import IBSpec, is_ib_model
 from fairseq_stream.ops.fused_output import OutputScorer
 from fairseq_stream.ops.transformer_step import SentenceIndex
 from fairseq_stream.processors import RowContext, build_processors
-from fairseq_stream.registry import Capabilities, register_search
+from fairseq_stream.registry import Capabilities, register_search, stream_epsilon
 from fairseq_stream.scheduler import SchedulerConfig
 
 
@@ -363,7 +363,7 @@ def build_ib_beam(task, models, gen_cfg, opts, **fairseq_kwargs) -> StreamGenera
                             finalize=opts.ib_finalize)
 
     scheduler = SchedulerConfig(
-        epsilon=float(opts.stream_epsilon) if opts.stream_epsilon is not None else 0.0,
+        epsilon=stream_epsilon("ib-beam", opts.stream_epsilon),
         capacity=int(opts.stream_capacity), max_candidates=int(opts.stream_max_candidates),
         selection="min-length", max_wait=int(opts.stream_max_wait),
     )

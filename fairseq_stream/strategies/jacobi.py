@@ -263,7 +263,7 @@ import functools  # noqa: E402
 
 from fairseq_stream.adapter import StreamGenerator, reject_ib_models, reject_unsupported, score_dtype  # noqa: E402
 from fairseq_stream.processors import build_processors  # noqa: E402
-from fairseq_stream.registry import Capabilities, register_search  # noqa: E402
+from fairseq_stream.registry import Capabilities, register_search, stream_epsilon  # noqa: E402
 from fairseq_stream.scheduler import SchedulerConfig  # noqa: E402
 
 WHY_NO_BEAM = (
@@ -298,7 +298,7 @@ def build_jacobi(task, models, gen_cfg, opts, *, name: str, **fairseq_kwargs) ->
     dtype = score_dtype(models)
     lenpen = 0.0 if gen_cfg.unnormalized else float(gen_cfg.lenpen)
     scheduler = SchedulerConfig(
-        epsilon=float(opts.stream_epsilon) if opts.stream_epsilon is not None else 0.0,
+        epsilon=stream_epsilon(name, opts.stream_epsilon),
         capacity=int(opts.stream_capacity),
         max_candidates=int(opts.stream_max_candidates),
         selection="all",  # rows verify different numbers of tokens: lengths differ within a batch

@@ -22,7 +22,7 @@ from fairseq_stream.adapter import StreamGenerator, reject_ib_models, reject_uns
 from fairseq_stream.errors import FairseqStreamError
 from fairseq_stream.ops.fused_output import OutputScorer
 from fairseq_stream.processors import build_processors, needs_history
-from fairseq_stream.registry import Capabilities, register_search
+from fairseq_stream.registry import Capabilities, register_search, stream_epsilon
 from fairseq_stream.scheduler import SchedulerConfig
 from fairseq_stream.strategies.beam import BeamConfig, BeamSearch, Pruning
 
@@ -80,17 +80,6 @@ def _pruning(name: str, variant: Variant, opts: Any) -> Pruning:
     )
 
 
-def _epsilon(name: str, variant: Variant, opts: Any) -> float:
-    if opts.stream_epsilon is None:
-        return variant.epsilon
-    if variant.epsilon == 0.0:
-        raise FairseqStreamError(
-            f"--search {name} is the batched baseline (ε = 0); --stream-epsilon needs a streaming "
-            "strategy (var-stream, fixed-stream, var-fifo, topup)"
-        )
-    return float(opts.stream_epsilon)
-
-
 def build_beam_family(task: Any, models: Any, gen_cfg: Any, opts: Any, *, name: str, **fairseq_kwargs: Any) -> StreamGenerator:
     variant = VARIANTS[name]
     reject_unsupported(gen_cfg, name, fairseq_kwargs.get("extra_gen_cls_kwargs"))
@@ -114,7 +103,7 @@ def build_beam_family(task: Any, models: Any, gen_cfg: Any, opts: Any, *, name: 
                           needs_history=needs_history(processors), dtype=dtype)
 
     scheduler = SchedulerConfig(
-        epsilon=_epsilon(name, variant, opts),
+        epsilon=stream_epsilon(name, opts.stream_epsilon),
         capacity=int(opts.stream_capacity),
         max_candidates=int(opts.stream_max_candidates),
         selection=variant.selection,
@@ -128,5 +117,5 @@ for _name, _variant in VARIANTS.items():
     register_search(
         _name,
         summary=_variant.summary,
-        capabilities=Capabilities(streaming=_variant.epsilon > 0),
+        capabilities=Capabilities(streaming=_variant.epsilon > 0, default_epsilon=_variant.epsilon),
     )(functools.partial(build_beam_family, name=_name))

@@ -152,7 +152,7 @@ def test_batch_and_stream_agree_on_tables():
         ("var-stream", {}, {"sampling": True}, "cannot be combined with --sampling"),
         ("var-stream", {}, {"diverse_beam_groups": 2}, "cannot be combined with --diverse-beam-groups"),
         ("var-stream", {"stream_max_candidates": 3}, {"beam": 5}, "smaller than one beam"),
-        ("var-batch", {"stream_epsilon": 0.2}, {}, "batched baseline"),
+        ("var-batch", {"stream_epsilon": 0.2}, {}, "decodes plain batches"),
         ("fixed-ours", {"prune_abs_threshold": 1.0}, {}, "fixed-width beam"),
         ("fixed-ours", {}, {"beam": 2, "nbest": 3}, "--nbest must be between 1 and --beam"),
         ("var-stream", {"beam_final_count": 6}, {"beam": 5}, "--beam-final-count must be between"),
