@@ -101,7 +101,8 @@ def train(work: Path, hours: float, max_update: int = 0, save_every: int = 0) ->
             "--lr", "0.0015", "--lr-scheduler", "inverse_sqrt", "--warmup-updates", "600",
             "--criterion", "label_smoothed_cross_entropy", "--label-smoothing", "0.1",
             "--max-tokens", "4096", "--required-batch-size-multiple", "1",
-            "--stop-time-hours", str(hours), "--max-epoch", "100",
+            # --max-update alone bounds a run that keeps early checkpoints (resumable: rerun it)
+            *(["--stop-time-hours", str(hours)] if not max_update else []), "--max-epoch", "100",
             "--save-dir", str(work / "checkpoints"), "--no-epoch-checkpoints",
             *keep, "--max-update", str(max_update),
             "--log-format", "simple", "--log-interval", "50", "--seed", "1",

@@ -32,9 +32,10 @@ def test_var_stream_equals_var_batch_in_float64(demo_session64, data64, opts, ba
     assert out.stats.expansions == ref.stats.expansions  # same searches, differently batched
 
 
-def test_var_fifo_and_heuristics_equal_var_batch(demo_session64, data64):
+@pytest.mark.parametrize("reference", ["final", "normalized"])
+def test_var_fifo_and_heuristics_equal_var_batch(demo_session64, data64, reference):
     opts = {"prune_abs_threshold": 2.0, "prune_max_cands_per_node": 3, "prune_rel_threshold": 0.05,
-            "prune_rel_local_threshold": 0.01}
+            "prune_rel_local_threshold": 0.01, "prune_reference": reference}
     ref = demo_session64.translate(data64, search="var-batch", gen=GEN, opts=dict(opts, stream_capacity=60))
     out = demo_session64.translate(data64, search="var-fifo", gen=GEN, opts=dict(opts, stream_capacity=11))
     assert_same_nbest(ref, out)
