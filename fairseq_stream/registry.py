@@ -15,7 +15,10 @@ from fairseq_stream.errors import FairseqStreamError
 
 @dataclass(frozen=True)
 class Capabilities:
-    """What a strategy supports; the conformance tests and option validation read these."""
+    """What a strategy declares it supports, for the conformance tests to check.
+
+    Options are not validated from these: each builder refuses what its strategy cannot run.
+    """
 
     ensemble: bool = True
     streaming: bool = False  # accepts --stream-epsilon
