@@ -8,7 +8,7 @@ from fairseq import checkpoint_utils
 
 import fairseq_stream  # noqa: F401  (registers the allow-list)
 from conftest import DEMO
-from fairseq_stream.checkpoint import SAFE_CHECKPOINT_GLOBALS
+from fairseq_stream.fairseq_compat import SAFE_CHECKPOINT_GLOBALS
 
 
 def test_stock_training_checkpoint_loads_with_weights_only(tiny_transformer_ckpt):
