@@ -11,7 +11,7 @@ import pytest
 
 from fairseq_stream.profiling import CostCounter, CostCounts, count_decoder_steps
 
-N = 24
+N = 16
 
 
 def _count_steps(session, data, search, gen, opts):

@@ -29,6 +29,7 @@ def local_args(tmp_path):
             "--src", os.path.join(DEMO, "test.es"), "--ref", os.path.join(DEMO, "test.en"), "--out", str(tmp_path / "out")]
 
 
+@pytest.mark.slow  # runs the whole reproduction script (dry run)
 def test_wmt19_dry_run_shows_the_subwords_of_fastbpe_codes(tmp_path):
     from fairseq_stream.text import BpeCodes, tokenize
 
@@ -95,6 +96,7 @@ def run_python(args, timeout=300):
     return proc.stdout
 
 
+@pytest.mark.slow  # runs the whole benchmark script
 def test_output_layer_micro_benchmark_prints_every_cell():
     out = run_python(["scripts/bench_output_layer.py", "--vocab", "100", "300", "--beam", "1", "5", "--batch", "1", "2",
                       "--dim", "16", "--repeats", "1", "--threads", "1"])
