@@ -17,7 +17,9 @@ from fairseq_stream.errors import FairseqStreamError
 class Capabilities:
     """What a strategy declares it supports, for the conformance tests to check.
 
-    Options are not validated from these: each builder refuses what its strategy cannot run.
+    Of the options, only ``--stream-epsilon`` reads them (its default, check and help:
+    :func:`stream_epsilon`, :func:`epsilon_defaults_help`); each builder refuses the other
+    options its strategy cannot run.
     """
 
     ensemble: bool = True
