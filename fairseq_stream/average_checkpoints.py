@@ -3,7 +3,7 @@
     python -m fairseq_stream.average_checkpoints --inputs a.pt b.pt c.pt --output avg.pt
     python -m fairseq_stream.average_checkpoints --dir checkpoints/ --last 5 --output avg.pt
 
-Loads with the safe allow-list of :mod:`fairseq_stream.checkpoint` (no pickled code) and keeps
+Loads with the safe allow-list of :mod:`fairseq_stream.fairseq_compat` (no pickled code) and keeps
 the first checkpoint's configuration; the optimizer state is dropped.
 """
 from __future__ import annotations
@@ -17,7 +17,7 @@ from typing import Any, Dict, List
 
 import torch
 
-from fairseq_stream.checkpoint import register_safe_globals
+from fairseq_stream.fairseq_compat import register_safe_globals
 from fairseq_stream.errors import FairseqStreamError, unpickling_problem
 
 
@@ -77,7 +77,7 @@ def main() -> None:
     parser.add_argument("--last", type=int, default=5)
     parser.add_argument("--output", required=True)
     args = parser.parse_args()
-    from fairseq_stream.errors import install_excepthook
+    from fairseq_stream.fairseq_compat import install_excepthook
 
     install_excepthook()
     paths = args.inputs or (last_checkpoints(args.dir, args.last) if args.dir else [])

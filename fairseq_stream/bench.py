@@ -304,7 +304,7 @@ def main(argv: Optional[Sequence[str]] = None) -> None:
                              "time, in one extra untimed run per strategy")
     args = parser.parse_args(argv)
 
-    from fairseq_stream.errors import install_excepthook
+    from fairseq_stream.fairseq_compat import install_excepthook
     from fairseq_stream.session import TranslationSession
 
     install_excepthook()

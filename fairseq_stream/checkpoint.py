@@ -1,45 +1,16 @@
-"""Safe loading of fairseq checkpoints under torch ≥ 2.6 (``weights_only=True``).
+"""Decoding-only copies of fairseq checkpoints, read with ``weights_only=True``.
 
-torch now refuses to unpickle any global that is not on its allow-list, and fairseq
-checkpoints hold a few plain-data classes besides tensors (fairseq issue #5610). Rather than
-turning ``weights_only`` off for everything (``TORCH_FORCE_NO_WEIGHTS_ONLY_LOAD=1`` unpickles
-arbitrary code), :func:`register_safe_globals` allow-lists exactly those classes; a pickle
-that names anything else is still refused.
+torch ≥ 2.6 refuses to unpickle any global that is not on its allow-list, and fairseq
+checkpoints hold a few plain-data classes besides tensors (fairseq issue #5610); the
+allow-list of exactly those classes is :func:`fairseq_stream.fairseq_compat.register_safe_globals`.
 """
 from __future__ import annotations
 
-import argparse
 import os
-from typing import List
 
-import numpy as np
 import torch
 
-
-def _numpy_globals() -> List[object]:
-    """numpy scalars and dtypes as they appear in fairseq's ``extra_state`` (e.g. best loss)."""
-    found: List[object] = [np.dtype]
-    for module_name in ("numpy._core.multiarray", "numpy.core.multiarray"):
-        try:
-            module = __import__(module_name, fromlist=["scalar"])
-        except ImportError:
-            continue
-        found.append(module.scalar)
-        break
-    dtypes = getattr(np, "dtypes", None)
-    if dtypes is not None:
-        found += [getattr(dtypes, n) for n in ("Float64DType", "Float32DType", "Int64DType") if hasattr(dtypes, n)]
-    return found
-
-
-#: Every global a stock fairseq checkpoint needs: ``cfg.model`` of a legacy (argparse)
-#: architecture is an ``argparse.Namespace``; ``extra_state`` may hold numpy scalars.
-SAFE_CHECKPOINT_GLOBALS: List[object] = [argparse.Namespace, *_numpy_globals()]
-
-
-def register_safe_globals() -> None:
-    """Allow-list :data:`SAFE_CHECKPOINT_GLOBALS` for ``torch.load(weights_only=True)``."""
-    torch.serialization.add_safe_globals(SAFE_CHECKPOINT_GLOBALS)
+from fairseq_stream.fairseq_compat import register_safe_globals
 
 
 def export_inference_checkpoint(src: str, dst: str, half: bool = True) -> int:

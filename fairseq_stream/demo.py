@@ -44,7 +44,7 @@ def main(argv: Optional[Sequence[str]] = None) -> None:
     logging.basicConfig(level=logging.WARNING, format="%(levelname)s %(name)s: %(message)s")
     logging.getLogger("fairseq").setLevel(logging.WARNING)
 
-    from fairseq_stream.errors import install_excepthook
+    from fairseq_stream.fairseq_compat import install_excepthook
     from fairseq_stream.session import TranslationSession
 
     install_excepthook()

@@ -1,9 +1,10 @@
 """User-facing errors: one line that says what is wrong and what to do.
 
 Exceptions of :class:`FairseqStreamError` (a ``ValueError``) carry a message meant for the
-command line. When the package is loaded as a fairseq user dir, :func:`install_excepthook`
-makes an uncaught one print as a single ``fairseq-stream: error: ...`` line (exit status 1)
-instead of a traceback from deep inside fairseq. Failures inside fairseq that are the
+command line. Under fairseq's command-line tools and ours,
+:func:`fairseq_stream.fairseq_compat.install_excepthook` makes an uncaught one print as the
+single ``fairseq-stream: error: ...`` line of :func:`format_error` (exit status 1) instead of a
+traceback from deep inside fairseq. Failures inside fairseq that are the
 user's input are reported the same way, naming the real cause: a checkpoint that is missing
 (``--path`` or ``--lm-path``), corrupt, an unsafe pickle, or does not fit the dictionaries;
 fairseq_cli's own option assertions; hydra's refusal of a missing value. ``FAIRSEQ_STREAM_TRACEBACK=1`` restores
@@ -11,11 +12,10 @@ the full traceback for debugging.
 """
 from __future__ import annotations
 
-import os
 import re
 import sys
 from types import TracebackType
-from typing import Optional, Type
+from typing import Optional
 
 PREFIX = "fairseq-stream: error: "
 
@@ -118,22 +118,3 @@ def format_error(exc: BaseException, tb: Optional[TracebackType] = None) -> Opti
         return PREFIX + str(exc)
     problem = _checkpoint_problem(exc, tb) or _fairseq_cli_assertion(exc, tb) or _config_problem(exc)
     return PREFIX + problem if problem else None
-
-
-def _excepthook(exc_type: Type[BaseException], exc: BaseException, tb: Optional[TracebackType]) -> None:
-    line = None if os.environ.get("FAIRSEQ_STREAM_TRACEBACK") else format_error(exc, tb)
-    if line is None:
-        _previous_hook(exc_type, exc, tb)
-    else:
-        print(line, file=sys.stderr)
-
-
-_previous_hook = sys.excepthook
-
-
-def install_excepthook() -> None:
-    """Print :class:`FairseqStreamError` and checkpoint failures as one line (idempotent)."""
-    global _previous_hook
-    if sys.excepthook is not _excepthook:
-        _previous_hook = sys.excepthook
-        sys.excepthook = _excepthook

@@ -5,7 +5,7 @@ run with one line (or is skipped and listed under ``--skip-invalid-size-inputs-v
 fairseq-interactive reads a stream, one ``--buffer-size`` batch of lines at a time, and gives
 ids relative to the buffer; there one bad line must not end the run, so each is reported
 with its input line number, skipped, and the process exits non-zero after translating the
-rest (see :func:`fairseq_stream.cli_hook.exit_nonzero_after_skipped_lines`).
+rest (see :func:`fairseq_stream.fairseq_compat.exit_nonzero_after_skipped_lines`).
 """
 from __future__ import annotations
 

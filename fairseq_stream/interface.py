@@ -2,7 +2,7 @@
 
 The scheduler owns the model (through :class:`~fairseq_stream.model_step.ModelStep`) and the
 decoder caches; a strategy owns the hypotheses. A strategy keeps the hypotheses of a *group*
-of sentences in one state object and answers three calls:
+of sentences in one state object and answers five calls:
 
 * ``init_state(sentences, max_len, src_lengths, longest=, shortest=)`` — a state for new sentences and the first
   tokens to feed;
@@ -10,7 +10,10 @@ of sentences in one state object and answers three calls:
   which rows' caches to keep (``parents``) and what to feed next, plus the sentences that
   finished with their n-best lists;
 * ``concat(states)`` — one state for the sentences of several groups (the scheduler merges
-  groups: equal-length groups under VAR-STREAM, everything under VAR-STR-FIFO/top-up).
+  groups: equal-length groups under VAR-STREAM, everything under VAR-STR-FIFO/top-up);
+* ``sentences(state)`` — how many sentences the state still holds (refill reads it);
+* ``length(state)`` — how many tokens its rows have been fed (the key of VAR-STREAM's
+  selection of the shortest groups).
 
 Rows of a state are its live hypotheses, sentence-major; the decoder state the scheduler
 keeps beside it has the same rows in the same order.

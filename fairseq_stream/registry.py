@@ -15,7 +15,12 @@ from fairseq_stream.errors import FairseqStreamError
 
 @dataclass(frozen=True)
 class Capabilities:
-    """What a strategy supports; the conformance tests and option validation read these."""
+    """What a strategy declares it supports, for the conformance tests to check.
+
+    Of the options, only ``--stream-epsilon`` reads them (its default, check and help:
+    :func:`stream_epsilon`, :func:`epsilon_defaults_help`); each builder refuses the other
+    options its strategy cannot run.
+    """
 
     ensemble: bool = True
     streaming: bool = False  # accepts --stream-epsilon

@@ -20,6 +20,8 @@ from typing import Any, Optional
 
 import torch
 
+from fairseq_stream.fairseq_compat import fairseq_cli_name
+
 
 class SentenceProgress:
     """Sentences done / total, on stderr."""
@@ -83,7 +85,7 @@ class CountFinished:
 def wants_progress(argv: Optional[list] = None) -> bool:
     """Under fairseq-generate, unless ``--no-progress-bar`` (a fairseq option the task does not see)."""
     argv = sys.argv if argv is None else argv
-    return "fairseq_cli.generate" in sys.modules and "--no-progress-bar" not in argv
+    return fairseq_cli_name() == "generate" and "--no-progress-bar" not in argv
 
 
 def avoid_oversubscription(on_cpu: bool) -> None:

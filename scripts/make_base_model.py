@@ -32,7 +32,7 @@ def main() -> None:
     parser.add_argument("--seed", type=int, default=1)
     args = parser.parse_args()
 
-    from fairseq_stream.checkpoint import register_safe_globals
+    from fairseq_stream.fairseq_compat import register_safe_globals
     from fairseq import checkpoint_utils, tasks
 
     register_safe_globals()

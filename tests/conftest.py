@@ -6,7 +6,6 @@ import logging
 import os
 import subprocess
 import sys
-import warnings
 
 import pytest
 
@@ -14,8 +13,19 @@ REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 DEMO = os.path.join(REPO, "user_dir_examples", "demo")
 sys.path.insert(0, REPO)  # test the working tree, not an installed copy
 
-warnings.filterwarnings("ignore", category=UserWarning)
 logging.getLogger("fairseq").setLevel(logging.WARNING)
+
+
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    """Tests marked ``gpu`` are skipped where torch sees no CUDA device."""
+    import torch
+
+    if torch.cuda.is_available():
+        return
+    skip = pytest.mark.skip(reason="needs a CUDA GPU; torch sees none")
+    for item in items:
+        if item.get_closest_marker("gpu"):
+            item.add_marker(skip)
 
 
 def read_lines(path: str, limit: int | None = None) -> list[str]:
@@ -108,12 +118,16 @@ TINY_ARCHS = {
 }
 
 
-def train_tiny(data: str, save_dir: str, arch: str, updates: int = 30, extra: list[str] | None = None) -> str:
-    """Train a tiny model with stock ``fairseq-train`` (seconds); return its checkpoint path."""
+def train_tiny(data: str, save_dir: str, arch: str, updates: int = 10, extra: list[str] | None = None) -> str:
+    """Train a tiny model with stock ``fairseq-train`` (seconds); return its checkpoint path.
+
+    One torch thread: the models are too small to gain from more, and on a shared CPU idle
+    threads spin (an LSTM's 30 updates took 124 s of CPU with two threads, 16 s with one for 10).
+    """
     args = ["fairseq-train", data, "--cpu", *TINY_ARCHS[arch], "--optimizer", "adam", "--lr", "0.005",
             "--max-tokens", "2000", "--max-update", str(updates), "--save-dir", save_dir, "--no-epoch-checkpoints",
             "--no-last-checkpoints", "--seed", "1", "--log-format", "none", "--num-workers", "0", *(extra or [])]
-    proc = run_cli(args)
+    proc = run_cli(args, env_extra={"OMP_NUM_THREADS": "1"})
     assert proc.returncode == 0, proc.stderr[-3000:]
     return os.path.join(save_dir, "checkpoint_best.pt")
 
@@ -126,15 +140,17 @@ def tiny_train_bin(tmp_path_factory):
 
 @pytest.fixture(scope="session")
 def tiny_transformer_ckpt(tiny_train_bin, tmp_path_factory):
+    """A tiny Transformer, 10 updates (with validation, so ``extra_state`` holds numpy scalars)."""
     return train_tiny(tiny_train_bin, str(tmp_path_factory.mktemp("tiny_tf")), "transformer")
 
 
 @pytest.fixture(scope="session")
 def tiny_ib_ckpt(tiny_train_bin, tmp_path_factory):
     """A tiny IBDecoder (h = 2, c = 1), 30 updates: enough for ib-beam to take real steps."""
-    return train_tiny(tiny_train_bin, str(tmp_path_factory.mktemp("tiny_ib")), "ib")
+    return train_tiny(tiny_train_bin, str(tmp_path_factory.mktemp("tiny_ib")), "ib", updates=30)
 
 
 @pytest.fixture(scope="session")
 def tiny_lstm_ckpt(tiny_train_bin, tmp_path_factory):
+    """A tiny LSTM, 10 updates: a non-Transformer model for the stream == batch check."""
     return train_tiny(tiny_train_bin, str(tmp_path_factory.mktemp("tiny_lstm")), "lstm")

@@ -17,18 +17,25 @@ log-softmax, logged once.
 
 Three implementations sit behind :func:`topk_with_normaliser`, chosen at run time:
 
-* CPU: a small C++ kernel (``csrc/fused_topk.cpp``, built once per machine with
-  ``torch.utils.cpp_extension`` into ``~/.cache/fairseq_stream``, ~40 s): per row one pass for the
-  maximum and the k best, one vectorised pass from cache for the sum of exponentials;
+* CPU: a small C++ kernel (``csrc/fused_topk.cpp``), built with ``torch.utils.cpp_extension``
+  into ``~/.cache/fairseq_stream`` (~40 s) once per CPU feature set, compiler and torch version
+  (:func:`kernel_cache_key`: a home shared by machines never runs a kernel built for another
+  CPU's instruction set). One streaming pass per row, in blocks of 16: a block's maximum
+  updates the running maximum (rescaling the running sum of exponentials), its exponentials
+  join the sum (vectorised), and only a block that beats the current k-th best is scanned for
+  candidates;
 * CUDA: the PyTorch ops under ``torch.compile``;
 * everywhere else, or when a build fails (logged once; ``FAIRSEQ_STREAM_NO_KERNEL=1`` forces
   it): plain PyTorch ``topk`` + ``logsumexp``.
 """
 from __future__ import annotations
 
+import hashlib
 import logging
 import os
-from typing import Any, List, Optional, Tuple
+import platform
+import subprocess
+from typing import Any, List, Optional, Sequence, Tuple
 
 import torch
 from torch import Tensor
@@ -69,20 +76,63 @@ def cpu_kernel() -> Any:
     return _cpu_kernel or None
 
 
+#: -march=native: the block maximum and the vectorised exp use the widest SIMD the CPU has.
+#: A kernel built so may not run on another CPU (SIGILL), hence the CPU in the cache key.
+KERNEL_FLAGS: Tuple[str, ...] = ("-O3", "-ffast-math", "-fopenmp", "-march=native")
+_SOURCE = os.path.join(os.path.dirname(os.path.abspath(__file__)), "csrc", "fused_topk.cpp")
+
+
+def cpu_features() -> str:
+    """The machine and its CPU's feature flags: what ``-march=native`` compiles for."""
+    flags = ""
+    try:
+        with open("/proc/cpuinfo", encoding="utf-8", errors="replace") as f:
+            for line in f:
+                key, _, value = line.partition(":")
+                if key.strip() in ("flags", "Features"):  # x86, ARM
+                    flags = " ".join(sorted(value.split()))
+                    break
+    except OSError:  # not Linux: the processor's name is the best we have
+        flags = platform.processor()
+    return f"{platform.machine()} {flags}"
+
+
+def compiler_version() -> str:
+    """The first line of ``$CXX --version`` (torch's extension builder uses ``$CXX``, else ``c++``)."""
+    cxx = os.environ.get("CXX", "c++")
+    try:
+        out = subprocess.run([cxx, "--version"], capture_output=True, text=True, timeout=30).stdout
+    except (OSError, subprocess.SubprocessError):
+        return cxx  # no compiler: a build fails anyway, a cached kernel still loads
+    return out.splitlines()[0] if out else cxx
+
+
+def kernel_cache_key(source: bytes, flags: Sequence[str], *, torch_version: str, compiler: str, cpu: str) -> str:
+    """A name for the built kernel: it changes with anything that changes the binary or where it runs."""
+    parts = [source, " ".join(flags).encode(), torch_version.encode(), compiler.encode()]
+    if "-march=native" in flags:  # the binary is only valid on CPUs with these features
+        parts.append(cpu.encode())
+    return hashlib.sha256(b"\0".join(parts)).hexdigest()[:16]
+
+
+def kernel_build_dir() -> Tuple[str, str]:
+    """(module name, build folder) of the kernel for this source, compiler, torch and CPU."""
+    with open(_SOURCE, "rb") as f:
+        source = f.read()
+    key = kernel_cache_key(source, KERNEL_FLAGS, torch_version=torch.__version__, compiler=compiler_version(),
+                           cpu=cpu_features())
+    name = f"fairseq_stream_fused_topk_{key}"
+    cache = os.environ.get("FAIRSEQ_STREAM_KERNEL_DIR") or os.path.join(
+        os.environ.get("XDG_CACHE_HOME") or os.path.expanduser("~/.cache"), "fairseq_stream")
+    return name, os.path.join(cache, name)
+
+
 def _load_kernel() -> Any:
     """Import the built kernel directly when it exists (fast); build it once otherwise (~40 s)."""
-    import hashlib
     import importlib.machinery
     import importlib.util
 
-    src = os.path.join(os.path.dirname(os.path.abspath(__file__)), "csrc", "fused_topk.cpp")
-    flags = ["-O3", "-ffast-math", "-fopenmp", "-march=native"]
-    with open(src, "rb") as f:
-        digest = hashlib.sha1(f.read() + " ".join(flags).encode() + torch.__version__.encode()).hexdigest()[:10]
-    name = f"fairseq_stream_fused_topk_{digest}"
-    cache = os.environ.get("FAIRSEQ_STREAM_KERNEL_DIR") or os.path.join(
-        os.environ.get("XDG_CACHE_HOME") or os.path.expanduser("~/.cache"), "fairseq_stream")
-    build_dir = os.path.join(cache, name)
+    name, build_dir = kernel_build_dir()
     built = os.path.join(build_dir, f"{name}.so")
     if os.path.exists(built):
         spec = importlib.util.spec_from_file_location(name, built, loader=importlib.machinery.ExtensionFileLoader(name, built))
@@ -91,9 +141,9 @@ def _load_kernel() -> Any:
         return module
     from torch.utils.cpp_extension import load  # slow to import: only when building
 
-    _log_once("fairseq-stream: building the CPU output-layer kernel (once per machine, ~40 s)")
+    _log_once("fairseq-stream: building the CPU output-layer kernel (once per CPU and compiler, ~40 s)")
     os.makedirs(build_dir, exist_ok=True)
-    return load(name=name, sources=[src], verbose=False, extra_cflags=flags, build_directory=build_dir)
+    return load(name=name, sources=[_SOURCE], verbose=False, extra_cflags=list(KERNEL_FLAGS), build_directory=build_dir)
 
 
 def topk_with_normaliser(scores: Tensor, k: int) -> Tuple[Tensor, Tensor, Tensor]:

@@ -18,7 +18,6 @@ finished ones are put back in the original word order (line 28), optionally dedu
 """
 from __future__ import annotations
 
-import functools
 import math
 from dataclasses import dataclass, replace
 from typing import Any, Dict, List, Optional, Sequence, Tuple

@@ -19,7 +19,6 @@ It differs from ``translation`` in four ways only:
 
 import logging
 import os
-import sys
 from collections import OrderedDict
 from dataclasses import dataclass
 from typing import Any, Dict, List, Optional
@@ -31,6 +30,7 @@ from fairseq.tasks import register_task
 from fairseq.tasks.translation import TranslationConfig, TranslationTask
 
 from fairseq_stream.errors import FairseqStreamError
+from fairseq_stream.fairseq_compat import add_dataclass_args, fairseq_cli_name
 from fairseq_stream.input_checks import InputBuffer, UnknownWords, raise_or_warn, report_skipped, too_long, undecodable
 from fairseq_stream.options import StreamDecodingConfig, validate, validate_generation
 from fairseq_stream.registry import get_search
@@ -111,10 +111,8 @@ class TranslationStreamTask(TranslationTask):
 
     @classmethod
     def add_args(cls, parser: Any) -> None:
-        # The generation parsers already hold the decoding options (see cli_hook): add the
-        # task's other fields only.
-        from fairseq_stream.cli_hook import add_dataclass_args
-
+        # The generation parsers already hold the decoding options (see fairseq_compat): add
+        # the task's other fields only.
         add_dataclass_args(parser, getattr(cls, "__dataclass")())
 
     @classmethod
@@ -183,7 +181,7 @@ class TranslationStreamTask(TranslationTask):
     ) -> Any:
         entry = get_search(self.cfg.search)
         validate_generation(args, models)
-        if any(m in sys.modules for m in ("fairseq_cli.generate", "fairseq_cli.interactive")):
+        if fairseq_cli_name() in ("generate", "interactive"):
             avoid_oversubscription(on_cpu=not any(p.is_cuda for m in models for p in m.parameters()))
         generator = entry.build(
             self,

@@ -184,7 +184,7 @@ def main(argv: Optional[Sequence[str]] = None) -> None:
     parser.add_argument("--max-iterations", type=int, default=None)
     args = parser.parse_args(argv)
 
-    from fairseq_stream.errors import install_excepthook
+    from fairseq_stream.fairseq_compat import install_excepthook
     from fairseq_stream.session import TranslationSession
 
     install_excepthook()

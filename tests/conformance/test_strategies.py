@@ -1,10 +1,7 @@
 """Every registered strategy: fairseq's output contract, its declared capabilities, clear refusals."""
-import os
-
 import pytest
 import torch
 
-from conftest import DEMO
 from fairseq_stream.errors import FairseqStreamError
 from fairseq_stream.registry import get_search, search_names
 
@@ -54,38 +51,6 @@ def test_nbest_lists(demo_session, demo_sources, name):
         wide = demo_session.translate(data, search=name, gen={"beam": 4, "nbest": 3, "max_len_b": 30},
                                       opts={"prune_abs_threshold": float("inf"), "prune_max_cands_per_node": 4})
         assert all(len(nbest) == 3 for nbest in wide.hypos)
-
-
-def test_ensembles_of_two_models(demo_sources, tiny_transformer_ckpt):
-    from fairseq_stream.session import TranslationSession
-
-    session = TranslationSession.load(DEMO, f"{os.path.join(DEMO, 'checkpoint.pt')}:{tiny_transformer_ckpt}",
-                                      bpe_codes=os.path.join(DEMO, "bpe.codes"),
-                                      extra_args=["--source-lang", "es", "--target-lang", "en"])
-    assert len(session.models) == 2
-    data = session.encode(demo_sources[:5])
-    ref = session.translate(data, search="beam", gen={"beam": 3, "max_len_b": 20})
-    for name in ("var-stream", "fixed-ours", "gs-jacobi"):
-        out = session.translate(data, search=name, gen=gen_for(name) | {"max_len_b": 20, "max_len_a": 0})
-        assert len(out.hypos) == 5
-    # Our beam with fairseq's finalisation rule is fairseq's beam search, ensembles included.
-    same = session.translate(data, search="fixed-ours", gen={"beam": 3, "max_len_b": 20}, opts={"beam_finalize": "fairseq"})
-    assert [h[0]["tokens"].tolist() for h in same.hypos] == [h[0]["tokens"].tolist() for h in ref.hypos]
-
-
-def test_lstm_models(demo_sources, tiny_lstm_ckpt, tiny_train_bin):
-    from fairseq_stream.session import TranslationSession
-
-    session = TranslationSession.load(tiny_train_bin, tiny_lstm_ckpt, bpe_codes=os.path.join(DEMO, "bpe.codes"),
-                                      extra_args=["--source-lang", "es", "--target-lang", "en"], dtype=torch.float64)
-    data = session.encode(demo_sources[:12])
-    gen = {"beam": 4, "nbest": 2, "max_len_b": 12}
-    ref = session.translate(data, search="var-batch", gen=gen, opts={"stream_capacity": 12})
-    for name, opts in [("var-stream", {"stream_capacity": 5}), ("var-fifo", {"stream_capacity": 5})]:
-        out = session.translate(data, search=name, gen=gen, opts=opts)
-        assert [[h["tokens"].tolist() for h in x] for x in out.hypos] == [[h["tokens"].tolist() for h in x] for x in ref.hypos]
-    with pytest.raises(FairseqStreamError, match="transformer"):
-        session.build_generator("gs-jacobi", {"beam": 1}, {})
 
 
 def test_standard_checkpoint_with_ib_beam_is_refused(demo_session):

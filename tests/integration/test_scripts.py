@@ -29,6 +29,7 @@ def local_args(tmp_path):
             "--src", os.path.join(DEMO, "test.es"), "--ref", os.path.join(DEMO, "test.en"), "--out", str(tmp_path / "out")]
 
 
+@pytest.mark.slow  # runs the whole reproduction script (dry run)
 def test_wmt19_dry_run_shows_the_subwords_of_fastbpe_codes(tmp_path):
     from fairseq_stream.text import BpeCodes, tokenize
 
@@ -40,6 +41,7 @@ def test_wmt19_dry_run_shows_the_subwords_of_fastbpe_codes(tmp_path):
     assert " tierra " in shown[0] and "--pool-size 0" in out
 
 
+@pytest.mark.slow  # the whole Table 1 script: seven strategies, each timed
 def test_wmt19_var_stream_script_on_local_files(tmp_path):
     out = run_script(["scripts/wmt19_var_stream.sh", *local_args(tmp_path), "--limit", "6", "--runs", "1",
                       "--beams", "3", "--capacity", "4", "--fixed-batch", "4", "--device", "cpu"], tmp_path)
@@ -49,6 +51,7 @@ def test_wmt19_var_stream_script_on_local_files(tmp_path):
     assert (tmp_path / "out" / "table1_k3.json").exists()
 
 
+@pytest.mark.slow  # the whole Jacobi reproduction: six rows, each timed
 def test_parallel_decoding_script_on_local_files(tmp_path):
     out = run_script(["scripts/parallel_decoding.sh", *local_args(tmp_path), "--limit", "4", "--runs", "1",
                       "--device", "cpu"], tmp_path)
@@ -58,6 +61,7 @@ def test_parallel_decoding_script_on_local_files(tmp_path):
     assert len(set(bleu.values())) == 1, bleu  # Jacobi decoding returns greedy's output
 
 
+@pytest.mark.slow  # trains four models, translates the training set, averages checkpoints
 def test_wmt14_ibdecoder_script_on_the_demo_corpus(tmp_path):
     """Transformer, IBDecoder, the teacher's KD data and both students, then BLEU and batch-1 latency."""
     data = tmp_path / "data"
@@ -92,6 +96,7 @@ def run_python(args, timeout=300):
     return proc.stdout
 
 
+@pytest.mark.slow  # runs the whole benchmark script
 def test_output_layer_micro_benchmark_prints_every_cell():
     out = run_python(["scripts/bench_output_layer.py", "--vocab", "100", "300", "--beam", "1", "5", "--batch", "1", "2",
                       "--dim", "16", "--repeats", "1", "--threads", "1"])
@@ -128,6 +133,7 @@ def test_ib_experiment_resumes_a_finished_run_asked_for_more_updates(tmp_path):
     assert exp.trained_updates(log) == 120  # finished at 120: --updates 120 skips, --updates 240 resumes
 
 
+@pytest.mark.slow  # trains an IBDecoder with fairseq-train first
 def test_ib_search_ablation_script_on_a_tiny_ib_model(tmp_path):
     """Train a tiny IBDecoder on 60 demo sentences (demo dictionaries), then print the ablation rows."""
     from fairseq_stream.text import BpeCodes, tokenize

@@ -43,6 +43,7 @@ def single_process(shard_data):
     return proc.stdout
 
 
+@pytest.mark.slow  # several fairseq-generate processes end to end, against a single-process run
 def test_two_shards_give_one_process_output_with_every_id_once(shard_data, single_process, tmp_path):
     proc = subprocess.run(shard_cmd(shard_data, tmp_path / "work"), cwd=REPO, capture_output=True, text=True, env=ENV)
     assert proc.returncode == 0, proc.stderr[-3000:]
@@ -54,6 +55,7 @@ def test_two_shards_give_one_process_output_with_every_id_once(shard_data, singl
     assert all(per_shard) and sum(per_shard) == N  # both processes worked
 
 
+@pytest.mark.slow  # several fairseq-generate processes end to end, against a single-process run
 def test_a_killed_shard_is_reported_and_resumed(shard_data, single_process, tmp_path):
     work = tmp_path / "work"
     proc = subprocess.Popen(shard_cmd(shard_data, work), cwd=REPO, stdout=subprocess.PIPE, stderr=subprocess.PIPE,

@@ -1,4 +1,5 @@
-"""Safe checkpoint loading: stock fairseq checkpoints load, unexpected globals stay refused."""
+"""Safe checkpoint loading: the shipped checkpoint loads, unexpected globals stay refused (a fairseq-train
+checkpoint: tests/integration/test_trained_models.py)."""
 import os
 import pickle
 
@@ -8,14 +9,7 @@ from fairseq import checkpoint_utils
 
 import fairseq_stream  # noqa: F401  (registers the allow-list)
 from conftest import DEMO
-from fairseq_stream.checkpoint import SAFE_CHECKPOINT_GLOBALS
-
-
-def test_stock_training_checkpoint_loads_with_weights_only(tiny_transformer_ckpt):
-    # A checkpoint written by stock fairseq-train, optimizer state and all.
-    state = checkpoint_utils.load_checkpoint_to_cpu(tiny_transformer_ckpt)
-    assert "model" in state and state["cfg"]["model"] is not None
-    assert os.environ.get("TORCH_FORCE_NO_WEIGHTS_ONLY_LOAD") is None
+from fairseq_stream.fairseq_compat import SAFE_CHECKPOINT_GLOBALS
 
 
 def test_the_shipped_demo_checkpoint_loads():

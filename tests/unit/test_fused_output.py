@@ -1,6 +1,7 @@
-"""The fused output layer (paper 002 §3.1) equals the full log-softmax path."""
+"""The fused output layer (paper 002 §3.1) equals the full log-softmax path; its kernel is cached per CPU."""
 import logging
 import math
+import os
 
 import pytest
 import torch
@@ -91,3 +92,27 @@ def test_a_row_of_minus_infinity_only():
     assert values[0].tolist() == [float("-inf")] * 3 and values[1, 0] == 0.0
     if cpu_kernel() is not None:
         assert ids.tolist() == [[0, 1, 2], [7, 0, 1]]
+
+
+def test_kernel_cache_key_changes_with_the_cpu_only_under_march_native():
+    """A home shared by machines must not hand one CPU a kernel built for another (SIGILL)."""
+    from fairseq_stream.ops.fused_output import KERNEL_FLAGS, kernel_cache_key
+
+    base = dict(torch_version="2.13.0", compiler="gcc 12.2", cpu="x86_64 avx2 fma sse4_2")
+    key = kernel_cache_key(b"src", KERNEL_FLAGS, **base)
+    assert key == kernel_cache_key(b"src", KERNEL_FLAGS, **base) and len(key) == 16
+    for change in ({"cpu": "x86_64 avx512f avx2 fma sse4_2"}, {"compiler": "gcc 13.1"}, {"torch_version": "2.14.0"}):
+        assert kernel_cache_key(b"src", KERNEL_FLAGS, **{**base, **change}) != key, change
+    assert kernel_cache_key(b"src2", KERNEL_FLAGS, **base) != key
+    portable = ["-O3", "-fopenmp"]
+    assert kernel_cache_key(b"src", portable, **base) == kernel_cache_key(b"src", portable, **{**base, "cpu": "aarch64"})
+
+
+def test_the_kernel_build_folder_names_this_cpu(monkeypatch, tmp_path):
+    monkeypatch.setenv("FAIRSEQ_STREAM_KERNEL_DIR", str(tmp_path))
+    features = fused_output.cpu_features()
+    assert features.split()[0] and (len(features.split()) > 1 or not os.path.exists("/proc/cpuinfo"))
+    name, folder = fused_output.kernel_build_dir()
+    assert folder == os.path.join(str(tmp_path), name)
+    monkeypatch.setattr(fused_output, "cpu_features", lambda: features + " a_new_instruction_set")
+    assert fused_output.kernel_build_dir()[0] != name

@@ -1,0 +1,211 @@
+"""Every hook fairseq-stream puts into fairseq, torch and the interpreter, in one module.
+
+Importing the package calls :func:`install`. For every process (library use included) it
+
+* allow-lists the plain-data classes fairseq checkpoints hold, so that torch ≥ 2.6's
+  ``torch.load(weights_only=True)`` reads them (fairseq issue #5610) while a pickle naming
+  anything else is still refused (:func:`register_safe_globals`);
+* routes ``--task translation`` to :class:`~fairseq_stream.tasks.translation_stream.TranslationStreamTask`
+  (:func:`route_translation_task`): fairseq builds its task options from
+  ``TASK_REGISTRY[--task]`` after importing the user dir and ``--task`` defaults to
+  ``translation``, so without it the short form ``fairseq-generate --user-dir fairseq_stream
+  --search X`` would need ``--task translation_stream``. The subclass behaves as stock with
+  ``--search beam`` except that no batch loses sentences; checkpoints saved under either name
+  load under either name;
+* lists ``--search`` and the strategy options in ``fairseq-generate --help`` and
+  ``fairseq-interactive --help`` (:func:`show_options_in_help`): fairseq parses task options
+  only after a first parse that already answers ``--help``, so it wraps
+  ``fairseq.options.add_generation_args``; the task's ``add_args`` then skips the options
+  already on the parser (:func:`add_dataclass_args`).
+
+Only when the process runs one of fairseq's command-line tools (:func:`fairseq_cli_name`),
+never when the package is imported as a library, it also
+
+* makes an uncaught user error print as one ``fairseq-stream: error: ...`` line
+  (:func:`install_excepthook`; the message comes from :func:`fairseq_stream.errors.format_error`);
+* makes fairseq-interactive exit with status 1 after a run that skipped input lines
+  (:func:`exit_nonzero_after_skipped_lines`).
+
+Our own command-line tools (bench, demo, ddgviz, average_checkpoints) call
+:func:`install_excepthook` from their ``main``.
+"""
+from __future__ import annotations
+
+import argparse
+import os
+import sys
+from types import TracebackType
+from typing import Any, List, Optional, Type
+
+import fairseq.options
+import numpy as np
+import torch
+from fairseq.dataclass.utils import gen_parser_from_dataclass
+
+from fairseq_stream import input_checks
+from fairseq_stream.errors import format_error
+
+#: fairseq's console scripts, as ``fairseq_cli`` module names (``fairseq-eval-lm`` → ``eval_lm``).
+FAIRSEQ_CLIS = frozenset({"eval_lm", "generate", "hydra_train", "interactive", "preprocess", "score", "train", "validate"})
+
+
+def fairseq_cli_name(argv0: Optional[str] = None, main_spec: Optional[str] = None) -> Optional[str]:
+    """The fairseq command-line tool this process runs (``"generate"``, ...), or None.
+
+    A console script has ``sys.argv[0]`` ending in ``fairseq-generate``; ``python -m
+    fairseq_cli.generate`` has ``__main__.__spec__.name == "fairseq_cli.generate"``. Which
+    modules happen to be imported says nothing: a library may import ``fairseq_cli``.
+    """
+    if argv0 is None:
+        argv0 = sys.argv[0] if sys.argv else ""
+    if main_spec is None:
+        spec = getattr(sys.modules.get("__main__"), "__spec__", None)
+        main_spec = getattr(spec, "name", None) or ""
+    base = os.path.basename(argv0)
+    if base.startswith("fairseq-") and base[len("fairseq-"):].replace("-", "_") in FAIRSEQ_CLIS:
+        return base[len("fairseq-"):].replace("-", "_")
+    package, _, module = main_spec.partition(".")
+    if package == "fairseq_cli" and module in FAIRSEQ_CLIS:
+        return module
+    return None
+
+
+def install() -> None:
+    """The hooks of the module docstring (idempotent); called when the package is imported."""
+    register_safe_globals()
+    route_translation_task()
+    show_options_in_help()
+    cli = fairseq_cli_name()
+    if cli is not None:
+        install_excepthook()
+        if cli == "interactive":
+            exit_nonzero_after_skipped_lines()
+
+
+# ---- torch: checkpoints under weights_only=True ----
+
+def _numpy_globals() -> List[object]:
+    """numpy scalars and dtypes as they appear in fairseq's ``extra_state`` (e.g. best loss)."""
+    found: List[object] = [np.dtype]
+    for module_name in ("numpy._core.multiarray", "numpy.core.multiarray"):
+        try:
+            module = __import__(module_name, fromlist=["scalar"])
+        except ImportError:
+            continue
+        found.append(module.scalar)
+        break
+    dtypes = getattr(np, "dtypes", None)
+    if dtypes is not None:
+        found += [getattr(dtypes, n) for n in ("Float64DType", "Float32DType", "Int64DType") if hasattr(dtypes, n)]
+    return found
+
+
+#: Every global a stock fairseq checkpoint needs: ``cfg.model`` of a legacy (argparse)
+#: architecture is an ``argparse.Namespace``; ``extra_state`` may hold numpy scalars.
+SAFE_CHECKPOINT_GLOBALS: List[object] = [argparse.Namespace, *_numpy_globals()]
+
+
+def register_safe_globals() -> None:
+    """Allow-list :data:`SAFE_CHECKPOINT_GLOBALS` for ``torch.load(weights_only=True)``."""
+    torch.serialization.add_safe_globals(SAFE_CHECKPOINT_GLOBALS)
+
+
+# ---- fairseq: the task registry and the generation parsers ----
+
+def route_translation_task() -> None:
+    """Make ``--task translation`` resolve to ``TranslationStreamTask`` (idempotent)."""
+    from fairseq.tasks import TASK_DATACLASS_REGISTRY, TASK_REGISTRY
+    from hydra.core.config_store import ConfigStore
+
+    from fairseq_stream.tasks.translation_stream import TranslationStreamConfig, TranslationStreamTask
+
+    if TASK_REGISTRY.get("translation") is TranslationStreamTask:
+        return
+    TASK_REGISTRY["translation"] = TranslationStreamTask
+    TASK_DATACLASS_REGISTRY["translation"] = TranslationStreamConfig
+    # hydra keeps its own copy of each task's config node: point it at ours too.
+    node = TranslationStreamConfig()
+    node._name = "translation"
+    ConfigStore.instance().store(name="translation", group="task", node=node, provider="fairseq")
+
+
+def add_dataclass_args(parser: argparse.ArgumentParser, config: object) -> None:
+    """Add the fields of ``config`` to ``parser``, skipping options the parser already has."""
+    scratch = argparse.ArgumentParser(add_help=False)
+    gen_parser_from_dataclass(scratch, config)
+    have_dests = {a.dest for a in parser._actions}
+    for action in scratch._actions:
+        if action.option_strings:
+            if any(opt in parser._option_string_actions for opt in action.option_strings):
+                continue
+        elif action.dest in have_dests:
+            continue
+        parser._add_action(action)
+
+
+def add_stream_decoding_args(parser: argparse.ArgumentParser) -> None:
+    """Add ``--search`` and the strategy options to ``parser`` unless it has them already."""
+    from fairseq_stream.options import StreamDecodingConfig
+
+    if "--search" in parser._option_string_actions:
+        return
+    group = parser.add_argument_group("fairseq-stream decoding")
+    gen_parser_from_dataclass(group, StreamDecodingConfig())
+
+
+def show_options_in_help() -> None:
+    """Make fairseq's generation parsers (generate, interactive) list our options (idempotent)."""
+    original = fairseq.options.add_generation_args
+    if getattr(original, "_fairseq_stream", False):
+        return
+
+    def add_generation_args(parser: argparse.ArgumentParser) -> Any:
+        group = original(parser)
+        add_stream_decoding_args(parser)
+        return group
+
+    add_generation_args._fairseq_stream = True  # type: ignore[attr-defined]
+    fairseq.options.add_generation_args = add_generation_args
+
+
+# ---- the command-line tools only ----
+
+def exit_nonzero_after_skipped_lines() -> None:
+    """fairseq-interactive: exit with status 1, after translating the rest, when lines were skipped.
+
+    A line it cannot translate is reported and skipped (:mod:`fairseq_stream.input_checks`)
+    rather than ending the run; the exit status still tells a script that input was lost.
+    ``cli_main`` looks ``main`` up when it calls it, after the user dir is imported.
+    """
+    module = sys.modules.get("fairseq_cli.interactive")
+    original = getattr(module, "main", None)
+    if original is None or getattr(original, "_fairseq_stream", False):
+        return
+
+    def main(cfg: Any) -> Any:
+        result = original(cfg)
+        if input_checks.skipped_lines:
+            sys.exit(1)
+        return result
+
+    main._fairseq_stream = True  # type: ignore[attr-defined]
+    module.main = main
+
+
+def _excepthook(exc_type: Type[BaseException], exc: BaseException, tb: Optional[TracebackType]) -> None:
+    line = None if os.environ.get("FAIRSEQ_STREAM_TRACEBACK") else format_error(exc, tb)
+    if line is None:
+        _previous_hook(exc_type, exc, tb)
+    else:
+        print(line, file=sys.stderr)
+
+
+_previous_hook = sys.excepthook
+
+
+def install_excepthook() -> None:
+    """Print user errors (:func:`~fairseq_stream.errors.format_error`) as one line (idempotent)."""
+    global _previous_hook
+    if sys.excepthook is not _excepthook:
+        _previous_hook = sys.excepthook
+        sys.excepthook = _excepthook
