@@ -11,7 +11,7 @@ import pytest
 
 from fairseq_stream.profiling import CostCounter, CostCounts, count_decoder_steps
 
-N = 16
+N = 24
 
 
 def _count_steps(session, data, search, gen, opts):

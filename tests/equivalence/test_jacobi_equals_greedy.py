@@ -3,7 +3,7 @@ import pytest
 
 from fairseq_stream.errors import FairseqStreamError
 
-N = 20  # held-out sentences; greedy and each Jacobi variant decode them at batch 1
+N = 40  # held-out sentences; greedy and each Jacobi variant decode them at batch 1
 GEN = {"beam": 1, "max_len_a": 1.2, "max_len_b": 10}
 
 
@@ -35,7 +35,7 @@ def test_identical_to_greedy_in_float64(demo_session64, greedy64, name, opts):
 def test_every_sentence_takes_at_most_greedys_steps(demo_session64, greedy64, demo_sources):
     _, greedy = greedy64
     # One sentence per run: the run's decoder calls are that sentence's iterations.
-    for i in range(5):
+    for i in range(8):
         for name in ("jacobi", "gs-jacobi", "hybrid-jacobi"):
             out = demo_session64.translate(demo_session64.encode([demo_sources[i]]), search=name, gen=GEN,
                                       opts={"stream_capacity": 1})

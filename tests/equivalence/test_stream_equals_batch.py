@@ -1,7 +1,7 @@
 """VAR-STREAM changes who shares a batch, never a sentence's search (paper 000 §3), on the trained demo model."""
 import pytest
 
-N = 30  # held-out sentences per run: pools of 25-30 refill several times at every capacity below
+N = 60  # held-out sentences per run
 
 
 @pytest.fixture(scope="module")
