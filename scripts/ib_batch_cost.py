@@ -60,7 +60,8 @@ def models(args: argparse.Namespace, dictionary: Dictionary):
                    ib_h=args.h, ib_c=args.c)
     base_architecture(ns)
     torch.manual_seed(0)
-    return TransformerModel.build_model(ns, task).decoder.eval(), TransformerIBModel.build_model(ns, task).decoder.eval()
+    std = TransformerModel.build_model(ns, task).decoder.eval()
+    return std, TransformerIBModel.build_model(ns, task).decoder.eval()
 
 
 def cost(fn: Callable[[], Any], repeats: int, number: int) -> float:
@@ -97,17 +98,17 @@ def main() -> None:
     ib_prev = task.reorder_sample(sample)["net_input"]["prev_output_tokens"]
     like = torch.zeros(ib_prev.size(1), 1, args.dim)
     slots = torch.arange(ib_prev.size(1)).unsqueeze(0).expand_as(ib_prev)  # as extract_features builds them
-    ib_positions = getattr(ib, "target_slot_embeddings", None)  # the cached path, where it exists
+    cached = getattr(ib, "target_slot_embeddings", None)  # the cached path, where it exists
+    ib_positions = (lambda: cached(ib_prev.size(1), like)) if cached else (lambda: ib.slot_embeddings(slots, like.dtype))
     rows = [
         ("target rewrite", None, lambda: task.reorder_sample(sample)),
-        ("positions", lambda: std.embed_positions(prev),
-         (lambda: ib_positions(ib_prev.size(1), like)) if ib_positions else (lambda: ib.slot_embeddings(slots, like.dtype))),
+        ("positions", lambda: std.embed_positions(prev), ib_positions),
         ("mask", lambda: std.buffered_future_mask(like), lambda: ib.ib_mask(ib_prev.size(1), like)),
         ("decoder inputs", lambda: std.extract_features(prev, None), lambda: ib.extract_features(ib_prev, None)),
     ]
     print(f"{args.sentences} sentences, target length {args.length}, h = {args.h}, c = {args.c}, "
           f"dim {args.dim}, {args.threads} thread(s); µs per batch\n")
-    print(f"| part | transformer | IB | IB / transformer |\n|---|---:|---:|---:|")
+    print("| part | transformer | IB | IB / transformer |\n|---|---:|---:|---:|")
     with torch.no_grad():
         for name, std_fn, ib_fn in rows:
             t_std = cost(std_fn, args.repeats, args.number) if std_fn else 0.0
