@@ -1,6 +1,7 @@
 """Target orders, word positions and masks of the IBDecoder family (paper 003 §4, Eqs. 4–12).
 
-Pure functions on token lists and small tensors, shared by the training task
+Pure functions on token lists and tensors (the training batch's rewrite is whole-tensor,
+:func:`reorder_batch`; per-batch masks and encodings come from a small cache), shared by the training task
 (:mod:`fairseq_stream.tasks.translation_ib`), the model
 (:mod:`fairseq_stream.models.transformer_ib`) and the multi-word beam
 (:mod:`fairseq_stream.strategies.ib_beam`).
@@ -31,12 +32,15 @@ other. With the fill, every slot is trained to say EOS once its direction has no
 from __future__ import annotations
 
 import math
-from typing import List, Optional
+from collections import OrderedDict
+from typing import Callable, Hashable, List, Optional, Tuple
 
 import torch
 from torch import Tensor
 
 EOS_FILLS = ("step", "single")
+# Codes of :func:`reorder_index` for the slots that hold no word of the sentence.
+EOS_CODE, PAD_CODE = -1, -2
 
 
 def interleave(words: List[int]) -> List[int]:
@@ -92,6 +96,67 @@ def reorder(words: List[int], h: int, c: int, eos: int, pad: int, fill: str = "s
     steps = max(math.ceil(len(p) / 2) for p in parts)
     parts = [p + [pad] * (2 * steps - len(p)) for p in parts]
     return [tok for k in range(steps) for p in parts for tok in p[2 * k: 2 * k + 2]]
+
+
+def reorder_width(words: int, h: int, c: int, fill: str = "step") -> int:
+    """Length of :func:`reorder`'s output for a sentence of ``words`` words (non-decreasing in ``words``)."""
+    r = 2 * c  # EOS fills a segment's sequence up to a multiple of r: the step (h = 2) or the word pair
+    first = -(-words // (h // 2)) + 1  # the first (longest) segment's words and its EOS
+    if fill == "step":
+        first = -(-first // r) * r
+    return first if h == 2 else h * c * -(-first // r)
+
+
+def reorder_index(lengths: Tensor, width: int, h: int, c: int, fill: str = "step") -> Tensor:
+    """:func:`reorder` of whole batches at once, as indices: entry ``[b, k]`` is the index of the
+    word (in its sentence of ``lengths[b]`` words) at decoder slot ``k``, or EOS_CODE / PAD_CODE.
+
+    Closed form of Eqs. 6 and 9: slot ``k`` belongs to segment ``g = (k mod z) // r`` and is
+    position ``q = r·⌊k/z⌋ + k mod r`` of that segment's interleaved sequence (``r = 2c`` words of
+    a segment per step; for IMDecoder c = 1, so r = 2 and z = h).
+    """
+    if fill not in EOS_FILLS:
+        raise ValueError(f"fill must be one of {EOS_FILLS}, got {fill!r}")
+    segments, r, z = h // 2, 2 * c, h * c
+    k = torch.arange(width, device=lengths.device)  # (W,)
+    g = torch.div(k % z, r, rounding_mode="floor")
+    q = r * torch.div(k, z, rounding_mode="floor") + k % r
+    n = lengths.unsqueeze(1)  # (B, 1)
+    base, extra = torch.div(n, segments, rounding_mode="floor"), n % segments
+    size = base + (g < extra)  # (B, W): words of slot k's segment (segment_sizes)
+    start = g * base + torch.minimum(g, extra)
+    filled = size + 1
+    if fill == "step":
+        filled = torch.div(filled + r - 1, r, rounding_mode="floor") * r
+    half = torch.div(q, 2, rounding_mode="floor")
+    word = start + torch.where(q % 2 == 0, half, size - 1 - half)  # interleave: y1, yn, y2, yn−1, …
+    return torch.where(q < size, word, torch.where(q < filled, EOS_CODE, PAD_CODE))  # (B, W)
+
+
+def sentence_words(target: Tensor, eos: int, pad: int) -> Tuple[Tensor, Tensor]:
+    """A collated target (B, n) → its rows' words first, in order (B, n), and their numbers (B,):
+    the non-padding tokens (wherever the padding is) without a final EOS, as :func:`reorder` takes them."""
+    is_pad = target.eq(pad)
+    order = torch.argsort(is_pad.to(torch.uint8), dim=1, stable=True)  # stable: words keep their order
+    words = target.gather(1, order)
+    count = target.size(1) - is_pad.sum(dim=1)
+    last = words.gather(1, (count - 1).clamp(min=0).unsqueeze(1)).squeeze(1)  # PAD when count = 0
+    return words, count - last.eq(eos).long()
+
+
+def reorder_batch(target: Tensor, h: int, c: int, eos: int, pad: int, fill: str = "step") -> Tuple[Tensor, int]:
+    """Every row of a collated target (B, n) → :func:`reorder` of its words, padded to a common
+    width; also the number of non-padding tokens. Whole-tensor ops, the order of each sentence
+    length read from a cached :func:`reorder_index` table, and one read of two numbers from the
+    device (the width and the count are host integers fairseq needs)."""
+    words, lengths = sentence_words(target, eos, pad)  # (B, n), (B,)
+    n = target.size(1)
+    plan = _PLANS.get(n + 1, (h, c, fill, target.device))[: n + 1, : reorder_width(n, h, c, fill)]
+    index = plan.index_select(0, lengths)  # (B, W(n)): wide enough for every row
+    longest, ntokens = torch.stack([lengths.max(), index.ne(PAD_CODE).sum()]).tolist()
+    index = index[:, : reorder_width(longest, h, c, fill)]  # the columns cut are padding in every row
+    out = words.gather(1, index.clamp(min=0))
+    return out.masked_fill(index.eq(EOS_CODE), eos).masked_fill(index.eq(PAD_CODE), pad), int(ntokens)
 
 
 def restore_order(seq: List[int], h: int, c: int, eos: int, pad: int) -> List[int]:
@@ -169,6 +234,62 @@ def mask(n: int, h: int, c: int, *, vanilla: bool = False, independent: bool = F
     idx = torch.arange(n, device=device)
     ok = allowed(idx.unsqueeze(1), idx.unsqueeze(0), h, c, vanilla=vanilla, independent=independent)
     return torch.zeros(n, n, dtype=dtype, device=device).masked_fill(~ok, float("-inf"))
+
+
+class PrefixCache:
+    """Per-batch constants whose answer for length n is the first n rows of a larger one (M(h, c)
+    of Eq. 4, the position encodings of Eqs. 7/10): built once per key at a size rounded up to
+    ``step``, then sliced, so batches of every length reuse one tensor, as fairseq's own decoder
+    reuses its causal mask. At most ``max_keys`` keys (the least recently used goes first)."""
+
+    def __init__(self, build: Callable[..., Tensor], *, max_keys: int = 16, step: int = 64) -> None:
+        self.build, self.max_keys, self.step = build, max_keys, step
+        self.tables: "OrderedDict[Hashable, Tensor]" = OrderedDict()
+
+    def get(self, n: int, key: Tuple[Hashable, ...]) -> Tensor:
+        """A tensor of at least ``n`` rows for ``key`` (``build(size, *key)``); the caller slices it."""
+        table = self.tables.get(key)
+        if table is None or table.size(0) < n:
+            table = self.build(-(-max(n, 1) // self.step) * self.step, *key)
+        self.tables[key] = table
+        self.tables.move_to_end(key)
+        while len(self.tables) > self.max_keys:
+            self.tables.popitem(last=False)
+        return table
+
+
+def _mask_table(size: int, h: int, c: int, vanilla: bool, independent: bool, dtype: torch.dtype, device) -> Tensor:
+    return mask(size, h, c, vanilla=vanilla, independent=independent, dtype=dtype, device=device)
+
+
+def _encoding_table(size: int, h: int, mode: str, dim: int, dtype: torch.dtype, device) -> Tensor:
+    slots = torch.arange(size, device=device)
+    return sinusoid(slot_positions(slots, h, mode), dim).to(dtype)
+
+
+def _plan_table(size: int, h: int, c: int, fill: str, device) -> Tensor:
+    """Row L: :func:`reorder_index` of a sentence of L words (L < size)."""
+    return reorder_index(torch.arange(size, device=device), reorder_width(size - 1, h, c, fill), h, c, fill)
+
+
+_PLANS = PrefixCache(_plan_table)
+_MASKS = PrefixCache(_mask_table)
+_ENCODINGS = PrefixCache(_encoding_table)
+
+
+def cached_mask(n: int, h: int, c: int, *, vanilla: bool = False, independent: bool = False,
+                dtype: torch.dtype = torch.float32, device=None) -> Tensor:
+    """:func:`mask` (n, n) as a view of a cached one: equal values, built once per (h, c, dtype, device)."""
+    key = (h, c, vanilla, independent, dtype, torch.device(device or "cpu"))
+    return _MASKS.get(n, key)[:n, :n]
+
+
+def cached_slot_encodings(n: int, h: int, mode: str, dim: int, *, dtype: torch.dtype = torch.float32,
+                          device=None) -> Tensor:
+    """Sinusoidal encodings (n, dim) of slots 0 … n−1 (:func:`slot_positions` → :func:`sinusoid`, in
+    ``dtype``), the same every batch: computed once in float64 per (h, mode, dim, dtype, device)."""
+    key = (h, mode, dim, dtype, torch.device(device or "cpu"))
+    return _ENCODINGS.get(n, key)[:n]
 
 
 def shift_inputs(target: Tensor, z: int, bos: int, pad: int) -> Tensor:

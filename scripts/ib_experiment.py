@@ -27,10 +27,11 @@ import argparse
 import json
 import os
 import re
+import shlex
 import subprocess
 import sys
 from pathlib import Path
-from typing import List
+from typing import List, Sequence
 
 REPO = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(REPO))
@@ -68,7 +69,8 @@ def trained_updates(log: Path) -> int:
     return int(found[-1]) if found else 0
 
 
-def train(data: Path, save: Path, kind: str, updates: int, layers: int, ib_eos: str = "step") -> Path:
+def train(data: Path, save: Path, kind: str, updates: int, layers: int, ib_eos: str = "step",
+          extra: Sequence[str] = ()) -> Path:
     best, log = save / "checkpoint_best.pt", save / "train.log"
     if trained_updates(log) >= updates:
         return best
@@ -82,7 +84,7 @@ def train(data: Path, save: Path, kind: str, updates: int, layers: int, ib_eos: 
          "--lr", "0.0015", "--lr-scheduler", "inverse_sqrt", "--warmup-updates", "600",
          "--criterion", "label_smoothed_cross_entropy", "--label-smoothing", "0.1", "--max-tokens", "4096",
          "--max-update", str(updates), "--save-dir", str(save), "--no-epoch-checkpoints",
-         "--log-format", "simple", "--log-interval", "50", "--seed", "1"], log, append=True)
+         "--log-format", "simple", "--log-interval", "50", "--seed", "1", *extra], log, append=True)
     return best
 
 
@@ -172,6 +174,9 @@ def main() -> None:
     parser.add_argument("--eval-sentences", type=int, default=300)
     parser.add_argument("--repeats", type=int, default=1)
     parser.add_argument("--stages", default="train,kd,eval")
+    parser.add_argument("--train-args", default="",
+                        help="more fairseq-train arguments for every model (later ones win), e.g. a quick speed check: "
+                             "--train-args='--encoder-embed-dim 64 --decoder-embed-dim 64 --log-interval 10'")
     args = parser.parse_args()
     if not (args.data / "dict.en.txt").exists():
         sys.exit(f"{args.data} has no binarised data: run scripts/build_demo_model.py --stages prep first")
@@ -179,13 +184,16 @@ def main() -> None:
     args.work.mkdir(parents=True, exist_ok=True)
     models = {}
     if "train" in stages or "eval" in stages:
-        models["Transformer"] = train(args.data, args.work / "standard", "standard", args.updates, args.layers)
-        models["IBDecoder"] = train(args.data, args.work / "ib", "ib", args.updates, args.layers, args.ib_eos)
+        extra = shlex.split(args.train_args)
+        models["Transformer"] = train(args.data, args.work / "standard", "standard", args.updates, args.layers,
+                                      extra=extra)
+        models["IBDecoder"] = train(args.data, args.work / "ib", "ib", args.updates, args.layers, args.ib_eos, extra)
         ratio = words_per_second(args.work / "ib" / "train.log") / words_per_second(args.work / "standard" / "train.log")
         print(f"training speed IBDecoder / Transformer: {ratio:.3f}")
     if "kd" in stages:
         kd = distill(args.data, args.work, args.teacher, args.kd_sentences)
-        models["IBDecoder+KD"] = train(kd, args.work / "ib_kd", "ib", args.updates, args.layers, args.ib_eos)
+        models["IBDecoder+KD"] = train(kd, args.work / "ib_kd", "ib", args.updates, args.layers, args.ib_eos,
+                                       shlex.split(args.train_args))
     elif (args.work / "ib_kd" / "checkpoint_best.pt").exists():
         models["IBDecoder+KD"] = args.work / "ib_kd" / "checkpoint_best.pt"
     if "eval" in stages:

@@ -73,21 +73,45 @@ class TransformerIBDecoder(TransformerDecoderBase):
             emb = emb + self.direction_embed(ib_order.slot_directions(slots, self.ib.h))
         return emb
 
-    def embed_block(self, tokens: Tensor, slots: Tensor) -> Tensor:
-        """Input embeddings of ``tokens`` fed at target slots ``slots`` (both (R, b))."""
+    def target_slot_embeddings(self, n: int, like: Tensor) -> Tensor:
+        """Position encodings of slots 0 … n−1, (n, d): :meth:`slot_embeddings` without the
+        direction part, from a cache, since a training batch always fills slots 0 … n−1."""
+        mode = "vanilla" if self.ib.vanilla_positions else "bidirectional"
+        return ib_order.cached_slot_encodings(n, self.ib.h, mode, self.embed_dim, dtype=like.dtype, device=like.device)
+
+    def _token_embeddings(self, tokens: Tensor) -> Tensor:
         x = self.embed_scale * self.embed_tokens(tokens)
         if self.quant_noise is not None:
             x = self.quant_noise(x)
         if self.project_in_dim is not None:
             x = self.project_in_dim(x)
-        x = x + self.slot_embeddings(slots, x.dtype)
-        if self.layernorm_embedding is not None:
-            x = self.layernorm_embedding(x)
         return x
 
+    def _finish_embeddings(self, x: Tensor) -> Tensor:
+        return self.layernorm_embedding(x) if self.layernorm_embedding is not None else x
+
+    def embed_block(self, tokens: Tensor, slots: Tensor) -> Tensor:
+        """Input embeddings of ``tokens`` fed at target slots ``slots`` (both (R, b))."""
+        x = self._token_embeddings(tokens)
+        return self._finish_embeddings(x + self.slot_embeddings(slots, x.dtype))
+
+    def embed_target(self, tokens: Tensor) -> Tensor:
+        """Input embeddings of a whole shifted target (b, n) at slots 0 … n−1: the same values as
+        :meth:`embed_block` with those slots, with the position part read from a cache."""
+        bsz, n = tokens.shape
+        x = self._token_embeddings(tokens)  # (b, n, d)
+        emb = self.target_slot_embeddings(n, x)  # (n, d), broadcast over the batch
+        if self.direction_embed is not None:
+            # Looked up per (row, slot) as embed_block does, so the embedding's gradient sums
+            # in the same order as before the cache.
+            directions = ib_order.slot_directions(torch.arange(n, device=tokens.device), self.ib.h)
+            emb = emb + self.direction_embed(directions.unsqueeze(0).expand(bsz, n))
+        return self._finish_embeddings(x + emb)
+
     def ib_mask(self, n: int, like: Tensor) -> Tensor:
-        return ib_order.mask(n, self.ib.h, self.ib.c, vanilla=self.ib.vanilla_mask,
-                             independent=self.ib.independent_directions, dtype=like.dtype, device=like.device)
+        """M(h, c) (n, n) for ``like``'s dtype and device, a view of a cached mask."""
+        return ib_order.cached_mask(n, self.ib.h, self.ib.c, vanilla=self.ib.vanilla_mask,
+                                    independent=self.ib.independent_directions, dtype=like.dtype, device=like.device)
 
     def extract_features_scriptable(self, prev_output_tokens, encoder_out: Optional[Dict[str, List[Tensor]]],
                                     incremental_state=None, full_context_alignment: bool = False,
@@ -97,14 +121,14 @@ class TransformerIBDecoder(TransformerDecoderBase):
                 f"{self.ib.describe()} checkpoints decode with --search ib-beam (fairseq's incremental "
                 "decoding feeds one token per step)"
             )
-        bsz, n = prev_output_tokens.shape
+        n = prev_output_tokens.size(1)
         alignment_layer = self.num_layers - 1 if alignment_layer is None else alignment_layer
         enc = encoder_out["encoder_out"][0] if encoder_out and len(encoder_out["encoder_out"]) > 0 else None
         pad_mask = (encoder_out["encoder_padding_mask"][0]
                     if encoder_out and len(encoder_out["encoder_padding_mask"]) > 0 else None)
-        slots = torch.arange(n, device=prev_output_tokens.device).unsqueeze(0).expand(bsz, n)
-        x = self.dropout_module(self.embed_block(prev_output_tokens, slots)).transpose(0, 1)
-        self_pad = prev_output_tokens.eq(self.padding_idx) if prev_output_tokens.eq(self.padding_idx).any() else None
+        x = self.dropout_module(self.embed_target(prev_output_tokens)).transpose(0, 1)
+        pads = prev_output_tokens.eq(self.padding_idx)
+        self_pad = pads if pads.any() else None
         mask = self.ib_mask(n, x)
         attn: Optional[Tensor] = None
         inner_states: List[Optional[Tensor]] = [x]

@@ -5,7 +5,7 @@
 
 A :class:`~fairseq_stream.tasks.translation_stream.TranslationStreamTask` (so batches never
 lose sentences and ``--search`` works) whose training and validation batches are rewritten
-before the model sees them: each target is reordered (:func:`fairseq_stream.ib_order.reorder`,
+before the model sees them: each target is reordered (:func:`fairseq_stream.ib_order.reorder_batch`,
 Eqs. 6 and 9, EOS filling the step where the directions meet, ``--ib-eos``) and the decoder
 inputs are the reordered target shifted by ``z = h·c`` (footnote 3). The datasets themselves
 keep the original order, so ``fairseq-generate`` scores hypotheses against the real references.
@@ -15,7 +15,6 @@ arguments and so saved in the checkpoint.
 from dataclasses import dataclass, field
 from typing import Any, Dict
 
-import torch
 from fairseq.tasks import register_task
 
 from fairseq_stream import ib_order
@@ -72,23 +71,16 @@ class TranslationIBTask(TranslationStreamTask):
 
     def reorder_sample(self, sample: Dict[str, Any]) -> Dict[str, Any]:
         """Rewrite a collated batch's target and decoder inputs into the decoder's order."""
-        target = sample["target"]
         eos, pad = self.tgt_dict.eos(), self.tgt_dict.pad()
-        rows = []
-        for row in target.tolist():
-            words = [t for t in row if t != pad]
-            if words and words[-1] == eos:
-                words = words[:-1]
-            rows.append(ib_order.reorder(words, self.spec.h, self.spec.c, eos, pad, self.cfg.ib_eos))
-        width = max(len(r) for r in rows)
-        new_target = target.new_full((len(rows), width), pad)
-        for i, r in enumerate(rows):
-            new_target[i, : len(r)] = torch.tensor(r, dtype=target.dtype)
+        # Whole-batch tensor ops on the batch's device (no per-sentence loop, no per-row copies):
+        # this runs before every training step, on the GPU's critical path.
+        new_target, ntokens = ib_order.reorder_batch(sample["target"], self.spec.h, self.spec.c, eos, pad,
+                                                     self.cfg.ib_eos)
         out = dict(sample)
         out["target"] = new_target
         out["net_input"] = dict(sample["net_input"])
         out["net_input"]["prev_output_tokens"] = ib_order.shift_inputs(new_target, self.spec.z, eos, pad)
-        out["ntokens"] = int(new_target.ne(pad).sum())
+        out["ntokens"] = ntokens
         return out
 
     def train_step(self, sample, model, criterion, optimizer, update_num, ignore_grad=False):
