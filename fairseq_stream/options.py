@@ -47,6 +47,11 @@ class StreamDecodingConfig(FairseqDataclass):
         metadata={"help": "latency bound: stop refilling while a sentence has been in flight for more "
                   "than this many steps (paper 000 footnote 3); 0 = off"},
     )
+    stream_per_batch: bool = field(
+        default=False,
+        metadata={"help": "stream each fairseq batch on its own (the stream drains at every batch's end) "
+                  "instead of over the whole input; for comparisons"},
+    )
     stream_stats: Optional[str] = field(
         default=None,
         metadata={"help": "write the run's statistics (and the per-step active batch trace) as JSON here"},
