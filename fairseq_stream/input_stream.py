@@ -9,17 +9,18 @@ next batches ahead from fairseq's iterator (:class:`~fairseq_stream.lookahead.Lo
 Each finished n-best list goes back to its batch; a batch is complete once every one of its
 sentences finished, while the sentences of later batches stay in flight.
 
-Only source tokens wait here (on the host, a few hundred bytes a sentence, for the batches
-read so far); encoder states exist only for sentences in flight
-(:mod:`fairseq_stream.encoder_slots`).
+Only source tokens wait here (fairseq's token tables, on the host, for the batches read so
+far); a refill cuts its sentences out of them as one table, and encoder states exist only for
+sentences in flight (:mod:`fairseq_stream.encoder_slots`).
 """
 from __future__ import annotations
 
 from collections import deque
 from dataclasses import dataclass, field
-from typing import Callable, Deque, Dict, List, NamedTuple, Optional
+from typing import Callable, Deque, Dict, List, Optional, Tuple
 
 import torch
+import torch.nn.functional as F
 from fairseq.data import data_utils
 from torch import Tensor
 
@@ -53,11 +54,16 @@ class Admission:
         return len(self.limits)
 
 
-class _Waiting(NamedTuple):
-    tokens: Tensor  # (n,) the source without padding
-    max_len: int
+@dataclass(eq=False)
+class _Segment:
+    """The sentences of one batch not admitted yet: rows ``next …`` of its token table."""
+
     batch: QueuedBatch
-    row: int
+    tokens: Tensor  # (B, T) on the host, as fairseq collated them
+    lengths: List[int]
+    limits: List[int]
+    left_pad: bool
+    next: int = 0
 
 
 class InputStream:
@@ -67,9 +73,10 @@ class InputStream:
         self.pad = pad
         self.max_lengths = max_lengths  # source lengths (B,) → maximum target lengths (B,)
         self.left_pad = True  # fairseq translation's default; set by the first padded batch
-        self._queue: Deque[_Waiting] = deque()
-        self._first_queued = 0  # serial of the sentence at the head of the queue (serials: input order)
-        self._in_flight: Dict[int, _Waiting] = {}  # serial → admitted, not finished
+        self._queue: Deque[_Segment] = deque()
+        self._queued = 0
+        self._next_serial = 0  # serial of the next sentence admitted (serials follow the input)
+        self._in_flight: Dict[int, Tuple[QueuedBatch, int]] = {}  # serial → (batch, row), admitted
         self._lookahead: Optional[Lookahead] = None
         self._tickets: Dict[int, QueuedBatch] = {}  # batches read from the lookahead, not returned
         self._next_ticket = 0
@@ -106,47 +113,71 @@ class InputStream:
 
     def _push(self, sample: Batch) -> QueuedBatch:
         tokens = sample["net_input"]["src_tokens"].cpu()  # (B, T)
-        lengths = tokens.ne(self.pad).long().sum(dim=1)  # (B,)
+        lengths = tokens.ne(self.pad).long().sum(dim=1)  # (B,) non-pad tokens, EOS included
         if bool(tokens[:, -1].eq(self.pad).any()):
             self.left_pad = False
         elif bool(tokens[:, 0].eq(self.pad).any()):
             self.left_pad = True
         limits = self.max_lengths(lengths).tolist()
         batch = QueuedBatch(size=len(limits), hypos=[None] * len(limits), missing=len(limits))
-        width = tokens.size(1)
-        for row, n in enumerate(lengths.tolist()):
-            source = tokens[row, width - n:] if self.left_pad else tokens[row, :n]
-            self._queue.append(_Waiting(source, limits[row], batch, row))
+        if limits:
+            self._queue.append(_Segment(batch, tokens, lengths.tolist(), limits, self.left_pad))
+            self._queued += len(limits)
         return batch
 
     # ---- refills ----------------------------------------------------------------------------
     def take(self, n: int) -> Optional[Admission]:
         """The next ``n`` sentences (fewer at the end of the input), reading ahead as needed."""
-        while len(self._queue) < n and self._read_ahead():
+        while self._queued < n and self._read_ahead():
             pass
-        if not self._queue:
+        if not self._queued:
             return None
-        picked = [self._queue.popleft() for _ in range(min(n, len(self._queue)))]
-        first = self._first_queued
-        self._first_queued += len(picked)
-        for i, waiting in enumerate(picked):
-            self._in_flight[first + i] = waiting
-        tokens = data_utils.collate_tokens([w.tokens for w in picked], self.pad, left_pad=self.left_pad)
-        lengths = torch.tensor([w.tokens.numel() for w in picked])
-        limits = [w.max_len for w in picked]
-        return Admission(first, tokens, lengths, torch.tensor(limits), limits, self.left_pad)
+        parts: List[Tuple[_Segment, int, int]] = []  # (segment, first row, end row)
+        while n > 0 and self._queue:
+            seg = self._queue[0]
+            end = min(seg.next + n, len(seg.lengths))
+            parts.append((seg, seg.next, end))
+            n -= end - seg.next
+            seg.next = end
+            if end == len(seg.lengths):
+                self._queue.popleft()
+        first = self._next_serial
+        for seg, lo, hi in parts:
+            for row in range(lo, hi):
+                self._in_flight[self._next_serial] = (seg.batch, row)
+                self._next_serial += 1
+        self._queued -= self._next_serial - first
+        lengths = [k for seg, lo, hi in parts for k in seg.lengths[lo:hi]]
+        limits = [k for seg, lo, hi in parts for k in seg.limits[lo:hi]]
+        tokens = self._table(parts, max(lengths))
+        return Admission(first, tokens, torch.tensor(lengths), torch.tensor(limits), limits, self.left_pad)
+
+    def _table(self, parts: List[Tuple[_Segment, int, int]], width: int) -> Tensor:
+        """Rows of several batches' token tables as one (m, width) table, padded on the stream's side."""
+        rows = []
+        for seg, lo, hi in parts:
+            block = seg.tokens[lo:hi]  # (r, T)
+            if seg.left_pad != self.left_pad:  # not within a fairseq run; kept correct anyway
+                block = data_utils.collate_tokens([t[t.ne(self.pad)] for t in block], self.pad, left_pad=self.left_pad)
+            extra = block.size(1) - width  # > 0: columns of padding only (no row is longer than width)
+            if self.left_pad:
+                block = block[:, extra:] if extra >= 0 else F.pad(block, (-extra, 0), value=self.pad)
+            else:
+                block = block[:, :width] if extra >= 0 else F.pad(block, (0, -extra), value=self.pad)
+            rows.append(block)
+        return torch.cat(rows)
 
     # ---- hypotheses out ---------------------------------------------------------------------
     def deliver(self, finished: Dict[int, List[Hypothesis]]) -> None:
         """File n-best lists keyed by stream handle (``serial·SLOT_MODULUS + slot``) under their batch."""
         for handle, nbest in finished.items():
-            waiting = self._in_flight.pop(handle // SLOT_MODULUS)
-            waiting.batch.hypos[waiting.row] = nbest
-            waiting.batch.missing -= 1
+            batch, row = self._in_flight.pop(handle // SLOT_MODULUS)
+            batch.hypos[row] = nbest
+            batch.missing -= 1
 
     @property
     def queued(self) -> int:
-        return len(self._queue)
+        return self._queued
 
     @property
     def in_flight(self) -> int:
