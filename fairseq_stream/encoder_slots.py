@@ -158,6 +158,12 @@ class SourceTable:
     left_pad: bool
     encoder_out: Any = None
 
+    def trimmed(self) -> Tensor:
+        """The token table without the columns no row needs (a host read, once per refill):
+        encoders such as the LSTM's expect the longest row to fill the table."""
+        width = int(self.lengths.max())
+        return self.tokens[:, -width:] if self.left_pad else self.tokens[:, :width]
+
     @staticmethod
     def write(table: Optional["SourceTable"], src_tokens: Tensor, src_lengths: Tensor, free: Tensor, size: int,
               *, pad: int, eos: int, left_pad: bool) -> "SourceTable":

@@ -156,7 +156,12 @@ class _GenericBackend:
         """Write the admitted sources into the table and encode the table (see :class:`SourceTable`)."""
         table = SourceTable.write(memory, net_input["src_tokens"], net_input["src_lengths"], free, size,
                                   pad=pad, eos=eos, left_pad=left_pad)
-        table.encoder_out = self.encode({"src_tokens": table.tokens, "src_lengths": table.lengths})
+        # fairseq batches come longest first, and some encoders rely on it (the LSTM packs its
+        # input with enforce_sorted): encode in that order, then put the rows back in slot order.
+        order = torch.argsort(table.lengths, descending=True, stable=True)
+        encoded = self.encode({"src_tokens": table.trimmed().index_select(0, order),
+                               "src_lengths": table.lengths.index_select(0, order)})
+        table.encoder_out = self.model.encoder.reorder_encoder_out(encoded, torch.argsort(order))
         meter.track(tensors_in(table.encoder_out))
         return table
 
