@@ -41,7 +41,6 @@ class PoolEncoding:
 
     per_model: List[Any]
     src_lengths: Tensor  # (N,) non-pad source tokens, EOS included
-    modulus: int = 0  # rows are addressed by sentence index
 
     @property
     def size(self) -> int:
@@ -95,7 +94,7 @@ class _TransformerBackend:
     def admit(self, memory: Any, net_input: Dict[str, Tensor], free: Tensor, size: int, meter: LiveBytes,
               *, pad: int, eos: int, left_pad: bool) -> Any:
         """Encode only the admitted sentences and write their keys/values into their slots."""
-        block = self.encode(net_input)
+        block = self.stepper.encoder_memory(self.model.encoder.forward_torchscript(net_input), keep_padding=True)
         meter.track(block.keys + block.values + ([] if block.padding is None else [block.padding]))
         return write_memory(memory, block, free, size, meter)
 

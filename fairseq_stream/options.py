@@ -35,7 +35,7 @@ class StreamDecodingConfig(FairseqDataclass):
     stream_capacity: int = field(
         default=64,
         metadata={"help": "sentences in flight at once (the batch size n of paper 000); fairseq's "
-                  "--batch-size/--max-tokens set the pool the scheduler draws from"},
+                  "--batch-size/--max-tokens only set how the input is read (one stream runs over all of it)"},
     )
     stream_max_candidates: int = field(
         default=0,

@@ -323,11 +323,17 @@ class TransformerStepper:
             self._qkv_of = key
 
     # ---- encoder side -------------------------------------------------------------------
-    def encoder_memory(self, encoder_out: Dict[str, List[Tensor]]) -> EncoderMemory:
-        """Encoder keys/values of every layer, once per sentence."""
+    def encoder_memory(self, encoder_out: Dict[str, List[Tensor]], *, keep_padding: bool = False) -> EncoderMemory:
+        """Encoder keys/values of every layer, once per sentence.
+
+        The padding mask is dropped when nothing is padded (a host read), unless
+        ``keep_padding``: a stream's slots keep a mask anyway, and encode at every refill.
+        """
         enc = encoder_out["encoder_out"][0]  # (S, N, d)
         pads = encoder_out.get("encoder_padding_mask") or []
-        pad = pads[0] if len(pads) > 0 and pads[0] is not None and bool(pads[0].any()) else None
+        pad = pads[0] if len(pads) > 0 and pads[0] is not None else None
+        if pad is not None and not keep_padding and not bool(pad.any()):
+            pad = None
         keys, values = [], []
         for layer in self.decoder.layers:
             attn = layer.encoder_attn
