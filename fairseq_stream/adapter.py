@@ -1,11 +1,18 @@
 """The generator fairseq sees: ``generate(models, sample, **kwargs)`` over the streaming scheduler.
 
-fairseq-generate and fairseq-interactive hand the generator one batch at a time; that batch
-is the *pool* the scheduler streams from (``--batch-size``/``--max-tokens`` size it; the
-default of 12,000 tokens holds a few hundred sentences), while ``--stream-capacity`` bounds
-what is decoded at once. The whole pool is encoded up front, so refills cost no encoder call
-and every cache refers to one encoder output. Hypotheses come back in fairseq's format and
-the batch's order; the statistics of the whole run are logged when the process ends and, with
+fairseq-generate and fairseq-interactive hand the generator one batch at a time and print
+its hypotheses before handing over the next; batches stay the unit of input and output
+(same lines, same order). Decoding does not stop at a batch's end: one scheduler streams
+over the whole run (paper 000 Algorithm 1 over all of ``X``). ``generate(sample)`` queues
+the batch's sentences (unless a refill already read them ahead), steps until every one of
+them finished and returns their hypotheses; sentences of later batches that joined in the
+meantime stay in flight for the next call, and the last batch drains the stream. A refill
+that wants more sentences than are queued reads the next batches ahead from fairseq's
+iterator (:mod:`fairseq_stream.lookahead`; the task and the library attach it), encodes only
+the sentences it admits, and memory holds the encoder states of the sentences in flight,
+never of the input (:mod:`fairseq_stream.encoder_slots`). Without an attached iterator, or
+with ``--stream-per-batch``, each batch is decoded on its own (the stream drains per batch).
+The statistics of the whole run are logged when the process ends and, with
 ``--stream-stats``, written as JSON.
 """
 from __future__ import annotations
@@ -13,14 +20,16 @@ from __future__ import annotations
 import atexit
 import json
 import logging
-import sys
 import time
 from typing import Any, Callable, Dict, List, Optional
 
 import torch
 
 from fairseq_stream.errors import FairseqStreamError
+from fairseq_stream.fairseq_compat import fairseq_cli_name
+from fairseq_stream.input_stream import InputStream, QueuedBatch
 from fairseq_stream.interface import Hypothesis, SearchStrategy
+from fairseq_stream.lookahead import Lookahead
 from fairseq_stream.model_step import ModelStep
 from fairseq_stream.processors import max_lengths
 from fairseq_stream.runtime import CountFinished, SentenceProgress
@@ -102,6 +111,15 @@ class StreamGenerator:
         self.progress: Optional[SentenceProgress] = None  # set by the task under fairseq-generate
         scheduler.validate(rows_per_sentence)
         make_strategy(self.stats)  # builds once to validate the options before any input is read
+        self.input = InputStream(pad=self.pad, max_lengths=lambda lengths: max_lengths(
+            lengths, gen_cfg, self.model.max_decoder_positions))
+        self._lookahead: Callable[[], Optional[Lookahead]] = lambda: None
+        self._scheduler: Optional[StreamingScheduler] = None
+
+    def read_ahead_from(self, lookahead: Callable[[], Optional[Lookahead]]) -> None:
+        """Let refills read ahead from fairseq's batch iterator: ``lookahead()`` is the one
+        the batches given to :meth:`generate` come from (None: decode each batch on its own)."""
+        self._lookahead = lookahead
 
     @torch.no_grad()
     def generate(self, models: Any, sample: Dict[str, Any], prefix_tokens: Any = None,
@@ -111,18 +129,15 @@ class StreamGenerator:
         if constraints is not None:
             raise FairseqStreamError(f"--search {self.name} does not support --constraints")
         start = time.perf_counter()
-        net_input = sample["net_input"]
-        pool = self.model.encode(net_input["src_tokens"], net_input["src_lengths"], self.pad, self.eos)
-        max_len = max_lengths(pool.src_lengths, self.gen_cfg, self.model.max_decoder_positions)
-        strategy = self.make_strategy(self.stats)
-        if self.progress is not None:
-            strategy = CountFinished(strategy, self.progress, self.stats.sentences)
-        scheduler = StreamingScheduler(self.model, strategy, self.scheduler_cfg,
-                                       bos=bos_token if bos_token is not None else self.bos, pad=self.pad,
-                                       rows_per_sentence=self.rows_per_sentence, stats=self.stats)
-        results = scheduler.run(pool, max_len)
-        hypos = [results[i] for i in range(pool.size)]
-        self.stats.sentences += pool.size
+        scheduler = self._scheduler_for(bos_token)
+        batch = self.input.batch_for(sample, self._lookahead())
+        scheduler.advance(lambda: self._complete(batch, scheduler))
+        if batch.missing:  # the stream ran dry: what finished last may still be on the device
+            scheduler.read_finished()
+        if batch.missing:
+            raise FairseqStreamError(f"internal error: {batch.missing} sentence(s) of a batch got no hypothesis")
+        hypos: List[List[Hypothesis]] = batch.hypos  # type: ignore[assignment]
+        self.stats.sentences += batch.size
         if self.progress is not None:
             self.progress.advance_to(self.stats.sentences)
         self.stats.target_tokens += sum(int(h[0]["tokens"].numel()) for h in hypos if h)
@@ -130,10 +145,30 @@ class StreamGenerator:
         self._schedule_report()
         return hypos
 
+    def _scheduler_for(self, bos_token: Optional[int]) -> StreamingScheduler:
+        """The run's one scheduler, built at the first batch."""
+        if self._scheduler is None:
+            strategy = self.make_strategy(self.stats)
+            if self.progress is not None:
+                strategy = CountFinished(strategy, self.progress, self.stats.sentences)
+            self._scheduler = StreamingScheduler(
+                self.model, strategy, self.scheduler_cfg, source=self.input,
+                bos=bos_token if bos_token is not None else self.bos, pad=self.pad, eos=self.eos,
+                rows_per_sentence=self.rows_per_sentence, stats=self.stats)
+        return self._scheduler
+
+    def _complete(self, batch: QueuedBatch, scheduler: StreamingScheduler) -> bool:
+        # Strategies that keep finished hypotheses on the device (ib-beam) are read only when
+        # enough finished to complete the batch, and at least a capacity's worth: a read per
+        # refill at most, not per step.
+        if batch.missing and scheduler.unread_count >= max(batch.missing, self.scheduler_cfg.capacity):
+            scheduler.read_finished()
+        return batch.missing == 0
+
     def _schedule_report(self) -> None:
         # Under fairseq-generate / fairseq-interactive, whose loops we do not own, the run's
         # statistics are reported when the process ends; library users read ``stats``.
-        if not self._reported and any(m in sys.modules for m in ("fairseq_cli.generate", "fairseq_cli.interactive")):
+        if not self._reported and fairseq_cli_name() in ("generate", "interactive"):
             self._reported = True
             atexit.register(self.report)
 

@@ -10,11 +10,13 @@ row. The runs are repeated ``--repeats`` times in round-robin order, so a noisy 
 all alike; the table gives the median wall time, sentences/s, the ratio to the first row and
 each strategy's own statistics, and ``--json`` writes the rows. The default data are the demo's.
 
-Batching follows paper 000's protocol when ``--pool-size`` is given: fairseq's own ``beam``
-(FIXED) decodes batches of ``--batch-size`` sentences (or ``--max-tokens``), while our
-strategies, which schedule internally, draw from a pool of ``--pool-size`` sentences (``0`` =
-the whole input) and keep ``stream_capacity`` of them in flight. Without it every row gets the
-same batches. ``--device cuda`` runs on the GPU (timed after ``torch.cuda.synchronize()``) and
+Batching follows paper 000's protocol: fairseq's own ``beam`` (FIXED) decodes batches of
+``--batch-size`` sentences (or ``--max-tokens``), while our strategies, which schedule
+internally, stream over the whole input and keep ``stream_capacity`` sentences in flight; the
+batches are only how they read it. A row with ``stream_per_batch=true`` streams each batch on
+its own instead (draining at its end; the behaviour before one stream per run), and
+``--pool-size`` then sizes those batches (``0`` = the whole input); without it every row gets
+the same batches. ``--device cuda`` runs on the GPU (timed after ``torch.cuda.synchronize()``) and
 ``--dtype`` casts the models (``float16``/``bfloat16`` are meant for GPUs).
 """
 from __future__ import annotations
@@ -175,7 +177,7 @@ def run_benchmark(
     """Run every spec ``repeats`` times round-robin; return one row dict per spec.
 
     ``batch_size``/``max_tokens`` batch fairseq's ``beam``; with ``pool_size`` (0 = all) our
-    strategies draw from pools of that many sentences instead. With ``trace_dir`` each of our
+    strategies read the input in batches of that many sentences instead. With ``trace_dir`` each of our
     strategies also records its per-step active batch, written as ``trace_dir/LABEL.json``
     (for ``scripts/plot_occupancy.py``).
     """
@@ -292,7 +294,8 @@ def main(argv: Optional[Sequence[str]] = None) -> None:
     parser.add_argument("--max-tokens", type=int, default=None, help="tokens per batch of fairseq's beam (FIXED)")
     parser.add_argument("--batch-size", type=int, default=None, help="sentences per batch of fairseq's beam (FIXED)")
     parser.add_argument("--pool-size", type=int, default=None,
-                        help="pool our strategies stream from (0 = the whole input); default: the FIXED batches")
+                        help="batches our strategies read the input in (0 = the whole input; matters for rows "
+                             "with stream_per_batch=true); default: the FIXED batches")
     parser.add_argument("--device", choices=["cpu", "cuda"], default="cpu")
     parser.add_argument("--dtype", choices=sorted(DTYPES), default="float32", help="the models' dtype")
     parser.add_argument("--threads", type=int, default=None, help="torch CPU threads (default: torch's)")

@@ -38,8 +38,9 @@ class StepOutcome:
     state: Any  # the group's new strategy state (sentences that finished are gone)
     parents: Optional[Tensor]  # (R',) rows of the old decoder state to keep, in new row order
     feed: Tensor  # (R', b) tokens to feed next
-    # pool index → n-best, or a device-side batch with ``to_hypotheses()`` that the scheduler
-    # reads once, after the pool (no host read in a step)
+    # sentence (as given to ``init_state``: a stream handle under the scheduler) → n-best, or a
+    # device-side batch with ``to_hypotheses()`` and ``len()`` that the scheduler reads later,
+    # many at once (no host read in a step)
     finished: Any = field(default_factory=dict)
     accept: Optional[Tensor] = None  # (R,) block tokens to keep per old row, for block steps
     block_mask: Optional[Tensor] = None  # additive (b, b) mask inside the next block; None = causal
@@ -83,7 +84,7 @@ def cat_padded(parts: Sequence[Tensor], value: float = 0) -> Tensor:
 
 
 def merge_finished(batches: Sequence[Any]) -> Dict[int, List[Hypothesis]]:
-    """All that finished in a pool → n-best lists, reading each kind of device batch once."""
+    """What finished (dicts and device batches) → n-best lists, reading each kind of device batch once."""
     out: Dict[int, List[Hypothesis]] = {}
     deferred: Dict[type, List[Any]] = {}
     for batch in batches:

@@ -1,8 +1,10 @@
-"""The only module that calls the models: encode a pool, step rows of hypotheses, reorder caches.
+"""The only module that calls the models: encode sources, step rows of hypotheses, reorder caches.
 
 Strategies and the scheduler see an ensemble through :class:`ModelStep` and the opaque
-:class:`DecoderState` of a set of *rows* (hypotheses), each tied to a source sentence of the
-encoded pool. Two backends sit behind it, chosen per model:
+:class:`DecoderState` of a set of *rows* (hypotheses), each tied to a source sentence: an
+index into an encoded pool (:meth:`ModelStep.encode`), or the handle of a sentence a stream
+admitted (:meth:`ModelStep.admit` encodes a refill's sentences into the stream's slots,
+:mod:`fairseq_stream.encoder_slots`). Two backends sit behind it, chosen per model:
 
 * fairseq transformers run on :class:`~fairseq_stream.ops.transformer_step.TransformerStepper`
   (blocks, per-row positions, per-sentence encoder keys);
@@ -18,11 +20,12 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass, field, replace
-from typing import Any, Dict, List, Optional, Sequence
+from typing import Any, Dict, List, Optional, Sequence, Union
 
 import torch
 from torch import Tensor
 
+from fairseq_stream.encoder_slots import SLOT_MODULUS, EncoderSlots, LiveBytes, SourceTable, tensors_in, write_memory
 from fairseq_stream.errors import FairseqStreamError
 from fairseq_stream.ops.transformer_step import (
     RowCache,
@@ -44,11 +47,15 @@ class PoolEncoding:
         return int(self.src_lengths.numel())
 
 
+#: What the decoder reads encoder states from: an encoded pool or a stream's slots.
+Sources = Union[PoolEncoding, EncoderSlots]
+
+
 @dataclass
 class DecoderState:
     """Caches of ``R`` rows for every model of the ensemble.
 
-    ``row_sentence`` (R,): pool index of each row; a sentence's rows are consecutive.
+    ``row_sentence`` (R,): pool index or stream handle of each row; a sentence's rows are consecutive.
     ``lengths`` (R,): target tokens fed so far (BOS included) = position of the next token.
     ``max_length`` (host): an upper bound of ``lengths``, so no step reads it from the device.
     ``history`` (R, T): fed tokens, kept only when a generic backend needs full prefixes.
@@ -83,6 +90,13 @@ class _TransformerBackend:
 
     def encode(self, net_input: Dict[str, Tensor]) -> Any:
         return self.stepper.encoder_memory(self.model.encoder.forward_torchscript(net_input))
+
+    def admit(self, memory: Any, net_input: Dict[str, Tensor], free: Tensor, size: int, meter: LiveBytes,
+              *, pad: int, eos: int, left_pad: bool) -> Any:
+        """Encode only the admitted sentences and write their keys/values into their slots."""
+        block = self.stepper.encoder_memory(self.model.encoder.forward_torchscript(net_input), keep_padding=True)
+        meter.track(block.keys + block.values + ([] if block.padding is None else [block.padding]))
+        return write_memory(memory, block, free, size, meter)
 
     def initial(self, memory: Any, sentences: Tensor) -> RowCache:
         return self.stepper.empty_cache(len(sentences), memory.keys[0])
@@ -136,6 +150,20 @@ class _GenericBackend:
     def encode(self, net_input: Dict[str, Tensor]) -> Any:
         return self.model.encoder.forward_torchscript(net_input)
 
+    def admit(self, memory: Optional[SourceTable], net_input: Dict[str, Tensor], free: Tensor, size: int,
+              meter: LiveBytes, *, pad: int, eos: int, left_pad: bool) -> SourceTable:
+        """Write the admitted sources into the table and encode the table (see :class:`SourceTable`)."""
+        table = SourceTable.write(memory, net_input["src_tokens"], net_input["src_lengths"], free, size,
+                                  pad=pad, eos=eos, left_pad=left_pad)
+        # fairseq batches come longest first, and some encoders rely on it (the LSTM packs its
+        # input with enforce_sorted): encode in that order, then put the rows back in slot order.
+        order = torch.argsort(table.lengths, descending=True, stable=True)
+        encoded = self.encode({"src_tokens": table.trimmed().index_select(0, order),
+                               "src_lengths": table.lengths.index_select(0, order)})
+        table.encoder_out = self.model.encoder.reorder_encoder_out(encoded, torch.argsort(order))
+        meter.track(tensors_in(table.encoder_out))
+        return table
+
     def initial(self, memory: Any, sentences: Tensor) -> Dict[str, Any]:
         return {}
 
@@ -146,7 +174,10 @@ class _GenericBackend:
                 f"{type(self.model.decoder).__name__} decodes one token per step; this strategy "
                 "needs block steps (fairseq transformer models only)"
             )
-        enc = self.model.encoder.reorder_encoder_out(memory, state.row_sentence)
+        rows = state.row_sentence
+        if isinstance(memory, SourceTable):  # a stream's slots: handle mod modulus
+            memory, rows = memory.encoder_out, rows % SLOT_MODULUS
+        enc = self.model.encoder.reorder_encoder_out(memory, rows)
         prefix = torch.cat([state.history, tokens], dim=1)
         out = self.model.decoder.forward(prefix, encoder_out=enc, incremental_state=cache)
         return out[0][:, -1:, :], cache
@@ -184,7 +215,7 @@ class _GenericBackend:
 
 
 class ModelStep:
-    """An ensemble seen as: encode a pool, then step/select/concat rows of hypotheses."""
+    """An ensemble seen as: encode sources, then step/select/concat rows of hypotheses."""
 
     def __init__(self, models: Sequence[Any], *, temperature: float = 1.0) -> None:
         if temperature <= 0:
@@ -202,26 +233,43 @@ class ModelStep:
         # an ensemble: the average of probabilities, already normalised log-probs.
         self.normalized_scores = len(self.models) > 1
         self.max_decoder_positions = min(int(m.max_decoder_positions()) for m in self.models)
+        param = next(self.models[0].parameters(), None)
+        self.device = torch.device("cpu") if param is None else param.device
 
     def require_block_steps(self, what: str) -> None:
         if not self.block_steps:
             names = ", ".join(sorted({type(b.model.decoder).__name__ for b in self.backends if not b.block_steps}))
             raise FairseqStreamError(f"{what} needs fairseq transformer models (got {names})")
 
-    # ---- pools ----------------------------------------------------------------------------
+    # ---- sources --------------------------------------------------------------------------
     def encode(self, src_tokens: Tensor, src_lengths: Tensor, pad: int, eos: int) -> PoolEncoding:
         net_input = {"src_tokens": src_tokens, "src_lengths": src_lengths}
         lengths = src_tokens.ne(pad).long().sum(dim=1)
         return PoolEncoding([b.encode(net_input) for b in self.backends], lengths)
 
-    def initial_state(self, pool: PoolEncoding, sentences: Tensor, bos: int) -> DecoderState:
-        """One row per sentence in ``sentences`` (pool indices), nothing fed yet."""
+    def slots(self) -> EncoderSlots:
+        """An empty ``E`` for a stream (paper 000 Algorithm 1, line 2)."""
+        return EncoderSlots([None] * len(self.backends))
+
+    def admit(self, store: EncoderSlots, src_tokens: Tensor, src_lengths: Tensor, free: Tensor, *,
+              pad: int, eos: int, left_pad: bool) -> None:
+        """Encode the sentences one refill admits (Algorithm 1, line 9) into slots ``free`` (m,).
+
+        ``src_tokens`` (m, w), padded on the left or right as fairseq's batches are; one
+        encoder call per model. ``store.size`` slots are allocated (grown when needed).
+        """
+        net_input = {"src_tokens": src_tokens, "src_lengths": src_lengths}
+        store.per_model = [b.admit(mem, net_input, free, store.size, store.meter, pad=pad, eos=eos, left_pad=left_pad)
+                           for b, mem in zip(self.backends, store.per_model)]
+
+    def initial_state(self, pool: Sources, sentences: Tensor, bos: int) -> DecoderState:
+        """One row per sentence in ``sentences`` (pool indices or stream handles), nothing fed yet."""
         caches = [b.initial(mem, sentences) for b, mem in zip(self.backends, pool.per_model)]
         history = sentences.new_zeros(len(sentences), 0) if self.needs_history else None
         return DecoderState(caches, sentences, torch.zeros_like(sentences), history, SentenceIndex.one_per_row(sentences), 0)
 
     # ---- steps ----------------------------------------------------------------------------
-    def step(self, pool: PoolEncoding, state: DecoderState, tokens: Tensor,
+    def step(self, pool: Sources, state: DecoderState, tokens: Tensor,
              block_mask: Optional[Tensor] = None) -> tuple:
         """Feed ``tokens`` (R, b); return next-token scores (R, b, V) and the new state.
 

@@ -35,7 +35,7 @@ class StreamDecodingConfig(FairseqDataclass):
     stream_capacity: int = field(
         default=64,
         metadata={"help": "sentences in flight at once (the batch size n of paper 000); fairseq's "
-                  "--batch-size/--max-tokens set the pool the scheduler draws from"},
+                  "--batch-size/--max-tokens only set how the input is read (one stream runs over all of it)"},
     )
     stream_max_candidates: int = field(
         default=0,
@@ -46,6 +46,11 @@ class StreamDecodingConfig(FairseqDataclass):
         default=0,
         metadata={"help": "latency bound: stop refilling while a sentence has been in flight for more "
                   "than this many steps (paper 000 footnote 3); 0 = off"},
+    )
+    stream_per_batch: bool = field(
+        default=False,
+        metadata={"help": "stream each fairseq batch on its own (the stream drains at every batch's end) "
+                  "instead of over the whole input; for comparisons"},
     )
     stream_stats: Optional[str] = field(
         default=None,

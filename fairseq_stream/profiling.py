@@ -133,7 +133,7 @@ class CostCounter:
 @contextmanager
 def count_decoder_steps(counts: CostCounts) -> Iterator[CostCounts]:
     """Count inside the streaming scheduler's steps only (decoder call, strategy step, cache
-    reorder, and the read-out of finished hypotheses after each pool); fairseq's batching and
+    reorder, and the read-out of finished hypotheses kept on the device); fairseq's batching and
     its encoder are left out. ``counts`` accumulates over every step run meanwhile."""
     from fairseq_stream.scheduler import StreamingScheduler
 

@@ -1,6 +1,6 @@
 """What a command-line run shows while it works: sentence progress and a thread default.
 
-fairseq-generate's own progress bar counts *batches*; for our strategies a batch is the pool
+fairseq-generate's own progress bar counts *batches*; for our strategies a batch was the pool
 the scheduler streams from (hundreds of sentences under the default ``--max-tokens``), so it
 sat at 0/3 for a minute. :class:`SentenceProgress` counts sentences as they finish: a tqdm bar
 on a terminal, one line every 30 s otherwise (CI logs get no carriage-return noise); both on

@@ -3,9 +3,12 @@
 Paper 000 Algorithm 1 with the design of ``../shared/docs/DESIGN.md``, strategy-agnostic:
 
 * **refill** — when the sentences in flight drop to ``ε·n`` (or, with a candidate budget
-  ``C``, the live candidates drop to ``ε·C``), new sentences of the pool join, up to the
-  capacity (line 7). ``ε = 0`` refills only when everything finished: plain batches, the
-  VAR-BATCH / FIXED-OURS baselines. Paper 002's top-up batching is ``ε = 1/2``.
+  ``C``, the live candidates drop to ``ε·C``), the next sentences of the input join, up to
+  the capacity (line 7), and are encoded then, into the slots of finished ones (line 9;
+  :mod:`fairseq_stream.encoder_slots`). The input is the whole run's, not one fairseq batch
+  (:mod:`fairseq_stream.input_stream`). ``ε = 0`` refills only when everything finished:
+  plain batches of ``n`` sentences, the VAR-BATCH / FIXED-OURS baselines. Paper 002's top-up
+  batching is ``ε = 1/2``.
 * **selection** — ``min-length`` steps only the sentences with the fewest tokens (line 13),
   so the selected caches have one length and concatenate without padding; ``all`` steps
   every sentence in flight, shorter ones left-padded (VAR-STR-FIFO, App. A.2; top-up).
@@ -22,14 +25,15 @@ from __future__ import annotations
 
 import time
 from dataclasses import dataclass
-from typing import Any, Dict, List, Optional
+from typing import Any, Callable, Dict, List, Optional, Protocol
 
 import torch
 from torch import Tensor
 
 from fairseq_stream.errors import FairseqStreamError
 from fairseq_stream.interface import Hypothesis, SearchStrategy, StepOutcome, merge_finished
-from fairseq_stream.model_step import DecoderState, ModelStep, PoolEncoding
+from fairseq_stream.input_stream import Admission
+from fairseq_stream.model_step import DecoderState, ModelStep, Sources
 from fairseq_stream.stats import DecodeStats
 
 
@@ -66,42 +70,72 @@ class _Group:
     block_mask: Optional[Tensor] = None
 
 
-class StreamingScheduler:
-    """Runs a :class:`~fairseq_stream.interface.SearchStrategy` over a pool of sentences."""
+class SentenceSource(Protocol):
+    """Where a stream's sentences come from and its hypotheses go (:class:`~fairseq_stream.input_stream.InputStream`)."""
 
-    def __init__(self, model: ModelStep, strategy: SearchStrategy, cfg: SchedulerConfig, *,
-                 bos: int, pad: int, rows_per_sentence: int, stats: DecodeStats) -> None:
+    def take(self, n: int) -> Optional[Admission]:
+        """The next ``n`` sentences of the input (fewer at its end; None when none is left)."""
+        ...
+
+    def deliver(self, finished: Dict[int, List[Hypothesis]]) -> None:
+        """n-best lists of finished sentences, keyed by stream handle."""
+        ...
+
+
+class StreamingScheduler:
+    """Runs a :class:`~fairseq_stream.interface.SearchStrategy` over a stream of sentences.
+
+    One scheduler serves a whole run: :meth:`advance` steps until its caller has what it
+    needs (a fairseq batch's hypotheses) and keeps everything else in flight for the next
+    call, so the stream never drains at a batch's end (Algorithm 1 runs over all of ``X``).
+    """
+
+    def __init__(self, model: ModelStep, strategy: SearchStrategy, cfg: SchedulerConfig, *, source: SentenceSource,
+                 bos: int, pad: int, eos: int, rows_per_sentence: int, stats: DecodeStats) -> None:
         cfg.validate(rows_per_sentence)
         if cfg.selection == "all" and not model.mixed_lengths:
             model.require_block_steps("stepping sentences of different lengths together (VAR-STR-FIFO, top-up)")
         self.model = model
         self.strategy = strategy
         self.cfg = cfg
-        self.bos = bos
-        self.pad = pad
+        self.source = source
+        self.bos, self.pad, self.eos = bos, pad, eos
         self.rows_per_sentence = rows_per_sentence
         self.stats = stats
+        self.memory = model.slots()  # E (line 2): encoder states of the sentences in flight
+        self.groups: List[_Group] = []  # B (line 2), in groups that joined together
+        self.clock = 0
+        self.unread: List[Any] = []  # device-side finished batches, read in one go later
+        self.unread_count = 0  # sentences in them (a shape: known without a read)
 
-    def run(self, pool: PoolEncoding, max_len: Tensor) -> Dict[int, List[Hypothesis]]:
-        """Decode every sentence of ``pool`` in pool order; n-best lists by pool index."""
-        queue = list(range(pool.size))
-        longest = max_len.tolist()  # one read per pool: sizes of the strategies' buffers
-        groups: List[_Group] = []
-        finished: List[Any] = []  # what strategies returned; device-side ones are read at the end
-        clock = 0
-        while queue or groups:
-            if queue and self._refill_due(groups, clock):
-                n = self._refill_size(groups)
-                take, queue = queue[:n], queue[n:]
-                groups.append(self._new_group(pool, take, max_len, [longest[i] for i in take], clock))
-                self.stats.refills += 1
-            group = self._select(groups)
-            finished.append(self._step(pool, group, groups))
-            clock += 1
-        return self._finish(finished)
+    def advance(self, done: Callable[[], bool]) -> None:
+        """Lines 5–18 until ``done()``, or until nothing is in flight and nothing is left to admit."""
+        while not done():
+            if self._refill_due(self.groups, self.clock):
+                self._refill()
+            if not self.groups:
+                return
+            group = self._select(self.groups)
+            self._collect(self._step(self.memory, group, self.groups))
+            self.clock += 1
+
+    def read_finished(self) -> None:
+        """Read the device-side finished batches (once per kind) and deliver their n-best lists."""
+        if self.unread:
+            results = self._finish(self.unread)
+            self.unread, self.unread_count = [], 0
+            self.source.deliver(results)
+
+    def _collect(self, finished: Any) -> None:
+        if isinstance(finished, dict):
+            if finished:
+                self.source.deliver(finished)
+        else:  # read later, with others: no host read in a step
+            self.unread.append(finished)
+            self.unread_count += len(finished)
 
     def _finish(self, finished: List[Any]) -> Dict[int, List[Hypothesis]]:
-        """The pool's n-best lists: device-side batches are read here, once per kind."""
+        """n-best lists of what finished: device-side batches are read here, once per kind."""
         return merge_finished(finished)
 
     # ---- refill ----------------------------------------------------------------------------
@@ -128,13 +162,25 @@ class StreamingScheduler:
             return max(1, budget // self.rows_per_sentence)
         return max(1, self.cfg.capacity - sentences)
 
-    def _new_group(self, pool: PoolEncoding, take: List[int], max_len: Tensor, limits: List[int], clock: int) -> _Group:
-        sentences = torch.tensor(take, dtype=torch.long, device=pool.src_lengths.device)
-        out = self.strategy.init_state(sentences, max_len.index_select(0, sentences),
-                                       pool.src_lengths.index_select(0, sentences),
-                                       longest=max(limits), shortest=min(limits))
-        dec = self.model.initial_state(pool, sentences, self.bos)
-        return _Group(out.state, dec, out.feed, clock, out.block_mask)
+    def _refill(self) -> None:
+        """Lines 7–11: the next sentences of the input join, encoded now into free slots (line 9)."""
+        admission = self.source.take(self._refill_size(self.groups))
+        if admission is None:
+            return
+        m, dev = admission.count, self.model.device
+        in_flight, _ = self._in_flight(self.groups)
+        free = self.memory.free_slots([g.dec.row_sentence for g in self.groups], m, in_flight, dev)  # (m,)
+        src_lengths = admission.src_lengths.to(dev)
+        self.model.admit(self.memory, admission.src_tokens.to(dev), src_lengths, free,
+                         pad=self.pad, eos=self.eos, left_pad=admission.left_pad)
+        handles = torch.arange(admission.first, admission.first + m, device=dev) * self.memory.modulus + free
+        out = self.strategy.init_state(handles, admission.max_len.to(dev), src_lengths,
+                                       longest=max(admission.limits), shortest=min(admission.limits))
+        dec = self.model.initial_state(self.memory, handles, self.bos)
+        self.groups.append(_Group(out.state, dec, out.feed, self.clock, out.block_mask))
+        self.stats.refills += 1
+        self.stats.note_encoder_memory(slots=self.memory.size, live_bytes=self.memory.meter.peak,
+                                       in_flight=in_flight + m)
 
     # ---- selection -------------------------------------------------------------------------
     def _select(self, groups: List[_Group]) -> _Group:
@@ -169,7 +215,7 @@ class StreamingScheduler:
         return torch.cat([torch.nn.functional.pad(f, (0, width - f.size(1)), value=self.pad) for f in feeds])
 
     # ---- one step --------------------------------------------------------------------------
-    def _step(self, pool: PoolEncoding, group: _Group, groups: List[_Group]) -> Any:
+    def _step(self, pool: Sources, group: _Group, groups: List[_Group]) -> Any:
         """One decoder call and one strategy step of ``group``; what finished (dict or deferred)."""
         start = time.perf_counter() if self.stats.trace is not None else None
         sentences, rows, length = self.strategy.sentences(group.state), group.dec.rows, group.dec.max_length

@@ -20,7 +20,9 @@ from fairseq import checkpoint_utils, options, tasks, utils
 from fairseq.dataclass.utils import convert_namespace_to_omegaconf
 from omegaconf import open_dict
 
+from fairseq_stream.adapter import StreamGenerator
 from fairseq_stream.errors import FairseqStreamError
+from fairseq_stream.lookahead import Lookahead
 from fairseq_stream.options import StreamDecodingConfig, validate, validate_generation
 from fairseq_stream.registry import get_search
 from fairseq_stream.stats import DecodeStats
@@ -114,14 +116,19 @@ class TranslationSession:
         return self.task.build_dataset_for_inference(tokens, lengths)
 
     def build_generator(self, search: str, gen: Dict[str, Any], opts: Dict[str, Any]) -> Any:
+        return self._build(search, gen, opts)[0]
+
+    def _build(self, search: str, gen: Dict[str, Any], opts: Dict[str, Any]) -> "tuple[Any, Any]":
+        """The generator and the decoding options it was built with."""
         gen_cfg = _override(self.cfg.generation, gen, "generation")
         stream_opts = _override(self.cfg.task, dict(opts, search=search), "decoding")
         validate(stream_opts)
         validate_generation(gen_cfg, self.models)
-        return get_search(search).build(
+        generator = get_search(search).build(
             self.task, self.models, gen_cfg, stream_opts,
             extra_gen_cls_kwargs={"lm_model": None, "lm_weight": 0.0},
         )
+        return generator, stream_opts
 
     def translate(
         self,
@@ -140,7 +147,7 @@ class TranslationSession:
 
         ``required_batch_size_multiple`` defaults to fairseq's (8): batches are cut to multiples of it.
         """
-        generator = self.build_generator(search, gen or {}, opts or {})
+        generator, stream_opts = self._build(search, gen or {}, opts or {})
         if max_tokens is None and batch_size is None:
             max_tokens = 12000  # fairseq-generate's default
         itr = self.task.get_batch_iterator(
@@ -152,6 +159,10 @@ class TranslationSession:
             ),
             required_batch_size_multiple=required_batch_size_multiple or self.cfg.dataset.required_batch_size_multiple,
         ).next_epoch_itr(shuffle=False)
+        if isinstance(generator, StreamGenerator) and not stream_opts.stream_per_batch:
+            # One stream over the whole input: refills read the next batches ahead.
+            itr = lookahead = Lookahead(itr)
+            generator.read_ahead_from(lambda: lookahead)
         hypos: List[Optional[List[Dict[str, Any]]]] = [None] * len(dataset)
         bar = _progress(len(dataset)) if progress else None
         self._synchronize()

@@ -7,8 +7,8 @@ Everything after ``--nprocs N`` (and the options below) goes to ``fairseq-genera
 Process ``i`` runs ``fairseq-generate ... --distributed-world-size N --distributed-rank i``,
 fairseq's own sharding of generation (fairseq-generate shards its batch iterator by these two
 options; it ignores ``--num-shards/--shard-id``): the length-sorted batches are dealt out
-round-robin, so every process gets whole batches (each streamed by its strategy, the batch
-being the pool) of similar lengths. The project's task puts back the sentences fairseq-fixed's
+round-robin, so every process gets whole batches of similar lengths (and streams over its
+own batches). The project's task puts back the sentences fairseq-fixed's
 ``batch_by_size`` drops before the batches are dealt, so no shard loses any.
 With GPUs, process ``i`` sees only GPU ``i mod #GPUs`` (``CUDA_VISIBLE_DEVICES``); without,
 it runs with ``--cpu`` and ``OMP_NUM_THREADS = cores / N``. The command then prints the

@@ -22,6 +22,12 @@ class DecodeStats:
     refills: int = 0
     autoregressive_steps: int = 0  # Jacobi: the steps greedy decoding would have taken
     accepted_tokens: int = 0  # Jacobi: tokens fixed by all iterations
+    # The stream's encoder memory (E of paper 000 Alg. 1): slots allocated, the peak bytes of
+    # encoder states alive at once, the most sentences in flight. Bounded by the capacity,
+    # whatever the input's size.
+    encoder_slots: int = 0
+    peak_encoder_bytes: int = 0
+    peak_in_flight: int = 0
     trace: Optional[List[Dict[str, Any]]] = None  # per-step active batch, when requested
     extra: Dict[str, float] = field(default_factory=dict)
 
@@ -39,10 +45,18 @@ class DecodeStats:
                 entry["ms"] = round(1000 * seconds, 3)
             self.trace.append(entry)
 
+    def note_encoder_memory(self, *, slots: int, live_bytes: int, in_flight: int) -> None:
+        """Record the stream's encoder memory after a refill (the peaks are kept)."""
+        self.encoder_slots = max(self.encoder_slots, slots)
+        self.peak_encoder_bytes = max(self.peak_encoder_bytes, live_bytes)
+        self.peak_in_flight = max(self.peak_in_flight, in_flight)
+
     def merge(self, other: "DecodeStats") -> None:
         for name in ("sentences", "target_tokens", "wall_seconds", "timesteps", "expansions",
                      "active_sentences", "refills", "autoregressive_steps", "accepted_tokens"):
             setattr(self, name, getattr(self, name) + getattr(other, name))
+        for name in ("encoder_slots", "peak_encoder_bytes", "peak_in_flight"):
+            setattr(self, name, max(getattr(self, name), getattr(other, name)))
         if other.trace is not None:
             offset = len(self.trace or [])
             self.trace = (self.trace or []) + [dict(e, step=e["step"] + offset) for e in other.trace]

@@ -58,13 +58,16 @@ def check_supported(decoder: Any) -> Optional[str]:
 class EncoderMemory:
     """Per-sentence encoder keys/values of one model, for every decoder layer.
 
-    ``keys[l]`` and ``values[l]`` are ``(N, H, S, hd)`` for the ``N`` pool sentences;
-    ``padding`` is ``(N, S)`` with True at padded source positions.
+    ``keys[l]`` and ``values[l]`` are ``(N, H, S, hd)`` for ``N`` sentences; ``padding`` is
+    ``(N, S)`` with True at padded source positions. ``modulus`` is 0 when rows are addressed
+    by sentence index (a pool); for the slots of a stream (``model_step.EncoderSlots``) a
+    sentence's handle is ``serial·modulus + slot`` and its row is ``handle mod modulus``.
     """
 
     keys: List[Tensor]
     values: List[Tensor]
     padding: Optional[Tensor]
+    modulus: int = 0
 
 
 _SLACK = 8  # spare slots allocated with a cache, so most steps append without reallocating
@@ -150,7 +153,8 @@ class RowCache:
 class SentenceIndex:
     """Where each row's queries go in the per-sentence padded layout of encoder attention.
 
-    ``sentences`` (n,) pool indices of the group's sentences (some may have no row);
+    ``sentences`` (n,) the group's sentences (pool indices or stream handles, see
+    :class:`EncoderMemory`; some may have no row);
     ``local`` (R,) index into ``sentences`` of each row; ``slot`` (R,) the row's place among
     its sentence's rows; ``width`` (host) at least the most rows of one sentence.
     """
@@ -161,7 +165,7 @@ class SentenceIndex:
     width: int
     # encoder keys/values gathered for ``sentences``, shared by the indices of later steps
     # while no sentence leaves (see :meth:`inherit`)
-    gathered: Dict[int, Tensor] = field(default_factory=dict, repr=False, compare=False)
+    gathered: Dict[int, Tuple[Tensor, Tensor]] = field(default_factory=dict, repr=False, compare=False)
 
     def inherit(self, previous: Optional["SentenceIndex"]) -> "SentenceIndex":
         """Reuse ``previous``'s gathered encoder states when the sentences are the same tensor."""
@@ -169,13 +173,18 @@ class SentenceIndex:
             self.gathered = previous.gathered
         return self
 
-    def gather(self, memory: Tensor) -> Tensor:
-        """``memory`` (N, ...) rows of this index's sentences, computed once per sentence set."""
-        key = id(memory)
-        out = self.gathered.get(key)
-        if out is None:
-            out = self.gathered[key] = memory.index_select(0, self.sentences)
-        return out
+    def gather(self, memory: Tensor, modulus: int = 0) -> Tensor:
+        """``memory`` (N, ...) rows of this index's sentences, computed once per sentence set.
+
+        ``modulus``: rows are ``sentences mod modulus`` (stream handles); 0 = the indices.
+        """
+        entry = self.gathered.get(id(memory))
+        # The source is kept beside its copy: a stream's slot buffers are replaced when they
+        # grow, and a new tensor may reuse a freed one's id.
+        if entry is None or entry[0] is not memory:
+            rows = self.sentences % modulus if modulus else self.sentences
+            entry = self.gathered[id(memory)] = (memory, memory.index_select(0, rows))
+        return entry[1]
 
     @staticmethod
     def one_per_row(row_sentence: Tensor) -> "SentenceIndex":
@@ -224,8 +233,7 @@ def _softmax(scores: Tensor) -> Tensor:
     return F.softmax(scores, dim=-1)
 
 
-def _encoder_attention(attn: Any, query: Tensor, memory_k: Tensor, memory_v: Tensor,
-                       memory_pad: Optional[Tensor], index: SentenceIndex) -> Tensor:
+def _encoder_attention(attn: Any, query: Tensor, memory: EncoderMemory, layer: int, index: SentenceIndex) -> Tensor:
     """Encoder attention of ``query`` (R, b, d) with keys shared per sentence.
 
     Rows are scattered into a ``(n, width, b, ...)`` layout so that one batched product per
@@ -236,9 +244,9 @@ def _encoder_attention(attn: Any, query: Tensor, memory_k: Tensor, memory_v: Ten
     q = attn.q_proj(query) * attn.scaling  # (R, b, d)
     r, b, d = q.shape
     hd = d // heads
-    keys = index.gather(memory_k)  # (n, H, S, hd)
-    values = index.gather(memory_v)
-    pad = None if memory_pad is None else index.gather(memory_pad)  # (n, S)
+    keys = index.gather(memory.keys[layer], memory.modulus)  # (n, H, S, hd)
+    values = index.gather(memory.values[layer], memory.modulus)
+    pad = None if memory.padding is None else index.gather(memory.padding, memory.modulus)  # (n, S)
     if index.width == 1 and r == index.sentences.numel():  # one row per sentence (greedy, Jacobi): no scatter
         scores = torch.matmul(q.view(r, b, heads, hd).transpose(1, 2), keys.transpose(2, 3))  # (R, H, b, S)
         if pad is not None:
@@ -315,11 +323,17 @@ class TransformerStepper:
             self._qkv_of = key
 
     # ---- encoder side -------------------------------------------------------------------
-    def encoder_memory(self, encoder_out: Dict[str, List[Tensor]]) -> EncoderMemory:
-        """Encoder keys/values of every layer, once per sentence."""
+    def encoder_memory(self, encoder_out: Dict[str, List[Tensor]], *, keep_padding: bool = False) -> EncoderMemory:
+        """Encoder keys/values of every layer, once per sentence.
+
+        The padding mask is dropped when nothing is padded (a host read), unless
+        ``keep_padding``: a stream's slots keep a mask anyway, and encode at every refill.
+        """
         enc = encoder_out["encoder_out"][0]  # (S, N, d)
         pads = encoder_out.get("encoder_padding_mask") or []
-        pad = pads[0] if len(pads) > 0 and pads[0] is not None and bool(pads[0].any()) else None
+        pad = pads[0] if len(pads) > 0 and pads[0] is not None else None
+        if pad is not None and not keep_padding and not bool(pad.any()):
+            pad = None
         keys, values = [], []
         for layer in self.decoder.layers:
             attn = layer.encoder_attn
@@ -435,7 +449,7 @@ class TransformerStepper:
         residual = x
         if layer.normalize_before:
             x = layer.encoder_attn_layer_norm(x)
-        x = _encoder_attention(layer.encoder_attn, x, memory.keys[i], memory.values[i], memory.padding, index)
+        x = _encoder_attention(layer.encoder_attn, x, memory, i, index)
         x = residual + x
         if not layer.normalize_before:
             x = layer.encoder_attn_layer_norm(x)

@@ -1,6 +1,6 @@
 """``--task translation_stream``: fairseq's translation task with fairseq-stream's decoders.
 
-It differs from ``translation`` in four ways only:
+It differs from ``translation`` in five ways only:
 
 * its config carries ``--search`` and the strategy options, and :meth:`build_generator`
   returns the chosen strategy (``beam`` is fairseq's own generator);
@@ -14,7 +14,10 @@ It differs from ``translation`` in four ways only:
 * :meth:`build_generator` refuses generation options no strategy can honour (a length limit
   below ``--min-len``, ``--beam 0``) for every ``--search``, and under the fairseq CLIs adds a
   sentence progress bar and a thread count that does not oversubscribe a busy CPU
-  (:mod:`fairseq_stream.runtime`).
+  (:mod:`fairseq_stream.runtime`);
+* under fairseq-generate and fairseq-interactive its batch iterators can be read ahead
+  (:mod:`fairseq_stream.lookahead`), so that our generators stream across fairseq's
+  batches instead of draining at each one's end (unless ``--stream-per-batch``).
 """
 
 import logging
@@ -29,14 +32,21 @@ from fairseq.data import BaseWrapperDataset, FairseqDataset, data_utils
 from fairseq.tasks import register_task
 from fairseq.tasks.translation import TranslationConfig, TranslationTask
 
+from fairseq_stream.adapter import StreamGenerator
 from fairseq_stream.errors import FairseqStreamError
 from fairseq_stream.fairseq_compat import add_dataclass_args, fairseq_cli_name
 from fairseq_stream.input_checks import InputBuffer, UnknownWords, raise_or_warn, report_skipped, too_long, undecodable
+from fairseq_stream.lookahead import Lookahead, read_ahead
 from fairseq_stream.options import StreamDecodingConfig, validate, validate_generation
 from fairseq_stream.registry import get_search
 from fairseq_stream.runtime import SentenceProgress, avoid_oversubscription, wants_progress
 
 logger = logging.getLogger(__name__)
+
+
+def _generation_cli() -> bool:
+    """Under fairseq-generate / fairseq-interactive, whose loops hand us batches."""
+    return fairseq_cli_name() in ("generate", "interactive")
 
 
 def restore_dropped_batches(batches: List[np.ndarray], indices: np.ndarray) -> List[np.ndarray]:
@@ -108,6 +118,10 @@ class TranslationStreamTask(TranslationTask):
         self._has_bpe = False
         self._split_size = 0  # sentences of the split loaded last (the progress bar's total)
         self._unknown_words = UnknownWords()
+        self._lookahead: Optional[Lookahead] = None  # the generation iterator built last
+
+    def _set_lookahead(self, itr: Lookahead) -> None:
+        self._lookahead = itr
 
     @classmethod
     def add_args(cls, parser: Any) -> None:
@@ -169,7 +183,10 @@ class TranslationStreamTask(TranslationTask):
             view = self._complete_views[id(dataset)] = CompleteBatchesDataset(dataset)
             while len(self._complete_views) > 4:
                 self._complete_views.popitem(last=False)
-        return super().get_batch_iterator(view, *args, **kwargs)
+        epoch_itr = super().get_batch_iterator(view, *args, **kwargs)
+        if _generation_cli():
+            read_ahead(epoch_itr, self._set_lookahead)  # our generators stream across its batches
+        return epoch_itr
 
     def build_generator(
         self,
@@ -181,7 +198,7 @@ class TranslationStreamTask(TranslationTask):
     ) -> Any:
         entry = get_search(self.cfg.search)
         validate_generation(args, models)
-        if fairseq_cli_name() in ("generate", "interactive"):
+        if _generation_cli():
             avoid_oversubscription(on_cpu=not any(p.is_cuda for m in models for p in m.parameters()))
         generator = entry.build(
             self,
@@ -194,4 +211,8 @@ class TranslationStreamTask(TranslationTask):
         )
         if hasattr(generator, "progress") and self._split_size and wants_progress():
             generator.progress = SentenceProgress(self._split_size)
+        if isinstance(generator, StreamGenerator) and not self.cfg.stream_per_batch:
+            # fairseq-generate builds its iterator first, fairseq-interactive one per buffer
+            # later: the generator asks for the current one at each batch.
+            generator.read_ahead_from(lambda: self._lookahead)
         return generator

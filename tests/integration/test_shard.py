@@ -16,8 +16,13 @@ N = 21  # not a multiple of 8: fairseq-fixed would drop 5 sentences without the 
 
 
 def generate_args(data):
+    # Each batch streamed on its own: a shard then computes every sentence with the same batch
+    # neighbours as one process, to the last bit. One stream across batches (the default)
+    # changes who shares a step between a shard and one process: the same hypotheses, float32
+    # scores equal to their last bits only (tests/integration/test_cli_stream_across_batches.py).
     return [data, "--user-dir", "fairseq_stream", "--path", os.path.join(DEMO, "checkpoint.pt"), "--gen-subset", "test",
-            "--search", "var-stream", "--beam", "2", "--batch-size", "8", "--max-len-a", "1.2", "--max-len-b", "10"]
+            "--search", "var-stream", "--beam", "2", "--batch-size", "8", "--max-len-a", "1.2", "--max-len-b", "10",
+            "--stream-per-batch"]
 
 
 def shard_cmd(data, workdir):

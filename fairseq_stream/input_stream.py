@@ -1,0 +1,184 @@
+"""The input ``X = {x_1 … x_N}`` of paper 000 Algorithm 1, as one stream over fairseq's batches.
+
+fairseq hands a generator one batch at a time and prints that batch's hypotheses before it
+hands over the next, so batches stay the unit of input and output. Algorithm 1 streams over
+the whole input: a refill admits the next ``m`` sentences ``x_c … x_{c+m−1}`` (line 8)
+whichever batch they came in. :class:`InputStream` queues the sentences of the batches the
+generator was given, in order, and when a refill wants more than are queued, it reads the
+next batches ahead from fairseq's iterator (:class:`~fairseq_stream.lookahead.Lookahead`).
+Each finished n-best list goes back to its batch; a batch is complete once every one of its
+sentences finished, while the sentences of later batches stay in flight.
+
+Only source tokens wait here (fairseq's token tables, on the host, for the batches read so
+far); a refill cuts its sentences out of them as one table, and encoder states exist only for
+sentences in flight (:mod:`fairseq_stream.encoder_slots`).
+"""
+from __future__ import annotations
+
+from collections import deque
+from dataclasses import dataclass, field
+from typing import Callable, Deque, Dict, List, Optional, Tuple
+
+import torch
+import torch.nn.functional as F
+from fairseq.data import data_utils
+from torch import Tensor
+
+from fairseq_stream.encoder_slots import SLOT_MODULUS
+from fairseq_stream.interface import Hypothesis
+from fairseq_stream.lookahead import Batch, Lookahead
+
+
+@dataclass(eq=False)
+class QueuedBatch:
+    """One fairseq batch: its sentences' n-best lists, filled in as they finish."""
+
+    size: int
+    hypos: List[Optional[List[Hypothesis]]] = field(repr=False)
+    missing: int  # sentences not finished yet
+
+
+@dataclass
+class Admission:
+    """The sentences one refill admits (Algorithm 1, line 8), serials ``first … first + m − 1``."""
+
+    first: int
+    src_tokens: Tensor  # (m, w) on the host, padded on the side of fairseq's batches
+    src_lengths: Tensor  # (m,) non-pad tokens, EOS included
+    max_len: Tensor  # (m,) maximum target lengths (fairseq's a·|x| + b per sentence)
+    limits: List[int]  # the same, on the host
+    left_pad: bool
+
+    @property
+    def count(self) -> int:
+        return len(self.limits)
+
+
+@dataclass(eq=False)
+class _Segment:
+    """The sentences of one batch not admitted yet: rows ``next …`` of its token table."""
+
+    batch: QueuedBatch
+    tokens: Tensor  # (B, T) on the host, as fairseq collated them
+    lengths: List[int]
+    limits: List[int]
+    left_pad: bool
+    next: int = 0
+
+
+class InputStream:
+    """Sentences waiting for a refill, and where each one's hypotheses go."""
+
+    def __init__(self, *, pad: int, max_lengths: Callable[[Tensor], Tensor]) -> None:
+        self.pad = pad
+        self.max_lengths = max_lengths  # source lengths (B,) → maximum target lengths (B,)
+        self.left_pad = True  # fairseq translation's default; set by the first padded batch
+        self._queue: Deque[_Segment] = deque()
+        self._queued = 0
+        self._next_serial = 0  # serial of the next sentence admitted (serials follow the input)
+        self._in_flight: Dict[int, Tuple[QueuedBatch, int]] = {}  # serial → (batch, row), admitted
+        self._lookahead: Optional[Lookahead] = None
+        self._tickets: Dict[int, QueuedBatch] = {}  # batches read from the lookahead, not returned
+        self._next_ticket = 0
+
+    # ---- batches in -------------------------------------------------------------------------
+    def batch_for(self, sample: Batch, lookahead: Optional[Lookahead]) -> QueuedBatch:
+        """``sample``'s batch: queued when it was read ahead, queued now otherwise.
+
+        ``lookahead``: fairseq's iterator ``sample`` came from, read ahead at refills; None
+        decodes the batch on its own (``--stream-per-batch``, or a caller's own loop).
+        """
+        if lookahead is not self._lookahead:  # a new run (fairseq-interactive: a new buffer)
+            self._lookahead, self._tickets, self._next_ticket = lookahead, {}, 0
+        ticket = None if lookahead is None else lookahead.ticket_of(sample)
+        if ticket is None:
+            return self._push(sample)
+        batch = self._tickets.pop(ticket, None)
+        if batch is None:
+            batch = self._push(sample)
+            self._next_ticket = max(self._next_ticket, ticket + 1)
+        return batch
+
+    def _read_ahead(self) -> bool:
+        """Queue the next batch of the lookahead; False at its end."""
+        while self._lookahead is not None:
+            sample = self._lookahead.peek(self._next_ticket)
+            if sample is None:
+                return False
+            ticket, self._next_ticket = self._next_ticket, self._next_ticket + 1
+            if "net_input" in sample:  # fairseq-generate skips a batch without one
+                self._tickets[ticket] = self._push(sample)
+                return True
+        return False
+
+    def _push(self, sample: Batch) -> QueuedBatch:
+        tokens = sample["net_input"]["src_tokens"].cpu()  # (B, T)
+        lengths = tokens.ne(self.pad).long().sum(dim=1)  # (B,) non-pad tokens, EOS included
+        if bool(tokens[:, -1].eq(self.pad).any()):
+            self.left_pad = False
+        elif bool(tokens[:, 0].eq(self.pad).any()):
+            self.left_pad = True
+        limits = self.max_lengths(lengths).tolist()
+        batch = QueuedBatch(size=len(limits), hypos=[None] * len(limits), missing=len(limits))
+        if limits:
+            self._queue.append(_Segment(batch, tokens, lengths.tolist(), limits, self.left_pad))
+            self._queued += len(limits)
+        return batch
+
+    # ---- refills ----------------------------------------------------------------------------
+    def take(self, n: int) -> Optional[Admission]:
+        """The next ``n`` sentences (fewer at the end of the input), reading ahead as needed."""
+        while self._queued < n and self._read_ahead():
+            pass
+        if not self._queued:
+            return None
+        parts: List[Tuple[_Segment, int, int]] = []  # (segment, first row, end row)
+        while n > 0 and self._queue:
+            seg = self._queue[0]
+            end = min(seg.next + n, len(seg.lengths))
+            parts.append((seg, seg.next, end))
+            n -= end - seg.next
+            seg.next = end
+            if end == len(seg.lengths):
+                self._queue.popleft()
+        first = self._next_serial
+        for seg, lo, hi in parts:
+            for row in range(lo, hi):
+                self._in_flight[self._next_serial] = (seg.batch, row)
+                self._next_serial += 1
+        self._queued -= self._next_serial - first
+        lengths = [k for seg, lo, hi in parts for k in seg.lengths[lo:hi]]
+        limits = [k for seg, lo, hi in parts for k in seg.limits[lo:hi]]
+        tokens = self._table(parts, max(lengths))
+        return Admission(first, tokens, torch.tensor(lengths), torch.tensor(limits), limits, self.left_pad)
+
+    def _table(self, parts: List[Tuple[_Segment, int, int]], width: int) -> Tensor:
+        """Rows of several batches' token tables as one (m, width) table, padded on the stream's side."""
+        rows = []
+        for seg, lo, hi in parts:
+            block = seg.tokens[lo:hi]  # (r, T)
+            if seg.left_pad != self.left_pad:  # not within a fairseq run; kept correct anyway
+                block = data_utils.collate_tokens([t[t.ne(self.pad)] for t in block], self.pad, left_pad=self.left_pad)
+            extra = block.size(1) - width  # > 0: columns of padding only (no row is longer than width)
+            if self.left_pad:
+                block = block[:, extra:] if extra >= 0 else F.pad(block, (-extra, 0), value=self.pad)
+            else:
+                block = block[:, :width] if extra >= 0 else F.pad(block, (0, -extra), value=self.pad)
+            rows.append(block)
+        return torch.cat(rows)
+
+    # ---- hypotheses out ---------------------------------------------------------------------
+    def deliver(self, finished: Dict[int, List[Hypothesis]]) -> None:
+        """File n-best lists keyed by stream handle (``serial·SLOT_MODULUS + slot``) under their batch."""
+        for handle, nbest in finished.items():
+            batch, row = self._in_flight.pop(handle // SLOT_MODULUS)
+            batch.hypos[row] = nbest
+            batch.missing -= 1
+
+    @property
+    def queued(self) -> int:
+        return self._queued
+
+    @property
+    def in_flight(self) -> int:
+        return len(self._in_flight)

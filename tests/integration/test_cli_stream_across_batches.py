@@ -1,0 +1,62 @@
+"""fairseq-generate / fairseq-interactive stream across fairseq's batches: the same output lines
+in the same order as batch by batch (``--stream-per-batch``), in fewer decoder steps.
+
+The CLIs decode in float32, where a product's last bits depend on the batch it is computed
+in: scores are compared to 1e-4 (every token, id and line exactly); the float64 equality of
+the two is ``tests/equivalence/test_stream_across_batches.py``."""
+import json
+import os
+import re
+
+import pytest
+
+from conftest import DEMO, run_cli
+
+CKPT = os.path.join(DEMO, "checkpoint.pt")
+SENTENCE_LINE = re.compile(r"^[STHDP]-\d+\t")
+NUMBER = re.compile(r"-?\d+\.\d+|-inf")
+
+
+def assert_same_lines(a, b):
+    """Line for line equal, numbers (scores) to 1e-4."""
+    assert len(a) == len(b)
+    for x, y in zip(a, b):
+        assert NUMBER.sub("#", x) == NUMBER.sub("#", y), (x, y)
+        assert [float(v) for v in NUMBER.findall(x)] == pytest.approx([float(v) for v in NUMBER.findall(y)], abs=1e-4)
+
+
+def generate(demo_bin, stats_path, *extra):
+    proc = run_cli(["fairseq-generate", demo_bin, "--user-dir", "fairseq_stream", "--path", CKPT, "--cpu",
+                    "--gen-subset", "test", "--batch-size", "16", "--search", "var-stream", "--beam", "4",
+                    "--stream-capacity", "16", "--stream-stats", str(stats_path), *extra])
+    assert proc.returncode == 0, proc.stderr[-2000:]
+    lines = [line for line in proc.stdout.splitlines() if SENTENCE_LINE.match(line)]
+    bleu = [line for line in proc.stdout.splitlines() if "BLEU" in line]
+    return lines + bleu, json.loads(stats_path.read_text())
+
+
+def test_generate_prints_the_same_lines_across_batches(demo_bin, tmp_path):
+    per_batch, per_batch_stats = generate(demo_bin, tmp_path / "per_batch.json", "--stream-per-batch")
+    across, stats = generate(demo_bin, tmp_path / "across.json")
+    assert len([line for line in across if line.startswith("H-")]) == 100
+    assert_same_lines(across, per_batch)  # same lines, same order
+    assert stats["expansions"] == per_batch_stats["expansions"]
+    # Seven batches of 16: each drains its stream on its own, one stream does not.
+    assert stats["timesteps"] < per_batch_stats["timesteps"], (stats["timesteps"], per_batch_stats["timesteps"])
+    assert stats["encoder_slots"] <= 16 and stats["peak_in_flight"] <= 16
+
+
+def test_interactive_prints_the_same_lines_across_batches():
+    lines = ["Y dijo Dios: Sea la luz.", "", "En el principio crió Dios los cielos y la tierra.",
+             "Y vio Dios que la luz era buena."] * 3
+    outputs = []
+    for extra in ([], ["--stream-per-batch"]):
+        proc = run_cli(["fairseq-interactive", DEMO, "--user-dir", "fairseq_stream", "--path", CKPT, "--cpu",
+                        "--source-lang", "es", "--target-lang", "en", "--tokenizer", "moses", "--bpe", "subword_nmt",
+                        "--bpe-codes", os.path.join(DEMO, "bpe.codes"), "--search", "var-stream", "--beam", "4",
+                        "--buffer-size", "7", "--batch-size", "2", "--stream-capacity", "3", *extra],
+                       stdin="\n".join(lines) + "\n")
+        assert proc.returncode == 0, proc.stderr[-2000:]
+        outputs.append([line for line in proc.stdout.splitlines() if re.match(r"^[SHDP]-\d+\t", line)])
+    assert len([line for line in outputs[0] if line.startswith("H-")]) == len(lines)
+    assert_same_lines(outputs[0], outputs[1])
