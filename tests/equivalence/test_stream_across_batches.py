@@ -7,8 +7,8 @@ import torch
 
 from conftest import DEMO
 
-N = 40
-BATCH = {"batch_size": 8, "required_batch_size_multiple": 1}  # five fairseq batches
+N = 24
+BATCH = {"batch_size": 5, "required_batch_size_multiple": 1}  # five fairseq batches
 GEN = {"beam": 5, "nbest": 3, "max_len_a": 1.2, "max_len_b": 10}
 
 
@@ -31,14 +31,17 @@ def data64(demo_session64, demo_sources):
     return demo_session64.encode(demo_sources[:N])
 
 
+SAME_PATHS = pytest.mark.slow  # scheduled as a fast-tier case is (selection, refill rule, ε = 0)
+
+
 @pytest.mark.parametrize("search,gen,opts", [
     ("var-stream", GEN, {"stream_capacity": 6}),
     ("var-stream", GEN, {"stream_epsilon": 0.3, "stream_max_candidates": 20}),
-    ("fixed-stream", GEN, {"stream_capacity": 7, "stream_max_wait": 4}),
+    pytest.param("fixed-stream", GEN, {"stream_capacity": 7, "stream_max_wait": 4}, marks=SAME_PATHS),
     ("var-fifo", GEN, {"stream_capacity": 5}),
-    ("topup", GEN, {"stream_capacity": 6}),
+    pytest.param("topup", GEN, {"stream_capacity": 6}, marks=SAME_PATHS),
     ("var-batch", GEN, {"stream_capacity": 6}),  # batches of 6 sentences cut across fairseq's batches
-    ("fixed-ours", GEN, {"stream_capacity": 10}),
+    pytest.param("fixed-ours", GEN, {"stream_capacity": 10}, marks=SAME_PATHS),
     ("gs-jacobi", {"beam": 1, "max_len_a": 1.2, "max_len_b": 10}, {"stream_capacity": 6}),
 ])
 def test_across_batches_equals_per_batch_in_float64(demo_session64, data64, search, gen, opts):
@@ -62,21 +65,26 @@ def _session(data_dir, checkpoint):
                                    extra_args=["--source-lang", "es", "--target-lang", "en"], dtype=torch.float64)
 
 
-def test_ensembles_lstm_and_ib_models_across_batches(demo_sources, tiny_transformer_ckpt, tiny_lstm_ckpt,
-                                                      tiny_ib_ckpt, tiny_train_bin):
-    """An ensemble, an LSTM (the generic backend: sources re-encoded in their slots) and an
-    IBDecoder (finished hypotheses read from the device in bulk) stream across batches too."""
-    cases = [
-        (_session(DEMO, f"{os.path.join(DEMO, 'checkpoint.pt')}:{tiny_transformer_ckpt}"), "var-stream",
-         {"beam": 3, "nbest": 2, "max_len_b": 12}, {"stream_capacity": 5}),
-        (_session(tiny_train_bin, tiny_lstm_ckpt), "var-stream", {"beam": 4, "nbest": 2, "max_len_b": 12},
-         {"stream_capacity": 5}),
-        (_session(tiny_train_bin, tiny_lstm_ckpt), "var-fifo", {"beam": 3, "max_len_b": 12}, {"stream_capacity": 6}),
-        (_session(tiny_train_bin, tiny_ib_ckpt), "ib-beam", {"beam": 4, "nbest": 2, "max_len_b": 20},
-         {"stream_capacity": 5}),
-    ]
-    for session, search, gen, opts in cases:
-        data = session.encode(demo_sources[:24])
-        per_batch, across = both(session, data, search, gen, opts)
-        assert_same(per_batch, across)
-        assert across.stats.expansions == per_batch.stats.expansions, search
+def _assert_across_equals_per_batch(session, demo_sources, search, gen, opts):
+    data = session.encode(demo_sources[:24])
+    per_batch, across = both(session, data, search, gen, opts)
+    assert_same(per_batch, across)
+    assert across.stats.expansions == per_batch.stats.expansions, search
+
+
+def test_ensembles_and_lstm_models_across_batches(demo_sources, tiny_transformer_ckpt, tiny_lstm_ckpt, tiny_train_bin):
+    """An ensemble, and an LSTM (the generic backend: sources re-encoded in their slots)."""
+    ensemble = _session(DEMO, f"{os.path.join(DEMO, 'checkpoint.pt')}:{tiny_transformer_ckpt}")
+    _assert_across_equals_per_batch(ensemble, demo_sources, "var-stream", {"beam": 3, "nbest": 2, "max_len_b": 12},
+                                    {"stream_capacity": 5})
+    lstm = _session(tiny_train_bin, tiny_lstm_ckpt)
+    _assert_across_equals_per_batch(lstm, demo_sources, "var-stream", {"beam": 4, "nbest": 2, "max_len_b": 12},
+                                    {"stream_capacity": 5})
+    _assert_across_equals_per_batch(lstm, demo_sources, "var-fifo", {"beam": 3, "max_len_b": 12}, {"stream_capacity": 6})
+
+
+@pytest.mark.slow  # its fixture trains an IBDecoder for 30 updates (ib-beam needs real steps)
+def test_ib_beam_across_batches(demo_sources, tiny_ib_ckpt, tiny_train_bin):
+    """ib-beam keeps finished hypotheses on the device: they are read in bulk, then routed to their batch."""
+    _assert_across_equals_per_batch(_session(tiny_train_bin, tiny_ib_ckpt), demo_sources, "ib-beam",
+                                    {"beam": 4, "nbest": 2, "max_len_b": 20}, {"stream_capacity": 5})

@@ -25,27 +25,29 @@ def assert_same_lines(a, b):
         assert [float(v) for v in NUMBER.findall(x)] == pytest.approx([float(v) for v in NUMBER.findall(y)], abs=1e-4)
 
 
-def generate(demo_bin, stats_path, *extra):
+def generate(demo_bin, stats_path, subset, size, *extra):
     proc = run_cli(["fairseq-generate", demo_bin, "--user-dir", "fairseq_stream", "--path", CKPT, "--cpu",
-                    "--gen-subset", "test", "--batch-size", "16", "--search", "var-stream", "--beam", "4",
-                    "--stream-capacity", "16", "--stream-stats", str(stats_path), *extra])
+                    "--gen-subset", subset, "--batch-size", str(size), "--search", "var-stream", "--beam", "4",
+                    "--stream-capacity", str(size), "--stream-stats", str(stats_path), *extra])
     assert proc.returncode == 0, proc.stderr[-2000:]
     lines = [line for line in proc.stdout.splitlines() if SENTENCE_LINE.match(line)]
     bleu = [line for line in proc.stdout.splitlines() if "BLEU" in line]
     return lines + bleu, json.loads(stats_path.read_text())
 
 
-def test_generate_prints_the_same_lines_across_batches(demo_bin, tmp_path):
-    per_batch, per_batch_stats = generate(demo_bin, tmp_path / "per_batch.json", "--stream-per-batch")
-    across, stats = generate(demo_bin, tmp_path / "across.json")
-    assert len([line for line in across if line.startswith("H-")]) == 100
+@pytest.mark.slow  # two fairseq-generate processes end to end (the fast tier's CLI runs stream across batches too)
+def test_generate_prints_the_same_lines_across_batches(demo_bin, tmp_path, subset="test", n=100, size=16):
+    per_batch, per_batch_stats = generate(demo_bin, tmp_path / "per_batch.json", subset, size, "--stream-per-batch")
+    across, stats = generate(demo_bin, tmp_path / "across.json", subset, size)
+    assert len([line for line in across if line.startswith("H-")]) == n
     assert_same_lines(across, per_batch)  # same lines, same order
     assert stats["expansions"] == per_batch_stats["expansions"]
-    # Seven batches of 16: each drains its stream on its own, one stream does not.
+    # Batches of the stream's capacity: each drains its stream on its own, one stream does not.
     assert stats["timesteps"] < per_batch_stats["timesteps"], (stats["timesteps"], per_batch_stats["timesteps"])
-    assert stats["encoder_slots"] <= 16 and stats["peak_in_flight"] <= 16
+    assert stats["encoder_slots"] <= size and stats["peak_in_flight"] <= size
 
 
+@pytest.mark.slow  # two fairseq-interactive processes end to end
 def test_interactive_prints_the_same_lines_across_batches():
     lines = ["Y dijo Dios: Sea la luz.", "", "En el principio crió Dios los cielos y la tierra.",
              "Y vio Dios que la luz era buena."] * 3
