@@ -28,7 +28,7 @@ import torch
 from fairseq_stream.errors import FairseqStreamError
 from fairseq_stream.fairseq_compat import fairseq_cli_name
 from fairseq_stream.input_stream import InputStream, QueuedBatch
-from fairseq_stream.interface import Hypothesis, SearchStrategy
+from fairseq_stream.interface import SearchStrategy
 from fairseq_stream.lookahead import Lookahead
 from fairseq_stream.model_step import ModelStep
 from fairseq_stream.processors import max_lengths
@@ -37,48 +37,6 @@ from fairseq_stream.scheduler import SchedulerConfig, StreamingScheduler
 from fairseq_stream.stats import DecodeStats
 
 logger = logging.getLogger("fairseq_stream")
-
-
-def reject_unsupported(gen_cfg: Any, name: str, extra_gen_cls_kwargs: Optional[Dict[str, Any]] = None,
-                       *, allow_ngram: bool = True) -> None:
-    """One-line errors for fairseq generation options our strategies cannot honour."""
-    checks = [
-        (gen_cfg.sampling, "--sampling"),
-        (gen_cfg.diverse_beam_groups > 0, "--diverse-beam-groups"),
-        (gen_cfg.diversity_rate > -1, "--diversity-rate"),
-        (gen_cfg.match_source_len, "--match-source-len"),
-        (gen_cfg.prefix_size > 0, "--prefix-size"),
-        (bool(gen_cfg.constraints), "--constraints"),
-        (bool(gen_cfg.print_alignment), "--print-alignment"),
-        (gen_cfg.lm_path is not None or gen_cfg.lm_weight != 0, "--lm-path/--lm-weight"),
-        (gen_cfg.score_reference, "--score-reference"),
-        (not allow_ngram and gen_cfg.no_repeat_ngram_size > 0, "--no-repeat-ngram-size"),
-    ]
-    for bad, flag in checks:
-        if bad:
-            raise FairseqStreamError(f"--search {name} cannot be combined with {flag}; use --search beam for it")
-    lm = (extra_gen_cls_kwargs or {}).get("lm_model")
-    if lm is not None:
-        raise FairseqStreamError(f"--search {name} cannot be combined with --lm-path; use --search beam for it")
-
-
-def reject_ib_models(models: List[Any], name: str) -> None:
-    """IBDecoder-family checkpoints predict several words per step: only ``ib-beam`` decodes them."""
-    from fairseq_stream.models.transformer_ib import is_ib_model
-
-    if any(is_ib_model(m) for m in models):
-        spec = next(m.decoder.ib for m in models if is_ib_model(m))
-        raise FairseqStreamError(
-            f"this checkpoint is an {spec.describe()} model, which predicts {spec.z} words per step; "
-            f"decode it with --search ib-beam, not --search {name}"
-        )
-
-
-def score_dtype(models: List[Any]) -> torch.dtype:
-    """The dtype hypothesis scores are kept in: the models' (float32 for half precision)."""
-    param = next(models[0].parameters(), None)
-    dtype = torch.float32 if param is None else param.dtype
-    return torch.float32 if dtype in (torch.float16, torch.bfloat16) else dtype
 
 
 class StreamGenerator:
@@ -95,8 +53,10 @@ class StreamGenerator:
         gen_cfg: Any,
         rows_per_sentence: int,
         stats_path: Optional[str] = None,
+        config: Any = None,
     ) -> None:
         self.name = name
+        self.config = config  # the strategy's configuration (its options, validated)
         self.model = ModelStep(models, temperature=float(gen_cfg.temperature))
         self.tgt_dict = tgt_dict
         self.eos, self.pad = tgt_dict.eos(), tgt_dict.pad()
@@ -109,7 +69,6 @@ class StreamGenerator:
         self.stats_path = stats_path
         self._reported = False
         self.progress: Optional[SentenceProgress] = None  # set by the task under fairseq-generate
-        scheduler.validate(rows_per_sentence)
         make_strategy(self.stats)  # builds once to validate the options before any input is read
         self.input = InputStream(pad=self.pad, max_lengths=lambda lengths: max_lengths(
             lengths, gen_cfg, self.model.max_decoder_positions))
@@ -123,7 +82,7 @@ class StreamGenerator:
 
     @torch.no_grad()
     def generate(self, models: Any, sample: Dict[str, Any], prefix_tokens: Any = None,
-                 constraints: Any = None, bos_token: Optional[int] = None, **kwargs: Any) -> List[List[Hypothesis]]:
+                 constraints: Any = None, bos_token: Optional[int] = None, **kwargs: Any) -> List[List[Dict[str, Any]]]:
         if prefix_tokens is not None:
             raise FairseqStreamError(f"--search {self.name} does not support prefix tokens (--prefix-size)")
         if constraints is not None:
@@ -136,7 +95,7 @@ class StreamGenerator:
             scheduler.read_finished()
         if batch.missing:
             raise FairseqStreamError(f"internal error: {batch.missing} sentence(s) of a batch got no hypothesis")
-        hypos: List[List[Hypothesis]] = batch.hypos  # type: ignore[assignment]
+        hypos: List[List[Dict[str, Any]]] = batch.hypos  # type: ignore[assignment]
         self.stats.sentences += batch.size
         if self.progress is not None:
             self.progress.advance_to(self.stats.sentences)

@@ -181,8 +181,6 @@ def run_benchmark(
     strategies also records its per-step active batch, written as ``trace_dir/LABEL.json``
     (for ``scripts/plot_occupancy.py``).
     """
-    import sacrebleu
-
     dataset = session.encode(sources)
     if trace_dir:
         os.makedirs(trace_dir, exist_ok=True)
@@ -210,30 +208,31 @@ def run_benchmark(
             walls[i].append(result.stats.wall_seconds)
             results[i] = result
             log(f"  repeat {r + 1}/{repeats} {run.label}: {result.stats.wall_seconds:.2f}s")
-    rows = []
-    for i, run in enumerate(runs):
-        result = results[i]
-        wall = statistics.median(walls[i])
-        stats = result.stats.to_dict()
-        bleu = sacrebleu.corpus_bleu(result.strings, [references])
-        rows.append(
-            {
-                "label": run.label,
-                "search": run.search,
-                "gen": run.gen,
-                "opts": run.opts,
-                "bleu": bleu.score,
-                "length_ratio": bleu.sys_len / bleu.ref_len if bleu.ref_len else 0.0,  # hypothesis / reference words
-                "wall_median": wall,
-                "walls": walls[i],
-                "sentences": len(sources),
-                "sentences_per_second": len(sources) / wall if wall else 0.0,
-                "stats": stats,
-            }
-        )
+    rows = [_row(run, results[i], walls[i], len(sources), references) for i, run in enumerate(runs)]
     for row in rows:
         row["ratio"] = row["wall_median"] / rows[0]["wall_median"] if rows[0]["wall_median"] else 0.0
     return rows
+
+
+def _row(run: RunSpec, result: Any, walls: List[float], sentences: int, references: List[str]) -> Dict[str, Any]:
+    """One table row: quality of ``result``, the median of ``walls``, the run's statistics."""
+    import sacrebleu
+
+    wall = statistics.median(walls)
+    bleu = sacrebleu.corpus_bleu(result.strings, [references])
+    return {
+        "label": run.label,
+        "search": run.search,
+        "gen": run.gen,
+        "opts": run.opts,
+        "bleu": bleu.score,
+        "length_ratio": bleu.sys_len / bleu.ref_len if bleu.ref_len else 0.0,  # hypothesis / reference words
+        "wall_median": wall,
+        "walls": walls,
+        "sentences": sentences,
+        "sentences_per_second": sentences / wall if wall else 0.0,
+        "stats": result.stats.to_dict(),
+    }
 
 
 def measure_costs(session: Any, sources: List[str], runs: List[RunSpec], rows: List[Dict[str, Any]], *,
@@ -279,7 +278,7 @@ def format_costs(rows: List[Dict[str, Any]]) -> str:
     return "\n".join(lines)
 
 
-def main(argv: Optional[Sequence[str]] = None) -> None:
+def _parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--data", default=DEMO_DIR, help="directory with dict.SRC.txt and dict.TGT.txt")
     parser.add_argument("--path", default=os.path.join(DEMO_DIR, "checkpoint.pt"), help="checkpoint(s), ':'-separated")
@@ -305,7 +304,11 @@ def main(argv: Optional[Sequence[str]] = None) -> None:
     parser.add_argument("--costs", action="store_true",
                         help="also count host reads and aten ops per decoder step, peak memory and (CUDA) GPU busy "
                              "time, in one extra untimed run per strategy")
-    args = parser.parse_args(argv)
+    return parser
+
+
+def main(argv: Optional[Sequence[str]] = None) -> None:
+    args = _parser().parse_args(argv)
 
     from fairseq_stream.fairseq_compat import install_excepthook
     from fairseq_stream.session import TranslationSession

@@ -17,7 +17,7 @@ from __future__ import annotations
 
 from collections import deque
 from dataclasses import dataclass, field
-from typing import Callable, Deque, Dict, List, Optional, Tuple
+from typing import Any, Callable, Deque, Dict, List, Optional, Tuple
 
 import torch
 import torch.nn.functional as F
@@ -34,7 +34,7 @@ class QueuedBatch:
     """One fairseq batch: its sentences' n-best lists, filled in as they finish."""
 
     size: int
-    hypos: List[Optional[List[Hypothesis]]] = field(repr=False)
+    hypos: List[Optional[List[Dict[str, Any]]]] = field(repr=False)  # fairseq's dicts
     missing: int  # sentences not finished yet
 
 
@@ -169,10 +169,11 @@ class InputStream:
 
     # ---- hypotheses out ---------------------------------------------------------------------
     def deliver(self, finished: Dict[int, List[Hypothesis]]) -> None:
-        """File n-best lists keyed by stream handle (``serial·SLOT_MODULUS + slot``) under their batch."""
+        """File n-best lists keyed by stream handle (``serial·SLOT_MODULUS + slot``) under their
+        batch, as fairseq's dicts: this is where hypotheses leave for fairseq."""
         for handle, nbest in finished.items():
             batch, row = self._in_flight.pop(handle // SLOT_MODULUS)
-            batch.hypos[row] = nbest
+            batch.hypos[row] = [h.to_fairseq() for h in nbest]
             batch.missing -= 1
 
     @property

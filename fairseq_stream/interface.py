@@ -2,7 +2,8 @@
 
 The scheduler owns the model (through :class:`~fairseq_stream.model_step.ModelStep`) and the
 decoder caches; a strategy owns the hypotheses. A strategy keeps the hypotheses of a *group*
-of sentences in one state object and answers five calls:
+of sentences in one state object (a :class:`~fairseq_stream.state.StrategyState`) and
+answers five calls:
 
 * ``init_state(sentences, max_len, src_lengths, longest=, shortest=)`` — a state for new sentences and the first
   tokens to feed;
@@ -26,9 +27,31 @@ from typing import Any, Dict, List, Optional, Protocol, Sequence
 import torch
 from torch import Tensor
 
-#: One finished hypothesis, in fairseq's format (``tokens`` ending in EOS, ``score``,
-#: ``positional_scores``, ``attention``, ``alignment``).
-Hypothesis = Dict[str, Any]
+@dataclass
+class Hypothesis:
+    """One finished hypothesis. It becomes fairseq's dict only where it leaves the package
+    (:meth:`to_fairseq`, called by the sentence source that hands hypotheses to fairseq)."""
+
+    tokens: Tensor  # target tokens, EOS last
+    score: float  # the score the n-best list ranks by (length-normalised)
+    positional_scores: Tensor  # per-token log-probabilities, same length as ``tokens``
+
+    def to_fairseq(self) -> Dict[str, Any]:
+        return {"tokens": self.tokens, "score": self.score, "positional_scores": self.positional_scores,
+                "attention": None, "alignment": None}
+
+
+@dataclass
+class StrategyContext:
+    """What the engine hands a strategy's ``from_config`` besides its configuration."""
+
+    scorer: Any  # OutputScorer: the output layer and the logits processors (paper 002 §3.1)
+    eos: int
+    pad: int
+    bos: int
+    dtype: torch.dtype  # of the hypothesis scores
+    needs_history: bool  # a processor reads each row's tokens (n-gram blocking)
+    stats: Any  # DecodeStats of the run
 
 
 @dataclass
@@ -50,10 +73,6 @@ class StepOutcome:
 
 class SearchStrategy(Protocol):
     """A decoding algorithm run by :class:`~fairseq_stream.scheduler.StreamingScheduler`."""
-
-    #: rows of one sentence share a length at every step (beam search); False for Jacobi,
-    #: whose sentences accept different numbers of tokens per iteration.
-    uniform_length: bool
 
     def init_state(self, sentences: Tensor, max_len: Tensor, src_lengths: Tensor, *,
                    longest: int, shortest: int) -> StepOutcome:

@@ -3,7 +3,8 @@
 They are fields of the task's dataclass config because fairseq rebuilds
 ``cfg.generation`` from ``GenerationConfig`` alone: an extra generation flag survives only as
 a task field (see ``../shared/docs/FAIRSEQ_NOTES.md``). :func:`validate` checks them once,
-up front; each strategy checks the combinations it cannot run when it is built.
+up front; the rest are checked where they are read, when the generator is built
+(:mod:`fairseq_stream.engine`).
 """
 import os
 from dataclasses import dataclass, field
@@ -13,6 +14,7 @@ from fairseq.dataclass import FairseqDataclass
 
 from fairseq_stream.errors import FairseqStreamError
 from fairseq_stream.registry import epsilon_defaults_help, get_search, search_names
+from fairseq_stream.strategies.beam import DEFAULT_ABS_THRESHOLD, DEFAULT_MAX_CANDS_PER_NODE
 
 
 @dataclass
@@ -28,8 +30,8 @@ class StreamDecodingConfig(FairseqDataclass):
     # ---- the streaming scheduler (paper 000 Algorithm 1; paper 002 Algorithms 5-6) ----
     stream_epsilon: Optional[float] = field(
         default=None,
-        metadata={"help": "refill threshold ε in (0, 1): new sentences join when the sentences in "
-                  "flight drop to ε·capacity; default " + epsilon_defaults_help() + " (paper 000: 1/6; "
+        metadata={"help": "refill threshold ε in [0, 1): new sentences join when the sentences in "
+                  "flight drop to ε·capacity (0 = plain batches); default " + epsilon_defaults_help() + " (paper 000: 1/6; "
                   "paper 002: 1/2); the other strategies decode plain batches"},
     )
     stream_capacity: int = field(
@@ -60,13 +62,13 @@ class StreamDecodingConfig(FairseqDataclass):
     prune_abs_threshold: Optional[float] = field(
         default=None,
         metadata={"help": "absolute threshold δ (ap): prune candidates scoring ≤ best − δ in "
-                  "log-probability; the best may be a finished hypothesis (default 1.5 for var-*; "
-                  "inf = off)"},
+                  f"log-probability; the best may be a finished hypothesis (default {DEFAULT_ABS_THRESHOLD:g} for "
+                  "var-*; inf = off)"},
     )
     prune_max_cands_per_node: Optional[int] = field(
         default=None,
         metadata={"help": "max candidates per node M (mc): at most M expansions of one hypothesis "
-                  "(default 5 for var-*; --beam = off)"},
+                  f"(default {DEFAULT_MAX_CANDS_PER_NODE} for var-*; --beam = off)"},
     )
     prune_rel_threshold: Optional[float] = field(
         default=None,
@@ -84,6 +86,12 @@ class StreamDecodingConfig(FairseqDataclass):
                   "'active' (best candidate on the beam, paper 001), 'final' (best of those and the finished "
                   "hypotheses by log-probability, paper 000 App. A.3), 'normalized' (finished hypotheses by "
                   "length-normalised score, scaled to each candidate's length)"},
+    )
+    prune_rules: Optional[str] = field(
+        default=None,
+        metadata={"help": "more pruning rules for var-*, applied in order after the three thresholds: "
+                  "'NAME[:ARG],...' of registered rules (built in: ap:δ, rp:r, rpl:r; a --user-dir may register "
+                  "more, see user_dir_examples/prune_rule)"},
     )
     beam_final_count: int = field(
         default=0,
@@ -138,40 +146,18 @@ def _check_writable(path: str, flag: str) -> None:
 
 
 def validate(opts: StreamDecodingConfig) -> None:
-    """Reject impossible option values with one line naming the flag and its allowed range."""
+    """Check, up front, the options that belong to no strategy or scheduler configuration.
+
+    Each other option is checked once, where it is read: the scheduler's by
+    ``SchedulerConfig``, a strategy's by its configuration dataclass (``__post_init__``), and
+    combinations (an option of another strategy, ``--beam`` where there is no beam, ...) by
+    :func:`fairseq_stream.engine.check_combinations`, all when the generator is built.
+    """
     get_search(opts.search)
-    if opts.stream_epsilon is not None and not 0.0 < opts.stream_epsilon < 1.0:
-        raise FairseqStreamError(f"--stream-epsilon must be in (0, 1), got {opts.stream_epsilon}")
-    if opts.stream_capacity < 1:
-        raise FairseqStreamError(f"--stream-capacity must be >= 1, got {opts.stream_capacity}")
-    if opts.stream_max_candidates < 0:
-        raise FairseqStreamError(f"--stream-max-candidates must be >= 0, got {opts.stream_max_candidates}")
-    if opts.stream_max_wait < 0:
-        raise FairseqStreamError(f"--stream-max-wait must be >= 0, got {opts.stream_max_wait}")
-    if opts.prune_abs_threshold is not None and not opts.prune_abs_threshold >= 0:
-        raise FairseqStreamError(f"--prune-abs-threshold must be >= 0 (inf = off), got {opts.prune_abs_threshold}")
-    if opts.prune_max_cands_per_node is not None and opts.prune_max_cands_per_node < 1:
-        raise FairseqStreamError(f"--prune-max-cands-per-node must be >= 1, got {opts.prune_max_cands_per_node}")
-    for flag, value in (("--prune-rel-threshold", opts.prune_rel_threshold),
-                        ("--prune-rel-local-threshold", opts.prune_rel_local_threshold)):
-        if value is not None and not 0.0 < value <= 1.0:
-            raise FairseqStreamError(f"{flag} must be in (0, 1], got {value}")
-    if opts.jacobi_block < 1:
-        raise FairseqStreamError(f"--jacobi-block must be >= 1, got {opts.jacobi_block}")
-    if opts.jacobi_max_parallel_len < 0:
-        raise FairseqStreamError(f"--jacobi-max-parallel-len must be >= 0, got {opts.jacobi_max_parallel_len}")
-    if opts.jacobi_init not in ("pad", "tail"):
-        raise FairseqStreamError(f"--jacobi-init must be 'pad' or 'tail', got {opts.jacobi_init!r}")
-    if opts.beam_final_count < 0:
-        raise FairseqStreamError(f"--beam-final-count must be >= 0, got {opts.beam_final_count}")
     if opts.output_layer not in ("fused", "full"):
         raise FairseqStreamError(f"--output-layer must be 'fused' or 'full', got {opts.output_layer!r}")
-    if opts.ib_finalize not in ("top", "all"):
-        raise FairseqStreamError(f"--ib-finalize must be 'top' or 'all', got {opts.ib_finalize!r}")
     if opts.stream_stats:
         _check_writable(opts.stream_stats, "--stream-stats")
-    if opts.beam_finalize not in ("ours", "fairseq"):
-        raise FairseqStreamError(f"--beam-finalize must be 'ours' or 'fairseq', got {opts.beam_finalize!r}")
 
 
 def validate_generation(gen_cfg: Any, models: Sequence[Any] = ()) -> None:

@@ -1,60 +1,113 @@
 """The ``--search`` registry: every decoding strategy of the package under one name.
 
-A strategy registers a *builder* that turns (task, models, fairseq's generation config, our
-decoding options) into an object with fairseq's generator interface
-(``generate(models, sample, **kwargs)``). ``beam`` is fairseq's own ``SequenceGenerator``,
-the baseline every other strategy is measured against.
+A strategy registers its class, its configuration dataclass and its :class:`Capabilities`;
+:func:`fairseq_stream.engine.build_generator` turns them into an object with fairseq's
+generator interface (``generate(models, sample, **kwargs)``). ``beam`` is fairseq's own
+``SequenceGenerator``, the baseline every other strategy is measured against. This module
+sits below the strategies and the engine: it imports neither.
 """
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Any, Callable, Dict, List, Optional
+from typing import Any, Callable, Dict, FrozenSet, List, Optional, Protocol, Sequence, TypeVar
 
 from fairseq_stream.errors import FairseqStreamError
 
 
 @dataclass(frozen=True)
 class Capabilities:
-    """What a strategy declares it supports, for the conformance tests to check.
+    """What a strategy can run. The engine's one check of option combinations
+    (:func:`fairseq_stream.engine.check_combinations`) reads them to refuse the rest."""
 
-    Of the options, only ``--stream-epsilon`` reads them (its default, check and help:
-    :func:`stream_epsilon`, :func:`epsilon_defaults_help`); each builder refuses the other
-    options its strategy cannot run.
-    """
-
-    ensemble: bool = True
     streaming: bool = False  # accepts --stream-epsilon
     default_epsilon: float = 0.0  # its refill threshold without --stream-epsilon; 0 = plain batches
-    nbest: bool = True
     beam: bool = True  # accepts --beam > 1
-    non_transformer: bool = True
-    prefix_tokens: bool = True
+    why_no_beam: str = ""  # the reason given when it does not
+    nbest: bool = True  # accepts --nbest > 1
+    ngram_blocking: bool = True  # accepts --no-repeat-ngram-size
+    models: str = "standard"  # the checkpoints it decodes: "standard" or "ib" (IBDecoder family)
+    block_steps: bool = False  # feeds several tokens per row in one step (transformer decoders only)
+    selection: str = "min-length"  # which groups step together: "min-length" (VAR-STREAM) or "all"
+    reads: FrozenSet[str] = frozenset()  # the strategy-specific options it reads (others are refused)
 
 
-Builder = Callable[..., Any]
+class StrategyConfig(Protocol):
+    """A strategy's configuration: built from the options, validated in ``__post_init__``."""
+
+    @classmethod
+    def from_options(cls, name: str, gen_cfg: Any, opts: Any, models: Sequence[Any]) -> "StrategyConfig":
+        ...
+
+    @property
+    def rows_per_sentence(self) -> int:
+        ...
+
+
+@dataclass(frozen=True)
+class BasicConfig:
+    """The configuration of a strategy that reads only fairseq's own ``--beam``, ``--nbest``
+    and ``--lenpen`` (the default of :func:`register_search`)."""
+
+    beam: int = 1
+    nbest: int = 1
+    lenpen: float = 1.0
+
+    def __post_init__(self) -> None:
+        if self.beam < 1:
+            raise FairseqStreamError(f"--beam must be >= 1, got {self.beam}")
+        if not 1 <= self.nbest <= self.beam:
+            raise FairseqStreamError(f"--nbest must be between 1 and --beam ({self.beam}), got {self.nbest}")
+
+    @property
+    def rows_per_sentence(self) -> int:
+        return self.beam
+
+    @classmethod
+    def from_options(cls, name: str, gen_cfg: Any, opts: Any, models: Sequence[Any] = ()) -> "BasicConfig":
+        return cls(beam=int(gen_cfg.beam), nbest=int(gen_cfg.nbest),
+                   lenpen=0.0 if gen_cfg.unnormalized else float(gen_cfg.lenpen))
 
 
 @dataclass(frozen=True)
 class SearchEntry:
     name: str
     summary: str
-    build: Builder
     capabilities: Capabilities = field(default_factory=Capabilities)
+    strategy: Optional[type] = None  # ``strategy.from_config(config, context)`` → a SearchStrategy
+    config: Optional[type] = None  # a StrategyConfig
+    build: Optional[Callable[..., Any]] = None  # only fairseq's own generator: built by fairseq
 
 
 _REGISTRY: Dict[str, SearchEntry] = {}
+T = TypeVar("T")
 
 
-def register_search(name: str, *, summary: str, capabilities: Capabilities = Capabilities()) -> Callable[[Builder], Builder]:
-    """Decorator: register ``build(task, models, gen_cfg, opts, **fairseq_kwargs)`` as ``--search name``."""
+def register_search(name: str, *, summary: str, config: Optional[type] = None,
+                    capabilities: Capabilities = Capabilities()) -> Callable[[T], T]:
+    """Decorator: register a strategy class (with its ``config``) as ``--search name``.
 
-    def wrap(build: Builder) -> Builder:
+    The class answers the scheduler's calls (:class:`~fairseq_stream.interface.SearchStrategy`)
+    and has ``from_config(config, context)``; the engine does the rest (scorer, scheduler,
+    generator, refusals). ``config`` defaults to :class:`BasicConfig`. A decorated *function*
+    builds a whole fairseq generator itself (``build(task, models, gen_cfg, opts,
+    **fairseq_kwargs)``): fairseq's own beam search.
+    """
+
+    def wrap(target: T) -> T:
         if name in _REGISTRY:
             raise ValueError(f"search strategy {name!r} is already registered")
-        _REGISTRY[name] = SearchEntry(name, summary, build, capabilities)
-        return build
+        if isinstance(target, type):
+            _REGISTRY[name] = SearchEntry(name, summary, capabilities, strategy=target, config=config or BasicConfig)
+        else:
+            _REGISTRY[name] = SearchEntry(name, summary, capabilities, build=target)  # type: ignore[arg-type]
+        return target
 
     return wrap
+
+
+def unregister_search(name: str) -> None:
+    """Remove ``--search name`` (tests that register a toy strategy clean up with it)."""
+    _REGISTRY.pop(name, None)
 
 
 def search_names() -> List[str]:

@@ -45,18 +45,15 @@ class SchedulerConfig:
     selection: str = "min-length"  # or "all"
     max_wait: int = 0  # flush after this many steps in flight; 0 = never
 
-    def validate(self, rows_per_sentence: int) -> None:
+    def __post_init__(self) -> None:
         if not 0.0 <= self.epsilon < 1.0:
-            raise FairseqStreamError(f"--stream-epsilon must be in (0, 1) (0: plain batches), got {self.epsilon}")
+            raise FairseqStreamError(f"--stream-epsilon must be in [0, 1) (0 = plain batches), got {self.epsilon}")
         if self.capacity < 1:
-            raise FairseqStreamError(f"--stream-capacity must be >= 1 sentence, got {self.capacity}")
-        if self.max_candidates and self.max_candidates < rows_per_sentence:
-            raise FairseqStreamError(
-                f"--stream-max-candidates {self.max_candidates} is smaller than one beam "
-                f"({rows_per_sentence} candidates); raise it or lower --beam"
-            )
-        if self.max_candidates < 0 or self.max_wait < 0:
-            raise FairseqStreamError("--stream-max-candidates and --stream-max-wait must be >= 0")
+            raise FairseqStreamError(f"--stream-capacity must be >= 1, got {self.capacity}")
+        if self.max_candidates < 0:
+            raise FairseqStreamError(f"--stream-max-candidates must be >= 0, got {self.max_candidates}")
+        if self.max_wait < 0:
+            raise FairseqStreamError(f"--stream-max-wait must be >= 0, got {self.max_wait}")
         if self.selection not in ("min-length", "all"):
             raise FairseqStreamError(f"unknown selection policy {self.selection!r}")
 
@@ -92,7 +89,6 @@ class StreamingScheduler:
 
     def __init__(self, model: ModelStep, strategy: SearchStrategy, cfg: SchedulerConfig, *, source: SentenceSource,
                  bos: int, pad: int, eos: int, rows_per_sentence: int, stats: DecodeStats) -> None:
-        cfg.validate(rows_per_sentence)
         if cfg.selection == "all" and not model.mixed_lengths:
             model.require_block_steps("stepping sentences of different lengths together (VAR-STR-FIFO, top-up)")
         self.model = model

@@ -24,7 +24,7 @@ from fairseq_stream.adapter import StreamGenerator
 from fairseq_stream.errors import FairseqStreamError
 from fairseq_stream.lookahead import Lookahead
 from fairseq_stream.options import StreamDecodingConfig, validate, validate_generation
-from fairseq_stream.registry import get_search
+from fairseq_stream.engine import build_generator
 from fairseq_stream.stats import DecodeStats
 from fairseq_stream.text import BpeCodes, detokenize, tokenize
 
@@ -124,8 +124,8 @@ class TranslationSession:
         stream_opts = _override(self.cfg.task, dict(opts, search=search), "decoding")
         validate(stream_opts)
         validate_generation(gen_cfg, self.models)
-        generator = get_search(search).build(
-            self.task, self.models, gen_cfg, stream_opts,
+        generator = build_generator(
+            search, self.task, self.models, gen_cfg, stream_opts,
             extra_gen_cls_kwargs={"lm_model": None, "lm_weight": 0.0},
         )
         return generator, stream_opts
@@ -148,17 +148,7 @@ class TranslationSession:
         ``required_batch_size_multiple`` defaults to fairseq's (8): batches are cut to multiples of it.
         """
         generator, stream_opts = self._build(search, gen or {}, opts or {})
-        if max_tokens is None and batch_size is None:
-            max_tokens = 12000  # fairseq-generate's default
-        itr = self.task.get_batch_iterator(
-            dataset=dataset,
-            max_tokens=max_tokens,
-            max_sentences=batch_size,
-            max_positions=utils.resolve_max_positions(
-                self.task.max_positions(), *[m.max_positions() for m in self.models]
-            ),
-            required_batch_size_multiple=required_batch_size_multiple or self.cfg.dataset.required_batch_size_multiple,
-        ).next_epoch_itr(shuffle=False)
+        itr = self._batches(dataset, max_tokens, batch_size, required_batch_size_multiple)
         if isinstance(generator, StreamGenerator) and not stream_opts.stream_per_batch:
             # One stream over the whole input: refills read the next batches ahead.
             itr = lookahead = Lookahead(itr)
@@ -191,6 +181,21 @@ class TranslationSession:
         if postprocess:
             result.strings = [self.detokenize(h[0]["tokens"]) for h in result.hypos]
         return result
+
+    def _batches(self, dataset: Any, max_tokens: Optional[int], batch_size: Optional[int],
+                 required_batch_size_multiple: Optional[int]) -> Any:
+        """fairseq's batch iterator over ``dataset``, in order (fairseq-generate's defaults)."""
+        if max_tokens is None and batch_size is None:
+            max_tokens = 12000  # fairseq-generate's default
+        return self.task.get_batch_iterator(
+            dataset=dataset,
+            max_tokens=max_tokens,
+            max_sentences=batch_size,
+            max_positions=utils.resolve_max_positions(
+                self.task.max_positions(), *[m.max_positions() for m in self.models]
+            ),
+            required_batch_size_multiple=required_batch_size_multiple or self.cfg.dataset.required_batch_size_multiple,
+        ).next_epoch_itr(shuffle=False)
 
     def _synchronize(self) -> None:
         if self.use_cuda:

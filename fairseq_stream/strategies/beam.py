@@ -33,20 +33,21 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass, replace
-from typing import Dict, List, NamedTuple, Optional, Sequence, Tuple
+from typing import Any, Dict, List, Optional, Sequence, Tuple
 
 import torch
-import torch.nn.functional as F
 from torch import Tensor
 
 from fairseq_stream.errors import FairseqStreamError
-from fairseq_stream.interface import Hypothesis, StepOutcome
+from fairseq_stream.interface import Hypothesis, StepOutcome, StrategyContext
 from fairseq_stream.ops.fused_output import OutputScorer
 from fairseq_stream.ops.transformer_step import SentenceIndex
 from fairseq_stream.processors import RowContext
-
-
-REFERENCES = ("final", "active", "normalized")
+from fairseq_stream.strategies.beam_rules import (  # noqa: F401  (Candidates, REFERENCES: for callers)
+    FINALIZATION_RULES, REFERENCES, AbsoluteThreshold, Candidates, PruningRule, RelativeLocalThreshold,
+    RelativeThreshold, StepView, parse_pruning_rules,
+)
+from fairseq_stream.state import PAD, StateOps, StrategyState, host, per_sentence, rows
 
 
 @dataclass(frozen=True)
@@ -70,15 +71,44 @@ class Pruning:
     rel_local_threshold: Optional[float] = None  # rpl in (0, 1], on the last word's probability
     max_cands_per_node: Optional[int] = None  # mc / M
     reference: str = "final"  # what ap and rp measure from: "final", "active" or "normalized"
+    extra: Tuple[PruningRule, ...] = ()  # --prune-rules, after the three above
+
+    def __post_init__(self) -> None:
+        if self.abs_threshold is not None and not self.abs_threshold >= 0:
+            raise FairseqStreamError(f"--prune-abs-threshold must be >= 0 (inf = off), got {self.abs_threshold}")
+        if self.max_cands_per_node is not None and self.max_cands_per_node < 1:
+            raise FairseqStreamError(f"--prune-max-cands-per-node must be >= 1, got {self.max_cands_per_node}")
+        for flag, value in (("--prune-rel-threshold", self.rel_threshold),
+                            ("--prune-rel-local-threshold", self.rel_local_threshold)):
+            if value is not None and not 0.0 < value <= 1.0:
+                raise FairseqStreamError(f"{flag} must be in (0, 1], got {value}")
+        if self.reference not in REFERENCES:
+            raise FairseqStreamError(f"--prune-reference must be one of {', '.join(REFERENCES)}, got {self.reference!r}")
 
     @property
     def active(self) -> bool:
-        return any(v is not None for v in (self.abs_threshold, self.rel_threshold,
-                                             self.rel_local_threshold, self.max_cands_per_node))
+        return bool(self.rules()) or self.max_cands_per_node is not None
+
+    def rules(self) -> Tuple[PruningRule, ...]:
+        """The keep-mask rules in order: ap, rp, rpl (paper 001 §3), then ``extra``."""
+        built: Tuple[PruningRule, ...] = ()
+        if self.abs_threshold is not None:
+            built += (AbsoluteThreshold(self.abs_threshold, self.reference),)
+        if self.rel_threshold is not None:
+            built += (RelativeThreshold(self.rel_threshold, self.reference),)
+        if self.rel_local_threshold is not None:
+            built += (RelativeLocalThreshold(self.rel_local_threshold),)
+        return built + self.extra
+
+
+DEFAULT_ABS_THRESHOLD = 1.5  # δ, paper 000 §4.1
+DEFAULT_MAX_CANDS_PER_NODE = 5  # M, paper 000 §4.1
 
 
 @dataclass(frozen=True)
 class BeamConfig:
+    """A fixed-width beam (FIXED-OURS, FIXED-STREAM, top-up); validated when built."""
+
     beam: int
     nbest: int = 1
     final_count: int = 0  # Z: final hypotheses that end a sentence (0 = beam; the reference code's find_top_z)
@@ -86,34 +116,52 @@ class BeamConfig:
     finalize: str = "ours"  # "ours" (paper 000 App. A.1) or "fairseq"
     pruning: Pruning = Pruning()
 
-    def validate(self) -> None:
+    def __post_init__(self) -> None:
         if self.beam < 1:
             raise FairseqStreamError(f"--beam must be >= 1, got {self.beam}")
         if not 1 <= self.nbest <= self.beam:
             raise FairseqStreamError(f"--nbest must be between 1 and --beam ({self.beam}), got {self.nbest}")
+        if self.final_count < 0:
+            raise FairseqStreamError(f"--beam-final-count must be >= 0, got {self.final_count}")
         if self.final_count and not self.nbest <= self.final_count <= self.beam:
             raise FairseqStreamError(
                 f"--beam-final-count must be between --nbest ({self.nbest}) and --beam ({self.beam}), got {self.final_count}"
             )
-        if self.finalize not in ("ours", "fairseq"):
+        if self.finalize not in FINALIZATION_RULES:
             raise FairseqStreamError(f"--beam-finalize must be 'ours' or 'fairseq', got {self.finalize!r}")
-        if self.pruning.reference not in REFERENCES:
-            raise FairseqStreamError(
-                f"--prune-reference must be one of {', '.join(REFERENCES)}, got {self.pruning.reference!r}")
+
+    @property
+    def rows_per_sentence(self) -> int:
+        return self.beam
+
+    @classmethod
+    def from_options(cls, name: str, gen_cfg: Any, opts: Any, models: Sequence[Any] = ()) -> "BeamConfig":
+        return cls(beam=int(gen_cfg.beam), nbest=int(gen_cfg.nbest), final_count=int(opts.beam_final_count),
+                   lenpen=0.0 if gen_cfg.unnormalized else float(gen_cfg.lenpen), finalize=opts.beam_finalize,
+                   pruning=cls.pruning_from_options(opts))
+
+    @staticmethod
+    def pruning_from_options(opts: Any) -> Pruning:
+        return Pruning()
 
 
-class Candidates(NamedTuple):
-    """The best ``W`` candidates of every sentence after a step, sorted, all (S, W)."""
+@dataclass(frozen=True)
+class VariableBeamConfig(BeamConfig):
+    """A variable-width beam (VAR-BATCH, VAR-STREAM, VAR-STR-FIFO): the heuristics ``H`` on,
+    by default paper 000's δ = 1.5 and M = 5 (§4.1)."""
 
-    val: Tensor  # cumulative log-probability
-    parent: Tensor  # slot of the candidate it extends (or that it is, when carried)
-    tok: Tensor  # its last token (EOS when carried)
-    tok_lp: Tensor  # that token's log-probability (0 when carried)
-    carried: Tensor  # an ended candidate that waited on the beam: not an expansion of this step
+    @staticmethod
+    def pruning_from_options(opts: Any) -> Pruning:
+        ap = DEFAULT_ABS_THRESHOLD if opts.prune_abs_threshold is None else opts.prune_abs_threshold
+        mc = DEFAULT_MAX_CANDS_PER_NODE if opts.prune_max_cands_per_node is None else opts.prune_max_cands_per_node
+        return Pruning(abs_threshold=None if math.isinf(ap) else float(ap), rel_threshold=opts.prune_rel_threshold,
+                       rel_local_threshold=opts.prune_rel_local_threshold, max_cands_per_node=int(mc),
+                       reference=opts.prune_reference,
+                       extra=parse_pruning_rules(opts.prune_rules, opts.prune_reference))
 
 
 @dataclass
-class BeamState:
+class BeamState(StrategyState):
     """The beams of a group of ``S`` sentences, ``k`` slots each, all on the device.
 
     Empty slots have score ``-inf``. ``tokens``/``token_scores`` are left-aligned buffers of
@@ -129,61 +177,55 @@ class BeamState:
     scores: Tensor  # (S, k) cumulative log-probability
     ended: Tensor  # (S, k) bool
     ended_len: Tensor  # (S, k) generated tokens of an ended candidate, EOS included
-    tokens: Tensor  # (S, k, L) generated tokens
-    token_scores: Tensor  # (S, k, L)
-    steps: Tensor  # (S,) tokens generated so far
-    max_len: Tensor  # (S,)
-    n_final: Tensor  # (S,) final hypotheses so far
-    best_final: Tensor  # (S,) best cumulative log-probability of a final hypothesis
-    best_final_norm: Tensor  # (S,) best length-normalised score of a final hypothesis
-    src_lengths: Tensor  # (S,)
-    fin_tokens: Tensor  # (S, Z + 1, L) final hypotheses, EOS included
-    fin_scores: Tensor  # (S, Z + 1, L) their positional scores
-    fin_len: Tensor  # (S, Z + 1)
-    fin_total: Tensor  # (S, Z + 1) cumulative log-probability
-    row_slot: Tensor  # (R,)
-    t: int = 0  # host: max(steps)
-    min_max_len: int = 0  # host: min(max_len)
-    t_min: int = 0  # host: min(steps)
+    tokens: Tensor = per_sentence(pad=PAD)  # (S, k, L) generated tokens
+    token_scores: Tensor = per_sentence(pad=0.0)  # (S, k, L)
+    steps: Tensor = per_sentence()  # (S,) tokens generated so far
+    max_len: Tensor = per_sentence()  # (S,)
+    n_final: Tensor = per_sentence()  # (S,) final hypotheses so far
+    best_final: Tensor = per_sentence()  # (S,) best cumulative log-probability of a final hypothesis
+    best_final_norm: Tensor = per_sentence()  # (S,) best length-normalised score of a final hypothesis
+    src_lengths: Tensor = per_sentence()  # (S,)
+    fin_tokens: Tensor = per_sentence(pad=PAD)  # (S, Z + 1, L) final hypotheses, EOS included
+    fin_scores: Tensor = per_sentence(pad=0.0)  # (S, Z + 1, L) their positional scores
+    fin_len: Tensor = per_sentence()  # (S, Z + 1)
+    fin_total: Tensor = per_sentence()  # (S, Z + 1) cumulative log-probability
+    row_slot: Tensor = rows()  # (R,)
+    t: int = host(max)  # host: max(steps)
+    min_max_len: int = host(min)  # host: min(max_len)
+    t_min: int = host(min)  # host: min(steps)
 
     @property
     def live(self) -> Tensor:
         """(S, k) slots that need a decoder row."""
         return torch.isfinite(self.scores) & ~self.ended
 
-    def select(self, idx: Tensor) -> "BeamState":
-        """Sentences ``idx`` (local indices) of the group; ``row_slot`` is the caller's."""
-        fields = {f: getattr(self, f).index_select(0, idx) for f in _FIELDS}
-        return BeamState(**fields, row_slot=self.row_slot, t=self.t, min_max_len=self.min_max_len, t_min=self.t_min)
 
-
-_FIELDS = ("sentences", "scores", "ended", "ended_len", "tokens", "token_scores", "steps",
-           "max_len", "n_final", "best_final", "best_final_norm", "src_lengths", "fin_tokens", "fin_scores", "fin_len", "fin_total")
-_COLUMNS = ("tokens", "token_scores", "fin_tokens", "fin_scores")  # fields with L columns
-
-
-class BeamSearch:
+class BeamSearch(StateOps):
     """The strategy object the scheduler drives (see :mod:`fairseq_stream.interface`).
 
     A step reads the device once (:meth:`_advance`: rows, finished sentences, widest beam).
     """
 
-    uniform_length = True
-
     def __init__(self, cfg: BeamConfig, scorer: OutputScorer, *, eos: int, pad: int,
                  bos: int, needs_history: bool = False, dtype: torch.dtype = torch.float32) -> None:
-        cfg.validate()
         self.cfg = cfg
         self.dtype = dtype
         self.scorer = scorer
         self.eos, self.pad, self.bos = eos, pad, bos
         self.needs_history = needs_history
-        self.k = cfg.beam
-        per_row = self.k * (2 if cfg.finalize == "fairseq" else 1)
+        self.k = self.rows_per_sentence = cfg.beam
+        self.finalizer = FINALIZATION_RULES[cfg.finalize]
+        self.rules = cfg.pruning.rules()
+        per_row = self.finalizer.expansions(self.k)
         mc = cfg.pruning.max_cands_per_node
         self.per_row = min(per_row, mc) if mc else per_row
-        self.final_width = 2 * self.k if cfg.finalize == "fairseq" else self.k
-        self.done_at = self.k if cfg.finalize == "fairseq" else (cfg.final_count or cfg.beam)
+        self.final_width = self.finalizer.width(self.k)
+        self.done_at = self.finalizer.ends_at(self.k, cfg.final_count)
+
+    @classmethod
+    def from_config(cls, cfg: BeamConfig, ctx: StrategyContext) -> "BeamSearch":
+        return cls(cfg, ctx.scorer, eos=ctx.eos, pad=ctx.pad, bos=ctx.bos, needs_history=ctx.needs_history,
+                   dtype=ctx.dtype)
 
     # ---- the interface -------------------------------------------------------------------
     def init_state(self, sentences: Tensor, max_len: Tensor, src_lengths: Tensor, *,
@@ -219,29 +261,8 @@ class BeamSearch:
         feed = torch.full((s, 1), self.bos, dtype=torch.long, device=dev)
         return StepOutcome(state=state, parents=None, feed=feed)
 
-    def sentences(self, state: BeamState) -> int:
-        return len(state.sentences)
-
     def length(self, state: BeamState) -> int:
-        return state.t + 1 if len(state.sentences) else 0
-
-    def concat(self, states: Sequence[BeamState]) -> BeamState:
-        if len(states) == 1:
-            return states[0]
-        width = max(st.tokens.size(2) for st in states)
-        fields = {}
-        for f in _FIELDS:
-            parts = [getattr(st, f) for st in states]
-            if f in _COLUMNS:
-                value = self.pad if f in ("tokens", "fin_tokens") else 0.0
-                parts = [F.pad(x, (0, width - x.size(2)), value=value) for x in parts]
-            fields[f] = torch.cat(parts)
-        offsets, row_slot = 0, []
-        for st in states:
-            row_slot.append(st.row_slot + offsets * self.k)
-            offsets += len(st.sentences)
-        return BeamState(**fields, row_slot=torch.cat(row_slot), t=max(st.t for st in states),
-                         min_max_len=min(st.min_max_len for st in states), t_min=min(st.t_min for st in states))
+        return state.t + 1 if state.size else 0
 
     def step(self, state: BeamState, scores: Tensor) -> StepOutcome:
         """One step of every sentence of the group from the rows' next-token scores ``(R, 1, V)``."""
@@ -249,7 +270,7 @@ class BeamSearch:
         c = min(self.per_row, scores.size(-1))
         top_lp, top_tok, _ = self.scorer.top(scores[:, -1], c, self._row_context(state, row_slot))
         cand = self._candidates(state, top_lp, top_tok, row_slot)
-        finals, keep = self._finalize(state, cand)
+        finals, keep = self.finalizer.split(cand, self.k, self.eos)
         state = self._record_finals(state, cand, finals)
         keep = self._prune(state, cand, keep)
         return self._advance(state, cand, keep, row_slot)
@@ -291,19 +312,6 @@ class BeamSearch:
         tok_lp = lps.view(s, k * c).gather(1, flat).masked_fill(is_carry, 0.0)
         return Candidates(val, parent, tok, tok_lp, is_carry)
 
-    def _finalize(self, state: BeamState, cand: Candidates) -> Tuple[Tensor, Tensor]:
-        """(which candidates become final, which may stay on the beam), both (S, W)."""
-        valid = torch.isfinite(cand.val)
-        is_eos = valid & (cand.tok == self.eos)
-        if self.cfg.finalize == "fairseq":
-            finals = is_eos.clone()
-            finals[:, self.k:] = False
-            keep = valid & ~is_eos
-        else:
-            finals = torch.cumprod(is_eos.long(), dim=1).bool()  # the ended run at the top
-            keep = valid & ~finals
-        return finals, keep
-
     def _record_finals(self, state: BeamState, cand: Candidates, finals: Tensor) -> BeamState:
         """Write final candidates into the ``fin_*`` buffers (the first ``Z`` of a sentence)."""
         val, parent, tok_lp = cand.val, cand.parent, cand.tok_lp
@@ -333,39 +341,15 @@ class BeamSearch:
         return torch.where(cand.carried, state.ended_len.gather(1, cand.parent), state.steps.unsqueeze(1) + 1)
 
     def _prune(self, state: BeamState, cand: Candidates, keep: Tensor) -> Tensor:
-        """Beam shrink by the final count, then the heuristics ``H``; returns the kept mask."""
-        width = (self.k - state.n_final).clamp(min=0) if self.cfg.finalize == "ours" else torch.full_like(state.n_final, self.k)
+        """Beam shrink by the final count, then the pruning rules ``H``; returns the kept mask."""
         rank = torch.cumsum(keep.long(), dim=1)
-        keep = keep & (rank <= width.unsqueeze(1))
-        p = self.cfg.pruning
-        if not p.active:
+        keep = keep & (rank <= self.finalizer.beam_width(state.n_final, self.k).unsqueeze(1))
+        if not self.rules:
             return keep
-        val = cand.val
-        if p.abs_threshold is not None or p.rel_threshold is not None:
-            best = self._reference(state, cand, keep)
-            if p.abs_threshold is not None:  # paper 001 Eq. 2
-                keep = keep & (val > best - p.abs_threshold)
-            if p.rel_threshold is not None:  # paper 001 Eq. 1, in log space
-                keep = keep & (val > best + math.log(p.rel_threshold))
-        if p.rel_local_threshold is not None:
-            # Paper 001 Eq. 3 compares this step's expansions by their last word; a carried
-            # ended candidate expanded nothing (its stored tok_lp 0 would read as p = 1).
-            fresh = keep & ~cand.carried
-            local = torch.where(fresh, cand.tok_lp, torch.full_like(cand.tok_lp, -math.inf)).max(dim=1, keepdim=True).values
-            keep = keep & (cand.carried | (cand.tok_lp > local + math.log(p.rel_local_threshold)))
+        view = StepView(cand, self._lengths(state, cand), state.best_final, state.best_final_norm, self.cfg.lenpen)
+        for rule in self.rules:
+            keep = rule.prune(view, keep)
         return keep
-
-    def _reference(self, state: BeamState, cand: Candidates, keep: Tensor) -> Tensor:
-        """The best score ap and rp measure from (:class:`Pruning`), (S, 1) or (S, W)."""
-        val = cand.val
-        best = torch.where(keep, val, torch.full_like(val, -math.inf)).max(dim=1, keepdim=True).values
-        reference = self.cfg.pruning.reference
-        if reference == "final":  # paper 000 App. A.3
-            return torch.maximum(best, state.best_final.to(val).unsqueeze(1))
-        if reference == "normalized":
-            scale = self._lengths(state, cand).to(val).pow(self.cfg.lenpen)
-            return torch.maximum(best, state.best_final_norm.to(val).unsqueeze(1) * scale)
-        return best  # active: paper 001
 
     def _advance(self, state: BeamState, cand: Candidates, keep: Tensor, row_slot: Tensor) -> StepOutcome:
         val, parent, tok, tok_lp = cand.val, cand.parent, cand.tok, cand.tok_lp
@@ -428,15 +412,15 @@ class BeamSearch:
         z = self.done_at
         done, sids, counts = packet[:s], packet[s: 2 * s], packet[2 * s: 3 * s]
         lengths, totals = packet[3 * s: 3 * s + s * z], packet[3 * s + s * z:]
-        nbest = self.cfg.nbest if self.cfg.finalize == "ours" else None
+        nbest = self.cfg.nbest if self.finalizer.cut_nbest else None
         out: Dict[int, List[Hypothesis]] = {}
         for i in (i for i in range(s) if done[i]):
             hyps = []
             for j in range(min(int(counts[i]), z)):
                 length, total = int(lengths[i * z + j]), totals[i * z + j]
-                hyps.append({"tokens": state.fin_tokens[i, j, :length], "score": total / (length ** self.cfg.lenpen),
-                             "positional_scores": state.fin_scores[i, j, :length], "attention": None, "alignment": None})
-            out[int(sids[i])] = sorted(hyps, key=lambda h: h["score"], reverse=True)[:nbest]
+                hyps.append(Hypothesis(state.fin_tokens[i, j, :length], total / (length ** self.cfg.lenpen),
+                                       state.fin_scores[i, j, :length]))
+            out[int(sids[i])] = sorted(hyps, key=lambda h: h.score, reverse=True)[:nbest]
         return out
 
 

@@ -11,7 +11,6 @@ from typing import Any
 
 from fairseq.tasks import FairseqTask
 
-from fairseq_stream.adapter import reject_ib_models
 from fairseq_stream.registry import Capabilities, register_search
 from fairseq_stream.stats import DecodeStats
 
@@ -37,6 +36,5 @@ def _count_decoder_calls(generator: Any) -> Any:
     capabilities=Capabilities(streaming=False),
 )
 def build_fairseq_beam(task: Any, models: Any, gen_cfg: Any, opts: Any, **fairseq_kwargs: Any) -> Any:
-    reject_ib_models(models, "beam")
     # The stock FairseqTask implementation, explicitly: our tasks subclass it.
     return _count_decoder_calls(FairseqTask.build_generator(task, models, gen_cfg, **fairseq_kwargs))

@@ -27,41 +27,74 @@ import torch.nn.functional as F
 from torch import Tensor
 
 from fairseq_stream import ib_order
-from fairseq_stream.adapter import StreamGenerator, reject_unsupported, score_dtype
 from fairseq_stream.errors import FairseqStreamError
-from fairseq_stream.interface import Hypothesis, StepOutcome, cat_padded
+from fairseq_stream.interface import Hypothesis, StepOutcome, StrategyContext, cat_padded
 from fairseq_stream.models.transformer_ib import IBSpec, is_ib_model
 from fairseq_stream.ops.fused_output import OutputScorer
 from fairseq_stream.ops.transformer_step import SentenceIndex
-from fairseq_stream.processors import RowContext, build_processors
-from fairseq_stream.registry import Capabilities, register_search, stream_epsilon
-from fairseq_stream.scheduler import SchedulerConfig
+from fairseq_stream.processors import RowContext
+from fairseq_stream.registry import Capabilities, register_search
+from fairseq_stream.state import PAD, StateOps, StrategyState, per_sentence, rows
+
+
+@dataclass(frozen=True)
+class IBBeamConfig:
+    spec: IBSpec  # h, c and the ablations of the checkpoints (shared by an ensemble)
+    beam: int = 1  # B
+    nbest: int = 1
+    lenpen: float = 1.0
+    dedup: bool = False  # --ib-dedup (paper 003 §5.1)
+    finalize: str = "top"  # --ib-finalize: "top" or "all"
+
+    def __post_init__(self) -> None:
+        if self.beam < 1:
+            raise FairseqStreamError(f"--beam must be >= 1, got {self.beam}")
+        if not 1 <= self.nbest <= self.beam:
+            raise FairseqStreamError(f"--nbest must be between 1 and --beam ({self.beam}), got {self.nbest}")
+        if self.finalize not in ("top", "all"):
+            raise FairseqStreamError(f"--ib-finalize must be 'top' or 'all', got {self.finalize!r}")
+
+    @property
+    def rows_per_sentence(self) -> int:
+        return self.beam
+
+    @classmethod
+    def from_options(cls, name: str, gen_cfg: Any, opts: Any, models: Sequence[Any] = ()) -> "IBBeamConfig":
+        return cls(spec=ib_spec_of(models, name), beam=int(gen_cfg.beam), nbest=int(gen_cfg.nbest),
+                   lenpen=0.0 if gen_cfg.unnormalized else float(gen_cfg.lenpen), dedup=bool(opts.ib_dedup),
+                   finalize=opts.ib_finalize)
+
+
+def ib_spec_of(models: Sequence[Any], name: str) -> IBSpec:
+    """The (common) layout of an ensemble of IBDecoder-family models, or a one-line error."""
+    if not all(is_ib_model(m) for m in models):
+        raise FairseqStreamError(
+            f"--search {name} needs IBDecoder-family checkpoints (--arch transformer_ib); this is a standard "
+            "model: use --search beam, var-stream, ... instead"
+        )
+    specs = {m.decoder.ib for m in models}
+    if len(specs) != 1:
+        raise FairseqStreamError("an ensemble of IBDecoder-family models must share h, c and the ablations")
+    return specs.pop()
 
 
 @dataclass
-class IBState:
+class IBState(StrategyState):
     """The beams of ``S`` sentences on the device; final hypotheses wait in the ``fin_*``
     buffers (decoder order, ``2B`` slots and a scratch slot) until the pool is read."""
 
     sentences: Tensor  # (S,)
     scores: Tensor  # (S, B) cumulative log-probability, -inf = empty
-    tokens: Tensor  # (S, B, T) words of the slots so far (decoder order)
+    tokens: Tensor  # (S, B, T) words of the slots so far (decoder order; groups merge at equal T)
     token_scores: Tensor  # (S, B, T)
     seg_done: Tensor  # (S, B, G) segments that reached their EOS
     max_len: Tensor  # (S,)
     n_final: Tensor  # (S,)
-    fin_tokens: Tensor  # (S, 2B + 1, L)
-    fin_scores: Tensor  # (S, 2B + 1, L)
-    fin_len: Tensor  # (S, 2B + 1)
-    fin_total: Tensor  # (S, 2B + 1)
-    row_slot: Tensor  # (R,) flat s·B + j of every decoder row
-
-    def select(self, idx: Tensor) -> "IBState":
-        return IBState(*(getattr(self, f).index_select(0, idx) for f in _FIELDS), row_slot=self.row_slot)
-
-
-_FIELDS = ("sentences", "scores", "tokens", "token_scores", "seg_done", "max_len", "n_final",
-           "fin_tokens", "fin_scores", "fin_len", "fin_total")
+    fin_tokens: Tensor = per_sentence(pad=PAD)  # (S, 2B + 1, L)
+    fin_scores: Tensor = per_sentence(pad=0.0)  # (S, 2B + 1, L)
+    fin_len: Tensor = per_sentence()  # (S, 2B + 1)
+    fin_total: Tensor = per_sentence()  # (S, 2B + 1)
+    row_slot: Tensor = rows()  # (R,) flat s·B + j of every decoder row
 
 
 @dataclass
@@ -104,18 +137,18 @@ class FinishedIB:
                 length, start = int(lengths[i * z + j]), (i * z + j) * cols
                 hyps.append(self.search._hypothesis([int(t) for t in tokens[start: start + length]],
                                                     scores[start: start + length], totals[i * z + j]))
-            hyps = sorted(hyps, key=lambda h: h["score"], reverse=True)
+            hyps = sorted(hyps, key=lambda h: h.score, reverse=True)
             out[int(packet[i])] = hyps[: max(self.search.nbest, 1)] if hyps else [self.search._empty()]
         return out
 
 
-class IBBeamSearch:
-    uniform_length = True
+class IBBeamSearch(StateOps):
 
     def __init__(self, spec: IBSpec, scorer: OutputScorer, *, beam: int, nbest: int, lenpen: float,
                  eos: int, pad: int, bos: int, dedup: bool, dtype: torch.dtype, finalize: str = "top") -> None:
         self.spec, self.scorer = spec, scorer
-        self.beam, self.nbest, self.lenpen = beam, nbest, lenpen
+        self.beam = self.rows_per_sentence = beam
+        self.nbest, self.lenpen = nbest, lenpen
         self.eos, self.pad, self.bos = eos, pad, bos
         self.dedup, self.dtype, self.finalize = dedup, dtype, finalize
         self.z = spec.z
@@ -123,6 +156,11 @@ class IBBeamSearch:
         # Segment of each slot of a step: words come in (left, right) pairs per segment (Eq. 9).
         self.slot_segment = torch.tensor([(j % spec.h) // 2 for j in range(self.z)]) if spec.h > 2 else torch.zeros(self.z, dtype=torch.long)
         self.segment_slots = [torch.tensor([j for j in range(self.z) if int(self.slot_segment[j]) == g]) for g in range(self.segments)]
+
+    @classmethod
+    def from_config(cls, cfg: IBBeamConfig, ctx: StrategyContext) -> "IBBeamSearch":
+        return cls(cfg.spec, ctx.scorer, beam=cfg.beam, nbest=cfg.nbest, lenpen=cfg.lenpen, eos=ctx.eos,
+                   pad=ctx.pad, bos=ctx.bos, dedup=cfg.dedup, dtype=ctx.dtype, finalize=cfg.finalize)
 
     # ---- the interface -------------------------------------------------------------------
     def init_state(self, sentences: Tensor, max_len: Tensor, src_lengths: Tensor, *,
@@ -148,29 +186,13 @@ class IBBeamSearch:
         feed = torch.full((s, self.z), self.bos, dtype=torch.long, device=sentences.device)
         return StepOutcome(state=state, parents=None, feed=feed, block_mask=self.block_mask(0, sentences.device))
 
-    def sentences(self, state: IBState) -> int:
-        return len(state.sentences)
-
     def length(self, state: IBState) -> int:
         return state.tokens.size(2)
 
     def concat(self, states: Sequence[IBState]) -> IBState:
-        if len(states) == 1:
-            return states[0]
         if len({st.tokens.size(2) for st in states}) != 1:
             raise FairseqStreamError("ib-beam merges groups of equal length only (min-length selection)")
-        width = max(st.fin_tokens.size(2) for st in states)
-        fields = {}
-        for f in _FIELDS:
-            parts = [getattr(st, f) for st in states]
-            if f in ("fin_tokens", "fin_scores"):
-                parts = [F.pad(x, (0, width - x.size(2)), value=self.pad if f == "fin_tokens" else 0.0) for x in parts]
-            fields[f] = torch.cat(parts)
-        offset, row_slot = 0, []
-        for st in states:
-            row_slot.append(st.row_slot + offset * self.beam)
-            offset += len(st.sentences)
-        return IBState(**fields, row_slot=torch.cat(row_slot))
+        return super().concat(states)
 
     def block_mask(self, fed: int, device: Any):
         """Mask of the next step's ``z`` slots over the ``fed`` cached ones and themselves."""
@@ -275,8 +297,7 @@ class IBBeamSearch:
         # positional scores still sum to the hypothesis' search score.
         kept.append(total - sum(kept))
         tokens = torch.tensor(words + [self.eos], dtype=torch.long)
-        return {"tokens": tokens, "score": total / (len(tokens) ** self.lenpen),
-                "positional_scores": torch.tensor(kept, dtype=torch.float), "attention": None, "alignment": None}
+        return Hypothesis(tokens, total / (len(tokens) ** self.lenpen), torch.tensor(kept, dtype=torch.float))
 
     def _advance(self, state: IBState, full: Tensor, full_end: Tensor, words: Tensor, word_lp: Tensor,
                  seg_done: Tensor, row_of: Tensor, bc: int) -> StepOutcome:
@@ -325,46 +346,11 @@ class IBBeamSearch:
                            block_mask=self.block_mask(t + self.z, full.device), index=index)
 
     def _empty(self) -> Hypothesis:
-        return {"tokens": torch.tensor([self.eos]), "score": -math.inf,
-                "positional_scores": torch.tensor([-math.inf]), "attention": None, "alignment": None}
+        return Hypothesis(torch.tensor([self.eos]), -math.inf, torch.tensor([-math.inf]))
 
 
-def ib_spec_of(models: Sequence[Any], name: str) -> IBSpec:
-    """The (common) layout of an ensemble of IBDecoder-family models, or a one-line error."""
-    if not all(is_ib_model(m) for m in models):
-        raise FairseqStreamError(
-            f"--search {name} needs IBDecoder-family checkpoints (--arch transformer_ib); this is a standard "
-            "model: use --search beam, var-stream, ... instead"
-        )
-    specs = {m.decoder.ib for m in models}
-    if len(specs) != 1:
-        raise FairseqStreamError("an ensemble of IBDecoder-family models must share h, c and the ablations")
-    return specs.pop()
 
-
-@register_search("ib-beam", summary="multi-word beam search for IBDecoder/IMDecoder/+SA checkpoints (paper 003 Alg. 1)",
-                 capabilities=Capabilities(streaming=True, non_transformer=False, prefix_tokens=False))
-def build_ib_beam(task, models, gen_cfg, opts, **fairseq_kwargs) -> StreamGenerator:
-    reject_unsupported(gen_cfg, "ib-beam", fairseq_kwargs.get("extra_gen_cls_kwargs"), allow_ngram=False)
-    spec = ib_spec_of(models, "ib-beam")
-    beam, nbest = int(gen_cfg.beam), int(gen_cfg.nbest)
-    if not 1 <= nbest <= beam:
-        raise FairseqStreamError(f"--nbest must be between 1 and --beam ({beam}), got {nbest}")
-    tgt_dict = task.target_dictionary
-    scorer = OutputScorer(build_processors(gen_cfg, tgt_dict), fused=opts.output_layer == "fused",
-                          normalized_input=len(models) > 1)
-    dtype = score_dtype(models)
-    lenpen = 0.0 if gen_cfg.unnormalized else float(gen_cfg.lenpen)
-
-    def make_strategy(stats) -> IBBeamSearch:
-        return IBBeamSearch(spec, scorer, beam=beam, nbest=nbest, lenpen=lenpen, eos=tgt_dict.eos(), pad=tgt_dict.pad(),
-                            bos=tgt_dict.eos(), dedup=bool(opts.ib_dedup), dtype=dtype,
-                            finalize=opts.ib_finalize)
-
-    scheduler = SchedulerConfig(
-        epsilon=stream_epsilon("ib-beam", opts.stream_epsilon),
-        capacity=int(opts.stream_capacity), max_candidates=int(opts.stream_max_candidates),
-        selection="min-length", max_wait=int(opts.stream_max_wait),
-    )
-    return StreamGenerator(models, tgt_dict, name="ib-beam", make_strategy=make_strategy, scheduler=scheduler,
-                           gen_cfg=gen_cfg, rows_per_sentence=beam, stats_path=opts.stream_stats)
+register_search("ib-beam", summary="multi-word beam search for IBDecoder/IMDecoder/+SA checkpoints (paper 003 Alg. 1)",
+                config=IBBeamConfig, capabilities=Capabilities(
+                    streaming=True, ngram_blocking=False, models="ib", block_steps=True,
+                    reads=frozenset({"ib_dedup", "ib_finalize"})))(IBBeamSearch)

@@ -26,17 +26,19 @@ that converges leaves the batch while a new one joins.
 from __future__ import annotations
 
 from dataclasses import dataclass, replace
-from typing import Dict, List, Optional, Sequence
+from typing import Any, Dict, List, Optional, Sequence
 
 import torch
 import torch.nn.functional as F
 from torch import Tensor
 
 from fairseq_stream.errors import FairseqStreamError
-from fairseq_stream.interface import Hypothesis, StepOutcome
+from fairseq_stream.interface import Hypothesis, StepOutcome, StrategyContext
 from fairseq_stream.ops.fused_output import OutputScorer
 from fairseq_stream.ops.transformer_step import SentenceIndex
 from fairseq_stream.processors import RowContext
+from fairseq_stream.registry import Capabilities, register_search
+from fairseq_stream.state import PAD, StateOps, StrategyState, host, per_sentence
 
 
 @dataclass(frozen=True)
@@ -44,8 +46,9 @@ class JacobiConfig:
     block: Optional[int]  # b; None = the whole target (PJ)
     max_parallel_len: Optional[int] = None  # L of HGJ; None = no limit
     init: str = "pad"  # "pad" (paper) or "tail"
+    lenpen: float = 1.0  # only scales the reported score: the output is greedy's
 
-    def validate(self) -> None:
+    def __post_init__(self) -> None:
         if self.block is not None and self.block < 1:
             raise FairseqStreamError(f"--jacobi-block must be >= 1, got {self.block}")
         if self.max_parallel_len is not None and self.max_parallel_len < 0:
@@ -53,9 +56,17 @@ class JacobiConfig:
         if self.init not in ("pad", "tail"):
             raise FairseqStreamError(f"--jacobi-init must be 'pad' or 'tail', got {self.init!r}")
 
+    rows_per_sentence = 1
+
+    @classmethod
+    def from_options(cls, name: str, gen_cfg: Any, opts: Any, models: Sequence[Any] = ()) -> "JacobiConfig":
+        return cls(block=None if name == "jacobi" else int(opts.jacobi_block),
+                   max_parallel_len=int(opts.jacobi_max_parallel_len) if name == "hybrid-jacobi" else None,
+                   init=opts.jacobi_init, lenpen=0.0 if gen_cfg.unnormalized else float(gen_cfg.lenpen))
+
 
 @dataclass
-class JacobiState:
+class JacobiState(StrategyState):
     """``S`` sentences, one decoder row each, all on the device.
 
     ``tokens`` (S, T): verified tokens, left-aligned, pad after ``verified[s]`` (T is the
@@ -66,43 +77,39 @@ class JacobiState:
     """
 
     sentences: Tensor
-    tokens: Tensor
-    token_scores: Tensor
-    verified: Tensor  # (S,)
-    draft: Tensor
-    max_len: Tensor
-    iterations: Tensor  # (S,) decoder calls this sentence took part in
-    width: Tensor  # (S,)
-    feed: Tensor  # (S, b)
-    low: int = 0  # host: min(verified)
-    high: int = 0  # host: max(verified)
-    shortest: int = 0  # host: min(max_len)
-
-    def select(self, idx: Tensor) -> "JacobiState":
-        return JacobiState(*(getattr(self, f).index_select(0, idx) for f in _FIELDS),
-                           low=self.low, high=self.high, shortest=self.shortest)
+    tokens: Tensor = per_sentence(pad=PAD, scratch_last=True)
+    token_scores: Tensor = per_sentence(pad=0.0)
+    verified: Tensor = per_sentence()  # (S,)
+    draft: Tensor = per_sentence(pad=PAD)
+    max_len: Tensor = per_sentence()
+    iterations: Tensor = per_sentence()  # (S,) decoder calls this sentence took part in
+    width: Tensor = per_sentence()  # (S,)
+    feed: Tensor = per_sentence(pad=PAD)  # (S, b)
+    low: int = host(min)  # host: min(verified)
+    high: int = host(max)  # host: max(verified)
+    shortest: int = host(min)  # host: min(max_len)
 
 
-_FIELDS = ("sentences", "tokens", "token_scores", "verified", "draft", "max_len", "iterations", "width", "feed")
-
-
-class JacobiDecoding:
+class JacobiDecoding(StateOps):
     """The strategy object the scheduler drives (see :mod:`fairseq_stream.interface`).
 
     An iteration reads the device once (finished sentences, the next window, the longest row).
     """
 
-    uniform_length = False
+    rows_per_sentence = 1
 
     def __init__(self, cfg: JacobiConfig, scorer: OutputScorer, *, eos: int, pad: int, bos: int,
-                 stats, lenpen: float = 1.0, dtype: torch.dtype = torch.float32) -> None:
-        cfg.validate()
+                 stats, dtype: torch.dtype = torch.float32) -> None:
         self.cfg = cfg
-        self.lenpen = lenpen
+        self.lenpen = cfg.lenpen
         self.scorer = scorer
         self.eos, self.pad, self.bos = eos, pad, bos
         self.stats = stats
         self.dtype = dtype
+
+    @classmethod
+    def from_config(cls, cfg: JacobiConfig, ctx: StrategyContext) -> "JacobiDecoding":
+        return cls(cfg, ctx.scorer, eos=ctx.eos, pad=ctx.pad, bos=ctx.bos, stats=ctx.stats, dtype=ctx.dtype)
 
     # ---- the interface -------------------------------------------------------------------
     def init_state(self, sentences: Tensor, max_len: Tensor, src_lengths: Tensor, *,
@@ -123,27 +130,8 @@ class JacobiDecoding:
         state = self._plan(state, self._first_block(longest))
         return StepOutcome(state=state, parents=None, feed=state.feed)
 
-    def sentences(self, state: JacobiState) -> int:
-        return len(state.sentences)
-
     def length(self, state: JacobiState) -> int:
         raise FairseqStreamError("Jacobi rows have their own lengths: schedule them with selection 'all'")
-
-    def concat(self, states: Sequence[JacobiState]) -> JacobiState:
-        if len(states) == 1:
-            return states[0]
-        widths = {f: max(getattr(st, f).size(1) for st in states) for f in ("tokens", "draft", "feed")}
-        pad = {"tokens": self.pad, "draft": self.pad, "feed": self.pad, "token_scores": 0}
-        padded = []
-        for st in states:
-            fix = {f: F.pad(getattr(st, f), (0, widths[f] - getattr(st, f).size(1)), value=pad[f]) for f in widths}
-            fix["token_scores"] = F.pad(st.token_scores, (0, widths["tokens"] - st.token_scores.size(1)))
-            if widths["tokens"] > st.tokens.size(1):  # keep the scratch column last
-                fix["tokens"][:, st.tokens.size(1) - 1] = self.pad
-            padded.append(replace(st, **fix))
-        return JacobiState(*(torch.cat([getattr(st, f) for st in padded]) for f in _FIELDS),
-                           low=min(st.low for st in states), high=max(st.high for st in states),
-                           shortest=min(st.shortest for st in states))
 
     # ---- windows -----------------------------------------------------------------------
     def _widths(self, a: Tensor, max_len: Tensor) -> Tensor:
@@ -251,21 +239,14 @@ class JacobiDecoding:
         out: Dict[int, List[Hypothesis]] = {}
         for i in (i for i in range(s) if packet[i]):
             sid, n, its, total = int(packet[s + i]), int(packet[2 * s + i]), packet[3 * s + i], packet[4 * s + i]
-            out[sid] = [{"tokens": state.tokens[i, :n].clone(), "score": total / (n ** self.lenpen),
-                         "positional_scores": state.token_scores[i, :n].clone(), "attention": None, "alignment": None}]
+            out[sid] = [Hypothesis(state.tokens[i, :n].clone(), total / (n ** self.lenpen),
+                                   state.token_scores[i, :n].clone())]
             self.stats.autoregressive_steps += n
             self.stats.extra["sentence_iterations"] = self.stats.extra.get("sentence_iterations", 0.0) + its
         return out
 
 
 # ---- registration ---------------------------------------------------------------------------
-import functools  # noqa: E402
-
-from fairseq_stream.adapter import StreamGenerator, reject_ib_models, reject_unsupported, score_dtype  # noqa: E402
-from fairseq_stream.processors import build_processors  # noqa: E402
-from fairseq_stream.registry import Capabilities, register_search, stream_epsilon  # noqa: E402
-from fairseq_stream.scheduler import SchedulerConfig  # noqa: E402
-
 WHY_NO_BEAM = (
     "Jacobi decoding iterates to the fixed point of greedy's equations y_i = argmax p(y_i | y_<i, x); "
     "a beam re-ranks k prefixes at every step, so there is no single prefix whose tokens could be "
@@ -277,45 +258,14 @@ SUMMARIES = {
     "gs-jacobi": "PGJ: Jacobi inside blocks of --jacobi-block b, Gauss-Seidel between blocks (paper 004 Alg. 2)",
     "hybrid-jacobi": "HGJ: PGJ up to --jacobi-max-parallel-len, then autoregressive (paper 004 Alg. 3)",
 }
-
-
-def build_jacobi(task, models, gen_cfg, opts, *, name: str, **fairseq_kwargs) -> StreamGenerator:
-    reject_unsupported(gen_cfg, name, fairseq_kwargs.get("extra_gen_cls_kwargs"), allow_ngram=False)
-    reject_ib_models(models, name)
-    if int(gen_cfg.beam) != 1:
-        raise FairseqStreamError(f"--search {name} with --beam {gen_cfg.beam}: {WHY_NO_BEAM}")
-    if int(gen_cfg.nbest) != 1:
-        raise FairseqStreamError(f"--search {name} returns greedy's single output; --nbest must be 1")
-    cfg = JacobiConfig(
-        block=None if name == "jacobi" else int(opts.jacobi_block),
-        max_parallel_len=int(opts.jacobi_max_parallel_len) if name == "hybrid-jacobi" else None,
-        init=opts.jacobi_init,
-    )
-    cfg.validate()
-    tgt_dict = task.target_dictionary
-    scorer = OutputScorer(build_processors(gen_cfg, tgt_dict), fused=opts.output_layer == "fused",
-                          normalized_input=len(models) > 1)
-    dtype = score_dtype(models)
-    lenpen = 0.0 if gen_cfg.unnormalized else float(gen_cfg.lenpen)
-    scheduler = SchedulerConfig(
-        epsilon=stream_epsilon(name, opts.stream_epsilon),
-        capacity=int(opts.stream_capacity),
-        max_candidates=int(opts.stream_max_candidates),
-        selection="all",  # rows verify different numbers of tokens: lengths differ within a batch
-        max_wait=int(opts.stream_max_wait),
-    )
-
-    def make_strategy(stats) -> JacobiDecoding:
-        return JacobiDecoding(cfg, scorer, eos=tgt_dict.eos(), pad=tgt_dict.pad(), bos=tgt_dict.eos(),
-                              stats=stats, lenpen=lenpen, dtype=dtype)
-
-    generator = StreamGenerator(models, tgt_dict, name=name, make_strategy=make_strategy, scheduler=scheduler,
-                                gen_cfg=gen_cfg, rows_per_sentence=1, stats_path=opts.stream_stats)
-    generator.model.require_block_steps(f"--search {name}")
-    return generator
-
+READS = {
+    "jacobi": frozenset({"jacobi_init"}),
+    "gs-jacobi": frozenset({"jacobi_init", "jacobi_block"}),
+    "hybrid-jacobi": frozenset({"jacobi_init", "jacobi_block", "jacobi_max_parallel_len"}),
+}
 
 for _name, _summary in SUMMARIES.items():
-    register_search(_name, summary=_summary, capabilities=Capabilities(streaming=True, nbest=False, beam=False,
-                                                                       non_transformer=False, prefix_tokens=False))(
-        functools.partial(build_jacobi, name=_name))
+    register_search(_name, summary=_summary, config=JacobiConfig, capabilities=Capabilities(
+        streaming=True, default_epsilon=0.0, beam=False, why_no_beam=WHY_NO_BEAM, nbest=False, ngram_blocking=False,
+        block_steps=True, selection="all",  # rows verify different numbers of tokens: lengths differ in a batch
+        reads=READS[_name]))(JacobiDecoding)

@@ -13,23 +13,18 @@ The heuristics of the variable beams default to paper 000's δ = 1.5 and M = 5.
 """
 from __future__ import annotations
 
-import functools
-import math
 from dataclasses import dataclass
-from typing import Any
 
-from fairseq_stream.adapter import StreamGenerator, reject_ib_models, reject_unsupported, score_dtype
-from fairseq_stream.errors import FairseqStreamError
-from fairseq_stream.ops.fused_output import OutputScorer
-from fairseq_stream.processors import build_processors, needs_history
-from fairseq_stream.registry import Capabilities, register_search, stream_epsilon
-from fairseq_stream.scheduler import SchedulerConfig
-from fairseq_stream.strategies.beam import BeamConfig, BeamSearch, Pruning
+from fairseq_stream.registry import Capabilities, register_search
+from fairseq_stream.strategies.beam import (  # noqa: F401  (the defaults, for callers)
+    DEFAULT_ABS_THRESHOLD, DEFAULT_MAX_CANDS_PER_NODE, BeamConfig, BeamSearch, VariableBeamConfig,
+)
 
-DEFAULT_ABS_THRESHOLD = 1.5  # δ, paper 000 §4.1
-DEFAULT_MAX_CANDS_PER_NODE = 5  # M, paper 000 §4.1
 DEFAULT_EPSILON = 1.0 / 6  # paper 000 §4.1
 DEFAULT_REFERENCE = "final"  # what δ and rp measure from (see beam.Pruning)
+BEAM_OPTIONS = frozenset({"beam_final_count", "beam_finalize"})
+PRUNING_OPTIONS = frozenset({"prune_abs_threshold", "prune_max_cands_per_node", "prune_rel_threshold",
+                             "prune_rel_local_threshold", "prune_reference", "prune_rules"})
 
 
 @dataclass(frozen=True)
@@ -55,67 +50,13 @@ VARIANTS = {
                      "top-up batching: refill when half empty, all sentences step together (paper 002)"),
 }
 
-
-def _pruning(name: str, variant: Variant, opts: Any) -> Pruning:
-    given = {
-        "--prune-abs-threshold": opts.prune_abs_threshold,
-        "--prune-max-cands-per-node": opts.prune_max_cands_per_node,
-        "--prune-rel-threshold": opts.prune_rel_threshold,
-        "--prune-rel-local-threshold": opts.prune_rel_local_threshold,
-        "--prune-reference": opts.prune_reference if opts.prune_reference != DEFAULT_REFERENCE else None,
-    }
-    if not variant.variable:
-        used = [flag for flag, value in given.items() if value is not None]
-        if used:
-            raise FairseqStreamError(f"--search {name} is a fixed-width beam; {used[0]} needs a var-* strategy")
-        return Pruning()
-    ap = DEFAULT_ABS_THRESHOLD if opts.prune_abs_threshold is None else opts.prune_abs_threshold
-    mc = DEFAULT_MAX_CANDS_PER_NODE if opts.prune_max_cands_per_node is None else opts.prune_max_cands_per_node
-    return Pruning(
-        abs_threshold=None if math.isinf(ap) else float(ap),
-        rel_threshold=opts.prune_rel_threshold,
-        rel_local_threshold=opts.prune_rel_local_threshold,
-        max_cands_per_node=int(mc),
-        reference=opts.prune_reference,
-    )
-
-
-def build_beam_family(task: Any, models: Any, gen_cfg: Any, opts: Any, *, name: str, **fairseq_kwargs: Any) -> StreamGenerator:
-    variant = VARIANTS[name]
-    reject_unsupported(gen_cfg, name, fairseq_kwargs.get("extra_gen_cls_kwargs"))
-    reject_ib_models(models, name)
-    tgt_dict = task.target_dictionary
-    cfg = BeamConfig(
-        beam=int(gen_cfg.beam),
-        nbest=int(gen_cfg.nbest),
-        final_count=int(opts.beam_final_count),
-        lenpen=0.0 if gen_cfg.unnormalized else float(gen_cfg.lenpen),
-        finalize=opts.beam_finalize,
-        pruning=_pruning(name, variant, opts),
-    )
-    cfg.validate()
-    processors = build_processors(gen_cfg, tgt_dict)
-    scorer = OutputScorer(processors, fused=opts.output_layer == "fused", normalized_input=len(models) > 1)
-    dtype = score_dtype(models)
-
-    def make_strategy(stats) -> BeamSearch:
-        return BeamSearch(cfg, scorer, eos=tgt_dict.eos(), pad=tgt_dict.pad(), bos=tgt_dict.eos(),
-                          needs_history=needs_history(processors), dtype=dtype)
-
-    scheduler = SchedulerConfig(
-        epsilon=stream_epsilon(name, opts.stream_epsilon),
-        capacity=int(opts.stream_capacity),
-        max_candidates=int(opts.stream_max_candidates),
-        selection=variant.selection,
-        max_wait=int(opts.stream_max_wait),
-    )
-    return StreamGenerator(models, tgt_dict, name=name, make_strategy=make_strategy, scheduler=scheduler,
-                           gen_cfg=gen_cfg, rows_per_sentence=cfg.beam, stats_path=opts.stream_stats)
-
-
 for _name, _variant in VARIANTS.items():
     register_search(
         _name,
         summary=_variant.summary,
-        capabilities=Capabilities(streaming=_variant.epsilon > 0, default_epsilon=_variant.epsilon),
-    )(functools.partial(build_beam_family, name=_name))
+        config=VariableBeamConfig if _variant.variable else BeamConfig,
+        capabilities=Capabilities(
+            streaming=_variant.epsilon > 0, default_epsilon=_variant.epsilon, selection=_variant.selection,
+            reads=BEAM_OPTIONS | (PRUNING_OPTIONS if _variant.variable else frozenset()),
+        ),
+    )(BeamSearch)

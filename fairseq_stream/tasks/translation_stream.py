@@ -33,12 +33,12 @@ from fairseq.tasks import register_task
 from fairseq.tasks.translation import TranslationConfig, TranslationTask
 
 from fairseq_stream.adapter import StreamGenerator
+from fairseq_stream.engine import build_generator
 from fairseq_stream.errors import FairseqStreamError
 from fairseq_stream.fairseq_compat import add_dataclass_args, fairseq_cli_name
 from fairseq_stream.input_checks import InputBuffer, UnknownWords, raise_or_warn, report_skipped, too_long, undecodable
 from fairseq_stream.lookahead import Lookahead, read_ahead
 from fairseq_stream.options import StreamDecodingConfig, validate, validate_generation
-from fairseq_stream.registry import get_search
 from fairseq_stream.runtime import SentenceProgress, avoid_oversubscription, wants_progress
 
 logger = logging.getLogger(__name__)
@@ -196,11 +196,11 @@ class TranslationStreamTask(TranslationTask):
         extra_gen_cls_kwargs: Optional[Dict[str, Any]] = None,
         prefix_allowed_tokens_fn: Any = None,
     ) -> Any:
-        entry = get_search(self.cfg.search)
         validate_generation(args, models)
         if _generation_cli():
             avoid_oversubscription(on_cpu=not any(p.is_cuda for m in models for p in m.parameters()))
-        generator = entry.build(
+        generator = build_generator(
+            self.cfg.search,
             self,
             models,
             args,

@@ -116,7 +116,7 @@ def catalogue(p: Paths) -> Dict[str, Case]:
         "missing-checkpoint": Case(_gen(p, path="/nonexistent/ckpt.pt"), ["/nonexistent/ckpt.pt", "--path"]),
         "no-dictionaries": Case(_gen(p, data=p.empty), ["dict"]),
         "unknown-search": Case(_gen(p, "--search", "nonsense"), ["nonsense", "var-stream"]),
-        "impossible-option": Case(_gen(p, "--search", "var-stream", "--stream-epsilon", "2"), ["--stream-epsilon", "(0, 1)"]),
+        "impossible-option": Case(_gen(p, "--search", "var-stream", "--stream-epsilon", "2"), ["--stream-epsilon", "[0, 1)"]),
         "over-long-sentence": Case(_gen(p, "--max-source-positions", "8", "--search", "var-stream"),
                                    ["too long", "--skip-invalid-size-inputs-valid-test"]),
         "tokenizer-without-languages": Case(_gen(p, "--tokenizer", "moses", "--remove-bpe"), ["--source-lang and --target-lang"]),
@@ -260,14 +260,14 @@ def test_ib_beam_at_the_smallest_length_limit_gives_finite_hypotheses(h, c, limi
     """ib-beam emits h·c words a step: a limit that is not a multiple still ends every sentence."""
     from helpers import fake_task, gen_cfg, make_dictionary, sample_for, stream_opts, tiny_ib_model
 
-    from fairseq_stream.registry import get_search
+    from fairseq_stream.engine import build_generator
 
     d = make_dictionary([f"w{i}" for i in range(30)])
     model = tiny_ib_model(d, h=h, c=c)
     for min_len in (1, limit):
-        generator = get_search("ib-beam").build(fake_task(d), [model], gen_cfg(beam=2, max_len_a=0, max_len_b=limit,
-                                                                              min_len=min_len),
-                                                stream_opts(search="ib-beam"))
+        generator = build_generator("ib-beam", fake_task(d), [model],
+                                    gen_cfg(beam=2, max_len_a=0, max_len_b=limit, min_len=min_len),
+                                    stream_opts(search="ib-beam"))
         hypos = generator.generate([model], sample_for(d, [5, 9]))
         assert len(hypos) == 2
         for nbest in hypos:

@@ -7,7 +7,7 @@ from fairseq.sequence_generator import SequenceGenerator
 
 from fairseq_stream.errors import FairseqStreamError
 from fairseq_stream.strategies.beam import REFERENCES
-from fairseq_stream.strategies.streaming_beam import build_beam_family
+from fairseq_stream.engine import build_generator
 from helpers import TableModel, fake_task, gen_cfg, make_dictionary, sample_for, stream_opts
 
 D = make_dictionary()
@@ -33,7 +33,7 @@ A1_TABLE = {
 
 def ours(table, name="fixed-ours", gen=None, opts=None, sources=(SRC,)):
     model = TableModel(D, table).eval()
-    g = build_beam_family(fake_task(D), [model], gen_cfg(**(gen or {})), stream_opts(**(opts or {})), name=name)
+    g = build_generator(name, fake_task(D), [model], gen_cfg(**(gen or {})), stream_opts(**(opts or {})))
     return g.generate([model], sample_for(D, list(sources))), g
 
 
@@ -145,7 +145,7 @@ def test_batch_and_stream_agree_on_tables():
 @pytest.mark.parametrize(
     "name,opts,gen,message",
     [
-        ("var-stream", {"stream_epsilon": 1.5}, {}, "--stream-epsilon must be in (0, 1)"),
+        ("var-stream", {"stream_epsilon": 1.5}, {}, "--stream-epsilon must be in [0, 1)"),
         ("var-stream", {"prune_max_cands_per_node": 0}, {}, "--prune-max-cands-per-node must be >= 1"),
         ("var-stream", {"prune_abs_threshold": -1.0}, {}, "--prune-abs-threshold must be >= 0"),
         ("var-stream", {"prune_rel_threshold": 0.0}, {}, "--prune-rel-threshold must be in (0, 1]"),
@@ -153,11 +153,14 @@ def test_batch_and_stream_agree_on_tables():
         ("var-stream", {}, {"diverse_beam_groups": 2}, "cannot be combined with --diverse-beam-groups"),
         ("var-stream", {"stream_max_candidates": 3}, {"beam": 5}, "smaller than one beam"),
         ("var-batch", {"stream_epsilon": 0.2}, {}, "decodes plain batches"),
-        ("fixed-ours", {"prune_abs_threshold": 1.0}, {}, "fixed-width beam"),
+        ("fixed-ours", {"prune_abs_threshold": 1.0}, {}, "does not read --prune-abs-threshold"),
         ("fixed-ours", {}, {"beam": 2, "nbest": 3}, "--nbest must be between 1 and --beam"),
         ("var-stream", {"beam_final_count": 6}, {"beam": 5}, "--beam-final-count must be between"),
         ("var-stream", {"beam_final_count": -1}, {}, "--beam-final-count must be >= 0"),
-        ("var-stream", {"ib_finalize": "first"}, {}, "--ib-finalize must be 'top' or 'all'"),
+        ("var-stream", {"ib_finalize": "all"}, {}, "does not read --ib-finalize (it is an option of ib-beam)"),
+        ("var-stream", {"jacobi_block": 0}, {}, "does not read --jacobi-block"),
+        ("gs-jacobi", {"jacobi_block": 0}, {"beam": 1}, "--jacobi-block must be >= 1"),
+        ("var-stream", {"stream_capacity": 0}, {}, "--stream-capacity must be >= 1"),
     ],
 )
 def test_bad_options_are_one_line_errors(name, opts, gen, message):
@@ -167,7 +170,7 @@ def test_bad_options_are_one_line_errors(name, opts, gen, message):
         o = stream_opts(search=name, **opts)
         validate(o)
         model = TableModel(D, A1_TABLE)
-        build_beam_family(fake_task(D), [model], gen_cfg(**gen), o, name=name)
+        build_generator(name, fake_task(D), [model], gen_cfg(**gen), o)
     assert message in str(err.value)
     assert "\n" not in str(err.value)
 

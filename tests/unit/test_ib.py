@@ -147,26 +147,26 @@ def test_ib_finalize_top_ignores_ended_continuations_outside_the_beam(finalize):
     out = search.step(out.state, scores)
     if finalize == "all":  # both ended continuations are final: B of them end the sentence already
         finished = out.finished.to_hypotheses()  # read from the device once the pool is done
-        assert set(finished) == {0} and finished[0][0]["tokens"].tolist() == [A, D_, B_, EOS]
+        assert set(finished) == {0} and finished[0][0].tokens.tolist() == [A, D_, B_, EOS]
     else:  # only (D EOS) is final; the beam goes on with (D E) and (F G)
         st = out.state
         assert not out.finished and st.tokens[0, :, 2:].tolist() == [[D_, E], [F_, G]]
         assert st.n_final.tolist() == [1]
         final = search._hypothesis(st.fin_tokens[0, 0, : int(st.fin_len[0, 0])].tolist(),
                                    st.fin_scores[0, 0, : int(st.fin_len[0, 0])].tolist(), float(st.fin_total[0, 0]))
-        assert final["tokens"].tolist() == [A, D_, B_, EOS]
+        assert final.tokens.tolist() == [A, D_, B_, EOS]
 
 
 @pytest.mark.parametrize("name", ["beam", "fixed-ours", "var-stream", "gs-jacobi"])
 def test_ib_checkpoint_with_another_search_is_refused(name):
     from fairseq_stream.errors import FairseqStreamError
     import fairseq_stream  # noqa: F401  (registers the strategies)
-    from fairseq_stream.registry import get_search
+    from fairseq_stream.engine import build_generator
     from helpers import fake_task, gen_cfg, stream_opts
 
     model = tiny_ib_model(D).eval()
     with pytest.raises(FairseqStreamError, match="decode it with --search ib-beam") as err:
-        get_search(name).build(fake_task(D), [model], gen_cfg(beam=1), stream_opts(search=name))
+        build_generator(name, fake_task(D), [model], gen_cfg(beam=1), stream_opts(search=name))
     assert "\n" not in str(err.value)
 
 

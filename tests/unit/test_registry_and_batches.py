@@ -54,8 +54,7 @@ def _help_epsilon_defaults():
 
 
 def test_stream_epsilon_help_states_what_each_strategy_uses():
-    from fairseq_stream.strategies.streaming_beam import build_beam_family
-    from fairseq_stream.strategies.jacobi import build_jacobi
+    from fairseq_stream.engine import build_generator
     from helpers import TableModel, fake_task, gen_cfg, make_dictionary, stream_opts, tiny_transformer
 
     claims = _help_epsilon_defaults()
@@ -63,11 +62,77 @@ def test_stream_epsilon_help_states_what_each_strategy_uses():
     d = make_dictionary()
     built = {}
     for name in ("var-stream", "fixed-stream", "var-fifo", "topup", "var-batch", "fixed-ours"):
-        g = build_beam_family(fake_task(d), [TableModel(d, {})], gen_cfg(beam=2), stream_opts(), name=name)
+        g = build_generator(name, fake_task(d), [TableModel(d, {})], gen_cfg(beam=2), stream_opts())
         built[name] = g.scheduler_cfg.epsilon
     model = tiny_transformer(d)
     for name in ("jacobi", "gs-jacobi", "hybrid-jacobi"):
-        built[name] = build_jacobi(fake_task(d), [model], gen_cfg(beam=1), stream_opts(), name=name).scheduler_cfg.epsilon
+        built[name] = build_generator(name, fake_task(d), [model], gen_cfg(beam=1), stream_opts()).scheduler_cfg.epsilon
     for name, epsilon in built.items():
         assert epsilon == pytest.approx(claims.get(name, 0.0)), name  # unlisted: plain batches
     assert built["var-batch"] == built["fixed-ours"] == 0.0
+
+
+def _stated_default(option: str, name: str):
+    """The default of ``--option`` for ``--search name`` as ``--help`` states it: a per-strategy
+    "default V for var-*" in the help text, else the field's default (which fairseq prints)."""
+    import dataclasses
+    import re
+
+    from fairseq_stream.options import StreamDecodingConfig
+
+    f = next(f for f in dataclasses.fields(StreamDecodingConfig) if f.name == option)
+    per_strategy = re.search(r"default ([0-9.]+) for var-\*", f.metadata["help"])
+    if per_strategy and name.startswith("var-"):
+        return float(per_strategy.group(1))
+    return f.default
+
+
+# option → what the built generator does with it (None: not read by that strategy)
+_EFFECTIVE = {
+    "stream_capacity": lambda g, s: g.scheduler_cfg.capacity,
+    "stream_max_candidates": lambda g, s: g.scheduler_cfg.max_candidates,
+    "stream_max_wait": lambda g, s: g.scheduler_cfg.max_wait,
+    "stream_stats": lambda g, s: g.stats_path,
+    "output_layer": lambda g, s: "fused" if s.scorer.fused else "full",
+    "prune_abs_threshold": lambda g, s: getattr(getattr(g.config, "pruning", None), "abs_threshold", None),
+    "prune_max_cands_per_node": lambda g, s: getattr(getattr(g.config, "pruning", None), "max_cands_per_node", None),
+    "prune_rel_threshold": lambda g, s: getattr(getattr(g.config, "pruning", None), "rel_threshold", None),
+    "prune_rel_local_threshold": lambda g, s: getattr(getattr(g.config, "pruning", None), "rel_local_threshold", None),
+    "prune_reference": lambda g, s: getattr(getattr(g.config, "pruning", None), "reference", "final"),
+    "prune_rules": lambda g, s: getattr(getattr(g.config, "pruning", None), "extra", None) or None,
+    # "0 = --beam": Z is the beam width
+    "beam_final_count": lambda g, s: 0 if getattr(s, "done_at", g.config.rows_per_sentence) == g.config.rows_per_sentence else s.done_at,
+    "beam_finalize": lambda g, s: getattr(g.config, "finalize", "ours") if hasattr(s, "finalizer") else "ours",
+    "jacobi_block": lambda g, s: getattr(g.config, "block", None) or 3,
+    "jacobi_max_parallel_len": lambda g, s: getattr(g.config, "max_parallel_len", None) or 64,
+    "jacobi_init": lambda g, s: getattr(g.config, "init", "pad"),
+    "ib_dedup": lambda g, s: getattr(g.config, "dedup", False),
+    "ib_finalize": lambda g, s: getattr(g.config, "finalize", "top") if hasattr(g.config, "spec") else "top",
+}
+# stated elsewhere: --search (the registry test), --stream-epsilon (the test above),
+# --stream-per-batch (the task's reading of fairseq's iterator: test_cli_stream_across_batches)
+_ELSEWHERE = {"search", "stream_epsilon", "stream_per_batch"}
+
+
+def test_help_defaults_are_what_every_strategy_does():
+    """Each option's default, as --help states it, is what every strategy built with the
+    defaults uses; a new option must be added to the table above (no silent drift)."""
+    import dataclasses
+
+    from fairseq_stream.engine import build_generator
+    from fairseq_stream.options import StreamDecodingConfig
+    from helpers import TableModel, fake_task, gen_cfg, make_dictionary, stream_opts, tiny_ib_model, tiny_transformer
+
+    options = {f.name for f in dataclasses.fields(StreamDecodingConfig) if not f.name.startswith("_")}
+    assert options == set(_EFFECTIVE) | _ELSEWHERE
+    d = make_dictionary()
+    models = {"jacobi": tiny_transformer(d, layers=1), "ib": tiny_ib_model(d)}
+    for name in search_names():
+        if get_search(name).build is not None:
+            continue  # fairseq's own beam reads none of our options
+        model = models["ib"] if name == "ib-beam" else models["jacobi"] if "jacobi" in name else TableModel(d, {})
+        g = build_generator(name, fake_task(d), [model], gen_cfg(beam=2 if get_search(name).capabilities.beam else 1),
+                            stream_opts())
+        strategy = g.make_strategy(g.stats)
+        for option, effective in _EFFECTIVE.items():
+            assert effective(g, strategy) == _stated_default(option, name), (name, option)

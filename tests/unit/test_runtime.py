@@ -24,13 +24,13 @@ def test_progress_off_a_terminal_prints_sentences_done_and_time_left(capsys):
 
 def test_count_finished_advances_with_each_finished_sentence():
     progress = runtime.SentenceProgress(5, interval=1e9)
-    inner = SimpleNamespace(uniform_length=True,
+    inner = SimpleNamespace(rows_per_sentence=3,
                             init_state=lambda *a: SimpleNamespace(finished={}),
                             step=lambda *a: SimpleNamespace(finished={0: [], 3: []}))
     proxy = runtime.CountFinished(inner, progress, done_before=1)
     proxy.init_state()
     proxy.step()
-    assert progress.done == 3 and proxy.uniform_length is True
+    assert progress.done == 3 and proxy.rows_per_sentence == 3
 
 
 def test_threads_drop_to_the_idle_cores_when_the_cpu_is_busy(monkeypatch, capsys):

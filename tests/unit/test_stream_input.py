@@ -7,7 +7,7 @@ from fairseq.data import data_utils
 from fairseq.data.iterators import CountingIterator
 
 from fairseq_stream.lookahead import Lookahead
-from fairseq_stream.strategies.streaming_beam import build_beam_family
+from fairseq_stream.engine import build_generator
 from helpers import TableModel, fake_task, gen_cfg, make_dictionary, stream_opts, tiny_transformer
 
 D = make_dictionary([f"w{i}" for i in range(40)])
@@ -86,8 +86,8 @@ def test_generic_models_across_batches_equal_per_batch():
     sources = [[int(w) for w in torch.randint(4, 44, (int(torch.randint(1, 5, ())),))] for _ in range(37)]
     model = TableModel(D, table_for(sources)).eval()
     for name in ("var-stream", "fixed-stream", "var-batch", "fixed-ours"):
-        build = lambda: build_beam_family(fake_task(D), [model], gen_cfg(beam=3, nbest=2, max_len_b=6),  # noqa: E731
-                                          stream_opts(stream_capacity=5), name=name)
+        build = lambda: build_generator(name, fake_task(D), [model], gen_cfg(beam=3, nbest=2, max_len_b=6),  # noqa: E731
+                                        stream_opts(stream_capacity=5))
         across = build()
         per_batch = decode(build(), model, lookahead_over(sources, 4), read_ahead=False)
         assert [[(h["tokens"].tolist(), h["score"]) for h in x] for x in decode(across, model, lookahead_over(sources, 4))] == \
@@ -104,8 +104,8 @@ def test_memory_is_bounded_by_the_capacity_not_the_input():
     encodings of finished sentences would grow it by ~1 KiB a sentence, ~100 MB here."""
     n, capacity, dim, size = 100_000, 500, 16, 250
     model = tiny_transformer(D, layers=1, dim=dim, dtype=torch.float32)
-    generator = build_beam_family(fake_task(D), [model], gen_cfg(beam=1, max_len_a=0, max_len_b=2),
-                                  stream_opts(stream_capacity=capacity), name="var-stream")
+    generator = build_generator("var-stream", fake_task(D), [model], gen_cfg(beam=1, max_len_a=0, max_len_b=2),
+                                stream_opts(stream_capacity=capacity))
     start = time.perf_counter()
     itr = Lookahead(CountingIterator(random_batches(n, size, longest=6, seed=1), total=n // size))
     with torch.no_grad():

@@ -1,0 +1,245 @@
+"""What survives a beam step: pruning rules and finalisation rules, small composable objects.
+
+A beam step (:mod:`fairseq_stream.strategies.beam`) sorts each sentence's ``W`` best
+candidates, asks its **finalisation rule** which become final hypotheses and which may stay on
+the beam, shrinks the beam, then passes the keep mask through its **pruning rules** in order.
+
+* Pruning rules (paper 001 §3; paper 000 App. A.3) are registered by name, as the logits
+  processors are composed: ``ap`` (δ, Eq. 2), ``rp`` (Eq. 1), ``rpl`` (Eq. 3). The flags
+  ``--prune-abs-threshold`` / ``--prune-rel-threshold`` / ``--prune-rel-local-threshold`` build
+  these three; ``--prune-rules NAME[:ARG],...`` adds any registered rule, a user's included
+  (``user_dir_examples/prune_rule`` registers one from a ``--user-dir``).
+* Finalisation rules are ``ours`` (paper 000 App. A.1) and ``fairseq`` (fairseq's
+  ``SequenceGenerator``), chosen with ``--beam-finalize``.
+
+A rule sees one :class:`StepView` of the group and returns a new ``(S, W)`` keep mask; it must
+not read the device (no ``.item()``): the step's one host read comes after every rule.
+"""
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, field
+from typing import Any, Callable, Dict, List, NamedTuple, Optional, Protocol, Tuple
+
+import torch
+from torch import Tensor
+
+from fairseq_stream.errors import FairseqStreamError
+
+REFERENCES = ("final", "active", "normalized")
+
+
+class Candidates(NamedTuple):
+    """The best ``W`` candidates of every sentence after a step, sorted, all (S, W)."""
+
+    val: Tensor  # cumulative log-probability
+    parent: Tensor  # slot of the candidate it extends (or that it is, when carried)
+    tok: Tensor  # its last token (EOS when carried)
+    tok_lp: Tensor  # that token's log-probability (0 when carried)
+    carried: Tensor  # an ended candidate that waited on the beam: not an expansion of this step
+
+
+@dataclass
+class StepView:
+    """One step of a group as the rules see it: the candidates and the beams' state."""
+
+    cand: Candidates
+    lengths: Tensor  # (S, W) tokens of each candidate, its last included (an ended one's EOS)
+    best_final: Tensor  # (S,) best cumulative log-probability of a final hypothesis
+    best_final_norm: Tensor  # (S,) best length-normalised score of a final hypothesis
+    lenpen: float
+    _references: Dict[str, Tensor] = field(default_factory=dict)
+
+    def reference(self, kind: str, keep: Tensor) -> Tensor:
+        """The best score ap and rp measure from, (S, 1) or (S, W); computed once per step.
+
+        * ``active`` — the best candidate on the beam (paper 001, Eqs. 1–2);
+        * ``final`` — the best of those and of the finished hypotheses, by cumulative
+          log-probability (paper 000 App. A.3): a short finished hypothesis scores high, so it
+          prunes every longer candidate and outputs come out short;
+        * ``normalized`` — the best candidate on the beam, or the best finished hypothesis's
+          length-normalised score ``s/|y|^lenpen`` scaled to each candidate's length: a finished
+          hypothesis prunes a candidate only when it is better per token.
+        """
+        if kind not in self._references:
+            val = self.cand.val
+            best = torch.where(keep, val, torch.full_like(val, -math.inf)).max(dim=1, keepdim=True).values
+            if kind == "final":  # paper 000 App. A.3
+                best = torch.maximum(best, self.best_final.to(val).unsqueeze(1))
+            elif kind == "normalized":
+                scale = self.lengths.to(val).pow(self.lenpen)
+                best = torch.maximum(best, self.best_final_norm.to(val).unsqueeze(1) * scale)
+            self._references[kind] = best
+        return self._references[kind]
+
+
+class PruningRule(Protocol):
+    def prune(self, view: StepView, keep: Tensor) -> Tensor:
+        """The (S, W) candidates that stay, a subset of ``keep``."""
+        ...
+
+
+@dataclass(frozen=True)
+class AbsoluteThreshold:
+    """ap (paper 001 Eq. 2): drop ``score ≤ best − δ`` (log-probability)."""
+
+    delta: float
+    reference: str = "final"
+
+    def prune(self, view: StepView, keep: Tensor) -> Tensor:
+        return keep & (view.cand.val > view.reference(self.reference, keep) - self.delta)
+
+
+@dataclass(frozen=True)
+class RelativeThreshold:
+    """rp (paper 001 Eq. 1): drop ``p ≤ rp · p_best``, in log space."""
+
+    rp: float
+    reference: str = "final"
+
+    def prune(self, view: StepView, keep: Tensor) -> Tensor:
+        return keep & (view.cand.val > view.reference(self.reference, keep) + math.log(self.rp))
+
+
+@dataclass(frozen=True)
+class RelativeLocalThreshold:
+    """rpl (paper 001 Eq. 3): drop an expansion whose last word's probability is ``≤ rpl ·``
+    the best last-word probability of the step's expansions."""
+
+    rpl: float
+
+    def prune(self, view: StepView, keep: Tensor) -> Tensor:
+        cand = view.cand
+        # A carried ended candidate expanded nothing (its stored tok_lp 0 would read as p = 1).
+        fresh = keep & ~cand.carried
+        local = torch.where(fresh, cand.tok_lp, torch.full_like(cand.tok_lp, -math.inf)).max(dim=1, keepdim=True).values
+        return keep & (cand.carried | (cand.tok_lp > local + math.log(self.rpl)))
+
+
+#: name → factory(argument after ':' or None, reference) of a pruning rule
+_PRUNING_RULES: Dict[str, Callable[[Optional[str], str], PruningRule]] = {}
+
+
+def register_pruning_rule(name: str) -> Callable[[Callable[..., PruningRule]], Callable[..., PruningRule]]:
+    """Decorator: ``factory(arg, reference)`` builds the rule ``--prune-rules name[:arg]`` asks for."""
+
+    def wrap(factory: Callable[..., PruningRule]) -> Callable[..., PruningRule]:
+        if name in _PRUNING_RULES:
+            raise ValueError(f"pruning rule {name!r} is already registered")
+        _PRUNING_RULES[name] = factory
+        return factory
+
+    return wrap
+
+
+def pruning_rule_names() -> List[str]:
+    return sorted(_PRUNING_RULES)
+
+
+def _number(name: str, arg: Optional[str]) -> float:
+    try:
+        return float(arg)  # type: ignore[arg-type]
+    except (TypeError, ValueError):
+        raise FairseqStreamError(f"--prune-rules {name}:X needs a number X, got {arg!r}") from None
+
+
+register_pruning_rule("ap")(lambda arg, ref: AbsoluteThreshold(_number("ap", arg), ref))
+register_pruning_rule("rp")(lambda arg, ref: RelativeThreshold(_number("rp", arg), ref))
+register_pruning_rule("rpl")(lambda arg, ref: RelativeLocalThreshold(_number("rpl", arg)))
+
+
+def parse_pruning_rules(spec: Optional[str], reference: str = "final") -> Tuple[PruningRule, ...]:
+    """``--prune-rules "name[:arg],..."`` → the rules, in order; unknown names are one-line errors."""
+    rules: List[PruningRule] = []
+    for item in filter(None, (part.strip() for part in (spec or "").split(","))):
+        name, _, arg = item.partition(":")
+        if name not in _PRUNING_RULES:
+            raise FairseqStreamError(
+                f"unknown --prune-rules {name!r}; registered rules: {', '.join(pruning_rule_names())} "
+                "(a --user-dir may register more)"
+            )
+        rules.append(_PRUNING_RULES[name](arg or None, reference))
+    return tuple(rules)
+
+
+# ---- finalisation --------------------------------------------------------------------------
+class FinalizationRule(Protocol):
+    name: str
+
+    def expansions(self, k: int) -> int:
+        """Expansions per live candidate (before M caps them)."""
+        ...
+
+    def width(self, k: int) -> int:
+        """Candidates ``W`` kept per sentence after a step."""
+        ...
+
+    def ends_at(self, k: int, final_count: int) -> int:
+        """Final hypotheses that end a sentence (``Z``)."""
+        ...
+
+    def split(self, cand: Candidates, k: int, eos: int) -> Tuple[Tensor, Tensor]:
+        """(which candidates become final, which may stay on the beam), both (S, W)."""
+        ...
+
+    def beam_width(self, n_final: Tensor, k: int) -> Tensor:
+        """(S,) the beam's width after this step's finals."""
+        ...
+
+
+@dataclass(frozen=True)
+class FinalizeOurs:
+    """Paper 000 App. A.1: the ended candidates *at the top* of the beam are final, one after
+    another; one lower down waits on the beam and is final only if it reaches the top. The
+    beam shrinks by one per final hypothesis; Z final ones end the sentence (find_top_z)."""
+
+    name: str = "ours"
+    cut_nbest: bool = True  # the n-best list is the best ``nbest`` of the Z
+
+    def expansions(self, k: int) -> int:
+        return k
+
+    def width(self, k: int) -> int:
+        return k
+
+    def ends_at(self, k: int, final_count: int) -> int:
+        return final_count or k
+
+    def split(self, cand: Candidates, k: int, eos: int) -> Tuple[Tensor, Tensor]:
+        valid = torch.isfinite(cand.val)
+        finals = torch.cumprod((valid & (cand.tok == eos)).long(), dim=1).bool()  # the ended run at the top
+        return finals, valid & ~finals
+
+    def beam_width(self, n_final: Tensor, k: int) -> Tensor:
+        return (k - n_final).clamp(min=0)
+
+
+@dataclass(frozen=True)
+class FinalizeFairseq:
+    """fairseq's ``SequenceGenerator``: ``2k`` candidates, every ended one among the top ``k``
+    is final at once, the beam is the best ``k`` unfinished ones; ``k`` finals end it."""
+
+    name: str = "fairseq"
+    cut_nbest: bool = False
+
+    def expansions(self, k: int) -> int:
+        return 2 * k
+
+    def width(self, k: int) -> int:
+        return 2 * k
+
+    def ends_at(self, k: int, final_count: int) -> int:
+        return k
+
+    def split(self, cand: Candidates, k: int, eos: int) -> Tuple[Tensor, Tensor]:
+        valid = torch.isfinite(cand.val)
+        is_eos = valid & (cand.tok == eos)
+        finals = is_eos.clone()
+        finals[:, k:] = False
+        return finals, valid & ~is_eos
+
+    def beam_width(self, n_final: Tensor, k: int) -> Tensor:
+        return torch.full_like(n_final, k)
+
+
+FINALIZATION_RULES: Dict[str, Any] = {"ours": FinalizeOurs(), "fairseq": FinalizeFairseq()}
