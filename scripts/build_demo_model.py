@@ -132,11 +132,14 @@ def main() -> None:
     parser.add_argument("--out", type=Path, default=REPO / "user_dir_examples" / "demo")
     parser.add_argument("--stages", default="prep,train,export")
     parser.add_argument("--bpe-merges", type=int, default=6000)
-    parser.add_argument("--train-hours", type=float, default=1.0)
+    parser.add_argument("--train-hours", type=float, default=None, help="wall-clock budget of training (default 1)")
     parser.add_argument("--max-update", type=int, default=0, help="stop after this many updates (0: --train-hours)")
     parser.add_argument("--save-every", type=int, default=0,
                         help="keep a checkpoint every N updates (early checkpoints for scripts/var_width_quality.py)")
     args = parser.parse_args()
+    if args.train_hours is not None and args.max_update:
+        parser.error("--train-hours and --max-update exclude each other: a run with --max-update has no time limit")
+    args.train_hours = 1.0 if args.train_hours is None else args.train_hours
     stages = args.stages.split(",")
     os.makedirs(args.work, exist_ok=True)
     if "prep" in stages:

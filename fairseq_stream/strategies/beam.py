@@ -330,11 +330,14 @@ class BeamSearch(StateOps):
         state.fin_scores.scatter_(1, dest.unsqueeze(2).expand(s, w, cols), lps)
         state.fin_len.scatter_(1, dest, length)
         state.fin_total.scatter_(1, dest, val.to(state.fin_total.dtype))
+        n_final = state.n_final + ok.sum(dim=1)
+        if not self.rules:  # only the pruning rules' references read the best finals
+            return replace(state, n_final=n_final)
         final_val = val.masked_fill(~ok, -math.inf).to(state.best_final)
         best = torch.maximum(state.best_final, final_val.max(dim=1).values)
         norm = final_val / length.to(final_val).pow(self.cfg.lenpen)
         best_norm = torch.maximum(state.best_final_norm, norm.max(dim=1).values)
-        return replace(state, n_final=state.n_final + ok.sum(dim=1), best_final=best, best_final_norm=best_norm)
+        return replace(state, n_final=n_final, best_final=best, best_final_norm=best_norm)
 
     def _lengths(self, state: BeamState, cand: Candidates) -> Tensor:
         """(S, W) tokens of each candidate, its last included (an ended one's EOS)."""
@@ -362,7 +365,7 @@ class BeamSearch(StateOps):
         new_tok = tok.gather(1, order)
         new_lp = tok_lp.gather(1, order)
         scores = val.gather(1, order).masked_fill(~slot_ok, -math.inf)
-        was_ended = state.ended.gather(1, new_parent)
+        was_ended = cand.carried.gather(1, order)  # carried = an ended candidate waiting on the beam
         ended = slot_ok & (was_ended | (new_tok == self.eos))
         ended_len = torch.where(was_ended, state.ended_len.gather(1, new_parent),
                                 (state.steps.unsqueeze(1) + 1).masked_fill(~ended, 0))

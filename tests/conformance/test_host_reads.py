@@ -4,8 +4,8 @@ Host reads (``item``/``tolist``/``bool`` of a tensor, ``nonzero``, boolean-mask 
 ``unique``, copies to the CPU) stall a GPU until its queue drains; they are counted with
 :class:`fairseq_stream.profiling.CostCounter` on any machine, here on the CPU. Counted: every
 call of the scheduler's step (decoder call, strategy step, cache reorder) and the read-out of
-the finished hypotheses after the pool; not counted: fairseq's batching and its encoder (once
-per pool, fairseq's code).
+the finished hypotheses; not counted: fairseq's batching and the encoder calls of refills
+(once per refill, fairseq's code).
 """
 import pytest
 
