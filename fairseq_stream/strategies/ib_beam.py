@@ -20,7 +20,7 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass, replace
-from typing import Any, Dict, List, Optional, Sequence, Tuple
+from typing import Any, Dict, List, NamedTuple, Optional, Sequence, Tuple
 
 import torch
 import torch.nn.functional as F
@@ -95,6 +95,18 @@ class IBState(StrategyState):
     fin_len: Tensor = per_sentence()  # (S, 2B + 1)
     fin_total: Tensor = per_sentence()  # (S, 2B + 1)
     row_slot: Tensor = rows()  # (R,) flat s·B + j of every decoder row
+
+
+class IBCandidates(NamedTuple):
+    """One step's continuations of a group: per sentence (S, B·Bc) and per row (R, Bc, ·)."""
+
+    full: Tensor  # (S, B·Bc) cumulative score of every continuation of the sentence's hypotheses
+    full_end: Tensor  # (S, B·Bc) the continuation ends the hypothesis
+    words: Tensor  # (R, Bc, z) each row's continuations
+    word_lp: Tensor  # (R, Bc, z) their words' log-probabilities
+    seg_done: Tensor  # (R, Bc, G) segments ended after the continuation
+    row_of: Tensor  # (S·B,) decoder row of each slot (-1: none)
+    bc: int  # continuations per row
 
 
 @dataclass
@@ -220,8 +232,8 @@ class IBBeamSearch(StateOps):
         full, full_end = full.view(s, b * bc), full_end.view(s, b * bc)
         row_of = torch.full((s * b,), -1, dtype=torch.long, device=total.device)
         row_of[row_slot] = torch.arange(len(row_slot), device=total.device)
-        state = self._record(state, full, full_end, words, word_lp, row_of, bc)
-        return self._advance(state, full, full_end, words, word_lp, seg_done, row_of, bc)
+        cand = IBCandidates(full, full_end, words, word_lp, seg_done, row_of, bc)
+        return self._advance(self._record(state, cand), cand)
 
     def _continuations(self, state: IBState, scores: Tensor, row_slot: Tensor) -> Tuple[Tensor, Tensor, Tensor]:
         """Each row's best ``Bc`` multi-word continuations: words/lps (R, Bc, z), sums (R, Bc)."""
@@ -257,9 +269,9 @@ class IBBeamSearch(StateOps):
         hit = torch.stack([is_eos.index_select(2, slots.to(words.device)).any(dim=2) for slots in self.segment_slots], dim=2)
         return prior.unsqueeze(1) | hit
 
-    def _record(self, state: IBState, full: Tensor, full_end: Tensor, words: Tensor, word_lp: Tensor,
-                row_of: Tensor, bc: int) -> IBState:
+    def _record(self, state: IBState, cand: IBCandidates) -> IBState:
         """Finished continuations → the ``fin_*`` buffers (at most B per sentence and step, best first)."""
+        full, full_end, words, word_lp, row_of, bc = cand.full, cand.full_end, cand.words, cand.word_lp, cand.row_of, cand.bc
         ended = torch.where(full_end, full, torch.full_like(full, -math.inf))
         if self.finalize == "top":  # only ended continuations among the sentence's B best count
             kth = full.topk(min(self.beam, full.size(1)), dim=1).values[:, -1:]
@@ -299,8 +311,8 @@ class IBBeamSearch(StateOps):
         tokens = torch.tensor(words + [self.eos], dtype=torch.long)
         return Hypothesis(tokens, total / (len(tokens) ** self.lenpen), torch.tensor(kept, dtype=torch.float))
 
-    def _advance(self, state: IBState, full: Tensor, full_end: Tensor, words: Tensor, word_lp: Tensor,
-                 seg_done: Tensor, row_of: Tensor, bc: int) -> StepOutcome:
+    def _advance(self, state: IBState, cand: IBCandidates) -> StepOutcome:
+        full, full_end, words, word_lp, seg_done, row_of, bc = cand
         s, b = state.scores.shape
         open_ = torch.where(full_end, torch.full_like(full, -math.inf), full)
         val, idx = open_.topk(min(b, open_.size(1)), dim=1)
