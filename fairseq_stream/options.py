@@ -87,6 +87,12 @@ class StreamDecodingConfig(FairseqDataclass):
                   "hypotheses by log-probability, paper 000 App. A.3), 'normalized' (finished hypotheses by "
                   "length-normalised score, scaled to each candidate's length)"},
     )
+    prune_ended: str = field(
+        default="prune",
+        metadata={"help": "candidates ending in EOS under --prune-abs-threshold and --prune-rel-threshold: "
+                  "'prune' them like the others (paper 000) or 'keep' them (they cost no decoder row; pruning them "
+                  "sends searches on to the maximum length)"},
+    )
     prune_rules: Optional[str] = field(
         default=None,
         metadata={"help": "more pruning rules for var-*, applied in order after the three thresholds: "

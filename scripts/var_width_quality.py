@@ -6,7 +6,9 @@ For every checkpoint and every ``k`` this decodes the same sentences with fairse
 (``--prune-reference``: ``final`` is paper 000's literal rule, see
 :class:`fairseq_stream.strategies.beam.Pruning`), and prints BLEU, the length ratio
 (hypothesis / reference words, sacrebleu's) and the candidate expansions, also relative to
-``fixed-ours``. Early checkpoints come from ``scripts/build_demo_model.py --save-every``:
+``fixed-ours``, and how the beam searches ended: the sentences whose beam emptied before
+``Z`` final hypotheses ("short of Z") and those whose output is the first hypothesis that
+became final ("first final won"). Early checkpoints come from ``scripts/build_demo_model.py --save-every``:
 
     python scripts/build_demo_model.py --stages prep,train --max-update 1500 --save-every 100
     python scripts/var_width_quality.py --limit 500 \\
@@ -31,20 +33,21 @@ import torch  # noqa: E402
 
 from fairseq_stream.bench import parse_run, run_benchmark  # noqa: E402
 from fairseq_stream.session import TranslationSession  # noqa: E402
-from fairseq_stream.strategies.beam import REFERENCES  # noqa: E402
+from fairseq_stream.strategies.beam import ENDED, REFERENCES  # noqa: E402
 
 DEMO = os.path.join(REPO, "user_dir_examples", "demo")
 
 
-def runs_for(k: int, references: List[str]) -> List[str]:
+def runs_for(k: int, references: List[str], ended: List[str]) -> List[str]:
     specs = [f"beam:beam={k},label=fairseq beam", f"fixed-ours:beam={k},label=fixed-ours"]
-    specs += [f"var-batch:beam={k},prune_reference={ref},label=var {ref}" for ref in references]
+    specs += [f"var-batch:beam={k},prune_reference={ref},prune_ended={e},label=var {ref}" + (f" {e}" if len(ended) > 1 else "")
+              for e in ended for ref in references]
     return specs
 
 
 def measure(session: Any, sources: List[str], refs: List[str], k: int, references: List[str],
-            batch_size: int) -> List[Dict[str, Any]]:
-    runs = [parse_run(s, list(session.cfg.generation.keys())) for s in runs_for(k, references)]
+            batch_size: int, ended: List[str]) -> List[Dict[str, Any]]:
+    runs = [parse_run(s, list(session.cfg.generation.keys())) for s in runs_for(k, references, ended)]
     rows = run_benchmark(session, sources, refs, runs, repeats=1, batch_size=batch_size, progress=False,
                          log=lambda m: print(m, file=sys.stderr))
     fixed = next(r for r in rows if r["search"] == "fixed-ours")["stats"]["expansions"]
@@ -57,15 +60,19 @@ def measure(session: Any, sources: List[str], refs: List[str], k: int, reference
 
 
 def format_rows(rows: List[Dict[str, Any]]) -> str:
-    head = ["checkpoint", "k", "strategy", "BLEU", "Δ fixed-ours", "length ratio", "expansions", "× fixed-ours"]
+    head = ["checkpoint", "k", "strategy", "BLEU", "Δ fixed-ours", "length ratio", "expansions", "× fixed-ours",
+            "short of Z", "first final won"]
     lines = ["| " + " | ".join(head) + " |", "|" + "|".join(["---"] * len(head)) + "|"]
     fixed = {(r["checkpoint"], r["k"]): r["bleu"] for r in rows if r["search"] == "fixed-ours"}
     for r in rows:
         delta = r["bleu"] - fixed[(r["checkpoint"], r["k"])]
         ratio = f"{r['expansions_vs_fixed']:.2f}" if r["expansions_vs_fixed"] else "—"
         exp = str(r["expansions"]) if r["expansions"] else "—"
+        extra, n = r["stats"].get("extra", {}), r["sentences"]
+        short = f"{100 * extra.get('beam_ended_short_of_z', 0) / n:.0f}%" if "beam_finals" in extra else "—"
+        first = f"{100 * extra.get('beam_first_final_won', 0) / n:.0f}%" if "beam_finals" in extra else "—"
         lines.append(f"| {r['checkpoint']} | {r['k']} | {r['label']} | {r['bleu']:.2f} | {delta:+.2f} | "
-                     f"{r['length_ratio']:.3f} | {exp} | {ratio} |")
+                     f"{r['length_ratio']:.3f} | {exp} | {ratio} | {short} | {first} |")
     return "\n".join(lines)
 
 
@@ -80,6 +87,8 @@ def main() -> None:
     parser.add_argument("--limit", type=int, default=500, help="first N sentences")
     parser.add_argument("--beam", type=int, nargs="+", default=[5, 50])
     parser.add_argument("--references", nargs="+", default=list(REFERENCES), choices=REFERENCES)
+    parser.add_argument("--ended", nargs="+", default=["prune"], choices=ENDED,
+                        help="--prune-ended values to compare (each with every reference)")
     parser.add_argument("--batch-size", type=int, default=64, help="sentences per batch, every row alike")
     parser.add_argument("--threads", type=int, default=0)
     parser.add_argument("--json", help="write the rows here")
@@ -100,7 +109,7 @@ def main() -> None:
         session = TranslationSession.load(args.data, path, bpe_codes=args.bpe_codes, extra_args=extra, cpu=True)
         for k in args.beam:
             print(f"checkpoint {label}, k = {k}", file=sys.stderr)
-            for row in measure(session, sources, refs, k, args.references, args.batch_size):
+            for row in measure(session, sources, refs, k, args.references, args.batch_size, args.ended):
                 rows.append(dict(row, checkpoint=label))
     print(f"{len(sources)} sentences of {args.src}")
     print(format_rows(rows))

@@ -44,7 +44,7 @@ from fairseq_stream.ops.fused_output import OutputScorer
 from fairseq_stream.ops.transformer_step import SentenceIndex
 from fairseq_stream.processors import RowContext
 from fairseq_stream.strategies.beam_rules import (  # noqa: F401  (Candidates, REFERENCES: for callers)
-    FINALIZATION_RULES, REFERENCES, AbsoluteThreshold, Candidates, PruningRule, RelativeLocalThreshold,
+    ENDED, FINALIZATION_RULES, REFERENCES, AbsoluteThreshold, Candidates, PruningRule, RelativeLocalThreshold,
     RelativeThreshold, StepView, parse_pruning_rules,
 )
 from fairseq_stream.state import PAD, StateOps, StrategyState, host, per_sentence, rows
@@ -71,6 +71,7 @@ class Pruning:
     rel_local_threshold: Optional[float] = None  # rpl in (0, 1], on the last word's probability
     max_cands_per_node: Optional[int] = None  # mc / M
     reference: str = "final"  # what ap and rp measure from: "final", "active" or "normalized"
+    ended: str = "prune"  # ap and rp on ended candidates waiting on the beam: "prune" (paper 000) or "keep"
     extra: Tuple[PruningRule, ...] = ()  # --prune-rules, after the three above
 
     def __post_init__(self) -> None:
@@ -84,6 +85,8 @@ class Pruning:
                 raise FairseqStreamError(f"{flag} must be in (0, 1], got {value}")
         if self.reference not in REFERENCES:
             raise FairseqStreamError(f"--prune-reference must be one of {', '.join(REFERENCES)}, got {self.reference!r}")
+        if self.ended not in ENDED:
+            raise FairseqStreamError(f"--prune-ended must be one of {', '.join(ENDED)}, got {self.ended!r}")
 
     @property
     def active(self) -> bool:
@@ -93,9 +96,9 @@ class Pruning:
         """The keep-mask rules in order: ap, rp, rpl (paper 001 §3), then ``extra``."""
         built: Tuple[PruningRule, ...] = ()
         if self.abs_threshold is not None:
-            built += (AbsoluteThreshold(self.abs_threshold, self.reference),)
+            built += (AbsoluteThreshold(self.abs_threshold, self.reference, self.ended),)
         if self.rel_threshold is not None:
-            built += (RelativeThreshold(self.rel_threshold, self.reference),)
+            built += (RelativeThreshold(self.rel_threshold, self.reference, self.ended),)
         if self.rel_local_threshold is not None:
             built += (RelativeLocalThreshold(self.rel_local_threshold),)
         return built + self.extra
@@ -156,7 +159,7 @@ class VariableBeamConfig(BeamConfig):
         mc = DEFAULT_MAX_CANDS_PER_NODE if opts.prune_max_cands_per_node is None else opts.prune_max_cands_per_node
         return Pruning(abs_threshold=None if math.isinf(ap) else float(ap), rel_threshold=opts.prune_rel_threshold,
                        rel_local_threshold=opts.prune_rel_local_threshold, max_cands_per_node=int(mc),
-                       reference=opts.prune_reference,
+                       reference=opts.prune_reference, ended=opts.prune_ended,
                        extra=parse_pruning_rules(opts.prune_rules, opts.prune_reference))
 
 
@@ -207,8 +210,9 @@ class BeamSearch(StateOps):
     """
 
     def __init__(self, cfg: BeamConfig, scorer: OutputScorer, *, eos: int, pad: int,
-                 bos: int, needs_history: bool = False, dtype: torch.dtype = torch.float32) -> None:
+                 bos: int, needs_history: bool = False, dtype: torch.dtype = torch.float32, stats: Any = None) -> None:
         self.cfg = cfg
+        self.stats = stats
         self.dtype = dtype
         self.scorer = scorer
         self.eos, self.pad, self.bos = eos, pad, bos
@@ -225,7 +229,7 @@ class BeamSearch(StateOps):
     @classmethod
     def from_config(cls, cfg: BeamConfig, ctx: StrategyContext) -> "BeamSearch":
         return cls(cfg, ctx.scorer, eos=ctx.eos, pad=ctx.pad, bos=ctx.bos, needs_history=ctx.needs_history,
-                   dtype=ctx.dtype)
+                   dtype=ctx.dtype, stats=ctx.stats)
 
     # ---- the interface -------------------------------------------------------------------
     def init_state(self, sentences: Tensor, max_len: Tensor, src_lengths: Tensor, *,
@@ -349,7 +353,7 @@ class BeamSearch(StateOps):
         keep = keep & (rank <= self.finalizer.beam_width(state.n_final, self.k).unsqueeze(1))
         if not self.rules:
             return keep
-        view = StepView(cand, self._lengths(state, cand), state.best_final, state.best_final_norm, self.cfg.lenpen)
+        view = StepView(cand, cand.tok == self.eos, self._lengths(state, cand), state.best_final, state.best_final_norm, self.cfg.lenpen)
         for rule in self.rules:
             keep = rule.prune(view, keep)
         return keep
@@ -424,7 +428,17 @@ class BeamSearch(StateOps):
                 hyps.append(Hypothesis(state.fin_tokens[i, j, :length], total / (length ** self.cfg.lenpen),
                                        state.fin_scores[i, j, :length]))
             out[int(sids[i])] = sorted(hyps, key=lambda h: h.score, reverse=True)[:nbest]
+            if self.stats is not None:  # how sentences end (issue 13's short outputs), from what was read
+                self._count_ending(int(counts[i]), hyps, out[int(sids[i])][0] if hyps else None)
         return out
+
+    def _count_ending(self, finals: int, hyps: List[Hypothesis], best: Optional[Hypothesis]) -> None:
+        extra = self.stats.extra
+        extra["beam_finals"] = extra.get("beam_finals", 0.0) + min(finals, self.done_at)
+        if finals < self.done_at:  # the beam emptied (pruned away or all final) before Z finals
+            extra["beam_ended_short_of_z"] = extra.get("beam_ended_short_of_z", 0.0) + 1
+        if best is not None and best is hyps[0]:  # the first hypothesis to become final won
+            extra["beam_first_final_won"] = extra.get("beam_first_final_won", 0.0) + 1
 
 
 class _RaggedHistory(list):

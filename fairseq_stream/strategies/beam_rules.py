@@ -44,6 +44,7 @@ class StepView:
     """One step of a group as the rules see it: the candidates and the beams' state."""
 
     cand: Candidates
+    ended: Tensor  # (S, W) candidates that end in EOS (this step's or carried): they need no decoder row
     lengths: Tensor  # (S, W) tokens of each candidate, its last included (an ended one's EOS)
     best_final: Tensor  # (S,) best cumulative log-probability of a final hypothesis
     best_final_norm: Tensor  # (S,) best length-normalised score of a final hypothesis
@@ -79,26 +80,38 @@ class PruningRule(Protocol):
         ...
 
 
+ENDED = ("prune", "keep")
+
+
 @dataclass(frozen=True)
 class AbsoluteThreshold:
-    """ap (paper 001 Eq. 2): drop ``score ≤ best − δ`` (log-probability)."""
+    """ap (paper 001 Eq. 2): drop ``score ≤ best − δ`` (log-probability).
+
+    ``ended="keep"`` spares candidates that end in EOS: they cost no decoder row, and pruning
+    them sends the search on to the maximum length where the fixed beam would have waited for
+    them to reach the top (paper 000 prunes them: ``"prune"``).
+    """
 
     delta: float
     reference: str = "final"
+    ended: str = "prune"
 
     def prune(self, view: StepView, keep: Tensor) -> Tensor:
-        return keep & (view.cand.val > view.reference(self.reference, keep) - self.delta)
+        ok = view.cand.val > view.reference(self.reference, keep) - self.delta
+        return keep & (ok | view.ended) if self.ended == "keep" else keep & ok
 
 
 @dataclass(frozen=True)
 class RelativeThreshold:
-    """rp (paper 001 Eq. 1): drop ``p ≤ rp · p_best``, in log space."""
+    """rp (paper 001 Eq. 1): drop ``p ≤ rp · p_best``, in log space (``ended`` as for ap)."""
 
     rp: float
     reference: str = "final"
+    ended: str = "prune"
 
     def prune(self, view: StepView, keep: Tensor) -> Tensor:
-        return keep & (view.cand.val > view.reference(self.reference, keep) + math.log(self.rp))
+        ok = view.cand.val > view.reference(self.reference, keep) + math.log(self.rp)
+        return keep & (ok | view.ended) if self.ended == "keep" else keep & ok
 
 
 @dataclass(frozen=True)

@@ -99,6 +99,7 @@ _EFFECTIVE = {
     "prune_rel_threshold": lambda g, s: getattr(getattr(g.config, "pruning", None), "rel_threshold", None),
     "prune_rel_local_threshold": lambda g, s: getattr(getattr(g.config, "pruning", None), "rel_local_threshold", None),
     "prune_reference": lambda g, s: getattr(getattr(g.config, "pruning", None), "reference", "final"),
+    "prune_ended": lambda g, s: getattr(getattr(g.config, "pruning", None), "ended", "prune"),
     "prune_rules": lambda g, s: getattr(getattr(g.config, "pruning", None), "extra", None) or None,
     # "0 = --beam": Z is the beam width
     "beam_final_count": lambda g, s: 0 if getattr(s, "done_at", g.config.rows_per_sentence) == g.config.rows_per_sentence else s.done_at,
