@@ -246,3 +246,28 @@ def test_rel_local_threshold_ignores_ended_candidates_waiting_on_the_beam():
     (hyps,), g = ours(table, name="var-batch", gen={"beam": 5, "max_len_b": 5, "unnormalized": True}, opts=opts)
     assert g.stats.expansions == 1 + 1 + 2 + 3  # BOS, b, {b a, b c}, {b a a, b c a, b c b}
     assert hyps[0]["tokens"].tolist() == [B, A, A, EOS]
+
+
+# --prune-ended (issue 13): k = 2, δ = 1, reference 'active', Z = 1. Step 1: "b EOS" (log .2 =
+# -1.61) is more than δ below "b a" (-0.22). Paper 000 prunes it; the search goes on to the
+# maximum length and returns "b a c EOS" (.173). Kept (it needs no decoder row), it waits on
+# the beam; at step 2 "b a"'s children (.192, .184) fall below it and it becomes final, the
+# fixed-width beam's answer.
+ENDED_TABLE = {
+    (SRC, ()): {B: 1.0},
+    (SRC, (B,)): {A: 0.8, EOS: 0.2},
+    (SRC, (B, A)): {C: 0.24, B: 0.23, A: 0.22, SRC: 0.21, EOS: 0.10},
+    (SRC, (B, A, C)): {EOS: 0.9, C: 0.1},
+    (SRC, (B, A, B)): {EOS: 0.9, C: 0.1},
+}
+
+
+@pytest.mark.parametrize("ended, expected", [("prune", [B, A, C, EOS]), ("keep", [B, EOS])])
+def test_prune_ended_spares_candidates_that_end(ended, expected):
+    gen = {"beam": 2, "max_len_b": 3, "unnormalized": True}
+    opts = {"prune_abs_threshold": 1.0, "prune_max_cands_per_node": 2, "prune_reference": "active",
+            "beam_final_count": 1, "prune_ended": ended}
+    (hyps,), _ = ours(ENDED_TABLE, name="var-batch", gen=gen, opts=opts)
+    assert hyps[0]["tokens"].tolist() == expected
+    (fixed,), _ = ours(ENDED_TABLE, name="fixed-ours", gen=gen, opts={"beam_final_count": 1})
+    assert fixed[0]["tokens"].tolist() == [B, EOS]
