@@ -44,7 +44,7 @@ from fairseq_stream.ops.fused_output import OutputScorer
 from fairseq_stream.ops.transformer_step import SentenceIndex
 from fairseq_stream.processors import RowContext
 from fairseq_stream.strategies.beam_rules import (  # noqa: F401  (Candidates, REFERENCES: for callers)
-    ENDED, FINALIZATION_RULES, REFERENCES, AbsoluteThreshold, Candidates, PruningRule, RelativeLocalThreshold,
+    DEFAULT_REFERENCE, ENDED, FINALIZATION_RULES, REFERENCES, AbsoluteThreshold, Candidates, PruningRule, RelativeLocalThreshold,
     RelativeThreshold, StepView, parse_pruning_rules,
 )
 from fairseq_stream.state import PAD, StateOps, StrategyState, host, per_sentence, rows
@@ -70,7 +70,7 @@ class Pruning:
     rel_threshold: Optional[float] = None  # rp in (0, 1], on probabilities
     rel_local_threshold: Optional[float] = None  # rpl in (0, 1], on the last word's probability
     max_cands_per_node: Optional[int] = None  # mc / M
-    reference: str = "final"  # what ap and rp measure from: "final", "active" or "normalized"
+    reference: str = DEFAULT_REFERENCE  # what ap and rp measure from: "final", "active" or "normalized"
     ended: str = "prune"  # ap and rp on ended candidates waiting on the beam: "prune" (paper 000) or "keep"
     extra: Tuple[PruningRule, ...] = ()  # --prune-rules, after the three above
 

@@ -17,11 +17,10 @@ from dataclasses import dataclass
 
 from fairseq_stream.registry import Capabilities, register_search
 from fairseq_stream.strategies.beam import (  # noqa: F401  (the defaults, for callers)
-    DEFAULT_ABS_THRESHOLD, DEFAULT_MAX_CANDS_PER_NODE, BeamConfig, BeamSearch, VariableBeamConfig,
+    DEFAULT_ABS_THRESHOLD, DEFAULT_MAX_CANDS_PER_NODE, DEFAULT_REFERENCE, BeamConfig, BeamSearch, VariableBeamConfig,
 )
 
 DEFAULT_EPSILON = 1.0 / 6  # paper 000 §4.1
-DEFAULT_REFERENCE = "final"  # what δ and rp measure from (see beam.Pruning)
 BEAM_OPTIONS = frozenset({"beam_final_count", "beam_finalize"})
 PRUNING_OPTIONS = frozenset({"prune_abs_threshold", "prune_max_cands_per_node", "prune_rel_threshold",
                              "prune_rel_local_threshold", "prune_reference", "prune_ended", "prune_rules"})
