@@ -43,6 +43,19 @@ class StrategyConfig(Protocol):
         ...
 
 
+def check_beam_and_nbest(beam: int, nbest: int) -> None:
+    """The invariant every strategy configuration with a beam shares: 1 <= --nbest <= --beam."""
+    if beam < 1:
+        raise FairseqStreamError(f"--beam must be >= 1, got {beam}")
+    if not 1 <= nbest <= beam:
+        raise FairseqStreamError(f"--nbest must be between 1 and --beam ({beam}), got {nbest}")
+
+
+def lenpen_of(gen_cfg: Any) -> float:
+    """fairseq's length penalty exponent: ``--lenpen``, or 0 under ``--unnormalized``."""
+    return 0.0 if gen_cfg.unnormalized else float(gen_cfg.lenpen)
+
+
 @dataclass(frozen=True)
 class BasicConfig:
     """The configuration of a strategy that reads only fairseq's own ``--beam``, ``--nbest``
@@ -53,10 +66,7 @@ class BasicConfig:
     lenpen: float = 1.0
 
     def __post_init__(self) -> None:
-        if self.beam < 1:
-            raise FairseqStreamError(f"--beam must be >= 1, got {self.beam}")
-        if not 1 <= self.nbest <= self.beam:
-            raise FairseqStreamError(f"--nbest must be between 1 and --beam ({self.beam}), got {self.nbest}")
+        check_beam_and_nbest(self.beam, self.nbest)
 
     @property
     def rows_per_sentence(self) -> int:
@@ -64,8 +74,7 @@ class BasicConfig:
 
     @classmethod
     def from_options(cls, name: str, gen_cfg: Any, opts: Any, models: Sequence[Any] = ()) -> "BasicConfig":
-        return cls(beam=int(gen_cfg.beam), nbest=int(gen_cfg.nbest),
-                   lenpen=0.0 if gen_cfg.unnormalized else float(gen_cfg.lenpen))
+        return cls(beam=int(gen_cfg.beam), nbest=int(gen_cfg.nbest), lenpen=lenpen_of(gen_cfg))
 
 
 @dataclass(frozen=True)

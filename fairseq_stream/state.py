@@ -49,10 +49,10 @@ class StrategyState:
 
     def select(self: S, idx: Tensor) -> S:
         """Sentences ``idx`` (local indices) of the group; host bounds and rows stay as they are."""
-        values = {f.name: getattr(self, f.name) for f in dataclasses.fields(self)}
+        values = {}
         for f in dataclasses.fields(self):
-            if _kind(f) == "sentence":
-                values[f.name] = values[f.name].index_select(0, idx)
+            value = getattr(self, f.name)
+            values[f.name] = value.index_select(0, idx) if _kind(f) == "sentence" else value
         return type(self)(**values)
 
     @classmethod

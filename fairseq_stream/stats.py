@@ -61,7 +61,11 @@ class DecodeStats:
             offset = len(self.trace or [])
             self.trace = (self.trace or []) + [dict(e, step=e["step"] + offset) for e in other.trace]
         for k, v in other.extra.items():
-            self.extra[k] = self.extra.get(k, 0.0) + v
+            self.add_extra(k, v)
+
+    def add_extra(self, name: str, value: float = 1.0) -> None:
+        """Add to a strategy's own counter in ``extra`` (summed over a run, like the others)."""
+        self.extra[name] = self.extra.get(name, 0.0) + value
 
     @property
     def expansions_per_step(self) -> float:

@@ -43,9 +43,10 @@ from fairseq_stream.interface import Hypothesis, StepOutcome, StrategyContext
 from fairseq_stream.ops.fused_output import OutputScorer
 from fairseq_stream.ops.transformer_step import SentenceIndex
 from fairseq_stream.processors import RowContext
+from fairseq_stream.registry import check_beam_and_nbest, lenpen_of
 from fairseq_stream.strategies.beam_rules import (  # noqa: F401  (Candidates, REFERENCES: for callers)
     DEFAULT_REFERENCE, ENDED, FINALIZATION_RULES, REFERENCES, AbsoluteThreshold, Candidates, PruningRule, RelativeLocalThreshold,
-    RelativeThreshold, StepView, parse_pruning_rules,
+    RelativeThreshold, RuleDefaults, StepView, parse_pruning_rules,
 )
 from fairseq_stream.state import PAD, StateOps, StrategyState, host, per_sentence, rows
 
@@ -88,10 +89,6 @@ class Pruning:
         if self.ended not in ENDED:
             raise FairseqStreamError(f"--prune-ended must be one of {', '.join(ENDED)}, got {self.ended!r}")
 
-    @property
-    def active(self) -> bool:
-        return bool(self.rules()) or self.max_cands_per_node is not None
-
     def rules(self) -> Tuple[PruningRule, ...]:
         """The keep-mask rules in order: ap, rp, rpl (paper 001 §3), then ``extra``."""
         built: Tuple[PruningRule, ...] = ()
@@ -120,10 +117,7 @@ class BeamConfig:
     pruning: Pruning = Pruning()
 
     def __post_init__(self) -> None:
-        if self.beam < 1:
-            raise FairseqStreamError(f"--beam must be >= 1, got {self.beam}")
-        if not 1 <= self.nbest <= self.beam:
-            raise FairseqStreamError(f"--nbest must be between 1 and --beam ({self.beam}), got {self.nbest}")
+        check_beam_and_nbest(self.beam, self.nbest)
         if self.final_count < 0:
             raise FairseqStreamError(f"--beam-final-count must be >= 0, got {self.final_count}")
         if self.final_count and not self.nbest <= self.final_count <= self.beam:
@@ -140,7 +134,7 @@ class BeamConfig:
     @classmethod
     def from_options(cls, name: str, gen_cfg: Any, opts: Any, models: Sequence[Any] = ()) -> "BeamConfig":
         return cls(beam=int(gen_cfg.beam), nbest=int(gen_cfg.nbest), final_count=int(opts.beam_final_count),
-                   lenpen=0.0 if gen_cfg.unnormalized else float(gen_cfg.lenpen), finalize=opts.beam_finalize,
+                   lenpen=lenpen_of(gen_cfg), finalize=opts.beam_finalize,
                    pruning=cls.pruning_from_options(opts))
 
     @staticmethod
@@ -160,7 +154,7 @@ class VariableBeamConfig(BeamConfig):
         return Pruning(abs_threshold=None if math.isinf(ap) else float(ap), rel_threshold=opts.prune_rel_threshold,
                        rel_local_threshold=opts.prune_rel_local_threshold, max_cands_per_node=int(mc),
                        reference=opts.prune_reference, ended=opts.prune_ended,
-                       extra=parse_pruning_rules(opts.prune_rules, opts.prune_reference))
+                       extra=parse_pruning_rules(opts.prune_rules, RuleDefaults(opts.prune_reference, opts.prune_ended)))
 
 
 @dataclass
@@ -433,12 +427,11 @@ class BeamSearch(StateOps):
         return out
 
     def _count_ending(self, finals: int, hyps: List[Hypothesis], best: Optional[Hypothesis]) -> None:
-        extra = self.stats.extra
-        extra["beam_finals"] = extra.get("beam_finals", 0.0) + min(finals, self.done_at)
+        self.stats.add_extra("beam_finals", min(finals, self.done_at))
         if finals < self.done_at:  # the beam emptied (pruned away or all final) before Z finals
-            extra["beam_ended_short_of_z"] = extra.get("beam_ended_short_of_z", 0.0) + 1
+            self.stats.add_extra("beam_ended_short_of_z")
         if best is not None and best is hyps[0]:  # the first hypothesis to become final won
-            extra["beam_first_final_won"] = extra.get("beam_first_final_won", 0.0) + 1
+            self.stats.add_extra("beam_first_final_won")
 
 
 class _RaggedHistory(list):

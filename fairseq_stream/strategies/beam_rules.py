@@ -98,8 +98,13 @@ class AbsoluteThreshold:
     ended: str = "prune"
 
     def prune(self, view: StepView, keep: Tensor) -> Tensor:
-        ok = view.cand.val > view.reference(self.reference, keep) - self.delta
-        return keep & (ok | view.ended) if self.ended == "keep" else keep & ok
+        return _within(view, keep, self.delta, self.reference, self.ended)
+
+
+def _within(view: StepView, keep: Tensor, margin: float, reference: str, ended: str) -> Tensor:
+    """``keep`` & score > the reference − ``margin``; candidates ending in EOS are spared under ``ended="keep"``."""
+    ok = view.cand.val > view.reference(reference, keep) - margin
+    return keep & (ok | view.ended) if ended == "keep" else keep & ok
 
 
 @dataclass(frozen=True)
@@ -111,8 +116,7 @@ class RelativeThreshold:
     ended: str = "prune"
 
     def prune(self, view: StepView, keep: Tensor) -> Tensor:
-        ok = view.cand.val > view.reference(self.reference, keep) + math.log(self.rp)
-        return keep & (ok | view.ended) if self.ended == "keep" else keep & ok
+        return _within(view, keep, -math.log(self.rp), self.reference, self.ended)  # rp is δ = −ln rp
 
 
 @dataclass(frozen=True)
@@ -130,12 +134,20 @@ class RelativeLocalThreshold:
         return keep & (cand.carried | (cand.tok_lp > local + math.log(self.rpl)))
 
 
-#: name → factory(argument after ':' or None, reference) of a pruning rule
-_PRUNING_RULES: Dict[str, Callable[[Optional[str], str], PruningRule]] = {}
+class RuleDefaults(NamedTuple):
+    """What a rule built from ``--prune-rules`` inherits from the other pruning options."""
+
+    reference: str = DEFAULT_REFERENCE  # --prune-reference
+    ended: str = "prune"  # --prune-ended
+
+
+#: name → factory(argument after ':' or None, RuleDefaults) of a pruning rule
+_PRUNING_RULES: Dict[str, Callable[[Optional[str], RuleDefaults], PruningRule]] = {}
 
 
 def register_pruning_rule(name: str) -> Callable[[Callable[..., PruningRule]], Callable[..., PruningRule]]:
-    """Decorator: ``factory(arg, reference)`` builds the rule ``--prune-rules name[:arg]`` asks for."""
+    """Decorator: ``factory(arg, defaults)`` builds the rule ``--prune-rules name[:arg]`` asks for
+    (``defaults``: :class:`RuleDefaults`, the reference and ended handling of the other options)."""
 
     def wrap(factory: Callable[..., PruningRule]) -> Callable[..., PruningRule]:
         if name in _PRUNING_RULES:
@@ -157,12 +169,12 @@ def _number(name: str, arg: Optional[str]) -> float:
         raise FairseqStreamError(f"--prune-rules {name}:X needs a number X, got {arg!r}") from None
 
 
-register_pruning_rule("ap")(lambda arg, ref: AbsoluteThreshold(_number("ap", arg), ref))
-register_pruning_rule("rp")(lambda arg, ref: RelativeThreshold(_number("rp", arg), ref))
-register_pruning_rule("rpl")(lambda arg, ref: RelativeLocalThreshold(_number("rpl", arg)))
+register_pruning_rule("ap")(lambda arg, d: AbsoluteThreshold(_number("ap", arg), d.reference, d.ended))
+register_pruning_rule("rp")(lambda arg, d: RelativeThreshold(_number("rp", arg), d.reference, d.ended))
+register_pruning_rule("rpl")(lambda arg, d: RelativeLocalThreshold(_number("rpl", arg)))
 
 
-def parse_pruning_rules(spec: Optional[str], reference: str = DEFAULT_REFERENCE) -> Tuple[PruningRule, ...]:
+def parse_pruning_rules(spec: Optional[str], defaults: RuleDefaults = RuleDefaults()) -> Tuple[PruningRule, ...]:
     """``--prune-rules "name[:arg],..."`` → the rules, in order; unknown names are one-line errors."""
     rules: List[PruningRule] = []
     for item in filter(None, (part.strip() for part in (spec or "").split(","))):
@@ -172,7 +184,7 @@ def parse_pruning_rules(spec: Optional[str], reference: str = DEFAULT_REFERENCE)
                 f"unknown --prune-rules {name!r}; registered rules: {', '.join(pruning_rule_names())} "
                 "(a --user-dir may register more)"
             )
-        rules.append(_PRUNING_RULES[name](arg or None, reference))
+        rules.append(_PRUNING_RULES[name](arg or None, defaults))
     return tuple(rules)
 
 

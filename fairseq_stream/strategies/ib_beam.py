@@ -29,11 +29,11 @@ from torch import Tensor
 from fairseq_stream import ib_order
 from fairseq_stream.errors import FairseqStreamError
 from fairseq_stream.interface import Hypothesis, StepOutcome, StrategyContext, cat_padded
-from fairseq_stream.models.transformer_ib import IBSpec, is_ib_model
+from fairseq_stream.models.transformer_ib import IBSpec
 from fairseq_stream.ops.fused_output import OutputScorer
 from fairseq_stream.ops.transformer_step import SentenceIndex
 from fairseq_stream.processors import RowContext
-from fairseq_stream.registry import Capabilities, register_search
+from fairseq_stream.registry import Capabilities, check_beam_and_nbest, lenpen_of, register_search
 from fairseq_stream.state import PAD, StateOps, StrategyState, per_sentence, rows
 
 
@@ -47,10 +47,7 @@ class IBBeamConfig:
     finalize: str = "top"  # --ib-finalize: "top" or "all"
 
     def __post_init__(self) -> None:
-        if self.beam < 1:
-            raise FairseqStreamError(f"--beam must be >= 1, got {self.beam}")
-        if not 1 <= self.nbest <= self.beam:
-            raise FairseqStreamError(f"--nbest must be between 1 and --beam ({self.beam}), got {self.nbest}")
+        check_beam_and_nbest(self.beam, self.nbest)
         if self.finalize not in ("top", "all"):
             raise FairseqStreamError(f"--ib-finalize must be 'top' or 'all', got {self.finalize!r}")
 
@@ -61,17 +58,15 @@ class IBBeamConfig:
     @classmethod
     def from_options(cls, name: str, gen_cfg: Any, opts: Any, models: Sequence[Any] = ()) -> "IBBeamConfig":
         return cls(spec=ib_spec_of(models, name), beam=int(gen_cfg.beam), nbest=int(gen_cfg.nbest),
-                   lenpen=0.0 if gen_cfg.unnormalized else float(gen_cfg.lenpen), dedup=bool(opts.ib_dedup),
+                   lenpen=lenpen_of(gen_cfg), dedup=bool(opts.ib_dedup),
                    finalize=opts.ib_finalize)
 
 
 def ib_spec_of(models: Sequence[Any], name: str) -> IBSpec:
-    """The (common) layout of an ensemble of IBDecoder-family models, or a one-line error."""
-    if not all(is_ib_model(m) for m in models):
-        raise FairseqStreamError(
-            f"--search {name} needs IBDecoder-family checkpoints (--arch transformer_ib); this is a standard "
-            "model: use --search beam, var-stream, ... instead"
-        )
+    """The (common) layout of an ensemble of IBDecoder-family models, or a one-line error.
+
+    That they are IBDecoder-family models at all is checked before, for every strategy, from
+    ``Capabilities.models`` (:func:`fairseq_stream.engine.check_combinations`)."""
     specs = {m.decoder.ib for m in models}
     if len(specs) != 1:
         raise FairseqStreamError("an ensemble of IBDecoder-family models must share h, c and the ablations")

@@ -37,7 +37,7 @@ from fairseq_stream.interface import Hypothesis, StepOutcome, StrategyContext
 from fairseq_stream.ops.fused_output import OutputScorer
 from fairseq_stream.ops.transformer_step import SentenceIndex
 from fairseq_stream.processors import RowContext
-from fairseq_stream.registry import Capabilities, register_search
+from fairseq_stream.registry import Capabilities, lenpen_of, register_search
 from fairseq_stream.state import PAD, StateOps, StrategyState, host, per_sentence
 
 
@@ -62,7 +62,7 @@ class JacobiConfig:
     def from_options(cls, name: str, gen_cfg: Any, opts: Any, models: Sequence[Any] = ()) -> "JacobiConfig":
         return cls(block=None if name == "jacobi" else int(opts.jacobi_block),
                    max_parallel_len=int(opts.jacobi_max_parallel_len) if name == "hybrid-jacobi" else None,
-                   init=opts.jacobi_init, lenpen=0.0 if gen_cfg.unnormalized else float(gen_cfg.lenpen))
+                   init=opts.jacobi_init, lenpen=lenpen_of(gen_cfg))
 
 
 @dataclass
@@ -242,7 +242,7 @@ class JacobiDecoding(StateOps):
             out[sid] = [Hypothesis(state.tokens[i, :n].clone(), total / (n ** self.lenpen),
                                    state.token_scores[i, :n].clone())]
             self.stats.autoregressive_steps += n
-            self.stats.extra["sentence_iterations"] = self.stats.extra.get("sentence_iterations", 0.0) + its
+            self.stats.add_extra("sentence_iterations", its)
         return out
 
 

@@ -115,12 +115,19 @@ def test_unknown_pruning_rule_is_a_one_line_error():
     assert "\n" not in str(err.value)
 
 
-def test_prune_rules_compose_like_the_flags():
-    """``--prune-rules ap:1.0,rpl:0.2`` is ``--prune-abs-threshold 1 --prune-rel-local-threshold 0.2``."""
+@pytest.mark.parametrize("ended", ["prune", "keep"])
+def test_prune_rules_compose_like_the_flags(ended):
+    """``--prune-rules ap:1.0,rpl:0.2`` is ``--prune-abs-threshold 1 --prune-rel-local-threshold 0.2``,
+    under either ``--prune-ended`` (a rule from --prune-rules inherits it, as the flags' rules do)."""
     model = tiny_transformer(D, layers=1)
-    by_flags = _decode("var-batch", model, {"beam": 4}, prune_abs_threshold=1.0, prune_rel_local_threshold=0.2)
-    by_rules = _decode("var-batch", model, {"beam": 4}, prune_abs_threshold=math.inf, prune_rules="ap:1.0,rpl:0.2")
+    by_flags = _decode("var-batch", model, {"beam": 4}, prune_abs_threshold=1.0, prune_rel_local_threshold=0.2,
+                       prune_ended=ended)
+    by_rules = _decode("var-batch", model, {"beam": 4}, prune_abs_threshold=math.inf, prune_rules="ap:1.0,rpl:0.2",
+                       prune_ended=ended)
     assert by_flags == by_rules
+    rules = build_generator("var-batch", fake_task(D), [model], gen_cfg(beam=4),
+                            stream_opts(prune_rules="ap:1.0", prune_ended=ended)).config.pruning.extra
+    assert rules[0].ended == ended
 
 
 def test_no_function_of_the_package_is_longer_than_60_lines():

@@ -31,7 +31,7 @@ class MaxWidth:
 
 
 @register_pruning_rule("max-width")
-def max_width(arg, reference):
+def max_width(arg, defaults):
     if arg is None or not arg.isdigit() or int(arg) < 1:
         raise FairseqStreamError(f"--prune-rules max-width:N needs a whole number N >= 1, got {arg!r}")
     return MaxWidth(int(arg))
