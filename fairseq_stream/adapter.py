@@ -29,6 +29,7 @@ from fairseq_stream.errors import FairseqStreamError
 from fairseq_stream.fairseq_compat import fairseq_cli_name
 from fairseq_stream.input_stream import InputStream, QueuedBatch
 from fairseq_stream.interface import SearchStrategy
+from fairseq_stream import interactive_input
 from fairseq_stream.lookahead import Lookahead
 from fairseq_stream.model_step import ModelStep
 from fairseq_stream.processors import max_lengths
@@ -135,6 +136,9 @@ class StreamGenerator:
         """Log the run's statistics (and write them as JSON with ``--stream-stats``)."""
         if self.progress is not None:
             self.progress.close()
+        chunked = interactive_input.current()
+        if chunked is not None and chunked.chunks_read_ahead:
+            self.stats.extra["chunks_read_ahead"] = chunked.chunks_read_ahead
         logger.info("fairseq-stream %s: %s", self.name, self.stats.summary())
         if self.stats_path:
             with open(self.stats_path, "w", encoding="utf-8") as f:

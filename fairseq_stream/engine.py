@@ -37,6 +37,7 @@ def build_generator(name: str, task: Any, models: List[Any], gen_cfg: Any, opts:
     scheduler = SchedulerConfig(
         epsilon=stream_epsilon(name, opts.stream_epsilon), capacity=int(opts.stream_capacity),
         max_candidates=int(opts.stream_max_candidates), selection=caps.selection, max_wait=int(opts.stream_max_wait),
+        oversubscribe=bool(opts.stream_oversubscribe),
     )
     if scheduler.max_candidates and scheduler.max_candidates < config.rows_per_sentence:
         raise FairseqStreamError(

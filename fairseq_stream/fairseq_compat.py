@@ -24,7 +24,11 @@ never when the package is imported as a library, it also
 * makes an uncaught user error print as one ``fairseq-stream: error: ...`` line
   (:func:`install_excepthook`; the message comes from :func:`fairseq_stream.errors.format_error`);
 * makes fairseq-interactive exit with status 1 after a run that skipped input lines
-  (:func:`exit_nonzero_after_skipped_lines`).
+  (:func:`exit_nonzero_after_skipped_lines`);
+* routes fairseq-interactive's ``buffered_read`` and ``make_batches`` through
+  :mod:`fairseq_stream.interactive_input` (:func:`read_interactive_input_ahead`), so that a
+  generator of ours can take the next chunks' sentences into its stream; with read-ahead off
+  (``--search beam``, ``--stream-per-batch``) they are fairseq's own.
 
 Our own command-line tools (bench, demo, ddgviz, average_checkpoints) call
 :func:`install_excepthook` from their ``main``.
@@ -80,6 +84,7 @@ def install() -> None:
         install_excepthook()
         if cli == "interactive":
             exit_nonzero_after_skipped_lines()
+            read_interactive_input_ahead()
 
 
 # ---- torch: checkpoints under weights_only=True ----
@@ -190,6 +195,39 @@ def exit_nonzero_after_skipped_lines() -> None:
 
     main._fairseq_stream = True  # type: ignore[attr-defined]
     module.main = main
+
+
+def _interactive_modules() -> List[Any]:
+    """fairseq-interactive's module: ``fairseq_cli.interactive``, or ``__main__`` under ``python -m``."""
+    found = [sys.modules.get("fairseq_cli.interactive")]
+    main = sys.modules.get("__main__")
+    if getattr(getattr(main, "__spec__", None), "name", None) == "fairseq_cli.interactive":
+        found.append(main)
+    return [m for m in found if m is not None and hasattr(m, "buffered_read")]
+
+
+def read_interactive_input_ahead() -> None:
+    """Route fairseq-interactive's input through :mod:`fairseq_stream.interactive_input` (idempotent).
+
+    ``main`` looks both functions up when it calls them, after the user dir is imported.
+    """
+    from fairseq_stream import interactive_input
+
+    for module in _interactive_modules():
+        if getattr(module.buffered_read, "_fairseq_stream", False):
+            continue
+        original_read, original_batches = module.buffered_read, module.make_batches
+
+        def buffered_read(input: str, buffer_size: int, _read: Any = original_read, _batches: Any = original_batches) -> Any:
+            chunked = interactive_input.start(input, buffer_size, _batches)
+            return original_read(input, buffer_size) if chunked is None else chunked.chunks()
+
+        def make_batches(lines: List[str], *args: Any, _batches: Any = original_batches) -> Any:
+            chunked = interactive_input.current()
+            return _batches(lines, *args) if chunked is None else chunked.batches(lines, *args)
+
+        buffered_read._fairseq_stream = True  # type: ignore[attr-defined]
+        module.buffered_read, module.make_batches = buffered_read, make_batches
 
 
 def _excepthook(exc_type: Type[BaseException], exc: BaseException, tb: Optional[TracebackType]) -> None:

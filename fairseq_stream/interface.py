@@ -3,7 +3,7 @@
 The scheduler owns the model (through :class:`~fairseq_stream.model_step.ModelStep`) and the
 decoder caches; a strategy owns the hypotheses. A strategy keeps the hypotheses of a *group*
 of sentences in one state object (a :class:`~fairseq_stream.state.StrategyState`) and
-answers five calls:
+answers these calls:
 
 * ``init_state(sentences, max_len, src_lengths, longest=, shortest=)`` — a state for new sentences and the first
   tokens to feed;
@@ -14,7 +14,11 @@ answers five calls:
   groups: equal-length groups under VAR-STREAM, everything under VAR-STR-FIFO/top-up);
 * ``sentences(state)`` — how many sentences the state still holds (refill reads it);
 * ``length(state)`` — how many tokens its rows have been fed (the key of VAR-STREAM's
-  selection of the shortest groups).
+  selection of the shortest groups);
+* ``split(state, sentences, rows)`` and ``row_counts(state)`` — the first ``sentences``
+  sentences (their ``rows`` rows) and the rest; the rows of each sentence (on the device):
+  over-subscription steps only part of a group (:class:`~fairseq_stream.state.StateOps`
+  provides both).
 
 Rows of a state are its live hypotheses, sentence-major; the decoder state the scheduler
 keeps beside it has the same rows in the same order.
@@ -69,6 +73,9 @@ class StepOutcome:
     block_mask: Optional[Tensor] = None  # additive (b, b) mask inside the next block; None = causal
     index: Optional[Any] = None  # SentenceIndex of the new rows, when the strategy knows it
     max_length: Optional[int] = None  # host: the longest row after ``accept`` (block steps)
+    # host: decoder rows of each sentence of ``state``, when the strategy read them anyway
+    # (over-subscription splits a group by them; None = counted when needed)
+    row_counts: Optional[List[int]] = None
 
 
 class SearchStrategy(Protocol):
@@ -91,6 +98,14 @@ class SearchStrategy(Protocol):
 
     def length(self, state: Any) -> int:
         """Tokens fed so far to every row of ``state`` (the key of min-length selection)."""
+        ...
+
+    def split(self, state: Any, sentences: int, rows: int) -> "tuple[Any, Any]":
+        """The first ``sentences`` sentences of ``state`` (their ``rows`` decoder rows) and the rest."""
+        ...
+
+    def row_counts(self, state: Any) -> Tensor:
+        """(S,) decoder rows of each sentence of ``state``, on the device."""
         ...
 
 

@@ -20,7 +20,7 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass, field, replace
-from typing import Any, Dict, List, Optional, Sequence, Union
+from typing import Any, Dict, List, Optional, Sequence, Tuple, Union
 
 import torch
 from torch import Tensor
@@ -306,6 +306,17 @@ class ModelStep:
             index.inherit(state.index)
         return DecoderState(caches, state.row_sentence.index_select(0, rows), state.lengths.index_select(0, rows),
                             history, index, state.max_length)
+
+    def split(self, state: DecoderState, rows: int, sentences: int) -> Tuple[DecoderState, DecoderState]:
+        """The first ``rows`` rows (those of the first ``sentences`` sentences) and the rest."""
+        dev, ix = state.row_sentence.device, state.index
+        parts = []
+        for lo, hi, first, last in ((0, rows, 0, sentences), (rows, state.rows, sentences, None)):
+            index = None
+            if ix is not None:  # the layout is known: slice it instead of reading it again
+                index = SentenceIndex(ix.sentences[first:last], ix.local[lo:hi] - first, ix.slot[lo:hi], ix.width)
+            parts.append(self.select(state, torch.arange(lo, hi, device=dev), index))
+        return parts[0], parts[1]
 
     def concat(self, states: Sequence[DecoderState]) -> DecoderState:
         """Rows of several states in one (rows of different lengths need a transformer ensemble)."""

@@ -44,6 +44,13 @@ class StreamDecodingConfig(FairseqDataclass):
         metadata={"help": "bound the live candidates (total beam width) in flight instead of the "
                   "sentences (paper 000 §3, §4.2); 0 = off"},
     )
+    stream_oversubscribe: bool = field(
+        default=False,
+        metadata={"help": "with --stream-max-candidates C: keep --stream-capacity sentences in flight (their "
+                  "encoder states and beams cached) and expand at most C candidates per step, the shortest "
+                  "beams first, the others waiting a step (paper 000 §3 over-subscription); steps stay full "
+                  "while beams narrow"},
+    )
     stream_max_wait: int = field(
         default=0,
         metadata={"help": "latency bound: stop refilling while a sentence has been in flight for more "

@@ -14,6 +14,12 @@ Paper 000 Algorithm 1 with the design of ``../shared/docs/DESIGN.md``, strategy-
   every sentence in flight, shorter ones left-padded (VAR-STR-FIFO, App. A.2; top-up).
 * **groups** — sentences that joined together form a group with one cache; a group pauses
   while a younger one catches up, and groups merge once their lengths meet.
+* **over-subscription** — with a candidate budget ``C`` and ``oversubscribe`` (§3, the ATIS
+  and PTB setups of §4.2), the sentences in flight are bounded by the capacity ``n`` (their
+  encoder states and beams cached) and a step expands at most ``C`` candidates: when the
+  selected beams hold more, the first sentences whose rows fit take the step and the others
+  wait one step (VAR-STR-FIFO: the longest groups first, App. A.2), so steps stay full while
+  beams narrow.
 * **flush** — with ``max_wait`` (paper 000 footnote 3), refills stop while some sentence has
   been in flight for more than ``max_wait`` steps, so long translations cannot get stuck
   behind a stream of new ones.
@@ -44,6 +50,7 @@ class SchedulerConfig:
     max_candidates: int = 0  # live candidates in flight (C); 0 = use ``capacity``
     selection: str = "min-length"  # or "all"
     max_wait: int = 0  # flush after this many steps in flight; 0 = never
+    oversubscribe: bool = False  # C bounds each step's candidates, the capacity the sentences in flight
 
     def __post_init__(self) -> None:
         if not 0.0 <= self.epsilon < 1.0:
@@ -54,6 +61,9 @@ class SchedulerConfig:
             raise FairseqStreamError(f"--stream-max-candidates must be >= 0, got {self.max_candidates}")
         if self.max_wait < 0:
             raise FairseqStreamError(f"--stream-max-wait must be >= 0, got {self.max_wait}")
+        if self.oversubscribe and not self.max_candidates:
+            raise FairseqStreamError("--stream-oversubscribe needs --stream-max-candidates C, the candidates one step "
+                                     "expands; add it or drop --stream-oversubscribe")
         if self.selection not in ("min-length", "all"):
             raise FairseqStreamError(f"unknown selection policy {self.selection!r}")
 
@@ -65,6 +75,7 @@ class _Group:
     feed: Tensor  # (R, b) tokens to feed at the next step
     joined: int  # scheduler step at which the (oldest) sentences joined
     block_mask: Optional[Tensor] = None
+    row_counts: Optional[List[int]] = None  # host: rows of each sentence, when known without a read
 
 
 class SentenceSource(Protocol):
@@ -146,21 +157,27 @@ class StreamingScheduler:
         if self.cfg.max_wait and clock - min(g.joined for g in groups) > self.cfg.max_wait:
             return False  # flush: let the in-flight sentences finish first
         sentences, rows = self._in_flight(groups)
-        if self.cfg.max_candidates:
+        if self._budgets_admission:
             return rows <= self.cfg.epsilon * self.cfg.max_candidates
         return sentences <= self.cfg.epsilon * self.cfg.capacity and sentences < self.cfg.capacity
 
+    @property
+    def _budgets_admission(self) -> bool:
+        """C bounds the sentences admitted (each at full width) unless over-subscribed (C bounds steps)."""
+        return bool(self.cfg.max_candidates) and not self.cfg.oversubscribe
+
     def _refill_size(self, groups: List[_Group]) -> int:
         sentences, rows = self._in_flight(groups)
-        if self.cfg.max_candidates:
-            # Budget the full width of every new beam.
+        if self._budgets_admission:
+            # Every beam in flight counts at full width, so no step can exceed C.
             budget = self.cfg.max_candidates - sentences * self.rows_per_sentence
-            return max(1, budget // self.rows_per_sentence)
+            return max(0, budget // self.rows_per_sentence)
         return max(1, self.cfg.capacity - sentences)
 
     def _refill(self) -> None:
         """Lines 7–11: the next sentences of the input join, encoded now into free slots (line 9)."""
-        admission = self.source.take(self._refill_size(self.groups))
+        size = self._refill_size(self.groups)
+        admission = self.source.take(size) if size else None
         if admission is None:
             return
         m, dev = admission.count, self.model.device
@@ -173,7 +190,7 @@ class StreamingScheduler:
         out = self.strategy.init_state(handles, admission.max_len.to(dev), src_lengths,
                                        longest=max(admission.limits), shortest=min(admission.limits))
         dec = self.model.initial_state(self.memory, handles, self.bos)
-        self.groups.append(_Group(out.state, dec, out.feed, self.clock, out.block_mask))
+        self.groups.append(_Group(out.state, dec, out.feed, self.clock, out.block_mask, out.row_counts))
         self.stats.refills += 1
         self.stats.note_encoder_memory(slots=self.memory.size, live_bytes=self.memory.meter.peak,
                                        in_flight=in_flight + m)
@@ -194,15 +211,41 @@ class StreamingScheduler:
             chosen = [g for g, n in zip(groups, lengths) if n == shortest]
         for g in chosen:
             groups.remove(g)
+        if self.cfg.oversubscribe and self.cfg.selection == "all":  # VAR-STR-FIFO: the longest first
+            chosen.sort(key=lambda g: -self.strategy.length(g.state))
         if len(chosen) == 1:
-            return chosen[0]
-        return _Group(
-            state=self.strategy.concat([g.state for g in chosen]),
-            dec=self.model.concat([g.dec for g in chosen]),
-            feed=self._stack_feeds([g.feed for g in chosen]),
-            joined=min(g.joined for g in chosen),
-            block_mask=chosen[0].block_mask,
-        )
+            group = chosen[0]
+        else:
+            counts = [g.row_counts for g in chosen]
+            group = _Group(
+                state=self.strategy.concat([g.state for g in chosen]),
+                dec=self.model.concat([g.dec for g in chosen]),
+                feed=self._stack_feeds([g.feed for g in chosen]),
+                joined=min(g.joined for g in chosen),
+                block_mask=chosen[0].block_mask,
+                row_counts=None if any(c is None for c in counts) else [n for c in counts for n in c],
+            )
+        if self.cfg.oversubscribe and group.dec.rows > self.cfg.max_candidates:
+            group = self._within_budget(group, groups)
+        return group
+
+    def _within_budget(self, group: _Group, groups: List[_Group]) -> _Group:
+        """Over-subscription (paper 000 §3): the first sentences whose rows fit in ``C`` take
+        the step; the rest go back to ``groups`` and wait (still the shortest, they go next)."""
+        counts = group.row_counts
+        if counts is None:  # one small read, only on a step that holds more than C candidates
+            counts = self.strategy.row_counts(group.state).tolist()
+        take, rows = 0, 0
+        for n in counts:
+            if take and rows + n > self.cfg.max_candidates:
+                break
+            take, rows = take + 1, rows + n
+        head, tail = self.strategy.split(group.state, take, rows)
+        dec_head, dec_tail = self.model.split(group.dec, rows, take)
+        groups.append(_Group(tail, dec_tail, group.feed[rows:], group.joined, group.block_mask, counts[take:]))
+        self.stats.add_extra("oversubscribed_steps")
+        self.stats.add_extra("waiting_candidates", group.dec.rows - rows)
+        return _Group(head, dec_head, group.feed[:rows], group.joined, group.block_mask, counts[:take])
 
     def _stack_feeds(self, feeds: List[Tensor]) -> Tensor:
         # Blocks of different widths (Jacobi windows) share a call: the shorter ones get
@@ -224,7 +267,7 @@ class StreamingScheduler:
                 dec = self.model.select(dec, out.parents, out.index)
             elif out.index is not None:
                 dec.index = out.index.inherit(dec.index)
-            groups.append(_Group(out.state, dec, out.feed, group.joined, out.block_mask))
+            groups.append(_Group(out.state, dec, out.feed, group.joined, out.block_mask, out.row_counts))
         self.stats.add_step(sentences=sentences, rows=rows, length=length,
                             seconds=None if start is None else time.perf_counter() - start)
         return out.finished

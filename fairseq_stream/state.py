@@ -8,7 +8,10 @@ they travel when the scheduler drops finished sentences (``select``) or merges g
   dictionary's pad index) makes ``concat`` widen its last dim to the widest part first;
 * :func:`host` — a host-known int bound (``min`` or ``max`` of the parts on ``concat``);
 * :func:`rows` — the flat slot ``s·k + j`` of every decoder row: ``concat`` offsets each part
-  by the sentences before it, ``select`` leaves it to the caller (the rows change too).
+  by the sentences before it, ``select`` leaves it to the caller (the rows change too),
+  ``split`` cuts it where the first part's rows end.
+
+A state without a :func:`rows` field has one decoder row per sentence.
 """
 from __future__ import annotations
 
@@ -55,6 +58,31 @@ class StrategyState:
             values[f.name] = value.index_select(0, idx) if _kind(f) == "sentence" else value
         return type(self)(**values)
 
+    def split(self: S, sentences: int, rows: int, rows_per_sentence: int) -> "tuple[S, S]":
+        """The first ``sentences`` sentences (their first ``rows`` rows) and the rest, as views.
+
+        The parts are disjoint slices, so a strategy's in-place writes to one never reach the other.
+        """
+        head: Dict[str, Any] = {}
+        tail: Dict[str, Any] = {}
+        for f in dataclasses.fields(self):
+            value, kind = getattr(self, f.name), _kind(f)
+            if kind == "sentence":
+                head[f.name], tail[f.name] = value[:sentences], value[sentences:]
+            elif kind == "rows":
+                head[f.name], tail[f.name] = value[:rows], value[rows:] - sentences * rows_per_sentence
+            else:  # host bounds stay valid bounds of each part
+                head[f.name] = tail[f.name] = value
+        return type(self)(**head), type(self)(**tail)
+
+    def row_counts(self, rows_per_sentence: int) -> Tensor:
+        """(S,) decoder rows of each sentence, on the device."""
+        for f in dataclasses.fields(self):
+            if _kind(f) == "rows":
+                slots = getattr(self, f.name)
+                return torch.bincount(slots // rows_per_sentence, minlength=self.size)
+        return torch.ones(self.size, dtype=torch.long, device=self.sentences.device)  # type: ignore[attr-defined]
+
     @classmethod
     def concat(cls: type, states: Sequence[S], *, pad: int, rows_per_sentence: int) -> S:
         """One state for the sentences of ``states``, in order."""
@@ -97,7 +125,7 @@ def _widened(parts: Sequence[Tensor], fill: Any, pad: int, scratch_last: Optiona
 
 
 class StateOps:
-    """``sentences`` and ``concat`` of :class:`~fairseq_stream.interface.SearchStrategy` for a
+    """``sentences``, ``concat``, ``split`` and ``row_counts`` of :class:`~fairseq_stream.interface.SearchStrategy` for a
     strategy whose state is a :class:`StrategyState` (it sets ``pad`` and ``rows_per_sentence``)."""
 
     pad: int
@@ -108,3 +136,9 @@ class StateOps:
 
     def concat(self, states: Sequence[StrategyState]) -> StrategyState:
         return type(states[0]).concat(states, pad=self.pad, rows_per_sentence=self.rows_per_sentence)
+
+    def split(self, state: StrategyState, sentences: int, rows: int) -> "tuple[StrategyState, StrategyState]":
+        return state.split(sentences, rows, self.rows_per_sentence)
+
+    def row_counts(self, state: StrategyState) -> Tensor:
+        return state.row_counts(self.rows_per_sentence)

@@ -28,6 +28,7 @@ class DecodeStats:
     encoder_slots: int = 0
     peak_encoder_bytes: int = 0
     peak_in_flight: int = 0
+    peak_step_rows: int = 0  # the most hypotheses one decoder call fed (bounded by C when over-subscribed)
     trace: Optional[List[Dict[str, Any]]] = None  # per-step active batch, when requested
     extra: Dict[str, float] = field(default_factory=dict)
 
@@ -37,6 +38,7 @@ class DecodeStats:
         self.timesteps += 1
         self.expansions += rows
         self.active_sentences += sentences
+        self.peak_step_rows = max(self.peak_step_rows, rows)
         if self.trace is not None:
             entry: Dict[str, Any] = {"step": self.timesteps, "sentences": sentences, "rows": rows}
             if length is not None:
@@ -55,7 +57,7 @@ class DecodeStats:
         for name in ("sentences", "target_tokens", "wall_seconds", "timesteps", "expansions",
                      "active_sentences", "refills", "autoregressive_steps", "accepted_tokens"):
             setattr(self, name, getattr(self, name) + getattr(other, name))
-        for name in ("encoder_slots", "peak_encoder_bytes", "peak_in_flight"):
+        for name in ("encoder_slots", "peak_encoder_bytes", "peak_in_flight", "peak_step_rows"):
             setattr(self, name, max(getattr(self, name), getattr(other, name)))
         if other.trace is not None:
             offset = len(self.trace or [])
@@ -104,6 +106,9 @@ class DecodeStats:
             f"{self.sentences} sentences, {self.timesteps} timesteps, {self.expansions} expansions "
             f"({self.expansions_per_step:.1f}/step), mean active sentences {self.mean_active_sentences:.1f}"
         )
+        if self.extra.get("oversubscribed_steps"):
+            line += (f", {int(self.extra['oversubscribed_steps'])} steps over the candidate budget "
+                     f"({int(self.extra.get('waiting_candidates', 0))} candidates waited a step)")
         if self.wall_seconds:
             line += f", {self.sentences_per_second:.1f} sentences/s"
         if self.autoregressive_steps:

@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # The benchmarks quoted in the README's Results, one section per paper, on the demo model.
 #
-#   bash scripts/bench_all.sh [var|zsweep|jacobi|output-layer|demo|engine|gpu ...]   (default: the CPU ones)
+#   bash scripts/bench_all.sh [var|zsweep|oversubscribe|jacobi|output-layer|demo|engine|gpu ...]   (default: the CPU ones)
 #
 # Every table comes from one process that interleaves and repeats its strategies
 # (python -m fairseq_stream.bench), so the ratios in a table are measured in one run.
@@ -39,6 +39,16 @@ zsweep() {  # --beam-final-count at k = 50 (the App. A.1 rule ends a sentence af
         --run var-stream:beam=50,stream_capacity=16,beam_final_count=10,label=Z=10 \
         --run var-stream:beam=50,stream_capacity=16,beam_final_count=50,label=Z=50 \
         --run var-stream:beam=50,stream_capacity=16,beam_finalize=fairseq,label=fairseq-rule | tee "$OUT/zsweep50.md"
+}
+
+oversubscribe() {  # paper 000 §3: a candidate budget C per step, with and without over-subscription
+    bench --limit 300 --repeats 2 --json "$OUT/oversubscribe.json" \
+        --run var-stream:beam=5,stream_capacity=8,label=k5-capacity-8 \
+        --run var-stream:beam=5,stream_max_candidates=40,label=k5-C40 \
+        --run var-stream:beam=5,stream_max_candidates=40,stream_capacity=32,stream_oversubscribe=true,label=k5-C40-oversubscribed-n32 \
+        --run var-stream:beam=10,stream_max_candidates=40,label=k10-C40 \
+        --run var-stream:beam=10,stream_max_candidates=40,stream_capacity=32,stream_oversubscribe=true,label=k10-C40-oversubscribed-n32 \
+        | tee "$OUT/oversubscribe.md"
 }
 
 jacobi() {  # paper 004 Table 1 protocol on the demo model: batch 1 and batch 32, 300 sentences
@@ -104,7 +114,7 @@ sections=("$@")
 [ ${#sections[@]} -gt 0 ] || sections=(demo var zsweep jacobi output-layer)
 for s in "${sections[@]}"; do
     case "$s" in
-        var|zsweep|jacobi|output-layer|demo|engine|gpu) "$s" ;;
-        *) echo "bench_all.sh: unknown section '$s' (var, zsweep, jacobi, output-layer, demo, engine, gpu)" >&2; exit 2 ;;
+        var|zsweep|oversubscribe|jacobi|output-layer|demo|engine|gpu) "$s" ;;
+        *) echo "bench_all.sh: unknown section '$s' (var, zsweep, oversubscribe, jacobi, output-layer, demo, engine, gpu)" >&2; exit 2 ;;
     esac
 done

@@ -257,7 +257,7 @@ class BeamSearch(StateOps):
             min_max_len=shortest,
         )
         feed = torch.full((s, 1), self.bos, dtype=torch.long, device=dev)
-        return StepOutcome(state=state, parents=None, feed=feed)
+        return StepOutcome(state=state, parents=None, feed=feed, row_counts=[1] * s)
 
     def length(self, state: BeamState) -> int:
         return state.t + 1 if state.size else 0
@@ -377,13 +377,15 @@ class BeamSearch(StateOps):
                       token_scores=token_scores, steps=state.steps + 1, t=state.t + 1, t_min=state.t_min + 1)
         live = slot_ok & ~ended & ~done.unsqueeze(1)  # (S, k) slots that need a decoder row
         per_sentence = live.sum(dim=1)
-        # The step's one host read: how many rows and finished sentences, the widest beam, and
-        # what the host needs of the final hypotheses of the sentences that are done.
+        # The step's one host read: how many rows and finished sentences, the widest beam, the
+        # rows of each sentence (over-subscription splits by them), and what the host needs of
+        # the final hypotheses of the sentences that are done.
         z = self.done_at
         packet = torch.cat([torch.stack([per_sentence.sum(), done.sum(), per_sentence.max()]).double(),
-                            done.double(), state.sentences.double(), new.n_final.double(),
+                            per_sentence.double(), done.double(), state.sentences.double(), new.n_final.double(),
                             new.fin_len[:, :z].double().reshape(-1), new.fin_total[:, :z].double().reshape(-1)]).tolist()
         n_rows, n_done, widest = (int(x) for x in packet[:3])
+        row_counts, packet = [int(x) for x in packet[3: 3 + s]], packet[:3] + packet[3 + s:]
         # Rows in sentence-major order (a stable sort instead of a data-dependent nonzero).
         live_flat = torch.argsort((~live).view(-1).to(torch.uint8), stable=True)[:n_rows]  # (R',) flat s·k + j
         row_of = torch.full((s * k,), -1, dtype=torch.long, device=row_slot.device)
@@ -397,12 +399,14 @@ class BeamSearch(StateOps):
             by_done = torch.argsort(done.to(torch.uint8), stable=True)
             goes_on = by_done[: s - n_done]
             finished = self._finished(new, packet[3:], s)
+            row_counts = [n for n, d in zip(row_counts, packet[3: 3 + s]) if not d]
             renumber = torch.cumsum((~done).long(), dim=0) - 1  # old → new sentence index
             live_flat = renumber.index_select(0, live_flat // k) * k + live_flat % k
             new = new.select(goes_on)
         new.row_slot = live_flat
         index = SentenceIndex(new.sentences, live_flat // k, slot, widest)
-        return StepOutcome(state=new, parents=parents, feed=feed, finished=finished or {}, index=index)
+        return StepOutcome(state=new, parents=parents, feed=feed, finished=finished or {}, index=index,
+                           row_counts=row_counts)
 
     def _finished(self, state: BeamState, packet: List[float], s: int) -> Dict[int, List[Hypothesis]]:
         """n-best lists of the sentences flagged done in ``packet`` (read with the step's control).

@@ -16,8 +16,9 @@ It differs from ``translation`` in five ways only:
   sentence progress bar and a thread count that does not oversubscribe a busy CPU
   (:mod:`fairseq_stream.runtime`);
 * under fairseq-generate and fairseq-interactive its batch iterators can be read ahead
-  (:mod:`fairseq_stream.lookahead`), so that our generators stream across fairseq's
-  batches instead of draining at each one's end (unless ``--stream-per-batch``).
+  (:mod:`fairseq_stream.lookahead`; fairseq-interactive's input across ``--buffer-size``
+  chunks: :mod:`fairseq_stream.interactive_input`), so that our generators stream across
+  fairseq's batches instead of draining at each one's end (unless ``--stream-per-batch``).
 """
 
 import logging
@@ -32,6 +33,7 @@ from fairseq.data import BaseWrapperDataset, FairseqDataset, data_utils
 from fairseq.tasks import register_task
 from fairseq.tasks.translation import TranslationConfig, TranslationTask
 
+from fairseq_stream import interactive_input
 from fairseq_stream.adapter import StreamGenerator
 from fairseq_stream.engine import build_generator
 from fairseq_stream.errors import FairseqStreamError
@@ -213,6 +215,8 @@ class TranslationStreamTask(TranslationTask):
             generator.progress = SentenceProgress(self._split_size)
         if isinstance(generator, StreamGenerator) and not self.cfg.stream_per_batch:
             # fairseq-generate builds its iterator first, fairseq-interactive one per buffer
-            # later: the generator asks for the current one at each batch.
-            generator.read_ahead_from(lambda: self._lookahead)
+            # later: the generator asks for the current one at each batch. Under
+            # fairseq-interactive the stream reads ahead across buffers (interactive_input).
+            interactive_input.enable()
+            generator.read_ahead_from(lambda: interactive_input.current() or self._lookahead)
         return generator

@@ -46,6 +46,27 @@ def test_var_fifo_and_heuristics_equal_var_batch(demo_session64, data64, referen
     assert_same_nbest(ref, out)
 
 
+def test_oversubscription_fills_steps_within_the_budget(demo_session64, data64, var_batch64):
+    """Paper 000 §3: 16 beams cached, at most 12 candidates a step; the same searches, fuller steps."""
+    budget = {"stream_capacity": 16, "stream_max_candidates": 12}
+    plain = demo_session64.translate(data64, search="var-stream", gen=GEN, opts=budget)
+    over = demo_session64.translate(data64, search="var-stream", gen=GEN, opts=dict(budget, stream_oversubscribe=True))
+    assert_same_nbest(var_batch64, over)
+    assert over.stats.expansions == plain.stats.expansions == var_batch64.stats.expansions
+    assert plain.stats.peak_step_rows <= 12 and over.stats.peak_step_rows <= 12
+    assert over.stats.extra["oversubscribed_steps"] > 0 and over.stats.peak_in_flight > 12 // GEN["beam"]
+    assert over.stats.expansions_per_step > plain.stats.expansions_per_step
+    assert over.stats.timesteps < plain.stats.timesteps
+
+
+def test_oversubscribed_fifo_equals_var_batch(demo_session64, data64, var_batch64):
+    """VAR-STR-FIFO under a candidate budget: the longest groups first, the others wait."""
+    out = demo_session64.translate(data64, search="var-fifo", gen=GEN, opts={
+        "stream_capacity": 12, "stream_max_candidates": 10, "stream_oversubscribe": True})
+    assert_same_nbest(var_batch64, out)
+    assert out.stats.extra["oversubscribed_steps"] > 0
+
+
 def test_fixed_stream_and_topup_equal_fixed_ours(demo_session64, data64):
     ref = demo_session64.translate(data64, search="fixed-ours", gen=GEN, opts={"stream_capacity": 20})
     for search, opts in [("fixed-stream", {"stream_capacity": 13}), ("topup", {"stream_capacity": 8})]:

@@ -47,18 +47,27 @@ def test_generate_prints_the_same_lines_across_batches(demo_bin, tmp_path, subse
     assert stats["encoder_slots"] <= size and stats["peak_in_flight"] <= size
 
 
-@pytest.mark.slow  # two fairseq-interactive processes end to end
-def test_interactive_prints_the_same_lines_across_batches():
+@pytest.mark.slow  # four fairseq-interactive processes end to end
+@pytest.mark.parametrize("buffer_size", [1, 7])
+def test_interactive_prints_the_same_lines_across_batches_and_buffers(tmp_path, buffer_size):
+    """Sentences of later --buffer-size chunks join the stream (issue 13): the same lines, fewer steps."""
     lines = ["Y dijo Dios: Sea la luz.", "", "En el principio crió Dios los cielos y la tierra.",
              "Y vio Dios que la luz era buena."] * 3
-    outputs = []
+    source = tmp_path / "input.es"
+    source.write_text("\n".join(lines) + "\n", encoding="utf-8")
+    outputs, stats = [], []
     for extra in ([], ["--stream-per-batch"]):
+        stats_path = tmp_path / f"stats{len(extra)}.json"
         proc = run_cli(["fairseq-interactive", DEMO, "--user-dir", "fairseq_stream", "--path", CKPT, "--cpu",
                         "--source-lang", "es", "--target-lang", "en", "--tokenizer", "moses", "--bpe", "subword_nmt",
                         "--bpe-codes", os.path.join(DEMO, "bpe.codes"), "--search", "var-stream", "--beam", "4",
-                        "--buffer-size", "7", "--batch-size", "2", "--stream-capacity", "3", *extra],
-                       stdin="\n".join(lines) + "\n")
+                        "--buffer-size", str(buffer_size), "--batch-size", str(min(2, buffer_size)), "--stream-capacity", "3",
+                        "--input", str(source), "--stream-stats", str(stats_path), *extra])
         assert proc.returncode == 0, proc.stderr[-2000:]
         outputs.append([line for line in proc.stdout.splitlines() if re.match(r"^[SHDP]-\d+\t", line)])
+        stats.append(json.loads(stats_path.read_text()))
     assert len([line for line in outputs[0] if line.startswith("H-")]) == len(lines)
     assert_same_lines(outputs[0], outputs[1])
+    assert stats[0]["expansions"] == stats[1]["expansions"]
+    assert stats[0]["extra"]["chunks_read_ahead"] > 0
+    assert stats[0]["timesteps"] < stats[1]["timesteps"], (stats[0]["timesteps"], stats[1]["timesteps"])

@@ -92,6 +92,7 @@ _EFFECTIVE = {
     "stream_capacity": lambda g, s: g.scheduler_cfg.capacity,
     "stream_max_candidates": lambda g, s: g.scheduler_cfg.max_candidates,
     "stream_max_wait": lambda g, s: g.scheduler_cfg.max_wait,
+    "stream_oversubscribe": lambda g, s: g.scheduler_cfg.oversubscribe,
     "stream_stats": lambda g, s: g.stats_path,
     "output_layer": lambda g, s: "fused" if s.scorer.fused else "full",
     "prune_abs_threshold": lambda g, s: g.config.pruning.abs_threshold,
@@ -109,7 +110,7 @@ _EFFECTIVE = {
     "ib_dedup": lambda g, s: s.dedup,
     "ib_finalize": lambda g, s: s.finalize,
 }
-_EVERY_STRATEGY = {"stream_capacity", "stream_max_candidates", "stream_max_wait", "stream_stats", "output_layer"}
+_EVERY_STRATEGY = {"stream_capacity", "stream_max_candidates", "stream_max_wait", "stream_oversubscribe", "stream_stats", "output_layer"}
 # stated elsewhere: --search (the registry test), --stream-epsilon (the test above),
 # --stream-per-batch (the task's reading of fairseq's iterator: test_cli_stream_across_batches)
 _ELSEWHERE = {"search", "stream_epsilon", "stream_per_batch"}

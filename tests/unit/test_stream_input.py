@@ -119,3 +119,73 @@ def test_memory_is_bounded_by_the_capacity_not_the_input():
     assert generator._scheduler.memory.meter.current <= 2 * capacity * per_slot
     print(f"{n} sentences, {stats.timesteps} timesteps, peak encoder states {stats.peak_encoder_bytes / 2**10:.0f} KiB "
           f"({stats.encoder_slots} slots), {time.perf_counter() - start:.1f} s")
+
+
+# ---- fairseq-interactive: the stream reads ahead across --buffer-size chunks ----
+
+def _fake_make_batches(made):
+    """fairseq-interactive's ``make_batches``: one batch per two lines, each line's words as ids."""
+    from collections import namedtuple
+
+    Batch = namedtuple("Batch", "ids src_tokens src_lengths constraints")
+
+    def make_batches(lines, cfg, task, max_positions, encode_fn):
+        made.append(list(lines))
+        for first in range(0, len(lines), 2):
+            part = [[4 + len(w) for w in line.split()] + [D.eos()] for line in lines[first: first + 2]]
+            tokens = data_utils.collate_tokens([torch.tensor(p) for p in part], D.pad(), left_pad=True)
+            yield Batch(torch.arange(first, first + len(part)), tokens, tokens.ne(D.pad()).sum(1), None)
+
+    return make_batches
+
+
+def _loop_sample(batch):
+    return {"net_input": {"src_tokens": batch.src_tokens, "src_lengths": batch.src_lengths}}
+
+
+def test_interactive_chunks_are_batched_ahead_only_when_their_lines_are_all_here(tmp_path):
+    import os
+
+    from fairseq_stream.interactive_input import ChunkedInput, LineReader
+
+    path = tmp_path / "in.txt"
+    path.write_text("".join(f"{'a ' * (i + 1)}\n" for i in range(7)))
+    made = []
+    chunked = ChunkedInput(LineReader(str(path)), 3, _fake_make_batches(made))
+    chunks = chunked.chunks()
+    first = next(chunks)
+    assert first == ["a", "a a", "a a a"]
+    loop_batches = list(chunked.batches(first, None, None, None, None))  # the loop batches chunk 0
+    assert chunked.ticket_of(_loop_sample(loop_batches[0])) == 0
+    assert chunked.peek(1) is not None and chunked.chunks_read_ahead == 0  # chunk 0's second batch
+    ahead = chunked.peek(3)  # chunk 1's second batch: chunk 1 is batched now, before the loop reads it
+    assert ahead is not None and chunked.chunks_read_ahead == 1 and len(made) == 2
+    second = next(chunks)
+    assert second == ["a a a a", "a a a a a", "a a a a a a"]
+    again = list(chunked.batches(second, None, None, None, None))
+    assert len(made) == 2  # the loop gets the batches made ahead, not new ones
+    assert torch.equal(again[1].src_tokens, ahead["net_input"]["src_tokens"])
+    assert chunked.ticket_of(_loop_sample(loop_batches[1])) == 1
+    assert chunked.ticket_of(_loop_sample(again[0])) == 2
+    assert chunked.peek(9) is None  # past the end: the last chunk (one line) is batched, nothing more
+    assert next(chunks) == ["a a a a a a a"] and next(chunks, None) is None
+
+    # A pipe: a chunk whose lines have not all arrived is not waited for.
+    read_fd, write_fd = os.pipe()
+    with os.fdopen(write_fd, "w") as writer, open(read_fd) as reader_end:
+        writer.write("a\na a\na a a\na a a a\n")
+        writer.flush()
+        reader = LineReader(f"/dev/fd/{reader_end.fileno()}")
+        made = []
+        piped = ChunkedInput(reader, 3, _fake_make_batches(made))
+        chunks = piped.chunks()
+        list(piped.batches(next(chunks), None, None, None, None))
+        deadline = time.time() + 5
+        while not reader.ready(1) and time.time() < deadline:  # the thread reads the fourth line
+            time.sleep(0.01)
+        assert piped.peek(2) is None and len(made) == 1  # chunk 1 has one line of three
+        writer.write("a a a a a\na a a a a a\n")
+        writer.flush()
+        while not reader.ready(3) and time.time() < deadline:
+            time.sleep(0.01)
+        assert piped.peek(2) is not None and len(made) == 2
