@@ -232,6 +232,7 @@ def _row(run: RunSpec, result: Any, walls: List[float], sentences: int, referenc
         "sentences": sentences,
         "sentences_per_second": sentences / wall if wall else 0.0,
         "stats": result.stats.to_dict(),
+        "outputs": result.strings,  # detokenised 1-best, for significance tests; not written to --json
     }
 
 
@@ -355,7 +356,7 @@ def main(argv: Optional[Sequence[str]] = None) -> None:
                 "device": args.device, "dtype": args.dtype, "batch_size": args.batch_size,
                 "max_tokens": args.max_tokens, "pool_size": args.pool_size}
         with open(args.json, "w", encoding="utf-8") as f:
-            json.dump({"meta": meta, "rows": rows}, f, indent=2)
+            json.dump({"meta": meta, "rows": [{k: v for k, v in r.items() if k != "outputs"} for r in rows]}, f, indent=2)
 
 
 if __name__ == "__main__":

@@ -39,6 +39,9 @@ def build_generator(name: str, task: Any, models: List[Any], gen_cfg: Any, opts:
         max_candidates=int(opts.stream_max_candidates), selection=caps.selection, max_wait=int(opts.stream_max_wait),
         oversubscribe=bool(opts.stream_oversubscribe),
     )
+    if scheduler.oversubscribe and not (caps.beam and caps.models == "standard"):
+        raise FairseqStreamError(f"--stream-oversubscribe splits beams under a candidate budget; --search {name} has "
+                                 "no such beams: drop it or use a var-*/fixed-* strategy")
     if scheduler.max_candidates and scheduler.max_candidates < config.rows_per_sentence:
         raise FairseqStreamError(
             f"--stream-max-candidates {scheduler.max_candidates} is smaller than one beam "

@@ -6,7 +6,9 @@ For every checkpoint and every ``k`` this decodes the same sentences with fairse
 (``--prune-reference``: ``final`` is paper 000's literal rule, see
 :class:`fairseq_stream.strategies.beam.Pruning`), and prints BLEU, the length ratio
 (hypothesis / reference words, sacrebleu's) and the candidate expansions, also relative to
-``fixed-ours``, and how the beam searches ended: the sentences whose beam emptied before
+``fixed-ours`` with a paired-bootstrap p-value of a loss against ``fixed-ours`` (the share
+of 1,000 resampled test sets on which the row is not worse: below 0.05, the loss is real),
+and how the beam searches ended: the sentences whose beam emptied before
 ``Z`` final hypotheses ("short of Z") and those whose output is the first hypothesis that
 became final ("first final won"). Early checkpoints come from ``scripts/build_demo_model.py --save-every``:
 
@@ -38,20 +40,24 @@ from fairseq_stream.strategies.beam import ENDED, REFERENCES  # noqa: E402
 DEMO = os.path.join(REPO, "user_dir_examples", "demo")
 
 
-def runs_for(k: int, references: List[str], ended: List[str]) -> List[str]:
-    specs = [f"beam:beam={k},label=fairseq beam", f"fixed-ours:beam={k},label=fixed-ours"]
+def runs_for(k: int, references: List[str], ended: List[str], fairseq_beam: bool = True) -> List[str]:
+    specs = [f"beam:beam={k},label=fairseq beam"] if fairseq_beam else []
+    specs += [f"fixed-ours:beam={k},label=fixed-ours"]
     specs += [f"var-batch:beam={k},prune_reference={ref},prune_ended={e},label=var {ref}" + (f" {e}" if len(ended) > 1 else "")
               for e in ended for ref in references]
     return specs
 
 
 def measure(session: Any, sources: List[str], refs: List[str], k: int, references: List[str],
-            batch_size: int, ended: List[str]) -> List[Dict[str, Any]]:
-    runs = [parse_run(s, list(session.cfg.generation.keys())) for s in runs_for(k, references, ended)]
+            batch_size: int, ended: List[str], fairseq_beam: bool = True) -> List[Dict[str, Any]]:
+    specs = runs_for(k, references, ended, fairseq_beam)
+    runs = [parse_run(s, list(session.cfg.generation.keys())) for s in specs]
     rows = run_benchmark(session, sources, refs, runs, repeats=1, batch_size=batch_size, progress=False,
                          log=lambda m: print(m, file=sys.stderr))
-    fixed = next(r for r in rows if r["search"] == "fixed-ours")["stats"]["expansions"]
+    fixed_row = next(r for r in rows if r["search"] == "fixed-ours")
+    fixed = fixed_row["stats"]["expansions"]
     for row in rows:
+        row["p_vs_fixed"] = None if row is fixed_row else paired_bootstrap_p(fixed_row["outputs"], row["outputs"], refs)
         row["k"] = k
         exp = row["stats"].get("expansions", 0)
         row["expansions"] = exp
@@ -59,9 +65,26 @@ def measure(session: Any, sources: List[str], refs: List[str], k: int, reference
     return rows
 
 
+def paired_bootstrap_p(baseline: List[str], system: List[str], refs: List[str], samples: int = 1000,
+                       seed: int = 12345) -> float:
+    """One-sided paired bootstrap resampling (Koehn 2004): the share of resampled test sets (the
+    same sentences for both) on which ``system``'s BLEU is at least ``baseline``'s. Small (< 0.05)
+    = ``system``'s loss is not explained by the choice of sentences; 1 for identical outputs."""
+    import numpy as np
+    from sacrebleu.metrics import BLEU
+
+    bleu = BLEU()
+    base = np.array(bleu._extract_corpus_statistics(baseline, [refs]))
+    other = np.array(bleu._extract_corpus_statistics(system, [refs]))
+    picks = np.random.default_rng(seed).integers(0, len(refs), size=(samples, len(refs)))
+    wins = sum(bleu._compute_score_from_stats(other[p].sum(0)).score >= bleu._compute_score_from_stats(base[p].sum(0)).score
+               for p in picks)
+    return wins / samples
+
+
 def format_rows(rows: List[Dict[str, Any]]) -> str:
     head = ["checkpoint", "k", "strategy", "BLEU", "Δ fixed-ours", "length ratio", "expansions", "× fixed-ours",
-            "short of Z", "first final won"]
+            "p (loss)", "short of Z", "first final won"]
     lines = ["| " + " | ".join(head) + " |", "|" + "|".join(["---"] * len(head)) + "|"]
     fixed = {(r["checkpoint"], r["k"]): r["bleu"] for r in rows if r["search"] == "fixed-ours"}
     for r in rows:
@@ -71,8 +94,9 @@ def format_rows(rows: List[Dict[str, Any]]) -> str:
         extra, n = r["stats"].get("extra", {}), r["sentences"]
         short = f"{100 * extra.get('beam_ended_short_of_z', 0) / n:.0f}%" if "beam_finals" in extra else "—"
         first = f"{100 * extra.get('beam_first_final_won', 0) / n:.0f}%" if "beam_finals" in extra else "—"
+        p = "—" if r.get("p_vs_fixed") is None else f"{r['p_vs_fixed']:.3f}"
         lines.append(f"| {r['checkpoint']} | {r['k']} | {r['label']} | {r['bleu']:.2f} | {delta:+.2f} | "
-                     f"{r['length_ratio']:.3f} | {exp} | {ratio} | {short} | {first} |")
+                     f"{r['length_ratio']:.3f} | {exp} | {ratio} | {p} | {short} | {first} |")
     return "\n".join(lines)
 
 
@@ -91,6 +115,8 @@ def main() -> None:
                         help="--prune-ended values to compare (each with every reference)")
     parser.add_argument("--batch-size", type=int, default=64, help="sentences per batch, every row alike")
     parser.add_argument("--threads", type=int, default=0)
+    parser.add_argument("--no-fairseq-beam", action="store_true",
+                        help="leave out fairseq's beam (the slowest row on a model that does not stop)")
     parser.add_argument("--json", help="write the rows here")
     args = parser.parse_args()
     logging.getLogger("fairseq").setLevel(logging.WARNING)
@@ -109,13 +135,14 @@ def main() -> None:
         session = TranslationSession.load(args.data, path, bpe_codes=args.bpe_codes, extra_args=extra, cpu=True)
         for k in args.beam:
             print(f"checkpoint {label}, k = {k}", file=sys.stderr)
-            for row in measure(session, sources, refs, k, args.references, args.batch_size, args.ended):
+            for row in measure(session, sources, refs, k, args.references, args.batch_size, args.ended,
+                               not args.no_fairseq_beam):
                 rows.append(dict(row, checkpoint=label))
     print(f"{len(sources)} sentences of {args.src}")
     print(format_rows(rows))
     if args.json:
         with open(args.json, "w", encoding="utf-8") as f:
-            json.dump(rows, f, indent=1)
+            json.dump([{k: v for k, v in r.items() if k != "outputs"} for r in rows], f, indent=1)
 
 
 if __name__ == "__main__":

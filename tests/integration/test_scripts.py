@@ -163,3 +163,17 @@ def test_ib_search_ablation_script_on_a_tiny_ib_model(tmp_path):
     assert [r[2].strip() for r in rows] == ["greedy", "beam, --ib-finalize all", "beam, --ib-finalize top",
                                             "beam, top + --ib-dedup"]
     assert all(float(r[3]) >= 0 and float(r[4]) > 0 for r in rows)
+
+
+def test_var_width_quality_bootstrap_tells_chance_from_a_real_difference(demo_references):
+    """scripts/var_width_quality.py's p-value: identical outputs are chance (p = 1), outputs
+    with a word dropped from most sentences are not."""
+    import importlib.util
+
+    spec = importlib.util.spec_from_file_location("var_width_quality", os.path.join(REPO, "scripts", "var_width_quality.py"))
+    script = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(script)
+    refs = demo_references[:100]
+    assert script.paired_bootstrap_p(refs, refs, refs, samples=200) == pytest.approx(1.0, abs=0.01)
+    worse = [" ".join(r.split()[1:]) if i % 4 else r for i, r in enumerate(refs)]
+    assert script.paired_bootstrap_p(refs, worse, refs, samples=200) < 0.05

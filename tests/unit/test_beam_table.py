@@ -161,6 +161,9 @@ def test_batch_and_stream_agree_on_tables():
         ("var-stream", {"jacobi_block": 0}, {}, "does not read --jacobi-block"),
         ("gs-jacobi", {"jacobi_block": 0}, {"beam": 1}, "--jacobi-block must be >= 1"),
         ("var-stream", {"stream_capacity": 0}, {}, "--stream-capacity must be >= 1"),
+        ("var-stream", {"stream_oversubscribe": True}, {}, "--stream-oversubscribe needs --stream-max-candidates"),
+        ("gs-jacobi", {"stream_oversubscribe": True, "stream_max_candidates": 4}, {"beam": 1},
+         "--search gs-jacobi has no such beams"),
     ],
 )
 def test_bad_options_are_one_line_errors(name, opts, gen, message):
