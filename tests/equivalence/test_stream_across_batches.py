@@ -72,6 +72,7 @@ def _assert_across_equals_per_batch(session, demo_sources, search, gen, opts):
     assert across.stats.expansions == per_batch.stats.expansions, search
 
 
+@pytest.mark.slow  # its fixtures train two tiny models with fairseq-train (the integration tier)
 def test_ensembles_and_lstm_models_across_batches(demo_sources, tiny_transformer_ckpt, tiny_lstm_ckpt, tiny_train_bin):
     """An ensemble, and an LSTM (the generic backend: sources re-encoded in their slots)."""
     ensemble = _session(DEMO, f"{os.path.join(DEMO, 'checkpoint.pt')}:{tiny_transformer_ckpt}")

@@ -47,6 +47,7 @@ def test_stock_fairseq_drops_the_tail_we_guard_against(demo_bin):
     assert len(hypothesis_ids(proc.stdout)) == 96
 
 
+@pytest.mark.slow  # two more fairseq-generate processes; every fast-tier CLI test runs the short form
 def test_long_task_form_equals_short_form(demo_bin):
     common = [demo_bin, "--user-dir", "fairseq_stream", "--path", CKPT, "--cpu", "--gen-subset", "valid", "--beam", "4"]
     short = run_cli(["fairseq-generate", *common, "--search", "var-batch"])

@@ -22,6 +22,7 @@ CODES = os.path.join(DEMO, "bpe.codes")
 LANGS = ["--source-lang", "es", "--target-lang", "en"]
 
 
+@pytest.mark.slow  # its fixture trains a tiny model with fairseq-train (the integration tier)
 def test_stock_training_checkpoint_loads_with_weights_only(tiny_transformer_ckpt):
     # A checkpoint written by stock fairseq-train, optimizer state and all.
     state = checkpoint_utils.load_checkpoint_to_cpu(tiny_transformer_ckpt)
@@ -29,6 +30,7 @@ def test_stock_training_checkpoint_loads_with_weights_only(tiny_transformer_ckpt
     assert os.environ.get("TORCH_FORCE_NO_WEIGHTS_ONLY_LOAD") is None
 
 
+@pytest.mark.slow  # its fixture trains a tiny model with fairseq-train (the integration tier)
 def test_ensembles_of_two_models(demo_sources, tiny_transformer_ckpt):
     session = TranslationSession.load(DEMO, f"{os.path.join(DEMO, 'checkpoint.pt')}:{tiny_transformer_ckpt}",
                                       bpe_codes=CODES, extra_args=LANGS)
@@ -44,6 +46,7 @@ def test_ensembles_of_two_models(demo_sources, tiny_transformer_ckpt):
     assert [h[0]["tokens"].tolist() for h in same.hypos] == [h[0]["tokens"].tolist() for h in ref.hypos]
 
 
+@pytest.mark.slow  # its fixture trains a tiny model with fairseq-train (the integration tier)
 def test_lstm_models(demo_sources, tiny_lstm_ckpt, tiny_train_bin):
     session = TranslationSession.load(tiny_train_bin, tiny_lstm_ckpt, bpe_codes=CODES, extra_args=LANGS,
                                       dtype=torch.float64)
