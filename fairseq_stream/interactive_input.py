@@ -49,9 +49,10 @@ class LineReader:
     """The lines of ``path`` (``-`` = stdin), stripped, read the way fairseq's ``buffered_read``
     reads them (``fileinput``, UTF-8). A regular file is read directly (it never makes a reader
     wait); a pipe or a terminal is read on a daemon thread, so that :meth:`ready` can tell
-    which lines have arrived without waiting for more."""
+    which lines have arrived without waiting for more. The thread holds at most ``max_queued``
+    lines it has read ahead (then it waits), so memory does not grow with the input."""
 
-    def __init__(self, path: str) -> None:
+    def __init__(self, path: str, max_queued: int = 4096) -> None:
         self._lines: Deque[str] = deque()  # read, not handed out yet
         self._ended = False
         self._queue: "Optional[queue.Queue[Any]]" = None
@@ -59,7 +60,7 @@ class LineReader:
         if _is_regular_file(path):
             self._file = fileinput.FileInput(files=[path], openhook=fileinput.hook_encoded("utf-8"))
         else:
-            self._queue = queue.Queue()
+            self._queue = queue.Queue(maxsize=max(1, max_queued))
             threading.Thread(target=self._run, args=(path,), daemon=True, name="fairseq-stream-input").start()
 
     def _run(self, path: str) -> None:
@@ -188,7 +189,10 @@ def enable() -> None:
 def start(path: str, buffer_size: int, make_batches: MakeBatches) -> Optional[ChunkedInput]:
     """The run's :class:`ChunkedInput`, or None when read-ahead is off (fairseq's own reading)."""
     global _current
-    _current = ChunkedInput(LineReader(path), buffer_size, make_batches) if _enabled else None
+    if not _enabled:
+        _current = None
+    else:  # the thread may read a few chunks ahead, not the whole input
+        _current = ChunkedInput(LineReader(path, max_queued=max(4 * int(buffer_size), 4096)), buffer_size, make_batches)
     return _current
 
 

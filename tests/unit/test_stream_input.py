@@ -189,3 +189,28 @@ def test_interactive_chunks_are_batched_ahead_only_when_their_lines_are_all_here
         while not reader.ready(3) and time.time() < deadline:
             time.sleep(0.01)
         assert piped.peek(2) is not None and len(made) == 2
+
+
+def test_interactive_reader_thread_reads_only_a_bounded_way_ahead():
+    """A pipe's lines are read ahead on a thread, at most ``max_queued`` of them: memory does
+    not grow with the input, and every line still arrives, in order."""
+    import os
+    import threading
+
+    from fairseq_stream.interactive_input import LineReader
+
+    read_fd, write_fd = os.pipe()
+    lines = [f"line {i}" for i in range(50)]
+
+    def write():
+        with os.fdopen(write_fd, "w") as writer:
+            writer.write("".join(f"{line}\n" for line in lines))
+
+    writer = threading.Thread(target=write)
+    writer.start()
+    with open(read_fd) as reader_end:
+        reader = LineReader(f"/dev/fd/{reader_end.fileno()}", max_queued=3)
+        time.sleep(0.2)
+        assert reader._queue.qsize() <= 3
+        assert reader.take(20) == lines[:20] and reader.take(100) == lines[20:]
+    writer.join(timeout=5)
