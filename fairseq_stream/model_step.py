@@ -111,6 +111,11 @@ class _TransformerBackend:
     def select(self, cache: RowCache, rows: Tensor) -> RowCache:
         return cache.select(rows)
 
+    def narrow(self, cache: RowCache, start: int, length: int) -> RowCache:
+        # Views: a step writes only its own rows, so the parts never see each other's writes.
+        return RowCache([k[start: start + length] for k in cache.keys], [v[start: start + length] for v in cache.values],
+                        cache.lens[start: start + length], cache.width, cache.uniform)
+
     def concat(self, caches: Sequence[RowCache]) -> RowCache:
         return RowCache.concat(caches)
 
@@ -192,6 +197,20 @@ class _GenericBackend:
         for name, buf in enc.items():
             rest[name] = {k: (None if t is None else t.index_select(0, rows)) for k, t in buf.items()}
         return rest
+
+    def narrow(self, cache: Dict[str, Any], start: int, length: int) -> Dict[str, Any]:
+        # fairseq's reorder rewrites the buffers' dicts in place: reorder copies of them.
+        copied = {name: dict(buf) if isinstance(buf, dict) else buf for name, buf in cache.items()}
+        rows = torch.arange(start, start + length, device=self._device(cache))
+        return self.select(copied, rows)
+
+    @staticmethod
+    def _device(cache: Dict[str, Any]) -> Any:
+        for buf in cache.values():
+            for t in (buf.values() if isinstance(buf, dict) else [buf]):
+                if isinstance(t, Tensor):
+                    return t.device
+        return None
 
     def concat(self, caches: Sequence[Dict[str, Any]]) -> Dict[str, Any]:
         if len(caches) == 1:
@@ -308,14 +327,18 @@ class ModelStep:
                             history, index, state.max_length)
 
     def split(self, state: DecoderState, rows: int, sentences: int) -> Tuple[DecoderState, DecoderState]:
-        """The first ``rows`` rows (those of the first ``sentences`` sentences) and the rest."""
-        dev, ix = state.row_sentence.device, state.index
+        """The first ``rows`` rows (those of the first ``sentences`` sentences) and the rest: views of
+        the transformer caches, no copy (a step writes only its own rows)."""
+        ix = state.index
         parts = []
         for lo, hi, first, last in ((0, rows, 0, sentences), (rows, state.rows, sentences, None)):
             index = None
             if ix is not None:  # the layout is known: slice it instead of reading it again
                 index = SentenceIndex(ix.sentences[first:last], ix.local[lo:hi] - first, ix.slot[lo:hi], ix.width)
-            parts.append(self.select(state, torch.arange(lo, hi, device=dev), index))
+            caches = [b.narrow(c, lo, hi - lo) for b, c in zip(self.backends, state.caches)]
+            history = None if state.history is None else state.history[lo:hi]
+            parts.append(DecoderState(caches, state.row_sentence[lo:hi], state.lengths[lo:hi], history, index,
+                                      state.max_length))
         return parts[0], parts[1]
 
     def concat(self, states: Sequence[DecoderState]) -> DecoderState:

@@ -53,9 +53,11 @@ def test_lstm_models(demo_sources, tiny_lstm_ckpt, tiny_train_bin):
     data = session.encode(demo_sources[:12])
     gen = {"beam": 4, "nbest": 2, "max_len_b": 12}
     ref = session.translate(data, search="var-batch", gen=gen, opts={"stream_capacity": 12})
-    for name, opts in [("var-stream", {"stream_capacity": 5}), ("var-fifo", {"stream_capacity": 5})]:
+    for name, opts in [("var-stream", {"stream_capacity": 5}), ("var-fifo", {"stream_capacity": 5}),
+                       ("var-stream", {"stream_capacity": 8, "stream_max_candidates": 6, "stream_oversubscribe": True})]:
         out = session.translate(data, search=name, gen=gen, opts=opts)
         assert [[h["tokens"].tolist() for h in x] for x in out.hypos] == [[h["tokens"].tolist() for h in x] for x in ref.hypos]
+        assert out.stats.extra.get("oversubscribed_steps", 0) > 0 or not opts.get("stream_oversubscribe")
     with pytest.raises(FairseqStreamError, match="transformer"):
         session.build_generator("gs-jacobi", {"beam": 1}, {})
 
