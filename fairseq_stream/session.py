@@ -23,7 +23,7 @@ from omegaconf import open_dict
 from fairseq_stream.adapter import StreamGenerator
 from fairseq_stream.errors import FairseqStreamError
 from fairseq_stream.lookahead import Lookahead
-from fairseq_stream.options import StreamDecodingConfig, validate, validate_generation
+from fairseq_stream.options import validate, validate_generation
 from fairseq_stream.engine import build_generator
 from fairseq_stream.stats import DecodeStats
 from fairseq_stream.text import BpeCodes, detokenize, tokenize
