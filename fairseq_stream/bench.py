@@ -236,6 +236,11 @@ def _row(run: RunSpec, result: Any, walls: List[float], sentences: int, referenc
     }
 
 
+def rows_for_json(rows: List[Dict[str, Any]]) -> List[Dict[str, Any]]:
+    """The rows without their outputs (kept in memory for significance tests, not written)."""
+    return [{k: v for k, v in r.items() if k != "outputs"} for r in rows]
+
+
 def measure_costs(session: Any, sources: List[str], runs: List[RunSpec], rows: List[Dict[str, Any]], *,
                   device: str = "cpu", max_tokens: Optional[int] = None, batch_size: Optional[int] = None,
                   pool_size: Optional[int] = None) -> None:
@@ -356,7 +361,7 @@ def main(argv: Optional[Sequence[str]] = None) -> None:
                 "device": args.device, "dtype": args.dtype, "batch_size": args.batch_size,
                 "max_tokens": args.max_tokens, "pool_size": args.pool_size}
         with open(args.json, "w", encoding="utf-8") as f:
-            json.dump({"meta": meta, "rows": [{k: v for k, v in r.items() if k != "outputs"} for r in rows]}, f, indent=2)
+            json.dump({"meta": meta, "rows": rows_for_json(rows)}, f, indent=2)
 
 
 if __name__ == "__main__":

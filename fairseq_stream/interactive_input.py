@@ -124,8 +124,9 @@ class ChunkedInput:
         self.buffer_size = max(1, int(buffer_size))
         self._make_batches = make_batches  # fairseq's own
         self._args: Optional[Tuple[Any, ...]] = None  # (cfg, task, max_positions, encode_fn) of the loop
-        self._read_ahead: Deque[List[str]] = deque()  # chunks batched early, not handed to the loop yet
-        self._batched: Dict[int, Tuple[List[str], List[Any]]] = {}  # id(chunk) → (chunk, its batches)
+        # chunks batched early with their batches, not handed to the loop yet; then the one handed last
+        self._read_ahead: Deque[Tuple[List[str], List[Any]]] = deque()
+        self._handed_chunk: Optional[Tuple[List[str], List[Any]]] = None
         self._samples: Dict[int, Batch] = {}  # ticket → sample, until the generator is given it
         self._tickets = 0  # batches made so far
         self._handed = 0  # batches given to the generator so far
@@ -135,7 +136,8 @@ class ChunkedInput:
     def chunks(self) -> Iterator[List[str]]:
         """What fairseq's ``buffered_read`` yields: chunks of ``--buffer-size`` lines, in order."""
         while True:
-            chunk = self._read_ahead.popleft() if self._read_ahead else self.lines.take(self.buffer_size)
+            self._handed_chunk = self._read_ahead.popleft() if self._read_ahead else None
+            chunk = self._handed_chunk[0] if self._handed_chunk else self.lines.take(self.buffer_size)
             if not chunk:
                 return
             yield chunk
@@ -143,7 +145,7 @@ class ChunkedInput:
     def batches(self, lines: List[str], *args: Any) -> Iterator[Any]:
         """What fairseq's ``make_batches(lines, cfg, task, max_positions, encode_fn)`` yields."""
         self._args = args
-        made = self._batched.pop(id(lines), None)
+        made, self._handed_chunk = self._handed_chunk, None
         return iter(made[1] if made is not None and made[0] is lines else self._batch(lines))
 
     def _batch(self, lines: List[str]) -> List[Any]:
@@ -160,8 +162,7 @@ class ChunkedInput:
         """Batch ``ticket``, batching the next chunks if their lines are all here; None otherwise."""
         while ticket >= self._tickets and self._args is not None and self.lines.ready(self.buffer_size):
             chunk = self.lines.take(self.buffer_size)
-            self._read_ahead.append(chunk)
-            self._batched[id(chunk)] = (chunk, self._batch(chunk))
+            self._read_ahead.append((chunk, self._batch(chunk)))
             self.chunks_read_ahead += 1
         return self._samples.get(ticket) if ticket >= self._handed else None
 

@@ -201,16 +201,8 @@ class _GenericBackend:
     def narrow(self, cache: Dict[str, Any], start: int, length: int) -> Dict[str, Any]:
         # fairseq's reorder rewrites the buffers' dicts in place: reorder copies of them.
         copied = {name: dict(buf) if isinstance(buf, dict) else buf for name, buf in cache.items()}
-        rows = torch.arange(start, start + length, device=self._device(cache))
-        return self.select(copied, rows)
-
-    @staticmethod
-    def _device(cache: Dict[str, Any]) -> Any:
-        for buf in cache.values():
-            for t in (buf.values() if isinstance(buf, dict) else [buf]):
-                if isinstance(t, Tensor):
-                    return t.device
-        return None
+        device = next(self.model.parameters()).device
+        return self.select(copied, torch.arange(start, start + length, device=device))
 
     def concat(self, caches: Sequence[Dict[str, Any]]) -> Dict[str, Any]:
         if len(caches) == 1:

@@ -33,7 +33,7 @@ sys.path.insert(0, REPO)
 
 import torch  # noqa: E402
 
-from fairseq_stream.bench import parse_run, run_benchmark  # noqa: E402
+from fairseq_stream.bench import parse_run, rows_for_json, run_benchmark  # noqa: E402
 from fairseq_stream.session import TranslationSession  # noqa: E402
 from fairseq_stream.strategies.beam import ENDED, REFERENCES  # noqa: E402
 
@@ -142,7 +142,7 @@ def main() -> None:
     print(format_rows(rows))
     if args.json:
         with open(args.json, "w", encoding="utf-8") as f:
-            json.dump([{k: v for k, v in r.items() if k != "outputs"} for r in rows], f, indent=1)
+            json.dump(rows_for_json(rows), f, indent=1)
 
 
 if __name__ == "__main__":
