@@ -24,32 +24,26 @@ Three implementations sit behind :func:`topk_with_normaliser`, chosen at run tim
   updates the running maximum (rescaling the running sum of exponentials), its exponentials
   join the sum (vectorised), and only a block that beats the current k-th best is scanned for
   candidates;
-* CUDA: the PyTorch ops under ``torch.compile``;
+* CUDA: two Triton kernels (:mod:`fairseq_stream.ops.triton_output`: per-block top-k and
+  normaliser, then a per-row merge) or PyTorch's ``topk`` + ``logsumexp``, whichever
+  :func:`pick_fastest` measures faster on the device, once per (V, row class, k);
 * everywhere else, or when a build fails (logged once; ``FAIRSEQ_STREAM_NO_KERNEL=1`` forces
   it): plain PyTorch ``topk`` + ``logsumexp``.
 """
 from __future__ import annotations
 
-import hashlib
-import logging
-import os
-import platform
-import subprocess
-from typing import Any, List, Optional, Sequence, Tuple
+import time
+from typing import Any, Callable, Dict, List, Optional, Tuple
 
 import torch
 from torch import Tensor
 
+from fairseq_stream.ops import extension
+from fairseq_stream.ops.extension import compiler_version, cpu_features, kernel_cache_key  # noqa: F401
 from fairseq_stream.processors import Candidates, RowContext, apply_full
 
-logger = logging.getLogger("fairseq_stream")
-_warned: set = set()
-
-
-def _log_once(message: str) -> None:
-    if message not in _warned:
-        _warned.add(message)
-        logger.info(message)
+_log_once = extension.log_once
+_warned = extension._warned  # messages logged once (tests clear it)
 
 
 def _topk_lse(scores: Tensor, k: int) -> Tuple[Tensor, Tensor, Tensor]:
@@ -57,116 +51,80 @@ def _topk_lse(scores: Tensor, k: int) -> Tuple[Tensor, Tensor, Tensor]:
     return values, tokens, torch.logsumexp(scores, dim=-1)
 
 
-_compiled = None
-_cpu_kernel: Any = None  # None: not tried yet; False: unavailable
-
-
-def cpu_kernel() -> Any:
-    """The compiled CPU kernel module, or None when it cannot be built here."""
-    global _cpu_kernel
-    if _cpu_kernel is None:
-        _cpu_kernel = False
-        if os.environ.get("FAIRSEQ_STREAM_NO_KERNEL"):
-            return None
-        try:
-            _cpu_kernel = _load_kernel()
-        except Exception as exc:  # no compiler, no ninja: the PyTorch path is exact too
-            _log_once(f"fairseq-stream: CPU output-layer kernel unavailable ({type(exc).__name__}: "
-                      f"{str(exc).splitlines()[0] if str(exc) else ''}); using PyTorch ops")
-    return _cpu_kernel or None
-
-
 #: -march=native: the block maximum and the vectorised exp use the widest SIMD the CPU has.
 #: A kernel built so may not run on another CPU (SIGILL), hence the CPU in the cache key.
 KERNEL_FLAGS: Tuple[str, ...] = ("-O3", "-ffast-math", "-fopenmp", "-march=native")
-_SOURCE = os.path.join(os.path.dirname(os.path.abspath(__file__)), "csrc", "fused_topk.cpp")
-
-
-def cpu_features() -> str:
-    """The machine and its CPU's feature flags: what ``-march=native`` compiles for."""
-    flags = ""
-    try:
-        with open("/proc/cpuinfo", encoding="utf-8", errors="replace") as f:
-            for line in f:
-                key, _, value = line.partition(":")
-                if key.strip() in ("flags", "Features"):  # x86, ARM
-                    flags = " ".join(sorted(value.split()))
-                    break
-    except OSError:  # not Linux: the processor's name is the best we have
-        flags = platform.processor()
-    return f"{platform.machine()} {flags}"
-
-
-def compiler_version() -> str:
-    """The first line of ``$CXX --version`` (torch's extension builder uses ``$CXX``, else ``c++``)."""
-    cxx = os.environ.get("CXX", "c++")
-    try:
-        out = subprocess.run([cxx, "--version"], capture_output=True, text=True, timeout=30).stdout
-    except (OSError, subprocess.SubprocessError):
-        return cxx  # no compiler: a build fails anyway, a cached kernel still loads
-    return out.splitlines()[0] if out else cxx
-
-
-def kernel_cache_key(source: bytes, flags: Sequence[str], *, torch_version: str, compiler: str, cpu: str) -> str:
-    """A name for the built kernel: it changes with anything that changes the binary or where it runs."""
-    parts = [source, " ".join(flags).encode(), torch_version.encode(), compiler.encode()]
-    if "-march=native" in flags:  # the binary is only valid on CPUs with these features
-        parts.append(cpu.encode())
-    return hashlib.sha256(b"\0".join(parts)).hexdigest()[:16]
+_SOURCE = "fused_topk.cpp"
 
 
 def kernel_build_dir() -> Tuple[str, str]:
     """(module name, build folder) of the kernel for this source, compiler, torch and CPU."""
-    with open(_SOURCE, "rb") as f:
-        source = f.read()
-    key = kernel_cache_key(source, KERNEL_FLAGS, torch_version=torch.__version__, compiler=compiler_version(),
-                           cpu=cpu_features())
-    name = f"fairseq_stream_fused_topk_{key}"
-    cache = os.environ.get("FAIRSEQ_STREAM_KERNEL_DIR") or os.path.join(
-        os.environ.get("XDG_CACHE_HOME") or os.path.expanduser("~/.cache"), "fairseq_stream")
-    return name, os.path.join(cache, name)
+    return extension.build_dir(_SOURCE, KERNEL_FLAGS, cpu_features())
 
 
-def _load_kernel() -> Any:
-    """Import the built kernel directly when it exists (fast); build it once otherwise (~40 s)."""
-    import importlib.machinery
-    import importlib.util
-
-    name, build_dir = kernel_build_dir()
-    built = os.path.join(build_dir, f"{name}.so")
-    if os.path.exists(built):
-        spec = importlib.util.spec_from_file_location(name, built, loader=importlib.machinery.ExtensionFileLoader(name, built))
-        module = importlib.util.module_from_spec(spec)
-        spec.loader.exec_module(module)
-        return module
-    from torch.utils.cpp_extension import load  # slow to import: only when building
-
-    _log_once("fairseq-stream: building the CPU output-layer kernel (once per CPU and compiler, ~40 s)")
-    os.makedirs(build_dir, exist_ok=True)
-    return load(name=name, sources=[_SOURCE], verbose=False, extra_cflags=list(KERNEL_FLAGS), build_directory=build_dir)
+def cpu_kernel() -> Any:
+    """The compiled CPU kernel module (its op: ``torch.ops.fairseq_stream.topk_lse``), or None
+    when it cannot be built here."""
+    return extension.load(_SOURCE, KERNEL_FLAGS, kernel_build_dir(), "output-layer")
 
 
 def topk_with_normaliser(scores: Tensor, k: int) -> Tuple[Tensor, Tensor, Tensor]:
     """Top-``k`` raw scores (best first), their ids and the rows' ``logsumexp``."""
-    global _compiled
     if not scores.is_cuda and scores.dtype in (torch.float32, torch.float64) and scores.dim() == 2:
-        kernel = cpu_kernel()
-        if kernel is not None:
-            values, tokens, lse = kernel.topk_lse(scores, k)
-            return values, tokens, lse
-    if scores.is_cuda:
-        if _compiled is None:
-            try:
-                _compiled = torch.compile(_topk_lse, dynamic=True)
-            except Exception as exc:  # no compiler: the eager path is exact too
-                _log_once(f"fairseq-stream: torch.compile unavailable ({exc}); fused output layer runs eagerly")
-                _compiled = _topk_lse
-        try:
-            return _compiled(scores, k)
-        except Exception as exc:
-            _log_once(f"fairseq-stream: compiled output layer failed ({type(exc).__name__}); running eagerly")
-            _compiled = _topk_lse
+        if cpu_kernel() is not None:
+            return torch.ops.fairseq_stream.topk_lse(scores, k)
+    if scores.is_cuda and scores.dim() == 2 and scores.dtype != torch.float64:
+        key = (int(scores.size(1)), _bucket(int(scores.size(0))), int(k))
+        if key not in _cuda_choice:
+            _cuda_choice[key] = pick_fastest(_cuda_candidates(), scores, k)
+            _log_once(f"fairseq-stream: output layer (V={key[0]}, rows<={key[1]}, k={k}) on the GPU: "
+                      f"{_cuda_choice[key].__name__}")
+        return _cuda_choice[key](scores, k)
     return _topk_lse(scores, k)
+
+
+_cuda_choice: Dict[Tuple[int, int, int], Callable[..., Any]] = {}
+
+
+def _bucket(rows: int) -> int:
+    """Row counts are measured in classes of powers of two."""
+    return 1 << max(rows - 1, 0).bit_length()
+
+
+def _cuda_candidates() -> Dict[str, Callable[..., Any]]:
+    out: Dict[str, Callable[..., Any]] = {"torch": _topk_lse}
+    try:
+        from fairseq_stream.ops.triton_output import topk_lse as triton_topk_lse
+    except Exception as exc:  # no Triton: PyTorch's ops are exact too
+        _log_once(f"fairseq-stream: Triton output-layer kernel unavailable ({type(exc).__name__}); using PyTorch ops")
+    else:
+        out["triton"] = triton_topk_lse
+    return out
+
+
+def pick_fastest(candidates: Dict[str, Callable[..., Any]], scores: Tensor, k: int, *, repeats: int = 5,
+                 clock: Callable[[], float] = time.perf_counter) -> Callable[..., Any]:
+    """The fastest of ``candidates`` on ``scores`` (each warmed up once: a Triton kernel compiles
+    then, and caches on disk across processes), by the median of ``repeats`` synchronised runs."""
+    sync = torch.cuda.synchronize if scores.is_cuda else (lambda: None)
+    best, best_time = None, float("inf")
+    for fn in candidates.values():
+        try:
+            fn(scores, k)
+        except Exception as exc:  # a kernel that fails here is not used
+            _log_once(f"fairseq-stream: output-layer candidate {getattr(fn, '__name__', fn)} failed ({type(exc).__name__})")
+            continue
+        times = []
+        for _ in range(repeats):
+            sync()
+            start = clock()
+            fn(scores, k)
+            sync()
+            times.append(clock() - start)
+        median = sorted(times)[len(times) // 2]
+        if median < best_time:
+            best, best_time = fn, median
+    return best if best is not None else _topk_lse
 
 
 class OutputScorer:

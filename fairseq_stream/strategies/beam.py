@@ -40,6 +40,8 @@ from torch import Tensor
 
 from fairseq_stream.errors import FairseqStreamError
 from fairseq_stream.interface import Hypothesis, StepOutcome, StrategyContext
+from fairseq_stream.ops import beam_step as fused
+from fairseq_stream.ops.beam_step import StepResult
 from fairseq_stream.ops.fused_output import OutputScorer
 from fairseq_stream.ops.transformer_step import SentenceIndex
 from fairseq_stream.processors import RowContext
@@ -200,7 +202,10 @@ class BeamState(StrategyState):
 class BeamSearch(StateOps):
     """The strategy object the scheduler drives (see :mod:`fairseq_stream.interface`).
 
-    A step reads the device once (:meth:`_advance`: rows, finished sentences, widest beam).
+    A step is the output layer's candidates, then the search step proper, which runs as one
+    operator where it can (:mod:`fairseq_stream.ops.beam_step`, the C++ kernel) and as the
+    PyTorch reference below otherwise (CUDA, a user's pruning rule); both update the state in
+    place and prepare the step's one host read (:meth:`_outcome`).
     """
 
     def __init__(self, cfg: BeamConfig, scorer: OutputScorer, *, eos: int, pad: int,
@@ -219,6 +224,8 @@ class BeamSearch(StateOps):
         self.per_row = min(per_row, mc) if mc else per_row
         self.final_width = self.finalizer.width(self.k)
         self.done_at = self.finalizer.ends_at(self.k, cfg.final_count)
+        self.kernel_rules = fused.encode_rules(self.rules)  # None: a rule the operator does not know
+        self._len_pow: Dict[Tuple[torch.dtype, torch.device], Tensor] = {}
 
     @classmethod
     def from_config(cls, cfg: BeamConfig, ctx: StrategyContext) -> "BeamSearch":
@@ -236,18 +243,19 @@ class BeamSearch(StateOps):
         scores = torch.full((s, k), -math.inf, dtype=self.dtype, device=dev)
         scores[:, 0] = 0.0
         state = BeamState(
-            sentences=sentences,
+            # Own copies: a step updates the state in place (the caller's tensors live on elsewhere).
+            sentences=sentences.clone(),
             scores=scores,
             ended=torch.zeros(s, k, dtype=torch.bool, device=dev),
             ended_len=torch.zeros(s, k, dtype=torch.long, device=dev),
             tokens=torch.full((s, k, width), self.pad, dtype=torch.long, device=dev),
             token_scores=torch.zeros(s, k, width, dtype=self.dtype, device=dev),
             steps=torch.zeros_like(sentences),
-            max_len=max_len,
+            max_len=max_len.clone(),
             n_final=torch.zeros_like(sentences),
             best_final=torch.full((s,), -math.inf, dtype=self.dtype, device=dev),
             best_final_norm=torch.full((s,), -math.inf, dtype=self.dtype, device=dev),
-            src_lengths=src_lengths,
+            src_lengths=src_lengths.clone(),
             fin_tokens=torch.full((s, z + 1, width), self.pad, dtype=torch.long, device=dev),
             fin_scores=torch.zeros(s, z + 1, width, dtype=self.dtype, device=dev),
             fin_len=torch.zeros(s, z + 1, dtype=torch.long, device=dev),
@@ -267,13 +275,43 @@ class BeamSearch(StateOps):
         row_slot = state.row_slot
         c = min(self.per_row, scores.size(-1))
         top_lp, top_tok, _ = self.scorer.top(scores[:, -1], c, self._row_context(state, row_slot))
-        cand = self._candidates(state, top_lp, top_tok, row_slot)
-        finals, keep = self.finalizer.split(cand, self.k, self.eos)
-        state = self._record_finals(state, cand, finals)
-        keep = self._prune(state, cand, keep)
-        return self._advance(state, cand, keep, row_slot)
+        return self.search_step(state, top_lp.to(state.scores.dtype), top_tok)
 
-    # ---- the steps -------------------------------------------------------------------------
+    def search_step(self, state: BeamState, top_lp: Tensor, top_tok: Tensor, *, kernel: bool = True) -> StepOutcome:
+        """The step after the output layer, from each row's best ``c`` candidates ``(R, c)``;
+        ``kernel=False`` runs the PyTorch reference even where the operator could."""
+        len_pow = self._length_penalties(state)
+        tensors = [getattr(state, name) for name in fused.FIELDS]
+        if kernel and self.kernel_rules is not None and fused.usable(tensors, top_lp):
+            result = fused.fused_step(tensors, top_lp, top_tok, state.row_slot, len_pow, k=self.k, width=self.final_width,
+                                      final_count=self.done_at, eos=self.eos, pad=self.pad,
+                                      ours=self.finalizer.name == "ours", track_best=bool(self.rules),
+                                      rules=self.kernel_rules)
+        else:
+            result = self._reference_step(state, top_lp, top_tok, len_pow)
+        return self._outcome(state, result)
+
+    def _length_penalties(self, state: BeamState) -> Tensor:
+        """(L + 1,) ``n^lenpen`` for every length ``n`` a candidate can have (one table for the
+        kernel and the reference, so both divide by the same numbers)."""
+        need = state.tokens.size(2) + 1
+        key = (state.scores.dtype, state.scores.device)
+        table = self._len_pow.get(key)
+        if table is None or table.numel() < need:
+            size = max(need, 2 * (0 if table is None else table.numel()))
+            table = self._len_pow[key] = torch.arange(size, device=key[1]).to(key[0]).pow(self.cfg.lenpen)
+        return table
+
+    # ---- the PyTorch reference of the search step -------------------------------------------
+    def _reference_step(self, state: BeamState, top_lp: Tensor, top_tok: Tensor, len_pow: Tensor) -> StepResult:
+        """The step in PyTorch operations, on any device; the contract of :mod:`fairseq_stream.ops.beam_step`."""
+        cand = self._candidates(state, top_lp, top_tok, state.row_slot)
+        lengths = self._lengths(state, cand)
+        finals, keep = self.finalizer.split(cand, self.k, self.eos)
+        self._record_finals(state, cand, finals, lengths, len_pow)
+        keep = self._prune(state, cand, keep, lengths, len_pow)
+        return self._advance(state, cand, keep, state.row_slot)
+
     def _row_context(self, state: BeamState, row_slot: Tensor) -> RowContext:
         row_s = row_slot // self.k
         history = None
@@ -302,7 +340,7 @@ class BeamSearch(StateOps):
         carry = state.scores.masked_fill(~state.ended, -math.inf).to(top_lp)
         pool = torch.cat([cand.view(s, k * c), carry], dim=1)
         width = min(self.final_width, pool.size(1))
-        val, idx = pool.topk(width, dim=1)
+        val, idx = _sorted_top(pool, width)
         is_carry = idx >= k * c
         flat = idx.clamp(max=k * c - 1)
         parent = torch.where(is_carry, idx - k * c, flat // c)
@@ -310,15 +348,14 @@ class BeamSearch(StateOps):
         tok_lp = lps.view(s, k * c).gather(1, flat).masked_fill(is_carry, 0.0)
         return Candidates(val, parent, tok, tok_lp, is_carry)
 
-    def _record_finals(self, state: BeamState, cand: Candidates, finals: Tensor) -> BeamState:
-        """Write final candidates into the ``fin_*`` buffers (the first ``Z`` of a sentence)."""
+    def _record_finals(self, state: BeamState, cand: Candidates, finals: Tensor, length: Tensor, len_pow: Tensor) -> None:
+        """Write final candidates into the ``fin_*`` buffers (the first ``Z`` of a sentence), in place."""
         val, parent, tok_lp = cand.val, cand.parent, cand.tok_lp
         s, w = val.shape
         z = self.done_at
         rank = state.n_final.unsqueeze(1) + torch.cumsum(finals.long(), dim=1) - 1  # (S, W)
         ok = finals & (rank < z)
         dest = torch.where(ok, rank, z)  # the scratch slot takes the rest
-        length = self._lengths(state, cand)
         cols = state.tokens.size(2)
         gather = parent.unsqueeze(2).expand(s, w, cols)
         at = state.steps.view(s, 1, 1).expand(s, w, 1)  # the EOS column of a new final
@@ -328,31 +365,32 @@ class BeamSearch(StateOps):
         state.fin_scores.scatter_(1, dest.unsqueeze(2).expand(s, w, cols), lps)
         state.fin_len.scatter_(1, dest, length)
         state.fin_total.scatter_(1, dest, val.to(state.fin_total.dtype))
-        n_final = state.n_final + ok.sum(dim=1)
+        state.n_final.add_(ok.sum(dim=1))
         if not self.rules:  # only the pruning rules' references read the best finals
-            return replace(state, n_final=n_final)
+            return
         final_val = val.masked_fill(~ok, -math.inf).to(state.best_final)
-        best = torch.maximum(state.best_final, final_val.max(dim=1).values)
-        norm = final_val / length.to(final_val).pow(self.cfg.lenpen)
-        best_norm = torch.maximum(state.best_final_norm, norm.max(dim=1).values)
-        return replace(state, n_final=n_final, best_final=best, best_final_norm=best_norm)
+        state.best_final.copy_(torch.maximum(state.best_final, final_val.max(dim=1).values))
+        norm = final_val / len_pow[length]
+        state.best_final_norm.copy_(torch.maximum(state.best_final_norm, norm.max(dim=1).values))
 
     def _lengths(self, state: BeamState, cand: Candidates) -> Tensor:
         """(S, W) tokens of each candidate, its last included (an ended one's EOS)."""
         return torch.where(cand.carried, state.ended_len.gather(1, cand.parent), state.steps.unsqueeze(1) + 1)
 
-    def _prune(self, state: BeamState, cand: Candidates, keep: Tensor) -> Tensor:
+    def _prune(self, state: BeamState, cand: Candidates, keep: Tensor, lengths: Tensor, len_pow: Tensor) -> Tensor:
         """Beam shrink by the final count, then the pruning rules ``H``; returns the kept mask."""
         rank = torch.cumsum(keep.long(), dim=1)
         keep = keep & (rank <= self.finalizer.beam_width(state.n_final, self.k).unsqueeze(1))
         if not self.rules:
             return keep
-        view = StepView(cand, cand.tok == self.eos, self._lengths(state, cand), state.best_final, state.best_final_norm, self.cfg.lenpen)
+        view = StepView(cand, cand.tok == self.eos, lengths, state.best_final, state.best_final_norm, self.cfg.lenpen,
+                        length_scale=len_pow[lengths])
         for rule in self.rules:
             keep = rule.prune(view, keep)
         return keep
 
-    def _advance(self, state: BeamState, cand: Candidates, keep: Tensor, row_slot: Tensor) -> StepOutcome:
+    def _advance(self, state: BeamState, cand: Candidates, keep: Tensor, row_slot: Tensor) -> StepResult:
+        """The new beams (in place) and the next rows, the finished sentences last."""
         val, parent, tok, tok_lp = cand.val, cand.parent, cand.tok, cand.tok_lp
         s, k = state.scores.shape
         done = (state.n_final >= self.done_at) | ~keep.any(dim=1)  # (S,)
@@ -362,72 +400,82 @@ class BeamSearch(StateOps):
         new_parent = parent.gather(1, order)
         new_tok = tok.gather(1, order)
         new_lp = tok_lp.gather(1, order)
-        scores = val.gather(1, order).masked_fill(~slot_ok, -math.inf)
         was_ended = cand.carried.gather(1, order)  # carried = an ended candidate waiting on the beam
         ended = slot_ok & (was_ended | (new_tok == self.eos))
-        ended_len = torch.where(was_ended, state.ended_len.gather(1, new_parent),
-                                (state.steps.unsqueeze(1) + 1).masked_fill(~ended, 0))
+        state.ended_len.copy_(torch.where(was_ended, state.ended_len.gather(1, new_parent),
+                                          (state.steps.unsqueeze(1) + 1).masked_fill(~ended, 0)))
+        state.scores.copy_(val.gather(1, order).masked_fill(~slot_ok, -math.inf))
+        state.ended.copy_(ended)
         cols = state.tokens.size(2)
         gather = new_parent.unsqueeze(2).expand(s, k, cols)
         at = state.steps.view(s, 1, 1).expand(s, k, 1)  # each sentence's next column
-        tokens = state.tokens.gather(1, gather).scatter_(2, at, new_tok.masked_fill(was_ended, self.pad).unsqueeze(2))
-        token_scores = state.token_scores.gather(1, gather).scatter_(
-            2, at, new_lp.masked_fill(was_ended, 0.0).unsqueeze(2).to(state.token_scores.dtype))
-        new = replace(state, scores=scores, ended=ended, ended_len=ended_len, tokens=tokens,
-                      token_scores=token_scores, steps=state.steps + 1, t=state.t + 1, t_min=state.t_min + 1)
+        state.tokens.copy_(state.tokens.gather(1, gather).scatter_(2, at, new_tok.masked_fill(was_ended, self.pad).unsqueeze(2)))
+        state.token_scores.copy_(state.token_scores.gather(1, gather).scatter_(
+            2, at, new_lp.masked_fill(was_ended, 0.0).unsqueeze(2).to(state.token_scores.dtype)))
+        state.steps.add_(1)
         live = slot_ok & ~ended & ~done.unsqueeze(1)  # (S, k) slots that need a decoder row
         per_sentence = live.sum(dim=1)
-        # The step's one host read: how many rows and finished sentences, the widest beam, the
-        # rows of each sentence (over-subscription splits by them), and what the host needs of
-        # the final hypotheses of the sentences that are done.
-        z = self.done_at
-        packet = torch.cat([torch.stack([per_sentence.sum(), done.sum(), per_sentence.max()]).double(),
-                            per_sentence.double(), done.double(), state.sentences.double(), new.n_final.double(),
-                            new.fin_len[:, :z].double().reshape(-1), new.fin_total[:, :z].double().reshape(-1)]).tolist()
-        n_rows, n_done, widest = (int(x) for x in packet[:3])
-        row_counts, packet = [int(x) for x in packet[3: 3 + s]], packet[:3] + packet[3 + s:]
+        perm = torch.argsort(done.to(torch.uint8), stable=True)  # the sentences that go on first
+        live = live.index_select(0, perm)
         # Rows in sentence-major order (a stable sort instead of a data-dependent nonzero).
-        live_flat = torch.argsort((~live).view(-1).to(torch.uint8), stable=True)[:n_rows]  # (R',) flat s·k + j
+        live_flat = torch.argsort((~live).view(-1).to(torch.uint8), stable=True)  # (S·k,) flat s·k + j
         row_of = torch.full((s * k,), -1, dtype=torch.long, device=row_slot.device)
         row_of[row_slot] = torch.arange(len(row_slot), device=row_slot.device)
-        flat_parent = (torch.arange(s, device=row_slot.device).unsqueeze(1) * k + new_parent).view(-1)
-        parents = row_of.index_select(0, flat_parent.index_select(0, live_flat))
-        feed = new_tok.view(-1).index_select(0, live_flat).unsqueeze(1)
+        flat_parent = torch.arange(s, device=row_slot.device).unsqueeze(1) * k + new_parent
+        parents = row_of[flat_parent].index_select(0, perm).view(-1).index_select(0, live_flat)
+        feed = new_tok.index_select(0, perm).view(-1).index_select(0, live_flat)
         slot = (torch.cumsum(live.long(), dim=1) - 1).view(-1).index_select(0, live_flat)
-        finished = None
-        if n_done:
-            by_done = torch.argsort(done.to(torch.uint8), stable=True)
-            goes_on = by_done[: s - n_done]
-            finished = self._finished(new, packet[3:], s)
-            row_counts = [n for n, d in zip(row_counts, packet[3: 3 + s]) if not d]
-            renumber = torch.cumsum((~done).long(), dim=0) - 1  # old → new sentence index
-            live_flat = renumber.index_select(0, live_flat // k) * k + live_flat % k
-            new = new.select(goes_on)
-        new.row_slot = live_flat
-        index = SentenceIndex(new.sentences, live_flat // k, slot, widest)
-        return StepOutcome(state=new, parents=parents, feed=feed, finished=finished or {}, index=index,
-                           row_counts=row_counts)
-
-    def _finished(self, state: BeamState, packet: List[float], s: int) -> Dict[int, List[Hypothesis]]:
-        """n-best lists of the sentences flagged done in ``packet`` (read with the step's control).
-
-        ``packet``: done (S), sentence ids (S), final counts (S), lengths (S·Z), totals (S·Z).
-        Token tensors stay on the device (views of the final-hypothesis buffers).
-        """
+        rows = torch.stack([parents, feed, slot, live_flat // k, live_flat])
         z = self.done_at
-        done, sids, counts = packet[:s], packet[s: 2 * s], packet[2 * s: 3 * s]
-        lengths, totals = packet[3 * s: 3 * s + s * z], packet[3 * s + s * z:]
+        by = perm
+        packet = torch.cat([torch.stack([per_sentence.sum(), done.sum(), per_sentence.max()]).double(),
+                            per_sentence[by].double(), state.sentences[by].double(), state.n_final[by].double(),
+                            state.fin_len[by, :z].double().reshape(-1), state.fin_total[by, :z].double().reshape(-1),
+                            perm.double()])
+        return StepResult(packet, rows, False)
+
+    # ---- the step's one host read ---------------------------------------------------------
+    def _outcome(self, state: BeamState, result: StepResult) -> StepOutcome:
+        """Read the packet once; the next rows are views of ``result.rows``; finished sentences
+        are gathered from the final-hypothesis buffers."""
+        s, z = state.size, self.done_at
+        packet = result.packet.tolist()  # the step's one host read
+        n_rows, n_done, widest = (int(x) for x in packet[:3])
+        going_on = s - n_done
+        counts = [int(x) for x in packet[3: 3 + going_on]]
+        rows = result.rows[:, :n_rows]
+        new = replace(state, t=state.t + 1, t_min=state.t_min + 1)
+        finished: Dict[int, List[Hypothesis]] = {}
+        if n_done:
+            where = packet[3 + 3 * s + 2 * s * z:]  # positions before compaction
+            done = range(going_on, s)
+            finished = self._finished(state, [i if result.compacted else int(where[i]) for i in done],
+                                      [_Final.of(packet, s, z, i) for i in done])
+            if result.compacted:  # the kernel moved the finished sentences last: the rest is a view
+                new = new.split(going_on, n_rows, self.k)[0]
+            else:
+                keep = torch.tensor([int(x) for x in where[:going_on]], dtype=torch.long, device=state.sentences.device)
+                new = new.select(keep)
+        new.row_slot = rows[4]
+        index = SentenceIndex(new.sentences, rows[3], rows[2], widest)
+        return StepOutcome(state=new, parents=rows[0], feed=rows[1].unsqueeze(1), finished=finished, index=index,
+                           row_counts=counts)
+
+    def _finished(self, state: BeamState, positions: List[int], finals: List["_Final"]) -> Dict[int, List[Hypothesis]]:
+        """n-best lists of the finished sentences at ``positions`` of ``state`` (what the host
+        knows of their final hypotheses was read with the step's packet). Token tensors stay on
+        the device (views of the final-hypothesis buffers)."""
         nbest = self.cfg.nbest if self.finalizer.cut_nbest else None
         out: Dict[int, List[Hypothesis]] = {}
-        for i in (i for i in range(s) if done[i]):
+        for i, fin in zip(positions, finals):
             hyps = []
-            for j in range(min(int(counts[i]), z)):
-                length, total = int(lengths[i * z + j]), totals[i * z + j]
+            for j in range(min(fin.count, self.done_at)):
+                length, total = fin.lengths[j], fin.totals[j]
                 hyps.append(Hypothesis(state.fin_tokens[i, j, :length], total / (length ** self.cfg.lenpen),
                                        state.fin_scores[i, j, :length]))
-            out[int(sids[i])] = sorted(hyps, key=lambda h: h.score, reverse=True)[:nbest]
+            out[fin.sentence] = sorted(hyps, key=lambda h: h.score, reverse=True)[:nbest]
             if self.stats is not None:  # how sentences end (issue 13's short outputs), from what was read
-                self._count_ending(int(counts[i]), hyps, out[int(sids[i])][0] if hyps else None)
+                self._count_ending(fin.count, hyps, out[fin.sentence][0] if hyps else None)
         return out
 
     def _count_ending(self, finals: int, hyps: List[Hypothesis], best: Optional[Hypothesis]) -> None:
@@ -436,6 +484,30 @@ class BeamSearch(StateOps):
             self.stats.add_extra("beam_ended_short_of_z")
         if best is not None and best is hyps[0]:  # the first hypothesis to become final won
             self.stats.add_extra("beam_first_final_won")
+
+
+@dataclass
+class _Final:
+    """What the packet says of one finished sentence's final hypotheses."""
+
+    sentence: int
+    count: int
+    lengths: List[int]
+    totals: List[float]
+
+    @classmethod
+    def of(cls, packet: List[float], s: int, z: int, i: int) -> "_Final":
+        """Sentence ``i`` (compacted order) of a packet of ``s`` sentences, ``z`` finals each."""
+        base = 3 + 3 * s
+        lengths = [int(x) for x in packet[base + i * z: base + (i + 1) * z]]
+        totals = packet[base + s * z + i * z: base + s * z + (i + 1) * z]
+        return cls(int(packet[3 + s + i]), int(packet[3 + 2 * s + i]), lengths, totals)
+
+
+def _sorted_top(pool: Tensor, width: int) -> Tuple[Tensor, Tensor]:
+    """The ``width`` best of each row, best first, ties by the lower index (as the C++ operator)."""
+    order = torch.sort(pool, dim=1, descending=True, stable=True).indices[:, :width]
+    return pool.gather(1, order), order
 
 
 class _RaggedHistory(list):

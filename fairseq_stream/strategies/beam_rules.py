@@ -50,6 +50,7 @@ class StepView:
     best_final: Tensor  # (S,) best cumulative log-probability of a final hypothesis
     best_final_norm: Tensor  # (S,) best length-normalised score of a final hypothesis
     lenpen: float
+    length_scale: Optional[Tensor] = None  # (S, W) lengths ** lenpen, when the step has them already
     _references: Dict[str, Tensor] = field(default_factory=dict)
 
     def reference(self, kind: str, keep: Tensor) -> Tensor:
@@ -69,7 +70,7 @@ class StepView:
             if kind == "final":  # paper 000 App. A.3
                 best = torch.maximum(best, self.best_final.to(val).unsqueeze(1))
             elif kind == "normalized":
-                scale = self.lengths.to(val).pow(self.lenpen)
+                scale = self.lengths.to(val).pow(self.lenpen) if self.length_scale is None else self.length_scale.to(val)
                 best = torch.maximum(best, self.best_final_norm.to(val).unsqueeze(1) * scale)
             self._references[kind] = best
         return self._references[kind]

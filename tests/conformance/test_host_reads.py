@@ -49,3 +49,22 @@ def test_the_counter_sees_host_reads():
         torch.nonzero(y)
     assert cc.counts.host_reads == 5, dict(cc.counts.reads_by_op)
     assert cc.counts.ops >= 8
+
+
+#: aten operations per decoder step of ``var-stream`` k = 5 on the demo model before the fused
+#: beam step (commit 949fa6b, ``python scripts/engine_counts.py --phases``: 272.6); the GPU
+#: engine issue asks for at most half.
+OPS_BEFORE_FUSED_STEP = 272.6
+
+
+@pytest.mark.parametrize("search", ["var-stream", "fixed-ours"])
+def test_a_beam_step_issues_at_most_half_the_operations_it_used_to(demo_session, demo_sources, search):
+    from fairseq_stream.ops import beam_step
+
+    if beam_step.kernel() is None:
+        pytest.skip("the fused beam-step operator cannot be built here (no compiler)")
+    data = demo_session.encode(demo_sources[:N])
+    out, counts = _count_steps(demo_session, data, search, {"beam": 5}, {"stream_capacity": 8})
+    per_step = counts.ops / out.stats.timesteps
+    assert per_step <= OPS_BEFORE_FUSED_STEP / 2, (per_step, counts.ops_by_name.most_common(10))
+    assert counts.ops_by_name["beam_step"] == out.stats.timesteps  # one operator per step

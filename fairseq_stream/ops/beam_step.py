@@ -1,0 +1,96 @@
+"""The fused beam step: a whole beam-search step of a group as one operator (GPU engine issue).
+
+:class:`~fairseq_stream.strategies.beam.BeamSearch` describes a step (paper 000 Algorithm 1,
+lines 14–17; App. A.1; paper 001 §3) in PyTorch operations: ~150 of them per step, each a
+kernel launch on a GPU and a dispatch on a CPU, for a few hundred numbers. This module runs
+the same step as **one** operator, ``torch.ops.fairseq_stream.beam_step`` (C++,
+``csrc/beam_step.cpp``), with the same arithmetic in the same dtype, so its outputs are
+bit-identical to the PyTorch reference (``tests/unit/test_beam_step.py`` checks every field
+after random and hand-built steps, and the equivalence suite runs on it).
+
+The contract, shared by the kernel and the reference (:meth:`BeamSearch._reference_step`):
+
+* the state's tensors (:data:`FIELDS`, each ``(S, ...)`` and contiguous) are updated in place;
+  the kernel also **compacts** them, the sentences that go on first (in order) and the
+  finished ones after (``compacted=True``); the reference leaves the order alone;
+* ``packet`` (float64) is what the host reads, once: ``[rows, finished, widest]``, then per
+  sentence in the compacted order its rows, id, final count, the first ``Z`` final lengths and
+  totals, and its position in the state before compaction;
+* ``rows`` (5, S·k) int64: per new decoder row (the first ``rows`` columns) its parent row,
+  the token to feed, its place among its sentence's rows, its sentence (compacted index) and
+  its flat slot ``s·k + j``.
+
+The kernel covers the built-in rules (ap, rp, rpl under any reference and ``--prune-ended``)
+and both finalisation rules on contiguous CPU tensors of one float dtype; anything else (a
+rule from ``--prune-rules`` of a user's, CUDA tensors) runs the reference.
+"""
+from __future__ import annotations
+
+import math
+from typing import Any, List, NamedTuple, Optional, Sequence, Tuple
+
+import torch
+from torch import Tensor
+
+from fairseq_stream.ops import extension
+from fairseq_stream.strategies.beam_rules import AbsoluteThreshold, RelativeLocalThreshold, RelativeThreshold
+
+#: The state tensors the operator reads and writes, in its order (``csrc/beam_step.cpp``'s ``Field``).
+FIELDS: Tuple[str, ...] = (
+    "sentences", "scores", "ended", "ended_len", "tokens", "token_scores", "steps", "max_len", "n_final",
+    "best_final", "best_final_norm", "src_lengths", "fin_tokens", "fin_scores", "fin_len", "fin_total",
+)
+_FLOAT_FIELDS = ("scores", "token_scores", "best_final", "best_final_norm", "fin_scores", "fin_total")
+_REFERENCES = {"final": 0, "active": 1, "normalized": 2}
+_SOURCE = "beam_step.cpp"
+# Exact float arithmetic: no fast-math (it may assume no infinities), no fused multiply-adds.
+FLAGS: Tuple[str, ...] = ("-O2", "-ffp-contract=off")
+
+
+class StepResult(NamedTuple):
+    packet: Tensor  # (3 + 4S + 2SZ,) float64: what the host reads
+    rows: Tensor  # (5, S·k) int64: parents, feed, slot, local, row_slot of the new rows
+    compacted: bool  # the state's sentences are already in the packet's order
+
+
+def kernel() -> Any:
+    """The built operator's module, or None where it cannot be built (the reference runs)."""
+    return extension.load(_SOURCE, FLAGS, extension.build_dir(_SOURCE, FLAGS, extension.cpu_features()), "beam-step")
+
+
+def encode_rules(rules: Sequence[Any]) -> Optional[Tuple[List[int], List[float]]]:
+    """The kernel's form of the pruning rules, or None when one of them is not built in."""
+    ints: List[int] = []
+    params: List[float] = []
+    for rule in rules:
+        if type(rule) in (AbsoluteThreshold, RelativeThreshold):
+            margin = rule.delta if type(rule) is AbsoluteThreshold else -math.log(rule.rp)  # rp is δ = −ln rp
+            ints += [0, _REFERENCES[rule.reference], int(rule.ended == "keep")]
+            params.append(margin)
+        elif type(rule) is RelativeLocalThreshold:
+            ints += [1, 0, 0]
+            params.append(math.log(rule.rpl))
+        else:
+            return None
+    return ints, params
+
+
+def usable(state_tensors: Sequence[Tensor], top_lp: Tensor) -> bool:
+    """Whether the operator can run this step (else the reference does)."""
+    if top_lp.is_cuda or top_lp.dtype not in (torch.float32, torch.float64) or kernel() is None:
+        return False
+    for name, t in zip(FIELDS, state_tensors):
+        if not t.is_contiguous() or (name in _FLOAT_FIELDS and t.dtype != top_lp.dtype):
+            return False
+    return True
+
+
+def fused_step(state_tensors: Sequence[Tensor], top_lp: Tensor, top_tok: Tensor, row_slot: Tensor, len_pow: Tensor,
+               *, k: int, width: int, final_count: int, eos: int, pad: int, ours: bool, track_best: bool,
+               rules: Tuple[List[int], List[float]]) -> StepResult:
+    """One step by the operator (see the module docstring for the contract)."""
+    ints, params = rules
+    config = [k, width, final_count, eos, pad, 0 if ours else 1, int(track_best), len(params)] + ints
+    packet, rows = torch.ops.fairseq_stream.beam_step(top_lp.contiguous(), top_tok.contiguous(), row_slot.contiguous(),
+                                                      list(state_tensors), len_pow, config, params)
+    return StepResult(packet, rows, True)

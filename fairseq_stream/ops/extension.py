@@ -1,0 +1,110 @@
+"""Build and load the package's C++ CPU kernels (``ops/csrc/*.cpp``), once per machine.
+
+Each kernel registers its operators with the dispatcher (``TORCH_LIBRARY(fairseq_stream, ...)``),
+so a call is one aten-level operation, visible to :mod:`fairseq_stream.profiling` like any
+other (a GPU would launch it as one kernel). Sources are built with
+``torch.utils.cpp_extension`` into ``~/.cache/fairseq_stream`` (``FAIRSEQ_STREAM_KERNEL_DIR``
+elsewhere; ~40 s) under a name that changes with the source, the flags, torch, the compiler
+and, for ``-march=native`` builds, the CPU's features (:func:`kernel_cache_key`): a home
+shared by machines never runs a kernel built for another CPU's instruction set. A build that
+fails (no compiler, no ninja) is logged once and the caller uses its PyTorch path;
+``FAIRSEQ_STREAM_NO_KERNEL=1`` forces that everywhere.
+"""
+from __future__ import annotations
+
+import hashlib
+import logging
+import os
+import platform
+import subprocess
+from typing import Any, Dict, Sequence, Tuple
+
+import torch
+
+logger = logging.getLogger("fairseq_stream")
+_warned: set = set()
+CSRC = os.path.join(os.path.dirname(os.path.abspath(__file__)), "csrc")
+_loaded: Dict[str, Any] = {}  # source file → module, or False when it cannot be built
+
+
+def log_once(message: str) -> None:
+    if message not in _warned:
+        _warned.add(message)
+        logger.info(message)
+
+
+def cpu_features() -> str:
+    """The machine and its CPU's feature flags: what ``-march=native`` compiles for."""
+    flags = ""
+    try:
+        with open("/proc/cpuinfo", encoding="utf-8", errors="replace") as f:
+            for line in f:
+                key, _, value = line.partition(":")
+                if key.strip() in ("flags", "Features"):  # x86, ARM
+                    flags = " ".join(sorted(value.split()))
+                    break
+    except OSError:  # not Linux: the processor's name is the best we have
+        flags = platform.processor()
+    return f"{platform.machine()} {flags}"
+
+
+def compiler_version() -> str:
+    """The first line of ``$CXX --version`` (torch's extension builder uses ``$CXX``, else ``c++``)."""
+    cxx = os.environ.get("CXX", "c++")
+    try:
+        out = subprocess.run([cxx, "--version"], capture_output=True, text=True, timeout=30).stdout
+    except (OSError, subprocess.SubprocessError):
+        return cxx  # no compiler: a build fails anyway, a cached kernel still loads
+    return out.splitlines()[0] if out else cxx
+
+
+def kernel_cache_key(source: bytes, flags: Sequence[str], *, torch_version: str, compiler: str, cpu: str) -> str:
+    """A name for the built kernel: it changes with anything that changes the binary or where it runs."""
+    parts = [source, " ".join(flags).encode(), torch_version.encode(), compiler.encode()]
+    if "-march=native" in flags:  # the binary is only valid on CPUs with these features
+        parts.append(cpu.encode())
+    return hashlib.sha256(b"\0".join(parts)).hexdigest()[:16]
+
+
+def build_dir(source: str, flags: Sequence[str], cpu: str) -> Tuple[str, str]:
+    """(module name, build folder) of ``csrc/<source>`` for these flags, compiler, torch and CPU."""
+    with open(os.path.join(CSRC, source), "rb") as f:
+        text = f.read()
+    key = kernel_cache_key(text, flags, torch_version=torch.__version__, compiler=compiler_version(), cpu=cpu)
+    name = f"fairseq_stream_{os.path.splitext(source)[0]}_{key}"
+    cache = os.environ.get("FAIRSEQ_STREAM_KERNEL_DIR") or os.path.join(
+        os.environ.get("XDG_CACHE_HOME") or os.path.expanduser("~/.cache"), "fairseq_stream")
+    return name, os.path.join(cache, name)
+
+
+def load(source: str, flags: Sequence[str], folder: Tuple[str, str], what: str) -> Any:
+    """The built module of ``csrc/<source>`` (its operators registered), or None where it cannot be built."""
+    if source not in _loaded:
+        _loaded[source] = False
+        if os.environ.get("FAIRSEQ_STREAM_NO_KERNEL"):
+            return None
+        try:
+            _loaded[source] = _import_or_build(source, flags, *folder, what)
+        except Exception as exc:  # no compiler, no ninja: the PyTorch path is exact too
+            log_once(f"fairseq-stream: CPU {what} kernel unavailable ({type(exc).__name__}: "
+                     f"{str(exc).splitlines()[0] if str(exc) else ''}); using PyTorch ops")
+    return _loaded[source] or None
+
+
+def _import_or_build(source: str, flags: Sequence[str], name: str, folder: str, what: str) -> Any:
+    """Import the built module directly when it exists (fast); build it once otherwise (~40 s)."""
+    import importlib.machinery
+    import importlib.util
+
+    built = os.path.join(folder, f"{name}.so")
+    if os.path.exists(built):
+        spec = importlib.util.spec_from_file_location(name, built, loader=importlib.machinery.ExtensionFileLoader(name, built))
+        module = importlib.util.module_from_spec(spec)
+        spec.loader.exec_module(module)  # type: ignore[union-attr]
+        return module
+    from torch.utils.cpp_extension import load as build  # slow to import: only when building
+
+    log_once(f"fairseq-stream: building the CPU {what} kernel (once per CPU and compiler, ~40 s)")
+    os.makedirs(folder, exist_ok=True)
+    return build(name=name, sources=[os.path.join(CSRC, source)], verbose=False, extra_cflags=list(flags),
+                 build_directory=folder)
