@@ -34,6 +34,7 @@ from torch import Tensor
 
 from fairseq_stream.errors import FairseqStreamError
 from fairseq_stream.interface import Hypothesis, StepOutcome, StrategyContext
+from fairseq_stream.ops import jacobi_step as fused
 from fairseq_stream.ops.fused_output import OutputScorer
 from fairseq_stream.ops.transformer_step import SentenceIndex
 from fairseq_stream.processors import RowContext
@@ -120,11 +121,12 @@ class JacobiDecoding(StateOps):
         cap = longest + 3
         zeros = torch.zeros_like(sentences)
         state = JacobiState(
-            sentences=sentences,
+            # Own tensors: the fused iteration updates them in place.
+            sentences=sentences.clone(),
             tokens=sentences.new_full((s, cap), self.pad),
             token_scores=torch.zeros(s, cap, dtype=self.dtype, device=sentences.device),
-            verified=zeros, draft=sentences.new_full((s, 0), self.pad), max_len=max_len,
-            iterations=zeros, width=self._widths(zeros, max_len), feed=sentences.new_zeros(s, 0),
+            verified=zeros, draft=sentences.new_full((s, 0), self.pad), max_len=max_len.clone(),
+            iterations=torch.zeros_like(sentences), width=self._widths(zeros, max_len), feed=sentences.new_zeros(s, 0),
             shortest=int(max_len.min()) if shortest is None and s else (shortest or 0),
         )
         state = self._plan(state, self._first_block(longest))
@@ -172,7 +174,6 @@ class JacobiDecoding(StateOps):
     def step(self, state: JacobiState, scores: Tensor) -> StepOutcome:
         """Predictions for every fed position → verified prefix, new draft, finished sentences."""
         s, b, v = scores.shape
-        width, feed = state.width, state.feed
         offsets = torch.arange(b, device=scores.device)
         pos = state.verified.unsqueeze(1) + offsets  # (S, b) target index of each prediction
         ctx = RowContext(steps=pos.reshape(-1), max_len=state.max_len.repeat_interleave(b, output_size=s * b),
@@ -180,6 +181,18 @@ class JacobiDecoding(StateOps):
         # Arg-max with its log-probability: top-1 and the normaliser in one pass (paper 002).
         score, top, _ = self.scorer.top(scores.reshape(s * b, v), 1, ctx)
         pred, score = top[:, 0].view(s, b), score[:, 0].view(s, b)
+        return self.iterate(state, pred, score)
+
+    def iterate(self, state: JacobiState, pred: Tensor, score: Tensor, *, kernel: bool = True) -> StepOutcome:
+        """The iteration after the output layer, from the block's predictions ``pred`` and their
+        log-probabilities ``score`` (S, b); ``kernel=False`` runs the PyTorch reference even
+        where the operator could."""
+        tensors = [getattr(state, name) for name in fused.FIELDS]
+        if kernel and fused.usable(tensors, score):
+            return self._fused(state, tensors, pred, score)
+        s, b = pred.shape
+        width, feed = state.width, state.feed
+        offsets = torch.arange(b, device=pred.device)
         # Verified: the first prediction, then each one whose inputs all matched.
         run = torch.cumprod((feed[:, 1:] == pred[:, :-1]).long(), dim=1).sum(dim=1) + 1 if b > 1 else torch.ones_like(width)
         accept = torch.minimum(run, width)
@@ -232,6 +245,31 @@ class JacobiDecoding(StateOps):
         index = SentenceIndex.one_per_row(new.sentences)
         return StepOutcome(state=new, parents=parents, feed=new.feed, finished=finished, accept=accept,
                            index=index, max_length=longest)
+
+    def _fused(self, state: JacobiState, tensors: List[Tensor], pred: Tensor, score: Tensor) -> StepOutcome:
+        """The iteration as one operator (:mod:`fairseq_stream.ops.jacobi_step`), then its one host read."""
+        s, b = pred.shape
+        widest = b if self.cfg.block is None else max(self.cfg.block, b)  # no window grows past it
+        out = fused.fused_iteration(tensors, pred, score.to(state.token_scores.dtype), state.feed, eos=self.eos,
+                                    pad=self.pad, bos=self.bos, block=-1 if self.cfg.block is None else self.cfg.block,
+                                    init_pad=self.cfg.init == "pad" and self.cfg.block is not None,
+                                    tail=self.cfg.init == "tail",
+                                    max_parallel=-1 if self.cfg.max_parallel_len is None else self.cfg.max_parallel_len,
+                                    feed_width=widest)
+        packet = out.packet.tolist()  # the iteration's one host read
+        n_done, b_next, longest, accepted, low = (int(x) for x in packet[:5])
+        self.stats.accepted_tokens += accepted
+        going_on = s - n_done
+        finished: Dict[int, List[Hypothesis]] = {}
+        parents = None
+        if n_done:  # the operator moved the finished sentences last: the rest is a view
+            finished = self._finished(state, packet[5:], s)
+            parents = out.aux[1, :going_on]
+            state = state.split(going_on, going_on, 1)[0]
+        new = replace(state, draft=out.draft[:going_on], feed=out.feed[:going_on, :b_next],
+                      low=low if n_done < s else 0, high=longest)
+        return StepOutcome(state=new, parents=parents, feed=new.feed, finished=finished, accept=out.aux[0],
+                           index=SentenceIndex.one_per_row(new.sentences), max_length=longest)
 
     def _finished(self, state: JacobiState, packet: List[float], s: int) -> Dict[int, List[Hypothesis]]:
         """Greedy's output of the sentences flagged done in ``packet`` (done, ids, lengths,
