@@ -45,7 +45,7 @@ def _sync() -> None:
 
 
 def timed(fn: Callable[[], object], repeats: int) -> float:
-    for _ in range(3):  # warm-up (and torch.compile on CUDA) outside the timed region
+    for _ in range(3):  # warm-up (on CUDA: Triton's compile and the measured choice) outside the timed region
         fn()
     samples = []
     for _ in range(repeats):
@@ -152,7 +152,8 @@ def main() -> None:
         sys.exit("bench_output_layer.py: error: --device cuda: torch sees no GPU")
     DEVICE = torch.device(args.device)
     if DEVICE.type == "cuda":
-        kernel = "torch.compile of topk + logsumexp (CUDA)"
+        kernel = ("Triton kernels or PyTorch's topk + logsumexp, whichever measures faster per (V, rows, k); "
+                  "the choice is logged (CUDA)")
     else:
         kernel = "C++ kernel" if cpu_kernel() is not None else "PyTorch ops (no kernel)"
     print(f"torch {torch.__version__}, {torch.get_num_threads()} threads, d = {args.dim}, fused op: {kernel}; "
