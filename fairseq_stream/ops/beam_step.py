@@ -20,9 +20,10 @@ The contract, shared by the kernel and the reference (:meth:`BeamSearch._referen
   the token to feed, its place among its sentence's rows, its sentence (compacted index) and
   its flat slot ``s·k + j``.
 
-The kernel covers the built-in rules (ap, rp, rpl under any reference and ``--prune-ended``)
-and both finalisation rules on contiguous CPU tensors of one float dtype; anything else (a
-rule from ``--prune-rules`` of a user's, CUDA tensors) runs the reference.
+The operator covers the built-in rules (ap, rp, rpl under any reference and ``--prune-ended``)
+and both finalisation rules on contiguous tensors of one float dtype; on CUDA the same step
+runs as two Triton kernels (:mod:`fairseq_stream.ops.triton_beam_step`, uncompacted); anything
+else (a rule from ``--prune-rules`` of a user's, no Triton) runs the reference.
 """
 from __future__ import annotations
 
@@ -75,14 +76,34 @@ def encode_rules(rules: Sequence[Any]) -> Optional[Tuple[List[int], List[float]]
     return ints, params
 
 
-def usable(state_tensors: Sequence[Tensor], top_lp: Tensor) -> bool:
-    """Whether the operator can run this step (else the reference does)."""
-    if top_lp.is_cuda or top_lp.dtype not in (torch.float32, torch.float64) or kernel() is None:
+def fits(state_tensors: Sequence[Tensor], top_lp: Tensor) -> bool:
+    """Whether the state is one the operators take: contiguous, one float dtype (else the reference runs)."""
+    if top_lp.dtype not in (torch.float32, torch.float64):
         return False
     for name, t in zip(FIELDS, state_tensors):
         if not t.is_contiguous() or (name in _FLOAT_FIELDS and t.dtype != top_lp.dtype):
             return False
     return True
+
+
+_gpu_failed: List[str] = []
+
+
+def gpu_step(state_tensors: Sequence[Tensor], top_lp: Tensor, top_tok: Tensor, row_slot: Tensor, len_pow: Tensor,
+             **kwargs: Any) -> Optional[StepResult]:
+    """One step by the Triton kernels (:mod:`fairseq_stream.ops.triton_beam_step`), or None where
+    they cannot run here (no Triton, a compile failure: logged once, the reference runs after)."""
+    if _gpu_failed:
+        return None
+    try:
+        from fairseq_stream.ops.triton_beam_step import triton_step
+
+        return triton_step(state_tensors, top_lp, top_tok, row_slot, len_pow, **kwargs)
+    except Exception as exc:  # a compile failure happens before any launch: the state is untouched
+        _gpu_failed.append(type(exc).__name__)
+        extension.log_once(f"fairseq-stream: GPU beam-step kernels unavailable ({type(exc).__name__}: "
+                           f"{str(exc).splitlines()[0] if str(exc) else ''}); using PyTorch ops")
+        return None
 
 
 def fused_step(state_tensors: Sequence[Tensor], top_lp: Tensor, top_tok: Tensor, row_slot: Tensor, len_pow: Tensor,

@@ -203,9 +203,9 @@ class BeamSearch(StateOps):
     """The strategy object the scheduler drives (see :mod:`fairseq_stream.interface`).
 
     A step is the output layer's candidates, then the search step proper, which runs as one
-    operator where it can (:mod:`fairseq_stream.ops.beam_step`, the C++ kernel) and as the
-    PyTorch reference below otherwise (CUDA, a user's pruning rule); both update the state in
-    place and prepare the step's one host read (:meth:`_outcome`).
+    operator where it can (:mod:`fairseq_stream.ops.beam_step`: the C++ kernel on a CPU, two
+    Triton kernels on CUDA) and as the PyTorch reference below otherwise (a user's pruning
+    rule); all update the state in place and prepare the step's one host read (:meth:`_outcome`).
     """
 
     def __init__(self, cfg: BeamConfig, scorer: OutputScorer, *, eos: int, pad: int,
@@ -282,12 +282,15 @@ class BeamSearch(StateOps):
         ``kernel=False`` runs the PyTorch reference even where the operator could."""
         len_pow = self._length_penalties(state)
         tensors = [getattr(state, name) for name in fused.FIELDS]
-        if kernel and self.kernel_rules is not None and fused.usable(tensors, top_lp):
-            result = fused.fused_step(tensors, top_lp, top_tok, state.row_slot, len_pow, k=self.k, width=self.final_width,
-                                      final_count=self.done_at, eos=self.eos, pad=self.pad,
-                                      ours=self.finalizer.name == "ours", track_best=bool(self.rules),
-                                      rules=self.kernel_rules)
-        else:
+        result = None
+        if kernel and self.kernel_rules is not None and fused.fits(tensors, top_lp):
+            args = dict(k=self.k, width=self.final_width, final_count=self.done_at, eos=self.eos, pad=self.pad,
+                        ours=self.finalizer.name == "ours", track_best=bool(self.rules), rules=self.kernel_rules)
+            if top_lp.is_cuda:
+                result = fused.gpu_step(tensors, top_lp, top_tok, state.row_slot, len_pow, **args)
+            elif fused.kernel() is not None:
+                result = fused.fused_step(tensors, top_lp, top_tok, state.row_slot, len_pow, **args)
+        if result is None:
             result = self._reference_step(state, top_lp, top_tok, len_pow)
         return self._outcome(state, result)
 

@@ -141,3 +141,82 @@ def test_every_per_sentence_field_is_permuted_by_the_operator():
 
     per_sentence = [f.name for f in dataclasses.fields(BeamState) if f.metadata.get("kind", "sentence") == "sentence"]
     assert sorted(per_sentence) == sorted(fused.FIELDS)
+
+
+# ---- the GPU kernels (Triton): under the interpreter on the CPU, and on CUDA where there is one ----
+TRITON_CHECK = """
+import sys
+import torch
+sys.path.insert(0, {here!r})
+import test_beam_step as T
+from fairseq_stream.ops import beam_step as fused
+from fairseq_stream.ops.triton_beam_step import triton_step
+
+def run(search, seed, dtype, sentences=4):
+    g = torch.Generator().manual_seed(seed)
+    max_len = torch.randint(2, 7, (sentences,), generator=g)
+    state = search.init_state(torch.arange(sentences) * 7 + 3, max_len, max_len + 1).state
+    while state.size:
+        top_lp, top_tok = T._candidates(g, state, search, dtype)
+        ref = search.search_step(T._clone(state), top_lp, top_tok, kernel=False)
+        res = triton_step([getattr(state, n) for n in fused.FIELDS], top_lp, top_tok, state.row_slot,
+                          search._length_penalties(state), k=search.k, width=search.final_width,
+                          final_count=search.done_at, eos=T.EOS, pad=T.PAD, ours=search.finalizer.name == "ours",
+                          track_best=bool(search.rules), rules=search.kernel_rules)
+        got = search._outcome(state, res)
+        T._assert_same_outcome(got, ref, search.k)
+        state = got.state
+
+for i, case in enumerate(T.TRITON_CASES):
+    case = dict(case)
+    dtype = torch.float64 if i % 2 else torch.float32
+    search = T._search(case.pop("beam"), dtype=dtype, **case)
+    for seed in range(2):
+        run(search, seed, dtype)
+print("ok")
+"""
+TRITON_CASES = [
+    dict(beam=3),
+    dict(beam=3, finalize="fairseq"),
+    dict(beam=4, abs_threshold=1.0, reference="final", lenpen=0.6),
+    dict(beam=4, abs_threshold=0.8, reference="normalized", lenpen=1.3, ended="keep", max_cands_per_node=3),
+    dict(beam=4, rel_threshold=0.3, rel_local_threshold=0.05, reference="active"),
+    dict(beam=2, final_count=1),
+]
+
+
+def test_the_triton_kernels_equal_the_reference_under_the_interpreter():
+    pytest.importorskip("triton")
+    import subprocess
+    import sys
+
+    here = os.path.dirname(os.path.abspath(__file__))
+    repo = os.path.dirname(os.path.dirname(here))
+    env = dict(os.environ, TRITON_INTERPRET="1", PYTHONPATH=repo)
+    proc = subprocess.run([sys.executable, "-c", TRITON_CHECK.format(here=here)], env=env, capture_output=True,
+                          text=True, timeout=900)
+    assert proc.returncode == 0 and proc.stdout.strip().endswith("ok"), proc.stderr[-3000:]
+
+
+@pytest.mark.gpu
+@pytest.mark.parametrize("case", TRITON_CASES)
+def test_the_triton_kernels_equal_the_reference_on_cuda(case):
+    case = dict(case)
+    search = _search(case.pop("beam"), **case)
+    g = torch.Generator().manual_seed(0)
+    max_len = torch.randint(2, 9, (6,), generator=g)
+    state = search.init_state((torch.arange(6) * 7 + 3).cuda(), max_len.cuda(), (max_len + 1).cuda()).state
+    used = []
+    while state.size:
+        top_lp, top_tok = _candidates(g, _on_cpu(state), search, torch.float32)
+        top_lp, top_tok = top_lp.cuda(), top_tok.cuda()
+        ref = search.search_step(_clone(state), top_lp, top_tok, kernel=False)
+        got = search.search_step(state, top_lp, top_tok, kernel=True)
+        used.append(not fused._gpu_failed)
+        _assert_same_outcome(got, ref, search.k)
+        state = got.state
+    assert all(used), fused._gpu_failed  # the Triton kernels ran, not the reference
+
+
+def _on_cpu(state):
+    return type(state)(**{f: (v.cpu() if torch.is_tensor(v) else v) for f, v in vars(state).items()})

@@ -1,0 +1,253 @@
+"""The fused beam step on a GPU: the search step of a group in two Triton kernels.
+
+The GPU counterpart of ``csrc/beam_step.cpp`` (see :mod:`fairseq_stream.ops.beam_step` for
+what a step does and the contract). On CUDA the PyTorch reference of
+:class:`~fairseq_stream.strategies.beam.BeamSearch` is ~150 kernel launches per step; here:
+
+1. :func:`_sentence_step` — one program per sentence: the pool of ``k·c`` expansions and the
+   carried ended candidates, the best ``W`` (ties: the lower pool index), finalisation, final
+   hypotheses into the ``fin_*`` buffers, beam shrink, the pruning rules (thresholds measured
+   from the ``final``/``active``/``normalized`` reference, computed at first use; rpl), the new
+   beam with its token history (read from a copy taken before the step);
+2. :func:`_rows_and_packet` — one program: the next rows (sentence-major, the sentences that
+   go on first) and the packet the host reads once.
+
+plus a few launches of set-up (the row map, the history copies). The state stays in its order
+(``compacted=False``): the host drops the finished sentences after its read, as for the
+reference. The arithmetic is the reference's (IEEE division), so the outputs are
+bit-identical; ``tests/unit/test_triton_output.py`` checks that under Triton's interpreter on
+the CPU (``TRITON_INTERPRET=1``, set before this module is imported), and a ``gpu`` test on
+CUDA. A kernel that fails to compile on a device is logged once and the reference runs.
+"""
+from __future__ import annotations
+
+from typing import Dict, List, Sequence, Tuple
+
+import torch
+import triton
+import triton.language as tl
+from torch import Tensor
+
+from fairseq_stream.ops.beam_step import FIELDS, StepResult
+
+
+@triton.jit
+def _sentence_step(top_lp, top_tok, row_of, c, scores, ended, ended_len, tokens, token_scores, old_tokens, old_scores,
+                   steps, n_final, best_final, best_final_norm, fin_tokens, fin_scores, fin_len, fin_total, len_pow,
+                   rule_kind, rule_ref, rule_keep, rule_param, n_rules, out_done, out_live, out_parent, out_tok,
+                   k, W, z, Z1, L, eos, pad, ours, track_best,
+                   P2: tl.constexpr, W2: tl.constexpr, L2: tl.constexpr, FP32: tl.constexpr):
+    s = tl.program_id(0)
+    NEG = float("-inf")
+    kc = k * c
+    # 1. the pool: (S·k, c) expansions of the slots with a row, then the ended candidates carried
+    p = tl.arange(0, P2)
+    in_pool = p < kc + k
+    expansion = p < kc
+    j = tl.where(expansion, p // c, p - kc)
+    r = tl.load(row_of + s * k + j, mask=in_pool, other=-1)
+    has_row = expansion & (r >= 0)
+    slot_score = tl.load(scores + s * k + j, mask=in_pool, other=NEG)
+    slot_ended = tl.load(ended + s * k + j, mask=in_pool, other=0) != 0
+    lp = tl.load(top_lp + r * c + p % c, mask=has_row, other=0.0)
+    pv = tl.where(expansion, tl.where(has_row, slot_score + lp, NEG), tl.where(slot_ended, slot_score, NEG))
+    # 2. the best W, best first; ties (and -inf) by the lower pool index
+    lane = tl.arange(0, W2)
+    taken = p < 0
+    sel = tl.zeros([W2], dtype=tl.int32)
+    val = tl.full([W2], NEG, dtype=pv.dtype)
+    for w in range(W):
+        m = tl.max(tl.where(taken, NEG, pv), axis=0)
+        i = tl.min(tl.where((~taken) & in_pool & (pv == m), p, P2), axis=0)
+        taken = taken | (p == i)
+        sel = tl.where(lane == w, i, sel)
+        val = tl.where(lane == w, m, val)
+    in_w = lane < W
+    carry = in_w & (sel >= kc)
+    flat = tl.minimum(sel, kc - 1)
+    par = tl.where(carry, sel - kc, flat // c)
+    rr = tl.load(row_of + s * k + flat // c, mask=in_w, other=-1)
+    from_row = in_w & (~carry) & (rr >= 0)
+    tok = tl.where(carry, eos, tl.load(top_tok + rr * c + flat % c, mask=from_row, other=pad))
+    tlp = tl.where(carry, 0.0, tl.load(top_lp + rr * c + flat % c, mask=from_row, other=0.0)).to(pv.dtype)
+    st = tl.load(steps + s)
+    par_ended_len = tl.load(ended_len + s * k + par, mask=in_w, other=0)
+    length = tl.where(carry, par_ended_len, st + 1)
+    valid = in_w & (val != NEG)
+    # 3. finalisation: "ours" the ended run at the top, "fairseq" every ended one in the top k
+    is_eos = valid & (tok == eos)
+    first_open = tl.min(tl.where(is_eos, W2, lane), axis=0)
+    fin = tl.where(ours != 0, lane < first_open, is_eos & (lane < k))
+    keep = valid & tl.where(ours != 0, ~fin, ~is_eos)
+    # 4. final hypotheses, the first Z of the sentence
+    nf = tl.load(n_final + s)
+    rank = nf + tl.cumsum(fin.to(tl.int64), axis=0) - 1
+    ok = fin & (rank < z)
+    cols = tl.arange(0, L2)
+    in_l = cols < L
+    for w in range(W):
+        here = lane == w
+        if tl.sum(tl.where(here & ok, 1, 0), axis=0) != 0:
+            dst = tl.sum(tl.where(here, rank, 0), axis=0)
+            src = s * k + tl.sum(tl.where(here, par, 0), axis=0)
+            row = tl.load(old_tokens + src * L + cols, mask=in_l, other=pad)
+            tl.store(fin_tokens + (s * Z1 + dst) * L + cols, tl.where(cols == st, eos, row), mask=in_l)
+            row_lp = tl.load(old_scores + src * L + cols, mask=in_l, other=0.0)
+            w_lp = tl.sum(tl.where(here, tlp, 0.0), axis=0)
+            tl.store(fin_scores + (s * Z1 + dst) * L + cols, tl.where(cols == st, w_lp, row_lp), mask=in_l)
+            tl.store(fin_len + s * Z1 + dst, tl.sum(tl.where(here, length, 0), axis=0))
+            tl.store(fin_total + s * Z1 + dst, tl.sum(tl.where(here, val, 0.0), axis=0))
+    nf_new = nf + tl.sum(ok.to(tl.int64), axis=0)
+    tl.store(n_final + s, nf_new)
+    pw = tl.load(len_pow + length, mask=in_w, other=1.0)
+    bf = tl.load(best_final + s)
+    bfn = tl.load(best_final_norm + s)
+    if track_best != 0:
+        bf = tl.maximum(bf, tl.max(tl.where(ok, val, NEG), axis=0))
+        if FP32:  # IEEE division, as the CPU's (a GPU's float "/" may be approximate)
+            norm = tl.math.div_rn(val, pw)
+        else:
+            norm = val / pw
+        bfn = tl.maximum(bfn, tl.max(tl.where(ok, norm, NEG), axis=0))
+        tl.store(best_final + s, bf)
+        tl.store(best_final_norm + s, bfn)
+    # 5. the beam shrinks by the final count, then the rules (each reference computed at first use)
+    width = tl.where(ours != 0, tl.maximum(k - nf_new, 0), k)
+    keep = keep & (tl.cumsum(keep.to(tl.int64), axis=0) <= width)
+    have = tl.zeros([4], dtype=tl.int32)  # final, active, normalized
+    which = tl.arange(0, 4)
+    ref_scalar = tl.full([4], NEG, dtype=pv.dtype)
+    ref_norm = tl.full([W2], NEG, dtype=pv.dtype)
+    for i in range(n_rules):
+        kind = tl.load(rule_kind + i)
+        ref = tl.load(rule_ref + i)
+        spare_ended = tl.load(rule_keep + i)
+        param = tl.load(rule_param + i).to(pv.dtype)
+        first_use = (kind == 0) & (tl.sum(tl.where(which == ref, have, 0), axis=0) == 0)
+        best = tl.max(tl.where(keep, val, NEG), axis=0)
+        fresh_ref = tl.where(ref == 0, tl.maximum(best, bf), best)
+        ref_scalar = tl.where(first_use & (which == ref), fresh_ref, ref_scalar)
+        ref_norm = tl.where(first_use & (ref == 2), tl.maximum(best, bfn * pw), ref_norm)
+        have = tl.where(first_use & (which == ref), 1, have)
+        chosen = tl.sum(tl.where(which == ref, ref_scalar, 0.0), axis=0)
+        threshold = tl.where(ref == 2, ref_norm, chosen) - param
+        by_threshold = keep & ((val > threshold) | ((spare_ended != 0) & (tok == eos)))
+        local = tl.max(tl.where(keep & ~carry, tlp, NEG), axis=0)
+        by_local = keep & (carry | (tlp > local + param))
+        keep = tl.where(kind == 0, by_threshold, by_local)
+    # 6. the new beam: the kept candidates first, in rank order, then the others; k slots
+    kept = tl.sum(keep.to(tl.int64), axis=0)
+    done = (nf_new >= z) | (kept == 0)
+    dest = tl.where(keep, tl.cumsum(keep.to(tl.int64), axis=0) - 1,
+                    kept + tl.cumsum((in_w & ~keep).to(tl.int64), axis=0) - 1)
+    for w in range(W):
+        here = lane == w
+        d = tl.sum(tl.where(here, dest, 0), axis=0)
+        if d < k:
+            w_keep = tl.sum(tl.where(here & keep, 1, 0), axis=0) != 0
+            w_carry = tl.sum(tl.where(here & carry, 1, 0), axis=0) != 0
+            w_tok = tl.sum(tl.where(here, tok, 0), axis=0)
+            w_par = tl.sum(tl.where(here, par, 0), axis=0)
+            w_val = tl.sum(tl.where(here, val, 0.0), axis=0)
+            w_lp = tl.sum(tl.where(here, tlp, 0.0), axis=0)
+            w_el = tl.sum(tl.where(here, par_ended_len, 0), axis=0)
+            w_ended = w_keep & (w_carry | (w_tok == eos))
+            slot = s * k + d
+            tl.store(scores + slot, tl.where(w_keep, w_val, NEG))
+            tl.store(ended + slot, w_ended)
+            tl.store(ended_len + slot, tl.where(w_carry, w_el, tl.where(w_ended, st + 1, 0)))
+            row = tl.load(old_tokens + (s * k + w_par) * L + cols, mask=in_l, other=pad)
+            tl.store(tokens + slot * L + cols, tl.where(cols == st, tl.where(w_carry, pad, w_tok), row), mask=in_l)
+            row_lp = tl.load(old_scores + (s * k + w_par) * L + cols, mask=in_l, other=0.0)
+            tl.store(token_scores + slot * L + cols, tl.where(cols == st, tl.where(w_carry, 0.0, w_lp), row_lp),
+                     mask=in_l)
+            tl.store(out_live + slot, (w_keep & ~w_ended & ~done).to(tl.int8))
+            tl.store(out_parent + slot, w_par)
+            tl.store(out_tok + slot, w_tok)
+    tl.store(steps + s, st + 1)
+    tl.store(out_done + s, done.to(tl.int8))
+
+
+@triton.jit
+def _rows_and_packet(out_done, out_live, out_parent, out_tok, row_of, sentences, n_final, fin_len, fin_total, rows,
+                     packet, S, k, z, Z1, S2: tl.constexpr, K2: tl.constexpr, Z2: tl.constexpr):
+    sl = tl.arange(0, S2)
+    in_s = sl < S
+    done = in_s & (tl.load(out_done + sl, mask=in_s, other=0) != 0)
+    going = in_s & ~done
+    n_on = tl.sum(going.to(tl.int64), axis=0)
+    pos = tl.where(going, tl.cumsum(going.to(tl.int64), axis=0) - 1, n_on + tl.cumsum(done.to(tl.int64), axis=0) - 1)
+    kl = tl.arange(0, K2)
+    grid = sl[:, None] * k + kl[None, :]
+    in_sk = in_s[:, None] & (kl < k)[None, :]
+    live = in_sk & (tl.load(out_live + grid, mask=in_sk, other=0) != 0)
+    count = tl.sum(live.to(tl.int64), axis=1)  # (S2,)
+    first = tl.cumsum(count, axis=0) - count
+    rank = tl.cumsum(live.to(tl.int64), axis=1) - 1
+    at = first[:, None] + rank
+    parent = tl.load(out_parent + grid, mask=live, other=0)
+    n = S * k
+    tl.store(rows + at, tl.load(row_of + sl[:, None] * k + parent, mask=live, other=0), mask=live)
+    tl.store(rows + n + at, tl.load(out_tok + grid, mask=live, other=0), mask=live)
+    tl.store(rows + 2 * n + at, rank, mask=live)
+    tl.store(rows + 3 * n + at, pos[:, None] + kl[None, :] * 0, mask=live)
+    tl.store(rows + 4 * n + at, pos[:, None] * k + kl[None, :], mask=live)
+    tl.store(packet + 0, tl.sum(count, axis=0).to(tl.float64))
+    tl.store(packet + 1, (S - n_on).to(tl.float64))
+    tl.store(packet + 2, tl.max(count, axis=0).to(tl.float64))
+    tl.store(packet + 3 + pos, count.to(tl.float64), mask=in_s)
+    tl.store(packet + 3 + S + pos, tl.load(sentences + sl, mask=in_s, other=0).to(tl.float64), mask=in_s)
+    tl.store(packet + 3 + 2 * S + pos, tl.load(n_final + sl, mask=in_s, other=0).to(tl.float64), mask=in_s)
+    zl = tl.arange(0, Z2)
+    in_sz = in_s[:, None] & (zl < z)[None, :]
+    fin = sl[:, None] * Z1 + zl[None, :]
+    out = pos[:, None] * z + zl[None, :]
+    tl.store(packet + 3 + 3 * S + out, tl.load(fin_len + fin, mask=in_sz, other=0).to(tl.float64), mask=in_sz)
+    tl.store(packet + 3 + 3 * S + S * z + out, tl.load(fin_total + fin, mask=in_sz, other=0.0).to(tl.float64),
+             mask=in_sz)
+    tl.store(packet + 3 + 3 * S + 2 * S * z + pos, sl.to(tl.float64), mask=in_s)
+
+
+_rule_tensors: Dict[Tuple[Tuple[int, ...], Tuple[float, ...], torch.device], Tuple[Tensor, ...]] = {}
+
+
+def _rules_on(device: torch.device, ints: List[int], params: List[float]) -> Tuple[Tensor, ...]:
+    key = (tuple(ints), tuple(params), device)
+    if key not in _rule_tensors:  # once per search and device: no copy per step
+        triples = torch.tensor(ints or [0, 0, 0], dtype=torch.int32).view(-1, 3)
+        _rule_tensors[key] = (triples[:, 0].contiguous().to(device), triples[:, 1].contiguous().to(device),
+                              triples[:, 2].contiguous().to(device),
+                              torch.tensor(params or [0.0], dtype=torch.float64, device=device))
+    return _rule_tensors[key]
+
+
+def triton_step(state_tensors: Sequence[Tensor], top_lp: Tensor, top_tok: Tensor, row_slot: Tensor, len_pow: Tensor,
+                *, k: int, width: int, final_count: int, eos: int, pad: int, ours: bool, track_best: bool,
+                rules: Tuple[List[int], List[float]]) -> StepResult:
+    """One step by the Triton kernels (the contract of :mod:`fairseq_stream.ops.beam_step`, uncompacted)."""
+    f = dict(zip(FIELDS, state_tensors))
+    s, dev = f["sentences"].numel(), top_lp.device
+    r, c = top_lp.shape
+    row_of = torch.full((s * k,), -1, dtype=torch.long, device=dev).scatter_(0, row_slot, torch.arange(r, device=dev))
+    old_tokens, old_scores = f["tokens"].clone(), f["token_scores"].clone()  # read while the beam is rewritten
+    cols, z1 = f["tokens"].size(2), f["fin_tokens"].size(1)
+    w = min(width, k * c + k)
+    done = torch.empty(s, dtype=torch.int8, device=dev)
+    live = torch.empty(s, k, dtype=torch.int8, device=dev)
+    parent = torch.empty(s, k, dtype=torch.long, device=dev)
+    tok = torch.empty(s, k, dtype=torch.long, device=dev)
+    kind, ref, spare, params = _rules_on(dev, *rules)
+    n_rules = len(rules[1])
+    _sentence_step[(s,)](
+        top_lp.contiguous(), top_tok.contiguous(), row_of, c, f["scores"], f["ended"], f["ended_len"], f["tokens"],
+        f["token_scores"], old_tokens, old_scores, f["steps"], f["n_final"], f["best_final"], f["best_final_norm"],
+        f["fin_tokens"], f["fin_scores"], f["fin_len"], f["fin_total"], len_pow, kind, ref, spare, params, n_rules,
+        done, live, parent, tok, k, w, final_count, z1, cols, eos, pad, int(ours), int(track_best),
+        P2=triton.next_power_of_2(k * c + k), W2=triton.next_power_of_2(w), L2=triton.next_power_of_2(cols),
+        FP32=top_lp.dtype == torch.float32)
+    rows = torch.zeros(5, s * k, dtype=torch.long, device=dev)
+    packet = torch.empty(3 + 4 * s + 2 * s * final_count, dtype=torch.float64, device=dev)
+    _rows_and_packet[(1,)](done, live, parent, tok, row_of, f["sentences"], f["n_final"], f["fin_len"], f["fin_total"],
+                           rows, packet, s, k, final_count, z1, S2=triton.next_power_of_2(s),
+                           K2=triton.next_power_of_2(k), Z2=triton.next_power_of_2(final_count))
+    return StepResult(packet, rows, False)
