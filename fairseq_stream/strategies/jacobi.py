@@ -188,8 +188,10 @@ class JacobiDecoding(StateOps):
         log-probabilities ``score`` (S, b); ``kernel=False`` runs the PyTorch reference even
         where the operator could."""
         tensors = [getattr(state, name) for name in fused.FIELDS]
-        if kernel and fused.usable(tensors, score):
-            return self._fused(state, tensors, pred, score)
+        if kernel and fused.fits(tensors, score) and (pred.is_cuda or fused.kernel() is not None):
+            outcome = self._fused(state, tensors, pred, score)
+            if outcome is not None:
+                return outcome
         s, b = pred.shape
         width, feed = state.width, state.feed
         offsets = torch.arange(b, device=pred.device)
@@ -246,39 +248,48 @@ class JacobiDecoding(StateOps):
         return StepOutcome(state=new, parents=parents, feed=new.feed, finished=finished, accept=accept,
                            index=index, max_length=longest)
 
-    def _fused(self, state: JacobiState, tensors: List[Tensor], pred: Tensor, score: Tensor) -> StepOutcome:
-        """The iteration as one operator (:mod:`fairseq_stream.ops.jacobi_step`), then its one host read."""
+    def _fused(self, state: JacobiState, tensors: List[Tensor], pred: Tensor, score: Tensor) -> Optional[StepOutcome]:
+        """The iteration as one operator (:mod:`fairseq_stream.ops.jacobi_step`; Triton kernels on
+        CUDA), then its one host read; None where the GPU kernels cannot run."""
         s, b = pred.shape
         widest = b if self.cfg.block is None else max(self.cfg.block, b)  # no window grows past it
-        out = fused.fused_iteration(tensors, pred, score.to(state.token_scores.dtype), state.feed, eos=self.eos,
-                                    pad=self.pad, bos=self.bos, block=-1 if self.cfg.block is None else self.cfg.block,
-                                    init_pad=self.cfg.init == "pad" and self.cfg.block is not None,
-                                    tail=self.cfg.init == "tail",
-                                    max_parallel=-1 if self.cfg.max_parallel_len is None else self.cfg.max_parallel_len,
-                                    feed_width=widest)
+        args = dict(eos=self.eos, pad=self.pad, bos=self.bos, block=-1 if self.cfg.block is None else self.cfg.block,
+                    init_pad=self.cfg.init == "pad" and self.cfg.block is not None, tail=self.cfg.init == "tail",
+                    max_parallel=-1 if self.cfg.max_parallel_len is None else self.cfg.max_parallel_len,
+                    feed_width=widest)
+        score = score.to(state.token_scores.dtype)
+        run = fused.gpu_iteration if pred.is_cuda else fused.fused_iteration
+        out = run(tensors, pred, score, state.feed, **args)
+        if out is None:
+            return None
         packet = out.packet.tolist()  # the iteration's one host read
         n_done, b_next, longest, accepted, low = (int(x) for x in packet[:5])
         self.stats.accepted_tokens += accepted
         going_on = s - n_done
         finished: Dict[int, List[Hypothesis]] = {}
         parents = None
-        if n_done:  # the operator moved the finished sentences last: the rest is a view
-            finished = self._finished(state, packet[5:], s)
+        new = replace(state, draft=out.draft, feed=out.feed)
+        if n_done:
+            where = None if out.compacted else [int(x) for x in packet[5 + 5 * s:]]
+            finished = self._finished(new, packet[5:], s, where)
             parents = out.aux[1, :going_on]
-            state = state.split(going_on, going_on, 1)[0]
-        new = replace(state, draft=out.draft[:going_on], feed=out.feed[:going_on, :b_next],
-                      low=low if n_done < s else 0, high=longest)
+            # the operator moved the finished sentences last (the rest is a view); else drop them here
+            new = new.split(going_on, going_on, 1)[0] if out.compacted else new.select(parents)
+        new = replace(new, feed=new.feed[:, :b_next], low=low if n_done < s else 0, high=longest)
         return StepOutcome(state=new, parents=parents, feed=new.feed, finished=finished, accept=out.aux[0],
                            index=SentenceIndex.one_per_row(new.sentences), max_length=longest)
 
-    def _finished(self, state: JacobiState, packet: List[float], s: int) -> Dict[int, List[Hypothesis]]:
+    def _finished(self, state: JacobiState, packet: List[float], s: int,
+                  rows: Optional[List[int]] = None) -> Dict[int, List[Hypothesis]]:
         """Greedy's output of the sentences flagged done in ``packet`` (done, ids, lengths,
-        iterations, summed scores; each (S,)); token tensors stay on the device."""
+        iterations, summed scores; each (S,)); ``rows``: each packet entry's row of ``state``
+        when the two orders differ. Token tensors stay on the device."""
         out: Dict[int, List[Hypothesis]] = {}
         for i in (i for i in range(s) if packet[i]):
             sid, n, its, total = int(packet[s + i]), int(packet[2 * s + i]), packet[3 * s + i], packet[4 * s + i]
-            out[sid] = [Hypothesis(state.tokens[i, :n].clone(), total / (n ** self.lenpen),
-                                   state.token_scores[i, :n].clone())]
+            row = i if rows is None else rows[i]
+            out[sid] = [Hypothesis(state.tokens[row, :n].clone(), total / (n ** self.lenpen),
+                                   state.token_scores[row, :n].clone())]
             self.stats.autoregressive_steps += n
             self.stats.add_extra("sentence_iterations", its)
         return out

@@ -57,7 +57,7 @@ def _assert_same(a, b):
     assert torch.equal(x.tokens[:, :-1], y.tokens[:, :-1]) and torch.equal(x.token_scores[:, :-1], y.token_scores[:, :-1])
 
 
-def _run(search, seed, dtype, sentences=5):
+def _run(search, seed, dtype, sentences=5):  # noqa: D103
     g = torch.Generator().manual_seed(seed)
     max_len = torch.randint(3, 12, (sentences,), generator=g)
     out = search.init_state(torch.arange(sentences) * 5 + 1, max_len, max_len + 2)
@@ -85,3 +85,62 @@ def _run(search, seed, dtype, sentences=5):
 def test_the_operator_equals_the_reference_over_whole_runs(cfg, dtype):
     search = JacobiDecoding(cfg, None, eos=EOS, pad=PAD, bos=BOS, stats=DecodeStats(), dtype=dtype)
     assert max(_run(search, seed, dtype) for seed in range(5)) > 3
+
+
+# ---- the GPU kernels (Triton): under the interpreter on the CPU, and on CUDA where there is one ----
+TRITON_CHECK = """
+import sys
+import torch
+sys.path.insert(0, {here!r})
+import test_jacobi_step as T
+from fairseq_stream.ops import jacobi_step as fused
+from fairseq_stream.ops.triton_jacobi_step import triton_iteration
+from fairseq_stream.stats import DecodeStats
+from fairseq_stream.strategies.jacobi import JacobiConfig, JacobiDecoding
+
+fused.fused_iteration = triton_iteration  # the CPU's operator slot runs the GPU kernels (uncompacted)
+for i, cfg in enumerate(T.TRITON_CASES):
+    dtype = torch.float64 if i % 2 else torch.float32
+    search = JacobiDecoding(cfg, None, eos=T.EOS, pad=T.PAD, bos=T.BOS, stats=DecodeStats(), dtype=dtype)
+    for seed in range(2):
+        T._run(search, seed, dtype, sentences=4)
+print("ok")
+"""
+TRITON_CASES = [JacobiConfig(block=None), JacobiConfig(block=3), JacobiConfig(block=4, init="tail"),
+                JacobiConfig(block=3, max_parallel_len=4), JacobiConfig(block=1)]
+
+
+def test_the_triton_kernels_equal_the_reference_under_the_interpreter():
+    pytest.importorskip("triton")
+    import subprocess
+    import sys
+
+    here = os.path.dirname(os.path.abspath(__file__))
+    env = dict(os.environ, TRITON_INTERPRET="1", PYTHONPATH=os.path.dirname(os.path.dirname(here)))
+    proc = subprocess.run([sys.executable, "-c", TRITON_CHECK.format(here=here)], env=env, capture_output=True,
+                          text=True, timeout=900)
+    assert proc.returncode == 0 and proc.stdout.strip().endswith("ok"), proc.stderr[-3000:]
+
+
+@pytest.mark.gpu
+@pytest.mark.parametrize("cfg", TRITON_CASES)
+def test_the_triton_kernels_equal_the_reference_on_cuda(cfg):
+    search = JacobiDecoding(cfg, None, eos=EOS, pad=PAD, bos=BOS, stats=DecodeStats(), dtype=torch.float32)
+    g = torch.Generator().manual_seed(0)
+    max_len = torch.randint(3, 12, (5,), generator=g)
+    state = search.init_state((torch.arange(5) * 5 + 1).cuda(), max_len.cuda(), (max_len + 2).cuda()).state
+    while state.size:
+        pred = _predictions(g, _on_cpu(state), eos_rate=0.04).cuda()
+        score = torch.log(torch.rand(pred.shape, generator=g)).cuda()
+        ref = search.iterate(_clone(state), pred, score, kernel=False)
+        got = search.iterate(state, pred, score, kernel=True)
+        assert not fused._gpu_failed, fused._gpu_failed  # the Triton kernels ran, not the reference
+        for sid, (h,) in got.finished.items():  # a GPU scan may round the summed score differently
+            assert abs(h.score - ref.finished[sid][0].score) < 1e-4
+            ref.finished[sid][0].score = h.score
+        _assert_same(got, ref)
+        state = got.state
+
+
+def _on_cpu(state):
+    return type(state)(**{f: (v.cpu() if torch.is_tensor(v) else v) for f, v in vars(state).items()})

@@ -13,7 +13,7 @@
 // Then the sentences are compacted in place (those that go on first, the finished ones after)
 // and the host's one read is prepared: [finished, next block width, longest row, accepted
 // tokens, shortest row] + per compacted sentence: done, id, verified length, iterations,
-// summed score.
+// summed score, position before compaction.
 #include <torch/extension.h>
 #include <algorithm>
 #include <cstring>
@@ -125,7 +125,7 @@ std::tuple<torch::Tensor, torch::Tensor, torch::Tensor, torch::Tensor> jacobi_st
   const int64_t* verified = state[kVerified].data_ptr<int64_t>();
   const int64_t* iterations = state[kIterations].data_ptr<int64_t>();
   const int64_t* width = state[kWidth].data_ptr<int64_t>();
-  auto packet = torch::empty({5 + 5 * S}, torch::TensorOptions().dtype(torch::kFloat64));
+  auto packet = torch::empty({5 + 6 * S}, torch::TensorOptions().dtype(torch::kFloat64));
   double* pk = packet.data_ptr<double>();
   int64_t next_b = 1, longest = std::numeric_limits<int64_t>::min(), accepted = 0, low = int64_t(1) << 30;
   for (int64_t s = 0; s < S; ++s) {
@@ -146,6 +146,7 @@ std::tuple<torch::Tensor, torch::Tensor, torch::Tensor, torch::Tensor> jacobi_st
     pk[5 + 2 * S + i] = verified[s];
     pk[5 + 3 * S + i] = iterations[s];
     pk[5 + 4 * S + i] = total[s];
+    pk[5 + 5 * S + i] = s;
   }
   auto aux = torch::empty({2, S}, pred.options());  // accept (the rows' order before compaction), then the order
   int64_t* ax = aux.data_ptr<int64_t>();
