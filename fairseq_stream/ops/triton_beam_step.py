@@ -32,15 +32,11 @@ from fairseq_stream.ops.beam_step import FIELDS, StepResult
 
 
 @triton.jit
-def _sentence_step(top_lp, top_tok, row_of, c, scores, ended, ended_len, tokens, token_scores, old_tokens, old_scores,
-                   steps, n_final, best_final, best_final_norm, fin_tokens, fin_scores, fin_len, fin_total, len_pow,
-                   rule_kind, rule_ref, rule_keep, rule_param, n_rules, out_done, out_live, out_parent, out_tok,
-                   k, W, z, Z1, L, eos, pad, ours, track_best,
-                   P2: tl.constexpr, W2: tl.constexpr, L2: tl.constexpr, FP32: tl.constexpr):
-    s = tl.program_id(0)
+def _best_of_pool(top_lp, row_of, c, scores, ended, s, k, W, P2: tl.constexpr, W2: tl.constexpr):
+    """Steps 1–2: the pool (every slot's c expansions, then the carried ended candidates) and its
+    best W, best first; ties (and -inf) by the lower pool index. Returns (pool index, value)."""
     NEG = float("-inf")
     kc = k * c
-    # 1. the pool: (S·k, c) expansions of the slots with a row, then the ended candidates carried
     p = tl.arange(0, P2)
     in_pool = p < kc + k
     expansion = p < kc
@@ -51,7 +47,6 @@ def _sentence_step(top_lp, top_tok, row_of, c, scores, ended, ended_len, tokens,
     slot_ended = tl.load(ended + s * k + j, mask=in_pool, other=0) != 0
     lp = tl.load(top_lp + r * c + p % c, mask=has_row, other=0.0)
     pv = tl.where(expansion, tl.where(has_row, slot_score + lp, NEG), tl.where(slot_ended, slot_score, NEG))
-    # 2. the best W, best first; ties (and -inf) by the lower pool index
     lane = tl.arange(0, W2)
     taken = p < 0
     sel = tl.zeros([W2], dtype=tl.int32)
@@ -62,6 +57,110 @@ def _sentence_step(top_lp, top_tok, row_of, c, scores, ended, ended_len, tokens,
         taken = taken | (p == i)
         sel = tl.where(lane == w, i, sel)
         val = tl.where(lane == w, m, val)
+    return sel, val
+
+
+@triton.jit
+def _copy_row(src, dst, cols, in_l, at, value, other):
+    """``dst[:] = src[:]`` with column ``at`` set to ``value`` (a token history row)."""
+    row = tl.load(src + cols, mask=in_l, other=other)
+    tl.store(dst + cols, tl.where(cols == at, value, row), mask=in_l)
+
+
+@triton.jit
+def _record_finals(ok, rank, par, length, val, tlp, old_tokens, old_scores, fin_tokens, fin_scores, fin_len, fin_total,
+                   s, k, W, Z1, L, st, eos, pad, W2: tl.constexpr, L2: tl.constexpr):
+    """Step 4: the final candidates ``ok`` into the ``fin_*`` buffers at ``rank``."""
+    lane = tl.arange(0, W2)
+    cols = tl.arange(0, L2)
+    in_l = cols < L
+    for w in range(W):
+        here = lane == w
+        if tl.sum(tl.where(here & ok, 1, 0), axis=0) != 0:
+            dst = s * Z1 + tl.sum(tl.where(here, rank, 0), axis=0)
+            src = s * k + tl.sum(tl.where(here, par, 0), axis=0)
+            _copy_row(old_tokens + src * L, fin_tokens + dst * L, cols, in_l, st, eos, pad)
+            _copy_row(old_scores + src * L, fin_scores + dst * L, cols, in_l, st, tl.sum(tl.where(here, tlp, 0.0), axis=0), 0.0)
+            tl.store(fin_len + dst, tl.sum(tl.where(here, length, 0), axis=0))
+            tl.store(fin_total + dst, tl.sum(tl.where(here, val, 0.0), axis=0))
+
+
+@triton.jit
+def _apply_rules(keep, val, tok, tlp, carry, pw, bf, bfn, rule_kind, rule_ref, rule_keep, rule_param, n_rules, eos,
+                 W2: tl.constexpr):
+    """Step 5's rules in order: thresholds (ap, rp) from the final / active / normalized reference,
+    each computed at its first use with the keep mask of that moment; rpl."""
+    NEG = float("-inf")
+    have = tl.zeros([4], dtype=tl.int32)
+    which = tl.arange(0, 4)
+    ref_scalar = tl.full([4], NEG, dtype=val.dtype)
+    ref_norm = tl.full([W2], NEG, dtype=val.dtype)
+    for i in range(n_rules):
+        kind = tl.load(rule_kind + i)
+        ref = tl.load(rule_ref + i)
+        spare_ended = tl.load(rule_keep + i)
+        param = tl.load(rule_param + i).to(val.dtype)
+        first_use = (kind == 0) & (tl.sum(tl.where(which == ref, have, 0), axis=0) == 0)
+        best = tl.max(tl.where(keep, val, NEG), axis=0)
+        ref_scalar = tl.where(first_use & (which == ref), tl.where(ref == 0, tl.maximum(best, bf), best), ref_scalar)
+        ref_norm = tl.where(first_use & (ref == 2), tl.maximum(best, bfn * pw), ref_norm)
+        have = tl.where(first_use & (which == ref), 1, have)
+        chosen = tl.sum(tl.where(which == ref, ref_scalar, 0.0), axis=0)
+        threshold = tl.where(ref == 2, ref_norm, chosen) - param
+        by_threshold = keep & ((val > threshold) | ((spare_ended != 0) & (tok == eos)))
+        local = tl.max(tl.where(keep & ~carry, tlp, NEG), axis=0)
+        by_local = keep & (carry | (tlp > local + param))
+        keep = tl.where(kind == 0, by_threshold, by_local)
+    return keep
+
+
+@triton.jit
+def _new_beam(keep, carry, tok, par, val, tlp, par_ended_len, done, old_tokens, old_scores, scores, ended, ended_len,
+              tokens, token_scores, out_live, out_parent, out_tok, s, k, W, L, st, eos, pad,
+              W2: tl.constexpr, L2: tl.constexpr):
+    """Step 6: the kept candidates first (in rank order), then the others, into the k slots."""
+    NEG = float("-inf")
+    lane = tl.arange(0, W2)
+    in_w = lane < W
+    cols = tl.arange(0, L2)
+    in_l = cols < L
+    kept = tl.sum(keep.to(tl.int64), axis=0)
+    dest = tl.where(keep, tl.cumsum(keep.to(tl.int64), axis=0) - 1,
+                    kept + tl.cumsum((in_w & ~keep).to(tl.int64), axis=0) - 1)
+    for w in range(W):
+        here = lane == w
+        d = tl.sum(tl.where(here, dest, 0), axis=0)
+        if d < k:
+            w_keep = tl.sum(tl.where(here & keep, 1, 0), axis=0) != 0
+            w_carry = tl.sum(tl.where(here & carry, 1, 0), axis=0) != 0
+            w_tok = tl.sum(tl.where(here, tok, 0), axis=0)
+            w_par = tl.sum(tl.where(here, par, 0), axis=0)
+            w_ended = w_keep & (w_carry | (w_tok == eos))
+            slot = s * k + d
+            tl.store(scores + slot, tl.where(w_keep, tl.sum(tl.where(here, val, 0.0), axis=0), NEG))
+            tl.store(ended + slot, w_ended)
+            w_el = tl.sum(tl.where(here, par_ended_len, 0), axis=0)
+            tl.store(ended_len + slot, tl.where(w_carry, w_el, tl.where(w_ended, st + 1, 0)))
+            src = (s * k + w_par) * L
+            _copy_row(old_tokens + src, tokens + slot * L, cols, in_l, st, tl.where(w_carry, pad, w_tok), pad)
+            w_lp = tl.sum(tl.where(here, tlp, 0.0), axis=0)
+            _copy_row(old_scores + src, token_scores + slot * L, cols, in_l, st, tl.where(w_carry, 0.0, w_lp), 0.0)
+            tl.store(out_live + slot, (w_keep & ~w_ended & ~done).to(tl.int8))
+            tl.store(out_parent + slot, w_par)
+            tl.store(out_tok + slot, w_tok)
+
+
+@triton.jit
+def _sentence_step(top_lp, top_tok, row_of, c, scores, ended, ended_len, tokens, token_scores, old_tokens, old_scores,
+                   steps, n_final, best_final, best_final_norm, fin_tokens, fin_scores, fin_len, fin_total, len_pow,
+                   rule_kind, rule_ref, rule_keep, rule_param, n_rules, out_done, out_live, out_parent, out_tok,
+                   k, W, z, Z1, L, eos, pad, ours, track_best,
+                   P2: tl.constexpr, W2: tl.constexpr, L2: tl.constexpr, FP32: tl.constexpr):
+    s = tl.program_id(0)
+    NEG = float("-inf")
+    kc = k * c
+    sel, val = _best_of_pool(top_lp, row_of, c, scores, ended, s, k, W, P2, W2)
+    lane = tl.arange(0, W2)
     in_w = lane < W
     carry = in_w & (sel >= kc)
     flat = tl.minimum(sel, kc - 1)
@@ -69,7 +168,7 @@ def _sentence_step(top_lp, top_tok, row_of, c, scores, ended, ended_len, tokens,
     rr = tl.load(row_of + s * k + flat // c, mask=in_w, other=-1)
     from_row = in_w & (~carry) & (rr >= 0)
     tok = tl.where(carry, eos, tl.load(top_tok + rr * c + flat % c, mask=from_row, other=pad))
-    tlp = tl.where(carry, 0.0, tl.load(top_lp + rr * c + flat % c, mask=from_row, other=0.0)).to(pv.dtype)
+    tlp = tl.where(carry, 0.0, tl.load(top_lp + rr * c + flat % c, mask=from_row, other=0.0)).to(val.dtype)
     st = tl.load(steps + s)
     par_ended_len = tl.load(ended_len + s * k + par, mask=in_w, other=0)
     length = tl.where(carry, par_ended_len, st + 1)
@@ -83,87 +182,31 @@ def _sentence_step(top_lp, top_tok, row_of, c, scores, ended, ended_len, tokens,
     nf = tl.load(n_final + s)
     rank = nf + tl.cumsum(fin.to(tl.int64), axis=0) - 1
     ok = fin & (rank < z)
-    cols = tl.arange(0, L2)
-    in_l = cols < L
-    for w in range(W):
-        here = lane == w
-        if tl.sum(tl.where(here & ok, 1, 0), axis=0) != 0:
-            dst = tl.sum(tl.where(here, rank, 0), axis=0)
-            src = s * k + tl.sum(tl.where(here, par, 0), axis=0)
-            row = tl.load(old_tokens + src * L + cols, mask=in_l, other=pad)
-            tl.store(fin_tokens + (s * Z1 + dst) * L + cols, tl.where(cols == st, eos, row), mask=in_l)
-            row_lp = tl.load(old_scores + src * L + cols, mask=in_l, other=0.0)
-            w_lp = tl.sum(tl.where(here, tlp, 0.0), axis=0)
-            tl.store(fin_scores + (s * Z1 + dst) * L + cols, tl.where(cols == st, w_lp, row_lp), mask=in_l)
-            tl.store(fin_len + s * Z1 + dst, tl.sum(tl.where(here, length, 0), axis=0))
-            tl.store(fin_total + s * Z1 + dst, tl.sum(tl.where(here, val, 0.0), axis=0))
+    _record_finals(ok, rank, par, length, val, tlp, old_tokens, old_scores, fin_tokens, fin_scores, fin_len, fin_total,
+                   s, k, W, Z1, L, st, eos, pad, W2, L2)
     nf_new = nf + tl.sum(ok.to(tl.int64), axis=0)
     tl.store(n_final + s, nf_new)
     pw = tl.load(len_pow + length, mask=in_w, other=1.0)
     bf = tl.load(best_final + s)
     bfn = tl.load(best_final_norm + s)
     if track_best != 0:
-        bf = tl.maximum(bf, tl.max(tl.where(ok, val, NEG), axis=0))
         if FP32:  # IEEE division, as the CPU's (a GPU's float "/" may be approximate)
             norm = tl.math.div_rn(val, pw)
         else:
             norm = val / pw
+        bf = tl.maximum(bf, tl.max(tl.where(ok, val, NEG), axis=0))
         bfn = tl.maximum(bfn, tl.max(tl.where(ok, norm, NEG), axis=0))
         tl.store(best_final + s, bf)
         tl.store(best_final_norm + s, bfn)
-    # 5. the beam shrinks by the final count, then the rules (each reference computed at first use)
+    # 5. the beam shrinks by the final count, then the pruning rules
     width = tl.where(ours != 0, tl.maximum(k - nf_new, 0), k)
     keep = keep & (tl.cumsum(keep.to(tl.int64), axis=0) <= width)
-    have = tl.zeros([4], dtype=tl.int32)  # final, active, normalized
-    which = tl.arange(0, 4)
-    ref_scalar = tl.full([4], NEG, dtype=pv.dtype)
-    ref_norm = tl.full([W2], NEG, dtype=pv.dtype)
-    for i in range(n_rules):
-        kind = tl.load(rule_kind + i)
-        ref = tl.load(rule_ref + i)
-        spare_ended = tl.load(rule_keep + i)
-        param = tl.load(rule_param + i).to(pv.dtype)
-        first_use = (kind == 0) & (tl.sum(tl.where(which == ref, have, 0), axis=0) == 0)
-        best = tl.max(tl.where(keep, val, NEG), axis=0)
-        fresh_ref = tl.where(ref == 0, tl.maximum(best, bf), best)
-        ref_scalar = tl.where(first_use & (which == ref), fresh_ref, ref_scalar)
-        ref_norm = tl.where(first_use & (ref == 2), tl.maximum(best, bfn * pw), ref_norm)
-        have = tl.where(first_use & (which == ref), 1, have)
-        chosen = tl.sum(tl.where(which == ref, ref_scalar, 0.0), axis=0)
-        threshold = tl.where(ref == 2, ref_norm, chosen) - param
-        by_threshold = keep & ((val > threshold) | ((spare_ended != 0) & (tok == eos)))
-        local = tl.max(tl.where(keep & ~carry, tlp, NEG), axis=0)
-        by_local = keep & (carry | (tlp > local + param))
-        keep = tl.where(kind == 0, by_threshold, by_local)
-    # 6. the new beam: the kept candidates first, in rank order, then the others; k slots
-    kept = tl.sum(keep.to(tl.int64), axis=0)
-    done = (nf_new >= z) | (kept == 0)
-    dest = tl.where(keep, tl.cumsum(keep.to(tl.int64), axis=0) - 1,
-                    kept + tl.cumsum((in_w & ~keep).to(tl.int64), axis=0) - 1)
-    for w in range(W):
-        here = lane == w
-        d = tl.sum(tl.where(here, dest, 0), axis=0)
-        if d < k:
-            w_keep = tl.sum(tl.where(here & keep, 1, 0), axis=0) != 0
-            w_carry = tl.sum(tl.where(here & carry, 1, 0), axis=0) != 0
-            w_tok = tl.sum(tl.where(here, tok, 0), axis=0)
-            w_par = tl.sum(tl.where(here, par, 0), axis=0)
-            w_val = tl.sum(tl.where(here, val, 0.0), axis=0)
-            w_lp = tl.sum(tl.where(here, tlp, 0.0), axis=0)
-            w_el = tl.sum(tl.where(here, par_ended_len, 0), axis=0)
-            w_ended = w_keep & (w_carry | (w_tok == eos))
-            slot = s * k + d
-            tl.store(scores + slot, tl.where(w_keep, w_val, NEG))
-            tl.store(ended + slot, w_ended)
-            tl.store(ended_len + slot, tl.where(w_carry, w_el, tl.where(w_ended, st + 1, 0)))
-            row = tl.load(old_tokens + (s * k + w_par) * L + cols, mask=in_l, other=pad)
-            tl.store(tokens + slot * L + cols, tl.where(cols == st, tl.where(w_carry, pad, w_tok), row), mask=in_l)
-            row_lp = tl.load(old_scores + (s * k + w_par) * L + cols, mask=in_l, other=0.0)
-            tl.store(token_scores + slot * L + cols, tl.where(cols == st, tl.where(w_carry, 0.0, w_lp), row_lp),
-                     mask=in_l)
-            tl.store(out_live + slot, (w_keep & ~w_ended & ~done).to(tl.int8))
-            tl.store(out_parent + slot, w_par)
-            tl.store(out_tok + slot, w_tok)
+    keep = _apply_rules(keep, val, tok, tlp, carry, pw, bf, bfn, rule_kind, rule_ref, rule_keep, rule_param, n_rules,
+                        eos, W2)
+    # 6. the new beam
+    done = (nf_new >= z) | (tl.sum(keep.to(tl.int64), axis=0) == 0)
+    _new_beam(keep, carry, tok, par, val, tlp, par_ended_len, done, old_tokens, old_scores, scores, ended, ended_len,
+              tokens, token_scores, out_live, out_parent, out_tok, s, k, W, L, st, eos, pad, W2, L2)
     tl.store(steps + s, st + 1)
     tl.store(out_done + s, done.to(tl.int8))
 
