@@ -186,6 +186,15 @@ class SentenceIndex:
             entry = self.gathered[id(memory)] = (memory, memory.index_select(0, rows))
         return entry[1]
 
+    def visible(self, padding: Tensor, modulus: int = 0) -> Tensor:
+        """(n, 1, 1, S) True at the source positions this index's sentences attend to (not
+        padding), computed once per sentence set as :meth:`gather`."""
+        key = -id(padding) - 1  # beside the gathered tensors, apart from them
+        entry = self.gathered.get(key)
+        if entry is None or entry[0] is not padding:
+            entry = self.gathered[key] = (padding, ~self.gather(padding, modulus)[:, None, None, :])
+        return entry[1]
+
     @staticmethod
     def one_per_row(row_sentence: Tensor) -> "SentenceIndex":
         r = row_sentence.numel()
@@ -225,43 +234,37 @@ def _merge_heads(x: Tensor) -> Tensor:
     return x.transpose(1, 2).reshape(r, b, h * hd)
 
 
-def _softmax(scores: Tensor) -> Tensor:
-    # As fairseq's utils.softmax, half precision is computed in float32; unlike it, float64
-    # stays float64 (fairseq casts to float32), so float64 runs are exact end to end.
-    if scores.dtype in (torch.float16, torch.bfloat16):
-        return F.softmax(scores.float(), dim=-1).type_as(scores)
-    return F.softmax(scores, dim=-1)
+def _attend(q: Tensor, k: Tensor, v: Tensor, mask: Optional[Tensor], scale: float) -> Tensor:
+    """``softmax(q·kᵀ·scale + mask)·v`` as one fused attention operator (one kernel on a GPU:
+    flash or memory-efficient attention; one operation on a CPU). ``mask``: additive float or
+    boolean (True = visible), broadcastable to (..., queries, keys)."""
+    return F.scaled_dot_product_attention(q, k, v, attn_mask=mask, scale=scale)
 
 
 def _encoder_attention(attn: Any, query: Tensor, memory: EncoderMemory, layer: int, index: SentenceIndex) -> Tensor:
     """Encoder attention of ``query`` (R, b, d) with keys shared per sentence.
 
-    Rows are scattered into a ``(n, width, b, ...)`` layout so that one batched product per
+    Rows are scattered into a ``(n, H, width, b, hd)`` layout so that one batched product per
     sentence serves all its rows: the keys are never copied per row, which is what makes
     variable-width beams affordable (fairseq shares them only for a fixed beam width).
     """
     heads = attn.num_heads
-    q = attn.q_proj(query) * attn.scaling  # (R, b, d)
+    q = attn.q_proj(query)  # (R, b, d)
     r, b, d = q.shape
     hd = d // heads
     keys = index.gather(memory.keys[layer], memory.modulus)  # (n, H, S, hd)
     values = index.gather(memory.values[layer], memory.modulus)
-    pad = None if memory.padding is None else index.gather(memory.padding, memory.modulus)  # (n, S)
+    visible = None if memory.padding is None else index.visible(memory.padding, memory.modulus)  # (n, 1, 1, S)
+    q = q.view(r, b, heads, hd).transpose(1, 2)  # (R, H, b, hd)
     if index.width == 1 and r == index.sentences.numel():  # one row per sentence (greedy, Jacobi): no scatter
-        scores = torch.matmul(q.view(r, b, heads, hd).transpose(1, 2), keys.transpose(2, 3))  # (R, H, b, S)
-        if pad is not None:
-            scores = scores.masked_fill(pad[:, None, None, :], float("-inf"))
-        out = torch.matmul(_softmax(scores), values).transpose(1, 2).reshape(r, b, d)
-        return attn.out_proj(out)
-    qp = q.new_zeros(len(index.sentences), index.width, b, heads, hd)
-    qp[index.local, index.slot] = q.view(r, b, heads, hd)
-    scores = torch.einsum("nwbhd,nhsd->nhwbs", qp, keys)  # (n, H, W, b, S)
-    if pad is not None:
-        scores = scores.masked_fill(pad[:, None, None, None, :], float("-inf"))
-    probs = _softmax(scores)
-    out = torch.einsum("nhwbs,nhsd->nwbhd", probs, values)  # (n, W, b, H, hd)
-    out = out[index.local, index.slot].reshape(r, b, d)
-    return attn.out_proj(out)
+        out = _attend(q, keys, values, visible, attn.scaling)  # (R, H, b, hd)
+        return attn.out_proj(out.transpose(1, 2).reshape(r, b, d))
+    n, w = len(index.sentences), index.width
+    qp = q.new_zeros(n, heads, w, b, hd)
+    qp[index.local, :, index.slot] = q
+    out = _attend(qp.view(n, heads, w * b, hd), keys, values, visible, attn.scaling)  # (n, H, W·b, hd)
+    out = out.view(n, heads, w, b, hd)[index.local, :, index.slot]  # (R, H, b, hd)
+    return attn.out_proj(out.transpose(1, 2).reshape(r, b, d))
 
 
 def _self_attention(attn: Any, qkv: Tuple[Tensor, Optional[Tensor]], x: Tensor, cache: RowCache, i: int,
@@ -276,7 +279,7 @@ def _self_attention(attn: Any, qkv: Tuple[Tensor, Optional[Tensor]], x: Tensor, 
     heads = attn.num_heads
     b = x.size(1)
     q, k_new, v_new = F.linear(x, *qkv).chunk(3, dim=-1)
-    q = _split_heads(q * attn.scaling, heads)  # (R, H, b, hd)
+    q = _split_heads(q, heads)  # (R, H, b, hd)
     start = cache.width
     if write is None:
         cache.keys[i][:, :, start: start + b] = _split_heads(k_new, heads)
@@ -286,11 +289,7 @@ def _self_attention(attn: Any, qkv: Tuple[Tensor, Optional[Tensor]], x: Tensor, 
         cache.values[i].scatter_(2, write, _split_heads(v_new, heads))
     k = cache.keys[i][:, :, : start + b]  # (R, H, L+b, hd)
     v = cache.values[i][:, :, : start + b]
-    scores = torch.matmul(q, k.transpose(2, 3))  # (R, H, b, L+b)
-    if mask is not None:
-        scores = scores + mask
-    out = torch.matmul(_softmax(scores), v)
-    return attn.out_proj(_merge_heads(out))
+    return attn.out_proj(_merge_heads(_attend(q, k, v, mask, attn.scaling)))
 
 
 def _stacked_qkv(attn: Any) -> Tuple[Tensor, Optional[Tensor]]:
