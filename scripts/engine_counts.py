@@ -3,6 +3,7 @@
 
     python scripts/engine_counts.py [REPO]
     python scripts/engine_counts.py --phases
+    python scripts/engine_counts.py --phases --ib CHECKPOINT
 
 counts, for the fairseq-stream tree at REPO (default: this checkout), what a GPU pays for per
 decoder step (see :mod:`fairseq_stream.profiling`): 100 demo sentences, fp32, 1 thread. To
@@ -25,7 +26,8 @@ from typing import Dict, Iterator
 
 HERE = Path(__file__).resolve().parent.parent
 PHASES = "--phases" in sys.argv[1:]
-ARGS = [a for a in sys.argv[1:] if a != "--phases"]
+IB = sys.argv[sys.argv.index("--ib") + 1] if "--ib" in sys.argv[1:] else None
+ARGS = [a for i, a in enumerate(sys.argv[1:], 1) if a not in ("--phases", "--ib") and sys.argv[i - 1] != "--ib"]
 REPO = Path(ARGS[0]).resolve() if ARGS else HERE
 sys.path.insert(0, str(REPO))
 
@@ -42,6 +44,13 @@ RUNS = [
     ("`gs-jacobi` b = 3, batch 32", "gs-jacobi", {"beam": 1}, {"jacobi_block": 3, "stream_capacity": 32}),
     ("`gs-jacobi` b = 3, batch 1", "gs-jacobi", {"beam": 1}, {"jacobi_block": 3, "stream_capacity": 1}),
 ]
+# --ib CHECKPOINT: an IBDecoder-family checkpoint on the demo's dictionaries (scripts/ib_experiment.py,
+# or the tests' tiny one) decoded with ib-beam instead
+IB_RUNS = [
+    ("`ib-beam` B = 4, batch 1", "ib-beam", {"beam": 4}, {"stream_capacity": 1}),
+    ("`ib-beam` B = 4, batch 32", "ib-beam", {"beam": 4}, {"stream_capacity": 32}),
+]
+RUNS = IB_RUNS if IB else RUNS
 
 
 @contextmanager
@@ -92,7 +101,7 @@ def phases(session, data) -> None:
 def main() -> None:
     logging.disable(logging.WARNING)
     torch.set_num_threads(1)
-    session = TranslationSession.load(str(DEMO), str(DEMO / "checkpoint.pt"), bpe_codes=str(DEMO / "bpe.codes"),
+    session = TranslationSession.load(str(DEMO), IB or str(DEMO / "checkpoint.pt"), bpe_codes=str(DEMO / "bpe.codes"),
                                       extra_args=["--source-lang", "es", "--target-lang", "en"])
     lines = (DEMO / "test.es").read_text(encoding="utf-8").splitlines()[:100]
     data = session.encode(lines)

@@ -343,7 +343,7 @@ class BeamSearch(StateOps):
         carry = state.scores.masked_fill(~state.ended, -math.inf).to(top_lp)
         pool = torch.cat([cand.view(s, k * c), carry], dim=1)
         width = min(self.final_width, pool.size(1))
-        val, idx = _sorted_top(pool, width)
+        val, idx = sorted_top(pool, width)
         is_carry = idx >= k * c
         flat = idx.clamp(max=k * c - 1)
         parent = torch.where(is_carry, idx - k * c, flat // c)
@@ -507,8 +507,8 @@ class _Final:
         return cls(int(packet[3 + s + i]), int(packet[3 + 2 * s + i]), lengths, totals)
 
 
-def _sorted_top(pool: Tensor, width: int) -> Tuple[Tensor, Tensor]:
-    """The ``width`` best of each row, best first, ties by the lower index (as the C++ operator)."""
+def sorted_top(pool: Tensor, width: int) -> Tuple[Tensor, Tensor]:
+    """The ``width`` best of each row, best first, ties by the lower index (as the C++ operators)."""
     order = torch.sort(pool, dim=1, descending=True, stable=True).indices[:, :width]
     return pool.gather(1, order), order
 

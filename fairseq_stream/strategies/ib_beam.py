@@ -15,6 +15,10 @@ corpus beam 4 then scores below greedy (README, IBDecoder results).
 A sentence is done with ``B`` finished hypotheses (line 7) or at the maximum length; the
 finished ones are put back in the original word order (line 28), optionally deduplicated
 (``--ib-dedup``, §5.1), and ranked by ``score / length^lenpen``. ``--beam 1`` is greedy.
+
+On the CPU the step after the output layer is one operator (:mod:`fairseq_stream.ops.ib_step`);
+the PyTorch code here is its reference (and runs on CUDA), every selection a stable sort so the
+two decide ties alike.
 """
 from __future__ import annotations
 
@@ -30,11 +34,13 @@ from fairseq_stream import ib_order
 from fairseq_stream.errors import FairseqStreamError
 from fairseq_stream.interface import Hypothesis, StepOutcome, StrategyContext, cat_padded
 from fairseq_stream.models.transformer_ib import IBSpec
+from fairseq_stream.ops import ib_step as fused
 from fairseq_stream.ops.fused_output import OutputScorer
 from fairseq_stream.ops.transformer_step import SentenceIndex
 from fairseq_stream.processors import RowContext
 from fairseq_stream.registry import Capabilities, check_beam_and_nbest, lenpen_of, register_search
 from fairseq_stream.state import PAD, StateOps, StrategyState, per_sentence, rows
+from fairseq_stream.strategies.beam import sorted_top
 
 
 @dataclass(frozen=True)
@@ -175,7 +181,9 @@ class IBBeamSearch(StateOps):
         s, b = len(sentences), self.beam
         if longest is None:
             longest = int(max_len.max()) if s else 0
-        width = longest + self.z + 1  # a hypothesis ends at the latest in the step that reaches max_len
+        # A hypothesis ends at the latest in the step that reaches max_len (IBDecoder); an IMDecoder's
+        # first segment reaches it up to a step later than its last (slot k: segment (k mod h) // 2).
+        width = longest + (self.z + 1 if self.segments == 1 else 2 * self.z)
         dev = sentences.device
         scores = torch.full((s, b), -math.inf, dtype=self.dtype, device=dev)
         scores[:, 0] = 0.0
@@ -214,9 +222,42 @@ class IBBeamSearch(StateOps):
 
     # ---- a step ---------------------------------------------------------------------------
     def step(self, state: IBState, scores: Tensor) -> StepOutcome:
+        vals, toks = self._top(state, scores)
+        return self.search_step(state, vals, toks)
+
+    def _top(self, state: IBState, scores: Tensor) -> Tuple[Tensor, Tensor]:
+        """Each row's best ``Bc`` words per slot and their log-probabilities (R, z, Bc), from the
+        output layer (one pass for the top-k and the normaliser)."""
+        r, z, v = scores.shape
+        fed = state.tokens.size(2)
+        slots = fed + torch.arange(z, device=scores.device)
+        row_max = state.max_len.index_select(0, state.row_slot // self.beam)
+        ctx = RowContext(steps=slots.repeat(r), max_len=row_max.repeat_interleave(z))
+        bc = min(self.beam, v)
+        vals, toks, _ = self.scorer.top(scores.reshape(r * z, v), bc, ctx)
+        return vals.view(r, z, bc).to(self.dtype), toks.view(r, z, bc)
+
+    def search_step(self, state: IBState, vals: Tensor, toks: Tensor, *, kernel: bool = True) -> StepOutcome:
+        """The step after the output layer, from each row's slot candidates ``vals``/``toks``
+        (R, z, Bc): one operator (:mod:`fairseq_stream.ops.ib_step`) where it builds,
+        else (or with ``kernel=False``) the PyTorch reference, with the same results."""
+        t, cols = state.tokens.size(2), state.fin_tokens.size(2)
+        if t + self.z > cols:
+            raise FairseqStreamError(f"ib-beam: hypothesis longer than its buffer ({t + self.z} > {cols})")
+        tensors = [getattr(state, name) for name in fused.FIELDS]
+        if kernel and fused.fits(tensors, vals) and fused.kernel() is not None:
+            out = fused.fused_step(vals, toks, state.row_slot, tensors, self.slot_segment, beam=self.beam, eos=self.eos,
+                                   pad=self.pad, finalize_top=self.finalize == "top")
+            n_rows, n_done, widest = out.packet.tolist()  # the step's one host read
+            new = replace(state, scores=out.scores, tokens=out.tokens, token_scores=out.token_scores,
+                          seg_done=out.seg_done, n_final=out.n_final)
+            return self._outcome(new, out.done, n_done, widest, out.parents, out.feed, out.slot, out.row_slot, t)
+        return self._reference_step(state, vals, toks)
+
+    def _reference_step(self, state: IBState, vals: Tensor, toks: Tensor) -> StepOutcome:
         s, b = state.scores.shape
         row_slot = state.row_slot  # (R,)
-        words, word_lp, sums = self._continuations(state, scores, row_slot)
+        words, word_lp, sums = self._continuations(state, vals, toks, row_slot)
         total = state.scores.view(-1).index_select(0, row_slot).unsqueeze(1) + sums  # (R, Bc)
         seg_done = self._segments_done(state, words, row_slot)  # (R, Bc, G)
         ended = seg_done.all(dim=2) & torch.isfinite(total)
@@ -230,26 +271,20 @@ class IBBeamSearch(StateOps):
         cand = IBCandidates(full, full_end, words, word_lp, seg_done, row_of, bc)
         return self._advance(self._record(state, cand), cand)
 
-    def _continuations(self, state: IBState, scores: Tensor, row_slot: Tensor) -> Tuple[Tensor, Tensor, Tensor]:
+    def _continuations(self, state: IBState, vals: Tensor, toks: Tensor, row_slot: Tensor) -> Tuple[Tensor, Tensor, Tensor]:
         """Each row's best ``Bc`` multi-word continuations: words/lps (R, Bc, z), sums (R, Bc)."""
-        r, z, v = scores.shape
-        fed = state.tokens.size(2)
-        slots = fed + torch.arange(z, device=scores.device)
-        row_max = state.max_len.index_select(0, row_slot // self.beam)
-        ctx = RowContext(steps=slots.repeat(r), max_len=row_max.repeat_interleave(z))
-        bc = min(self.beam, v)
-        vals, toks, _ = self.scorer.top(scores.reshape(r * z, v), bc, ctx)
-        vals, toks = vals.view(r, z, bc).to(self.dtype), toks.view(r, z, bc)
+        r, z, bc = vals.shape
         if self.segments > 1:  # slots of segments that ended are padding, for free
             done = state.seg_done.view(-1, self.segments).index_select(0, row_slot)  # (R, G)
             forced = done[:, self.slot_segment.to(done.device)]  # (R, z)
             vals = vals.masked_fill(forced.unsqueeze(2), -math.inf)
             vals[..., 0] = torch.where(forced, torch.zeros_like(vals[..., 0]), vals[..., 0])
+            toks = toks.clone()
             toks[..., 0] = torch.where(forced, torch.full_like(toks[..., 0], self.pad), toks[..., 0])
         acc, words, lps = vals[:, 0], toks[:, 0].unsqueeze(2), vals[:, 0].unsqueeze(2)
         for j in range(1, z):  # outer addition, re-pruned to Bc after each position
             grid = acc.unsqueeze(2) + vals[:, j].unsqueeze(1)  # (R, Bc, Bc)
-            acc, idx = grid.view(r, -1).topk(bc, dim=1)
+            acc, idx = sorted_top(grid.view(r, -1), bc)
             prev, new = torch.div(idx, bc, rounding_mode="floor"), idx % bc
             words = torch.cat([words.gather(1, prev.unsqueeze(2).expand(-1, -1, j)), toks[:, j].gather(1, new).unsqueeze(2)], dim=2)
             lps = torch.cat([lps.gather(1, prev.unsqueeze(2).expand(-1, -1, j)), vals[:, j].gather(1, new).unsqueeze(2)], dim=2)
@@ -269,9 +304,9 @@ class IBBeamSearch(StateOps):
         full, full_end, words, word_lp, row_of, bc = cand.full, cand.full_end, cand.words, cand.word_lp, cand.row_of, cand.bc
         ended = torch.where(full_end, full, torch.full_like(full, -math.inf))
         if self.finalize == "top":  # only ended continuations among the sentence's B best count
-            kth = full.topk(min(self.beam, full.size(1)), dim=1).values[:, -1:]
+            kth = sorted_top(full, min(self.beam, full.size(1)))[0][:, -1:]
             ended = torch.where(full >= kth, ended, torch.full_like(ended, -math.inf))
-        best, idx = ended.topk(min(self.beam, ended.size(1)), dim=1)  # (S, W)
+        best, idx = sorted_top(ended, min(self.beam, ended.size(1)))  # (S, W)
         s, w = best.shape
         ok = torch.isfinite(best)
         rank = state.n_final.unsqueeze(1) + torch.cumsum(ok.long(), dim=1) - 1
@@ -283,8 +318,6 @@ class IBBeamSearch(StateOps):
         seq = torch.cat([state.tokens.gather(1, gather), words[rows.view(-1), cont.view(-1)].view(s, w, self.z)], dim=2)
         lps = torch.cat([state.token_scores.gather(1, gather),
                          word_lp[rows.view(-1), cont.view(-1)].view(s, w, self.z).to(state.token_scores.dtype)], dim=2)
-        if seq.size(2) > cols:
-            raise FairseqStreamError(f"ib-beam: hypothesis longer than its buffer ({seq.size(2)} > {cols})")
         seq = F.pad(seq, (0, cols - seq.size(2)), value=self.pad)
         lps = F.pad(lps, (0, cols - lps.size(2)))
         state.fin_tokens.scatter_(1, dest.unsqueeze(2).expand(s, w, cols), seq)
@@ -310,7 +343,7 @@ class IBBeamSearch(StateOps):
         full, full_end, words, word_lp, seg_done, row_of, bc = cand
         s, b = state.scores.shape
         open_ = torch.where(full_end, torch.full_like(full, -math.inf), full)
-        val, idx = open_.topk(min(b, open_.size(1)), dim=1)
+        val, idx = sorted_top(open_, min(b, open_.size(1)))
         val = F.pad(val, (0, b - val.size(1)), value=-math.inf)
         idx = F.pad(idx, (0, b - idx.size(1)))
         ok = torch.isfinite(val)
@@ -337,6 +370,16 @@ class IBBeamSearch(StateOps):
         parents = rows.view(-1).index_select(0, live_flat)
         feed = w.view(s * b, self.z).index_select(0, live_flat)
         slot = (torch.cumsum(live.long(), dim=1) - 1).view(-1).index_select(0, live_flat)
+        if n_done:  # number the slots without the finished sentences
+            renumber = torch.cumsum((~done).long(), dim=0) - 1
+            live_flat = renumber.index_select(0, live_flat // b) * b + live_flat % b
+        return self._outcome(new, done, n_done, widest, parents, feed, slot, live_flat, t)
+
+    def _outcome(self, new: IBState, done: Tensor, n_done: int, widest: int, parents: Tensor, feed: Tensor,
+                 slot: Tensor, row_slot: Tensor, t: int) -> StepOutcome:
+        """The finished sentences leave the state (their ``fin_*`` buffers wait for the pool's
+        read); the next rows' index (``row_slot`` numbered without them)."""
+        s, b = new.scores.shape
         finished: Any = {}
         if n_done:
             by_done = torch.argsort(done.to(torch.uint8), stable=True)
@@ -344,13 +387,11 @@ class IBBeamSearch(StateOps):
             pick = lambda x: x.index_select(0, ended)  # noqa: E731
             finished = FinishedIB(pick(new.sentences), pick(new.fin_tokens), pick(new.fin_scores),
                                   pick(new.fin_len), pick(new.fin_total), pick(new.n_final), self)
-            renumber = torch.cumsum((~done).long(), dim=0) - 1
-            live_flat = renumber.index_select(0, live_flat // b) * b + live_flat % b
             new = new.select(goes_on)
-        new.row_slot = live_flat
-        index = SentenceIndex(new.sentences, live_flat // b, slot, widest)
+        new.row_slot = row_slot
+        index = SentenceIndex(new.sentences, row_slot // b, slot, widest)
         return StepOutcome(state=new, parents=parents, feed=feed, finished=finished,
-                           block_mask=self.block_mask(t + self.z, full.device), index=index)
+                           block_mask=self.block_mask(t + self.z, new.scores.device), index=index)
 
     def _empty(self) -> Hypothesis:
         return Hypothesis(torch.tensor([self.eos]), -math.inf, torch.tensor([-math.inf]))

@@ -18,11 +18,13 @@ NUMBER = re.compile(r"-?\d+\.\d+|-inf")
 
 
 def assert_same_lines(a, b):
-    """Line for line equal, numbers (scores) to 1e-4."""
+    """Line for line equal, numbers (scores) to one unit of their last printed place: fairseq
+    prints 4 decimals, so float32 scores 1e-6 apart (a different batch shape, another kernel's
+    summation order) can print 1e-4 apart."""
     assert len(a) == len(b)
     for x, y in zip(a, b):
         assert NUMBER.sub("#", x) == NUMBER.sub("#", y), (x, y)
-        assert [float(v) for v in NUMBER.findall(x)] == pytest.approx([float(v) for v in NUMBER.findall(y)], abs=1e-4)
+        assert [float(v) for v in NUMBER.findall(x)] == pytest.approx([float(v) for v in NUMBER.findall(y)], abs=1.5e-4)
 
 
 def generate(demo_bin, stats_path, subset, size, *extra):

@@ -1,0 +1,64 @@
+"""The fused step of the IBDecoder family's multi-word beam search, as one operator.
+
+:class:`~fairseq_stream.strategies.ib_beam.IBBeamSearch` describes a step (paper 003,
+Algorithm 1, lines 8–27) in ~130 PyTorch operations; ``torch.ops.fairseq_stream.ib_step``
+(``csrc/ib_step.cpp``) runs it as one, with the same arithmetic, so its outputs are
+bit-identical to the PyTorch reference (``tests/unit/test_ib_step.py``).
+
+Contract: the final hypotheses go into the state's ``fin_*`` buffers in place (as the
+reference's); the rest of the new state is new tensors (the token history grows by ``z``). The
+operator returns, in order: the packet the host reads once ``[rows, finished sentences, widest
+beam]``, the new ``scores``, ``tokens``, ``token_scores``, ``seg_done`` and ``n_final``, ``done``
+(S,), and the next rows: parent row, the ``z`` words to feed, place among the sentence's rows,
+flat slot numbered without the finished sentences. The state is not compacted: the host drops
+the finished sentences after its read, in the rare steps that have any.
+"""
+from __future__ import annotations
+
+from typing import Any, List, NamedTuple, Sequence, Tuple
+
+import torch
+from torch import Tensor
+
+from fairseq_stream.ops import extension
+
+#: The state tensors the operator reads, in its order (``csrc/ib_step.cpp``'s ``Field``).
+FIELDS: Tuple[str, ...] = ("scores", "tokens", "token_scores", "seg_done", "n_final", "fin_tokens", "fin_scores",
+                           "fin_len", "fin_total")
+_SOURCE = "ib_step.cpp"
+FLAGS: Tuple[str, ...] = ("-O2", "-ffp-contract=off")
+
+
+class IBStepResult(NamedTuple):
+    packet: Tensor  # (3,) int64: rows, finished sentences, widest beam
+    scores: Tensor  # (S, B)
+    tokens: Tensor  # (S, B, T + z)
+    token_scores: Tensor  # (S, B, T + z)
+    seg_done: Tensor  # (S, B, G)
+    n_final: Tensor  # (S,)
+    done: Tensor  # (S,) bool
+    parents: Tensor  # (R',) parent row of each next row
+    feed: Tensor  # (R', z)
+    slot: Tensor  # (R',) place among the sentence's rows
+    row_slot: Tensor  # (R',) flat slot s·B + j, s counted without the finished sentences
+
+
+def kernel() -> Any:
+    """The built operator's module, or None where it cannot be built (the reference runs)."""
+    return extension.load(_SOURCE, FLAGS, lambda: extension.build_dir(_SOURCE, FLAGS, extension.cpu_features()),
+                          "IB-step")
+
+
+def fits(state_tensors: Sequence[Tensor], vals: Tensor) -> bool:
+    """Whether the operator takes this step: CPU tensors, contiguous, float32/float64 scores of
+    the candidates' dtype (else the reference runs)."""
+    return (not vals.is_cuda and vals.dtype in (torch.float32, torch.float64) and vals.dtype == state_tensors[0].dtype
+            and all(t.is_contiguous() for t in state_tensors))
+
+
+def fused_step(vals: Tensor, toks: Tensor, row_slot: Tensor, state_tensors: List[Tensor], slot_segment: Tensor, *,
+               beam: int, eos: int, pad: int, finalize_top: bool) -> IBStepResult:
+    """One step by the operator from each row's slot candidates ``vals``/``toks`` (R, z, Bc)."""
+    out = torch.ops.fairseq_stream.ib_step(vals.contiguous(), toks.contiguous(), row_slot.contiguous(), state_tensors,
+                                           slot_segment, [beam, eos, pad, int(finalize_top)])
+    return IBStepResult(*out)
