@@ -32,6 +32,13 @@ SRC, TGT = "es", "en"
 HELDOUT_EVERY = 30
 
 
+def _tool(name: str) -> str:
+    """A console script of the Python running this script (its virtual environment's fairseq,
+    also where that environment is not on PATH)."""
+    path = Path(sys.executable).parent / name
+    return str(path) if path.exists() else name
+
+
 def _read(path: Path) -> List[str]:
     with open(path, encoding="utf-8") as f:
         return [line.rstrip("\n") for line in f]
@@ -72,7 +79,7 @@ def prepare(corpus: Path, work: Path, bpe_merges: int) -> None:
             _write(bpe / f"{split}.{lang}", codes.apply_all(_read(tok / f"{split}.{lang}")))
     subprocess.run(
         [
-            "fairseq-preprocess", "--source-lang", SRC, "--target-lang", TGT,
+            _tool("fairseq-preprocess"), "--source-lang", SRC, "--target-lang", TGT,
             "--trainpref", str(bpe / "train"), "--validpref", str(bpe / "valid"),
             "--testpref", str(bpe / "test"), "--destdir", str(work / "bin"),
             "--joined-dictionary", "--workers", "2",
@@ -89,7 +96,7 @@ def train(work: Path, hours: float, max_update: int = 0, save_every: int = 0) ->
     subprocess.run(
         [
             # --user-dir: our safe checkpoint loading lets torch >= 2.6 resume an interrupted run.
-            "fairseq-train", str(work / "bin"), "--user-dir", str(REPO / "fairseq_stream"),
+            _tool("fairseq-train"), str(work / "bin"), "--user-dir", str(REPO / "fairseq_stream"),
             "--cpu", "--arch", "transformer", "--share-all-embeddings",
             "--encoder-layers", "3", "--decoder-layers", "3",
             "--encoder-embed-dim", "256", "--decoder-embed-dim", "256",

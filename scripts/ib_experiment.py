@@ -18,6 +18,7 @@ interrupted run, or a finished one asked for more ``--updates``, from its last c
              benchmark harness
 
     python scripts/ib_experiment.py --updates 1500 --eval-sentences 300
+    python scripts/ib_experiment.py --updates 1500 --variants im,sa    # + IMDecoder, IBDecoder+SA rows
 
 Budgets here are CPU-sized; the paper's WMT14 setup is ``scripts/wmt14_ibdecoder.sh``.
 """
@@ -69,6 +70,28 @@ def trained_updates(log: Path) -> int:
     return int(found[-1]) if found else 0
 
 
+# The IBDecoder family's layouts (paper 003): generation directions h, words per direction c.
+LAYOUTS = {"ib": (2, 1), "im": (4, 1), "sa": (2, 2)}
+VARIANT_LABELS = {"im": "IMDecoder", "sa": "IBDecoder+SA"}
+
+
+def train_command(data: Path, save: Path, kind: str, updates: int, layers: int, ib_eos: str = "step",
+                  extra: Sequence[str] = ()) -> List[str]:
+    """fairseq-train for ``kind``: "standard" (a transformer) or a layout of :data:`LAYOUTS`."""
+    if kind == "standard":
+        task = ["--task", "translation", "--arch", "transformer"]
+    else:
+        h, c = LAYOUTS[kind]
+        task = ["--task", "translation_ib", "--arch", "transformer_ib", "--ib-h", str(h), "--ib-c", str(c),
+                "--ib-eos", ib_eos]
+    return ["fairseq-train", str(data), "--user-dir", str(REPO / "fairseq_stream"), "--cpu", *task, *arch(layers),
+            "--dropout", "0.2", "--attention-dropout", "0.1", "--optimizer", "adam", "--adam-betas", "(0.9, 0.98)",
+            "--lr", "0.0015", "--lr-scheduler", "inverse_sqrt", "--warmup-updates", "600",
+            "--criterion", "label_smoothed_cross_entropy", "--label-smoothing", "0.1", "--max-tokens", "4096",
+            "--max-update", str(updates), "--save-dir", str(save), "--no-epoch-checkpoints",
+            "--log-format", "simple", "--log-interval", "50", "--seed", "1", *extra]
+
+
 def train(data: Path, save: Path, kind: str, updates: int, layers: int, ib_eos: str = "step",
           extra: Sequence[str] = ()) -> Path:
     best, log = save / "checkpoint_best.pt", save / "train.log"
@@ -77,14 +100,7 @@ def train(data: Path, save: Path, kind: str, updates: int, layers: int, ib_eos: 
     # An interrupted run, or one asked for more updates, resumes from checkpoint_last.pt
     # (fairseq's default) and appends to its log.
     save.mkdir(parents=True, exist_ok=True)
-    task = (["--task", "translation_ib", "--arch", "transformer_ib", "--ib-h", "2", "--ib-c", "1", "--ib-eos", ib_eos]
-            if kind == "ib" else ["--task", "translation", "--arch", "transformer"])
-    run(["fairseq-train", str(data), "--user-dir", str(REPO / "fairseq_stream"), "--cpu", *task, *arch(layers),
-         "--dropout", "0.2", "--attention-dropout", "0.1", "--optimizer", "adam", "--adam-betas", "(0.9, 0.98)",
-         "--lr", "0.0015", "--lr-scheduler", "inverse_sqrt", "--warmup-updates", "600",
-         "--criterion", "label_smoothed_cross_entropy", "--label-smoothing", "0.1", "--max-tokens", "4096",
-         "--max-update", str(updates), "--save-dir", str(save), "--no-epoch-checkpoints",
-         "--log-format", "simple", "--log-interval", "50", "--seed", "1", *extra], log, append=True)
+    run(train_command(data, save, kind, updates, layers, ib_eos, extra), log, append=True)
     return best
 
 
@@ -142,7 +158,7 @@ def evaluate(work: Path, models: dict, n: int, repeats: int) -> None:
             for label, session in sessions.items():
                 g = dict(gen, beam=beam)
                 opts = {"stream_capacity": batch}
-                if label.startswith("IBDecoder"):
+                if label.startswith(("IBDecoder", "IMDecoder")):
                     runs = [RunSpec(f"{label} ib-beam", "ib-beam", gen=g, opts=opts),
                             RunSpec(f"{label} ib-beam --ib-dedup", "ib-beam", gen=g, opts=dict(opts, ib_dedup=True))]
                 else:
@@ -174,6 +190,9 @@ def main() -> None:
     parser.add_argument("--eval-sentences", type=int, default=300)
     parser.add_argument("--repeats", type=int, default=1)
     parser.add_argument("--stages", default="train,kd,eval")
+    parser.add_argument("--variants", default="",
+                        help="also train and evaluate these layouts with the same budget: im = IMDecoder (h = 4), "
+                             "sa = IBDecoder+SA (c = 2), comma-separated")
     parser.add_argument("--train-args", default="",
                         help="more fairseq-train arguments for every model (later ones win), e.g. a quick speed check: "
                              "--train-args='--encoder-embed-dim 64 --decoder-embed-dim 64 --log-interval 10'")
@@ -181,6 +200,10 @@ def main() -> None:
     if not (args.data / "dict.en.txt").exists():
         sys.exit(f"{args.data} has no binarised data: run scripts/build_demo_model.py --stages prep first")
     stages = args.stages.split(",")
+    variants = [v for v in args.variants.split(",") if v]
+    unknown = [v for v in variants if v not in VARIANT_LABELS]
+    if unknown:
+        sys.exit(f"--variants: unknown layout {unknown[0]!r}; choose from {', '.join(VARIANT_LABELS)}")
     args.work.mkdir(parents=True, exist_ok=True)
     models = {}
     if "train" in stages or "eval" in stages:
@@ -190,6 +213,9 @@ def main() -> None:
         models["IBDecoder"] = train(args.data, args.work / "ib", "ib", args.updates, args.layers, args.ib_eos, extra)
         ratio = words_per_second(args.work / "ib" / "train.log") / words_per_second(args.work / "standard" / "train.log")
         print(f"training speed IBDecoder / Transformer: {ratio:.3f}")
+        for variant in variants:
+            models[VARIANT_LABELS[variant]] = train(args.data, args.work / variant, variant, args.updates, args.layers,
+                                                    args.ib_eos, extra)
     if "kd" in stages:
         kd = distill(args.data, args.work, args.teacher, args.kd_sentences)
         models["IBDecoder+KD"] = train(kd, args.work / "ib_kd", "ib", args.updates, args.layers, args.ib_eos,

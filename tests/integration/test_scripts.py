@@ -133,6 +133,27 @@ def test_ib_experiment_resumes_a_finished_run_asked_for_more_updates(tmp_path):
     assert exp.trained_updates(log) == 120  # finished at 120: --updates 120 skips, --updates 240 resumes
 
 
+def test_ib_experiment_trains_each_layout_with_its_h_and_c(tmp_path):
+    import importlib.util
+
+    spec = importlib.util.spec_from_file_location("ib_experiment", os.path.join(REPO, "scripts", "ib_experiment.py"))
+    exp = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(exp)
+
+    def layout(kind):
+        cmd = exp.train_command(tmp_path, tmp_path / kind, kind, 100, 2)
+        value = lambda flag: cmd[cmd.index(flag) + 1] if flag in cmd else None  # noqa: E731
+        return value("--task"), value("--ib-h"), value("--ib-c")
+
+    assert layout("standard") == ("translation", None, None)
+    assert layout("ib") == ("translation_ib", "2", "1")
+    assert layout("im") == ("translation_ib", "4", "1")
+    assert layout("sa") == ("translation_ib", "2", "2")
+    proc = subprocess.run([sys.executable, os.path.join(REPO, "scripts", "ib_experiment.py"), "--data", str(DEMO),
+                           "--variants", "im,xx", "--work", str(tmp_path / "w")], capture_output=True, text=True)
+    assert proc.returncode != 0 and "unknown layout 'xx'" in proc.stderr
+
+
 @pytest.mark.slow  # trains an IBDecoder with fairseq-train first
 def test_ib_search_ablation_script_on_a_tiny_ib_model(tmp_path):
     """Train a tiny IBDecoder on 60 demo sentences (demo dictionaries), then print the ablation rows."""
