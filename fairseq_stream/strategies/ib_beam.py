@@ -39,7 +39,7 @@ from fairseq_stream.ops.fused_output import OutputScorer
 from fairseq_stream.ops.transformer_step import SentenceIndex
 from fairseq_stream.processors import RowContext
 from fairseq_stream.registry import Capabilities, check_beam_and_nbest, lenpen_of, register_search
-from fairseq_stream.state import PAD, StateOps, StrategyState, per_sentence, rows
+from fairseq_stream.state import PAD, StateOps, StrategyState, host, per_sentence, rows
 from fairseq_stream.strategies.beam import sorted_top
 
 
@@ -96,6 +96,7 @@ class IBState(StrategyState):
     fin_len: Tensor = per_sentence()  # (S, 2B + 1)
     fin_total: Tensor = per_sentence()  # (S, 2B + 1)
     row_slot: Tensor = rows()  # (R,) flat s·B + j of every decoder row
+    shortest: int = host(min)  # host: a lower bound of max_len (the forced-EOS edit waits for it)
 
 
 class IBCandidates(NamedTuple):
@@ -197,6 +198,7 @@ class IBBeamSearch(StateOps):
             fin_len=torch.zeros(s, 2 * b + 1, dtype=torch.long, device=dev),
             fin_total=torch.full((s, 2 * b + 1), -math.inf, dtype=self.dtype, device=dev),
             row_slot=torch.arange(s, device=dev) * b,
+            shortest=int(max_len.min()) if shortest is None and s else (shortest or 0),
         )
         feed = torch.full((s, self.z), self.bos, dtype=torch.long, device=sentences.device)
         return StepOutcome(state=state, parents=None, feed=feed, block_mask=self.block_mask(0, sentences.device))
@@ -232,7 +234,10 @@ class IBBeamSearch(StateOps):
         fed = state.tokens.size(2)
         slots = fed + torch.arange(z, device=scores.device)
         row_max = state.max_len.index_select(0, state.row_slot // self.beam)
-        ctx = RowContext(steps=slots.repeat(r), max_len=row_max.repeat_interleave(z))
+        # Host bounds skip the edits that cannot apply yet: no row is at its maximum length before
+        # the group's shortest, and every row has generated at least ``fed`` tokens.
+        ctx = RowContext(steps=slots.repeat(r), max_len=row_max.repeat_interleave(z),
+                         may_reach_max=fed + z - 1 >= state.shortest, min_steps=fed)
         bc = min(self.beam, v)
         vals, toks, _ = self.scorer.top(scores.reshape(r * z, v), bc, ctx)
         return vals.view(r, z, bc).to(self.dtype), toks.view(r, z, bc)
