@@ -56,7 +56,7 @@ class StepResult(NamedTuple):
 
 def kernel() -> Any:
     """The built operator's module, or None where it cannot be built (the reference runs)."""
-    return extension.load(_SOURCE, FLAGS, lambda: extension.build_dir(_SOURCE, FLAGS, extension.cpu_features()), "beam-step")
+    return extension.load(_SOURCE, FLAGS, "beam-step")
 
 
 def encode_rules(rules: Sequence[Any]) -> Optional[Tuple[List[int], List[float]]]:

@@ -17,7 +17,7 @@ import logging
 import os
 import platform
 import subprocess
-from typing import Any, Callable, Dict, Sequence, Tuple
+from typing import Any, Dict, Sequence, Tuple
 
 import torch
 
@@ -77,11 +77,11 @@ def build_dir(source: str, flags: Sequence[str], cpu: str) -> Tuple[str, str]:
     return name, os.path.join(cache, name)
 
 
-def load(source: str, flags: Sequence[str], folder: Callable[[], Tuple[str, str]], what: str) -> Any:
+def load(source: str, flags: Sequence[str], what: str) -> Any:
     """The built module of ``csrc/<source>`` (its operators registered), or None where it cannot be built.
 
-    ``folder`` gives (module name, build folder); it is called once, on the first load only
-    (it runs the compiler and reads the CPU's features).
+    Its :func:`build_dir` is found on the first load only (it runs the compiler and reads the
+    CPU's features).
     """
     if source in _loaded:
         return _loaded[source] or None
@@ -89,7 +89,7 @@ def load(source: str, flags: Sequence[str], folder: Callable[[], Tuple[str, str]
     if os.environ.get("FAIRSEQ_STREAM_NO_KERNEL"):
         return None
     try:
-        _loaded[source] = _import_or_build(source, flags, *folder(), what)
+        _loaded[source] = _import_or_build(source, flags, *build_dir(source, flags, cpu_features()), what)
     except Exception as exc:  # no compiler, no ninja: the PyTorch path is exact too
         log_once(f"fairseq-stream: CPU {what} kernel unavailable ({type(exc).__name__}: "
                  f"{str(exc).splitlines()[0] if str(exc) else ''}); using PyTorch ops")

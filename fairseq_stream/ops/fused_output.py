@@ -65,7 +65,7 @@ def kernel_build_dir() -> Tuple[str, str]:
 def cpu_kernel() -> Any:
     """The compiled CPU kernel module (its op: ``torch.ops.fairseq_stream.topk_lse``), or None
     when it cannot be built here."""
-    return extension.load(_SOURCE, KERNEL_FLAGS, kernel_build_dir, "output-layer")
+    return extension.load(_SOURCE, KERNEL_FLAGS, "output-layer")
 
 
 def topk_with_normaliser(scores: Tensor, k: int) -> Tuple[Tensor, Tensor, Tensor]:

@@ -45,8 +45,7 @@ class IBStepResult(NamedTuple):
 
 def kernel() -> Any:
     """The built operator's module, or None where it cannot be built (the reference runs)."""
-    return extension.load(_SOURCE, FLAGS, lambda: extension.build_dir(_SOURCE, FLAGS, extension.cpu_features()),
-                          "IB-step")
+    return extension.load(_SOURCE, FLAGS, "IB-step")
 
 
 def fits(state_tensors: Sequence[Tensor], vals: Tensor) -> bool:

@@ -41,8 +41,7 @@ class IterationResult(NamedTuple):
 
 def kernel() -> Any:
     """The built operator's module, or None where it cannot be built (the reference runs)."""
-    return extension.load(_SOURCE, FLAGS, lambda: extension.build_dir(_SOURCE, FLAGS, extension.cpu_features()),
-                          "Jacobi-step")
+    return extension.load(_SOURCE, FLAGS, "Jacobi-step")
 
 
 def fits(state_tensors: Sequence[Tensor], score: Tensor) -> bool:
