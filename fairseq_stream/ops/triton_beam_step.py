@@ -29,6 +29,7 @@ import triton.language as tl
 from torch import Tensor
 
 from fairseq_stream.ops.beam_step import FIELDS, StepResult
+from fairseq_stream.ops.triton_order import finished_last
 
 
 @triton.jit
@@ -214,12 +215,7 @@ def _sentence_step(top_lp, top_tok, row_of, c, scores, ended, ended_len, tokens,
 @triton.jit
 def _rows_and_packet(out_done, out_live, out_parent, out_tok, row_of, sentences, n_final, fin_len, fin_total, rows,
                      packet, S, k, z, Z1, S2: tl.constexpr, K2: tl.constexpr, Z2: tl.constexpr):
-    sl = tl.arange(0, S2)
-    in_s = sl < S
-    done = in_s & (tl.load(out_done + sl, mask=in_s, other=0) != 0)
-    going = in_s & ~done
-    n_on = tl.sum(going.to(tl.int64), axis=0)
-    pos = tl.where(going, tl.cumsum(going.to(tl.int64), axis=0) - 1, n_on + tl.cumsum(done.to(tl.int64), axis=0) - 1)
+    sl, in_s, _, _, n_on, pos = finished_last(out_done, S, S2)
     kl = tl.arange(0, K2)
     grid = sl[:, None] * k + kl[None, :]
     in_sk = in_s[:, None] & (kl < k)[None, :]

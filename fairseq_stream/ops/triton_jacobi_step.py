@@ -18,6 +18,7 @@ import triton.language as tl
 from torch import Tensor
 
 from fairseq_stream.ops.jacobi_step import FIELDS, IterationResult
+from fairseq_stream.ops.triton_order import finished_last
 
 
 @triton.jit
@@ -76,12 +77,7 @@ def _iteration(pred, score, feed, tokens, token_scores, verified, max_len, itera
 
 @triton.jit
 def _packet(done_in, accept, total, sentences, verified, iterations, width, packet, aux, S, S2: tl.constexpr):
-    sl = tl.arange(0, S2)
-    in_s = sl < S
-    done = in_s & (tl.load(done_in + sl, mask=in_s, other=0) != 0)
-    going = in_s & ~done
-    n_on = tl.sum(going.to(tl.int64), axis=0)
-    pos = tl.where(going, tl.cumsum(going.to(tl.int64), axis=0) - 1, n_on + tl.cumsum(done.to(tl.int64), axis=0) - 1)
+    sl, in_s, done, going, n_on, pos = finished_last(done_in, S, S2)
     ver = tl.load(verified + sl, mask=in_s, other=0)
     wid = tl.load(width + sl, mask=in_s, other=1)
     acc = tl.load(accept + sl, mask=in_s, other=0)
