@@ -2,6 +2,9 @@
 from __future__ import annotations
 
 import math
+import os
+import subprocess
+import sys
 from types import SimpleNamespace
 from typing import Dict, Tuple
 
@@ -131,3 +134,11 @@ def tiny_ib_model(dictionary: Dictionary, *, h: int = 2, c: int = 1, mask: str =
     )
     base_architecture(args)
     return TransformerIBModel.build_model(args, fake_task(dictionary)).to(dtype).eval()
+
+
+def run_under_triton_interpreter(script: str, timeout: int = 900) -> subprocess.CompletedProcess:
+    """Run ``python -c script`` with Triton's CPU interpreter (``TRITON_INTERPRET=1`` must be set
+    before Triton is imported, hence a process of its own) and this checkout on the path."""
+    repo = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+    env = dict(os.environ, TRITON_INTERPRET="1", PYTHONPATH=repo)
+    return subprocess.run([sys.executable, "-c", script], env=env, capture_output=True, text=True, timeout=timeout)

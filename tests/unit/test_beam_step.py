@@ -187,14 +187,9 @@ TRITON_CASES = [
 
 def test_the_triton_kernels_equal_the_reference_under_the_interpreter():
     pytest.importorskip("triton")
-    import subprocess
-    import sys
+    from helpers import run_under_triton_interpreter
 
-    here = os.path.dirname(os.path.abspath(__file__))
-    repo = os.path.dirname(os.path.dirname(here))
-    env = dict(os.environ, TRITON_INTERPRET="1", PYTHONPATH=repo)
-    proc = subprocess.run([sys.executable, "-c", TRITON_CHECK.format(here=here)], env=env, capture_output=True,
-                          text=True, timeout=900)
+    proc = run_under_triton_interpreter(TRITON_CHECK.format(here=os.path.dirname(os.path.abspath(__file__))))
     assert proc.returncode == 0 and proc.stdout.strip().endswith("ok"), proc.stderr[-3000:]
 
 

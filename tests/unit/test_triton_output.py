@@ -1,8 +1,5 @@
 """The GPU output-layer kernels (Triton) equal the reference, checked on the CPU by Triton's
 interpreter; the GPU picks between them and PyTorch's ops by measurement."""
-import os
-import subprocess
-import sys
 import textwrap
 
 import pytest
@@ -10,7 +7,6 @@ import torch
 
 from fairseq_stream.ops import fused_output
 
-REPO = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
 CHECK = textwrap.dedent("""
     import torch
@@ -39,8 +35,9 @@ CHECK = textwrap.dedent("""
 
 def test_the_triton_kernels_equal_the_reference_under_the_interpreter():
     pytest.importorskip("triton")
-    env = dict(os.environ, TRITON_INTERPRET="1", PYTHONPATH=REPO)
-    proc = subprocess.run([sys.executable, "-c", CHECK], env=env, capture_output=True, text=True, timeout=600)
+    from helpers import run_under_triton_interpreter
+
+    proc = run_under_triton_interpreter(CHECK, timeout=600)
     assert proc.returncode == 0 and proc.stdout.strip() == "ok", proc.stderr[-3000:]
 
 
