@@ -138,7 +138,12 @@ def tiny_ib_model(dictionary: Dictionary, *, h: int = 2, c: int = 1, mask: str =
 
 def run_under_triton_interpreter(script: str, timeout: int = 900) -> subprocess.CompletedProcess:
     """Run ``python -c script`` with Triton's CPU interpreter (``TRITON_INTERPRET=1`` must be set
-    before Triton is imported, hence a process of its own) and this checkout on the path."""
-    repo = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-    env = dict(os.environ, TRITON_INTERPRET="1", PYTHONPATH=repo)
+    before Triton is imported, hence a process of its own), this checkout and these helpers on the path."""
+    here = os.path.dirname(os.path.abspath(__file__))
+    env = dict(os.environ, TRITON_INTERPRET="1", PYTHONPATH=os.pathsep.join([os.path.dirname(here), here]))
     return subprocess.run([sys.executable, "-c", script], env=env, capture_output=True, text=True, timeout=timeout)
+
+
+def clone_state(state):
+    """A strategy state with every tensor copied (a step may update its input in place)."""
+    return type(state)(**{f: (v.clone() if torch.is_tensor(v) else v) for f, v in vars(state).items()})

@@ -16,6 +16,7 @@ import torch
 
 from fairseq_stream.ops import beam_step as fused
 from fairseq_stream.strategies.beam import BeamConfig, BeamSearch, Pruning
+from helpers import clone_state
 
 # Where a C++ compiler is, the operator must build (a silent fallback would hide a broken kernel).
 pytestmark = pytest.mark.skipif(shutil.which(os.environ.get("CXX", "c++")) is None, reason="no C++ compiler")
@@ -50,10 +51,6 @@ def _candidates(g, state, search, dtype):
     top_lp = torch.where(at_max & first, lp[:, EOS:EOS + 1], top_lp.masked_fill(at_max, -math.inf))
     top_tok = top_tok.masked_fill(at_max & first, EOS)
     return top_lp, top_tok
-
-
-def _clone(state):
-    return type(state)(**{f: (v.clone() if torch.is_tensor(v) else v) for f, v in vars(state).items()})
 
 
 def _assert_same_state(a, b, k):
@@ -91,7 +88,7 @@ def _run(search, seed, dtype, sentences=6):
     state, finished, steps = out.state, {}, 0
     while state.size:
         top_lp, top_tok = _candidates(g, state, search, dtype)
-        ref = search.search_step(_clone(state), top_lp, top_tok, kernel=False)
+        ref = search.search_step(clone_state(state), top_lp, top_tok, kernel=False)
         got = search.search_step(state, top_lp, top_tok, kernel=True)
         _assert_same_outcome(got, ref, search.k)
         finished.update(got.finished)
@@ -158,7 +155,7 @@ def run(search, seed, dtype, sentences=4):
     state = search.init_state(torch.arange(sentences) * 7 + 3, max_len, max_len + 1).state
     while state.size:
         top_lp, top_tok = T._candidates(g, state, search, dtype)
-        ref = search.search_step(T._clone(state), top_lp, top_tok, kernel=False)
+        ref = search.search_step(T.clone_state(state), top_lp, top_tok, kernel=False)
         res = triton_step([getattr(state, n) for n in fused.FIELDS], top_lp, top_tok, state.row_slot,
                           search._length_penalties(state), k=search.k, width=search.final_width,
                           final_count=search.done_at, eos=T.EOS, pad=T.PAD, ours=search.finalizer.name == "ours",
@@ -205,7 +202,7 @@ def test_the_triton_kernels_equal_the_reference_on_cuda(case):
     while state.size:
         top_lp, top_tok = _candidates(g, _on_cpu(state), search, torch.float32)
         top_lp, top_tok = top_lp.cuda(), top_tok.cuda()
-        ref = search.search_step(_clone(state), top_lp, top_tok, kernel=False)
+        ref = search.search_step(clone_state(state), top_lp, top_tok, kernel=False)
         got = search.search_step(state, top_lp, top_tok, kernel=True)
         used.append(not fused._gpu_failed)
         _assert_same_outcome(got, ref, search.k)

@@ -16,6 +16,7 @@ import torch
 from fairseq_stream.models.transformer_ib import IBSpec
 from fairseq_stream.ops import ib_step as fused
 from fairseq_stream.strategies.ib_beam import FinishedIB, IBBeamSearch
+from helpers import clone_state
 
 # Where a C++ compiler is, the operator must build (a silent fallback would hide a broken kernel).
 pytestmark = pytest.mark.skipif(shutil.which(os.environ.get("CXX", "c++")) is None, reason="no C++ compiler")
@@ -40,10 +41,6 @@ def _candidates(g, search, state, dtype, eos_rate):
     toks[..., 0] = torch.where(at_max, EOS, toks[..., 0])
     vals[..., 1:] = vals[..., 1:].masked_fill(at_max.unsqueeze(2), -math.inf)
     return vals, toks
-
-
-def _clone(state):
-    return type(state)(**{f: (v.clone() if torch.is_tensor(v) else v) for f, v in vars(state).items()})
 
 
 def _assert_same_state(x, y):
@@ -83,7 +80,7 @@ def _run(search, seed, dtype, sentences=6, eos_rate=0.12):
     state, steps, done = search.init_state(ids, max_len, max_len + 2).state, 0, []
     while state.sentences.numel():
         vals, toks = _candidates(g, search, state, dtype, eos_rate)
-        ref = search.search_step(_clone(state), vals, toks, kernel=False)
+        ref = search.search_step(clone_state(state), vals, toks, kernel=False)
         got = search.search_step(state, vals, toks, kernel=True)
         _assert_same(got, ref)
         if isinstance(got.finished, FinishedIB):

@@ -14,6 +14,7 @@ import torch
 from fairseq_stream.ops import jacobi_step as fused
 from fairseq_stream.stats import DecodeStats
 from fairseq_stream.strategies.jacobi import JacobiConfig, JacobiDecoding
+from helpers import clone_state
 
 # Where a C++ compiler is, the operator must build (a silent fallback would hide a broken kernel).
 pytestmark = pytest.mark.skipif(shutil.which(os.environ.get("CXX", "c++")) is None, reason="no C++ compiler")
@@ -34,10 +35,6 @@ def _predictions(g, state, eos_rate):
     pred = torch.where((torch.rand(s, b, generator=g) < 0.7) & (guess > PAD), guess, fresh)
     pred = pred.masked_fill(torch.rand(s, b, generator=g) < eos_rate, EOS)
     return pred
-
-
-def _clone(state):
-    return type(state)(**{f: (v.clone() if torch.is_tensor(v) else v) for f, v in vars(state).items()})
 
 
 def _assert_same(a, b):
@@ -65,7 +62,7 @@ def _run(search, seed, dtype, sentences=5):  # noqa: D103
     while state.size:
         pred = _predictions(g, state, eos_rate=0.04)
         score = torch.log(torch.rand(pred.shape, generator=g, dtype=torch.float64)).to(dtype)
-        ref = search.iterate(_clone(state), pred, score, kernel=False)
+        ref = search.iterate(clone_state(state), pred, score, kernel=False)
         got = search.iterate(state, pred, score, kernel=True)
         _assert_same(got, ref)
         finished.update(got.finished)
@@ -128,7 +125,7 @@ def test_the_triton_kernels_equal_the_reference_on_cuda(cfg):
     while state.size:
         pred = _predictions(g, _on_cpu(state), eos_rate=0.04).cuda()
         score = torch.log(torch.rand(pred.shape, generator=g)).cuda()
-        ref = search.iterate(_clone(state), pred, score, kernel=False)
+        ref = search.iterate(clone_state(state), pred, score, kernel=False)
         got = search.iterate(state, pred, score, kernel=True)
         assert not fused._gpu_failed, fused._gpu_failed  # the Triton kernels ran, not the reference
         for sid, (h,) in got.finished.items():  # a GPU scan may round the summed score differently
