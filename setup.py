@@ -15,7 +15,7 @@ setup(
     long_description_content_type="text/markdown",
     python_requires=">=3.10",
     packages=find_packages(include=["fairseq_stream", "fairseq_stream.*"]),
-    package_data={"fairseq_stream.ops": ["csrc/*.cpp"]},
+    package_data={"fairseq_stream.ops": ["csrc/*.cpp", "csrc/*.h"]},
     # The demo files, installed once under <prefix>/share (fairseq_stream/demo_files.py finds them).
     data_files=[("share/fairseq-stream/demo", sorted(glob.glob("user_dir_examples/demo/*")))],
     install_requires=[

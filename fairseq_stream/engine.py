@@ -54,7 +54,7 @@ def build_generator(name: str, task: Any, models: List[Any], gen_cfg: Any, opts:
 
     def make_strategy(stats: Any) -> Any:
         ctx = StrategyContext(scorer=scorer, eos=tgt_dict.eos(), pad=tgt_dict.pad(), bos=tgt_dict.eos(),
-                              dtype=dtype, needs_history=history, stats=stats)
+                              dtype=dtype, needs_history=history, stats=stats, step_backend=opts.step_backend)
         return entry.strategy.from_config(config, ctx)
 
     generator = StreamGenerator(models, tgt_dict, name=name, make_strategy=make_strategy, scheduler=scheduler,

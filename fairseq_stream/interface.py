@@ -56,6 +56,7 @@ class StrategyContext:
     dtype: torch.dtype  # of the hypothesis scores
     needs_history: bool  # a processor reads each row's tokens (n-gram blocking)
     stats: Any  # DecodeStats of the run
+    step_backend: str = "auto"  # --step-backend: who runs the fused step operators (ops/backends.py)
 
 
 @dataclass

@@ -13,6 +13,7 @@ from typing import Any, Optional, Sequence
 from fairseq.dataclass import FairseqDataclass
 
 from fairseq_stream.errors import FairseqStreamError
+from fairseq_stream.ops.backends import CHOICES as STEP_BACKENDS
 from fairseq_stream.registry import epsilon_defaults_help, get_search, search_names
 from fairseq_stream.strategies.beam import DEFAULT_ABS_THRESHOLD, DEFAULT_MAX_CANDS_PER_NODE, DEFAULT_REFERENCE
 
@@ -124,6 +125,13 @@ class StreamDecodingConfig(FairseqDataclass):
         metadata={"help": "'fused': top-k on the raw scores, normalise only the winners (paper 002); "
                   "'full': fairseq's full log-softmax (falls back automatically where needed)"},
     )
+    step_backend: str = field(
+        default="auto",
+        metadata={"help": "who runs the fused step operators (beam step, Jacobi iteration, IBDecoder step): 'auto' "
+                  "(the fastest available: C++ on a CPU, Triton on CUDA), 'reference' (the PyTorch code that defines "
+                  "the results), 'cpp', 'triton'; a backend that cannot run falls back to the reference with one "
+                  "warning line, and the closing statistics name the backend each operator ran on"},
+    )
     # ---- parallel Jacobi decoding (paper 004) ----
     jacobi_block: int = field(
         default=3, metadata={"help": "block size b of gs-jacobi and hybrid-jacobi (paper 004 Alg. 2-3)"}
@@ -170,6 +178,8 @@ def validate(opts: StreamDecodingConfig) -> None:
     get_search(opts.search)
     if opts.output_layer not in ("fused", "full"):
         raise FairseqStreamError(f"--output-layer must be 'fused' or 'full', got {opts.output_layer!r}")
+    if opts.step_backend not in STEP_BACKENDS:
+        raise FairseqStreamError(f"--step-backend must be one of {', '.join(STEP_BACKENDS)}, got {opts.step_backend!r}")
     if opts.stream_stats:
         _check_writable(opts.stream_stats, "--stream-stats")
 

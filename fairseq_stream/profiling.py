@@ -62,6 +62,15 @@ def _is_repeat_interleave_without_size(func: Any, kwargs: Dict[str, Any]) -> boo
     return func is _aten.repeat_interleave.Tensor and kwargs.get("output_size") is None
 
 
+def _is_copy_to_device(func: Any, args: Any, kwargs: Dict[str, Any]) -> bool:
+    if func is _aten._to_copy.default:
+        device = kwargs.get("device")
+        return device is not None and torch.device(device).type != "cpu" and args[0].device.type == "cpu"
+    if func is _aten.copy_.default:
+        return args[0].device.type != "cpu" and args[1].device.type == "cpu"
+    return False
+
+
 def _is_copy_to_host(func: Any, args: Any, kwargs: Dict[str, Any]) -> bool:
     if func is _aten._to_copy.default:
         device = kwargs.get("device")
@@ -74,13 +83,15 @@ def _is_copy_to_host(func: Any, args: Any, kwargs: Dict[str, Any]) -> bool:
 @dataclass
 class CostCounts:
     host_reads: int = 0
+    host_writes: int = 0  # host→device copies
     ops: int = 0
     reads_by_op: Counter = field(default_factory=Counter)
     ops_by_name: Counter = field(default_factory=Counter)
 
     def per_step(self, steps: int) -> Dict[str, float]:
         steps = max(steps, 1)
-        return {"host_reads_per_step": self.host_reads / steps, "ops_per_step": self.ops / steps}
+        return {"host_reads_per_step": self.host_reads / steps, "host_writes_per_step": self.host_writes / steps,
+                "ops_per_step": self.ops / steps}
 
 
 class _FunctionCounter(TorchFunctionMode):
@@ -107,6 +118,8 @@ class _DispatchCounter(TorchDispatchMode):
                 or _is_copy_to_host(func, args, kwargs):
             c.host_reads += 1
             c.reads_by_op[str(func.overloadpacket.__name__)] += 1
+        if _is_copy_to_device(func, args, kwargs):
+            c.host_writes += 1
         if func not in _FREE:
             c.ops += 1
             c.ops_by_name[str(func.overloadpacket.__name__)] += 1

@@ -29,6 +29,7 @@ class DecodeStats:
     peak_encoder_bytes: int = 0
     peak_in_flight: int = 0
     peak_step_rows: int = 0  # the most hypotheses one decoder call fed (bounded by C when over-subscribed)
+    step_backends: Dict[str, List[str]] = field(default_factory=dict)  # fused operator → the backends that ran it
     trace: Optional[List[Dict[str, Any]]] = None  # per-step active batch, when requested
     extra: Dict[str, float] = field(default_factory=dict)
 
@@ -53,6 +54,12 @@ class DecodeStats:
         self.peak_encoder_bytes = max(self.peak_encoder_bytes, live_bytes)
         self.peak_in_flight = max(self.peak_in_flight, in_flight)
 
+    def note_backend(self, operator: str, backend: str) -> None:
+        """Record that ``backend`` ran a step of the fused ``operator`` (ops/backends.py)."""
+        ran = self.step_backends.setdefault(operator, [])
+        if backend not in ran:
+            ran.append(backend)
+
     def merge(self, other: "DecodeStats") -> None:
         for name in ("sentences", "target_tokens", "wall_seconds", "timesteps", "expansions",
                      "active_sentences", "refills", "autoregressive_steps", "accepted_tokens"):
@@ -64,6 +71,9 @@ class DecodeStats:
             self.trace = (self.trace or []) + [dict(e, step=e["step"] + offset) for e in other.trace]
         for k, v in other.extra.items():
             self.add_extra(k, v)
+        for op, names in other.step_backends.items():
+            for name in names:
+                self.note_backend(op, name)
 
     def add_extra(self, name: str, value: float = 1.0) -> None:
         """Add to a strategy's own counter in ``extra`` (summed over a run, like the others)."""
@@ -111,6 +121,8 @@ class DecodeStats:
                      f"({int(self.extra.get('waiting_candidates', 0))} candidates waited a step)")
         if self.wall_seconds:
             line += f", {self.sentences_per_second:.1f} sentences/s"
+        if self.step_backends:
+            line += ", step operators: " + ", ".join(f"{op}={'+'.join(names)}" for op, names in sorted(self.step_backends.items()))
         if self.autoregressive_steps:
             iterations = int(self.extra.get("sentence_iterations") or self.timesteps)
             line += (

@@ -143,7 +143,3 @@ def run_under_triton_interpreter(script: str, timeout: int = 900) -> subprocess.
     env = dict(os.environ, TRITON_INTERPRET="1", PYTHONPATH=os.pathsep.join([os.path.dirname(here), here]))
     return subprocess.run([sys.executable, "-c", script], env=env, capture_output=True, text=True, timeout=timeout)
 
-
-def clone_state(state):
-    """A strategy state with every tensor copied (a step may update its input in place)."""
-    return type(state)(**{f: (v.clone() if torch.is_tensor(v) else v) for f, v in vars(state).items()})

@@ -5,25 +5,24 @@ lines 14–17; App. A.1; paper 001 §3) in PyTorch operations: ~150 of them per 
 kernel launch on a GPU and a dispatch on a CPU, for a few hundred numbers. This module runs
 the same step as **one** operator, ``torch.ops.fairseq_stream.beam_step`` (C++,
 ``csrc/beam_step.cpp``), with the same arithmetic in the same dtype, so its outputs are
-bit-identical to the PyTorch reference (``tests/unit/test_beam_step.py`` checks every field
+bit-identical to the PyTorch reference (``tests/unit/test_step_backends.py`` checks every field
 after random and hand-built steps, and the equivalence suite runs on it).
 
-The contract, shared by the kernel and the reference (:meth:`BeamSearch._reference_step`):
+The contract, shared by every backend (:mod:`fairseq_stream.ops.backends` runs them):
 
-* the state's tensors (:data:`FIELDS`, each ``(S, ...)`` and contiguous) are updated in place;
-  the kernel also **compacts** them, the sentences that go on first (in order) and the
-  finished ones after (``compacted=True``); the reference leaves the order alone;
-* ``packet`` (float64) is what the host reads, once: ``[rows, finished, widest]``, then per
-  sentence in the compacted order its rows, id, final count, the first ``Z`` final lengths and
-  totals, and its position in the state before compaction;
+* the state's tensors (``BEAM_STEP.fields``, each ``(S, ...)`` and contiguous) are updated in
+  place; the C++ operator also **compacts** them (the sentences that go on first, in order, the
+  finished ones after; ``compacted=True``), the runner does it after the other backends;
+* ``packet`` (float64) is what the host reads, once, laid out by
+  :data:`fairseq_stream.ops.packets.BEAM_STEP`;
 * ``rows`` (5, S·k) int64: per new decoder row (the first ``rows`` columns) its parent row,
   the token to feed, its place among its sentence's rows, its sentence (compacted index) and
   its flat slot ``s·k + j``.
 
 The operator covers the built-in rules (ap, rp, rpl under any reference and ``--prune-ended``)
 and both finalisation rules on contiguous tensors of one float dtype; on CUDA the same step
-runs as two Triton kernels (:mod:`fairseq_stream.ops.triton_beam_step`, uncompacted); anything
-else (a rule from ``--prune-rules`` of a user's, no Triton) runs the reference.
+runs as two Triton kernels (:mod:`fairseq_stream.ops.triton_beam_step`); anything else (a rule
+from ``--prune-rules`` of a user's) runs the reference.
 """
 from __future__ import annotations
 
@@ -33,34 +32,22 @@ from typing import Any, List, NamedTuple, Optional, Sequence, Tuple
 import torch
 from torch import Tensor
 
-from fairseq_stream.ops import extension
+from fairseq_stream.ops import backends, packets
 from fairseq_stream.strategies.beam_rules import AbsoluteThreshold, RelativeLocalThreshold, RelativeThreshold
 
-#: The state tensors the operator reads and writes, in its order (``csrc/beam_step.cpp``'s ``Field``).
-FIELDS: Tuple[str, ...] = (
-    "sentences", "scores", "ended", "ended_len", "tokens", "token_scores", "steps", "max_len", "n_final",
-    "best_final", "best_final_norm", "src_lengths", "fin_tokens", "fin_scores", "fin_len", "fin_total",
-)
+FIELDS: Tuple[str, ...] = backends.BEAM_STEP.fields
 _FLOAT_FIELDS = ("scores", "token_scores", "best_final", "best_final_norm", "fin_scores", "fin_total")
 _REFERENCES = {"final": 0, "active": 1, "normalized": 2}
-_SOURCE = "beam_step.cpp"
-# Exact float arithmetic: no fast-math (it may assume no infinities), no fused multiply-adds.
-FLAGS: Tuple[str, ...] = ("-O2", "-ffp-contract=off")
 
 
 class StepResult(NamedTuple):
-    packet: Tensor  # (3 + 4S + 2SZ,) float64: what the host reads
+    packet: Tensor  # float64, packets.BEAM_STEP: what the host reads
     rows: Tensor  # (5, S·k) int64: parents, feed, slot, local, row_slot of the new rows
     compacted: bool  # the state's sentences are already in the packet's order
 
 
-def kernel() -> Any:
-    """The built operator's module, or None where it cannot be built (the reference runs)."""
-    return extension.load(_SOURCE, FLAGS, "beam-step")
-
-
 def encode_rules(rules: Sequence[Any]) -> Optional[Tuple[List[int], List[float]]]:
-    """The kernel's form of the pruning rules, or None when one of them is not built in."""
+    """The kernels' form of the pruning rules, or None when one of them is not built in."""
     ints: List[int] = []
     params: List[float] = []
     for rule in rules:
@@ -77,7 +64,7 @@ def encode_rules(rules: Sequence[Any]) -> Optional[Tuple[List[int], List[float]]
 
 
 def fits(state_tensors: Sequence[Tensor], top_lp: Tensor) -> bool:
-    """Whether the state is one the operators take: contiguous, one float dtype (else the reference runs)."""
+    """Whether the state is one the fused backends take: contiguous, one float dtype."""
     if top_lp.dtype not in (torch.float32, torch.float64):
         return False
     for name, t in zip(FIELDS, state_tensors):
@@ -86,32 +73,13 @@ def fits(state_tensors: Sequence[Tensor], top_lp: Tensor) -> bool:
     return True
 
 
-_gpu_failed: List[str] = []
-
-
-def gpu_step(state_tensors: Sequence[Tensor], top_lp: Tensor, top_tok: Tensor, row_slot: Tensor, len_pow: Tensor,
-             **kwargs: Any) -> Optional[StepResult]:
-    """One step by the Triton kernels (:mod:`fairseq_stream.ops.triton_beam_step`), or None where
-    they cannot run here (no Triton, a compile failure: logged once, the reference runs after)."""
-    if _gpu_failed:
-        return None
-    try:
-        from fairseq_stream.ops.triton_beam_step import triton_step
-
-        return triton_step(state_tensors, top_lp, top_tok, row_slot, len_pow, **kwargs)
-    except Exception as exc:  # a compile failure happens before any launch: the state is untouched
-        _gpu_failed.append(type(exc).__name__)
-        extension.log_once(f"fairseq-stream: GPU beam-step kernels unavailable ({type(exc).__name__}: "
-                           f"{str(exc).splitlines()[0] if str(exc) else ''}); using PyTorch ops")
-        return None
-
-
-def fused_step(state_tensors: Sequence[Tensor], top_lp: Tensor, top_tok: Tensor, row_slot: Tensor, len_pow: Tensor,
-               *, k: int, width: int, final_count: int, eos: int, pad: int, ours: bool, track_best: bool,
-               rules: Tuple[List[int], List[float]]) -> StepResult:
-    """One step by the operator (see the module docstring for the contract)."""
+def cpp_step(state_tensors: List[Tensor], top_lp: Tensor, top_tok: Tensor, row_slot: Tensor, len_pow: Tensor,
+             *, k: int, width: int, final_count: int, eos: int, pad: int, ours: bool, track_best: bool,
+             rules: Tuple[List[int], List[float]]) -> StepResult:
+    """One step by the C++ operator (``csrc/beam_step.cpp``; the contract above)."""
     ints, params = rules
     config = [k, width, final_count, eos, pad, 0 if ours else 1, int(track_best), len(params)] + ints
-    packet, rows = torch.ops.fairseq_stream.beam_step(top_lp.contiguous(), top_tok.contiguous(), row_slot.contiguous(),
-                                                      list(state_tensors), len_pow, config, params)
+    packet, rows = torch.ops.fairseq_stream.beam_step(
+        top_lp.contiguous(), top_tok.contiguous(), row_slot.contiguous(), state_tensors, len_pow, config, params,
+        packets.BEAM_STEP.starts(state_tensors[0].numel(), final_count))
     return StepResult(packet, rows, True)

@@ -4,11 +4,12 @@ Each kernel registers its operators with the dispatcher (``TORCH_LIBRARY(fairseq
 so a call is one aten-level operation, visible to :mod:`fairseq_stream.profiling` like any
 other (a GPU would launch it as one kernel). Sources are built with
 ``torch.utils.cpp_extension`` into ``~/.cache/fairseq_stream`` (``FAIRSEQ_STREAM_KERNEL_DIR``
-elsewhere; ~40 s) under a name that changes with the source, the flags, torch, the compiler
-and, for ``-march=native`` builds, the CPU's features (:func:`kernel_cache_key`): a home
-shared by machines never runs a kernel built for another CPU's instruction set. A build that
-fails (no compiler, no ninja) is logged once and the caller uses its PyTorch path;
-``FAIRSEQ_STREAM_NO_KERNEL=1`` forces that everywhere.
+elsewhere; ~40 s) under a name that changes with every file under ``csrc/`` (a source and the
+headers it includes), the flags, torch's version, the Python ABI, the compiler and, for
+``-march=native`` builds, the CPU's features (:func:`kernel_cache_key`): a home shared by
+machines never runs a kernel built for another CPU's instruction set or another torch. A cached
+library that fails to import is rebuilt. A build that fails (no compiler, no ninja) is logged
+once and the caller uses its PyTorch path; ``FAIRSEQ_STREAM_NO_KERNEL=1`` forces that everywhere.
 """
 from __future__ import annotations
 
@@ -17,6 +18,7 @@ import logging
 import os
 import platform
 import subprocess
+import sysconfig
 from typing import Any, Dict, Sequence, Tuple
 
 import torch
@@ -25,6 +27,7 @@ logger = logging.getLogger("fairseq_stream")
 _warned: set = set()
 CSRC = os.path.join(os.path.dirname(os.path.abspath(__file__)), "csrc")
 _loaded: Dict[str, Any] = {}  # source file → module, or False when it cannot be built
+failures: Dict[str, str] = {}  # source file → why it could not be built
 
 
 def log_once(message: str) -> None:
@@ -58,9 +61,25 @@ def compiler_version() -> str:
     return out.splitlines()[0] if out else cxx
 
 
-def kernel_cache_key(source: bytes, flags: Sequence[str], *, torch_version: str, compiler: str, cpu: str) -> str:
+def python_abi() -> str:
+    """The extension-module ABI of this Python (``.cpython-311-x86_64-linux-gnu.so``)."""
+    return str(sysconfig.get_config_var("EXT_SUFFIX") or sysconfig.get_config_var("SOABI") or "")
+
+
+def sources_digest(source: str) -> bytes:
+    """The source and every other file under ``csrc/`` (the headers it may include), by name and content."""
+    digest = hashlib.sha256()
+    names = [source] + sorted(n for n in os.listdir(CSRC) if n != source)
+    for name in names:
+        with open(os.path.join(CSRC, name), "rb") as f:
+            digest.update(name.encode() + b"\0" + f.read() + b"\0")
+    return digest.digest()
+
+
+def kernel_cache_key(source: bytes, flags: Sequence[str], *, torch_version: str, compiler: str, cpu: str,
+                     abi: str = "") -> str:
     """A name for the built kernel: it changes with anything that changes the binary or where it runs."""
-    parts = [source, " ".join(flags).encode(), torch_version.encode(), compiler.encode()]
+    parts = [source, " ".join(flags).encode(), torch_version.encode(), compiler.encode(), abi.encode()]
     if "-march=native" in flags:  # the binary is only valid on CPUs with these features
         parts.append(cpu.encode())
     return hashlib.sha256(b"\0".join(parts)).hexdigest()[:16]
@@ -68,9 +87,8 @@ def kernel_cache_key(source: bytes, flags: Sequence[str], *, torch_version: str,
 
 def build_dir(source: str, flags: Sequence[str], cpu: str) -> Tuple[str, str]:
     """(module name, build folder) of ``csrc/<source>`` for these flags, compiler, torch and CPU."""
-    with open(os.path.join(CSRC, source), "rb") as f:
-        text = f.read()
-    key = kernel_cache_key(text, flags, torch_version=torch.__version__, compiler=compiler_version(), cpu=cpu)
+    key = kernel_cache_key(sources_digest(source), flags, torch_version=torch.__version__, compiler=compiler_version(),
+                           cpu=cpu, abi=python_abi())
     name = f"fairseq_stream_{os.path.splitext(source)[0]}_{key}"
     cache = os.environ.get("FAIRSEQ_STREAM_KERNEL_DIR") or os.path.join(
         os.environ.get("XDG_CACHE_HOME") or os.path.expanduser("~/.cache"), "fairseq_stream")
@@ -91,25 +109,55 @@ def load(source: str, flags: Sequence[str], what: str) -> Any:
     try:
         _loaded[source] = _import_or_build(source, flags, *build_dir(source, flags, cpu_features()), what)
     except Exception as exc:  # no compiler, no ninja: the PyTorch path is exact too
-        log_once(f"fairseq-stream: CPU {what} kernel unavailable ({type(exc).__name__}: "
-                 f"{str(exc).splitlines()[0] if str(exc) else ''}); using PyTorch ops")
+        failures[source] = f"{type(exc).__name__}: {str(exc).splitlines()[0] if str(exc) else ''}"
+        log_once(f"fairseq-stream: CPU {what} kernel unavailable ({failures[source]}); using PyTorch ops")
     return _loaded[source] or None
 
 
 def _import_or_build(source: str, flags: Sequence[str], name: str, folder: str, what: str) -> Any:
-    """Import the built module directly when it exists (fast); build it once otherwise (~40 s)."""
+    """Import the built module directly when it exists (fast); build it once otherwise (~40 s).
+    A cached library that does not import (truncated, built against another library) is rebuilt."""
     import importlib.machinery
     import importlib.util
 
     built = os.path.join(folder, f"{name}.so")
     if os.path.exists(built):
-        spec = importlib.util.spec_from_file_location(name, built, loader=importlib.machinery.ExtensionFileLoader(name, built))
-        module = importlib.util.module_from_spec(spec)
-        spec.loader.exec_module(module)  # type: ignore[union-attr]
-        return module
+        try:
+            spec = importlib.util.spec_from_file_location(name, built,
+                                                          loader=importlib.machinery.ExtensionFileLoader(name, built))
+            module = importlib.util.module_from_spec(spec)
+            spec.loader.exec_module(module)  # type: ignore[union-attr]
+            return module
+        except ImportError as exc:
+            logger.warning(f"fairseq-stream: the cached CPU {what} kernel does not import ({exc}); rebuilding it")
+            os.remove(built)
     from torch.utils.cpp_extension import load as build  # slow to import: only when building
 
     log_once(f"fairseq-stream: building the CPU {what} kernel (once per CPU and compiler, ~40 s)")
     os.makedirs(folder, exist_ok=True)
     return build(name=name, sources=[os.path.join(CSRC, source)], verbose=False, extra_cflags=list(flags),
                  build_directory=folder)
+
+
+#: The C++ step operators of :mod:`fairseq_stream.ops.backends`: operator → (source, flags, what).
+#: Exact float arithmetic: no fast-math (it may assume no infinities), no fused multiply-adds.
+EXACT_FLAGS: Tuple[str, ...] = ("-O2", "-ffp-contract=off")
+OPERATORS: Dict[str, Tuple[str, Tuple[str, ...], str]] = {
+    "beam_step": ("beam_step.cpp", EXACT_FLAGS, "beam-step"),
+    "jacobi_step": ("jacobi_step.cpp", EXACT_FLAGS, "Jacobi-step"),
+    "ib_step": ("ib_step.cpp", EXACT_FLAGS, "IB-step"),
+}
+
+
+def load_operator(name: str) -> Any:
+    """The built module of a step operator (its operator registered), or None where it cannot be built."""
+    source, flags, what = OPERATORS[name]
+    return load(source, flags, what)
+
+
+def operator_failure(name: str) -> str:
+    """Why the operator's module could not be loaded (after :func:`load_operator` returned None)."""
+    source = OPERATORS[name][0]
+    if os.environ.get("FAIRSEQ_STREAM_NO_KERNEL"):
+        return "FAIRSEQ_STREAM_NO_KERNEL is set"
+    return failures.get(source, "unknown reason")

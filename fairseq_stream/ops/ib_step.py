@@ -3,12 +3,12 @@
 :class:`~fairseq_stream.strategies.ib_beam.IBBeamSearch` describes a step (paper 003,
 Algorithm 1, lines 8–27) in ~130 PyTorch operations; ``torch.ops.fairseq_stream.ib_step``
 (``csrc/ib_step.cpp``) runs it as one, with the same arithmetic, so its outputs are
-bit-identical to the PyTorch reference (``tests/unit/test_ib_step.py``).
+bit-identical to the PyTorch reference (``tests/unit/test_step_backends.py``).
 
 Contract: the final hypotheses go into the state's ``fin_*`` buffers in place (as the
 reference's); the rest of the new state is new tensors (the token history grows by ``z``). The
-operator returns, in order: the packet the host reads once ``[rows, finished sentences, widest
-beam]``, the new ``scores``, ``tokens``, ``token_scores``, ``seg_done`` and ``n_final``, ``done``
+operator returns, in order: the packet the host reads once
+(:data:`fairseq_stream.ops.packets.IB_STEP`), the new ``scores``, ``tokens``, ``token_scores``, ``seg_done`` and ``n_final``, ``done``
 (S,), and the next rows: parent row, the ``z`` words to feed, place among the sentence's rows,
 flat slot numbered without the finished sentences. The state is not compacted: the host drops
 the finished sentences after its read, in the rare steps that have any.
@@ -20,17 +20,13 @@ from typing import Any, List, NamedTuple, Sequence, Tuple
 import torch
 from torch import Tensor
 
-from fairseq_stream.ops import extension
+from fairseq_stream.ops import backends, packets
 
-#: The state tensors the operator reads, in its order (``csrc/ib_step.cpp``'s ``Field``).
-FIELDS: Tuple[str, ...] = ("scores", "tokens", "token_scores", "seg_done", "n_final", "fin_tokens", "fin_scores",
-                           "fin_len", "fin_total")
-_SOURCE = "ib_step.cpp"
-FLAGS: Tuple[str, ...] = ("-O2", "-ffp-contract=off")
+FIELDS: Tuple[str, ...] = backends.IB_STEP.fields
 
 
 class IBStepResult(NamedTuple):
-    packet: Tensor  # (3,) int64: rows, finished sentences, widest beam
+    packet: Tensor  # float64, packets.IB_STEP: rows, finished sentences, widest beam
     scores: Tensor  # (S, B)
     tokens: Tensor  # (S, B, T + z)
     token_scores: Tensor  # (S, B, T + z)
@@ -43,21 +39,17 @@ class IBStepResult(NamedTuple):
     row_slot: Tensor  # (R',) flat slot s·B + j, s counted without the finished sentences
 
 
-def kernel() -> Any:
-    """The built operator's module, or None where it cannot be built (the reference runs)."""
-    return extension.load(_SOURCE, FLAGS, "IB-step")
-
-
 def fits(state_tensors: Sequence[Tensor], vals: Tensor) -> bool:
-    """Whether the operator takes this step: CPU tensors, contiguous, float32/float64 scores of
-    the candidates' dtype (else the reference runs)."""
-    return (not vals.is_cuda and vals.dtype in (torch.float32, torch.float64) and vals.dtype == state_tensors[0].dtype
+    """Whether the fused backend takes this step: contiguous, float32/float64 scores of the
+    candidates' dtype (else the reference runs)."""
+    return (vals.dtype in (torch.float32, torch.float64) and vals.dtype == state_tensors[0].dtype
             and all(t.is_contiguous() for t in state_tensors))
 
 
-def fused_step(vals: Tensor, toks: Tensor, row_slot: Tensor, state_tensors: List[Tensor], slot_segment: Tensor, *,
-               beam: int, eos: int, pad: int, finalize_top: bool) -> IBStepResult:
+def cpp_step(state_tensors: List[Tensor], vals: Tensor, toks: Tensor, row_slot: Tensor, slot_segment: Tensor, *,
+             beam: int, eos: int, pad: int, finalize_top: bool) -> IBStepResult:
     """One step by the operator from each row's slot candidates ``vals``/``toks`` (R, z, Bc)."""
     out = torch.ops.fairseq_stream.ib_step(vals.contiguous(), toks.contiguous(), row_slot.contiguous(), state_tensors,
-                                           slot_segment, [beam, eos, pad, int(finalize_top)])
+                                           slot_segment, [beam, eos, pad, int(finalize_top)],
+                                           packets.IB_STEP.starts(state_tensors[0].size(0)))
     return IBStepResult(*out)

@@ -13,11 +13,14 @@ what a step does and the contract). On CUDA the PyTorch reference of
    go on first) and the packet the host reads once.
 
 plus a few launches of set-up (the row map, the history copies). The state stays in its order
-(``compacted=False``): the host drops the finished sentences after its read, as for the
-reference. The arithmetic is the reference's (IEEE division), so the outputs are
-bit-identical; ``tests/unit/test_triton_output.py`` checks that under Triton's interpreter on
-the CPU (``TRITON_INTERPRET=1``, set before this module is imported), and a ``gpu`` test on
-CUDA. A kernel that fails to compile on a device is logged once and the reference runs.
+(``compacted=False``): the runner compacts it after its read, as for the reference. The
+arithmetic is the reference's (IEEE division), so the outputs are bit-identical;
+``tests/unit/test_step_backends.py`` checks that under Triton's interpreter on the CPU
+(``TRITON_INTERPRET=1``, set before this module is imported), and on CUDA where there is one.
+The first launch of a compile signature runs on copies of the state
+(:func:`~fairseq_stream.ops.triton_common.first_contact`); a NaN score counts as -inf; the
+program of a sentence loads everything it reads of the state before it writes any of it (a
+barrier between: threads of one program must not see each other's writes).
 """
 from __future__ import annotations
 
@@ -28,8 +31,9 @@ import triton
 import triton.language as tl
 from torch import Tensor
 
+from fairseq_stream.ops import packets
 from fairseq_stream.ops.beam_step import FIELDS, StepResult
-from fairseq_stream.ops.triton_order import finished_last
+from fairseq_stream.ops.triton_common import bucket, finished_last, first_contact, step_jit
 
 
 @triton.jit
@@ -48,6 +52,7 @@ def _best_of_pool(top_lp, row_of, c, scores, ended, s, k, W, P2: tl.constexpr, W
     slot_ended = tl.load(ended + s * k + j, mask=in_pool, other=0) != 0
     lp = tl.load(top_lp + r * c + p % c, mask=has_row, other=0.0)
     pv = tl.where(expansion, tl.where(has_row, slot_score + lp, NEG), tl.where(slot_ended, slot_score, NEG))
+    pv = tl.where(pv != pv, NEG, pv)  # NaN (fp16 overflow) is no candidate: it would match no maximum
     lane = tl.arange(0, W2)
     taken = p < 0
     sel = tl.zeros([W2], dtype=tl.int32)
@@ -116,6 +121,22 @@ def _apply_rules(keep, val, tok, tlp, carry, pw, bf, bfn, rule_kind, rule_ref, r
 
 
 @triton.jit
+def _shrink_and_prune(keep, val, tok, tlp, carry, pw, bf, bfn, nf_new, k, ours, rule_kind, rule_ref, rule_keep,
+                      rule_param, n_rules, eos, W2: tl.constexpr):
+    """Step 5: the beam shrinks by the final count, then the pruning rules; a sentence without
+    any final hypothesis keeps its best candidate when the rules would prune them all."""
+    lane = tl.arange(0, W2)
+    width = tl.where(ours != 0, tl.maximum(k - nf_new, 0), k)
+    keep = keep & (tl.cumsum(keep.to(tl.int64), axis=0) <= width)
+    before = keep
+    keep = _apply_rules(keep, val, tok, tlp, carry, pw, bf, bfn, rule_kind, rule_ref, rule_keep, rule_param, n_rules,
+                        eos, W2)
+    stranded = (nf_new == 0) & (tl.sum(keep.to(tl.int64), axis=0) == 0)
+    best = tl.min(tl.where(before, lane, W2), axis=0)
+    return keep | (stranded & (lane == best))
+
+
+@triton.jit
 def _new_beam(keep, carry, tok, par, val, tlp, par_ended_len, done, old_tokens, old_scores, scores, ended, ended_len,
               tokens, token_scores, out_live, out_parent, out_tok, s, k, W, L, st, eos, pad,
               W2: tl.constexpr, L2: tl.constexpr):
@@ -151,7 +172,7 @@ def _new_beam(keep, carry, tok, par, val, tlp, par_ended_len, done, old_tokens, 
             tl.store(out_tok + slot, w_tok)
 
 
-@triton.jit
+@step_jit
 def _sentence_step(top_lp, top_tok, row_of, c, scores, ended, ended_len, tokens, token_scores, old_tokens, old_scores,
                    steps, n_final, best_final, best_final_norm, fin_tokens, fin_scores, fin_len, fin_total, len_pow,
                    rule_kind, rule_ref, rule_keep, rule_param, n_rules, out_done, out_live, out_parent, out_tok,
@@ -172,6 +193,11 @@ def _sentence_step(top_lp, top_tok, row_of, c, scores, ended, ended_len, tokens,
     tlp = tl.where(carry, 0.0, tl.load(top_lp + rr * c + flat % c, mask=from_row, other=0.0)).to(val.dtype)
     st = tl.load(steps + s)
     par_ended_len = tl.load(ended_len + s * k + par, mask=in_w, other=0)
+    nf = tl.load(n_final + s)
+    bf = tl.load(best_final + s)
+    bfn = tl.load(best_final_norm + s)
+    # Everything this program reads of the state is loaded: from here on it writes.
+    tl.debug_barrier()
     length = tl.where(carry, par_ended_len, st + 1)
     valid = in_w & (val != NEG)
     # 3. finalisation: "ours" the ended run at the top, "fairseq" every ended one in the top k
@@ -180,7 +206,6 @@ def _sentence_step(top_lp, top_tok, row_of, c, scores, ended, ended_len, tokens,
     fin = tl.where(ours != 0, lane < first_open, is_eos & (lane < k))
     keep = valid & tl.where(ours != 0, ~fin, ~is_eos)
     # 4. final hypotheses, the first Z of the sentence
-    nf = tl.load(n_final + s)
     rank = nf + tl.cumsum(fin.to(tl.int64), axis=0) - 1
     ok = fin & (rank < z)
     _record_finals(ok, rank, par, length, val, tlp, old_tokens, old_scores, fin_tokens, fin_scores, fin_len, fin_total,
@@ -188,8 +213,6 @@ def _sentence_step(top_lp, top_tok, row_of, c, scores, ended, ended_len, tokens,
     nf_new = nf + tl.sum(ok.to(tl.int64), axis=0)
     tl.store(n_final + s, nf_new)
     pw = tl.load(len_pow + length, mask=in_w, other=1.0)
-    bf = tl.load(best_final + s)
-    bfn = tl.load(best_final_norm + s)
     if track_best != 0:
         if FP32:  # IEEE division, as the CPU's (a GPU's float "/" may be approximate)
             norm = tl.math.div_rn(val, pw)
@@ -199,11 +222,8 @@ def _sentence_step(top_lp, top_tok, row_of, c, scores, ended, ended_len, tokens,
         bfn = tl.maximum(bfn, tl.max(tl.where(ok, norm, NEG), axis=0))
         tl.store(best_final + s, bf)
         tl.store(best_final_norm + s, bfn)
-    # 5. the beam shrinks by the final count, then the pruning rules
-    width = tl.where(ours != 0, tl.maximum(k - nf_new, 0), k)
-    keep = keep & (tl.cumsum(keep.to(tl.int64), axis=0) <= width)
-    keep = _apply_rules(keep, val, tok, tlp, carry, pw, bf, bfn, rule_kind, rule_ref, rule_keep, rule_param, n_rules,
-                        eos, W2)
+    keep = _shrink_and_prune(keep, val, tok, tlp, carry, pw, bf, bfn, nf_new, k, ours, rule_kind, rule_ref, rule_keep,
+                             rule_param, n_rules, eos, W2)
     # 6. the new beam
     done = (nf_new >= z) | (tl.sum(keep.to(tl.int64), axis=0) == 0)
     _new_beam(keep, carry, tok, par, val, tlp, par_ended_len, done, old_tokens, old_scores, scores, ended, ended_len,
@@ -212,9 +232,11 @@ def _sentence_step(top_lp, top_tok, row_of, c, scores, ended, ended_len, tokens,
     tl.store(out_done + s, done.to(tl.int8))
 
 
-@triton.jit
+@step_jit
 def _rows_and_packet(out_done, out_live, out_parent, out_tok, row_of, sentences, n_final, fin_len, fin_total, rows,
-                     packet, S, k, z, Z1, S2: tl.constexpr, K2: tl.constexpr, Z2: tl.constexpr):
+                     packet, at_rows, at_finished, at_widest, at_count, at_sentence, at_final_count, at_final_len,
+                     at_final_total, at_position, S, k, z, Z1, S2: tl.constexpr, K2: tl.constexpr, Z2: tl.constexpr):
+    """The next rows and the packet (its field starts ``at_*`` from :data:`packets.BEAM_STEP`)."""
     sl, in_s, _, _, n_on, pos = finished_last(out_done, S, S2)
     kl = tl.arange(0, K2)
     grid = sl[:, None] * k + kl[None, :]
@@ -231,20 +253,19 @@ def _rows_and_packet(out_done, out_live, out_parent, out_tok, row_of, sentences,
     tl.store(rows + 2 * n + at, rank, mask=live)
     tl.store(rows + 3 * n + at, pos[:, None] + kl[None, :] * 0, mask=live)
     tl.store(rows + 4 * n + at, pos[:, None] * k + kl[None, :], mask=live)
-    tl.store(packet + 0, tl.sum(count, axis=0).to(tl.float64))
-    tl.store(packet + 1, (S - n_on).to(tl.float64))
-    tl.store(packet + 2, tl.max(count, axis=0).to(tl.float64))
-    tl.store(packet + 3 + pos, count.to(tl.float64), mask=in_s)
-    tl.store(packet + 3 + S + pos, tl.load(sentences + sl, mask=in_s, other=0).to(tl.float64), mask=in_s)
-    tl.store(packet + 3 + 2 * S + pos, tl.load(n_final + sl, mask=in_s, other=0).to(tl.float64), mask=in_s)
+    tl.store(packet + at_rows, tl.sum(count, axis=0).to(tl.float64))
+    tl.store(packet + at_finished, (S - n_on).to(tl.float64))
+    tl.store(packet + at_widest, tl.max(count, axis=0).to(tl.float64))
+    tl.store(packet + at_count + pos, count.to(tl.float64), mask=in_s)
+    tl.store(packet + at_sentence + pos, tl.load(sentences + sl, mask=in_s, other=0).to(tl.float64), mask=in_s)
+    tl.store(packet + at_final_count + pos, tl.load(n_final + sl, mask=in_s, other=0).to(tl.float64), mask=in_s)
     zl = tl.arange(0, Z2)
     in_sz = in_s[:, None] & (zl < z)[None, :]
     fin = sl[:, None] * Z1 + zl[None, :]
     out = pos[:, None] * z + zl[None, :]
-    tl.store(packet + 3 + 3 * S + out, tl.load(fin_len + fin, mask=in_sz, other=0).to(tl.float64), mask=in_sz)
-    tl.store(packet + 3 + 3 * S + S * z + out, tl.load(fin_total + fin, mask=in_sz, other=0.0).to(tl.float64),
-             mask=in_sz)
-    tl.store(packet + 3 + 3 * S + 2 * S * z + pos, sl.to(tl.float64), mask=in_s)
+    tl.store(packet + at_final_len + out, tl.load(fin_len + fin, mask=in_sz, other=0).to(tl.float64), mask=in_sz)
+    tl.store(packet + at_final_total + out, tl.load(fin_total + fin, mask=in_sz, other=0.0).to(tl.float64), mask=in_sz)
+    tl.store(packet + at_position + pos, sl.to(tl.float64), mask=in_s)
 
 
 _rule_tensors: Dict[Tuple[Tuple[int, ...], Tuple[float, ...], torch.device], Tuple[Tensor, ...]] = {}
@@ -264,13 +285,30 @@ def triton_step(state_tensors: Sequence[Tensor], top_lp: Tensor, top_tok: Tensor
                 *, k: int, width: int, final_count: int, eos: int, pad: int, ours: bool, track_best: bool,
                 rules: Tuple[List[int], List[float]]) -> StepResult:
     """One step by the Triton kernels (the contract of :mod:`fairseq_stream.ops.beam_step`, uncompacted)."""
+    s, (r, c) = state_tensors[0].numel(), top_lp.shape
+    cols = state_tensors[FIELDS.index("tokens")].size(2)
+    w = min(width, k * c + k)
+    sizes = dict(P2=triton.next_power_of_2(k * c + k), W2=triton.next_power_of_2(w), L2=bucket(cols),
+                 S2=bucket(s), K2=triton.next_power_of_2(k), Z2=triton.next_power_of_2(final_count))
+    signature = ("beam_step", top_lp.dtype, top_lp.device, tuple(sorted(sizes.items())))
+
+    def launch(dry: bool) -> StepResult:
+        state = [t.clone() for t in state_tensors] if dry else list(state_tensors)
+        return _launch(state, top_lp.contiguous(), top_tok.contiguous(), row_slot, len_pow, sizes, k=k, w=w,
+                       final_count=final_count, eos=eos, pad=pad, ours=ours, track_best=track_best, rules=rules)
+
+    return first_contact(signature, launch)
+
+
+def _launch(state_tensors: List[Tensor], top_lp: Tensor, top_tok: Tensor, row_slot: Tensor, len_pow: Tensor,
+            sizes: Dict[str, int], *, k: int, w: int, final_count: int, eos: int, pad: int, ours: bool, track_best: bool,
+            rules: Tuple[List[int], List[float]]) -> StepResult:
     f = dict(zip(FIELDS, state_tensors))
     s, dev = f["sentences"].numel(), top_lp.device
     r, c = top_lp.shape
     row_of = torch.full((s * k,), -1, dtype=torch.long, device=dev).scatter_(0, row_slot, torch.arange(r, device=dev))
     old_tokens, old_scores = f["tokens"].clone(), f["token_scores"].clone()  # read while the beam is rewritten
     cols, z1 = f["tokens"].size(2), f["fin_tokens"].size(1)
-    w = min(width, k * c + k)
     done = torch.empty(s, dtype=torch.int8, device=dev)
     live = torch.empty(s, k, dtype=torch.int8, device=dev)
     parent = torch.empty(s, k, dtype=torch.long, device=dev)
@@ -278,15 +316,15 @@ def triton_step(state_tensors: Sequence[Tensor], top_lp: Tensor, top_tok: Tensor
     kind, ref, spare, params = _rules_on(dev, *rules)
     n_rules = len(rules[1])
     _sentence_step[(s,)](
-        top_lp.contiguous(), top_tok.contiguous(), row_of, c, f["scores"], f["ended"], f["ended_len"], f["tokens"],
+        top_lp, top_tok, row_of, c, f["scores"], f["ended"], f["ended_len"], f["tokens"],
         f["token_scores"], old_tokens, old_scores, f["steps"], f["n_final"], f["best_final"], f["best_final_norm"],
         f["fin_tokens"], f["fin_scores"], f["fin_len"], f["fin_total"], len_pow, kind, ref, spare, params, n_rules,
         done, live, parent, tok, k, w, final_count, z1, cols, eos, pad, int(ours), int(track_best),
-        P2=triton.next_power_of_2(k * c + k), W2=triton.next_power_of_2(w), L2=triton.next_power_of_2(cols),
-        FP32=top_lp.dtype == torch.float32)
+        P2=sizes["P2"], W2=sizes["W2"], L2=sizes["L2"], FP32=top_lp.dtype == torch.float32)
     rows = torch.zeros(5, s * k, dtype=torch.long, device=dev)
-    packet = torch.empty(3 + 4 * s + 2 * s * final_count, dtype=torch.float64, device=dev)
+    at = packets.BEAM_STEP.starts(s, final_count)
+    packet = torch.empty(at[-1], dtype=torch.float64, device=dev)
     _rows_and_packet[(1,)](done, live, parent, tok, row_of, f["sentences"], f["n_final"], f["fin_len"], f["fin_total"],
-                           rows, packet, s, k, final_count, z1, S2=triton.next_power_of_2(s),
-                           K2=triton.next_power_of_2(k), Z2=triton.next_power_of_2(final_count))
+                           rows, packet, *at[:-1], s, k, final_count, z1, S2=sizes["S2"], K2=sizes["K2"],
+                           Z2=sizes["Z2"])
     return StepResult(packet, rows, False)

@@ -41,7 +41,10 @@ from torch import Tensor
 from fairseq_stream.errors import FairseqStreamError
 from fairseq_stream.interface import Hypothesis, StepOutcome, StrategyContext
 from fairseq_stream.ops import beam_step as fused
+from fairseq_stream.ops import packets
+from fairseq_stream.ops.backends import BEAM_STEP, StepRunner
 from fairseq_stream.ops.beam_step import StepResult
+from fairseq_stream.ops.packets import PacketView
 from fairseq_stream.ops.fused_output import OutputScorer
 from fairseq_stream.ops.transformer_step import SentenceIndex
 from fairseq_stream.processors import RowContext
@@ -202,16 +205,18 @@ class BeamState(StrategyState):
 class BeamSearch(StateOps):
     """The strategy object the scheduler drives (see :mod:`fairseq_stream.interface`).
 
-    A step is the output layer's candidates, then the search step proper, which runs as one
-    operator where it can (:mod:`fairseq_stream.ops.beam_step`: the C++ kernel on a CPU, two
-    Triton kernels on CUDA) and as the PyTorch reference below otherwise (a user's pruning
-    rule); all update the state in place and prepare the step's one host read (:meth:`_outcome`).
+    A step is the output layer's candidates, then the search step proper, the operator
+    ``beam_step`` of :mod:`fairseq_stream.ops.backends` (the C++ kernel on a CPU, two Triton
+    kernels on CUDA, the PyTorch reference below for a user's pruning rule or on request); every
+    backend updates the state in place and prepares the step's one host read (:meth:`_outcome`).
     """
 
     def __init__(self, cfg: BeamConfig, scorer: OutputScorer, *, eos: int, pad: int,
-                 bos: int, needs_history: bool = False, dtype: torch.dtype = torch.float32, stats: Any = None) -> None:
+                 bos: int, needs_history: bool = False, dtype: torch.dtype = torch.float32, stats: Any = None,
+                 step_backend: str = "auto") -> None:
         self.cfg = cfg
         self.stats = stats
+        self.runner = StepRunner(step_backend, stats)
         self.dtype = dtype
         self.scorer = scorer
         self.eos, self.pad, self.bos = eos, pad, bos
@@ -230,7 +235,7 @@ class BeamSearch(StateOps):
     @classmethod
     def from_config(cls, cfg: BeamConfig, ctx: StrategyContext) -> "BeamSearch":
         return cls(cfg, ctx.scorer, eos=ctx.eos, pad=ctx.pad, bos=ctx.bos, needs_history=ctx.needs_history,
-                   dtype=ctx.dtype, stats=ctx.stats)
+                   dtype=ctx.dtype, stats=ctx.stats, step_backend=ctx.step_backend)
 
     # ---- the interface -------------------------------------------------------------------
     def init_state(self, sentences: Tensor, max_len: Tensor, src_lengths: Tensor, *,
@@ -277,22 +282,18 @@ class BeamSearch(StateOps):
         top_lp, top_tok, _ = self.scorer.top(scores[:, -1], c, self._row_context(state, row_slot))
         return self.search_step(state, top_lp.to(state.scores.dtype), top_tok)
 
-    def search_step(self, state: BeamState, top_lp: Tensor, top_tok: Tensor, *, kernel: bool = True) -> StepOutcome:
-        """The step after the output layer, from each row's best ``c`` candidates ``(R, c)``;
-        ``kernel=False`` runs the PyTorch reference even where the operator could."""
+    def search_step(self, state: BeamState, top_lp: Tensor, top_tok: Tensor) -> StepOutcome:
+        """The step after the output layer, from each row's best ``c`` candidates ``(R, c)``, by
+        the backend :mod:`fairseq_stream.ops.backends` picks (the reference for a user's rule)."""
         len_pow = self._length_penalties(state)
         tensors = [getattr(state, name) for name in fused.FIELDS]
-        result = None
-        if kernel and self.kernel_rules is not None and fused.fits(tensors, top_lp):
-            args = dict(k=self.k, width=self.final_width, final_count=self.done_at, eos=self.eos, pad=self.pad,
-                        ours=self.finalizer.name == "ours", track_best=bool(self.rules), rules=self.kernel_rules)
-            if top_lp.is_cuda:
-                result = fused.gpu_step(tensors, top_lp, top_tok, state.row_slot, len_pow, **args)
-            elif fused.kernel() is not None:
-                result = fused.fused_step(tensors, top_lp, top_tok, state.row_slot, len_pow, **args)
-        if result is None:
-            result = self._reference_step(state, top_lp, top_tok, len_pow)
-        return self._outcome(state, result)
+        config = dict(k=self.k, width=self.final_width, final_count=self.done_at, eos=self.eos, pad=self.pad,
+                      ours=self.finalizer.name == "ours", track_best=bool(self.rules), rules=self.kernel_rules)
+        ran = self.runner.run(
+            BEAM_STEP, tensors, (top_lp, top_tok, state.row_slot, len_pow), config,
+            reference=lambda: self._reference_step(state, top_lp, top_tok, len_pow),
+            fits=self.kernel_rules is not None and fused.fits(tensors, top_lp), s=state.size, z=self.done_at)
+        return self._outcome(state, ran.result, ran.packet)
 
     def _length_penalties(self, state: BeamState) -> Tensor:
         """(L + 1,) ``n^lenpen`` for every length ``n`` a candidate can have (one table for the
@@ -342,6 +343,7 @@ class BeamSearch(StateOps):
         # (S, k·c + k): expansions of every slot, then the ended candidates carried over.
         carry = state.scores.masked_fill(~state.ended, -math.inf).to(top_lp)
         pool = torch.cat([cand.view(s, k * c), carry], dim=1)
+        pool = pool.masked_fill(torch.isnan(pool), -math.inf)  # NaN (fp16 overflow) is no candidate
         width = min(self.final_width, pool.size(1))
         val, idx = sorted_top(pool, width)
         is_carry = idx >= k * c
@@ -388,9 +390,14 @@ class BeamSearch(StateOps):
             return keep
         view = StepView(cand, cand.tok == self.eos, lengths, state.best_final, state.best_final_norm, self.cfg.lenpen,
                         length_scale=len_pow[lengths])
+        before = keep
         for rule in self.rules:
             keep = rule.prune(view, keep)
-        return keep
+        # The rules never leave a sentence without any hypothesis (δ = 0, rp = 1 or a rounding
+        # threshold prune even the best): with no final one yet, its best candidate stays.
+        stranded = (state.n_final == 0) & ~keep.any(dim=1)  # (S,)
+        best = before & (torch.cumsum(before.long(), dim=1) == 1)
+        return keep | (best & stranded.unsqueeze(1))
 
     def _advance(self, state: BeamState, cand: Candidates, keep: Tensor, row_slot: Tensor) -> StepResult:
         """The new beams (in place) and the next rows, the finished sentences last."""
@@ -431,54 +438,50 @@ class BeamSearch(StateOps):
         rows = torch.stack([parents, feed, slot, live_flat // k, live_flat])
         z = self.done_at
         by = perm
-        packet = torch.cat([torch.stack([per_sentence.sum(), done.sum(), per_sentence.max()]).double(),
-                            per_sentence[by].double(), state.sentences[by].double(), state.n_final[by].double(),
-                            state.fin_len[by, :z].double().reshape(-1), state.fin_total[by, :z].double().reshape(-1),
-                            perm.double()])
+        packet = packets.BEAM_STEP.pack(dict(
+            rows=per_sentence.sum(), finished=done.sum(), widest=per_sentence.max(), row_count=per_sentence[by],
+            sentence=state.sentences[by], final_count=state.n_final[by], final_len=state.fin_len[by, :z],
+            final_total=state.fin_total[by, :z], position=perm))
         return StepResult(packet, rows, False)
 
     # ---- the step's one host read ---------------------------------------------------------
-    def _outcome(self, state: BeamState, result: StepResult) -> StepOutcome:
-        """Read the packet once; the next rows are views of ``result.rows``; finished sentences
-        are gathered from the final-hypothesis buffers."""
-        s, z = state.size, self.done_at
-        packet = result.packet.tolist()  # the step's one host read
-        n_rows, n_done, widest = (int(x) for x in packet[:3])
+    def _outcome(self, state: BeamState, result: StepResult, packet: PacketView) -> StepOutcome:
+        """From the step's packet (read once, by the runner): the next rows are views of
+        ``result.rows``; the state is in the packet's order, so the finished sentences are its
+        last ones and what goes on is a view; their n-best lists come from the final buffers."""
+        s = state.size
+        n_rows, n_done, widest = packet.scalar("rows"), packet.scalar("finished"), packet.scalar("widest")
         going_on = s - n_done
-        counts = [int(x) for x in packet[3: 3 + going_on]]
+        counts = packet.ints("row_count")[:going_on]
         rows = result.rows[:, :n_rows]
         new = replace(state, t=state.t + 1, t_min=state.t_min + 1)
         finished: Dict[int, List[Hypothesis]] = {}
         if n_done:
-            where = packet[3 + 3 * s + 2 * s * z:]  # positions before compaction
-            done = range(going_on, s)
-            finished = self._finished(state, [i if result.compacted else int(where[i]) for i in done],
-                                      [_Final.of(packet, s, z, i) for i in done])
-            if result.compacted:  # the kernel moved the finished sentences last: the rest is a view
-                new = new.split(going_on, n_rows, self.k)[0]
-            else:
-                keep = torch.tensor([int(x) for x in where[:going_on]], dtype=torch.long, device=state.sentences.device)
-                new = new.select(keep)
+            finished = self._finished(state, packet, range(going_on, s))
+            new = new.split(going_on, n_rows, self.k)[0]
         new.row_slot = rows[4]
         index = SentenceIndex(new.sentences, rows[3], rows[2], widest)
         return StepOutcome(state=new, parents=rows[0], feed=rows[1].unsqueeze(1), finished=finished, index=index,
                            row_counts=counts)
 
-    def _finished(self, state: BeamState, positions: List[int], finals: List["_Final"]) -> Dict[int, List[Hypothesis]]:
-        """n-best lists of the finished sentences at ``positions`` of ``state`` (what the host
-        knows of their final hypotheses was read with the step's packet). Token tensors stay on
-        the device (views of the final-hypothesis buffers)."""
+    def _finished(self, state: BeamState, packet: PacketView, positions: range) -> Dict[int, List[Hypothesis]]:
+        """n-best lists of the finished sentences at ``positions`` of ``state`` (packet order):
+        what the host knows of their final hypotheses was read with the step's packet. Token
+        tensors stay on the device (views of the final-hypothesis buffers)."""
         nbest = self.cfg.nbest if self.finalizer.cut_nbest else None
+        z = self.done_at
+        sentence, count = packet.ints("sentence"), packet.ints("final_count")
+        lengths, totals = packet.ints("final_len"), packet["final_total"]
         out: Dict[int, List[Hypothesis]] = {}
-        for i, fin in zip(positions, finals):
+        for i in positions:
             hyps = []
-            for j in range(min(fin.count, self.done_at)):
-                length, total = fin.lengths[j], fin.totals[j]
+            for j in range(min(count[i], z)):
+                length, total = lengths[i * z + j], totals[i * z + j]
                 hyps.append(Hypothesis(state.fin_tokens[i, j, :length], total / (length ** self.cfg.lenpen),
                                        state.fin_scores[i, j, :length]))
-            out[fin.sentence] = sorted(hyps, key=lambda h: h.score, reverse=True)[:nbest]
-            if self.stats is not None:  # how sentences end (issue 13's short outputs), from what was read
-                self._count_ending(fin.count, hyps, out[fin.sentence][0] if hyps else None)
+            out[sentence[i]] = sorted(hyps, key=lambda h: h.score, reverse=True)[:nbest]
+            if self.stats is not None:  # how sentences end (short outputs), from what was read
+                self._count_ending(count[i], hyps, out[sentence[i]][0] if hyps else None)
         return out
 
     def _count_ending(self, finals: int, hyps: List[Hypothesis], best: Optional[Hypothesis]) -> None:
@@ -487,24 +490,6 @@ class BeamSearch(StateOps):
             self.stats.add_extra("beam_ended_short_of_z")
         if best is not None and best is hyps[0]:  # the first hypothesis to become final won
             self.stats.add_extra("beam_first_final_won")
-
-
-@dataclass
-class _Final:
-    """What the packet says of one finished sentence's final hypotheses."""
-
-    sentence: int
-    count: int
-    lengths: List[int]
-    totals: List[float]
-
-    @classmethod
-    def of(cls, packet: List[float], s: int, z: int, i: int) -> "_Final":
-        """Sentence ``i`` (compacted order) of a packet of ``s`` sentences, ``z`` finals each."""
-        base = 3 + 3 * s
-        lengths = [int(x) for x in packet[base + i * z: base + (i + 1) * z]]
-        totals = packet[base + s * z + i * z: base + s * z + (i + 1) * z]
-        return cls(int(packet[3 + s + i]), int(packet[3 + 2 * s + i]), lengths, totals)
 
 
 def sorted_top(pool: Tensor, width: int) -> Tuple[Tensor, Tensor]:

@@ -16,9 +16,10 @@ A sentence is done with ``B`` finished hypotheses (line 7) or at the maximum len
 finished ones are put back in the original word order (line 28), optionally deduplicated
 (``--ib-dedup``, §5.1), and ranked by ``score / length^lenpen``. ``--beam 1`` is greedy.
 
-On the CPU the step after the output layer is one operator (:mod:`fairseq_stream.ops.ib_step`);
-the PyTorch code here is its reference (and runs on CUDA), every selection a stable sort so the
-two decide ties alike.
+The step after the output layer is the operator ``ib_step`` of :mod:`fairseq_stream.ops.backends`:
+one C++ operator on the CPU (:mod:`fairseq_stream.ops.ib_step`); the PyTorch code here is its
+reference and its CUDA implementation (device-resident tables, one host read per step), every
+selection a stable sort so the two decide ties alike.
 """
 from __future__ import annotations
 
@@ -35,6 +36,9 @@ from fairseq_stream.errors import FairseqStreamError
 from fairseq_stream.interface import Hypothesis, StepOutcome, StrategyContext, cat_padded
 from fairseq_stream.models.transformer_ib import IBSpec
 from fairseq_stream.ops import ib_step as fused
+from fairseq_stream.ops import packets
+from fairseq_stream.ops.backends import IB_STEP, StepRunner
+from fairseq_stream.ops.ib_step import IBStepResult
 from fairseq_stream.ops.fused_output import OutputScorer
 from fairseq_stream.ops.transformer_step import SentenceIndex
 from fairseq_stream.processors import RowContext
@@ -159,8 +163,12 @@ class FinishedIB:
 class IBBeamSearch(StateOps):
 
     def __init__(self, spec: IBSpec, scorer: OutputScorer, *, beam: int, nbest: int, lenpen: float,
-                 eos: int, pad: int, bos: int, dedup: bool, dtype: torch.dtype, finalize: str = "top") -> None:
+                 eos: int, pad: int, bos: int, dedup: bool, dtype: torch.dtype, finalize: str = "top",
+                 stats: Any = None, step_backend: str = "auto") -> None:
         self.spec, self.scorer = spec, scorer
+        self.stats = stats
+        self.runner = StepRunner(step_backend, stats)
+        self._device_tables: Dict[str, Tuple[Tensor, List[Tensor]]] = {}
         self.beam = self.rows_per_sentence = beam
         self.nbest, self.lenpen = nbest, lenpen
         self.eos, self.pad, self.bos = eos, pad, bos
@@ -174,7 +182,8 @@ class IBBeamSearch(StateOps):
     @classmethod
     def from_config(cls, cfg: IBBeamConfig, ctx: StrategyContext) -> "IBBeamSearch":
         return cls(cfg.spec, ctx.scorer, beam=cfg.beam, nbest=cfg.nbest, lenpen=cfg.lenpen, eos=ctx.eos,
-                   pad=ctx.pad, bos=ctx.bos, dedup=cfg.dedup, dtype=ctx.dtype, finalize=cfg.finalize)
+                   pad=ctx.pad, bos=ctx.bos, dedup=cfg.dedup, dtype=ctx.dtype, finalize=cfg.finalize, stats=ctx.stats,
+                   step_backend=ctx.step_backend)
 
     # ---- the interface -------------------------------------------------------------------
     def init_state(self, sentences: Tensor, max_len: Tensor, src_lengths: Tensor, *,
@@ -242,24 +251,37 @@ class IBBeamSearch(StateOps):
         vals, toks, _ = self.scorer.top(scores.reshape(r * z, v), bc, ctx)
         return vals.view(r, z, bc).to(self.dtype), toks.view(r, z, bc)
 
-    def search_step(self, state: IBState, vals: Tensor, toks: Tensor, *, kernel: bool = True) -> StepOutcome:
+    def search_step(self, state: IBState, vals: Tensor, toks: Tensor) -> StepOutcome:
         """The step after the output layer, from each row's slot candidates ``vals``/``toks``
-        (R, z, Bc): one operator (:mod:`fairseq_stream.ops.ib_step`) where it builds,
-        else (or with ``kernel=False``) the PyTorch reference, with the same results."""
+        (R, z, Bc), by the backend :mod:`fairseq_stream.ops.backends` picks (the C++ operator on
+        a CPU, the device-resident reference on CUDA), with the same results."""
         t, cols = state.tokens.size(2), state.fin_tokens.size(2)
         if t + self.z > cols:
             raise FairseqStreamError(f"ib-beam: hypothesis longer than its buffer ({t + self.z} > {cols})")
         tensors = [getattr(state, name) for name in fused.FIELDS]
-        if kernel and fused.fits(tensors, vals) and fused.kernel() is not None:
-            out = fused.fused_step(vals, toks, state.row_slot, tensors, self.slot_segment, beam=self.beam, eos=self.eos,
-                                   pad=self.pad, finalize_top=self.finalize == "top")
-            n_rows, n_done, widest = out.packet.tolist()  # the step's one host read
-            new = replace(state, scores=out.scores, tokens=out.tokens, token_scores=out.token_scores,
-                          seg_done=out.seg_done, n_final=out.n_final)
-            return self._outcome(new, out.done, n_done, widest, out.parents, out.feed, out.slot, out.row_slot, t)
-        return self._reference_step(state, vals, toks)
+        slot_segment, _ = self._tables(vals.device)
+        config = dict(beam=self.beam, eos=self.eos, pad=self.pad, finalize_top=self.finalize == "top")
+        ran = self.runner.run(IB_STEP, tensors, (vals, toks, state.row_slot, slot_segment), config,
+                              reference=lambda: self._reference_step(state, vals, toks),
+                              fits=fused.fits(tensors, vals), s=state.size)
+        out, packet = ran.result, ran.packet
+        n_rows, n_done, widest = packet.scalar("rows"), packet.scalar("finished"), packet.scalar("widest")
+        new = replace(state, scores=out.scores, tokens=out.tokens, token_scores=out.token_scores,
+                      seg_done=out.seg_done, n_final=out.n_final)
+        return self._outcome(new, out.done, n_done, widest, out.parents[:n_rows], out.feed[:n_rows],
+                             out.slot[:n_rows], out.row_slot[:n_rows], t)
 
-    def _reference_step(self, state: IBState, vals: Tensor, toks: Tensor) -> StepOutcome:
+    def _tables(self, device: torch.device) -> Tuple[Tensor, List[Tensor]]:
+        """The segment of each slot and the slots of each segment, on ``device`` (copied once:
+        no host→device copy in a step)."""
+        key = str(device)
+        if key not in self._device_tables:
+            self._device_tables[key] = (self.slot_segment.to(device), [s.to(device) for s in self.segment_slots])
+        return self._device_tables[key]
+
+    def _reference_step(self, state: IBState, vals: Tensor, toks: Tensor) -> IBStepResult:
+        """The step in PyTorch operations, on any device: the contract of :mod:`fairseq_stream.ops.ib_step`
+        (the next rows' tensors are S·B long; the first ``rows`` of them count)."""
         s, b = state.scores.shape
         row_slot = state.row_slot  # (R,)
         words, word_lp, sums = self._continuations(state, vals, toks, row_slot)
@@ -281,7 +303,7 @@ class IBBeamSearch(StateOps):
         r, z, bc = vals.shape
         if self.segments > 1:  # slots of segments that ended are padding, for free
             done = state.seg_done.view(-1, self.segments).index_select(0, row_slot)  # (R, G)
-            forced = done[:, self.slot_segment.to(done.device)]  # (R, z)
+            forced = done[:, self._tables(done.device)[0]]  # (R, z)
             vals = vals.masked_fill(forced.unsqueeze(2), -math.inf)
             vals[..., 0] = torch.where(forced, torch.zeros_like(vals[..., 0]), vals[..., 0])
             toks = toks.clone()
@@ -301,7 +323,7 @@ class IBBeamSearch(StateOps):
         if self.segments == 1:
             return prior.unsqueeze(1) | is_eos.any(dim=2, keepdim=True)
         # Slots of each segment as index lists (host-known), not boolean masks (no host read).
-        hit = torch.stack([is_eos.index_select(2, slots.to(words.device)).any(dim=2) for slots in self.segment_slots], dim=2)
+        hit = torch.stack([is_eos.index_select(2, slots).any(dim=2) for slots in self._tables(words.device)[1]], dim=2)
         return prior.unsqueeze(1) | hit
 
     def _record(self, state: IBState, cand: IBCandidates) -> IBState:
@@ -344,7 +366,7 @@ class IBBeamSearch(StateOps):
         tokens = torch.tensor(words + [self.eos], dtype=torch.long)
         return Hypothesis(tokens, total / (len(tokens) ** self.lenpen), torch.tensor(kept, dtype=torch.float))
 
-    def _advance(self, state: IBState, cand: IBCandidates) -> StepOutcome:
+    def _advance(self, state: IBState, cand: IBCandidates) -> IBStepResult:
         full, full_end, words, word_lp, seg_done, row_of, bc = cand
         s, b = state.scores.shape
         open_ = torch.where(full_end, torch.full_like(full, -math.inf), full)
@@ -360,25 +382,22 @@ class IBBeamSearch(StateOps):
         lp = word_lp[rows.view(-1), cont.view(-1)].view(s, b, self.z)
         t = state.tokens.size(2)
         gather = parent_slot.unsqueeze(2).expand(s, b, t)
-        new = replace(
-            state,
+        live = ok & ~done.unsqueeze(1)  # (S, B)
+        per_sentence = live.sum(dim=1)
+        live_flat = torch.argsort((~live).view(-1).to(torch.uint8), stable=True)  # (S·B,) the live ones first
+        # Slots numbered without the finished sentences.
+        renumber = torch.cumsum((~done).long(), dim=0) - 1
+        return IBStepResult(
+            packet=packets.IB_STEP.pack(dict(rows=per_sentence.sum(), finished=done.sum(), widest=per_sentence.max())),
             scores=val.masked_fill(~ok, -math.inf),
             tokens=torch.cat([state.tokens.gather(1, gather), w], dim=2),
             token_scores=torch.cat([state.token_scores.gather(1, gather), lp.to(state.token_scores.dtype)], dim=2),
             seg_done=seg_done[rows.view(-1), cont.view(-1)].view(s, b, self.segments),
-        )
-        live = ok & ~done.unsqueeze(1)  # (S, B)
-        per_sentence = live.sum(dim=1)
-        # The step's one host read: rows, finished sentences, the widest beam.
-        n_rows, n_done, widest = torch.stack([per_sentence.sum(), done.sum(), per_sentence.max()]).tolist()
-        live_flat = torch.argsort((~live).view(-1).to(torch.uint8), stable=True)[:n_rows]  # (R',)
-        parents = rows.view(-1).index_select(0, live_flat)
-        feed = w.view(s * b, self.z).index_select(0, live_flat)
-        slot = (torch.cumsum(live.long(), dim=1) - 1).view(-1).index_select(0, live_flat)
-        if n_done:  # number the slots without the finished sentences
-            renumber = torch.cumsum((~done).long(), dim=0) - 1
-            live_flat = renumber.index_select(0, live_flat // b) * b + live_flat % b
-        return self._outcome(new, done, n_done, widest, parents, feed, slot, live_flat, t)
+            n_final=state.n_final, done=done,
+            parents=rows.view(-1).index_select(0, live_flat),
+            feed=w.view(s * b, self.z).index_select(0, live_flat),
+            slot=(torch.cumsum(live.long(), dim=1) - 1).view(-1).index_select(0, live_flat),
+            row_slot=renumber.index_select(0, live_flat // b) * b + live_flat % b)
 
     def _outcome(self, new: IBState, done: Tensor, n_done: int, widest: int, parents: Tensor, feed: Tensor,
                  slot: Tensor, row_slot: Tensor, t: int) -> StepOutcome:

@@ -35,6 +35,10 @@ from torch import Tensor
 from fairseq_stream.errors import FairseqStreamError
 from fairseq_stream.interface import Hypothesis, StepOutcome, StrategyContext
 from fairseq_stream.ops import jacobi_step as fused
+from fairseq_stream.ops import packets
+from fairseq_stream.ops.backends import JACOBI_STEP, StepRunner
+from fairseq_stream.ops.jacobi_step import IterationResult
+from fairseq_stream.ops.packets import PacketView
 from fairseq_stream.ops.fused_output import OutputScorer
 from fairseq_stream.ops.transformer_step import SentenceIndex
 from fairseq_stream.processors import RowContext
@@ -100,8 +104,9 @@ class JacobiDecoding(StateOps):
     rows_per_sentence = 1
 
     def __init__(self, cfg: JacobiConfig, scorer: OutputScorer, *, eos: int, pad: int, bos: int,
-                 stats, dtype: torch.dtype = torch.float32) -> None:
+                 stats, dtype: torch.dtype = torch.float32, step_backend: str = "auto") -> None:
         self.cfg = cfg
+        self.runner = StepRunner(step_backend, stats)
         self.lenpen = cfg.lenpen
         self.scorer = scorer
         self.eos, self.pad, self.bos = eos, pad, bos
@@ -110,7 +115,8 @@ class JacobiDecoding(StateOps):
 
     @classmethod
     def from_config(cls, cfg: JacobiConfig, ctx: StrategyContext) -> "JacobiDecoding":
-        return cls(cfg, ctx.scorer, eos=ctx.eos, pad=ctx.pad, bos=ctx.bos, stats=ctx.stats, dtype=ctx.dtype)
+        return cls(cfg, ctx.scorer, eos=ctx.eos, pad=ctx.pad, bos=ctx.bos, stats=ctx.stats, dtype=ctx.dtype,
+                   step_backend=ctx.step_backend)
 
     # ---- the interface -------------------------------------------------------------------
     def init_state(self, sentences: Tensor, max_len: Tensor, src_lengths: Tensor, *,
@@ -183,15 +189,26 @@ class JacobiDecoding(StateOps):
         pred, score = top[:, 0].view(s, b), score[:, 0].view(s, b)
         return self.iterate(state, pred, score)
 
-    def iterate(self, state: JacobiState, pred: Tensor, score: Tensor, *, kernel: bool = True) -> StepOutcome:
+    def iterate(self, state: JacobiState, pred: Tensor, score: Tensor) -> StepOutcome:
         """The iteration after the output layer, from the block's predictions ``pred`` and their
-        log-probabilities ``score`` (S, b); ``kernel=False`` runs the PyTorch reference even
-        where the operator could."""
+        log-probabilities ``score`` (S, b), by the backend :mod:`fairseq_stream.ops.backends` picks."""
+        s, b = pred.shape
+        widest = b if self.cfg.block is None else max(self.cfg.block, b)  # no window grows past it
+        config = dict(eos=self.eos, pad=self.pad, bos=self.bos, block=-1 if self.cfg.block is None else self.cfg.block,
+                      init_pad=self.cfg.init == "pad" and self.cfg.block is not None, tail=self.cfg.init == "tail",
+                      max_parallel=-1 if self.cfg.max_parallel_len is None else self.cfg.max_parallel_len,
+                      feed_width=widest)
+        score = score.to(state.token_scores.dtype)
         tensors = [getattr(state, name) for name in fused.FIELDS]
-        if kernel and fused.fits(tensors, score) and (pred.is_cuda or fused.kernel() is not None):
-            outcome = self._fused(state, tensors, pred, score)
-            if outcome is not None:
-                return outcome
+        ran = self.runner.run(JACOBI_STEP, tensors, (pred, score, state.feed), config,
+                              reference=lambda: self._reference_iteration(state, pred, score, widest),
+                              fits=fused.fits(tensors, score), s=s)
+        return self._read(state, ran.result, ran.packet)
+
+    # ---- the PyTorch reference of the iteration ------------------------------------------
+    def _reference_iteration(self, state: JacobiState, pred: Tensor, score: Tensor, feed_width: int) -> IterationResult:
+        """The iteration in PyTorch operations, on any device: the contract of
+        :mod:`fairseq_stream.ops.jacobi_step` (state in place, not compacted)."""
         s, b = pred.shape
         width, feed = state.width, state.feed
         offsets = torch.arange(b, device=pred.device)
@@ -202,96 +219,69 @@ class JacobiDecoding(StateOps):
         is_eos = (pred == self.eos) & (offsets < accept.unsqueeze(1))
         has_eos = is_eos.any(dim=1)
         accept = torch.where(has_eos, is_eos.long().argmax(dim=1) + 1, accept)
-        state = self._extend(state, pred, score, accept)
+        draft = self._extend(state, pred, score, accept)
         done = has_eos | (state.verified > state.max_len)  # max_len tokens and the forced EOS
-        return self._finish(state, done, accept)
+        next_feed = self._plan(replace(state, draft=draft), feed_width).feed
+        totals = state.token_scores.cumsum(1).gather(1, (state.verified - 1).clamp(min=0).unsqueeze(1)).squeeze(1)
+        perm = torch.argsort(done.to(torch.uint8), stable=True)  # the packet's order: the finished last
+        packet = packets.JACOBI_STEP.pack(dict(
+            finished=done.sum(), next_width=state.width.masked_fill(done, 1).max(), longest=state.verified.max(),
+            accepted=accept.sum(), shortest=state.verified.masked_fill(done, 1 << 30).min(), done=done[perm],
+            sentence=state.sentences[perm], verified=state.verified[perm], iterations=state.iterations[perm],
+            total=totals[perm], position=perm))
+        return IterationResult(packet, draft, next_feed, torch.stack([accept, perm]), False)
 
-    def _extend(self, state: JacobiState, pred: Tensor, score: Tensor, accept: Tensor) -> JacobiState:
+    def _extend(self, state: JacobiState, pred: Tensor, score: Tensor, accept: Tensor) -> Tensor:
+        """The verified predictions into the state (in place); returns the next draft."""
         s, b = pred.shape
         offsets = torch.arange(b, device=pred.device)
         kept = offsets < accept.unsqueeze(1)  # (S, b)
         # Verified predictions go to their columns, the rest to the scratch column.
         cols = (state.verified.unsqueeze(1) + offsets).masked_fill(~kept, state.tokens.size(1) - 1)
-        tokens = state.tokens.scatter(1, cols, pred)
-        scores = state.token_scores.scatter(1, cols, score.to(state.token_scores.dtype))
+        state.tokens.scatter_(1, cols, pred)
+        state.token_scores.scatter_(1, cols, score.to(state.token_scores.dtype))
         # The unverified predictions, shifted, are the next draft (Jacobi's update); those past
         # a row's window came from filler inputs and are no draft.
         shift = offsets + accept.unsqueeze(1)  # (S, b)
         draft = pred.gather(1, shift.clamp(max=b - 1)).masked_fill(shift >= state.width.unsqueeze(1), self.pad)[:, : b - 1]
-        verified = state.verified + accept
+        state.verified.add_(accept)
         if self.cfg.init == "pad" and self.cfg.block is not None:
             # A fresh aligned block starts from PAD (the paper's initialisation).
-            draft = draft.masked_fill((verified % self.cfg.block == 0).unsqueeze(1), self.pad)
-        return replace(state, tokens=tokens, token_scores=scores, verified=verified, draft=draft,
-                       iterations=state.iterations + 1, width=self._widths(verified, state.max_len))
+            draft = draft.masked_fill((state.verified % self.cfg.block == 0).unsqueeze(1), self.pad)
+        state.iterations.add_(1)
+        state.width.copy_(self._widths(state.verified, state.max_len))
+        return draft
 
-    def _finish(self, state: JacobiState, done: Tensor, accept: Tensor) -> StepOutcome:
-        s = len(state.sentences)
-        # The iteration's one host read: finished sentences, next window, longest row, tokens,
-        # and what the host needs of the finished ones (ids, lengths, iterations, scores).
-        totals = state.token_scores.cumsum(1).gather(1, (state.verified - 1).clamp(min=0).unsqueeze(1)).squeeze(1)
-        ints = torch.cat([torch.stack([done.sum(), state.width.masked_fill(done, 1).max(), state.verified.max(),
-                                       accept.sum(), state.verified.masked_fill(done, 1 << 30).min()]),
-                          done.long(), state.sentences, state.verified, state.iterations])
-        packet = torch.cat([ints.double(), totals.double()]).tolist()
-        n_done, b, longest, accepted, low = (int(x) for x in packet[:5])
-        self.stats.accepted_tokens += accepted
-        finished: Dict[int, List[Hypothesis]] = {}
-        parents = None
-        if n_done:
-            finished = self._finished(state, packet[5:], s)
-            by_done = torch.argsort(done.to(torch.uint8), stable=True)
-            parents = by_done[: s - n_done]
-            state = state.select(parents)
-        new = self._plan(replace(state, low=low if n_done < s else 0, high=longest), b)
-        index = SentenceIndex.one_per_row(new.sentences)
-        return StepOutcome(state=new, parents=parents, feed=new.feed, finished=finished, accept=accept,
-                           index=index, max_length=longest)
-
-    def _fused(self, state: JacobiState, tensors: List[Tensor], pred: Tensor, score: Tensor) -> Optional[StepOutcome]:
-        """The iteration as one operator (:mod:`fairseq_stream.ops.jacobi_step`; Triton kernels on
-        CUDA), then its one host read; None where the GPU kernels cannot run."""
-        s, b = pred.shape
-        widest = b if self.cfg.block is None else max(self.cfg.block, b)  # no window grows past it
-        args = dict(eos=self.eos, pad=self.pad, bos=self.bos, block=-1 if self.cfg.block is None else self.cfg.block,
-                    init_pad=self.cfg.init == "pad" and self.cfg.block is not None, tail=self.cfg.init == "tail",
-                    max_parallel=-1 if self.cfg.max_parallel_len is None else self.cfg.max_parallel_len,
-                    feed_width=widest)
-        score = score.to(state.token_scores.dtype)
-        run = fused.gpu_iteration if pred.is_cuda else fused.fused_iteration
-        out = run(tensors, pred, score, state.feed, **args)
-        if out is None:
-            return None
-        packet = out.packet.tolist()  # the iteration's one host read
-        n_done, b_next, longest, accepted, low = (int(x) for x in packet[:5])
-        self.stats.accepted_tokens += accepted
+    # ---- the iteration's one host read ---------------------------------------------------
+    def _read(self, state: JacobiState, out: IterationResult, packet: PacketView) -> StepOutcome:
+        """From the packet (read once, by the runner): the state is in the packet's order, so the
+        finished sentences are its last ones and what goes on is a view."""
+        s = state.size
+        n_done, b_next, longest = packet.scalar("finished"), packet.scalar("next_width"), packet.scalar("longest")
+        self.stats.accepted_tokens += packet.scalar("accepted")
         going_on = s - n_done
         finished: Dict[int, List[Hypothesis]] = {}
         parents = None
         new = replace(state, draft=out.draft, feed=out.feed)
         if n_done:
-            where = None if out.compacted else [int(x) for x in packet[5 + 5 * s:]]
-            finished = self._finished(new, packet[5:], s, where)
+            finished = self._finished(new, packet, range(going_on, s))
             parents = out.aux[1, :going_on]
-            # the operator moved the finished sentences last (the rest is a view); else drop them here
-            new = new.split(going_on, going_on, 1)[0] if out.compacted else new.select(parents)
-        new = replace(new, feed=new.feed[:, :b_next], low=low if n_done < s else 0, high=longest)
+            new = new.split(going_on, going_on, 1)[0]
+        new = replace(new, feed=new.feed[:, :b_next], low=packet.scalar("shortest") if n_done < s else 0, high=longest)
         return StepOutcome(state=new, parents=parents, feed=new.feed, finished=finished, accept=out.aux[0],
                            index=SentenceIndex.one_per_row(new.sentences), max_length=longest)
 
-    def _finished(self, state: JacobiState, packet: List[float], s: int,
-                  rows: Optional[List[int]] = None) -> Dict[int, List[Hypothesis]]:
-        """Greedy's output of the sentences flagged done in ``packet`` (done, ids, lengths,
-        iterations, summed scores; each (S,)); ``rows``: each packet entry's row of ``state``
-        when the two orders differ. Token tensors stay on the device."""
+    def _finished(self, state: JacobiState, packet: PacketView, positions: range) -> Dict[int, List[Hypothesis]]:
+        """Greedy's output of the finished sentences at ``positions`` of ``state`` (packet order).
+        Token tensors stay on the device."""
+        sentence, verified, iterations, total = (packet[name] for name in ("sentence", "verified", "iterations", "total"))
         out: Dict[int, List[Hypothesis]] = {}
-        for i in (i for i in range(s) if packet[i]):
-            sid, n, its, total = int(packet[s + i]), int(packet[2 * s + i]), packet[3 * s + i], packet[4 * s + i]
-            row = i if rows is None else rows[i]
-            out[sid] = [Hypothesis(state.tokens[row, :n].clone(), total / (n ** self.lenpen),
-                                   state.token_scores[row, :n].clone())]
+        for i in positions:
+            n = int(verified[i])
+            out[int(sentence[i])] = [Hypothesis(state.tokens[i, :n].clone(), total[i] / (n ** self.lenpen),
+                                                state.token_scores[i, :n].clone())]
             self.stats.autoregressive_steps += n
-            self.stats.add_extra("sentence_iterations", its)
+            self.stats.add_extra("sentence_iterations", iterations[i])
         return out
 
 

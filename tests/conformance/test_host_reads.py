@@ -48,7 +48,19 @@ def test_the_counter_sees_host_reads():
         y[y > 3]
         torch.nonzero(y)
     assert cc.counts.host_reads == 5, dict(cc.counts.reads_by_op)
-    assert cc.counts.ops >= 8
+    assert cc.counts.ops >= 8 and cc.counts.host_writes == 0
+
+
+def test_the_counter_sees_host_to_device_copies():
+    """A copy from the host to a device (here the meta device, which every machine has) counts
+    as a host write, not as a read."""
+    import torch
+
+    x = torch.arange(6.0)
+    with CostCounter() as cc:
+        x.to("meta")
+        torch.empty(6, device="meta").copy_(x)
+    assert cc.counts.host_writes == 2 and cc.counts.host_reads == 0
 
 
 #: aten operations per decoder step of ``var-stream`` k = 5 on the demo model before the fused
@@ -62,11 +74,11 @@ def test_a_beam_step_issues_at_most_half_the_operations_it_used_to(demo_session,
     import os
     import shutil
 
-    from fairseq_stream.ops import beam_step
+    from fairseq_stream.ops import extension
 
     if shutil.which(os.environ.get("CXX", "c++")) is None:
         pytest.skip("no C++ compiler: the fused beam-step operator cannot be built here")
-    assert beam_step.kernel() is not None
+    assert extension.load_operator("beam_step") is not None
     data = demo_session.encode(demo_sources[:N])
     out, counts = _count_steps(demo_session, data, search, {"beam": 5}, {"stream_capacity": 8})
     per_step = counts.ops / out.stats.timesteps

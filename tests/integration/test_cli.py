@@ -139,3 +139,23 @@ def test_statistics_are_printed_and_written_with_the_trace(demo_bin, tmp_path):
                           capture_output=True, text=True)
     assert plot.returncode == 0, plot.stderr[-2000:]
     assert out.stat().st_size > 1000
+
+
+@pytest.mark.slow  # four fairseq-generate processes on the held-out demo lines
+@pytest.mark.parametrize("search,extra", [("var-stream", ["--beam", "5"]), ("gs-jacobi", ["--beam", "1"])])
+def test_the_reference_and_cpp_step_backends_print_the_same_hypotheses(demo_bin, search, extra):
+    common = [demo_bin, "--user-dir", "fairseq_stream", "--path", CKPT, "--cpu", "--gen-subset", "valid",
+              "--search", search, *extra]
+    runs = {be: run_cli(["fairseq-generate", *common, "--step-backend", be]) for be in ("reference", "cpp")}
+    grab = lambda out: sorted(l for l in out.splitlines() if l[:2] in ("H-", "P-"))  # noqa: E731
+    for be, proc in runs.items():
+        assert proc.returncode == 0, proc.stderr[-2000:]
+        op = "jacobi_step" if "jacobi" in search else "beam_step"
+        assert f"step operators: {op}={be}" in proc.stdout + proc.stderr
+    assert grab(runs["reference"].stdout) == grab(runs["cpp"].stdout) and len(grab(runs["cpp"].stdout)) == 26
+
+
+def test_an_unknown_step_backend_is_refused_in_one_line(demo_bin):
+    proc = run_cli(["fairseq-generate", demo_bin, "--user-dir", "fairseq_stream", "--path", CKPT, "--cpu",
+                    "--gen-subset", "valid", "--search", "var-stream", "--step-backend", "cuda"])
+    assert_one_line_error(proc, "--step-backend")

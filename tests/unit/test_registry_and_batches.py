@@ -95,6 +95,7 @@ _EFFECTIVE = {
     "stream_oversubscribe": lambda g, s: g.scheduler_cfg.oversubscribe,
     "stream_stats": lambda g, s: g.stats_path,
     "output_layer": lambda g, s: "fused" if s.scorer.fused else "full",
+    "step_backend": lambda g, s: s.runner.preference if hasattr(s, "runner") else "auto",  # a toy strategy has no operator
     "prune_abs_threshold": lambda g, s: g.config.pruning.abs_threshold,
     "prune_max_cands_per_node": lambda g, s: g.config.pruning.max_cands_per_node,
     "prune_rel_threshold": lambda g, s: g.config.pruning.rel_threshold,
@@ -110,7 +111,8 @@ _EFFECTIVE = {
     "ib_dedup": lambda g, s: s.dedup,
     "ib_finalize": lambda g, s: s.finalize,
 }
-_EVERY_STRATEGY = {"stream_capacity", "stream_max_candidates", "stream_max_wait", "stream_oversubscribe", "stream_stats", "output_layer"}
+_EVERY_STRATEGY = {"stream_capacity", "stream_max_candidates", "stream_max_wait", "stream_oversubscribe", "stream_stats", "output_layer",
+                   "step_backend"}
 # stated elsewhere: --search (the registry test), --stream-epsilon (the test above),
 # --stream-per-batch (the task's reading of fairseq's iterator: test_cli_stream_across_batches)
 _ELSEWHERE = {"search", "stream_epsilon", "stream_per_batch"}

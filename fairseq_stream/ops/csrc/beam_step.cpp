@@ -2,7 +2,7 @@
 // lines 14-17, with App. A.1's finalisation and paper 001's pruning heuristics). It does, in one
 // pass per sentence, what fairseq_stream/strategies/beam.py's PyTorch reference does in ~150
 // small tensor operations, with the same arithmetic in the same dtype (no -ffast-math, no FMA
-// contraction: the outputs are bit-identical; tests/unit/test_beam_step.py):
+// contraction: the outputs are bit-identical; tests/unit/test_step_backends.py):
 //   1. the pool: every live slot's c expansions (slot score + token log-probability), then the
 //      ended candidates carried on the beam;
 //   2. the best W of the pool (ties: lower pool index first);
@@ -15,21 +15,26 @@
 // ones after them), and the host's one read is prepared: a packet (counts, the finished
 // sentences' final hypotheses' lengths and totals) and the next rows (parent row, token to feed,
 // place among the sentence's rows, sentence, flat slot), all in the compacted order.
-#include <torch/extension.h>
+// A NaN score counts as -inf (it would break the ordering); a sentence that has no final
+// hypothesis keeps its best candidate when the rules would prune them all (never zero outputs).
+#include "step_common.h"
 #include <algorithm>
 #include <cmath>
-#include <cstring>
 #include <limits>
 #include <numeric>
-#include <vector>
 
 namespace {
+
+using namespace fairseq_stream_ops;
 
 enum Field {
   kSentences, kScores, kEnded, kEndedLen, kTokens, kTokenScores, kSteps, kMaxLen, kNFinal, kBestFinal,
   kBestFinalNorm, kSrcLengths, kFinTokens, kFinScores, kFinLen, kFinTotal, kFields
 };
 enum Reference { kFinal = 0, kActive = 1, kNormalized = 2 };
+// The packet's fields, in fairseq_stream/ops/packets.py's order (BEAM_STEP; a test checks it).
+enum PacketField { kRows, kFinished, kWidest, kRowCount, kSentence, kFinalCount, kFinalLen, kFinalTotal, kPosition,
+                   kPacketFields };
 
 struct Rule {
   int64_t kind;  // 0: threshold (ap, rp) with margin = param; 1: rpl with log(rpl) = param
@@ -37,16 +42,6 @@ struct Rule {
   bool keep_ended;
   double param;
 };
-
-// Rows of `t` (dim 0) reordered as `perm` (new row i = old row perm[i]), in place.
-void permute_rows(const torch::Tensor& t, const std::vector<int64_t>& perm) {
-  const int64_t n = t.size(0);
-  if (n == 0) return;
-  const int64_t row = t.numel() / n * t.element_size();
-  char* base = static_cast<char*>(t.data_ptr());
-  std::vector<char> old(base, base + n * row);
-  for (int64_t i = 0; i < n; ++i) std::memcpy(base + i * row, old.data() + perm[i] * row, row);
-}
 
 template <typename T>
 struct Step {
@@ -103,11 +98,11 @@ struct Step {
       }
       pv[kc + j] = ended[s * k + j] ? scores[s * k + j] : neg_inf;
     }
+    for (T& v : pv)
+      if (std::isnan(v)) v = neg_inf;  // NaN (fp16 overflow) is no candidate
     // 2. the best W, ties by the lower pool index
-    std::vector<int64_t> idx(P);
-    std::iota(idx.begin(), idx.end(), 0);
-    std::partial_sort(idx.begin(), idx.begin() + Wn, idx.end(),
-                      [&](int64_t a, int64_t b) { return pv[a] > pv[b] || (pv[a] == pv[b] && a < b); });
+    std::vector<int64_t> idx;
+    sorted_top(pv.data(), P, Wn, idx);
     std::vector<T> val(Wn), tlp(Wn);
     std::vector<int64_t> par(Wn), tk(Wn), len(Wn);
     std::vector<char> carry(Wn), fin(Wn), keep(Wn);
@@ -169,6 +164,7 @@ struct Step {
     int64_t kept = 0;
     for (int64_t w = 0; w < Wn; ++w)
       if (keep[w] && ++kept > width) keep[w] = false;
+    const std::vector<char> before_rules = keep;
     bool have[3] = {false, false, false};
     T ref_scalar[3] = {neg_inf, neg_inf, neg_inf};
     std::vector<T> ref_norm;
@@ -205,6 +201,12 @@ struct Step {
     // 6. the new beam: kept candidates first (in rank order), then the others, k slots
     bool any = false;
     for (int64_t w = 0; w < Wn; ++w) any = any || keep[w];
+    if (!any && nf_new == 0)  // the rules never leave a sentence without any hypothesis
+      for (int64_t w = 0; w < Wn; ++w)
+        if (before_rules[w]) {
+          keep[w] = any = true;
+          break;
+        }
     out.done = nf_new >= z || !any;
     std::vector<int64_t> order;
     order.reserve(Wn);
@@ -239,15 +241,12 @@ struct Step {
   }
 };
 
-template <typename T>
-T* ptr(const torch::Tensor& t) {
-  return t.data_ptr<T>();
-}
-
 std::tuple<torch::Tensor, torch::Tensor> beam_step(const torch::Tensor& top_lp, const torch::Tensor& top_tok,
                                                    const torch::Tensor& row_slot, at::TensorList state,
                                                    const torch::Tensor& len_pow, at::IntArrayRef config,
-                                                   at::ArrayRef<double> params) {
+                                                   at::ArrayRef<double> params, at::IntArrayRef packet_at) {
+  TORCH_CHECK(packet_at.size() == kPacketFields + 1, "beam_step: expected the starts of ", int(kPacketFields),
+              " packet fields and the size");
   TORCH_CHECK(state.size() == kFields, "beam_step: expected ", int(kFields), " state tensors");
   for (const auto& t : state) TORCH_CHECK(t.is_contiguous() && t.device().is_cpu(), "beam_step: state must be contiguous CPU tensors");
   TORCH_CHECK(top_lp.is_contiguous() && top_tok.is_contiguous() && row_slot.is_contiguous() && len_pow.is_contiguous(),
@@ -316,11 +315,10 @@ std::tuple<torch::Tensor, torch::Tensor> beam_step(const torch::Tensor& top_lp, 
   // The packet the host reads: [rows, finished, widest] + per compacted sentence: rows, id,
   // final count, the first Z final lengths and totals, original position.
   const int64_t Z1 = state[kFinTokens].size(1);
-  auto packet = torch::empty({3 + 4 * S + 2 * S * z}, torch::TensorOptions().dtype(torch::kFloat64));
-  double* pk = packet.data_ptr<double>();
-  pk[0] = n_rows;
-  pk[1] = S - going_on;
-  pk[2] = widest;
+  Packet pk(packet_at);
+  pk(kRows) = n_rows;
+  pk(kFinished) = S - going_on;
+  pk(kWidest) = widest;
   const int64_t* sent = ptr<int64_t>(state[kSentences]);
   const int64_t* nfin = ptr<int64_t>(state[kNFinal]);
   const int64_t* flen = ptr<int64_t>(state[kFinLen]);
@@ -328,29 +326,22 @@ std::tuple<torch::Tensor, torch::Tensor> beam_step(const torch::Tensor& top_lp, 
     const scalar_t* ftot = ptr<scalar_t>(state[kFinTotal]);
     for (int64_t i = 0; i < S; ++i) {
       const int64_t s = perm[i];
-      pk[3 + i] = per_sentence[s];
-      pk[3 + S + i] = sent[s];
-      pk[3 + 2 * S + i] = nfin[s];
+      pk(kRowCount, i) = per_sentence[s];
+      pk(kSentence, i) = sent[s];
+      pk(kFinalCount, i) = nfin[s];
       for (int64_t j = 0; j < z; ++j) {
-        pk[3 + 3 * S + i * z + j] = flen[s * Z1 + j];
-        pk[3 + 3 * S + S * z + i * z + j] = ftot[s * Z1 + j];
+        pk(kFinalLen, i * z + j) = flen[s * Z1 + j];
+        pk(kFinalTotal, i * z + j) = ftot[s * Z1 + j];
       }
-      pk[3 + 3 * S + 2 * S * z + i] = s;
+      pk(kPosition, i) = s;
     }
   });
-  bool identity = true;
-  for (int64_t i = 0; i < S; ++i) identity = identity && perm[i] == i;
-  if (!identity)
+  if (!is_identity(perm))
     for (const auto& t : state) permute_rows(t, perm);
-  return {packet, rows};
+  return {pk.tensor, rows};
 }
 
 }  // namespace
 
-TORCH_LIBRARY_FRAGMENT(fairseq_stream, m) {
-  m.def("beam_step(Tensor top_lp, Tensor top_tok, Tensor row_slot, Tensor(a!)[] state, Tensor len_pow, int[] config, "
-        "float[] params) -> (Tensor, Tensor)");
-}
-TORCH_LIBRARY_IMPL(fairseq_stream, CPU, m) { m.impl("beam_step", &beam_step); }
-
-PYBIND11_MODULE(TORCH_EXTENSION_NAME, m) {}
+FAIRSEQ_STREAM_CPU_OPERATOR(beam_step, "(Tensor top_lp, Tensor top_tok, Tensor row_slot, Tensor(a!)[] state, "
+                            "Tensor len_pow, int[] config, float[] params, int[] packet_at) -> (Tensor, Tensor)")

@@ -6,7 +6,7 @@
 // candidates, which go to an unsorted buffer; once it holds 2k it is cut back to its k best
 // (nth_element), raising the threshold. Nothing of size V is written; ties keep the lower id
 // first, as the reference top-k of the tests.
-#include <torch/extension.h>
+#include "step_common.h"
 #include <ATen/Parallel.h>
 #include <algorithm>
 #include <cmath>
@@ -99,7 +99,4 @@ std::tuple<torch::Tensor, torch::Tensor, torch::Tensor> topk_lse(const torch::Te
 }
 
 // A dispatcher operator: one aten-level call (counted by fairseq_stream.profiling like any other).
-TORCH_LIBRARY_FRAGMENT(fairseq_stream, m) { m.def("topk_lse(Tensor scores, int k) -> (Tensor, Tensor, Tensor)"); }
-TORCH_LIBRARY_IMPL(fairseq_stream, CPU, m) { m.impl("topk_lse", &topk_lse); }
-
-PYBIND11_MODULE(TORCH_EXTENSION_NAME, m) {}
+FAIRSEQ_STREAM_CPU_OPERATOR(topk_lse, "(Tensor scores, int k) -> (Tensor, Tensor, Tensor)")

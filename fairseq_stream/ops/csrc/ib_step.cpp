@@ -2,7 +2,7 @@
 // for a group of sentences on the CPU, as one operator. It does, per row and per sentence, what
 // fairseq_stream/strategies/ib_beam.py's PyTorch reference does in ~130 small tensor operations,
 // with the same arithmetic in the same dtype (no -ffast-math, no FMA contraction), so the outputs
-// are bit-identical (tests/unit/test_ib_step.py):
+// are bit-identical (tests/unit/test_step_backends.py):
 //   1. each row's best Bc continuations of z words: the outer sum of the slots' top-Bc
 //      log-probabilities, re-pruned to Bc after each slot (slots of ended IMDecoder segments are
 //      PAD for free);
@@ -15,25 +15,17 @@
 //      in the order without the finished sentences) and the host's packet [rows, done, widest].
 // Every selection is a stable descending sort: ties go to the lower index, as the reference's
 // torch.sort(stable=True).
-#include <torch/extension.h>
-#include <algorithm>
+#include "step_common.h"
 #include <cmath>
 #include <limits>
-#include <numeric>
-#include <vector>
 
 namespace {
 
-enum Field { kScores, kTokens, kTokenScores, kSegDone, kNFinal, kFinTokens, kFinScores, kFinLen, kFinTotal, kFields };
+using namespace fairseq_stream_ops;
 
-// Indices of the `width` largest of v[0..n), best first, ties by the lower index.
-template <typename T>
-void sorted_top(const T* v, int64_t n, int64_t width, std::vector<int64_t>& out) {
-  out.resize(n);
-  std::iota(out.begin(), out.end(), 0);
-  std::stable_sort(out.begin(), out.end(), [v](int64_t a, int64_t b) { return v[a] > v[b]; });
-  out.resize(std::min(width, n));
-}
+enum Field { kScores, kTokens, kTokenScores, kSegDone, kNFinal, kFinTokens, kFinScores, kFinLen, kFinTotal, kFields };
+// The packet's fields, in fairseq_stream/ops/packets.py's order (IB_STEP; a test checks it).
+enum PacketField { kRows, kFinished, kWidest, kPacketFields };
 
 template <typename T>
 struct IBStep {
@@ -226,7 +218,7 @@ void advance(const IBStep<T>& c, const StateData<T>& d, int64_t s, NewState& o) 
 
 // 5. The next rows in flat order, slots numbered without the finished sentences; the packet.
 std::vector<torch::Tensor> next_rows(const NewState& o, int64_t S, int64_t B, int64_t t, int64_t z,
-                                     const torch::TensorOptions& i64) {
+                                     const torch::TensorOptions& i64, at::IntArrayRef packet_at) {
   const bool* done = o.done.data_ptr<bool>();
   const int64_t* tokens = o.tokens.data_ptr<int64_t>();
   int64_t n_rows = 0, n_done = 0, widest = 0;
@@ -252,13 +244,17 @@ std::vector<torch::Tensor> next_rows(const NewState& o, int64_t S, int64_t B, in
     }
     kept += !done[s];
   }
-  return {torch::tensor({n_rows, n_done, widest}, i64), parents, feed, slot, live_flat};
+  Packet pk(packet_at);
+  pk(kRows) = n_rows;
+  pk(kFinished) = n_done;
+  pk(kWidest) = widest;
+  return {pk.tensor, parents, feed, slot, live_flat};
 }
 
 template <typename T>
 std::vector<torch::Tensor> run(const torch::Tensor& vals, const torch::Tensor& toks, const torch::Tensor& row_slot,
                                const std::vector<torch::Tensor>& st, const torch::Tensor& slot_segment, int64_t B,
-                               int64_t eos, int64_t pad, bool top) {
+                               int64_t eos, int64_t pad, bool top, at::IntArrayRef packet_at) {
   IBStep<T> c;
   c.R = vals.size(0), c.z = vals.size(1), c.bc = vals.size(2);
   c.S = st[kScores].size(0), c.B = B, c.t = st[kTokens].size(2), c.G = st[kSegDone].size(2);
@@ -284,13 +280,15 @@ std::vector<torch::Tensor> run(const torch::Tensor& vals, const torch::Tensor& t
     o.n_final.data_ptr<int64_t>()[s] = d.n_final[s] + record(c, d, s);
     advance(c, d, s, o);
   }
-  auto rows = next_rows(o, S, B, c.t, c.z, st[kTokens].options());
+  auto rows = next_rows(o, S, B, c.t, c.z, st[kTokens].options(), packet_at);
   return {rows[0], o.scores, o.tokens, o.token_scores, o.seg_done, o.n_final, o.done, rows[1], rows[2], rows[3], rows[4]};
 }
 
 std::vector<torch::Tensor> ib_step(const torch::Tensor& vals, const torch::Tensor& toks, const torch::Tensor& row_slot,
                                    const std::vector<torch::Tensor>& state, const torch::Tensor& slot_segment,
-                                   const std::vector<int64_t>& config) {
+                                   const std::vector<int64_t>& config, const std::vector<int64_t>& packet_at) {
+  TORCH_CHECK(packet_at.size() == kPacketFields + 1, "ib_step: expected the starts of ", int64_t(kPacketFields),
+              " packet fields and the size");
   TORCH_CHECK(state.size() == kFields, "ib_step: expected ", int64_t(kFields), " state tensors");
   TORCH_CHECK(config.size() == 4, "ib_step: config is [beam, eos, pad, finalize_top]");
   for (const auto& x : state) TORCH_CHECK(x.is_contiguous(), "ib_step: state tensors must be contiguous");
@@ -298,17 +296,12 @@ std::vector<torch::Tensor> ib_step(const torch::Tensor& vals, const torch::Tenso
   TORCH_CHECK(vals.scalar_type() == state[kScores].scalar_type(), "ib_step: scores and candidates differ in dtype");
   std::vector<torch::Tensor> out;
   AT_DISPATCH_FLOATING_TYPES(vals.scalar_type(), "ib_step", [&] {
-    out = run<scalar_t>(vals, toks, row_slot, state, slot_segment, config[0], config[1], config[2], config[3] != 0);
+    out = run<scalar_t>(vals, toks, row_slot, state, slot_segment, config[0], config[1], config[2], config[3] != 0, packet_at);
   });
   return out;
 }
 
 }  // namespace
 
-TORCH_LIBRARY_FRAGMENT(fairseq_stream, m) {
-  m.def("ib_step(Tensor vals, Tensor toks, Tensor row_slot, Tensor(a!)[] state, Tensor slot_segment, int[] config) "
-        "-> Tensor[]");
-}
-TORCH_LIBRARY_IMPL(fairseq_stream, CPU, m) { m.impl("ib_step", &ib_step); }
-
-PYBIND11_MODULE(TORCH_EXTENSION_NAME, m) {}
+FAIRSEQ_STREAM_CPU_OPERATOR(ib_step, "(Tensor vals, Tensor toks, Tensor row_slot, Tensor(a!)[] state, "
+                            "Tensor slot_segment, int[] config, int[] packet_at) -> Tensor[]")

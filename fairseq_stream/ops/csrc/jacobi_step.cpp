@@ -1,7 +1,7 @@
 // One Jacobi iteration of a group of sentences on the CPU, as one operator (paper 004,
 // Algorithms 1-3): what fairseq_stream/strategies/jacobi.py's PyTorch reference does in ~70
 // small tensor operations, with the same arithmetic (the summed scores accumulate in double, as
-// PyTorch's CPU cumsum does), so the outputs are bit-identical (tests/unit/test_jacobi_step.py).
+// PyTorch's CPU cumsum does), so the outputs are bit-identical (tests/unit/test_step_backends.py).
 // Per sentence, from the predictions of the block just fed:
 //   1. verified = the first prediction, then each one whose inputs all matched (capped by the
 //      window); stop at the first verified EOS;
@@ -14,24 +14,20 @@
 // and the host's one read is prepared: [finished, next block width, longest row, accepted
 // tokens, shortest row] + per compacted sentence: done, id, verified length, iterations,
 // summed score, position before compaction.
-#include <torch/extension.h>
+#include "step_common.h"
 #include <algorithm>
-#include <cstring>
 #include <limits>
-#include <vector>
 
 namespace {
 
-enum Field { kSentences, kTokens, kTokenScores, kVerified, kMaxLen, kIterations, kWidth, kFields };
+using namespace fairseq_stream_ops;
 
-void permute_rows(const torch::Tensor& t, const std::vector<int64_t>& perm) {
-  const int64_t n = t.size(0);
-  if (n == 0 || t.numel() == 0) return;
-  const int64_t row = t.numel() / n * t.element_size();
-  char* base = static_cast<char*>(t.data_ptr());
-  std::vector<char> old(base, base + n * row);
-  for (int64_t i = 0; i < n; ++i) std::memcpy(base + i * row, old.data() + perm[i] * row, row);
-}
+enum Field { kSentences, kTokens, kTokenScores, kVerified, kMaxLen, kIterations, kWidth, kFields };
+// The packet's fields, in fairseq_stream/ops/packets.py's order (JACOBI_STEP; a test checks it).
+// (scoped: "verified" and "iterations" name state fields too)
+enum class PacketField { kFinished, kNextWidth, kLongest, kAccepted, kShortest, kDone, kSentence, kVerified, kIterations,
+                         kTotal, kPosition, kPacketFields };
+using P = PacketField;
 
 int64_t window(int64_t a, int64_t max_len, int64_t block, bool tail, int64_t max_parallel) {
   const int64_t remaining = max_len + 1 - a;  // positions left, EOS included
@@ -102,7 +98,9 @@ void run(const torch::Tensor& pred_t, const torch::Tensor& score_t, const torch:
 
 std::tuple<torch::Tensor, torch::Tensor, torch::Tensor, torch::Tensor> jacobi_step(const torch::Tensor& pred, const torch::Tensor& score,
                                                                     const torch::Tensor& feed, at::TensorList state,
-                                                                    at::IntArrayRef config) {
+                                                                    at::IntArrayRef config, at::IntArrayRef packet_at) {
+  TORCH_CHECK(packet_at.size() == static_cast<size_t>(P::kPacketFields) + 1, "jacobi_step: expected the starts of ", static_cast<int>(P::kPacketFields),
+              " packet fields and the size");
   TORCH_CHECK(state.size() == kFields, "jacobi_step: expected ", int(kFields), " state tensors");
   for (const auto& t : state) TORCH_CHECK(t.is_contiguous() && t.device().is_cpu(), "jacobi_step: state must be contiguous CPU tensors");
   TORCH_CHECK(pred.is_contiguous() && score.is_contiguous() && feed.is_contiguous(), "jacobi_step: inputs must be contiguous");
@@ -125,8 +123,7 @@ std::tuple<torch::Tensor, torch::Tensor, torch::Tensor, torch::Tensor> jacobi_st
   const int64_t* verified = state[kVerified].data_ptr<int64_t>();
   const int64_t* iterations = state[kIterations].data_ptr<int64_t>();
   const int64_t* width = state[kWidth].data_ptr<int64_t>();
-  auto packet = torch::empty({5 + 6 * S}, torch::TensorOptions().dtype(torch::kFloat64));
-  double* pk = packet.data_ptr<double>();
+  Packet pk(packet_at);
   int64_t next_b = 1, longest = std::numeric_limits<int64_t>::min(), accepted = 0, low = int64_t(1) << 30;
   for (int64_t s = 0; s < S; ++s) {
     next_b = std::max(next_b, done[s] ? int64_t(1) : width[s]);
@@ -134,19 +131,19 @@ std::tuple<torch::Tensor, torch::Tensor, torch::Tensor, torch::Tensor> jacobi_st
     accepted += accept[s];
     if (!done[s]) low = std::min(low, verified[s]);
   }
-  pk[0] = S - going_on;
-  pk[1] = next_b;
-  pk[2] = longest;
-  pk[3] = accepted;
-  pk[4] = low;
+  pk(P::kFinished) = S - going_on;
+  pk(P::kNextWidth) = next_b;
+  pk(P::kLongest) = longest;
+  pk(P::kAccepted) = accepted;
+  pk(P::kShortest) = low;
   for (int64_t i = 0; i < S; ++i) {
     const int64_t s = perm[i];
-    pk[5 + i] = done[s];
-    pk[5 + S + i] = sent[s];
-    pk[5 + 2 * S + i] = verified[s];
-    pk[5 + 3 * S + i] = iterations[s];
-    pk[5 + 4 * S + i] = total[s];
-    pk[5 + 5 * S + i] = s;
+    pk(P::kDone, i) = done[s];
+    pk(P::kSentence, i) = sent[s];
+    pk(P::kVerified, i) = verified[s];
+    pk(P::kIterations, i) = iterations[s];
+    pk(P::kTotal, i) = total[s];
+    pk(P::kPosition, i) = s;
   }
   auto aux = torch::empty({2, S}, pred.options());  // accept (the rows' order before compaction), then the order
   int64_t* ax = aux.data_ptr<int64_t>();
@@ -154,22 +151,15 @@ std::tuple<torch::Tensor, torch::Tensor, torch::Tensor, torch::Tensor> jacobi_st
     ax[s] = accept[s];
     ax[S + s] = perm[s];
   }
-  bool identity = true;
-  for (int64_t i = 0; i < S; ++i) identity = identity && perm[i] == i;
-  if (!identity) {
+  if (!is_identity(perm)) {
     for (const auto& t : state) permute_rows(t, perm);
     permute_rows(next_draft, perm);
     permute_rows(next_feed, perm);
   }
-  return {packet, next_draft, next_feed, aux};
+  return {pk.tensor, next_draft, next_feed, aux};
 }
 
 }  // namespace
 
-TORCH_LIBRARY_FRAGMENT(fairseq_stream, m) {
-  m.def("jacobi_step(Tensor pred, Tensor score, Tensor feed, Tensor(a!)[] state, int[] config) -> "
-        "(Tensor, Tensor, Tensor, Tensor)");
-}
-TORCH_LIBRARY_IMPL(fairseq_stream, CPU, m) { m.impl("jacobi_step", &jacobi_step); }
-
-PYBIND11_MODULE(TORCH_EXTENSION_NAME, m) {}
+FAIRSEQ_STREAM_CPU_OPERATOR(jacobi_step, "(Tensor pred, Tensor score, Tensor feed, Tensor(a!)[] state, int[] config, "
+                            "int[] packet_at) -> (Tensor, Tensor, Tensor, Tensor)")

@@ -1,0 +1,227 @@
+"""One registry of the fused step operators and the backends that run them.
+
+A *step operator* is the part of a strategy's step after the output layer: the beam step
+(paper 000 Algorithm 1, lines 14-17), the Jacobi iteration (paper 004 Algorithms 1-3), the
+IBDecoder's multi-word beam step (paper 003 Algorithm 1). Each is declared once, below, as a
+:class:`StepOperator`: the state tensors it updates in place (in order), its packet
+(:mod:`fairseq_stream.ops.packets`), and its backends:
+
+* ``reference`` — the strategy's own PyTorch code (any device; the only one that runs a
+  user's ``--prune-rules`` rule), which defines the results;
+* ``cpp`` — one C++ dispatcher operator on the CPU (``ops/csrc``), bit-identical;
+* ``triton`` — Triton kernels on CUDA (on a CPU only under ``TRITON_INTERPRET=1``, as the
+  tests run them), bit-identical in float64.
+
+:meth:`StepRunner.run` is the one function that runs an operator. It picks the backend
+(``--step-backend``: ``auto`` = the fastest available for the tensors' device), falls back to
+the reference with **one warning line** naming the operator, the backend it wanted and why,
+records which backend ran (the run's statistics print it; the harness JSON has it), reads the
+packet (the step's one host read) and keeps the one compaction contract: after ``run`` the
+state's sentences are in the packet's order, the ones that go on first, the finished ones
+after. The C++ operators compact in place themselves; after the reference or Triton the runner
+does it, in the steps where a sentence finished (it knows their positions from the packet).
+
+Implementations are named by ``module:function`` and imported on first use: this module
+imports none of them (no import circles; Triton only where it runs).
+"""
+from __future__ import annotations
+
+import importlib
+import logging
+import os
+from dataclasses import dataclass, field
+from typing import Any, Callable, Dict, List, Optional, Sequence, Set, Tuple
+
+import torch
+from torch import Tensor
+
+from fairseq_stream.ops import packets
+from fairseq_stream.ops.packets import PacketSpec, PacketView
+
+logger = logging.getLogger("fairseq_stream")
+
+BACKENDS: Tuple[str, ...] = ("reference", "cpp", "triton")
+CHOICES: Tuple[str, ...] = ("auto",) + BACKENDS
+
+
+@dataclass(frozen=True)
+class StepOperator:
+    """One fused step operator: what it touches, what the host reads, who implements it."""
+
+    name: str
+    fields: Tuple[str, ...]  # the state tensors it reads and updates in place, in its order
+    packet: PacketSpec
+    implementations: Dict[str, str]  # backend → "module:function" (the reference is the strategy's)
+    compacts: Tuple[str, ...] = ()  # backends that leave the state compacted themselves
+    runner_compacts: bool = True  # after the other backends, the runner compacts the state
+    outputs_per_sentence: Tuple[str, ...] = ()  # result fields ordered like the state (compacted with it)
+    auto: Dict[str, str] = field(default_factory=lambda: {"cpu": "cpp", "cuda": "triton"})  # device → backend
+
+    def implementation(self, backend: str) -> Optional[Callable[..., Any]]:
+        path = self.implementations.get(backend)
+        if path is None:
+            return None
+        module, _, function = path.partition(":")
+        return getattr(importlib.import_module(module), function)
+
+
+BEAM_STEP = StepOperator(
+    name="beam_step",
+    fields=("sentences", "scores", "ended", "ended_len", "tokens", "token_scores", "steps", "max_len", "n_final",
+            "best_final", "best_final_norm", "src_lengths", "fin_tokens", "fin_scores", "fin_len", "fin_total"),
+    packet=packets.BEAM_STEP,
+    implementations={"cpp": "fairseq_stream.ops.beam_step:cpp_step",
+                     "triton": "fairseq_stream.ops.triton_beam_step:triton_step"},
+    compacts=("cpp",),
+)
+JACOBI_STEP = StepOperator(
+    name="jacobi_step",
+    fields=("sentences", "tokens", "token_scores", "verified", "max_len", "iterations", "width"),
+    packet=packets.JACOBI_STEP,
+    implementations={"cpp": "fairseq_stream.ops.jacobi_step:cpp_iteration",
+                     "triton": "fairseq_stream.ops.triton_jacobi_step:triton_iteration"},
+    compacts=("cpp",),
+    outputs_per_sentence=("draft", "feed"),
+)
+IB_STEP = StepOperator(
+    name="ib_step",
+    fields=("scores", "tokens", "token_scores", "seg_done", "n_final", "fin_tokens", "fin_scores", "fin_len",
+            "fin_total"),
+    packet=packets.IB_STEP,
+    implementations={"cpp": "fairseq_stream.ops.ib_step:cpp_step"},
+    # On CUDA the reference is the device implementation: torch ops on device-resident tables,
+    # no host→device copy in a step, one host read.
+    auto={"cpu": "cpp", "cuda": "reference"},
+    # Neither backend compacts: the step returns a new state (the history grows by z words),
+    # and the strategy drops the finished sentences from it.
+    runner_compacts=False,
+)
+OPERATORS: Dict[str, StepOperator] = {op.name: op for op in (BEAM_STEP, JACOBI_STEP, IB_STEP)}
+
+
+def _cpp_failure(op: StepOperator) -> Optional[str]:
+    """Why the C++ operator cannot be loaded (None: it can)."""
+    from fairseq_stream.ops import extension
+
+    return None if extension.load_operator(op.name) is not None else extension.operator_failure(op.name)
+
+
+def _triton_runs(device: torch.device) -> bool:
+    """Triton compiles for CUDA; on a CPU only its interpreter runs the kernels."""
+    if device.type != "cuda" and os.environ.get("TRITON_INTERPRET") != "1":
+        return False
+    try:
+        import triton  # noqa: F401
+    except ImportError:
+        return False
+    return True
+
+
+def why_not(op: StepOperator, backend: str, tensors: Sequence[Tensor], fits: bool) -> Optional[str]:
+    """Why ``backend`` cannot run this step (None: it can)."""
+    if backend == "reference":
+        return None
+    if backend not in op.implementations:
+        return f"{op.name} has no {backend} implementation"
+    if not fits:
+        return "the step needs the reference (a rule of --prune-rules, or state of another dtype or layout)"
+    device = tensors[0].device
+    if backend == "cpp":
+        if device.type != "cpu":
+            return f"the C++ operator runs on the CPU, the state is on {device.type}"
+        failure = _cpp_failure(op)
+        if failure is not None:
+            return f"the C++ operator could not be built: {failure}"
+    if backend == "triton" and not _triton_runs(device):
+        return ("Triton is not installed" if device.type == "cuda"
+                else "Triton kernels run on CUDA (on a CPU only under TRITON_INTERPRET=1)")
+    return None
+
+
+@dataclass
+class Ran:
+    """What :meth:`StepRunner.run` returns: the backend's result, its packet read, the backend."""
+
+    result: Any
+    packet: PacketView
+    backend: str
+
+
+@dataclass
+class StepRunner:
+    """Runs the step operators of one strategy object (one decoding run)."""
+
+    preference: str = "auto"
+    stats: Any = None
+    failed: Dict[Tuple[str, str], str] = field(default_factory=dict)  # (operator, backend) → why
+    warned: Set[Tuple[str, str]] = field(default_factory=set)
+
+    def __post_init__(self) -> None:
+        if self.preference not in CHOICES:
+            raise ValueError(f"--step-backend must be one of {', '.join(CHOICES)}, got {self.preference!r}")
+
+    def choose(self, op: StepOperator, tensors: Sequence[Tensor], fits: bool) -> str:
+        """The backend for this step. A backend that cannot run is warned about once (``auto``
+        stays quiet where the reference is simply the right one: a user's pruning rule)."""
+        if self.preference == "reference":
+            return "reference"
+        auto = self.preference == "auto"
+        wanted = op.auto.get(tensors[0].device.type, "reference") if auto else self.preference
+        if wanted == "reference" or (op.name, wanted) in self.failed:
+            return "reference"
+        reason = why_not(op, wanted, tensors, fits)
+        if reason is None:
+            return wanted
+        if fits:  # the device, a build, a missing implementation: for the whole run
+            self._fail(op, wanted, reason)
+        elif not auto and (op.name, wanted) not in self.warned:
+            self.warned.add((op.name, wanted))
+            self._warn(op, wanted, reason)
+        return "reference"
+
+    def run(self, op: StepOperator, tensors: Sequence[Tensor], args: Sequence[Any], config: Dict[str, Any], *,
+            reference: Callable[[], Any], fits: bool = True, s: int, z: int = 0) -> Ran:
+        """Run ``op`` on the state ``tensors`` (updated in place) and read its packet once.
+
+        ``args``/``config``: the implementation's inputs after the state and its keyword
+        options; ``reference()`` runs the strategy's PyTorch step; ``fits``: whether the fused
+        backends may take this step; ``s``/``z``: the packet's sentence and final counts.
+        """
+        backend = self.choose(op, tensors, fits)
+        result = None
+        if backend != "reference":
+            try:
+                result = op.implementation(backend)(list(tensors), *args, **config)
+            except Exception as exc:  # a compile failure: the kernels wrote nothing (see triton_launch)
+                self._fail(op, backend, f"{type(exc).__name__}: {str(exc).splitlines()[0] if str(exc) else ''}")
+                backend = "reference"
+        if result is None:
+            result = reference()
+        self._record(op, backend)
+        view = op.packet.read(result.packet, s, z)
+        if op.runner_compacts and backend not in op.compacts:  # the compaction contract
+            result = self._compact(op, tensors, result, view)
+        return Ran(result, view, backend)
+
+    def _compact(self, op: StepOperator, tensors: Sequence[Tensor], result: Any, view: PacketView) -> Any:
+        """Put the state (and the per-sentence outputs) in the packet's order, in place."""
+        if not view.scalar("finished"):
+            return result  # nobody finished: the packet's order is the state's
+        start, length = view.spec.span("position", view.s, view.z)
+        order = result.packet[start: start + length].long()  # on the device: no host→device copy
+        for t in list(tensors) + [getattr(result, name) for name in op.outputs_per_sentence]:
+            t.copy_(t.index_select(0, order))
+        return result
+
+    def _fail(self, op: StepOperator, backend: str, why: str) -> None:
+        self.failed[(op.name, backend)] = why
+        self._warn(op, backend, why)
+
+    @staticmethod
+    def _warn(op: StepOperator, backend: str, why: str) -> None:
+        # WARNING, not INFO: a run that silently used the reference must not pass for ours.
+        logger.warning(f"fairseq-stream: {op.name}: the {backend} backend cannot run ({why}); using the reference")
+
+    def _record(self, op: StepOperator, backend: str) -> None:
+        if self.stats is not None:
+            self.stats.note_backend(op.name, backend)

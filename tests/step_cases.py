@@ -1,0 +1,274 @@
+"""Shared cases of the step-backend test matrix (tests/unit/test_step_backends.py).
+
+Every fused step operator is driven over whole random searches from a reference strategy and a
+strategy on the backend under test, stepping both from the same state each time: every output
+the scheduler sees and every meaningful part of the new state must be identical. Importable
+from a subprocess (Triton's interpreter must be switched on before Triton is imported).
+"""
+from __future__ import annotations
+
+import math
+from typing import Any, Dict, List, Tuple
+
+import torch
+
+from fairseq_stream.models.transformer_ib import IBSpec
+from fairseq_stream.stats import DecodeStats
+from fairseq_stream.strategies.beam import BeamConfig, BeamSearch, Pruning
+from fairseq_stream.strategies.ib_beam import FinishedIB, IBBeamSearch
+from fairseq_stream.strategies.jacobi import JacobiConfig, JacobiDecoding
+
+EOS, PAD, BOS, V = 2, 1, 0, 12
+
+# ---- cases: every finalisation rule, every pruning rule and reference, boundary values (δ = 0
+# and rp = 1 prune even the best: the sentence keeps it), one sentence, sizes that are not powers of two
+BEAM_CASES: List[Dict[str, Any]] = [
+    dict(beam=4),
+    dict(beam=4, finalize="fairseq"),
+    dict(beam=3, final_count=1),
+    dict(beam=5, abs_threshold=1.5, max_cands_per_node=3),
+    dict(beam=5, abs_threshold=1.0, reference="final", lenpen=0.6),
+    dict(beam=5, abs_threshold=1.0, reference="active"),
+    dict(beam=5, abs_threshold=0.8, reference="normalized", lenpen=1.3, ended="keep"),
+    dict(beam=6, rel_threshold=0.3, rel_local_threshold=0.05, max_cands_per_node=4),
+    dict(beam=4, abs_threshold=0.0, finalize="fairseq"),
+    dict(beam=3, rel_threshold=1.0, reference="active"),
+    dict(beam=5, abs_threshold=1e-12, reference="normalized", sentences=1),
+    dict(beam=7, abs_threshold=2.0, sentences=7),
+]
+JACOBI_CASES: List[Dict[str, Any]] = [
+    dict(block=None), dict(block=3), dict(block=4, init="tail"), dict(block=3, max_parallel_len=4), dict(block=1),
+    dict(block=2, sentences=1), dict(block=3, sentences=7),
+]
+IB_CASES: List[Dict[str, Any]] = [
+    dict(h=2, c=1, beam=4, finalize="top"), dict(h=2, c=1, beam=4, finalize="all"), dict(h=2, c=1, beam=1),
+    dict(h=2, c=2, beam=3), dict(h=4, c=1, beam=4), dict(h=4, c=1, beam=2, finalize="all"),
+    dict(h=2, c=1, beam=3, sentences=1),
+]
+
+
+def case_id(case: Dict[str, Any]) -> str:
+    return ",".join(f"{k}={v}" for k, v in case.items())
+
+
+# ---- the beam step --------------------------------------------------------------------------
+def beam_search(case: Dict[str, Any], dtype: torch.dtype, backend: str) -> Tuple[BeamSearch, int]:
+    case = dict(case)
+    sentences = case.pop("sentences", 6)
+    beam, final_count = case.pop("beam"), case.pop("final_count", 0)
+    finalize, lenpen = case.pop("finalize", "ours"), case.pop("lenpen", 1.0)
+    cfg = BeamConfig(beam=beam, nbest=min(2, final_count or beam), final_count=final_count, lenpen=lenpen,
+                     finalize=finalize, pruning=Pruning(**case))
+    return BeamSearch(cfg, None, eos=EOS, pad=PAD, bos=BOS, dtype=dtype, stats=DecodeStats(),
+                      step_backend=backend), sentences
+
+
+def beam_candidates(g: torch.Generator, state: Any, search: BeamSearch, dtype: torch.dtype) -> Tuple[Any, Any]:
+    """Each row's best c tokens of a random distribution; EOS forced at the maximum length."""
+    rows = state.row_slot.numel()
+    logits = torch.randn(rows, V, generator=g, dtype=torch.float64)
+    logits[:, PAD] = -math.inf
+    logits[:, EOS] += 0.5
+    if rows % 3 == 0:  # ties between candidates of different rows and tokens
+        logits = torch.round(logits * 2) / 2
+    lp = torch.log_softmax(logits, dim=-1).to(dtype)
+    c = min(search.per_row, V)
+    top_lp, top_tok = lp.topk(c, dim=-1)
+    row_s = (state.row_slot // search.k).cpu()
+    at_max = (state.steps.cpu().index_select(0, row_s) >= state.max_len.cpu().index_select(0, row_s)).unsqueeze(1)
+    first = torch.arange(c) == 0
+    top_lp = torch.where(at_max & first, lp[:, EOS:EOS + 1], top_lp.masked_fill(at_max, -math.inf))
+    top_tok = top_tok.masked_fill(at_max & first, EOS)
+    dev = state.scores.device
+    return top_lp.to(dev), top_tok.to(dev)
+
+
+def same_beam_outcome(a: Any, b: Any) -> None:
+    assert torch.equal(a.parents, b.parents) and torch.equal(a.feed, b.feed)
+    assert torch.equal(a.index.local, b.index.local) and torch.equal(a.index.slot, b.index.slot)
+    assert a.index.width == b.index.width and a.row_counts == b.row_counts
+    assert sorted(a.finished) == sorted(b.finished)
+    for sid, hyps in a.finished.items():
+        other = b.finished[sid]
+        assert [h.score for h in hyps] == [h.score for h in other]
+        for h, o in zip(hyps, other):
+            assert torch.equal(h.tokens, o.tokens) and torch.equal(h.positional_scores, o.positional_scores)
+    x, y = a.state, b.state
+    for name in ("sentences", "scores", "ended", "steps", "max_len", "n_final", "best_final", "best_final_norm",
+                 "src_lengths", "row_slot"):
+        assert torch.equal(getattr(x, name), getattr(y, name)), name
+    on = torch.isfinite(x.scores)  # slots with a hypothesis
+    assert torch.equal(x.ended_len[x.ended], y.ended_len[y.ended])
+    assert torch.equal(x.tokens[on], y.tokens[on]) and torch.equal(x.token_scores[on], y.token_scores[on])
+    for s in range(x.size):
+        for j in range(min(int(x.n_final[s]), x.fin_len.size(1) - 1)):  # the scratch slot is not read
+            n = int(x.fin_len[s, j])
+            assert n == int(y.fin_len[s, j]) and x.fin_total[s, j] == y.fin_total[s, j]
+            assert torch.equal(x.fin_tokens[s, j, :n], y.fin_tokens[s, j, :n])
+            assert torch.equal(x.fin_scores[s, j, :n], y.fin_scores[s, j, :n])
+
+
+def run_beam(case: Dict[str, Any], backend: str, seed: int, dtype: torch.dtype, device: str = "cpu") -> Dict[str, int]:
+    """Whole searches, each step by the reference and by ``backend`` from the same state."""
+    ref, sentences = beam_search(case, dtype, "reference")
+    got_search, _ = beam_search(case, dtype, backend)
+    g = torch.Generator().manual_seed(seed)
+    max_len = torch.randint(2, 9, (sentences,), generator=g)
+    ids = torch.arange(sentences) * 7 + 3
+    state = ref.init_state(ids.to(device), max_len.to(device), (max_len + 1).to(device)).state
+    finished: Dict[int, Any] = {}
+    seen = dict(steps=0, waiting=0, empty=0)
+    while state.size:
+        top_lp, top_tok = beam_candidates(g, state, ref, dtype)
+        seen["waiting"] += int(state.ended.sum())  # ended candidates waiting on the beam (rule ours)
+        expected = ref.search_step(clone_state(state), top_lp, top_tok)
+        got = got_search.search_step(state, top_lp, top_tok)
+        same_beam_outcome(got, expected)
+        seen["empty"] += sum(1 for hyps in got.finished.values() if not hyps)
+        finished.update(got.finished)
+        state, seen["steps"] = got.state, seen["steps"] + 1
+    assert sorted(finished) == ids.tolist()
+    seen["backend"] = got_search.stats.step_backends["beam_step"]
+    return seen
+
+
+# ---- the Jacobi iteration ---------------------------------------------------------------------
+def jacobi_search(case: Dict[str, Any], dtype: torch.dtype, backend: str) -> Tuple[JacobiDecoding, int]:
+    case = dict(case)
+    sentences = case.pop("sentences", 5)
+    return JacobiDecoding(JacobiConfig(**case), None, eos=EOS, pad=PAD, bos=BOS, stats=DecodeStats(), dtype=dtype,
+                          step_backend=backend), sentences
+
+
+def jacobi_predictions(g: torch.Generator, state: Any, eos_rate: float) -> Any:
+    """Each position repeats the next fed token (the draft is confirmed) with probability 0.7."""
+    feed = state.feed.cpu()
+    s, b = feed.shape
+    guess = torch.cat([feed[:, 1:], feed.new_full((s, 1), PAD)], dim=1)
+    fresh = torch.randint(4, V, (s, b), generator=g)
+    pred = torch.where((torch.rand(s, b, generator=g) < 0.7) & (guess > PAD), guess, fresh)
+    return pred.masked_fill(torch.rand(s, b, generator=g) < eos_rate, EOS).to(state.feed.device)
+
+
+def same_jacobi_outcome(a: Any, b: Any, score_tolerance: float = 0.0) -> None:
+    assert torch.equal(a.accept, b.accept) and a.max_length == b.max_length
+    assert (a.parents is None) == (b.parents is None) and (a.parents is None or torch.equal(a.parents, b.parents))
+    assert torch.equal(a.feed, b.feed)
+    assert sorted(a.finished) == sorted(b.finished)
+    for sid, (h,) in a.finished.items():
+        (o,) = b.finished[sid]
+        assert abs(h.score - o.score) <= score_tolerance and torch.equal(h.tokens, o.tokens)
+        assert torch.equal(h.positional_scores, o.positional_scores)
+    x, y = a.state, b.state
+    for name in ("sentences", "verified", "max_len", "iterations", "width", "draft", "feed"):
+        assert torch.equal(getattr(x, name), getattr(y, name)), name
+    assert (x.low, x.high, x.shortest) == (y.low, y.high, y.shortest)
+    # the last column is scratch for rejected predictions (the reference writes it, the operator does not)
+    assert torch.equal(x.tokens[:, :-1], y.tokens[:, :-1]) and torch.equal(x.token_scores[:, :-1], y.token_scores[:, :-1])
+
+
+def run_jacobi(case: Dict[str, Any], backend: str, seed: int, dtype: torch.dtype, device: str = "cpu",
+               score_tolerance: float = 0.0) -> Dict[str, Any]:
+    ref, sentences = jacobi_search(case, dtype, "reference")
+    got_search, _ = jacobi_search(case, dtype, backend)
+    g = torch.Generator().manual_seed(seed)
+    max_len = torch.randint(3, 12, (sentences,), generator=g)
+    ids = torch.arange(sentences) * 5 + 1
+    state = ref.init_state(ids.to(device), max_len.to(device), (max_len + 2).to(device)).state
+    finished: Dict[int, Any] = {}
+    steps = 0
+    while state.size:
+        pred = jacobi_predictions(g, state, eos_rate=0.04)
+        score = torch.log(torch.rand(pred.shape, generator=g, dtype=torch.float64)).to(dtype).to(device)
+        expected = ref.iterate(clone_state(state), pred, score)
+        got = got_search.iterate(state, pred, score)
+        same_jacobi_outcome(got, expected, score_tolerance)
+        finished.update(got.finished)
+        state, steps = got.state, steps + 1
+    assert sorted(finished) == ids.tolist()
+    return dict(steps=steps, backend=got_search.stats.step_backends["jacobi_step"])
+
+
+# ---- the IBDecoder step -----------------------------------------------------------------------
+FIN = ("fin_tokens", "fin_scores", "fin_len", "fin_total")
+
+
+def ib_search(case: Dict[str, Any], dtype: torch.dtype, backend: str) -> Tuple[IBBeamSearch, int]:
+    case = dict(case)
+    sentences = case.pop("sentences", 6)
+    beam = case.pop("beam")
+    return IBBeamSearch(IBSpec(h=case.pop("h"), c=case.pop("c")), None, beam=beam, nbest=beam, lenpen=1.0, eos=EOS,
+                        pad=PAD, bos=BOS, dedup=False, dtype=dtype, finalize=case.pop("finalize", "top"),
+                        stats=DecodeStats(), step_backend=backend), sentences
+
+
+def ib_candidates(g: torch.Generator, search: IBBeamSearch, state: Any, dtype: torch.dtype, eos_rate: float) -> Any:
+    """Each row's top-Bc per slot, best first, on a grid of 0.5 (ties); EOS forced at max_len."""
+    r, z, bc = state.row_slot.numel(), search.z, search.beam
+    vals = -torch.round(torch.rand(r, z, bc, generator=g, dtype=torch.float64) * 8) / 2
+    vals = vals.sort(dim=2, descending=True).values.to(dtype)
+    toks = torch.stack([torch.randperm(V - 3, generator=g)[:bc] + 3 for _ in range(r * z)]).view(r, z, bc)
+    toks = toks.masked_fill(torch.rand(r, z, bc, generator=g) < eos_rate, EOS)
+    slot = state.tokens.size(2) + torch.arange(z)
+    row_max = state.max_len.cpu().index_select(0, (state.row_slot // search.beam).cpu())
+    at_max = slot.unsqueeze(0) >= row_max.unsqueeze(1)  # (R, z)
+    toks[..., 0] = torch.where(at_max, EOS, toks[..., 0])
+    vals[..., 1:] = vals[..., 1:].masked_fill(at_max.unsqueeze(2), -math.inf)
+    dev = state.scores.device
+    return vals.to(dev), toks.to(dev)
+
+
+def same_ib_outcome(a: Any, b: Any) -> None:
+    for name in ("parents", "feed", "block_mask"):
+        x, y = getattr(a, name), getattr(b, name)
+        assert (x is None) == (y is None) and (x is None or torch.equal(x, y)), name
+    ia, ib = a.index, b.index
+    assert torch.equal(ia.sentences, ib.sentences) and torch.equal(ia.local, ib.local)
+    assert torch.equal(ia.slot, ib.slot) and ia.width == ib.width
+    for name, x in vars(a.state).items():
+        y = getattr(b.state, name)
+        if name in FIN:  # the last slot is the reference's scratch for candidates that did not end
+            x, y = x[:, :-1], y[:, :-1]
+        assert (torch.equal(x, y) if torch.is_tensor(x) else x == y), name
+    assert isinstance(a.finished, FinishedIB) == isinstance(b.finished, FinishedIB)
+    if isinstance(a.finished, FinishedIB):
+        fa, fb = a.finished, b.finished
+        for name in ("sentences", "length", "total", "n_final", "tokens", "scores"):
+            x, y = getattr(fa, name), getattr(fb, name)
+            if name in ("tokens", "scores", "length", "total"):
+                x, y = x[:, :-1], y[:, :-1]
+            assert torch.equal(x, y), name
+        ha, hb = fa.to_hypotheses(), fb.to_hypotheses()
+        assert sorted(ha) == sorted(hb)
+        for sid in ha:
+            assert [(h.score, h.tokens.tolist()) for h in ha[sid]] == [(h.score, h.tokens.tolist()) for h in hb[sid]]
+
+
+def run_ib(case: Dict[str, Any], backend: str, seed: int, dtype: torch.dtype, device: str = "cpu") -> Dict[str, Any]:
+    ref, sentences = ib_search(case, dtype, "reference")
+    got_search, _ = ib_search(case, dtype, backend)
+    # per word, so that a step of z words ends about as often; "all" takes every ending (fewer)
+    eos_rate = (0.24 if got_search.finalize == "top" else 0.06) / got_search.z
+    g = torch.Generator().manual_seed(seed)
+    max_len = torch.randint(2, 14, (sentences,), generator=g)
+    ids = torch.arange(sentences) * 3 + 1
+    state = ref.init_state(ids.to(device), max_len.to(device), (max_len + 2).to(device)).state
+    steps, done = 0, []
+    while state.sentences.numel():
+        vals, toks = ib_candidates(g, ref, state, dtype, eos_rate)
+        expected = ref.search_step(clone_state(state), vals, toks)
+        got = got_search.search_step(state, vals, toks)
+        same_ib_outcome(got, expected)
+        if isinstance(got.finished, FinishedIB):
+            done += got.finished.sentences.tolist()
+        state, steps = got.state, steps + 1
+    assert sorted(done) == ids.tolist()
+    return dict(steps=steps, backend=got_search.stats.step_backends["ib_step"])
+
+
+RUNNERS = {"beam_step": (run_beam, BEAM_CASES), "jacobi_step": (run_jacobi, JACOBI_CASES), "ib_step": (run_ib, IB_CASES)}
+
+
+def clone_state(state: Any) -> Any:
+    """A strategy state with every tensor copied (a step updates its input in place)."""
+    return type(state)(**{f: (v.clone() if torch.is_tensor(v) else v) for f, v in vars(state).items()})

@@ -1,0 +1,240 @@
+"""The step-backend test matrix: every fused operator × every backend available here × the shared
+cases of ``tests/step_cases.py``, bit-identical to the reference over whole searches.
+
+The C++ operators run in process (where a compiler is, they must build: a silent fallback would
+hide a broken kernel); the Triton kernels under Triton's interpreter on the CPU (one subprocess
+per operator: the interpreter must be on before Triton is imported) and compiled on CUDA where
+there is one (``gpu``). Then the trained demo model end to end, the packet layout the C++
+sources follow, the runner's fallbacks and records, and the kernel cache key.
+"""
+from __future__ import annotations
+
+import logging
+import os
+import shutil
+import textwrap
+
+import pytest
+import torch
+
+import step_cases as cases
+from fairseq_stream.ops import backends, extension, packets
+from fairseq_stream.stats import DecodeStats
+
+HAVE_CXX = shutil.which(os.environ.get("CXX", "c++")) is not None
+MATRIX = [(op, case) for op, (_, op_cases) in cases.RUNNERS.items() for case in op_cases]
+
+
+def _ids(param):
+    return cases.case_id(param) if isinstance(param, dict) else str(param)
+
+
+# ---- C++ -------------------------------------------------------------------------------------
+@pytest.mark.skipif(not HAVE_CXX, reason="no C++ compiler")
+@pytest.mark.parametrize("dtype", [torch.float32, torch.float64], ids=["f32", "f64"])
+@pytest.mark.parametrize("op,case", MATRIX, ids=_ids)
+def test_cpp_equals_the_reference(op, case, dtype):
+    run, _ = cases.RUNNERS[op]
+    seen = [run(case, "cpp", seed, dtype) for seed in range(3)]
+    assert all(s["backend"] == ["cpp"] for s in seen)  # the operator ran, not a fallback
+    assert max(s["steps"] for s in seen) > 2
+
+
+@pytest.mark.skipif(not HAVE_CXX, reason="no C++ compiler")
+def test_the_cases_reach_what_they_are_for():
+    """Waiting ended candidates occur, and boundary thresholds (δ = 0, rp = 1, δ below float
+    resolution) never end a sentence without a hypothesis."""
+    waiting = sum(cases.run_beam(dict(beam=5), "cpp", seed, torch.float32)["waiting"] for seed in range(3))
+    assert waiting > 0
+    for case in (dict(beam=4, abs_threshold=0.0), dict(beam=3, rel_threshold=1.0, reference="active"),
+                 dict(beam=5, abs_threshold=1e-12, reference="normalized")):
+        for seed in range(3):
+            assert cases.run_beam(case, "cpp", seed, torch.float32)["empty"] == 0, case
+
+
+# ---- Triton ----------------------------------------------------------------------------------
+TRITON_CHECK = textwrap.dedent("""
+    import torch
+    import step_cases as cases
+    run, op_cases = cases.RUNNERS[{op!r}]
+    for i, case in enumerate(op_cases):
+        dtype = torch.float64 if i % 2 else torch.float32
+        assert run(case, "triton", i, dtype)["backend"] == ["triton"], case  # one seed each: the interpreter is slow
+    print("ok")
+""")
+
+
+@pytest.mark.parametrize("op", ["beam_step", "jacobi_step"])
+def test_triton_equals_the_reference_under_the_interpreter(op):
+    pytest.importorskip("triton")
+    from helpers import run_under_triton_interpreter
+
+    proc = run_under_triton_interpreter(TRITON_CHECK.format(op=op))
+    assert proc.returncode == 0 and proc.stdout.strip().endswith("ok"), proc.stderr[-3000:]
+
+
+@pytest.mark.gpu
+@pytest.mark.parametrize("op,case", [m for m in MATRIX if m[0] != "ib_step"], ids=_ids)
+def test_triton_equals_the_reference_on_cuda(op, case):
+    run, _ = cases.RUNNERS[op]
+    extra = {"score_tolerance": 1e-4} if op == "jacobi_step" else {}  # a GPU scan may round the sum differently
+    for dtype in (torch.float32, torch.float64):
+        assert run(case, "triton", 0, dtype, device="cuda", **extra)["backend"] == ["triton"]
+
+
+@pytest.mark.gpu
+@pytest.mark.parametrize("case", cases.IB_CASES, ids=_ids)
+def test_ib_step_runs_on_cuda_as_the_reference_does_on_the_cpu(case):
+    assert cases.run_ib(case, "auto", 0, torch.float64, device="cuda")["backend"] == ["reference"]
+
+
+# ---- the trained demo model ------------------------------------------------------------------
+@pytest.mark.skipif(not HAVE_CXX, reason="no C++ compiler")
+@pytest.mark.parametrize("search,gen,opts", [
+    ("var-stream", {"beam": 5}, {}),
+    ("fixed-ours", {"beam": 4}, {"beam_finalize": "fairseq"}),
+    ("gs-jacobi", {"beam": 1}, {"jacobi_block": 3}),
+])
+def test_reference_and_cpp_translate_the_demo_alike(demo_session, demo_sources, search, gen, opts):
+    data = demo_session.encode(demo_sources[:24])
+    out = {be: demo_session.translate(data, search=search, gen=gen, opts=dict(opts, step_backend=be))
+           for be in ("reference", "cpp")}
+    for a, b in zip(out["reference"].hypos, out["cpp"].hypos):
+        assert [(h["tokens"].tolist(), h["score"]) for h in a] == [(h["tokens"].tolist(), h["score"]) for h in b]
+    op = "jacobi_step" if "jacobi" in search else "beam_step"
+    assert out["cpp"].stats.step_backends == {op: ["cpp"]}
+    assert out["reference"].stats.step_backends == {op: ["reference"]}
+    assert f"step operators: {op}=cpp" in out["cpp"].stats.summary()
+
+
+# ---- the packet layout -----------------------------------------------------------------------
+@pytest.mark.parametrize("op", sorted(backends.OPERATORS))
+def test_the_cpp_sources_follow_the_packet_specification(op):
+    source, _, _ = extension.OPERATORS[op]
+    with open(os.path.join(extension.CSRC, source), encoding="utf-8") as f:
+        names = packets.names_in(f.read())
+    assert list(names) == list(backends.OPERATORS[op].packet.names)
+
+
+def test_a_packet_is_read_by_name():
+    spec = packets.BEAM_STEP
+    s, z = 2, 3
+    assert spec.starts(s, z)[-1] == spec.size(s, z) == 3 + 4 * s + 2 * s * z
+    values = torch.arange(spec.size(s, z), dtype=torch.float64)
+    view = spec.read(values, s, z)
+    assert view.scalar("widest") == 2 and view["row_count"] == [3.0, 4.0]
+    assert view["final_total"] == [float(x) for x in range(3 + 3 * s + s * z, 3 + 3 * s + 2 * s * z)]
+    with pytest.raises(RuntimeError, match="specification"):
+        spec.read(values[:-1], s, z)
+
+
+# ---- the runner ------------------------------------------------------------------------------
+def _stranger(*args, **kwargs):
+    raise RuntimeError("out of resources: shared memory")
+
+
+def test_a_backend_that_fails_falls_back_with_one_warning_and_is_recorded(monkeypatch, caplog):
+    """A compile failure leaves the state to the reference, says so once, and the statistics name both."""
+    import dataclasses
+
+    op = dataclasses.replace(backends.BEAM_STEP, implementations={"cpp": "test_step_backends:_stranger"})
+    monkeypatch.setitem(backends.OPERATORS, "beam_step", op)
+    monkeypatch.setattr("fairseq_stream.strategies.beam.BEAM_STEP", op)
+    monkeypatch.setattr(backends, "why_not", lambda *a: None)
+    with caplog.at_level(logging.WARNING, logger="fairseq_stream"):
+        seen = cases.run_beam(dict(beam=3), "cpp", 0, torch.float32)
+    lines = [r.getMessage() for r in caplog.records if "cannot run" in r.getMessage()]
+    assert len(lines) == 1 and "beam_step" in lines[0] and "cpp" in lines[0] and "out of resources" in lines[0]
+    assert seen["backend"] == ["reference"]
+
+
+def test_an_unavailable_backend_is_named_in_one_warning(monkeypatch, caplog):
+    monkeypatch.delenv("TRITON_INTERPRET", raising=False)
+    with caplog.at_level(logging.WARNING, logger="fairseq_stream"):
+        seen = cases.run_jacobi(dict(block=3), "triton", 0, torch.float32)  # Triton kernels need CUDA here
+    lines = [r.getMessage() for r in caplog.records if "cannot run" in r.getMessage()]
+    assert len(lines) == 1 and "jacobi_step" in lines[0] and "triton" in lines[0]
+    assert seen["backend"] == ["reference"]
+
+
+def test_a_user_rule_runs_the_reference_quietly_under_auto(caplog):
+    from fairseq_stream.strategies.beam import BeamConfig, BeamSearch, Pruning
+
+    class KeepTwo:
+        def prune(self, view, keep):
+            return keep & (torch.cumsum(keep.long(), dim=1) <= 2)
+
+    stats = DecodeStats()
+    search = BeamSearch(BeamConfig(beam=4, pruning=Pruning(abs_threshold=1.0, extra=(KeepTwo(),))), None, eos=cases.EOS,
+                        pad=cases.PAD, bos=cases.BOS, stats=stats)
+    assert search.kernel_rules is None
+    state = search.init_state(torch.tensor([0]), torch.tensor([4]), torch.tensor([5])).state
+    g = torch.Generator().manual_seed(0)
+    with caplog.at_level(logging.WARNING, logger="fairseq_stream"):
+        search.search_step(state, *cases.beam_candidates(g, state, search, torch.float32))
+    assert stats.step_backends == {"beam_step": ["reference"]} and not caplog.records
+
+
+def test_the_choice_is_refused_when_unknown():
+    with pytest.raises(ValueError, match="--step-backend"):
+        backends.StepRunner("cuda-graphs")
+
+
+def test_first_contact_runs_a_new_signature_on_copies_first():
+    from fairseq_stream.ops import triton_common
+
+    pytest.importorskip("triton")
+    calls = []
+    assert triton_common.first_contact(("test", 1), lambda dry: calls.append(dry) or len(calls)) == 2
+    assert triton_common.first_contact(("test", 1), lambda dry: calls.append(dry) or len(calls)) == 3
+    assert calls == [True, False, False]
+
+
+def test_step_kernels_specialise_on_their_size_classes_only():
+    pytest.importorskip("triton")
+    if os.environ.get("TRITON_INTERPRET") == "1":
+        pytest.skip("the interpreter does not specialise")
+    from fairseq_stream.ops import triton_beam_step, triton_jacobi_step
+
+    for kernel in (triton_beam_step._sentence_step, triton_beam_step._rows_and_packet, triton_jacobi_step._iteration,
+                   triton_jacobi_step._packet):
+        runtime = [p for p in kernel.params if not p.is_constexpr]
+        assert runtime and all(p.do_not_specialize and p.do_not_specialize_on_alignment for p in runtime), kernel
+
+
+# ---- the C++ build cache ---------------------------------------------------------------------
+def test_the_cache_key_follows_every_source_torch_and_the_python_abi(monkeypatch, tmp_path):
+    base = dict(torch_version="2.13.0", compiler="gcc 12.2", cpu="x86_64 avx2", abi=".cpython-311-x86_64-linux-gnu.so")
+    key = extension.kernel_cache_key(b"src", ("-O2",), **base)
+    for change in ({"abi": ".cpython-312-x86_64-linux-gnu.so"}, {"torch_version": "2.14.0"}):
+        assert extension.kernel_cache_key(b"src", ("-O2",), **{**base, **change}) != key
+    for name in ("beam_step.cpp", "step_common.h"):
+        (tmp_path / name).write_text("// " + name)
+    monkeypatch.setattr(extension, "CSRC", str(tmp_path))
+    before = extension.sources_digest("beam_step.cpp")
+    (tmp_path / "step_common.h").write_text("// changed")  # a header the source includes
+    assert extension.sources_digest("beam_step.cpp") != before
+
+
+def test_a_cached_library_that_does_not_import_is_rebuilt(monkeypatch, tmp_path):
+    name = "fairseq_stream_broken"
+    folder = tmp_path / name
+    folder.mkdir()
+    (folder / f"{name}.so").write_bytes(b"not a library")
+    built = []
+    monkeypatch.setattr("torch.utils.cpp_extension.load", lambda **kw: built.append(kw["name"]) or "module")
+    assert extension._import_or_build("beam_step.cpp", ("-O2",), name, str(folder), "test") == "module"
+    assert built == [name] and not (folder / f"{name}.so").exists()
+
+
+def test_every_kernel_source_ships_with_the_package():
+    """An installed copy must hold every file a kernel includes (a missing header fails its build)."""
+    import fnmatch
+    import re
+
+    repo = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+    with open(os.path.join(repo, "setup.py"), encoding="utf-8") as f:
+        globs = re.search(r'"fairseq_stream\.ops": \[([^\]]*)\]', f.read()).group(1)
+    patterns = [p.strip().strip('"') for p in globs.split(",")]
+    for name in os.listdir(extension.CSRC):
+        assert any(fnmatch.fnmatch(f"csrc/{name}", p) for p in patterns), name
