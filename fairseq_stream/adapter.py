@@ -32,6 +32,7 @@ from fairseq_stream.interface import SearchStrategy
 from fairseq_stream import interactive_input
 from fairseq_stream.lookahead import Lookahead
 from fairseq_stream.model_step import ModelStep
+from fairseq_stream.ops import fused_output
 from fairseq_stream.processors import max_lengths
 from fairseq_stream.runtime import CountFinished, SentenceProgress
 from fairseq_stream.scheduler import SchedulerConfig, StreamingScheduler
@@ -102,6 +103,8 @@ class StreamGenerator:
             self.progress.advance_to(self.stats.sentences)
         self.stats.target_tokens += sum(int(h[0]["tokens"].numel()) for h in hypos if h)
         self.stats.wall_seconds += time.perf_counter() - start
+        for choice in fused_output.cuda_choices():  # the output-layer kernel measured per shape (CUDA)
+            self.stats.note_backend("output_layer", choice)
         self._schedule_report()
         return hypos
 

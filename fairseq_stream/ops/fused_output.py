@@ -32,12 +32,14 @@ Three implementations sit behind :func:`topk_with_normaliser`, chosen at run tim
 """
 from __future__ import annotations
 
+import os
 import time
 from typing import Any, Callable, Dict, List, Optional, Tuple
 
 import torch
 from torch import Tensor
 
+from fairseq_stream.errors import FairseqStreamError
 from fairseq_stream.ops import extension
 from fairseq_stream.ops.extension import compiler_version, cpu_features, kernel_cache_key  # noqa: F401
 from fairseq_stream.processors import Candidates, RowContext, apply_full
@@ -47,6 +49,8 @@ _warned = extension._warned  # messages logged once (tests clear it)
 
 
 def _topk_lse(scores: Tensor, k: int) -> Tuple[Tensor, Tensor, Tensor]:
+    if scores.dtype in (torch.float16, torch.bfloat16):  # PyTorch's ops normalise in float32 (a copy)
+        scores = scores.float()
     values, tokens = scores.topk(k, dim=-1)
     return values, tokens, torch.logsumexp(scores, dim=-1)
 
@@ -75,8 +79,8 @@ def topk_with_normaliser(scores: Tensor, k: int) -> Tuple[Tensor, Tensor, Tensor
             return torch.ops.fairseq_stream.topk_lse(scores, k)
     if scores.is_cuda and scores.dim() == 2 and scores.dtype != torch.float64:
         key = (int(scores.size(1)), _bucket(int(scores.size(0))), int(k))
-        if key not in _cuda_choice:
-            _cuda_choice[key] = pick_fastest(_cuda_candidates(), scores, k)
+        if key not in _cuda_choice:  # once per shape class: measured, or FAIRSEQ_STREAM_OUTPUT_KERNEL
+            _cuda_choice[key] = _choose(_cuda_candidates(), scores, k)
             _log_once(f"fairseq-stream: output layer (V={key[0]}, rows<={key[1]}, k={k}) on the GPU: "
                       f"{_cuda_choice[key].__name__}")
         return _cuda_choice[key](scores, k)
@@ -84,6 +88,24 @@ def topk_with_normaliser(scores: Tensor, k: int) -> Tuple[Tensor, Tensor, Tensor
 
 
 _cuda_choice: Dict[Tuple[int, int, int], Callable[..., Any]] = {}
+#: FAIRSEQ_STREAM_OUTPUT_KERNEL=torch|triton overrides the measured choice on CUDA.
+OVERRIDE_VARIABLE = "FAIRSEQ_STREAM_OUTPUT_KERNEL"
+
+
+def _choose(candidates: Dict[str, Callable[..., Any]], scores: Tensor, k: int) -> Callable[..., Any]:
+    forced = os.environ.get(OVERRIDE_VARIABLE)
+    if forced:
+        if forced not in candidates:
+            raise FairseqStreamError(f"{OVERRIDE_VARIABLE}={forced}: choose one of {', '.join(sorted(candidates))}")
+        return candidates[forced]
+    return pick_fastest(candidates, scores, k)
+
+
+def cuda_choices() -> List[str]:
+    """The output-layer kernels chosen so far on CUDA, ``V=…,rows<=…,k=…:name`` (for the statistics)."""
+    names = {id(fn): name for name, fn in _cuda_candidates_cache.items()}
+    return [f"V={v},rows<={r},k={k}:{names.get(id(fn), getattr(fn, '__name__', '?'))}"
+            for (v, r, k), fn in sorted(_cuda_choice.items())]
 
 
 def _bucket(rows: int) -> int:
@@ -91,8 +113,14 @@ def _bucket(rows: int) -> int:
     return 1 << max(rows - 1, 0).bit_length()
 
 
+_cuda_candidates_cache: Dict[str, Callable[..., Any]] = {}
+
+
 def _cuda_candidates() -> Dict[str, Callable[..., Any]]:
-    out: Dict[str, Callable[..., Any]] = {"torch": _topk_lse}
+    if _cuda_candidates_cache:
+        return _cuda_candidates_cache
+    out = _cuda_candidates_cache
+    out["torch"] = _topk_lse
     try:
         from fairseq_stream.ops.triton_output import topk_lse as triton_topk_lse
     except Exception as exc:  # no Triton: PyTorch's ops are exact too
@@ -146,8 +174,8 @@ class OutputScorer:
         Values are log-probabilities, or raw logits (same ranking) when ``normalize`` is False
         on the fused path; then ``lse`` is None and :meth:`normaliser` gives it on demand.
         """
-        if scores.dtype in (torch.float16, torch.bfloat16):
-            scores = scores.float()
+        if scores.dtype in (torch.float16, torch.bfloat16) and not (self.fused and scores.is_cuda):
+            scores = scores.float()  # on CUDA the fused kernels read half precision as it is (no full copy)
         k = min(k, scores.size(-1))
         if not self.fused:
             lprobs = scores.clone() if self.normalized_input else torch.log_softmax(scores, dim=-1)
@@ -160,7 +188,7 @@ class OutputScorer:
             values = raw - lse.unsqueeze(1)
         else:
             values, tokens = scores.topk(width, dim=-1)
-            lse = None
+            values, lse = values.float() if values.dtype in (torch.float16, torch.bfloat16) else values, None
         cand = Candidates(values, tokens, scores, lse)
         for proc in self.processors:
             cand = proc.candidates(cand, ctx)

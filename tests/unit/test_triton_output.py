@@ -61,3 +61,31 @@ def test_the_faster_candidate_is_chosen_and_a_failing_one_is_skipped():
     assert chosen.__name__ == "fast"
     assert fused_output.pick_fastest({"broken": broken}, x, 3) is fused_output._topk_lse
     assert [fused_output._bucket(n) for n in (1, 2, 3, 64, 65)] == [1, 2, 4, 64, 128]
+
+
+def test_the_choice_can_be_forced_and_is_recorded(monkeypatch):
+    from fairseq_stream.errors import FairseqStreamError
+
+    def torch_ops(scores, k):
+        return "torch"
+
+    def triton_ops(scores, k):
+        return "triton"
+
+    candidates = {"torch": torch_ops, "triton": triton_ops}
+    x = torch.zeros(2, 10)
+    monkeypatch.setenv(fused_output.OVERRIDE_VARIABLE, "torch")
+    assert fused_output._choose(candidates, x, 3) is torch_ops  # no measurement when forced
+    monkeypatch.setenv(fused_output.OVERRIDE_VARIABLE, "cuda-magic")
+    with pytest.raises(FairseqStreamError, match="torch, triton"):
+        fused_output._choose(candidates, x, 3)
+    monkeypatch.setattr(fused_output, "_cuda_choice", {(32000, 64, 10): triton_ops})
+    monkeypatch.setattr(fused_output, "_cuda_candidates_cache", candidates)
+    assert fused_output.cuda_choices() == ["V=32000,rows<=64,k=10:triton"]
+
+
+def test_half_scores_are_normalised_in_float32_by_the_torch_candidate():
+    x = (torch.randn(3, 50) * 4).half()
+    values, ids, lse = fused_output._topk_lse(x, 4)
+    assert values.dtype == lse.dtype == torch.float32
+    assert torch.allclose(lse, torch.logsumexp(x.float(), -1))
