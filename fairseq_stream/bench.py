@@ -8,8 +8,9 @@ Each ``--run`` is ``SEARCH[:key=value,...]``; a key is a fairseq generation opti
 ``--help`` of fairseq-generate with ``--user-dir fairseq_stream``); ``label=...`` names the
 row. Each row first runs ``--warmup`` times untimed (compiles, kernel builds and the output
 layer's choice stay out of the timings), then the runs are repeated ``--repeats`` times in
-round-robin order, so a noisy machine slows all alike; the table gives the median wall time, sentences/s, the ratio to the first row and
-each strategy's own statistics, and ``--json`` writes the rows. The default data are the demo's.
+round-robin order, so a noisy machine slows all alike; the table gives the median wall time,
+sentences/s, the ratio to the first row and each strategy's own statistics, and ``--json``
+writes the rows. The default data are the demo's.
 
 Batching follows paper 000's protocol: fairseq's own ``beam`` (FIXED) decodes batches of
 ``--batch-size`` sentences (or ``--max-tokens``), while our strategies, which schedule
