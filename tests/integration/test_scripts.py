@@ -217,3 +217,16 @@ def test_gpu_check_dry_run_writes_one_report(tmp_path):
     assert all(float(r[9]) >= 0 for r in rows)  # host reads per step are counted anywhere
     assert "ib_float32_batched: no IBDecoder checkpoint given" in report
     assert "float16 runs on a GPU only" in report and "## output layer micro-benchmark, float32" in report
+
+
+def test_bench_all_finds_fairseq_console_scripts_beside_any_interpreter_name(tmp_path):
+    """PYTHON=.../python3 once gave ".../python3fairseq-preprocess"; the scripts sit beside the interpreter."""
+    python3 = os.path.join(os.path.dirname(sys.executable), "python3")
+    functions = "source <(sed -n '/^console()/,/^}/p;/^timed()/,/^}/p' scripts/bench_all.sh)"
+    proc = subprocess.run(["bash", "-c", f'{functions}; OUT="$1"; console fairseq-preprocess; timed "a b" true',
+                           "bash", str(tmp_path)], cwd=REPO, capture_output=True, text=True,
+                          env=dict(os.environ, PYTHON=python3 if os.path.exists(python3) else sys.executable))
+    assert proc.returncode == 0, proc.stderr
+    found, timing = proc.stdout.splitlines()
+    assert found == os.path.join(os.path.dirname(sys.executable), "fairseq-preprocess")
+    assert timing.startswith("a b: ") and timing.endswith(" s")  # timed by the shell's clock, no /usr/bin/time
