@@ -6,9 +6,11 @@
 Each ``--run`` is ``SEARCH[:key=value,...]``; a key is a fairseq generation option
 (``beam``, ``lenpen``, ``max_len_b``, ...) or a fairseq-stream decoding option (see
 ``--help`` of fairseq-generate with ``--user-dir fairseq_stream``); ``label=...`` names the
-row. The runs are repeated ``--repeats`` times in round-robin order, so a noisy machine slows
-all alike; the table gives the median wall time, sentences/s, the ratio to the first row and
-each strategy's own statistics, and ``--json`` writes the rows. The default data are the demo's.
+row. Each row first runs ``--warmup`` times untimed (compiles, kernel builds and the output
+layer's choice stay out of the timings), then the runs are repeated ``--repeats`` times in
+round-robin order, so a noisy machine slows all alike; the table gives the median wall time,
+sentences/s, the ratio to the first row and each strategy's own statistics, and ``--json``
+writes the rows. The default data are the demo's.
 
 Batching follows paper 000's protocol: fairseq's own ``beam`` (FIXED) decodes batches of
 ``--batch-size`` sentences (or ``--max-tokens``), while our strategies, which schedule
@@ -16,24 +18,32 @@ internally, stream over the whole input and keep ``stream_capacity`` sentences i
 batches are only how they read it. A row with ``stream_per_batch=true`` streams each batch on
 its own instead (draining at its end; the behaviour before one stream per run), and
 ``--pool-size`` then sizes those batches (``0`` = the whole input); without it every row gets
-the same batches. ``--device cuda`` runs on the GPU (timed after ``torch.cuda.synchronize()``) and
-``--dtype`` casts the models (``float16``/``bfloat16`` are meant for GPUs).
+the same batches. ``--device cuda`` runs on the GPU (timed after ``torch.cuda.synchronize()``, and
+the cost table, with GPU-busy fraction and kernels per step, is added) and ``--dtype`` casts the
+models (``float16``/``bfloat16`` are meant for GPUs). Each row names the backend each fused step
+operator ran on (the run's ``step_backends`` statistic, e.g. ``beam_step=cpp``); a row option
+``step_backend=...`` chooses it. Bad arguments are one ``fairseq-stream: error:`` line, exit
+status 2, before anything is decoded.
 """
 from __future__ import annotations
 
 import argparse
+import dataclasses
+import difflib
 import json
 import logging
 import os
 import statistics
 import sys
+import typing
 from dataclasses import dataclass, field
-from typing import Any, Dict, List, Optional, Sequence
+from typing import Any, Dict, Iterable, List, Mapping, Optional, Sequence, Union
 
 import torch
 
 from fairseq_stream.demo_files import find_demo_dir
-from fairseq_stream.errors import FairseqStreamError
+from fairseq_stream.errors import FairseqStreamError, UsageError, usage_errors
+from fairseq_stream.stats import describe_backends
 
 DTYPES = {"float32": None, "float16": torch.float16, "bfloat16": torch.bfloat16}  # None: as loaded
 REPO_DIR = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
@@ -64,23 +74,76 @@ def _coerce(value: str) -> Any:
     return value
 
 
-def parse_run(spec: str, gen_keys: Sequence[str]) -> RunSpec:
-    """``"var-stream:beam=50,stream_epsilon=0.167,label=vs50"`` → :class:`RunSpec`."""
+#: what a ``--run`` value must look like, per option: "int", "float", "bool", "str" or None (unchecked)
+Kinds = Mapping[str, Optional[str]]
+_KIND_NAMES = {"int": "an integer", "float": "a number", "bool": "true or false"}
+
+
+def _kind(tp: Any) -> Optional[str]:
+    """The kind of a dataclass field's type (``Optional[int]`` is ``"int"``); None for the rest."""
+    if typing.get_origin(tp) is typing.Union:
+        args = [a for a in typing.get_args(tp) if a is not type(None)]
+        tp = args[0] if len(args) == 1 else None
+    return {bool: "bool", int: "int", float: "float", str: "str"}.get(tp)  # type: ignore[arg-type]
+
+
+def option_kinds(config: Any, keys: Iterable[str]) -> Dict[str, Optional[str]]:
+    """``keys`` of a fairseq config with the kinds of ``config``'s dataclass fields (None: unknown)."""
+    fields = {f.name: _kind(f.type) for f in dataclasses.fields(config)} if config is not None else {}
+    return {k: fields.get(k) for k in keys}
+
+
+def _as_kinds(keys: Union[Sequence[str], Kinds]) -> Kinds:
+    return keys if isinstance(keys, Mapping) else {k: None for k in keys}
+
+
+def _typed(spec: str, key: str, value: str, kind: Optional[str]) -> Any:
+    """``value`` as ``kind`` wants it; a value of the wrong kind is a usage error, not a TypeError later."""
+    coerced = _coerce(value)
+    if kind == "str":
+        return value  # "prune_rules=3" stays the string "3"
+    ok = {"int": isinstance(coerced, int) and not isinstance(coerced, bool),
+          "float": isinstance(coerced, (int, float)) and not isinstance(coerced, bool),
+          "bool": isinstance(coerced, bool)}.get(kind or "", True)
+    if not ok:
+        raise UsageError(f"--run {spec!r}: {key}={value!r} must be {_KIND_NAMES[kind]}")  # type: ignore[index]
+    return float(coerced) if kind == "float" else coerced
+
+
+def _unknown_key(spec: str, key: str, known: Iterable[str]) -> UsageError:
+    close = difflib.get_close_matches(key, list(known), n=1)
+    hint = f"; did you mean {close[0]!r}?" if close else ""
+    return UsageError(f"--run {spec!r}: unknown option {key!r}: neither a fairseq generation option nor a "
+                      f"fairseq-stream decoding option (fairseq-generate --user-dir fairseq_stream --help lists "
+                      f"both){hint}")
+
+
+def parse_run(spec: str, gen_keys: Union[Sequence[str], Kinds],
+              opt_keys: Union[None, Sequence[str], Kinds] = None) -> RunSpec:
+    """``"var-stream:beam=50,stream_epsilon=0.167,label=vs50"`` → :class:`RunSpec`.
+
+    A key of ``gen_keys`` is a generation option, one of ``opt_keys`` a decoding option (the task
+    config's, e.g. ``step_backend``); with ``opt_keys`` None every other key is taken as a decoding
+    option unchecked. Given as mappings to kinds (:func:`option_kinds`), the values are checked too.
+    """
     search, _, rest = spec.partition(":")
     run = RunSpec(label=spec, search=search.strip())
+    gen, opt = _as_kinds(gen_keys), (None if opt_keys is None else _as_kinds(opt_keys))
     for item in filter(None, (p.strip() for p in rest.split(","))):
         key, eq, value = item.partition("=")
         if not eq:
-            raise FairseqStreamError(f"--run {spec!r}: expected key=value, got {item!r}")
+            raise UsageError(f"--run {spec!r}: expected key=value, got {item!r}")
         key = key.strip().replace("-", "_")
         if key == "label":
             run.label = value
         elif key == "length_from":
             run.length_from = value
-        elif key in gen_keys:
-            run.gen[key] = _coerce(value)
+        elif key in gen:
+            run.gen[key] = _typed(spec, key, value, gen[key])
+        elif opt is None or key in opt:
+            run.opts[key] = _typed(spec, key, value, None if opt is None else opt[key])
         else:
-            run.opts[key] = _coerce(value)
+            raise _unknown_key(spec, key, [*gen, *opt, "label", "length_from"])
     return run
 
 
@@ -102,7 +165,9 @@ def _stat_columns(rows: List[Dict[str, Any]]) -> List[str]:
 def format_table(rows: List[Dict[str, Any]]) -> str:
     """The Markdown table of a benchmark run."""
     stat_cols = _stat_columns(rows)
+    backends = any(r.get("step_backends") for r in rows)  # the column once a row reports its operators
     head = ["strategy", "BLEU", "wall s (median)", "wall s (mean ± sd)", "sent/s", "ratio"] + [c.replace("_", " ") for c in stat_cols]
+    head += ["step backends"] if backends else []
     lines = ["| " + " | ".join(head) + " |", "|" + "|".join(["---"] * len(head)) + "|"]
     for row in rows:
         cells = [
@@ -117,6 +182,8 @@ def format_table(rows: List[Dict[str, Any]]) -> str:
             v = row["stats"].get(c)
             digits = 3 if c == "iteration_speedup" else 1  # a few percent matter here
             cells.append("—" if v is None else (f"{v:.{digits}f}" if isinstance(v, float) else str(v)))
+        if backends:
+            cells.append(format_backends(row.get("step_backends", {})))
         lines.append("| " + " | ".join(cells) + " |")
     return "\n".join(lines)
 
@@ -160,6 +227,15 @@ def translate_with_lengths(session: Any, dataset: Any, run: RunSpec, opts: Dict[
     return result
 
 
+def _translate(session: Any, dataset: Any, run: RunSpec, opts: Dict[str, Any], limits: Dict[str, Any],
+               results: Dict[int, Any], labels: List[str], progress: bool) -> Any:
+    """One decoding pass of ``run`` (``results`` holds the rows decoded so far, for ``length_from``)."""
+    if run.length_from is not None:
+        reference = results[labels.index(run.length_from)]
+        return translate_with_lengths(session, dataset, run, opts, reference, **limits)
+    return session.translate(dataset, search=run.search, gen=run.gen, opts=opts, progress=progress, **limits)
+
+
 def run_benchmark(
     session: Any,
     sources: List[str],
@@ -167,6 +243,7 @@ def run_benchmark(
     runs: List[RunSpec],
     *,
     repeats: int = 3,
+    warmup: int = 1,
     max_tokens: Optional[int] = None,
     batch_size: Optional[int] = None,
     pool_size: Optional[int] = None,
@@ -174,13 +251,18 @@ def run_benchmark(
     log=print,
     trace_dir: Optional[str] = None,
 ) -> List[Dict[str, Any]]:
-    """Run every spec ``repeats`` times round-robin; return one row dict per spec.
+    """Run every spec ``warmup`` times untimed, then ``repeats`` times timed, round-robin; one row per spec.
 
-    ``batch_size``/``max_tokens`` batch fairseq's ``beam``; with ``pool_size`` (0 = all) our
-    strategies read the input in batches of that many sentences instead. With ``trace_dir`` each of our
-    strategies also records its per-step active batch, written as ``trace_dir/LABEL.json``
-    (for ``scripts/plot_occupancy.py``).
+    The warm-up passes keep one-off costs out of the timings: Triton's compiles, C++ kernel
+    builds, the output layer's measured choice, the allocator's first growth. Each timed pass is
+    :meth:`TranslationSession.translate`'s wall time, read after ``torch.cuda.synchronize()`` on
+    CUDA at both ends. ``batch_size``/``max_tokens`` batch fairseq's ``beam``; with ``pool_size``
+    (0 = all) our strategies read the input in batches of that many sentences instead. With
+    ``trace_dir`` each of our strategies also records its per-step active batch (last timed pass),
+    written as ``trace_dir/LABEL.json`` (for ``scripts/plot_occupancy.py``).
     """
+    if repeats < 1 or warmup < 0:
+        raise FairseqStreamError(f"repeats must be >= 1 and warmup >= 0, got {repeats} and {warmup}")
     dataset = session.encode(sources)
     if trace_dir:
         os.makedirs(trace_dir, exist_ok=True)
@@ -190,18 +272,18 @@ def run_benchmark(
     for i, run in enumerate(runs):
         if run.length_from is not None and run.length_from not in labels[:i]:
             raise FairseqStreamError(f"--run {run.label!r}: length_from={run.length_from!r} must name an earlier row")
+    limits = [batching(run, len(sources), max_tokens=max_tokens, batch_size=batch_size, pool_size=pool_size)
+              for run in runs]
+    for w in range(warmup):
+        for i, run in enumerate(runs):
+            results[i] = _translate(session, dataset, run, dict(run.opts), limits[i], results, labels, progress)
+            log(f"  warm-up {w + 1}/{warmup} {run.label}: {results[i].stats.wall_seconds:.2f}s (not timed)")
     for r in range(repeats):
         for i, run in enumerate(runs):
             opts = dict(run.opts)
             if trace_dir and run.search != "beam":
                 opts["stream_stats"] = os.path.join(trace_dir, _slug(run.label) + ".json")
-            limits = batching(run, len(sources), max_tokens=max_tokens, batch_size=batch_size, pool_size=pool_size)
-            if run.length_from is not None:
-                reference = results[labels.index(run.length_from)]
-                result = translate_with_lengths(session, dataset, run, opts, reference, **limits)
-            else:
-                result = session.translate(dataset, search=run.search, gen=run.gen, opts=opts, progress=progress,
-                                           **limits)
+            result = _translate(session, dataset, run, opts, limits[i], results, labels, progress)
             if "stream_stats" in opts:
                 with open(opts["stream_stats"], "w", encoding="utf-8") as f:
                     json.dump(dict(result.stats.to_dict(with_trace=True), search=run.label), f)
@@ -219,6 +301,7 @@ def _row(run: RunSpec, result: Any, walls: List[float], sentences: int, referenc
     import sacrebleu
 
     wall = statistics.median(walls)
+    stats = result.stats.to_dict()
     bleu = sacrebleu.corpus_bleu(result.strings, [references])
     return {
         "label": run.label,
@@ -231,7 +314,9 @@ def _row(run: RunSpec, result: Any, walls: List[float], sentences: int, referenc
         "walls": walls,
         "sentences": sentences,
         "sentences_per_second": sentences / wall if wall else 0.0,
-        "stats": result.stats.to_dict(),
+        "stats": stats,
+        # which implementation each fused step operator ran on, e.g. {"beam_step": "cpp"}
+        "step_backends": dict(stats.get("step_backends") or {}),
         "outputs": result.strings,  # detokenised 1-best, for significance tests; not written to --json
     }
 
@@ -244,14 +329,17 @@ def rows_for_json(rows: List[Dict[str, Any]]) -> List[Dict[str, Any]]:
 def measure_costs(session: Any, sources: List[str], runs: List[RunSpec], rows: List[Dict[str, Any]], *,
                   device: str = "cpu", max_tokens: Optional[int] = None, batch_size: Optional[int] = None,
                   pool_size: Optional[int] = None) -> None:
-    """Add the device-cost columns to ``rows``, from one extra (untimed) run per strategy.
+    """Add the device-cost columns to ``rows``, from extra (untimed) runs per strategy.
 
     ``host reads/step`` and ``ops/step`` are counted in the decoding loop (the scheduler's
     steps and the read-out after each pool; fairseq's ``beam`` has no such loop and is
     counted whole, encoder included); ``run reads/step`` counts the whole run. ``peak MiB`` is
-    the run's peak memory, and on CUDA ``GPU busy`` the fraction of its wall time in kernels.
+    the run's peak memory (``max_memory_allocated``, reset per row, on CUDA; the process's
+    resident high-water mark on CPU). On CUDA one profiled run gives ``GPU busy`` (kernel time /
+    wall time) and ``kernels/step`` (kernels run over the whole run / decoder steps); on CPU
+    they are None (shown n/a): nothing there measures them.
     """
-    from fairseq_stream.profiling import CostCounter, CostCounts, PeakMemory, count_decoder_steps, gpu_busy_fraction
+    from fairseq_stream.profiling import CostCounter, CostCounts, PeakMemory, count_decoder_steps, gpu_profile
 
     dataset = session.encode(sources)
     for run, row in zip(runs, rows):
@@ -265,23 +353,38 @@ def measure_costs(session: Any, sources: List[str], runs: List[RunSpec], rows: L
             result = translate()
         steps = max(result.stats.timesteps, 1)
         counted = loop if run.search != "beam" else whole.counts
-        row["costs"] = {"host_reads_per_step": counted.host_reads / steps, "ops_per_step": counted.ops / steps,
-                        "run_reads_per_step": whole.counts.host_reads / steps, "peak_mib": peak.mib}
+        costs: Dict[str, Optional[float]] = {
+            "host_reads_per_step": counted.host_reads / steps, "host_writes_per_step": counted.host_writes / steps,
+            "ops_per_step": counted.ops / steps,
+            "run_reads_per_step": whole.counts.host_reads / steps, "peak_mib": peak.mib,
+            "gpu_busy": None, "kernels_per_step": None}
         if device == "cuda":
-            row["costs"]["gpu_busy"] = gpu_busy_fraction(translate)
+            prof = gpu_profile(translate)
+            costs.update(gpu_busy=prof["gpu_busy"], kernels_per_step=prof["kernels"] / steps)
+        row["costs"] = costs
+
+
+def _cell(value: Optional[float], fmt: str) -> str:
+    """A number, or n/a where this device cannot measure it (never a made-up 0)."""
+    return "n/a" if value is None else format(value, fmt)
 
 
 def format_costs(rows: List[Dict[str, Any]]) -> str:
     """The device-cost table of :func:`measure_costs`."""
-    cuda = any("gpu_busy" in r.get("costs", {}) for r in rows)
-    head = ["strategy", "host reads/step", "run reads/step", "ops/step", "peak MiB"] + (["GPU busy"] if cuda else [])
+    head = ["strategy", "host reads/step", "run reads/step", "ops/step", "kernels/step", "peak MiB", "GPU busy"]
     lines = ["| " + " | ".join(head) + " |", "|" + "|".join(["---"] * len(head)) + "|"]
     for row in rows:
         c = row["costs"]
         cells = [row["label"], f"{c['host_reads_per_step']:.2f}", f"{c['run_reads_per_step']:.2f}",
-                 f"{c['ops_per_step']:.1f}", f"{c['peak_mib']:.0f}"] + ([f"{c.get('gpu_busy', 0.0):.0%}"] if cuda else [])
+                 f"{c['ops_per_step']:.1f}", _cell(c.get("kernels_per_step"), ".1f"), f"{c['peak_mib']:.0f}",
+                 _cell(c.get("gpu_busy"), ".0%")]
         lines.append("| " + " | ".join(cells) + " |")
     return "\n".join(lines)
+
+
+def format_backends(backends: Mapping[str, Any]) -> str:
+    """``{"beam_step": ["cpp"]}`` → ``beam_step=cpp`` (— when the row ran no fused step operator)."""
+    return describe_backends(dict(backends))
 
 
 def _parser() -> argparse.ArgumentParser:
@@ -295,7 +398,10 @@ def _parser() -> argparse.ArgumentParser:
     parser.add_argument("--target-lang", default=None)
     parser.add_argument("--limit", type=int, default=None, help="first N sentences only")
     parser.add_argument("--run", action="append", default=[], help="SEARCH[:key=value,...]; repeatable")
-    parser.add_argument("--repeats", type=int, default=3)
+    parser.add_argument("--repeats", type=int, default=3, help="timed runs per row; the table gives their median")
+    parser.add_argument("--warmup", type=int, default=1,
+                        help="untimed runs per row before the timed ones (Triton compiles, kernel builds, the "
+                             "output layer's choice); 0 = none")
     parser.add_argument("--max-tokens", type=int, default=None, help="tokens per batch of fairseq's beam (FIXED)")
     parser.add_argument("--batch-size", type=int, default=None, help="sentences per batch of fairseq's beam (FIXED)")
     parser.add_argument("--pool-size", type=int, default=None,
@@ -309,12 +415,59 @@ def _parser() -> argparse.ArgumentParser:
     parser.add_argument("--no-progress", action="store_true")
     parser.add_argument("--costs", action="store_true",
                         help="also count host reads and aten ops per decoder step, peak memory and (CUDA) GPU busy "
-                             "time, in one extra untimed run per strategy")
+                             "time and kernels per step, in extra untimed runs per strategy (always on with "
+                             "--device cuda unless --no-costs)")
+    parser.add_argument("--no-costs", action="store_true", help="--device cuda: leave the cost table out")
     return parser
+
+
+def _check_writable(flag: str, path: str) -> None:
+    """Refuse an output file that cannot be written now, not after the whole benchmark ran."""
+    directory = os.path.dirname(os.path.abspath(path))
+    if os.path.isdir(path):
+        raise UsageError(f"{flag} {path!r} is a directory; give a file name")
+    if not os.path.isdir(directory):
+        raise UsageError(f"{flag} {path!r}: the directory {directory!r} does not exist")
+    if not os.access(path if os.path.exists(path) else directory, os.W_OK):
+        raise UsageError(f"{flag} {path!r} is not writable")
+
+
+def check_args(args: argparse.Namespace) -> None:
+    """The command-line checks argparse cannot express; a :class:`UsageError` before any work."""
+    for flag, value, least in (("--repeats", args.repeats, 1), ("--warmup", args.warmup, 0),
+                               ("--limit", args.limit, 1), ("--batch-size", args.batch_size, 1),
+                               ("--max-tokens", args.max_tokens, 1), ("--pool-size", args.pool_size, 0),
+                               ("--threads", args.threads, 1)):
+        if value is not None and value < least:
+            hint = {"--limit": " (leave it out for every sentence)", "--pool-size": " (0 = the whole input)"}
+            raise UsageError(f"{flag} must be >= {least}{hint.get(flag, '')}, got {value}")
+    for flag, path in (("--src", args.src), ("--ref", args.ref), ("--bpe-codes", args.bpe_codes)):
+        if path and not os.path.isfile(path):
+            raise UsageError(f"{flag} {path!r}: no such file")
+    if args.json:
+        _check_writable("--json", args.json)
+
+
+def parse_runs(session: Any, specs: Sequence[str]) -> List[RunSpec]:
+    """The ``--run`` rows, their keys and values checked against the session's options."""
+    from fairseq.dataclass.configs import GenerationConfig
+    from fairseq.tasks import TASK_DATACLASS_REGISTRY
+
+    from fairseq_stream.registry import search_names
+
+    gen = option_kinds(GenerationConfig, session.cfg.generation.keys())
+    opt = option_kinds(TASK_DATACLASS_REGISTRY.get(session.cfg.task.get("_name")), session.cfg.task.keys())
+    runs = [parse_run(spec, gen, opt) for spec in specs]
+    for spec, run in zip(specs, runs):
+        if run.search not in search_names():
+            raise UsageError(f"--run {spec!r}: unknown search {run.search!r}; valid names: {', '.join(search_names())}")
+    return runs
 
 
 def main(argv: Optional[Sequence[str]] = None) -> None:
     args = _parser().parse_args(argv)
+    with usage_errors():
+        check_args(args)
 
     from fairseq_stream.fairseq_compat import install_excepthook
     from fairseq_stream.session import TranslationSession
@@ -330,38 +483,43 @@ def main(argv: Optional[Sequence[str]] = None) -> None:
     extra = ["--source-lang", source_lang, "--target-lang", target_lang]
     if args.device == "cuda" and not torch.cuda.is_available():
         raise FairseqStreamError("--device cuda: torch sees no GPU (use --device cpu)")
-    if args.pool_size is not None and args.pool_size < 0:
-        raise FairseqStreamError(f"--pool-size must be >= 0 (0 = the whole input), got {args.pool_size}")
     session = TranslationSession.load(args.data, args.path, bpe_codes=args.bpe_codes, extra_args=extra,
                                       cpu=args.device == "cpu", dtype=DTYPES[args.dtype])
-    gen_keys = list(session.cfg.generation.keys())
-    runs = [parse_run(s, gen_keys) for s in (args.run or ["beam:beam=5"])]
+    with usage_errors():  # still before any decoding
+        runs = parse_runs(session, args.run or ["beam:beam=5"])
     sources = _read_lines(args.src, args.limit)
     references = _read_lines(args.ref, args.limit)
     if len(sources) != len(references):
         raise FairseqStreamError(f"{args.src} has {len(sources)} lines but {args.ref} has {len(references)}")
     print(
-        f"{len(sources)} sentences, {len(runs)} strategies x {args.repeats} repeats, "
+        f"{len(sources)} sentences, {len(runs)} strategies x {args.repeats} repeats (+{args.warmup} warm-up), "
         f"{args.device} {args.dtype}, torch threads {torch.get_num_threads()}",
         file=sys.stderr,
     )
     rows = run_benchmark(
-        session, sources, references, runs, repeats=args.repeats, max_tokens=args.max_tokens,
+        session, sources, references, runs, repeats=args.repeats, warmup=args.warmup, max_tokens=args.max_tokens,
         batch_size=args.batch_size, pool_size=args.pool_size, progress=not args.no_progress,
         log=lambda m: print(m, file=sys.stderr), trace_dir=args.trace_dir,
     )
     print(format_table(rows))
-    if args.costs:
+    if args.costs or (args.device == "cuda" and not args.no_costs):
         measure_costs(session, sources, runs, rows, device=args.device, max_tokens=args.max_tokens,
                       batch_size=args.batch_size, pool_size=args.pool_size)
         print()
         print(format_costs(rows))
     if args.json:
-        meta = {"threads": torch.get_num_threads(), "sentences": len(sources), "repeats": args.repeats,
-                "device": args.device, "dtype": args.dtype, "batch_size": args.batch_size,
-                "max_tokens": args.max_tokens, "pool_size": args.pool_size}
-        with open(args.json, "w", encoding="utf-8") as f:
-            json.dump({"meta": meta, "rows": rows_for_json(rows)}, f, indent=2)
+        write_json(args, rows, len(sources))
+
+
+def write_json(args: argparse.Namespace, rows: List[Dict[str, Any]], sentences: int) -> None:
+    """The rows and how they were measured (what ``scripts/gpu_report.py`` reads)."""
+    meta = {"threads": torch.get_num_threads(), "sentences": sentences, "repeats": args.repeats,
+            "warmup": args.warmup, "device": args.device, "dtype": args.dtype, "batch_size": args.batch_size,
+            "max_tokens": args.max_tokens, "pool_size": args.pool_size, "path": args.path,
+            "torch": torch.__version__, "cuda": torch.version.cuda,
+            "device_name": torch.cuda.get_device_name() if args.device == "cuda" else "cpu"}
+    with open(args.json, "w", encoding="utf-8") as f:
+        json.dump({"meta": meta, "rows": rows_for_json(rows)}, f, indent=2)
 
 
 if __name__ == "__main__":

@@ -20,6 +20,7 @@ import torch
 
 from fairseq_stream.bench import DEMO_DIR, RunSpec, format_table, run_benchmark
 from fairseq_stream.demo_files import require_demo_dir
+from fairseq_stream.errors import UsageError, usage_errors
 
 #: The rows of the demo table; each issue adds its strategies here.
 _LEN = {"max_len_a": 1.2, "max_len_b": 10}
@@ -35,12 +36,23 @@ DEMO_RUNS: List[RunSpec] = [
 ]
 
 
+def check_args(args: argparse.Namespace) -> None:
+    """Counts below 1 are refused up front (one line, exit 2), not met by a traceback mid-run."""
+    for flag, value, least in (("--limit", args.limit, 1), ("--repeats", args.repeats, 1),
+                               ("--warmup", args.warmup, 0), ("--examples", args.examples, 0)):
+        if value < least:
+            raise UsageError(f"{flag} must be >= {least}, got {value}")
+
+
 def main(argv: Optional[Sequence[str]] = None) -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--limit", type=int, default=200, help="held-out sentences to translate (max 986)")
-    parser.add_argument("--repeats", type=int, default=1)
+    parser.add_argument("--repeats", type=int, default=1, help="timed runs per strategy (the table gives the median)")
+    parser.add_argument("--warmup", type=int, default=1, help="untimed runs per strategy first (0 = none)")
     parser.add_argument("--examples", type=int, default=3, help="translations to print")
     args = parser.parse_args(argv)
+    with usage_errors():
+        check_args(args)
     logging.basicConfig(level=logging.WARNING, format="%(levelname)s %(name)s: %(message)s")
     logging.getLogger("fairseq").setLevel(logging.WARNING)
 
@@ -62,7 +74,7 @@ def main(argv: Optional[Sequence[str]] = None) -> None:
     example = session.translate(session.encode(sources[: args.examples]), search="beam", gen={"beam": 5})
     for src, hyp, ref in zip(sources, example.strings, references):
         print(f"  es:  {src}\n  hyp: {hyp}\n  ref: {ref}\n")
-    rows = run_benchmark(session, sources, references, DEMO_RUNS, repeats=args.repeats,
+    rows = run_benchmark(session, sources, references, DEMO_RUNS, repeats=args.repeats, warmup=args.warmup,
                          log=lambda m: print(m, file=sys.stderr))
     print(format_table(rows))
 

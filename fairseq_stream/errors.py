@@ -14,8 +14,9 @@ from __future__ import annotations
 
 import re
 import sys
+from contextlib import contextmanager
 from types import TracebackType
-from typing import Optional
+from typing import Iterator, Optional
 
 PREFIX = "fairseq-stream: error: "
 
@@ -118,3 +119,21 @@ def format_error(exc: BaseException, tb: Optional[TracebackType] = None) -> Opti
         return PREFIX + str(exc)
     problem = _checkpoint_problem(exc, tb) or _fairseq_cli_assertion(exc, tb) or _config_problem(exc)
     return PREFIX + problem if problem else None
+
+
+class UsageError(FairseqStreamError):
+    """A bad command-line argument, found before any work starts: reported by :func:`usage_errors`
+    as one line with argparse's exit status 2."""
+
+
+@contextmanager
+def usage_errors() -> Iterator[None]:
+    """Turn a :class:`UsageError` raised inside into the one ``fairseq-stream: error:`` line and exit 2.
+
+    An uncaught exception always exits 1 (whatever ``sys.excepthook`` prints), so the command-line
+    checks that argparse cannot express run inside this block instead."""
+    try:
+        yield
+    except UsageError as exc:
+        print(PREFIX + str(exc), file=sys.stderr)
+        raise SystemExit(2) from None

@@ -203,8 +203,9 @@ class PeakMemory:
             self.mib = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
 
 
-def gpu_busy_fraction(run: Any) -> float:
-    """Fraction of ``run()``'s wall time the GPU spends in kernels (torch.profiler)."""
+def gpu_profile(run: Any) -> Dict[str, float]:
+    """One profiled ``run()`` on CUDA (torch.profiler): ``gpu_busy``, the fraction of its wall time
+    the GPU spends in kernels, and ``kernels``, the kernels it ran (copies and memsets left out)."""
     import time
 
     from torch.profiler import ProfilerActivity, profile
@@ -215,8 +216,15 @@ def gpu_busy_fraction(run: Any) -> float:
         run()
         torch.cuda.synchronize()
         wall = time.perf_counter() - start
-    kernel_us = 0.0
+    kernel_us, kernels = 0.0, 0
     for evt in prof.events():
-        if getattr(evt, "device_type", None) == torch.autograd.DeviceType.CUDA:
-            kernel_us += getattr(evt, "self_device_time_total", None) or getattr(evt, "self_cuda_time_total", 0.0)
-    return kernel_us / 1e6 / wall if wall else 0.0
+        if getattr(evt, "device_type", None) != torch.autograd.DeviceType.CUDA:
+            continue
+        kernel_us += getattr(evt, "self_device_time_total", None) or getattr(evt, "self_cuda_time_total", 0.0)
+        kernels += not str(evt.name).startswith(("Memcpy", "Memset"))
+    return {"gpu_busy": kernel_us / 1e6 / wall if wall else 0.0, "kernels": float(kernels)}
+
+
+def gpu_busy_fraction(run: Any) -> float:
+    """Fraction of ``run()``'s wall time the GPU spends in kernels (torch.profiler)."""
+    return gpu_profile(run)["gpu_busy"]

@@ -7,11 +7,13 @@
 # (python -m fairseq_stream.bench), so the ratios in a table are measured in one run.
 # THREADS (default 1) sets torch's CPU threads; DEVICE (cpu|cuda, default cpu) and DTYPE
 # (float32|float16|bfloat16, default float32) where the models run; OUT (default bench_out) receives the
-# Markdown logs, the JSON rows and the per-step traces. Needs the installed environment
-# (scripts/install.sh); nothing here is part of the test suite.
+# Markdown logs, the JSON rows and the per-step traces. PYTHON (default .venv/bin/python, else
+# python3) is the interpreter of the installed environment (scripts/install.sh); fairseq's console
+# scripts are taken from beside it. Nothing here is part of the test suite; scripts/gpu_check.sh
+# is the one-command GPU check (install, gpu tests, these rows in fp32 and fp16, one report).
 set -euo pipefail
 cd "$(dirname "$0")/.."
-PYTHON=${PYTHON:-$( [ -x .venv/bin/python ] && echo .venv/bin/python || echo python )}
+PYTHON=${PYTHON:-$( [ -x .venv/bin/python ] && echo .venv/bin/python || echo python3 )}
 THREADS=${THREADS:-1}
 DEVICE=${DEVICE:-cpu}
 DTYPE=${DTYPE:-float32}
@@ -75,20 +77,43 @@ engine() {  # the GPU engine's proxies, measurable anywhere: host reads and aten
         --run gs-jacobi:beam=1,jacobi_block=3,stream_capacity=1,label=gs-jacobi-batch1 | tee "$OUT/engine.md"
 }
 
+# fairseq's console scripts (fairseq-preprocess, fairseq-generate) of $PYTHON's environment: beside
+# the interpreter (a venv's bin), else on PATH (a --user or system install)
+console() {
+    local bin
+    bin=$("$PYTHON" -c 'import os, sys; print(os.path.dirname(sys.executable))')
+    if [ -x "$bin/$1" ]; then echo "$bin/$1"; else command -v "$1" || { echo "bench_all.sh: $1 not found beside $PYTHON or on PATH" >&2; exit 2; }; fi
+}
+
+# timed LABEL CMD...: run CMD (its output to $OUT/LABEL.log) and print "LABEL: N.NN s", the wall time
+# by this shell's clock (no /usr/bin/time needed)
+timed() {
+    local label=$1 start end; shift
+    start=$(date +%s.%N)
+    "$@" > "$OUT/${label// /_}.log" 2>&1 || echo "$label: failed (see $OUT/${label// /_}.log)"
+    end=$(date +%s.%N)
+    awk -v s="$start" -v e="$end" -v l="$label" 'BEGIN { printf "%s: %.2f s\n", l, e - s }'
+}
+
 gpu() {  # the GPU engine issue's rows: run with DEVICE=cuda (and DTYPE=float16 for the fp16 rows)
     [ "$DEVICE" = cuda ] || { echo "bench_all.sh gpu: set DEVICE=cuda" >&2; exit 2; }
-    # the demo model, then a Transformer-base-sized model (random weights: speed rows only)
-    "$PYTHON" scripts/make_base_model.py --out "$OUT/base/checkpoint.pt"
+    local preprocess generate
+    preprocess=$(console fairseq-preprocess)  # found (or refused) before any GPU time is spent
+    generate=$(console fairseq-generate)
+    # the demo model, then a Transformer-base-sized model with a 32k vocabulary (random weights:
+    # speed rows only, every sentence forced to 40 tokens)
+    "$PYTHON" scripts/make_base_model.py --out "$OUT/base/checkpoint.pt" --vocab 32000
     for model in demo base; do
-        path=user_dir_examples/demo/checkpoint.pt; fix=""
-        [ "$model" = base ] && { path="$OUT/base/checkpoint.pt"; fix=",min_len=40,max_len_a=0,max_len_b=40"; }
-        bench --path "$path" --limit 500 --repeats 2 --costs --pool-size 0 --json "$OUT/gpu_${model}_k5.json" \
+        data=user_dir_examples/demo; fix=""
+        [ "$model" = base ] && { data="$OUT/base"; fix=",min_len=40,max_len_a=0,max_len_b=40"; }
+        gbench() { bench --data "$data" --path "$data/checkpoint.pt" --warmup 1 "$@"; }
+        gbench --limit 500 --repeats 3 --pool-size 0 --json "$OUT/gpu_${model}_k5.json" \
             --run "beam:beam=5$fix,label=fairseq-beam" --run "var-stream:beam=5,stream_capacity=128$fix" \
             --run "fixed-ours:beam=5,stream_capacity=128$fix" | tee "$OUT/gpu_${model}_k5.md"
-        bench --path "$path" --limit 500 --repeats 1 --costs --pool-size 0 --json "$OUT/gpu_${model}_k50.json" \
+        gbench --limit 500 --repeats 3 --pool-size 0 --json "$OUT/gpu_${model}_k50.json" \
             --run "beam:beam=50$fix,label=fairseq-beam" --run "var-stream:beam=50,stream_capacity=64$fix" \
             | tee "$OUT/gpu_${model}_k50.md"
-        bench --path "$path" --limit 60 --repeats 2 --batch-size 1 --costs --json "$OUT/gpu_${model}_b1.json" \
+        gbench --limit 60 --repeats 3 --batch-size 1 --json "$OUT/gpu_${model}_b1.json" \
             --run "beam:beam=1$fix,label=greedy-fairseq" --run "fixed-ours:beam=1,stream_capacity=1$fix,label=greedy-ours" \
             --run "gs-jacobi:beam=1,jacobi_block=3,stream_capacity=1$fix,label=PGJ-b3" | tee "$OUT/gpu_${model}_b1.md"
     done
@@ -100,13 +125,13 @@ gpu() {  # the GPU engine issue's rows: run with DEVICE=cuda (and DTYPE=float16 
         head -n 500 "user_dir_examples/demo/test.$lang" | PYTHONPATH=. "$PYTHON" -m fairseq_stream.text tokenize \
             --lang "$lang" --codes user_dir_examples/demo/bpe.codes > "$OUT/gen_raw/test.$lang"
     done
-    "${PYTHON%python}fairseq-preprocess" --source-lang es --target-lang en --testpref "$OUT/gen_raw/test" \
+    "$preprocess" --source-lang es --target-lang en --testpref "$OUT/gen_raw/test" \
         --destdir "$OUT/gen_bin" --srcdict user_dir_examples/demo/dict.es.txt \
         --tgtdict user_dir_examples/demo/dict.en.txt --workers 1 > /dev/null
     for search in beam var-stream; do
-        /usr/bin/env time -f "fairseq-generate --search $search: %e s" "${PYTHON%python}fairseq-generate" \
-            "$OUT/gen_bin" --user-dir fairseq_stream --path user_dir_examples/demo/checkpoint.pt --search "$search" \
-            --beam 5 --batch-size 64 --quiet 2>&1 | tail -1 | tee -a "$OUT/gpu_generate.md" || true
+        timed "fairseq-generate --search $search" "$generate" "$OUT/gen_bin" --user-dir fairseq_stream \
+            --path user_dir_examples/demo/checkpoint.pt --search "$search" --beam 5 --batch-size 64 --quiet \
+            | tee -a "$OUT/gpu_generate.md"
     done
 }
 

@@ -37,6 +37,7 @@ from fairseq_stream.ops.fused_output import _topk_lse, cpu_kernel, topk_with_nor
 
 
 DEVICE = torch.device("cpu")
+DTYPE = torch.float32  # the timed cells' dtype (--dtype); the equality check runs in float32
 
 
 def _sync() -> None:
@@ -60,10 +61,10 @@ def timed(fn: Callable[[], object], repeats: int) -> float:
 def cell(vocab: int, beam: int, batch: int, dim: int, repeats: int) -> Dict[str, float]:
     torch.manual_seed(0)
     rows = batch * beam
-    h = torch.randn(rows, dim, device=DEVICE)
-    weight = torch.randn(vocab, dim, device=DEVICE) / dim ** 0.5
-    bias = torch.randn(vocab, device=DEVICE) * 0.1
-    scores = torch.randn(batch, beam, device=DEVICE).cumsum(1).neg()  # hypothesis scores, best first
+    h = torch.randn(rows, dim, device=DEVICE).to(DTYPE)
+    weight = (torch.randn(vocab, dim, device=DEVICE) / dim ** 0.5).to(DTYPE)
+    bias = (torch.randn(vocab, device=DEVICE) * 0.1).to(DTYPE)
+    scores = torch.randn(batch, beam, device=DEVICE).cumsum(1).neg().to(DTYPE)  # hypothesis scores, best first
     cand = min(2 * beam, vocab)
 
     logits = F.linear(h, weight)
@@ -143,11 +144,14 @@ def main() -> None:
     parser.add_argument("--threads", type=int, default=None)
     parser.add_argument("--device", choices=["cpu", "cuda"], default="cpu",
                         help="cuda: time the GPU path (synchronised, after warm-up)")
+    parser.add_argument("--dtype", choices=["float32", "float16", "bfloat16"], default="float32",
+                        help="the timed cells' dtype (the half types are meant for GPUs)")
     parser.add_argument("--end-to-end", type=int, default=0, metavar="N", help="also decode N demo sentences")
     args = parser.parse_args()
     if args.threads:
         torch.set_num_threads(args.threads)
-    global DEVICE
+    global DEVICE, DTYPE
+    DTYPE = getattr(torch, args.dtype)
     if args.device == "cuda" and not torch.cuda.is_available():
         sys.exit("bench_output_layer.py: error: --device cuda: torch sees no GPU")
     DEVICE = torch.device(args.device)
@@ -156,7 +160,7 @@ def main() -> None:
                   "the choice is logged (CUDA)")
     else:
         kernel = "C++ kernel" if cpu_kernel() is not None else "PyTorch ops (no kernel)"
-    print(f"torch {torch.__version__}, {torch.get_num_threads()} threads, d = {args.dim}, fused op: {kernel}; "
+    print(f"torch {torch.__version__}, {torch.get_num_threads()} threads, {args.dtype}, d = {args.dim}, fused op: {kernel}; "
           "milliseconds per step\n")
     head = ["V", "beam", "batch", "fairseq mult", "bias", "softmax", "search", "fused mult+bias", "fused rest",
             "fused rest (torch)", "post-mult ratio", "fairseq step", "fused step", "step ratio"]

@@ -6,6 +6,9 @@
 # The order matters: fairseq must be built without build isolation (with isolation pip
 # downloads a multi-GB CUDA torch just to build it), so torch, cython, numpy, setuptools and
 # wheel come first; torch is pinned because a bare "torch" pulls a CUDA build.
+# FAIRSEQ_STREAM_KEEP_TORCH=1 keeps a torch that already imports (a CUDA build on a GPU machine, e.g.
+# in a venv made with --system-site-packages): neither the torch pin nor the triton pin is applied
+# then, since either would replace it (or its matching triton) with this project's CPU pins.
 set -euo pipefail
 repo="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 venv="${FAIRSEQ_STREAM_VENV:-$repo/.venv}"
@@ -17,11 +20,18 @@ if [ "$venv" != "none" ]; then
 fi
 pip=("$python" -m pip install --disable-pip-version-check -q)
 
-"${pip[@]}" torch==2.13.0 cython==3.3.1 numpy==2.4.6 setuptools==84.2.1 wheel==0.48.0
+torch_pin=(torch==2.13.0)
+triton_pin=(triton==3.9.0)
+if [ "${FAIRSEQ_STREAM_KEEP_TORCH:-0}" = 1 ] && "$python" -c "import torch" 2>/dev/null; then
+    echo "keeping torch $("$python" -c 'import torch; print(torch.__version__, "CUDA", torch.version.cuda)')" >&2
+    torch_pin=()
+    if "$python" -c "import triton" 2>/dev/null; then triton_pin=(); fi
+fi
+"${pip[@]}" "${torch_pin[@]}" cython==3.3.1 numpy==2.4.6 setuptools==84.2.1 wheel==0.48.0
 "$python" -c "import fairseq" 2>/dev/null || "${pip[@]}" --no-build-isolation fairseq-fixed==0.12.3.1
 "${pip[@]}" sacremoses==0.2.0 subword-nmt==0.3.8 sacrebleu==2.6.0 ninja==1.13.2 pytest==9.2.0 matplotlib==3.10.8
 # Triton: the GPU output-layer kernels; on a CPU only its interpreter runs them (the tests).
-"${pip[@]}" triton==3.9.0
+[ ${#triton_pin[@]} -eq 0 ] || "${pip[@]}" "${triton_pin[@]}"
 # A regular (not editable) install: fairseq finds --user-dir fairseq_stream in site-packages
 # from any directory. --no-deps: everything it needs is installed above.
 "${pip[@]}" --no-build-isolation --no-deps --force-reinstall "$repo"

@@ -46,3 +46,14 @@ def test_device_cuda_without_gpu_is_one_line():
                           capture_output=True, text=True, env=dict(os.environ, PYTHONWARNINGS="ignore"))
     assert proc.returncode == 1
     assert proc.stderr.strip().splitlines()[-1] == "fairseq-stream: error: --device cuda: torch sees no GPU (use --device cpu)"
+
+
+def test_a_run_value_of_the_wrong_type_is_one_line_before_decoding(tmp_path):
+    """Was a TypeError deep in fairseq once a row came to decode; now exit 2 right after the model loads."""
+    proc = subprocess.run([sys.executable, "-m", "fairseq_stream.bench", "--limit", "2", "--json", str(tmp_path / "r.json"),
+                           "--run", "beam:beam=5", "--run", "var-stream:beam=abc"], cwd=REPO, capture_output=True,
+                          text=True, env=dict(os.environ, PYTHONWARNINGS="ignore"))
+    assert proc.returncode == 2
+    assert proc.stderr.strip().splitlines()[-1] == \
+        "fairseq-stream: error: --run 'var-stream:beam=abc': beam='abc' must be an integer"
+    assert "repeat 1/" not in proc.stderr and not (tmp_path / "r.json").exists()  # nothing was decoded

@@ -198,3 +198,35 @@ def test_var_width_quality_bootstrap_tells_chance_from_a_real_difference(demo_re
     assert script.paired_bootstrap_p(refs, refs, refs, samples=200) == pytest.approx(1.0, abs=0.01)
     worse = [" ".join(r.split()[1:]) if i % 4 else r for i, r in enumerate(refs)]
     assert script.paired_bootstrap_p(refs, worse, refs, samples=200) < 0.05
+
+
+@pytest.mark.slow  # the whole GPU check on the CPU: the gpu tests (skipped), every table, the output layer
+def test_gpu_check_dry_run_writes_one_report(tmp_path):
+    run_script(["scripts/gpu_check.sh", "--dry-run", "--out", str(tmp_path / "gpu")], tmp_path)
+    report = (tmp_path / "gpu" / "gpu_report.md").read_text(encoding="utf-8")
+    section = report.split("## rows", 1)[1].split("\n## ", 1)[0]
+    rows = [[c.strip() for c in line.split("|")[1:-1]] for line in section.splitlines()
+            if line.startswith("| ") and not line.startswith("| table")]
+    tables = {r[0] for r in rows}
+    assert tables == {f"{m} float32 {t}" for m in ("demo", "base32k") for t in ("batched", "batch1")}
+    labels = {r[1] for r in rows}
+    assert {"fairseq-beam k=5", "fixed-ours k=5", "var-stream k=5", "fairseq-greedy", "greedy-ours",
+            "gs-jacobi b=3"} <= labels
+    assert all(float(r[4]) > 0 for r in rows)  # every ratio to stock fairseq is a number
+    assert all(r[7] == "n/a" and r[8] == "n/a" for r in rows)  # GPU busy and kernels/step: not on a CPU
+    assert all(float(r[9]) >= 0 for r in rows)  # host reads per step are counted anywhere
+    assert "ib_float32_batched: no IBDecoder checkpoint given" in report
+    assert "float16 runs on a GPU only" in report and "## output layer micro-benchmark, float32" in report
+
+
+def test_bench_all_finds_fairseq_console_scripts_beside_any_interpreter_name(tmp_path):
+    """PYTHON=.../python3 once gave ".../python3fairseq-preprocess"; the scripts sit beside the interpreter."""
+    python3 = os.path.join(os.path.dirname(sys.executable), "python3")
+    functions = "source <(sed -n '/^console()/,/^}/p;/^timed()/,/^}/p' scripts/bench_all.sh)"
+    proc = subprocess.run(["bash", "-c", f'{functions}; OUT="$1"; console fairseq-preprocess; timed "a b" true',
+                           "bash", str(tmp_path)], cwd=REPO, capture_output=True, text=True,
+                          env=dict(os.environ, PYTHON=python3 if os.path.exists(python3) else sys.executable))
+    assert proc.returncode == 0, proc.stderr
+    found, timing = proc.stdout.splitlines()
+    assert found == os.path.join(os.path.dirname(sys.executable), "fairseq-preprocess")
+    assert timing.startswith("a b: ") and timing.endswith(" s")  # timed by the shell's clock, no /usr/bin/time

@@ -1,0 +1,107 @@
+#!/usr/bin/env bash
+# The GPU check in one command, for a fresh GPU machine without internet: install the project over
+# the machine's CUDA torch, run the gpu-marked tests, decode the GPU rows, write ONE report.
+#
+#   bash scripts/gpu_check.sh [--wheels DIR] [--ib-path CKPT] [--out DIR] [--no-install] [--dry-run]
+#
+# Install: a venv with --system-site-packages (GPU_VENV, default .venv-gpu) so that the CUDA torch
+# already installed is used; scripts/install.sh runs in it with FAIRSEQ_STREAM_KEEP_TORCH=1 (its
+# torch and triton pins are skipped). --wheels DIR installs from those wheels only (no index):
+# the pinned packages, and torch itself if none imports. PYTHON (default python3) is the
+# interpreter with the CUDA torch; --no-install uses PYTHON as it is.
+#
+# Rows (scripts/gpu_rows.py, one process; scripts/gpu_report.py writes $OUT/gpu_report.md):
+# float32 and float16, on the demo model and a 32k-vocabulary Transformer-base-sized model with
+# random weights (scripts/make_base_model.py --vocab 32000; every sentence forced to 40 tokens):
+#   batched  300 sentences: fairseq beam vs fixed-ours and var-stream, k = 5 and k = 50
+#   batch1    40 sentences at batch 1: fairseq greedy vs fixed-ours:beam=1 and gs-jacobi b = 3
+#   ib       ib-beam k = 5 on --ib-path (300 sentences; listed as skipped without it)
+# each row: 1 untimed warm-up, the median of 3 timed runs, costs from 3 more runs over 50 sentences;
+# then the output-layer micro-benchmark (V = 32k, beams 1/5/50, batches 1/32/128) in both dtypes.
+# Budget: under 20 minutes on one H100 (install ~3 min, tests ~3 min, rows <= ROWS_BUDGET_S=720 s:
+# a table not started by then is listed as skipped, output layer ~1 min). Sized by estimate: not
+# yet timed on a GPU (the development machine has none).
+#
+# --dry-run (or DEVICE=cpu): the same flow on the CPU with tiny sizes (2 sentences, outputs forced
+# to 4 tokens, beams 5 and 8, 1 timed run, a 1-layer 64-wide 32k base model, float16 skipped, no
+# install unless --install), GPU-only columns n/a: the test suite runs it (tests/integration/test_scripts.py).
+set -euo pipefail
+cd "$(dirname "$0")/.."
+OUT=${OUT:-gpu_check_out}
+DEVICE=${DEVICE:-cuda}
+ROWS_BUDGET_S=${ROWS_BUDGET_S:-720}
+PYTHON=${PYTHON:-python3}
+install=1; install_set=0; wheels=""; ib=""
+while [ $# -gt 0 ]; do
+    case "$1" in
+        --dry-run) DEVICE=cpu ;;
+        --no-install) install=0; install_set=1 ;;
+        --install) install=1; install_set=1 ;;
+        --wheels) wheels=$(cd "${2:?--wheels needs a folder}" && pwd); shift ;;
+        --ib-path) ib=${2:?--ib-path needs a checkpoint}; shift ;;
+        --out) OUT=${2:?--out needs a folder}; shift ;;
+        -h|--help) sed -n '2,/^set -e/p' "$0" | sed 's/^# \{0,1\}//;$d'; exit 0 ;;
+        *) echo "gpu_check.sh: unknown argument '$1' (see --help)" >&2; exit 2 ;;
+    esac
+    shift
+done
+[ -z "$ib" ] || [ -f "$ib" ] || { echo "gpu_check.sh: --ib-path '$ib': no such file" >&2; exit 2; }
+[ "$DEVICE" = cpu ] && [ "$install_set" = 0 ] && install=0  # a dry run tests the flow, not pip
+mkdir -p "$OUT"
+log() { echo "gpu_check.sh: $*" >&2; }
+
+install_project() {  # a --system-site-packages venv over the CUDA torch, then scripts/install.sh in it
+    local venv=${GPU_VENV:-.venv-gpu}
+    [ -z "$wheels" ] || export PIP_NO_INDEX=1 PIP_FIND_LINKS="$wheels"
+    [ -x "$venv/bin/python" ] || "$PYTHON" -m venv --system-site-packages "$venv"
+    if ! "$venv/bin/python" -c "import torch" 2>/dev/null; then
+        [ -n "$wheels" ] || { log "no torch in $PYTHON: install a CUDA torch first, or give its wheel with --wheels DIR"; exit 2; }
+        "$venv/bin/python" -m pip install -q --disable-pip-version-check torch
+    fi
+    FAIRSEQ_STREAM_VENV="$venv" FAIRSEQ_STREAM_KEEP_TORCH=1 bash scripts/install.sh
+    PYTHON="$venv/bin/python"
+    echo "installed in $venv (--system-site-packages; torch kept: FAIRSEQ_STREAM_KEEP_TORCH=1)" > "$OUT/install.txt"
+}
+
+gpu_tests() {  # the gpu-marked tests; their summary goes into the report, a failure does not stop the check
+    local rc=0
+    "$PYTHON" -m pytest -m gpu -q -p no:cacheprovider tests > "$OUT/gpu_tests.log" 2>&1 || rc=$?
+    { echo "pytest exit status $rc$([ "$rc" = 5 ] && echo ': no gpu test was collected')"; echo; echo '```'
+      tail -n 3 "$OUT/gpu_tests.log"; echo '```'; } > "$OUT/gpu_tests.txt"
+}
+
+rows() {  # the base model, then every table in one process
+    local base=(--layers 6 --dim 512) sizes=(--limit 300 --batch1-limit 40 --costs-limit 50 --repeats 3)
+    if [ "$DEVICE" = cpu ]; then
+        base=(--layers 1 --dim 64)
+        sizes=(--limit 2 --batch1-limit 1 --costs-limit 1 --repeats 1 --demo-length 4 --base-length 4 --big-beam 8 --threads 1)
+    fi
+    "$PYTHON" scripts/make_base_model.py --out "$OUT/base32k/checkpoint.pt" --vocab 32000 "${base[@]}" >&2
+    rm -f "$OUT"/rows_*.json
+    "$PYTHON" scripts/gpu_rows.py --out "$OUT" --device "$DEVICE" --dtypes float32 float16 \
+        --base "$OUT/base32k/checkpoint.pt" ${ib:+--ib-path "$ib"} --warmup 1 --budget-s "$ROWS_BUDGET_S" "${sizes[@]}"
+}
+
+output_layer() {  # the micro-benchmark, per dtype
+    local dtype
+    for dtype in float32 float16; do
+        if [ "$DEVICE" = cpu ]; then
+            if [ "$dtype" = float16 ]; then echo "skipped: float16 runs on a GPU only (a CPU dry run)" > "$OUT/output_layer_$dtype.md"; continue; fi
+            "$PYTHON" scripts/bench_output_layer.py --vocab 1000 --beam 5 --batch 2 --dim 32 --repeats 1 --threads 1 \
+                > "$OUT/output_layer_$dtype.md"
+        else
+            "$PYTHON" scripts/bench_output_layer.py --device cuda --dtype "$dtype" --vocab 32000 --beam 1 5 50 \
+                --batch 1 32 128 --repeats 20 > "$OUT/output_layer_$dtype.md"
+        fi
+    done
+}
+
+start=$SECONDS
+if [ "$install" = 1 ]; then log "installing"; install_project; else echo "not installed by this run: $PYTHON used as it is" > "$OUT/install.txt"; fi
+"$PYTHON" -c "import torch, sys; sys.exit(0 if '$DEVICE' == 'cpu' or torch.cuda.is_available() else 1)" \
+    || { log "torch in $PYTHON sees no GPU (use --dry-run for the CPU flow)"; exit 2; }
+log "gpu-marked tests"; gpu_tests
+log "rows ($DEVICE)"; rows
+log "output layer"; output_layer
+"$PYTHON" scripts/gpu_report.py "$OUT" --title "fairseq-stream GPU check ($DEVICE$([ "$DEVICE" = cpu ] && echo ', dry run'))" > /dev/null
+log "done in $((SECONDS - start)) s: $OUT/gpu_report.md"

@@ -1,0 +1,126 @@
+#!/usr/bin/env python
+"""The GPU check's one Markdown report, from the JSON rows of scripts/gpu_rows.py.
+
+    python scripts/gpu_report.py OUT   # reads OUT/rows_*.json, OUT/skipped.json, OUT/*.md parts; writes OUT/gpu_report.md
+
+Per row: the median wall time, the ratio to stock fairseq at the same beam measured in the same
+process (the ``beam`` row of the same table; ib-beam's is the demo model's), BLEU, the backend
+each fused step operator ran on, the GPU-busy fraction, kernel launches, host reads and aten ops
+per decoder step, and peak memory. What a CPU cannot measure is n/a. Pure text processing: it
+imports neither torch nor fairseq.
+"""
+from __future__ import annotations
+
+import argparse
+import json
+from pathlib import Path
+from typing import Any, Dict, List, Optional
+
+COLUMNS = ["table", "strategy", "sentences", "wall s (median)", "ratio vs fairseq", "BLEU", "step backends",
+           "GPU busy", "kernels/step", "host reads/step", "ops/step", "peak MiB"]
+
+
+def load_tables(out: Path) -> Dict[str, Dict[str, Any]]:
+    """``rows_NAME.json`` → {NAME: {"meta": ..., "rows": [...]}}, in the order they were measured."""
+    paths = sorted(out.glob("rows_*.json"), key=lambda p: (p.stat().st_mtime, p.name))
+    return {p.stem[len("rows_"):]: json.loads(p.read_text(encoding="utf-8")) for p in paths}
+
+
+def beam_of(row: Dict[str, Any]) -> int:
+    return int(row.get("gen", {}).get("beam", 5))
+
+
+def reference(tables: Dict[str, Dict[str, Any]], name: str, row: Dict[str, Any]) -> Optional[Dict[str, Any]]:
+    """Stock fairseq's row at ``row``'s beam in the same process: the same table, or for ib-beam
+    the demo model's table of the same dtype."""
+    meta = tables[name]["meta"]
+    candidates = [name]
+    if meta.get("model") == "ib":
+        candidates.append(name.replace("ib_", "demo_", 1))
+    for table in candidates:
+        for ref in tables.get(table, {}).get("rows", []):
+            if ref["search"] == "beam" and beam_of(ref) == beam_of(row):
+                return ref
+    return None
+
+
+def _num(value: Optional[float], fmt: str) -> str:
+    return "n/a" if value is None else format(value, fmt)
+
+
+def backends(row: Dict[str, Any]) -> str:
+    found = row.get("step_backends") or row.get("stats", {}).get("step_backends") or {}
+    # each operator → the backends that ran it (a list; several when one fell back mid-run)
+    return " ".join(f"{op}={v if isinstance(v, str) else '+'.join(v)}" for op, v in sorted(found.items())) or "—"
+
+
+def row_cells(tables: Dict[str, Dict[str, Any]], name: str, row: Dict[str, Any]) -> List[str]:
+    ref = reference(tables, name, row)
+    ratio = row["wall_median"] / ref["wall_median"] if ref and ref["wall_median"] else None
+    costs = row.get("costs", {})
+    return [name, row["label"], str(row["sentences"]), f"{row['wall_median']:.3f}", _num(ratio, ".2f"),
+            f"{row['bleu']:.2f}", backends(row), _num(costs.get("gpu_busy"), ".0%"),
+            _num(costs.get("kernels_per_step"), ".1f"), _num(costs.get("host_reads_per_step"), ".2f"),
+            _num(costs.get("ops_per_step"), ".1f"), _num(costs.get("peak_mib"), ".0f")]
+
+
+def header(tables: Dict[str, Dict[str, Any]], title: str) -> List[str]:
+    meta = next(iter(tables.values()))["meta"] if tables else {}
+    cpu = meta.get("device") != "cuda"
+    lines = [f"# {title}", ""]
+    lines += [f"- device: {meta.get('device_name', 'unknown')}" + (" (a CPU dry run: GPU-only columns are n/a)" if cpu else ""),
+              f"- torch {meta.get('torch')}, CUDA {meta.get('cuda') or 'none'}, Triton {meta.get('triton') or 'not installed'}",
+              f"- per row: {meta.get('warmup', '?')} untimed warm-up run(s), then the median of {meta.get('repeats', '?')} "
+              "timed runs (synchronised on CUDA), rows of a table interleaved; costs from extra runs over the first "
+              f"{meta.get('costs_sentences', '?')} sentences (kernels/step: the whole run's kernels over decoder steps; "
+              "host reads and ops/step: the decoding loop's, fairseq's beam counted whole)",
+              "- ratio vs fairseq: wall time / stock fairseq's at the same beam in the same process (< 1: faster)",
+              "- peak MiB: " + ("the process's resident high-water mark (a CPU)" if cpu else
+                                "torch.cuda.max_memory_allocated, reset per row"),
+              "- step backends: the implementation each fused step operator ran on (the run's step_backends "
+              "statistic; — where the row reported none)", ""]
+    return lines
+
+
+def sections(out: Path) -> List[str]:
+    """The parts gpu_check.sh wrote beside the rows: the gpu tests' summary, the output layer."""
+    lines: List[str] = []
+    for name, title in (("gpu_tests.txt", "gpu-marked tests (pytest -m gpu)"), ("install.txt", "install"),
+                        ("output_layer_float32.md", "output layer micro-benchmark, float32"),
+                        ("output_layer_float16.md", "output layer micro-benchmark, float16")):
+        path = out / name
+        if path.exists():
+            lines += [f"## {title}", "", path.read_text(encoding="utf-8").strip(), ""]
+    return lines
+
+
+def report(out: Path, title: str = "fairseq-stream GPU check") -> str:
+    tables = load_tables(out)
+    lines = header(tables, title)
+    lines += ["## rows", "", "| " + " | ".join(COLUMNS) + " |", "|" + "---|" * len(COLUMNS)]
+    for name, table in tables.items():
+        meta = table["meta"]
+        for row in table["rows"]:
+            cells = row_cells(tables, name, row)
+            cells[0] = f"{meta.get('model')} {meta.get('dtype')} {name.rsplit('_', 1)[-1]}"
+            lines.append("| " + " | ".join(cells) + " |")
+    skipped = json.loads((out / "skipped.json").read_text(encoding="utf-8")) if (out / "skipped.json").exists() else []
+    if skipped:
+        lines += ["", "## skipped", ""] + [f"- {s['table']}: {s['reason']}" for s in skipped]
+    return "\n".join(lines + [""] + sections(out))
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("out", type=Path, help="the folder of gpu_rows.py's JSON rows; the report goes there too")
+    parser.add_argument("--title", default="fairseq-stream GPU check")
+    args = parser.parse_args()
+    if not any(args.out.glob("rows_*.json")):
+        parser.error(f"no rows_*.json in {args.out} (run scripts/gpu_rows.py first)")
+    text = report(args.out, args.title)
+    (args.out / "gpu_report.md").write_text(text, encoding="utf-8")
+    print(text)
+
+
+if __name__ == "__main__":
+    main()
