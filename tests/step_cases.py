@@ -110,12 +110,9 @@ def same_beam_outcome(a: Any, b: Any) -> None:
 
 def run_beam(case: Dict[str, Any], backend: str, seed: int, dtype: torch.dtype, device: str = "cpu") -> Dict[str, int]:
     """Whole searches, each step by the reference and by ``backend`` from the same state."""
-    ref, sentences = beam_search(case, dtype, "reference")
-    got_search, _ = beam_search(case, dtype, backend)
+    ref, got_search, sentences = _pair(beam_search, case, dtype, backend)
     g = torch.Generator().manual_seed(seed)
-    max_len = torch.randint(2, 9, (sentences,), generator=g)
-    ids = torch.arange(sentences) * 7 + 3
-    state = ref.init_state(ids.to(device), max_len.to(device), (max_len + 1).to(device)).state
+    ids, state = _start(ref, g, sentences, (2, 9), 7, 3, device)
     finished: Dict[int, Any] = {}
     seen = dict(steps=0, waiting=0, empty=0)
     while state.size:
@@ -169,12 +166,9 @@ def same_jacobi_outcome(a: Any, b: Any, score_tolerance: float = 0.0) -> None:
 
 def run_jacobi(case: Dict[str, Any], backend: str, seed: int, dtype: torch.dtype, device: str = "cpu",
                score_tolerance: float = 0.0) -> Dict[str, Any]:
-    ref, sentences = jacobi_search(case, dtype, "reference")
-    got_search, _ = jacobi_search(case, dtype, backend)
+    ref, got_search, sentences = _pair(jacobi_search, case, dtype, backend)
     g = torch.Generator().manual_seed(seed)
-    max_len = torch.randint(3, 12, (sentences,), generator=g)
-    ids = torch.arange(sentences) * 5 + 1
-    state = ref.init_state(ids.to(device), max_len.to(device), (max_len + 2).to(device)).state
+    ids, state = _start(ref, g, sentences, (3, 12), 5, 1, device)
     finished: Dict[int, Any] = {}
     steps = 0
     while state.size:
@@ -245,14 +239,11 @@ def same_ib_outcome(a: Any, b: Any) -> None:
 
 
 def run_ib(case: Dict[str, Any], backend: str, seed: int, dtype: torch.dtype, device: str = "cpu") -> Dict[str, Any]:
-    ref, sentences = ib_search(case, dtype, "reference")
-    got_search, _ = ib_search(case, dtype, backend)
+    ref, got_search, sentences = _pair(ib_search, case, dtype, backend)
     # per word, so that a step of z words ends about as often; "all" takes every ending (fewer)
     eos_rate = (0.24 if got_search.finalize == "top" else 0.06) / got_search.z
     g = torch.Generator().manual_seed(seed)
-    max_len = torch.randint(2, 14, (sentences,), generator=g)
-    ids = torch.arange(sentences) * 3 + 1
-    state = ref.init_state(ids.to(device), max_len.to(device), (max_len + 2).to(device)).state
+    ids, state = _start(ref, g, sentences, (2, 14), 3, 1, device)
     steps, done = 0, []
     while state.sentences.numel():
         vals, toks = ib_candidates(g, ref, state, dtype, eos_rate)
@@ -264,6 +255,21 @@ def run_ib(case: Dict[str, Any], backend: str, seed: int, dtype: torch.dtype, de
         state, steps = got.state, steps + 1
     assert sorted(done) == ids.tolist()
     return dict(steps=steps, backend=got_search.stats.step_backends["ib_step"])
+
+
+def _pair(make: Any, case: Dict[str, Any], dtype: torch.dtype, backend: str) -> Tuple[Any, Any, int]:
+    """The reference strategy, the one on ``backend``, and the case's sentence count."""
+    ref, sentences = make(case, dtype, "reference")
+    return ref, make(case, dtype, backend)[0], sentences
+
+
+def _start(search: Any, g: torch.Generator, sentences: int, lengths: Tuple[int, int], id_step: int, first: int,
+           device: str) -> Tuple[Any, Any]:
+    """Sentence ids ``first + id_step·i`` (not 0..S-1, as a stream's) with random maximum lengths
+    in ``lengths``, and their initial state on ``device``."""
+    max_len = torch.randint(*lengths, (sentences,), generator=g)
+    ids = torch.arange(sentences) * id_step + first
+    return ids, search.init_state(ids.to(device), max_len.to(device), (max_len + 1).to(device)).state
 
 
 RUNNERS = {"beam_step": (run_beam, BEAM_CASES), "jacobi_step": (run_jacobi, JACOBI_CASES), "ib_step": (run_ib, IB_CASES)}
