@@ -27,13 +27,14 @@ REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 
 
 def _bench(tree: str, args: Sequence[str], out: str) -> List[Dict]:
+    """The rows of one harness run in ``tree`` (its --json: {"meta": ..., "rows": [...]})."""
     env = dict(os.environ, PYTHONPATH=tree)
     cmd = [sys.executable, "-m", "fairseq_stream.bench", "--no-progress", "--repeats", "1", "--json", out, *args]
     proc = subprocess.run(cmd, cwd=tree, env=env, capture_output=True, text=True)
     if proc.returncode != 0:
         sys.exit(f"compare_revisions: the harness failed in {tree}:\n{proc.stderr[-2000:]}")
     with open(out, encoding="utf-8") as f:
-        return json.load(f)
+        return json.load(f)["rows"]
 
 
 def main(argv: Sequence[str] | None = None) -> None:
