@@ -155,6 +155,8 @@ class StepRunner:
     stats: Any = None
     failed: Dict[Tuple[str, str], str] = field(default_factory=dict)  # (operator, backend) → why
     warned: Set[Tuple[str, str]] = field(default_factory=set)
+    chosen: Dict[Tuple[str, str, bool], str] = field(default_factory=dict)  # (operator, device, fits) → backend
+    impls: Dict[Tuple[str, str], Callable[..., Any]] = field(default_factory=dict)  # imported once
 
     def __post_init__(self) -> None:
         if self.preference not in CHOICES:
@@ -165,6 +167,12 @@ class StepRunner:
         stays quiet where the reference is simply the right one: a user's pruning rule)."""
         if self.preference == "reference":
             return "reference"
+        key = (op.name, tensors[0].device.type, fits)
+        if key not in self.chosen:  # once per operator, device and kind of step (a host-side lookup)
+            self.chosen[key] = self._choose(op, tensors, fits)
+        return self.chosen[key]
+
+    def _choose(self, op: StepOperator, tensors: Sequence[Tensor], fits: bool) -> str:
         auto = self.preference == "auto"
         wanted = op.auto.get(tensors[0].device.type, "reference") if auto else self.preference
         if wanted == "reference" or (op.name, wanted) in self.failed:
@@ -191,7 +199,10 @@ class StepRunner:
         result = None
         if backend != "reference":
             try:
-                result = op.implementation(backend)(list(tensors), *args, **config)
+                impl = self.impls.get((op.name, backend))
+                if impl is None:
+                    impl = self.impls[(op.name, backend)] = op.implementation(backend)
+                result = impl(list(tensors), *args, **config)
             except Exception as exc:  # a compile failure: the kernels wrote nothing (see triton_launch)
                 self._fail(op, backend, f"{type(exc).__name__}: {str(exc).splitlines()[0] if str(exc) else ''}")
                 backend = "reference"
@@ -215,6 +226,7 @@ class StepRunner:
 
     def _fail(self, op: StepOperator, backend: str, why: str) -> None:
         self.failed[(op.name, backend)] = why
+        self.chosen = {k: v for k, v in self.chosen.items() if k[0] != op.name}  # choose again without it
         self._warn(op, backend, why)
 
     @staticmethod

@@ -41,13 +41,14 @@ class PacketView:
     values: List[float]
     s: int
     z: int
+    starts: List[int]  # each field's first index, then the size (computed once per read)
 
     def __getitem__(self, name: str) -> List[float]:
-        start, length = self.spec.span(name, self.s, self.z)
-        return self.values[start: start + length]
+        i = self.spec.index[name]
+        return self.values[self.starts[i]: self.starts[i + 1]]
 
     def scalar(self, name: str) -> int:
-        return int(self.values[self.spec.span(name, self.s, self.z)[0]])
+        return int(self.values[self.starts[self.spec.index[name]]])
 
     def ints(self, name: str) -> List[int]:
         return [int(x) for x in self[name]]
@@ -64,6 +65,14 @@ class PacketSpec:
     def names(self) -> Tuple[str, ...]:
         return tuple(f.name for f in self.fields)
 
+    @property
+    def index(self) -> Dict[str, int]:
+        """Field name → its place (the reader looks fields up by name several times a step)."""
+        return self._index  # type: ignore[attr-defined]
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "_index", {f.name: i for i, f in enumerate(self.fields)})
+
     def starts(self, s: int, z: int = 0) -> List[int]:
         """Each field's first index, in order, then the packet's size (what the kernels receive)."""
         out, at = [], 0
@@ -77,8 +86,8 @@ class PacketSpec:
 
     def span(self, name: str, s: int, z: int = 0) -> Tuple[int, int]:
         starts = self.starts(s, z)
-        i = self.names.index(name)
-        return starts[i], self.fields[i].length(s, z)
+        i = self.index[name]
+        return starts[i], starts[i + 1] - starts[i]
 
     def pack(self, parts: Mapping[str, Tensor]) -> Tensor:
         """The packet from one tensor per field (any shape and dtype; the PyTorch references)."""
@@ -90,9 +99,10 @@ class PacketSpec:
     def read(self, packet: Tensor, s: int, z: int = 0) -> PacketView:
         """The step's one host read."""
         values = packet.tolist()
-        if len(values) != self.size(s, z):
-            raise RuntimeError(f"{self.operator}: packet of {len(values)} values, its specification says {self.size(s, z)}")
-        return PacketView(self, values, s, z)
+        starts = self.starts(s, z)
+        if len(values) != starts[-1]:
+            raise RuntimeError(f"{self.operator}: packet of {len(values)} values, its specification says {starts[-1]}")
+        return PacketView(self, values, s, z, starts)
 
 
 def _scalars(*names: str) -> Tuple[Field, ...]:
