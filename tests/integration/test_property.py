@@ -114,8 +114,9 @@ class Draw:
         opts = {k: self.pick(OPT_SPACE[k][0]) for k in _readable(search) if self.coin(0.3)}
         if self.coin(0.4):  # one impossible value, or an option of another strategy
             name = self.pick(sorted(GEN_SPACE) + sorted(OPT_SPACE) + ["beam", "nbest"])
-            bad = {"beam": [0, -1, 100000], "nbest": [0, beam + 1]}.get(name) or (GEN_SPACE.get(name) or OPT_SPACE[name])[1]
-            value = self.pick(bad) if bad else self.pick(OPT_SPACE[name][0])
+            valid, bad = GEN_SPACE.get(name) or OPT_SPACE.get(name) or ([], [])
+            bad = {"beam": [0, -1, 100000], "nbest": [0, beam + 1]}.get(name) or bad
+            value = self.pick(bad) if bad else self.pick(valid)  # no impossible value: maybe another strategy's
             (gen if name in GEN_SPACE or name in ("beam", "nbest") else opts)[name] = value
         return search, gen, opts
 
