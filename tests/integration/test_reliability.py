@@ -18,6 +18,7 @@ import pytest
 import torch
 
 from conftest import DEMO, REPO, binarize, read_lines
+from fairseq_stream.errors import FairseqStreamError
 
 CKPT = os.path.join(DEMO, "checkpoint.pt")
 PREFIX = "fairseq-stream: error: "
@@ -207,6 +208,17 @@ def test_a_sentence_with_zero_hypotheses_is_an_internal_error_naming_it():
     admission = stream.take(2)
     with pytest.raises(FairseqStreamError, match=r"internal error: sentence 42 ended with zero hypotheses"):
         stream.deliver({_handle(admission.first + 1): []})
+
+
+@pytest.mark.xfail(strict=True, raises=FairseqStreamError,
+                   reason="δ = 0 / rp = 1 / rpl = 1 prune every candidate; the beam step kernels' fix is the lead "
+                          "engineer's. Until then the sentence stops with the internal-error line, never silently")
+@pytest.mark.parametrize("opts", [{"prune_abs_threshold": 0.0}, {"prune_rel_threshold": 1.0},
+                                  {"prune_rel_local_threshold": 1.0}])
+def test_pruning_everything_still_leaves_a_hypothesis(demo_session, opts):
+    result = demo_session.translate(demo_session.encode(GOOD[:1]), search="var-stream", gen={"beam": 2, "max_len_b": 12},
+                                    opts=opts)
+    assert result.hypos[0]
 
 
 def _handle(serial: int) -> int:
