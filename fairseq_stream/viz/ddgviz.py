@@ -230,6 +230,14 @@ def _pick_sentence(args: argparse.Namespace) -> str:
     return sentence
 
 
+def check_arguments(args: argparse.Namespace) -> str:
+    """Every argument check, before the model loads; returns the sentence to draw (or exits 2)."""
+    if args.max_iterations is not None and args.max_iterations < 1:
+        _usage_error(f"--max-iterations must be >= 1, got {args.max_iterations}")
+    _check_out(args.out)
+    return _pick_sentence(args)
+
+
 def main(argv: Optional[Sequence[str]] = None) -> None:
     from fairseq_stream.demo_files import DEMO_DIR
 
@@ -250,10 +258,7 @@ def main(argv: Optional[Sequence[str]] = None) -> None:
     from fairseq_stream.session import TranslationSession
 
     install_excepthook()
-    if args.max_iterations is not None and args.max_iterations < 1:
-        _usage_error(f"--max-iterations must be >= 1, got {args.max_iterations}")
-    _check_out(args.out)
-    sentence = _pick_sentence(args)
+    sentence = check_arguments(args)
     session = TranslationSession.load(args.data, args.path, bpe_codes=args.bpe_codes,
                                       extra_args=["--source-lang", args.source_lang, "--target-lang", args.target_lang])
     trace = trace_jacobi(session, sentence, args.max_iterations)

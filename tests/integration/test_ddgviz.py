@@ -55,3 +55,36 @@ def test_the_command_warns_about_an_unconverged_run(tmp_path, capsys):
     err = capsys.readouterr().err
     assert "fairseq-stream: warning: Jacobi iteration did not converge within --max-iterations 1" in err, err
     assert os.path.getsize(tmp_path / "ddg.png") > 1000
+
+
+def test_any_arguments_give_a_sentence_or_one_line_and_exit_2(tmp_path):
+    """Property over the arguments ddgviz checks (the harness's and the demo's are another branch's)."""
+    import argparse
+    import contextlib
+    import io
+
+    from hypothesis import given, settings
+    from hypothesis import strategies as st
+
+    from fairseq_stream.viz.ddgviz import check_arguments
+
+    (tmp_path / "taken.png").mkdir()  # --out taken: taken.png is a folder
+    outs = [str(tmp_path / "ddg"), "/nonexistent/ddg", "/proc/ddg", str(tmp_path / "taken")]
+
+    @settings(max_examples=40, deadline=None, derandomize=True)
+    @given(line=st.integers(-10**6, 10**6) | st.integers(-3, 990), iters=st.none() | st.integers(-5, 5),
+           out=st.sampled_from(outs), sentence=st.none() | st.sampled_from(["", " \u00a0", "Y la tierra."]))
+    def check(line, iters, out, sentence):
+        args = argparse.Namespace(line=line, max_iterations=iters, out=out, sentence=sentence, source_lang="es")
+        err = io.StringIO()
+        with contextlib.redirect_stderr(err):
+            try:
+                got = check_arguments(args)
+            except SystemExit as exc:
+                lines = err.getvalue().strip().splitlines()
+                assert exc.code == 2 and len(lines) == 1 and lines[0].startswith(PREFIX), (exc.code, lines)
+                return
+        assert got.strip() and (iters is None or iters >= 1) and out == outs[0], (got, iters, out)
+        assert sentence is not None or 0 <= line
+
+    check()
