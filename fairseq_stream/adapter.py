@@ -20,6 +20,7 @@ from __future__ import annotations
 import atexit
 import json
 import logging
+import sys
 import time
 from typing import Any, Callable, Dict, List, Optional
 
@@ -72,7 +73,7 @@ class StreamGenerator:
         self._reported = False
         self.progress: Optional[SentenceProgress] = None  # set by the task under fairseq-generate
         make_strategy(self.stats)  # builds once to validate the options before any input is read
-        self.input = InputStream(pad=self.pad, max_lengths=lambda lengths: max_lengths(
+        self.input = InputStream(pad=self.pad, eos=self.eos, nbest=int(gen_cfg.nbest), max_lengths=lambda lengths: max_lengths(
             lengths, gen_cfg, self.model.max_decoder_positions))
         self._lookahead: Callable[[], Optional[Lookahead]] = lambda: None
         self._scheduler: Optional[StreamingScheduler] = None
@@ -102,6 +103,8 @@ class StreamGenerator:
         if self.progress is not None:
             self.progress.advance_to(self.stats.sentences)
         self.stats.target_tokens += sum(int(h[0]["tokens"].numel()) for h in hypos if h)
+        if self.input.fewer_than_nbest:
+            self.stats.extra["fewer_than_nbest"] = float(self.input.fewer_than_nbest)
         self.stats.wall_seconds += time.perf_counter() - start
         for choice in fused_output.cuda_choices():  # the output-layer kernel measured per shape (CUDA)
             self.stats.note_backend("output_layer", choice)
@@ -143,6 +146,11 @@ class StreamGenerator:
         if chunked is not None and chunked.chunks_read_ahead:
             self.stats.extra["chunks_read_ahead"] = chunked.chunks_read_ahead
         logger.info("fairseq-stream %s: %s", self.name, self.stats.summary())
+        short = int(self.stats.extra.get("fewer_than_nbest", 0))
+        if short:  # variable-width beams may end a sentence before --nbest hypotheses are final
+            print(f"fairseq-stream: warning: {short} of {self.stats.sentences} sentence(s) got fewer than --nbest "
+                  f"{self.gen_cfg.nbest} hypotheses (a pruned beam ends with what it found; README, Options)",
+                  file=sys.stderr, flush=True)
         if self.stats_path:
             with open(self.stats_path, "w", encoding="utf-8") as f:
                 json.dump(dict(self.stats.to_dict(with_trace=True), search=self.name), f, indent=1)

@@ -76,6 +76,16 @@ _UNSUPPORTED = (
     (lambda g: bool(g.print_alignment), "--print-alignment"),
     (lambda g: g.lm_path is not None or g.lm_weight != 0, "--lm-path/--lm-weight"),
     (lambda g: g.score_reference, "--score-reference"),
+    # fairseq's iterative refinement (fairseq-generate's NAT decoders) and its own generator's printing:
+    # they would be accepted and silently ignored.
+    (lambda g: getattr(g, "retain_iter_history", False), "--retain-iter-history"),
+    (lambda g: getattr(g, "print_step", False), "--print-step"),
+    (lambda g: getattr(g, "iter_decode_max_iter", 10) != 10, "--iter-decode-max-iter"),
+    (lambda g: getattr(g, "iter_decode_eos_penalty", 0.0) != 0.0, "--iter-decode-eos-penalty"),
+    (lambda g: getattr(g, "iter_decode_force_max_iter", False), "--iter-decode-force-max-iter"),
+    (lambda g: getattr(g, "iter_decode_with_beam", 1) != 1, "--iter-decode-with-beam"),
+    (lambda g: getattr(g, "iter_decode_with_external_reranker", False), "--iter-decode-with-external-reranker"),
+    (lambda g: getattr(g, "retain_dropout", False), "--retain-dropout"),
 )
 
 

@@ -23,6 +23,9 @@ never when the package is imported as a library, it also
 
 * makes an uncaught user error print as one ``fairseq-stream: error: ...`` line
   (:func:`install_excepthook`; the message comes from :func:`fairseq_stream.errors.format_error`);
+* makes fairseq-generate check ``--results-path`` before anything else
+  (:func:`check_results_path_first`): fairseq creates the folder and opens the file itself,
+  with a traceback when it cannot;
 * makes fairseq-interactive exit with status 1 after a run that skipped input lines
   (:func:`exit_nonzero_after_skipped_lines`);
 * routes fairseq-interactive's ``buffered_read`` and ``make_batches`` through
@@ -38,6 +41,7 @@ from __future__ import annotations
 import argparse
 import os
 import sys
+import tempfile
 from types import TracebackType
 from typing import Any, List, Optional, Type
 
@@ -82,6 +86,8 @@ def install() -> None:
     cli = fairseq_cli_name()
     if cli is not None:
         install_excepthook()
+        if cli == "generate":
+            check_results_path_first()
         if cli == "interactive":
             exit_nonzero_after_skipped_lines()
             read_interactive_input_ahead()
@@ -174,6 +180,43 @@ def show_options_in_help() -> None:
 
 
 # ---- the command-line tools only ----
+
+def results_path_problem(path: str) -> Optional[str]:
+    """Why fairseq-generate could not write its output under ``--results-path path``, or None.
+
+    Does what fairseq does next (create the folder) and writes a probe file there: permission
+    bits say nothing for root or a read-only file system.
+    """
+    if os.path.exists(path) and not os.path.isdir(path):
+        return f"--results-path {path} is a file; it must be a folder (fairseq writes generate-SUBSET.txt into it)"
+    try:
+        os.makedirs(path, exist_ok=True)
+        with tempfile.TemporaryFile(dir=path):
+            pass
+    except OSError as exc:
+        return f"--results-path {path}: cannot write there ({exc.strerror or exc}); choose another folder"
+    return None
+
+
+def check_results_path_first() -> None:
+    """fairseq-generate: refuse an unwritable ``--results-path`` in one line, before any work (idempotent)."""
+    from fairseq_stream.errors import FairseqStreamError
+
+    module = sys.modules.get("fairseq_cli.generate")
+    original = getattr(module, "main", None)
+    if original is None or getattr(original, "_fairseq_stream", False):
+        return
+
+    def main(cfg: Any) -> Any:
+        path = getattr(cfg, "results_path", None) if isinstance(cfg, argparse.Namespace) else cfg.common_eval.results_path
+        problem = results_path_problem(path) if path else None
+        if problem:
+            raise FairseqStreamError(problem)
+        return original(cfg)
+
+    main._fairseq_stream = True  # type: ignore[attr-defined]
+    module.main = main
+
 
 def exit_nonzero_after_skipped_lines() -> None:
     """fairseq-interactive: exit with status 1, after translating the rest, when lines were skipped.

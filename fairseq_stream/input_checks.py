@@ -12,6 +12,7 @@ from __future__ import annotations
 import logging
 import re
 import sys
+import unicodedata
 from dataclasses import dataclass, field
 from typing import Any, Dict, Iterable, List, Optional
 
@@ -27,6 +28,13 @@ _UNDECODABLE = re.compile("[\udc80-\udcff\ufffd]")
 
 #: Lines skipped so far by fairseq-interactive (the exit status is 1 when any was).
 skipped_lines: List[int] = []
+
+
+def is_blank(text: str) -> bool:
+    """A line with nothing to translate: empty, or only whitespace (NBSP included), NUL and other
+    control or format characters. It is decoded as an empty source (EOS only): the empty
+    hypothesis, score 0, no model call; a NUL would otherwise become ``<unk>`` and a made-up sentence."""
+    return all(ch.isspace() or unicodedata.category(ch) in ("Cc", "Cf") for ch in text)
 
 
 def undecodable(text: str) -> Optional[str]:

@@ -25,6 +25,7 @@ from fairseq.data import data_utils
 from torch import Tensor
 
 from fairseq_stream.encoder_slots import SLOT_MODULUS
+from fairseq_stream.errors import FairseqStreamError
 from fairseq_stream.interface import Hypothesis
 from fairseq_stream.lookahead import Batch, Lookahead
 
@@ -36,6 +37,12 @@ class QueuedBatch:
     size: int
     hypos: List[Optional[List[Dict[str, Any]]]] = field(repr=False)  # fairseq's dicts
     missing: int  # sentences not finished yet
+    ids: List[int] = field(default_factory=list, repr=False)  # fairseq's sentence ids (error messages)
+
+
+def empty_hypothesis(eos: int) -> Dict[str, Any]:
+    """The hypothesis of an empty source: EOS alone, score 0 (fairseq's dict)."""
+    return Hypothesis(tokens=torch.tensor([eos]), score=0.0, positional_scores=torch.zeros(1)).to_fairseq()
 
 
 @dataclass
@@ -59,18 +66,22 @@ class _Segment:
     """The sentences of one batch not admitted yet: rows ``next …`` of its token table."""
 
     batch: QueuedBatch
-    tokens: Tensor  # (B, T) on the host, as fairseq collated them
+    tokens: Tensor  # (B', T) on the host: fairseq's table without the empty sources
     lengths: List[int]
     limits: List[int]
     left_pad: bool
+    rows: List[int]  # the batch row of each row of ``tokens``
     next: int = 0
 
 
 class InputStream:
     """Sentences waiting for a refill, and where each one's hypotheses go."""
 
-    def __init__(self, *, pad: int, max_lengths: Callable[[Tensor], Tensor]) -> None:
+    def __init__(self, *, pad: int, max_lengths: Callable[[Tensor], Tensor], eos: int = 2, nbest: int = 1) -> None:
         self.pad = pad
+        self.eos = eos
+        self.nbest = nbest  # --nbest: a shorter list is counted (variable beams may end with fewer)
+        self.fewer_than_nbest = 0  # sentences delivered with fewer than ``nbest`` hypotheses
         self.max_lengths = max_lengths  # source lengths (B,) → maximum target lengths (B,)
         self.left_pad = True  # fairseq translation's default; set by the first padded batch
         self._queue: Deque[_Segment] = deque()
@@ -119,10 +130,20 @@ class InputStream:
         elif bool(tokens[:, 0].eq(self.pad).any()):
             self.left_pad = True
         limits = self.max_lengths(lengths).tolist()
-        batch = QueuedBatch(size=len(limits), hypos=[None] * len(limits), missing=len(limits))
-        if limits:
-            self._queue.append(_Segment(batch, tokens, lengths.tolist(), limits, self.left_pad))
-            self._queued += len(limits)
+        ids = sample["id"].tolist() if "id" in sample else list(range(len(limits)))
+        batch = QueuedBatch(size=len(limits), hypos=[None] * len(limits), missing=len(limits), ids=ids)
+        # An empty source (EOS only: an empty or blank line) gets the empty hypothesis at once,
+        # without a model call: any decoder would only make a sentence up for it.
+        rows = [row for row, n in enumerate(lengths.tolist()) if n > 1]
+        for row in set(range(len(limits))) - set(rows):
+            batch.hypos[row] = [empty_hypothesis(self.eos)]
+            batch.missing -= 1
+            self.fewer_than_nbest += self.nbest > 1  # one hypothesis: there is no second way to say nothing
+        if rows:
+            keep = torch.tensor(rows)
+            self._queue.append(_Segment(batch, tokens[keep], lengths[keep].tolist(), [limits[r] for r in rows],
+                                        self.left_pad, rows))
+            self._queued += len(rows)
         return batch
 
     # ---- refills ----------------------------------------------------------------------------
@@ -144,7 +165,7 @@ class InputStream:
         first = self._next_serial
         for seg, lo, hi in parts:
             for row in range(lo, hi):
-                self._in_flight[self._next_serial] = (seg.batch, row)
+                self._in_flight[self._next_serial] = (seg.batch, seg.rows[row])
                 self._next_serial += 1
         self._queued -= self._next_serial - first
         lengths = [k for seg, lo, hi in parts for k in seg.lengths[lo:hi]]
@@ -173,6 +194,10 @@ class InputStream:
         batch, as fairseq's dicts: this is where hypotheses leave for fairseq."""
         for handle, nbest in finished.items():
             batch, row = self._in_flight.pop(handle // SLOT_MODULUS)
+            if not nbest:  # fairseq would fail on it (IndexError) or drop the sentence silently
+                raise FairseqStreamError(f"internal error: sentence {batch.ids[row]} ended with zero hypotheses; "
+                                         "please report it with the command line")
+            self.fewer_than_nbest += len(nbest) < self.nbest
             batch.hypos[row] = [h.to_fairseq() for h in nbest]
             batch.missing -= 1
 

@@ -6,9 +6,10 @@ a task field (see ``../shared/docs/FAIRSEQ_NOTES.md``). :func:`validate` checks 
 up front; the rest are checked where they are read, when the generator is built
 (:mod:`fairseq_stream.engine`).
 """
+import math
 import os
-from dataclasses import dataclass, field
-from typing import Any, Optional, Sequence
+from dataclasses import dataclass, field, fields
+from typing import Any, Iterable, Optional, Sequence, Tuple
 
 from fairseq.dataclass import FairseqDataclass
 
@@ -167,6 +168,50 @@ def _check_writable(path: str, flag: str) -> None:
         raise FairseqStreamError(f"{flag} {path}: cannot write a file there; choose another path")
 
 
+def _flag(name: str) -> str:
+    return "--" + name.replace("_", "-")
+
+
+def _option_items(cfg: Any) -> Iterable[Tuple[str, Any]]:
+    """(name, value) of a dataclass, an omegaconf node or an argparse namespace."""
+    if hasattr(cfg, "__dataclass_fields__"):
+        return [(f.name, getattr(cfg, f.name, None)) for f in fields(cfg)]
+    if hasattr(cfg, "items"):
+        return list(cfg.items())
+    return list(vars(cfg).items())
+
+
+def _refuse_nan(cfg: Any) -> None:
+    # float("nan") parses as a number, and every range check (x < 0, 0 < x <= 1, ...) is False
+    # for NaN: refused by name here, once, instead of silently poisoning every score.
+    for name, value in _option_items(cfg):
+        if isinstance(value, float) and math.isnan(value):
+            raise FairseqStreamError(f"{_flag(name)} is NaN; give a number")
+
+
+#: The built-in rules of --prune-rules, with the range of the flag they mirror (beam_rules
+#: parses any float; what the flags refuse must not come in through the rule list).
+_RULE_RANGES = {
+    "ap": ("--prune-abs-threshold", lambda x: x >= 0, ">= 0 (inf = off)"),
+    "rp": ("--prune-rel-threshold", lambda x: 0 < x <= 1, "in (0, 1]"),
+    "rpl": ("--prune-rel-local-threshold", lambda x: 0 < x <= 1, "in (0, 1]"),
+}
+
+
+def _check_rule_arguments(spec: Optional[str]) -> None:
+    for item in filter(None, (part.strip() for part in (spec or "").split(","))):
+        name, _, arg = item.partition(":")
+        if name not in _RULE_RANGES or not arg:
+            continue  # unknown names and missing numbers: refused by beam_rules with their own line
+        try:
+            value = float(arg)
+        except ValueError:
+            continue
+        flag, ok, wanted = _RULE_RANGES[name]
+        if math.isnan(value) or not ok(value):
+            raise FairseqStreamError(f"--prune-rules {item}: {name} (as {flag}) must be {wanted}, got {arg}")
+
+
 def validate(opts: StreamDecodingConfig) -> None:
     """Check, up front, the options that belong to no strategy or scheduler configuration.
 
@@ -176,6 +221,8 @@ def validate(opts: StreamDecodingConfig) -> None:
     :func:`fairseq_stream.engine.check_combinations`, all when the generator is built.
     """
     get_search(opts.search)
+    _refuse_nan(opts)
+    _check_rule_arguments(opts.prune_rules)
     if opts.output_layer not in ("fused", "full"):
         raise FairseqStreamError(f"--output-layer must be 'fused' or 'full', got {opts.output_layer!r}")
     if opts.step_backend not in STEP_BACKENDS:
@@ -184,7 +231,7 @@ def validate(opts: StreamDecodingConfig) -> None:
         _check_writable(opts.stream_stats, "--stream-stats")
 
 
-def validate_generation(gen_cfg: Any, models: Sequence[Any] = ()) -> None:
+def validate_generation(gen_cfg: Any, models: Sequence[Any] = (), tgt_dict: Any = None) -> None:
     """Reject fairseq generation options that no strategy can honour, for every ``--search``.
 
     fairseq itself answers these with an assertion, a division by zero or an IndexError after
@@ -193,10 +240,17 @@ def validate_generation(gen_cfg: Any, models: Sequence[Any] = ()) -> None:
     ``--min-len`` at the shortest source (|x| = 1, the EOS of an empty line), so no sentence can
     end up without a hypothesis.
     """
+    _refuse_nan(gen_cfg)
+    for name in ("lenpen", "temperature", "max_len_a"):  # inf: scores of 0 or inf, or no length limit at all
+        if math.isinf(float(getattr(gen_cfg, name))):
+            raise FairseqStreamError(f"{_flag(name)} must be finite, got {getattr(gen_cfg, name)}")
     if gen_cfg.beam < 1:
         raise FairseqStreamError(f"--beam must be >= 1, got {gen_cfg.beam}")
     if gen_cfg.nbest < 1:
         raise FairseqStreamError(f"--nbest must be >= 1, got {gen_cfg.nbest}")
+    if tgt_dict is not None and gen_cfg.beam > len(tgt_dict):  # top-k over the vocabulary has no k-th word
+        raise FairseqStreamError(f"--beam {gen_cfg.beam} is larger than the target vocabulary ({len(tgt_dict)} "
+                                 "symbols); lower --beam")
     if not gen_cfg.temperature > 0:
         raise FairseqStreamError(f"--temperature must be > 0, got {gen_cfg.temperature}")
     if gen_cfg.max_len_a < 0:

@@ -102,3 +102,54 @@ def avoid_oversubscription(on_cpu: bool) -> None:
     print(f"fairseq-stream: warning: other processes keep about {busy} of {cores} cores busy; using {idle} "
           f"torch thread(s) instead of {threads} (oversubscribed threads can run many times slower); "
           "set OMP_NUM_THREADS to choose", file=sys.stderr, flush=True)
+
+
+def _free_memory(on_cpu: bool) -> Optional[int]:
+    """Bytes free for decoding: the GPU's free memory, or the host's MemAvailable (None: unknown)."""
+    if not on_cpu:
+        return int(torch.cuda.mem_get_info()[0])
+    try:
+        with open("/proc/meminfo", encoding="ascii") as f:
+            for line in f:
+                if line.startswith("MemAvailable:"):
+                    return int(line.split()[1]) * 1024
+    except OSError:
+        pass
+    return None
+
+
+def decoding_memory_estimate(models: Any, gen_cfg: Any, rows: int) -> int:
+    """A rough upper bound, in bytes, of the decoder caches of ``rows`` hypotheses in flight.
+
+    rows × maximum target length × decoder layers × embedding dim × bytes per value × 4
+    (keys and values of self- and encoder-attention, the encoder side taken as long as the
+    target). An estimate only: it ignores the encoder states and the output layer.
+    """
+    total = 0
+    for model in models:
+        decoder = getattr(model, "decoder", None)
+        layers = len(getattr(decoder, "layers", ()) or ()) or 1
+        dim = int(getattr(decoder, "embed_dim", 0) or getattr(getattr(decoder, "embed_tokens", None), "embedding_dim", 0) or 512)
+        positions = model.max_decoder_positions() if hasattr(model, "max_decoder_positions") else 1024
+        length = min(int(float(gen_cfg.max_len_a) * positions + int(gen_cfg.max_len_b)), positions)
+        param = next(model.parameters(), None)
+        size = param.element_size() if param is not None else 4
+        total += rows * length * layers * dim * size * 4
+    return total
+
+
+def warn_about_resources(models: Any, gen_cfg: Any, rows: int) -> None:
+    """One warning line each, before the run: fp16 on a CPU, a memory estimate over the free memory."""
+    params = [p for m in models for p in m.parameters()]
+    on_cpu = not any(p.is_cuda for p in params)
+    if on_cpu and any(p.dtype == torch.float16 for p in params):
+        print("fairseq-stream: warning: --fp16 on a CPU is slower than float32 (2.7x on the demo model) and "
+              "changes the outputs; drop --fp16 unless you decode on a GPU", file=sys.stderr, flush=True)
+    free = _free_memory(on_cpu)
+    need = decoding_memory_estimate(models, gen_cfg, rows)
+    if free is not None and need > free:
+        where = "host" if on_cpu else "GPU"
+        print(f"fairseq-stream: warning: the decoder caches may need about {need / 2**30:.1f} GiB "
+              f"(an estimate: {rows} hypotheses in flight × the maximum length × layers × embedding dim), more than "
+              f"the {free / 2**30:.1f} GiB of {where} memory free; lower --stream-capacity, --beam or --max-len-b",
+              file=sys.stderr, flush=True)

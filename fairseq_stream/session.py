@@ -22,6 +22,7 @@ from omegaconf import open_dict
 
 from fairseq_stream.adapter import StreamGenerator
 from fairseq_stream.errors import FairseqStreamError
+from fairseq_stream.input_checks import is_blank
 from fairseq_stream.lookahead import Lookahead
 from fairseq_stream.options import validate, validate_generation
 from fairseq_stream.engine import build_generator
@@ -108,7 +109,7 @@ class TranslationSession:
         src_dict = self.task.source_dictionary
         tokens = []
         for line in lines:
-            text = tokenize(line, self.source_lang)
+            text = "" if is_blank(line) else tokenize(line, self.source_lang)  # blank: the empty hypothesis
             if self._bpe is not None:
                 text = self._bpe.apply(text)
             tokens.append(src_dict.encode_line(text, add_if_not_exist=False, append_eos=True).long())
@@ -123,7 +124,7 @@ class TranslationSession:
         gen_cfg = _override(self.cfg.generation, gen, "generation")
         stream_opts = _override(self.cfg.task, dict(opts, search=search), "decoding")
         validate(stream_opts)
-        validate_generation(gen_cfg, self.models)
+        validate_generation(gen_cfg, self.models, self.task.target_dictionary)
         generator = build_generator(
             search, self.task, self.models, gen_cfg, stream_opts,
             extra_gen_cls_kwargs={"lm_model": None, "lm_weight": 0.0},

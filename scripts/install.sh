@@ -29,7 +29,7 @@ if [ "${FAIRSEQ_STREAM_KEEP_TORCH:-0}" = 1 ] && "$python" -c "import torch" 2>/d
 fi
 "${pip[@]}" "${torch_pin[@]}" cython==3.3.1 numpy==2.4.6 setuptools==84.2.1 wheel==0.48.0
 "$python" -c "import fairseq" 2>/dev/null || "${pip[@]}" --no-build-isolation fairseq-fixed==0.12.3.1
-"${pip[@]}" sacremoses==0.2.0 subword-nmt==0.3.8 sacrebleu==2.6.0 ninja==1.13.2 pytest==9.2.0 matplotlib==3.10.8
+"${pip[@]}" sacremoses==0.2.0 subword-nmt==0.3.8 sacrebleu==2.6.0 ninja==1.13.2 pytest==9.2.0 hypothesis==6.170.15 matplotlib==3.10.8
 # Triton: the GPU output-layer kernels; on a CPU only its interpreter runs them (the tests).
 [ ${#triton_pin[@]} -eq 0 ] || "${pip[@]}" "${triton_pin[@]}"
 # A regular (not editable) install: fairseq finds --user-dir fairseq_stream in site-packages

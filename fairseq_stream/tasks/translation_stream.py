@@ -38,10 +38,10 @@ from fairseq_stream.adapter import StreamGenerator
 from fairseq_stream.engine import build_generator
 from fairseq_stream.errors import FairseqStreamError
 from fairseq_stream.fairseq_compat import add_dataclass_args, fairseq_cli_name
-from fairseq_stream.input_checks import InputBuffer, UnknownWords, raise_or_warn, report_skipped, too_long, undecodable
+from fairseq_stream.input_checks import InputBuffer, UnknownWords, is_blank, raise_or_warn, report_skipped, too_long, undecodable
 from fairseq_stream.lookahead import Lookahead, read_ahead
 from fairseq_stream.options import StreamDecodingConfig, validate, validate_generation
-from fairseq_stream.runtime import SentenceProgress, avoid_oversubscription, wants_progress
+from fairseq_stream.runtime import SentenceProgress, avoid_oversubscription, wants_progress, warn_about_resources
 
 logger = logging.getLogger(__name__)
 
@@ -103,6 +103,23 @@ def _check_data_dir(cfg: TranslationConfig) -> None:
             raise FairseqStreamError(f"missing dictionary {path!r}; run fairseq-preprocess on this data first")
 
 
+def check_direction(model_cfg: Any, source_lang: Optional[str], target_lang: Optional[str]) -> None:
+    """Refuse a checkpoint trained for another language pair than the run's, where it records one.
+
+    Legacy (argparse) checkpoints keep every training option in ``cfg.model``, the languages
+    included; reversed languages load fine (same dictionaries) and only give a BLEU of 0.
+    """
+    saved = (getattr(model_cfg, "source_lang", None), getattr(model_cfg, "target_lang", None))
+    given = (source_lang, target_lang)
+    if None in saved or None in given or saved == given:
+        return
+    raise FairseqStreamError(
+        f"the checkpoint was trained for {saved[0]}→{saved[1]} (its saved source_lang/target_lang), but this run "
+        f"asks for {given[0]}→{given[1]} (--source-lang {given[0]} --target-lang {given[1]}); pass "
+        f"--source-lang {saved[0]} --target-lang {saved[1]} or use a {given[0]}→{given[1]} checkpoint"
+    )
+
+
 @register_task("translation_stream", dataclass=TranslationStreamConfig)
 class TranslationStreamTask(TranslationTask):
     """Translation with ``--search`` strategies and complete batches."""
@@ -137,6 +154,11 @@ class TranslationStreamTask(TranslationTask):
         _check_data_dir(cfg)
         return super().setup_task(cfg, **kwargs)
 
+    def build_model(self, cfg: Any, from_checkpoint: bool = False) -> Any:
+        if from_checkpoint:
+            check_direction(cfg, self.cfg.source_lang, self.cfg.target_lang)
+        return super().build_model(cfg, from_checkpoint)
+
     def load_dataset(self, split: str, epoch: int = 1, combine: bool = False, **kwargs: Any) -> None:
         try:
             super().load_dataset(split, epoch=epoch, combine=combine, **kwargs)
@@ -166,7 +188,7 @@ class TranslationStreamTask(TranslationTask):
         """fairseq-interactive's encoding of one buffer; remembers where the buffer starts."""
         first, self._lines_read = self._lines_read + 1, self._lines_read + len(lines)
         invalid = {i: why for i, why in enumerate(map(undecodable, lines)) if why}
-        clean = ["" if i in invalid else line for i, line in enumerate(lines)]
+        clean = ["" if i in invalid or is_blank(line) else line for i, line in enumerate(lines)]
         tokens, lengths = super().get_interactive_tokens_and_lengths(clean, encode_fn)
         self._input_buffer = InputBuffer(first, len(lines), invalid)
         valid = [t for i, t in enumerate(tokens) if i not in invalid]
@@ -198,9 +220,10 @@ class TranslationStreamTask(TranslationTask):
         extra_gen_cls_kwargs: Optional[Dict[str, Any]] = None,
         prefix_allowed_tokens_fn: Any = None,
     ) -> Any:
-        validate_generation(args, models)
+        validate_generation(args, models, self.target_dictionary)
         if _generation_cli():
             avoid_oversubscription(on_cpu=not any(p.is_cuda for m in models for p in m.parameters()))
+            warn_about_resources(models, args, rows=int(self.cfg.stream_capacity) * int(args.beam))
         generator = build_generator(
             self.cfg.search,
             self,

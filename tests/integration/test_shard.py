@@ -1,5 +1,6 @@
 """fairseq-stream-shard: one input decoded by two CPU processes equals one fairseq-generate."""
 import os
+import re
 import shlex
 import signal
 import subprocess
@@ -101,3 +102,93 @@ def test_shard_options_of_its_own_are_refused(tmp_path):
     assert proc.stderr.strip().splitlines()[-1] == (
         "fairseq-stream: error: --distributed-rank is fairseq-stream-shard's to set (one shard per process, output "
         "collected from stdout); leave it out")
+
+
+# ---- the workdir's manifest, the process cap, the failure line (reliability round 3) ----
+def _manifest(*generate_args):
+    from fairseq_stream.shard import fingerprint
+
+    return {"argv": ["--nprocs", "2", "--devices", "auto", *generate_args], "inputs": fingerprint(list(generate_args))}
+
+
+def test_a_workdir_of_another_run_is_refused_naming_what_differs(shard_data, tmp_path):
+    from fairseq_stream.shard import claim_workdir
+
+    work = str(tmp_path)
+    first = _manifest(*generate_args(shard_data))
+    claim_workdir(work, first, fresh=False)
+    claim_workdir(work, first, fresh=False)  # the same run: re-used (resume)
+    other = _manifest(*[("4" if a == "2" else a) for a in generate_args(shard_data)])  # --beam 4
+    with pytest.raises(FairseqStreamError, match=r"holds the shards of another run \(--beam 2 -> 4\); pass --fresh"):
+        claim_workdir(work, other, fresh=False)
+    (tmp_path / "shard0.out").write_text("S-0\tx\n")
+    claim_workdir(work, other, fresh=True)  # --fresh: starts over
+    assert not (tmp_path / "shard0.out").exists()
+    assert json_of(tmp_path / "manifest.json")["argv"] == other["argv"]
+
+
+def test_changed_input_files_are_a_different_run(shard_data, tmp_path):
+    from fairseq_stream.shard import claim_workdir, input_files
+
+    args = generate_args(shard_data)
+    files = input_files(args)
+    assert any(f.endswith("test.es-en.es.bin") for f in files) and any(f.endswith("checkpoint.pt") for f in files)
+    before = _manifest(*args)
+    after = dict(before, inputs=dict(before["inputs"], **{files[0]: [0, 0]}))
+    claim_workdir(str(tmp_path), before, fresh=False)
+    with pytest.raises(FairseqStreamError, match="input files changed: " + re.escape(os.path.basename(files[0]))):
+        claim_workdir(str(tmp_path), after, fresh=False)
+
+
+def test_shard_files_without_a_manifest_are_refused(tmp_path):
+    from fairseq_stream.shard import claim_workdir
+
+    (tmp_path / "shard1.log").write_text("")
+    with pytest.raises(FairseqStreamError, match="without a manifest.json"):
+        claim_workdir(str(tmp_path), {"argv": [], "inputs": {}}, fresh=False)
+
+
+def json_of(path):
+    import json
+
+    with open(path, encoding="utf-8") as f:
+        return json.load(f)
+
+
+@pytest.mark.parametrize("extra,batches", [(["--batch-size", "16"], 2), (["--batch-size", "8"], 3),
+                                           (["--batch-size", "32", "--required-batch-size-multiple", "1"], 1), ([], 2)])
+def test_batches_are_counted_as_the_task_cuts_them(shard_data, extra, batches):
+    from fairseq_stream.shard import count_batches
+
+    assert count_batches([shard_data, "--gen-subset", "test", *extra]) == batches
+
+
+def test_no_empty_shard_starts(shard_data, capsys):
+    from fairseq_stream.shard import capped_nprocs
+
+    assert capped_nprocs(5, [shard_data, "--batch-size", "16"]) == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and "2 batch(es) for --nprocs 5: starting 2 process(es)" in err[0], err
+    assert capped_nprocs(2, [shard_data, "--batch-size", "8"]) == 2 and not capsys.readouterr().err
+
+
+def test_a_failed_shard_quotes_the_last_line_of_its_log(tmp_path):
+    from fairseq_stream.shard import Shard, failure_message
+
+    log = tmp_path / "shard1.log"
+    log.write_text("# python -m fairseq_cli.generate ...\nINFO something\nZeroDivisionError: division by zero\n\n")
+    shards = [Shard(i, ["x"], {}, str(tmp_path / f"shard{i}.out"), str(tmp_path / f"shard{i}.log"), "") for i in (0, 1)]
+    line = failure_message(shards, {0: 0, 1: 1}, 2, ["--nprocs", "2", "data"], str(tmp_path))
+    assert line.startswith(f"shard 1 of 2 failed (exit status 1; log {log}: 'ZeroDivisionError: division by zero'")
+    assert "\n" not in line and "re-run it alone" in line
+
+
+@pytest.mark.slow  # one fairseq-generate process end to end
+def test_more_processes_than_batches_run_as_many_as_there_are_batches(tmp_path):
+    data = binarize(str(tmp_path / "bin3"), {"test": 3})
+    args = [a if a != "8" else "16" for a in generate_args(data)]  # --batch-size 16: one batch
+    proc = subprocess.run([sys.executable, "-m", "fairseq_stream.shard", "--nprocs", "5", "--workdir", str(tmp_path / "w"),
+                           *args], cwd=REPO, capture_output=True, text=True, env=ENV)
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    assert "1 batch(es) for --nprocs 5: starting 1 process(es)" in proc.stderr
+    assert len(lines_of(proc.stdout, "H-")) == 3
