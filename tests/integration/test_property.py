@@ -51,16 +51,14 @@ OPT_SPACE: Dict[str, Tuple[List[Any], List[Any]]] = {
     "stream_oversubscribe": ([True], []),
     "stream_max_wait": ([1, 3], [-1]),
     "stream_per_batch": ([True], []),
-    # δ = 0, rp = 1 and rpl = 1 prune every candidate: a sentence ends with zero hypotheses until the
-    # beam step kernels' fix lands (the lead engineer's; strict xfail in test_reliability.py). Add
-    # 0.0 and 1.0 back to these valid values then.
-    "prune_abs_threshold": ([0.5, 1.5, inf], [-1.0, nan]),
+    # δ = 0, rp = 1 and rpl = 1 prune even the best candidate: the sentence keeps it (beam step)
+    "prune_abs_threshold": ([0.0, 0.5, 1.5, inf], [-1.0, nan]),
     "prune_max_cands_per_node": ([1, 2], [0]),
-    "prune_rel_threshold": ([0.1, 0.9], [0.0, 1.5, nan]),
-    "prune_rel_local_threshold": ([0.1, 0.9], [0.0, nan]),
+    "prune_rel_threshold": ([0.1, 0.9, 1.0], [0.0, 1.5, nan]),
+    "prune_rel_local_threshold": ([0.1, 0.9, 1.0], [0.0, nan]),
     "prune_reference": (["active", "final", "normalized"], ["bogus"]),
     "prune_ended": (["keep"], ["bogus"]),
-    "prune_rules": (["ap:1", "rp:0.5,rpl:0.2"], ["rp:nan", "ap:-1", "bogus"]),
+    "prune_rules": (["ap:1", "rp:0.5,rpl:0.2", "ap:0", "rp:1"], ["rp:nan", "ap:-1", "bogus"]),
     "beam_final_count": ([1], [-1, 9]),
     "beam_finalize": (["fairseq"], ["bogus"]),
     "output_layer": (["full"], ["bogus"]),
