@@ -13,6 +13,7 @@ from typing import Any, Optional, Sequence
 from fairseq.dataclass import FairseqDataclass
 
 from fairseq_stream.errors import FairseqStreamError
+from fairseq_stream.quantize import check_choice as check_quantize
 from fairseq_stream.registry import epsilon_defaults_help, get_search, search_names
 from fairseq_stream.strategies.beam import DEFAULT_ABS_THRESHOLD, DEFAULT_MAX_CANDS_PER_NODE, DEFAULT_REFERENCE
 
@@ -124,6 +125,12 @@ class StreamDecodingConfig(FairseqDataclass):
         metadata={"help": "'fused': top-k on the raw scores, normalise only the winners (paper 002); "
                   "'full': fairseq's full log-softmax (falls back automatically where needed)"},
     )
+    # ---- int8 weights (fairseq_stream.quantize) ----
+    quantize: str = field(
+        default="none",
+        metadata={"help": "'int8': decode with int8 weights in every Linear layer (encoder, decoder, output "
+                  "projection; PyTorch's fbgemm dynamic quantisation, CPU and float32 models only); 'none': as loaded"},
+    )
     # ---- parallel Jacobi decoding (paper 004) ----
     jacobi_block: int = field(
         default=3, metadata={"help": "block size b of gs-jacobi and hybrid-jacobi (paper 004 Alg. 2-3)"}
@@ -170,6 +177,7 @@ def validate(opts: StreamDecodingConfig) -> None:
     get_search(opts.search)
     if opts.output_layer not in ("fused", "full"):
         raise FairseqStreamError(f"--output-layer must be 'fused' or 'full', got {opts.output_layer!r}")
+    check_quantize(getattr(opts, "quantize", "none"))
     if opts.stream_stats:
         _check_writable(opts.stream_stats, "--stream-stats")
 
