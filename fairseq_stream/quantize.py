@@ -11,9 +11,10 @@ the logits come back as float32, so the fused top-k output layer runs on them un
 
 Why PyTorch's dynamic quantisation and not ``torchao`` (measured on the demo model's layers,
 1 thread, ``scripts/int8_kernels.py``; README, "Against CTranslate2"): fbgemm's eager int8
-Linear is 1.5-9x faster than float32 at decoding shapes (5-320 rows; the 6024-word output
-projection gains most), while torchao 0.18's ``Int8DynamicActivationInt8WeightConfig`` runs
-10-30x *slower* than float32 in eager mode on a CPU (its fast int8 kernels come from
+Linear beats float32 at the row counts of a decoder step (5-50 hypotheses: about 2x on a
+feed-forward layer, 3-13x on the 6024-word output projection; about even at 320 rows), while
+torchao 0.18's ``Int8DynamicActivationInt8WeightConfig`` runs 10-30x *slower* than float32 in
+eager mode on a CPU (its fast int8 kernels come from
 ``torch.compile``, which a decoder whose row count changes at every step would keep
 recompiling) and its weight-only int8 is slower than float32 too. PyTorch marks
 ``torch.ao.quantization`` as deprecated in favour of torchao; it still ships (and is what
