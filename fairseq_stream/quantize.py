@@ -14,13 +14,12 @@ Why PyTorch's dynamic quantisation and not ``torchao`` (measured on the demo mod
 Linear beats float32 at the row counts of a decoder step (5-50 hypotheses: about 2x on a
 feed-forward layer, 3-13x on the 6024-word output projection; about even at 320 rows), while
 torchao 0.18's ``Int8DynamicActivationInt8WeightConfig`` runs 10-30x *slower* than float32 in
-eager mode on a CPU (its fast int8 kernels come from
-``torch.compile``, which a decoder whose row count changes at every step would keep
-recompiling) and its weight-only int8 is slower than float32 too. PyTorch marks
-``torch.ao.quantization`` as deprecated in favour of torchao; it still ships (and is what
-fbgemm's kernels are reached through) in the pinned torch 2.13, and the deprecation warning is
-silenced here. Per-channel scales (not per-tensor) keep BLEU closer to float32 and make the
-query/key/value rows stackable into one product exactly (:func:`stacked_linear`, used by
+eager mode on a CPU (its int8 tensors are designed for ``torch.compile``, not tried here:
+our decoder step's shapes change at every call) and its weight-only int8 is no faster than
+float32. PyTorch marks ``torch.ao.quantization`` as deprecated in favour of torchao; it still
+ships (and is how fbgemm's kernels are reached) in the pinned torch 2.13, and the deprecation
+warning is silenced here. Scales are per output channel (not per tensor): the query/key/value
+rows then stack into one product exactly (:func:`stacked_linear`, used by
 :mod:`fairseq_stream.ops.transformer_step`).
 
 The quantised copy is made once per float model and reused by every generator built from it
