@@ -19,6 +19,7 @@ from fairseq_stream.errors import FairseqStreamError
 from fairseq_stream.interface import StrategyContext
 from fairseq_stream.ops.fused_output import OutputScorer
 from fairseq_stream.options import StreamDecodingConfig
+from fairseq_stream.quantize import prepare_models
 from fairseq_stream.processors import build_processors, needs_history
 from fairseq_stream.registry import SearchEntry, get_search, search_names, stream_epsilon
 from fairseq_stream.scheduler import SchedulerConfig
@@ -29,6 +30,7 @@ import fairseq_stream.strategies  # noqa: F401,E402  (registers the package's st
 def build_generator(name: str, task: Any, models: List[Any], gen_cfg: Any, opts: Any, **fairseq_kwargs: Any) -> Any:
     """The fairseq generator of ``--search name`` (``opts``: the task's decoding options)."""
     entry = get_search(name)
+    models = prepare_models(models, getattr(opts, "quantize", "none"))  # --quantize int8: int8 copies
     check_combinations(entry, gen_cfg, opts, models, fairseq_kwargs.get("extra_gen_cls_kwargs"))
     if entry.build is not None:  # fairseq's own generator
         return entry.build(task, models, gen_cfg, opts, **fairseq_kwargs)

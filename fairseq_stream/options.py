@@ -15,6 +15,7 @@ from fairseq.dataclass import FairseqDataclass
 
 from fairseq_stream.errors import FairseqStreamError
 from fairseq_stream.ops.backends import CHOICES as STEP_BACKENDS
+from fairseq_stream.quantize import check_choice as check_quantize
 from fairseq_stream.registry import epsilon_defaults_help, get_search, search_names
 from fairseq_stream.strategies.beam import DEFAULT_ABS_THRESHOLD, DEFAULT_MAX_CANDS_PER_NODE, DEFAULT_REFERENCE
 
@@ -133,6 +134,12 @@ class StreamDecodingConfig(FairseqDataclass):
                   "the results), 'cpp', 'triton'; a backend that cannot run falls back to the reference with one "
                   "warning line, and the closing statistics name the backend each operator ran on"},
     )
+    # ---- int8 weights (fairseq_stream.quantize) ----
+    quantize: str = field(
+        default="none",
+        metadata={"help": "'int8': decode with int8 weights in every Linear layer (encoder, decoder, output "
+                  "projection; PyTorch's fbgemm dynamic quantisation, CPU and float32 models only); 'none': as loaded"},
+    )
     # ---- parallel Jacobi decoding (paper 004) ----
     jacobi_block: int = field(
         default=3, metadata={"help": "block size b of gs-jacobi and hybrid-jacobi (paper 004 Alg. 2-3)"}
@@ -227,6 +234,7 @@ def validate(opts: StreamDecodingConfig) -> None:
         raise FairseqStreamError(f"--output-layer must be 'fused' or 'full', got {opts.output_layer!r}")
     if opts.step_backend not in STEP_BACKENDS:
         raise FairseqStreamError(f"--step-backend must be one of {', '.join(STEP_BACKENDS)}, got {opts.step_backend!r}")
+    check_quantize(getattr(opts, "quantize", "none"))
     if opts.stream_stats:
         _check_writable(opts.stream_stats, "--stream-stats")
 

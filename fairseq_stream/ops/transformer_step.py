@@ -21,13 +21,14 @@ evaluation mode (pre- or post-norm, NormFormer's ``attn_ln``/``c_attn``/``ffn_la
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Any, Dict, List, Optional, Sequence, Tuple
+from typing import Any, Callable, Dict, List, Optional, Sequence, Tuple
 
 import torch
 import torch.nn.functional as F
 from torch import Tensor
 
 from fairseq_stream.errors import FairseqStreamError
+from fairseq_stream.quantize import stacked_linear, weight_key
 
 
 def is_transformer_decoder(decoder: Any) -> bool:
@@ -267,18 +268,18 @@ def _encoder_attention(attn: Any, query: Tensor, memory: EncoderMemory, layer: i
     return attn.out_proj(out.transpose(1, 2).reshape(r, b, d))
 
 
-def _self_attention(attn: Any, qkv: Tuple[Tensor, Optional[Tensor]], x: Tensor, cache: RowCache, i: int,
+def _self_attention(attn: Any, qkv: Callable[[Tensor], Tensor], x: Tensor, cache: RowCache, i: int,
                     mask: Optional[Tensor], write: Optional[Tensor]) -> Tensor:
     """Self-attention of a block ``x`` (R, b, d) over layer ``i``'s cache plus the block itself.
 
     The block's keys and values are written into the cache in place (no copy of the past):
     at slots ``[width, width + b)`` when every row has ``width`` tokens, else at each row's own
-    ``lens[r] + j`` (``write``: (R, H, b, hd) slot indices). ``qkv`` are the query/key/value
-    projections stacked into one matrix. ``mask`` is additive, broadcastable to (R, H, b, width + b).
+    ``lens[r] + j`` (``write``: (R, H, b, hd) slot indices). ``qkv`` is the query/key/value
+    projections stacked into one product (float or int8, :func:`fairseq_stream.quantize.stacked_linear`). ``mask`` is additive, broadcastable to (R, H, b, width + b).
     """
     heads = attn.num_heads
     b = x.size(1)
-    q, k_new, v_new = F.linear(x, *qkv).chunk(3, dim=-1)
+    q, k_new, v_new = qkv(x).chunk(3, dim=-1)
     q = _split_heads(q, heads)  # (R, H, b, hd)
     start = cache.width
     if write is None:
@@ -292,11 +293,8 @@ def _self_attention(attn: Any, qkv: Tuple[Tensor, Optional[Tensor]], x: Tensor, 
     return attn.out_proj(_merge_heads(_attend(q, k, v, mask, attn.scaling)))
 
 
-def _stacked_qkv(attn: Any) -> Tuple[Tensor, Optional[Tensor]]:
-    weight = torch.cat([attn.q_proj.weight, attn.k_proj.weight, attn.v_proj.weight], dim=0).detach()
-    biases = [attn.q_proj.bias, attn.k_proj.bias, attn.v_proj.bias]
-    bias = None if any(b is None for b in biases) else torch.cat(biases).detach()
-    return weight, bias
+def _stacked_qkv(attn: Any) -> Callable[[Tensor], Tensor]:
+    return stacked_linear([attn.q_proj, attn.k_proj, attn.v_proj])
 
 
 class TransformerStepper:
@@ -310,13 +308,12 @@ class TransformerStepper:
         first = decoder.layers[0].self_attn
         self.heads = first.num_heads
         self.head_dim = first.head_dim
-        self._qkv: List[Tuple[Tensor, Optional[Tensor]]] = []
+        self._qkv: List[Callable[[Tensor], Tensor]] = []
         self._qkv_of: Any = None  # the parameters the stacked copies were made from
 
     def _refresh_stacked(self) -> None:
-        # Rebuilt when the model's parameters change (dtype/device moves, new weights).
-        weight = self.decoder.layers[0].self_attn.q_proj.weight
-        key = (weight.data_ptr(), weight.dtype, weight.device)
+        # Rebuilt when the model's parameters change (dtype/device moves, new weights, int8).
+        key = weight_key(self.decoder.layers[0].self_attn.q_proj)
         if self._qkv_of != key:
             self._qkv = [_stacked_qkv(layer.self_attn) for layer in self.decoder.layers]
             self._qkv_of = key

@@ -63,6 +63,7 @@ OPT_SPACE: Dict[str, Tuple[List[Any], List[Any]]] = {
     "beam_finalize": (["fairseq"], ["bogus"]),
     "output_layer": (["full"], ["bogus"]),
     "step_backend": (["reference", "cpp", "triton"], ["bogus", "cuda"]),  # triton on a CPU: a warned fallback
+    "quantize": (["int8"], ["int4", "bogus"]),
     "jacobi_block": ([1, 2], [0]),
     "jacobi_max_parallel_len": ([0, 4], [-1]),
     "jacobi_init": (["tail"], ["bogus"]),
@@ -70,7 +71,7 @@ OPT_SPACE: Dict[str, Tuple[List[Any], List[Any]]] = {
     "ib_finalize": (["all"], ["bogus"]),
 }
 SHARED = {"stream_capacity", "stream_max_candidates", "stream_max_wait", "stream_per_batch", "output_layer",
-          "stream_oversubscribe", "step_backend"}  # read by every strategy of ours (the scheduler's, the output layer)
+          "stream_oversubscribe", "step_backend", "quantize"}  # read by every strategy of ours (the scheduler's, the output layer)
 
 
 def test_the_option_space_covers_every_decoding_option():

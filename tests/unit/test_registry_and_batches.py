@@ -114,8 +114,9 @@ _EFFECTIVE = {
 _EVERY_STRATEGY = {"stream_capacity", "stream_max_candidates", "stream_max_wait", "stream_oversubscribe", "stream_stats", "output_layer",
                    "step_backend"}
 # stated elsewhere: --search (the registry test), --stream-epsilon (the test above),
-# --stream-per-batch (the task's reading of fairseq's iterator: test_cli_stream_across_batches)
-_ELSEWHERE = {"search", "stream_epsilon", "stream_per_batch"}
+# --stream-per-batch (the task's reading of fairseq's iterator: test_cli_stream_across_batches),
+# --quantize (none = the models as loaded: test_quantize)
+_ELSEWHERE = {"search", "stream_epsilon", "stream_per_batch", "quantize"}
 
 
 def test_help_defaults_are_what_every_strategy_does():

@@ -1,0 +1,214 @@
+#!/usr/bin/env python
+"""fairseq's beam, our strategies (float32 and ``--quantize int8``) and CTranslate2, in one process.
+
+    pip install -e .[bench]    # ctranslate2==4.8.5
+    OMP_NUM_THREADS=1 python scripts/bench_vs_ctranslate2.py --limit 300 --limit-k50 60 --json out.json
+
+The demo model (``user_dir_examples/demo``, es→en) is converted with CTranslate2's fairseq
+converter into a temporary folder (not timed), then every system decodes the same sentences
+with one thread (``torch.set_num_threads(1)``; CTranslate2 ``intra_threads=1, inter_threads=1``)
+at beam k=5 (``--limit`` sentences) and k=50 (``--limit-k50``). Each row is warmed up once,
+untimed, on a few sentences, then timed ``--repeats`` times round-robin (a busy machine slows
+all rows alike); the table gives the median decode time (encoding and decoding only: no model
+loading, conversion, tokenisation or detokenisation), its ratio to fairseq's beam, BLEU
+(sacrebleu, detokenised output against the reference) and how many outputs are identical to
+fairseq's beam. CTranslate2 gets the BPE'd source tokens our pipeline feeds fairseq
+(:mod:`fairseq_stream.text`), fairseq's length limit (200 tokens) and length penalty (1.0), and
+its output goes through the same BPE removal and detokenisation as ours. ``--smoke``: a few
+sentences, one repeat (the test).
+"""
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from dataclasses import dataclass
+from typing import Any, Callable, Dict, List, Optional, Sequence, Tuple
+
+import torch
+
+REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+sys.path.insert(0, REPO)
+
+from fairseq_stream.demo_files import find_demo_dir  # noqa: E402
+from fairseq_stream.errors import FairseqStreamError  # noqa: E402
+
+DEMO = find_demo_dir()
+WARMUP_SENTENCES = 8
+#: fairseq's defaults, which CTranslate2 is given too: max_len_a = 0, max_len_b = 200, lenpen 1.
+MAX_LEN = 200
+
+
+@dataclass
+class System:
+    """One row: ``decode(sentences) -> detokenised outputs`` (timed inside, see :func:`_timed`)."""
+
+    label: str
+    decode: Callable[[Sequence[int]], Tuple[List[str], float]]
+
+
+def ours(session: Any, dataset_for: Callable[[Sequence[int]], Any], label: str, search: str, k: int,
+         opts: Dict[str, Any]) -> System:
+    """A fairseq-stream (or fairseq ``beam``) row; the time is the session's decode wall time."""
+    def decode(ids: Sequence[int]) -> Tuple[List[str], float]:
+        result = session.translate(dataset_for(ids), search=search, gen={"beam": k}, opts=opts)
+        return result.strings, result.stats.wall_seconds
+
+    return System(label, decode)
+
+
+def ctranslate2_row(model_dir: str, compute_type: str, tokens: List[List[str]], k: int, batch: int,
+                    detok: Callable[[List[str]], str]) -> System:
+    import ctranslate2
+
+    translator = ctranslate2.Translator(model_dir, device="cpu", compute_type=compute_type,
+                                        intra_threads=1, inter_threads=1)
+
+    def decode(ids: Sequence[int]) -> Tuple[List[str], float]:
+        source = [tokens[i] for i in ids]
+        start = time.perf_counter()
+        out = translator.translate_batch(source, beam_size=k, max_batch_size=batch, batch_type="examples",
+                                         length_penalty=1.0, max_decoding_length=MAX_LEN, num_hypotheses=1)
+        wall = time.perf_counter() - start
+        return [detok(r.hypotheses[0]) for r in out], wall
+
+    return System(f"CTranslate2 {compute_type}", decode)
+
+
+def convert(checkpoint: str, data_dir: str, out_dir: str, source_lang: str, target_lang: str) -> None:
+    """CTranslate2's fairseq converter, in a subprocess (it sets fairseq up its own way)."""
+    code = "import sys; from ctranslate2.converters.fairseq import main; sys.argv[0] = 'ct2-fairseq-converter'; main()"
+    args = [sys.executable, "-c", code, "--model_path", checkpoint, "--data_dir", data_dir, "--source_lang",
+            source_lang, "--target_lang", target_lang, "--unsafe_deserialization", "--output_dir", out_dir, "--force"]
+    proc = subprocess.run(args, capture_output=True, text=True)
+    if proc.returncode != 0:
+        tail = proc.stderr.strip().splitlines()[-1:] or ["no message"]
+        raise FairseqStreamError(f"ct2-fairseq-converter failed on {checkpoint}: {tail[0]}")
+
+
+def systems_for(session: Any, model_dir: str, tokens: List[List[str]], k: int, batch: int,
+                dataset_for: Callable[[Sequence[int]], Any]) -> List[System]:
+    """fairseq's beam first (the reference), then ours in float32 and int8, then CTranslate2."""
+    from fairseq.data.data_utils import post_process
+
+    from fairseq_stream.text import detokenize
+
+    def detok(subwords: List[str]) -> str:
+        return detokenize(post_process(" ".join(subwords), "subword_nmt"), session.target_lang)
+
+    rows = [ours(session, dataset_for, "fairseq beam", "beam", k, {})]
+    variants = [("fixed-ours", "fixed-ours", {}),
+                ("fixed-ours (fairseq finalize)", "fixed-ours", {"beam_finalize": "fairseq"}),
+                ("var-stream", "var-stream", {})]
+    for quantize in ("none", "int8"):
+        for label, search, opts in variants:
+            name = label + (" int8" if quantize == "int8" else "")
+            rows.append(ours(session, dataset_for, name, search, k, dict(opts, quantize=quantize)))
+    rows += [ctranslate2_row(model_dir, ct, tokens, k, batch, detok) for ct in ("float32", "int8")]
+    return rows
+
+
+def measure(rows: List[System], n: int, repeats: int, references: List[str], log: Callable[[str], None],
+            k: int) -> List[Dict[str, Any]]:
+    """Warm every row up (untimed), then time them round-robin; one result dict per row."""
+    import sacrebleu
+
+    ids = list(range(n))
+    for row in rows:
+        row.decode(ids[:WARMUP_SENTENCES])
+    walls: Dict[str, List[float]] = {row.label: [] for row in rows}
+    outputs: Dict[str, List[str]] = {}
+    for r in range(repeats):
+        for row in rows:
+            outputs[row.label], wall = row.decode(ids)
+            walls[row.label].append(wall)
+            log(f"  k={k} repeat {r + 1}/{repeats} {row.label}: {wall:.2f}s")
+    reference_row = outputs[rows[0].label]
+    base = statistics.median(walls[rows[0].label])
+    results = []
+    for row in rows:
+        median = statistics.median(walls[row.label])
+        results.append({
+            "system": row.label, "k": k, "sentences": n, "seconds": median, "walls": walls[row.label],
+            "ratio": median / base if base else 0.0,
+            "bleu": sacrebleu.corpus_bleu(outputs[row.label], [references[:n]]).score,
+            "identical": sum(a == b for a, b in zip(outputs[row.label], reference_row)),
+        })
+    return results
+
+
+def format_table(results: List[Dict[str, Any]]) -> str:
+    lines = ["| system | k | sentences | decode s (median) | × fairseq beam | BLEU | identical to fairseq beam |",
+             "|---|---|---|---|---|---|---|"]
+    for r in results:
+        lines.append(f"| {r['system']} | {r['k']} | {r['sentences']} | {r['seconds']:.2f} | {r['ratio']:.2f} | "
+                     f"{r['bleu']:.2f} | {r['identical']}/{r['sentences']} |")
+    return "\n".join(lines)
+
+
+def _parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--data", default=DEMO, help="directory with dict.SRC.txt and dict.TGT.txt")
+    parser.add_argument("--path", default=os.path.join(DEMO, "checkpoint.pt"), help="one fairseq checkpoint")
+    parser.add_argument("--bpe-codes", default=os.path.join(DEMO, "bpe.codes"))
+    parser.add_argument("--src", default=os.path.join(DEMO, "test.es"))
+    parser.add_argument("--ref", default=os.path.join(DEMO, "test.en"))
+    parser.add_argument("--limit", type=int, default=300, help="sentences decoded at k=5")
+    parser.add_argument("--limit-k50", type=int, default=60, help="sentences decoded at k=50 (0 = skip k=50)")
+    parser.add_argument("--repeats", type=int, default=3)
+    parser.add_argument("--ct2-batch-size", type=int, default=64,
+                        help="CTranslate2's max_batch_size (examples; our strategies keep 64 sentences in flight)")
+    parser.add_argument("--json", default=None, help="write the rows here")
+    parser.add_argument("--smoke", action="store_true", help="6 sentences at k=5, 2 at k=50, one repeat")
+    return parser
+
+
+def _read(path: str, limit: int) -> List[str]:
+    with open(path, encoding="utf-8") as f:
+        return [line.rstrip("\n") for line in f][:limit]
+
+
+def main(argv: Optional[Sequence[str]] = None) -> None:
+    args = _parser().parse_args(argv)
+    if args.smoke:
+        args.limit, args.limit_k50, args.repeats = 6, 2, 1
+    torch.set_num_threads(1)
+    from fairseq_stream.fairseq_compat import install_excepthook
+    from fairseq_stream.session import TranslationSession
+    from fairseq_stream.text import tokenize
+
+    install_excepthook()
+    src_lang, tgt_lang = os.path.splitext(args.src)[1].lstrip("."), os.path.splitext(args.ref)[1].lstrip(".")
+    session = TranslationSession.load(args.data, args.path, bpe_codes=args.bpe_codes,
+                                      extra_args=["--source-lang", src_lang, "--target-lang", tgt_lang])
+    sources, references = _read(args.src, max(args.limit, args.limit_k50)), _read(args.ref, max(args.limit, args.limit_k50))
+    tokens = [session._bpe.apply(tokenize(line, src_lang)).split() for line in sources]
+    dataset = session.encode(sources)
+
+    def dataset_for(ids: Sequence[int]) -> Any:
+        return session.task.build_dataset_for_inference([dataset.src[i] for i in ids],
+                                                        [int(dataset.src_sizes[i]) for i in ids])
+
+    log = lambda m: print(m, file=sys.stderr, flush=True)  # noqa: E731
+    results: List[Dict[str, Any]] = []
+    with tempfile.TemporaryDirectory() as model_dir:
+        convert(args.path, args.data, model_dir, src_lang, tgt_lang)
+        for k, n in ((5, args.limit), (50, args.limit_k50)):
+            if n > 0:
+                rows = systems_for(session, model_dir, tokens, k, args.ct2_batch_size, dataset_for)
+                results += measure(rows, min(n, len(sources)), args.repeats, references, log, k)
+    print(format_table(results))
+    if args.json:
+        meta = {"repeats": args.repeats, "threads": 1, "ct2_batch_size": args.ct2_batch_size,
+                "torch": torch.__version__, "date": time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime())}
+        with open(args.json, "w", encoding="utf-8") as f:
+            json.dump({"meta": meta, "rows": results}, f, indent=2)
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,96 @@
+"""``--quantize int8``: every Linear is int8, every strategy decodes with it, close to float32."""
+from __future__ import annotations
+
+import copy
+
+import pytest
+import sacrebleu
+import torch
+
+from fairseq_stream.errors import FairseqStreamError
+from fairseq_stream.options import validate
+from fairseq_stream.quantize import count_linears, is_quantized_linear, prepare_models, stacked_linear
+from helpers import fake_task, gen_cfg, make_dictionary, sample_for, stream_opts, tiny_ib_model
+
+
+def test_every_linear_is_int8_and_the_float_model_is_kept(demo_session):
+    model = demo_session.models[0]
+    floats, _ = count_linears(model)
+    (int8,) = prepare_models([model], "int8")
+    assert floats > 0 and count_linears(int8) == (0, floats)
+    assert is_quantized_linear(int8.decoder.output_projection)
+    assert all(is_quantized_linear(getattr(layer.self_attn, p)) for layer in int8.encoder.layers
+               for p in ("q_proj", "k_proj", "v_proj", "out_proj"))
+    assert count_linears(model) == (floats, 0)  # the float model is untouched
+    assert prepare_models([model], "int8")[0] is int8  # quantised once, reused by every generator
+    assert prepare_models([model], "none")[0] is model
+
+
+def test_stacked_int8_projection_equals_the_separate_ones(demo_session):
+    (int8,) = prepare_models(demo_session.models, "int8")
+    attn = int8.decoder.layers[0].self_attn
+    x = torch.randn(7, 3, attn.embed_dim)
+    separate = torch.cat([attn.q_proj(x), attn.k_proj(x), attn.v_proj(x)], dim=-1)
+    torch.testing.assert_close(stacked_linear([attn.q_proj, attn.k_proj, attn.v_proj])(x), separate)
+
+
+# (search, generation options, sentences): fairseq's own beam, ours with both finalisation rules, Jacobi.
+CASES = [
+    ("beam", {"beam": 5}, {}),
+    ("var-stream", {"beam": 5}, {}),
+    ("fixed-ours", {"beam": 5}, {"beam_finalize": "fairseq"}),
+    ("gs-jacobi", {"beam": 1}, {}),
+]
+
+
+@pytest.mark.parametrize("search,gen,opts", CASES, ids=[c[0] for c in CASES])
+def test_int8_decodes_like_float32(demo_session, demo_sources, search, gen, opts):
+    dataset = demo_session.encode(demo_sources[:12])
+    ref = demo_session.translate(dataset, search=search, gen=gen, opts=opts)
+    int8 = demo_session.translate(dataset, search=search, gen=gen, opts=dict(opts, quantize="int8"))
+    same = sum(a == b for a, b in zip(ref.strings, int8.strings))
+    assert same >= len(ref.strings) // 2, list(zip(ref.strings, int8.strings))
+    assert all(int8.strings)
+
+
+def test_int8_bleu_is_within_1_5_of_float32(demo_session, demo_sources, demo_references):
+    sources, refs = demo_sources[:40], demo_references[:40]
+    dataset = demo_session.encode(sources)
+    bleu = {}
+    for quantize in ("none", "int8"):
+        out = demo_session.translate(dataset, search="var-stream", gen={"beam": 5}, opts={"quantize": quantize})
+        bleu[quantize] = sacrebleu.corpus_bleu(out.strings, [refs]).score
+    assert abs(bleu["int8"] - bleu["none"]) < 1.5, bleu
+
+
+def test_int8_ensemble_of_one_model_twice_decodes_as_the_model(demo_session, demo_sources):
+    from fairseq_stream.session import TranslationSession
+
+    twice = TranslationSession(demo_session.cfg, demo_session.task, demo_session.models * 2, bpe_codes=None)
+    twice._bpe = demo_session._bpe
+    dataset = demo_session.encode(demo_sources[:8])
+    one = demo_session.translate(dataset, search="var-stream", gen={"beam": 5}, opts={"quantize": "int8"})
+    two = twice.translate(dataset, search="var-stream", gen={"beam": 5}, opts={"quantize": "int8"})
+    assert sum(a == b for a, b in zip(one.strings, two.strings)) >= 6
+
+
+def test_int8_ib_beam_runs_on_an_ib_model():
+    from fairseq_stream.engine import build_generator
+
+    D = make_dictionary()
+    model = tiny_ib_model(D, dtype=torch.float32)
+    generator = build_generator("ib-beam", fake_task(D), [model], gen_cfg(beam=2, max_len_b=6),
+                                stream_opts(search="ib-beam", quantize="int8"))
+    assert count_linears(generator.model.models[0]) == (0, count_linears(model)[0])
+    with torch.no_grad():
+        hypos = generator.generate([model], sample_for(D, [4, 5, 6]))
+    assert len(hypos) == 3 and all(h[0]["tokens"].numel() > 0 for h in hypos)
+
+
+def test_int8_is_refused_for_half_precision_and_unknown_values(demo_session):
+    half = copy.deepcopy(demo_session.models[0]).half()
+    with pytest.raises(FairseqStreamError, match="needs float32 models") as err:
+        prepare_models([half], "int8")
+    assert "\n" not in str(err.value)
+    with pytest.raises(FairseqStreamError, match="--quantize must be one of none, int8"):
+        validate(stream_opts(quantize="int4"))
