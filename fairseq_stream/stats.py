@@ -122,7 +122,7 @@ class DecodeStats:
         if self.wall_seconds:
             line += f", {self.sentences_per_second:.1f} sentences/s"
         if self.step_backends:
-            line += ", step operators: " + ", ".join(describe_backends(self.step_backends).split())
+            line += ", step operators: " + describe_backends(self.step_backends, sep=", ")
         if self.autoregressive_steps:
             iterations = int(self.extra.get("sentence_iterations") or self.timesteps)
             line += (
@@ -133,10 +133,10 @@ class DecodeStats:
         return line
 
 
-def describe_backends(backends: Dict[str, Any]) -> str:
+def describe_backends(backends: Dict[str, Any], sep: str = " ") -> str:
     """``{"beam_step": ["cpp"]}`` → ``beam_step=cpp`` (several backends of one operator joined by
     ``+``; ``—`` when the run ran no fused step operator)."""
     def names(value: Any) -> str:
         return value if isinstance(value, str) else "+".join(value)
 
-    return " ".join(f"{op}={names(v)}" for op, v in sorted(backends.items())) or "—"
+    return sep.join(f"{op}={names(v)}" for op, v in sorted(backends.items())) or "—"

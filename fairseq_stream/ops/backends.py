@@ -218,8 +218,8 @@ class StepRunner:
         """Put the state (and the per-sentence outputs) in the packet's order, in place."""
         if not view.scalar("finished"):
             return result  # nobody finished: the packet's order is the state's
-        start, length = view.spec.span("position", view.s, view.z)
-        order = result.packet[start: start + length].long()  # on the device: no host→device copy
+        i = view.spec.index["position"]
+        order = result.packet[view.starts[i]: view.starts[i + 1]].long()  # on the device: no host→device copy
         for t in list(tensors) + [getattr(result, name) for name in op.outputs_per_sentence]:
             t.copy_(t.index_select(0, order))
         return result

@@ -127,8 +127,6 @@ JACOBI_STEP = PacketSpec("jacobi_step", _scalars("finished", "next_width", "long
 #: The IBDecoder's multi-word beam step (paper 003 Algorithm 1).
 IB_STEP = PacketSpec("ib_step", _scalars("rows", "finished", "widest"))
 
-SPECS: Dict[str, PacketSpec] = {spec.operator: spec for spec in (BEAM_STEP, JACOBI_STEP, IB_STEP)}
-
 
 def names_in(source: str, enum: str = "PacketField") -> Sequence[str]:
     """The field names of a C++ ``enum PacketField { kRows, kFinished, ... }`` (for the layout test)."""
