@@ -8,7 +8,8 @@ the batch's sentences (unless a refill already read them ahead), steps until eve
 them finished and returns their hypotheses; sentences of later batches that joined in the
 meantime stay in flight for the next call, and the last batch drains the stream. A refill
 that wants more sentences than are queued reads the next batches ahead from fairseq's
-iterator (:mod:`fairseq_stream.integration.lookahead`; the task and the library attach it), encodes only
+iterator (:mod:`fairseq_stream.integration.lookahead`, reached through the task's or the session's
+:class:`~fairseq_stream.integration.run_context.RunContext`), encodes only
 the sentences it admits, and memory holds the encoder states of the sentences in flight,
 never of the input (:mod:`fairseq_stream.core.encoder_slots`). Without an attached iterator, or
 with ``--stream-per-batch``, each batch is decoded on its own (the stream drains per batch).
@@ -31,10 +32,10 @@ from fairseq_stream.integration.cli import fairseq_cli_name
 from fairseq_stream.core.input_stream import InputStream, QueuedBatch
 from fairseq_stream.core.interface import SearchStrategy
 from fairseq_stream.integration import interactive_input
-from fairseq_stream.integration.lookahead import Lookahead
 from fairseq_stream.core.model_step import ModelStep
 from fairseq_stream.ops import fused_output
 from fairseq_stream.core.processors import max_lengths
+from fairseq_stream.integration.run_context import RunContext
 from fairseq_stream.integration.runtime import SentenceProgress
 from fairseq_stream.core.scheduler import SchedulerConfig, StreamingScheduler
 from fairseq_stream.core.stats import DecodeStats
@@ -71,17 +72,20 @@ class StreamGenerator:
         self.stats = DecodeStats(trace=[] if stats_path else None)
         self.stats_path = stats_path
         self._reported = False
-        self.progress: Optional[SentenceProgress] = None  # set by the task under fairseq-generate
+        self.run: RunContext = RunContext()  # where the input is read ahead from, and the progress bar
         self.strategy = make_strategy(self.stats)  # built once; the scheduler takes it at the first batch
         self.input = InputStream(pad=self.pad, eos=self.eos, nbest=int(gen_cfg.nbest), max_lengths=lambda lengths: max_lengths(
             lengths, gen_cfg, self.model.max_decoder_positions))
-        self._lookahead: Callable[[], Optional[Lookahead]] = lambda: None
         self._scheduler: Optional[StreamingScheduler] = None
 
-    def read_ahead_from(self, lookahead: Callable[[], Optional[Lookahead]]) -> None:
-        """Let refills read ahead from fairseq's batch iterator: ``lookahead()`` is the one
-        the batches given to :meth:`generate` come from (None: decode each batch on its own)."""
-        self._lookahead = lookahead
+    def attach(self, run: RunContext) -> None:
+        """Read ahead from ``run``'s input (the batches given to :meth:`generate` come from it) and
+        advance its progress bar; without it each batch is decoded on its own."""
+        self.run = run
+
+    @property
+    def progress(self) -> Optional[SentenceProgress]:
+        return self.run.progress
 
     @torch.no_grad()
     def generate(self, models: Any, sample: Dict[str, Any], prefix_tokens: Any = None,
@@ -92,7 +96,7 @@ class StreamGenerator:
             raise FairseqStreamError(f"--search {self.name} does not support --constraints")
         start = time.perf_counter()
         scheduler = self._scheduler_for(bos_token)
-        batch = self.input.batch_for(sample, self._lookahead())
+        batch = self.input.batch_for(sample, self.run.source())
         scheduler.advance(lambda: self._complete(batch, scheduler))
         if batch.missing:  # the stream ran dry: what finished last may still be on the device
             scheduler.read_finished()

@@ -39,7 +39,8 @@ from fairseq_stream.core.engine import build_generator
 from fairseq_stream.errors import FairseqStreamError
 from fairseq_stream.integration.cli import add_dataclass_args, fairseq_cli_name
 from fairseq_stream.integration.input_checks import InputBuffer, UnknownWords, is_blank, raise_or_warn, report_skipped, too_long, undecodable
-from fairseq_stream.integration.lookahead import Lookahead, read_ahead
+from fairseq_stream.integration.lookahead import read_ahead
+from fairseq_stream.integration.run_context import RunContext
 from fairseq_stream.core.options import StreamDecodingConfig
 from fairseq_stream.core.validation import check_options
 from fairseq_stream.integration.runtime import SentenceProgress, avoid_oversubscription, wants_progress, warn_about_resources
@@ -138,10 +139,7 @@ class TranslationStreamTask(TranslationTask):
         self._has_bpe = False
         self._split_size = 0  # sentences of the split loaded last (the progress bar's total)
         self._unknown_words = UnknownWords()
-        self._lookahead: Optional[Lookahead] = None  # the generation iterator built last
-
-    def _set_lookahead(self, itr: Lookahead) -> None:
-        self._lookahead = itr
+        self.run = RunContext(interactive=True)  # the generation iterator built last, and the progress bar
 
     @classmethod
     def add_args(cls, parser: Any) -> None:
@@ -210,7 +208,7 @@ class TranslationStreamTask(TranslationTask):
                 self._complete_views.popitem(last=False)
         epoch_itr = super().get_batch_iterator(view, *args, **kwargs)
         if _generation_cli():
-            read_ahead(epoch_itr, self._set_lookahead)  # our generators stream across its batches
+            read_ahead(epoch_itr, self.run.attach)  # our generators stream across its batches
         return epoch_itr
 
     def build_generator(
@@ -234,12 +232,14 @@ class TranslationStreamTask(TranslationTask):
         if _generation_cli():
             avoid_oversubscription(on_cpu=not any(p.is_cuda for m in models for p in m.parameters()))
             warn_about_resources(models, args, rows=int(self.cfg.stream_capacity) * int(args.beam))
-        if hasattr(generator, "progress") and self._split_size and wants_progress():
-            generator.progress = SentenceProgress(self._split_size)
-        if isinstance(generator, StreamGenerator) and not self.cfg.stream_per_batch:
+        if isinstance(generator, StreamGenerator):
             # fairseq-generate builds its iterator first, fairseq-interactive one per buffer
-            # later: the generator asks for the current one at each batch. Under
-            # fairseq-interactive the stream reads ahead across buffers (interactive_input).
-            interactive_input.enable()
-            generator.read_ahead_from(lambda: interactive_input.current() or self._lookahead)
+            # later: the generator asks the run context for the current one at each batch.
+            # Under fairseq-interactive the stream reads ahead across buffers (interactive_input).
+            self.run.progress = SentenceProgress(self._split_size) if self._split_size and wants_progress() else None
+            if self.cfg.stream_per_batch:
+                generator.attach(RunContext(progress=self.run.progress))
+            else:
+                interactive_input.enable()
+                generator.attach(self.run)
         return generator

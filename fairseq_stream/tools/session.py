@@ -24,6 +24,7 @@ from fairseq_stream.integration.generator import StreamGenerator
 from fairseq_stream.errors import FairseqStreamError
 from fairseq_stream.integration.input_checks import is_blank
 from fairseq_stream.integration.lookahead import Lookahead
+from fairseq_stream.integration.run_context import RunContext
 from fairseq_stream.core.engine import build_generator
 from fairseq_stream.core.stats import DecodeStats
 from fairseq_stream.tools.text import BpeCodes, detokenize, tokenize
@@ -149,8 +150,8 @@ class TranslationSession:
         itr = self._batches(dataset, max_tokens, batch_size, required_batch_size_multiple)
         if isinstance(generator, StreamGenerator) and not stream_opts.stream_per_batch:
             # One stream over the whole input: refills read the next batches ahead.
-            itr = lookahead = Lookahead(itr)
-            generator.read_ahead_from(lambda: lookahead)
+            itr = Lookahead(itr)
+            generator.attach(RunContext(itr))
         hypos: List[Optional[List[Dict[str, Any]]]] = [None] * len(dataset)
         bar = _progress(len(dataset)) if progress else None
         self._synchronize()

@@ -6,6 +6,7 @@ import torch
 from fairseq.data import data_utils
 from fairseq.data.iterators import CountingIterator
 
+from fairseq_stream.integration.run_context import RunContext
 from fairseq_stream.integration.lookahead import Lookahead
 from fairseq_stream.core.engine import build_generator
 from helpers import TableModel, fake_task, gen_cfg, make_dictionary, stream_opts, tiny_transformer
@@ -44,7 +45,7 @@ def lookahead_over(sources, size):
 def decode(generator, model, itr, *, read_ahead=True):
     """fairseq-generate's loop over ``itr``: one generate call per batch, in order; n-best lists by id."""
     if read_ahead:
-        generator.read_ahead_from(lambda: itr)
+        generator.attach(RunContext(itr))
     out = {}
     for sample in itr:
         hypos = generator.generate([model], sample)
