@@ -234,3 +234,26 @@ def test_task_rejects_an_unknown_eos_fill():
 
     with pytest.raises(FairseqStreamError, match="--ib-eos must be 'step' or 'single'"):
         TranslationIBTask(TranslationIBConfig(ib_eos="both"), D, D)
+
+
+@pytest.mark.parametrize("spec_args,want", [
+    (dict(h=1, c=2), "A B C D"),  # vanilla SA: left to right, two words a step
+    (dict(h=2, c=1), "A C D B"),  # IBDecoder: (A B) (C D) are y1 yn, y2 yn−1
+    (dict(h=2, c=1, order="middle-to-side"), "C A B D"),  # (A B) (C D) are ym ym+1, ym−1 ym+2
+])
+def test_ib_beam_restores_each_order_by_hand(spec_args, want):
+    """Greedy ib-beam over a scripted table, z = 2: the same decoder words, each layout's word order."""
+    from fairseq_stream.strategies.ib_beam import IBBeamSearch
+    from fairseq_stream.models.transformer_ib import IBSpec
+    from fairseq_stream.ops.fused_output import OutputScorer
+
+    A, B_, C, D_ = 4, 5, 6, 7
+    search = IBBeamSearch(IBSpec(**spec_args), OutputScorer([], fused=False, normalized_input=True), beam=1, nbest=1,
+                          lenpen=1.0, eos=EOS, pad=PAD, bos=EOS, dedup=False, dtype=torch.float64)
+    out = search.init_state(torch.tensor([0]), torch.tensor([50]), torch.tensor([5]))
+    for step in ({A: -0.1}, {B_: -0.1}), ({C: -0.1}, {D_: -0.1}), ({EOS: -0.1}, {EOS: -0.1}):
+        out = search.step(out.state, _step_scores(1, 2, {(0, 0): step[0], (0, 1): step[1]}))
+    hyp = out.finished.to_hypotheses()[0][0]
+    names = {A: "A", B_: "B", C: "C", D_: "D", EOS: "EOS"}
+    assert " ".join(names[t] for t in hyp.tokens.tolist()) == want + " EOS"
+    assert hyp.positional_scores.sum().item() == pytest.approx(-0.6)
