@@ -1,9 +1,12 @@
 """The reproduction scripts run end to end on local files (the demo model and corpus)."""
+import json
 import os
 import subprocess
 import sys
 
 import pytest
+
+import torch
 
 from conftest import DEMO, REPO, read_lines
 
@@ -77,16 +80,26 @@ def test_wmt14_ibdecoder_script_on_the_demo_corpus(tmp_path):
                       "--valid-prefix", str(data / "valid"), "--test-prefix", str(data / "test"), "--bpe-merges", "200",
                       "--max-update", "3", "--max-tokens", "2000", "--update-freq", "1", "--arch-args", tiny,
                       "--device", "cpu", "--beams", "2 1", "--latency-sentences", "2", "--latency-runs", "1",
-                      "--out", str(tmp_path / "exp")], tmp_path)
+                      "--table2", "--table2-rows", "4 6", "--table3", "--out", str(tmp_path / "exp")], tmp_path)
     rows = [[c.strip() for c in line.split("|")[1:-1]] for line in out.splitlines() if line.startswith("| ")]
-    assert [(r[0], r[1]) for r in rows[1:]] == [(m, b) for m in ("Transformer", "IBDecoder", "Transformer+KD",
-                                                                  "IBDecoder+KD") for b in ("2", "1")]
-    assert all(float(r[2]) >= 0 and float(r[3]) > 0 for r in rows[1:]) and rows[1][4] == "1.00x"
+    table1 = rows[1: 1 + 8]
+    assert [(r[0], r[1]) for r in table1] == [(m, b) for m in ("Transformer", "IBDecoder", "Transformer+KD",
+                                                                "IBDecoder+KD") for b in ("2", "1")]
+    assert all(float(r[2]) >= 0 and float(r[3]) > 0 for r in table1) and table1[0][4] == "1.00x"
+    table2 = [r for r in rows if r[0].startswith("T2-")]
+    assert [(r[0], r[1]) for r in table2] == [("T2-4-+middle-to-side", "4"), ("T2-6-vanilla-SA-c2", "4")]
+    assert all(float(r[2]) >= 0 for r in table2)
+    table3 = {r[0]: r[1:] for r in rows if r[0] in ("Autoregressive", "Semi-Autoregressive")}
+    assert all(float(p) > 1 for ppl in table3.values() for p in ppl) and len(table3) == 2, out
     exp = tmp_path / "exp"
     assert len(read_lines(str(exp / "kd" / "train.en"))) == 120  # the teacher translated every training source
-    for name in ("transformer", "ib_h2_c1", "transformer_kd", "ib_h2_c1_kd"):
+    for name in ("transformer", "ib_h2_c1_paper", "transformer_kd", "ib_h2_c1_paper_kd", "table2_row2_paper",
+                 "table2_row4_paper", "table2_row6_paper"):
         assert (exp / f"checkpoints_{name}" / "averaged.pt").exists()
-    assert (exp / "table1.json").exists()
+    for name in ("ib_h2_c1_paper", "table2_row6_paper"):  # the paper's rule: one EOS after the target
+        args = torch.load(exp / f"checkpoints_{name}" / "averaged.pt", weights_only=False)["cfg"]["task"]
+        assert args["ib_eos"] == "single"
+    assert json.loads((exp / "table1.json").read_text())["ib_finalize"] == "all"
 
 
 def run_python(args, timeout=300):
