@@ -5,7 +5,6 @@ import subprocess
 import sys
 
 import pytest
-
 import torch
 
 from conftest import DEMO, REPO, read_lines
@@ -156,12 +155,15 @@ def test_ib_experiment_trains_each_layout_with_its_h_and_c(tmp_path):
     def layout(kind):
         cmd = exp.train_command(tmp_path, tmp_path / kind, kind, 100, 2)
         value = lambda flag: cmd[cmd.index(flag) + 1] if flag in cmd else None  # noqa: E731
-        return value("--task"), value("--ib-h"), value("--ib-c")
+        return value("--task"), value("--ib-h"), value("--ib-c"), value("--ib-order")
 
-    assert layout("standard") == ("translation", None, None)
-    assert layout("ib") == ("translation_ib", "2", "1")
-    assert layout("im") == ("translation_ib", "4", "1")
-    assert layout("sa") == ("translation_ib", "2", "2")
+    assert layout("standard") == ("translation", None, None, None)
+    assert layout("ib") == ("translation_ib", "2", "1", None)
+    assert layout("im") == ("translation_ib", "4", "1", None)
+    assert layout("sa") == ("translation_ib", "2", "2", None)
+    assert layout("vsa") == ("translation_ib", "1", "2", None)
+    assert layout("vsa4") == ("translation_ib", "1", "4", None)
+    assert layout("m2s") == ("translation_ib", "2", "1", "middle-to-side")
     proc = subprocess.run([sys.executable, os.path.join(REPO, "scripts", "ib_experiment.py"), "--data", str(DEMO),
                            "--variants", "im,xx", "--work", str(tmp_path / "w")], capture_output=True, text=True)
     assert proc.returncode != 0 and "unknown layout 'xx'" in proc.stderr
