@@ -230,10 +230,12 @@ table2_flags() {  # ROW → the IBDecoder-family flags of Table 2's row
 }
 table2_names=("" "IBDecoder" "+vanilla-mask" "+vanilla-positions" "+middle-to-side" "+indep-directions" "vanilla-SA-c2"
               "+SA" "vanilla-SA-c4")
-[ -n "$table3" ] && table2_rows="$table2_rows 1 2 6"
+train_rows=""
+[ -n "$table2" ] && train_rows="$table2_rows"
+[ -n "$table3" ] && train_rows="$train_rows 1 2 6"  # Table 3's models
 declare -A table2_ckpt=()
-if [ -n "$table2" ] || [ -n "$table3" ]; then
-    for row in $(printf '%s\n' $table2_rows | sort -un); do
+if [ -n "$train_rows" ]; then
+    for row in $(printf '%s\n' $train_rows | sort -un); do
         if [ "$row" = 1 ] && [ "$h$c" = 21 ]; then table2_ckpt[1]="$ib_ckpt"; continue; fi  # Table 1's ②
         # shellcheck disable=SC2046
         table2_ckpt[$row]=$(train_model "table2_row${row}_${rule}" "$out/bin" ib $(table2_flags "$row"))
