@@ -258,13 +258,13 @@ fi
 # 7. Table 3: test-set perplexity (fairseq-validate; per target token, EOS included: with
 #    --rule paper every model's target is its sentence and one EOS, so the counts agree).
 if [ -n "$table3" ]; then
-    ppl() {  # CHECKPOINT → the test set's perplexity
-        "$bin/fairseq-validate" "$out/bin" --user-dir "$repo/fairseq_stream" --path "$1" --valid-subset test \
+    ppl() {  # TASK CHECKPOINT → the test set's perplexity (the task's options come from the checkpoint)
+        "$bin/fairseq-validate" "$out/bin" --user-dir "$repo/fairseq_stream" --task "$1" --path "$2" --valid-subset test \
             --max-tokens "$max_tokens" --log-format simple $cpu 2>&1 | sed -n "s/.*valid on 'test' subset.*| ppl \([0-9.]*\).*/\1/p" | tail -1
     }
     echo "Table 3 (test perplexity, rule $rule):"
     echo "| | Left-to-Right | Bidirectional |"
     echo "|---|---|---|"
-    echo "| Autoregressive | $(ppl "$teacher") | $(ppl "${table2_ckpt[2]}") |"
-    echo "| Semi-Autoregressive | $(ppl "${table2_ckpt[6]}") | $(ppl "${table2_ckpt[1]}") |"
+    echo "| Autoregressive | $(ppl translation "$teacher") | $(ppl translation_ib "${table2_ckpt[2]}") |"
+    echo "| Semi-Autoregressive | $(ppl translation_ib "${table2_ckpt[6]}") | $(ppl translation_ib "${table2_ckpt[1]}") |"
 fi
