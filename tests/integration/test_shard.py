@@ -11,7 +11,7 @@ import pytest
 
 from conftest import DEMO, REPO, binarize, run_cli
 from fairseq_stream.errors import FairseqStreamError
-from fairseq_stream.shard import merge_outputs
+from fairseq_stream.tools.shard import merge_outputs
 
 N = 21  # not a multiple of 8: fairseq-fixed would drop 5 sentences without the task's fix
 
@@ -27,7 +27,7 @@ def generate_args(data):
 
 
 def shard_cmd(data, workdir):
-    return [sys.executable, "-m", "fairseq_stream.shard", "--nprocs", "2", "--workdir", str(workdir), *generate_args(data)]
+    return [sys.executable, "-m", "fairseq_stream.tools.shard", "--nprocs", "2", "--workdir", str(workdir), *generate_args(data)]
 
 
 ENV = dict(os.environ, PYTHONWARNINGS="ignore", OMP_NUM_THREADS="1")
@@ -106,13 +106,13 @@ def test_shard_options_of_its_own_are_refused(tmp_path):
 
 # ---- the workdir's manifest, the process cap, the failure line (reliability round 3) ----
 def _manifest(*generate_args):
-    from fairseq_stream.shard import fingerprint
+    from fairseq_stream.tools.shard import fingerprint
 
     return {"argv": ["--nprocs", "2", "--devices", "auto", *generate_args], "inputs": fingerprint(list(generate_args))}
 
 
 def test_a_workdir_of_another_run_is_refused_naming_what_differs(shard_data, tmp_path):
-    from fairseq_stream.shard import claim_workdir
+    from fairseq_stream.tools.shard import claim_workdir
 
     work = str(tmp_path)
     first = _manifest(*generate_args(shard_data))
@@ -128,7 +128,7 @@ def test_a_workdir_of_another_run_is_refused_naming_what_differs(shard_data, tmp
 
 
 def test_changed_input_files_are_a_different_run(shard_data, tmp_path):
-    from fairseq_stream.shard import claim_workdir, input_files
+    from fairseq_stream.tools.shard import claim_workdir, input_files
 
     args = generate_args(shard_data)
     files = input_files(args)
@@ -141,7 +141,7 @@ def test_changed_input_files_are_a_different_run(shard_data, tmp_path):
 
 
 def test_shard_files_without_a_manifest_are_refused(tmp_path):
-    from fairseq_stream.shard import claim_workdir
+    from fairseq_stream.tools.shard import claim_workdir
 
     (tmp_path / "shard1.log").write_text("")
     with pytest.raises(FairseqStreamError, match="without a manifest.json"):
@@ -158,13 +158,13 @@ def json_of(path):
 @pytest.mark.parametrize("extra,batches", [(["--batch-size", "16"], 2), (["--batch-size", "8"], 3),
                                            (["--batch-size", "32", "--required-batch-size-multiple", "1"], 1), ([], 2)])
 def test_batches_are_counted_as_the_task_cuts_them(shard_data, extra, batches):
-    from fairseq_stream.shard import count_batches
+    from fairseq_stream.tools.shard import count_batches
 
     assert count_batches([shard_data, "--gen-subset", "test", *extra]) == batches
 
 
 def test_no_empty_shard_starts(shard_data, capsys):
-    from fairseq_stream.shard import capped_nprocs
+    from fairseq_stream.tools.shard import capped_nprocs
 
     assert capped_nprocs(5, [shard_data, "--batch-size", "16"]) == 2
     err = capsys.readouterr().err.strip().splitlines()
@@ -173,7 +173,7 @@ def test_no_empty_shard_starts(shard_data, capsys):
 
 
 def test_a_failed_shard_quotes_the_last_line_of_its_log(tmp_path):
-    from fairseq_stream.shard import Shard, failure_message
+    from fairseq_stream.tools.shard import Shard, failure_message
 
     log = tmp_path / "shard1.log"
     log.write_text("# python -m fairseq_cli.generate ...\nINFO something\nZeroDivisionError: division by zero\n\n")
@@ -187,7 +187,7 @@ def test_a_failed_shard_quotes_the_last_line_of_its_log(tmp_path):
 def test_more_processes_than_batches_run_as_many_as_there_are_batches(tmp_path):
     data = binarize(str(tmp_path / "bin3"), {"test": 3})
     args = [a if a != "8" else "16" for a in generate_args(data)]  # --batch-size 16: one batch
-    proc = subprocess.run([sys.executable, "-m", "fairseq_stream.shard", "--nprocs", "5", "--workdir", str(tmp_path / "w"),
+    proc = subprocess.run([sys.executable, "-m", "fairseq_stream.tools.shard", "--nprocs", "5", "--workdir", str(tmp_path / "w"),
                            *args], cwd=REPO, capture_output=True, text=True, env=ENV)
     assert proc.returncode == 0, proc.stderr[-3000:]
     assert "1 batch(es) for --nprocs 5: starting 1 process(es)" in proc.stderr
@@ -233,7 +233,7 @@ def _rank_env(monkeypatch, rank, world, **extra):
 
 
 def test_torchrun_ranks_come_from_the_environment():
-    from fairseq_stream.shard import Ranks, torchrun_ranks
+    from fairseq_stream.tools.shard import Ranks, torchrun_ranks
 
     assert torchrun_ranks({}) is None
     env = {"RANK": "3", "WORLD_SIZE": "4", "LOCAL_RANK": "1", "LOCAL_WORLD_SIZE": "2"}
@@ -252,7 +252,7 @@ def test_torchrun_ranks_come_from_the_environment():
     (["--workdir", "W", "--shard-timeout", "0", "data"], "--shard-timeout must be > 0 seconds, got 0.0"),
 ])
 def test_torchrun_mode_refuses_bad_options_in_one_line(monkeypatch, capsys, tmp_path, argv, message):
-    from fairseq_stream.shard import main
+    from fairseq_stream.tools.shard import main
 
     _rank_env(monkeypatch, 0, 2)
     argv = [str(tmp_path / a) if a == "W" else a for a in argv]
@@ -263,7 +263,7 @@ def test_torchrun_mode_refuses_bad_options_in_one_line(monkeypatch, capsys, tmp_
 
 
 def test_without_torchrun_nprocs_is_required(monkeypatch, capsys):
-    from fairseq_stream.shard import main
+    from fairseq_stream.tools.shard import main
 
     for name in ("RANK", "WORLD_SIZE"):
         monkeypatch.delenv(name, raising=False)
@@ -274,7 +274,7 @@ def test_without_torchrun_nprocs_is_required(monkeypatch, capsys):
 
 
 def test_rank_zero_stops_waiting_on_a_timeout_or_a_reported_failure(tmp_path):
-    from fairseq_stream.shard import plan_shards, wait_for_shards
+    from fairseq_stream.tools.shard import plan_shards, wait_for_shards
 
     shards = plan_shards(3, ["data"], str(tmp_path), [])
     (tmp_path / "shard0.out").write_text("")
@@ -290,7 +290,7 @@ def test_rank_zero_stops_waiting_on_a_timeout_or_a_reported_failure(tmp_path):
 
 
 def test_rank_shard_takes_the_machine_local_gpu(tmp_path, monkeypatch):
-    from fairseq_stream.shard import Ranks, rank_shard
+    from fairseq_stream.tools.shard import Ranks, rank_shard
 
     shards = rank_shard(Ranks(rank=3, world_size=4, local_rank=1, local_world_size=2), ["data"], str(tmp_path),
                         ["5", "7"])
@@ -304,7 +304,7 @@ def test_rank_shard_takes_the_machine_local_gpu(tmp_path, monkeypatch):
 
 
 def test_the_resume_line_of_a_torchrun_rank_names_nprocs(tmp_path):
-    from fairseq_stream.shard import _resume_command
+    from fairseq_stream.tools.shard import _resume_command
 
     line = _resume_command(["--workdir", "W", "data", "--beam", "2"], "W", 4)
     assert line.endswith("--nprocs 4 --workdir W data --beam 2")
