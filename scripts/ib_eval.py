@@ -30,21 +30,30 @@ def read_lines(path: str, limit: int = 0) -> List[str]:
     return lines[:limit] if limit else lines
 
 
-def bleu_gnmt(session: Any, dataset: Any, search: str, gen: Dict[str, Any], alpha: float, refs: List[str]) -> float:
+def search_options(search: str, capacity: int, ib_finalize: str) -> Dict[str, Any]:
+    """Our strategies' options: the stream's capacity, and ib-beam's rule for ended continuations."""
+    if search == "beam":
+        return {}
+    return {"stream_capacity": capacity, **({"ib_finalize": ib_finalize} if search == "ib-beam" else {})}
+
+
+def bleu_gnmt(session: Any, dataset: Any, search: str, gen: Dict[str, Any], alpha: float, refs: List[str],
+              ib_finalize: str = "top") -> float:
     import sacrebleu
 
     from fairseq_stream.core.rescore import rerank_all
 
-    opts = {"stream_capacity": 64} if search != "beam" else {}
+    opts = search_options(search, 64, ib_finalize)
     result = session.translate(dataset, search=search, gen=gen, opts=opts, postprocess=False)
     hyps = [session.detokenize(h["tokens"]) for h in rerank_all(result.hypos, alpha)]
     return sacrebleu.corpus_bleu(hyps, [refs]).score
 
 
-def latency_ms(session: Any, sources: List[str], refs: List[str], search: str, gen: Dict[str, Any], runs: int) -> float:
+def latency_ms(session: Any, sources: List[str], refs: List[str], search: str, gen: Dict[str, Any], runs: int,
+               ib_finalize: str = "top") -> float:
     from fairseq_stream.tools.bench import RunSpec, run_benchmark
 
-    opts = {"stream_capacity": 1} if search != "beam" else {}
+    opts = search_options(search, 1, ib_finalize)
     run = RunSpec(f"{search} B={gen['beam']}", search, gen=gen, opts=opts)
     row = run_benchmark(session, sources, refs, [run], repeats=runs, batch_size=1, progress=False,
                         log=lambda m: None)[0]
@@ -68,8 +77,9 @@ def evaluate(args: argparse.Namespace) -> List[Dict[str, Any]]:
         for beam in args.beams:
             # raw scores and every finished hypothesis: GNMT's penalty picks among them
             gen = {"beam": beam, "nbest": beam, "lenpen": 0.0, "max_len_a": args.max_len_a, "max_len_b": args.max_len_b}
-            bleu = bleu_gnmt(session, dataset, search, gen, args.alpha, refs)
-            ms = latency_ms(session, sources[:n], refs[:n], search, gen, args.runs) if args.runs else float("nan")
+            bleu = bleu_gnmt(session, dataset, search, gen, args.alpha, refs, args.ib_finalize)
+            ms = (latency_ms(session, sources[:n], refs[:n], search, gen, args.runs, args.ib_finalize)
+                  if args.runs else float("nan"))
             rows.append({"model": label, "search": search, "beam": beam, "bleu": bleu, "latency_ms": ms})
             print(f"  {label} B={beam}: BLEU {bleu:.2f}, {ms:.1f} ms/sentence", file=sys.stderr, flush=True)
     for row in rows:
@@ -95,6 +105,9 @@ def main() -> None:
     parser.add_argument("--latency-sentences", type=int, default=0, help="first N test sentences (0 = all)")
     parser.add_argument("--device", choices=["cpu", "cuda"], default="cpu")
     parser.add_argument("--dtype", choices=["float32", "float16", "bfloat16"], default="float32")
+    parser.add_argument("--ib-finalize", choices=["top", "all"], default="top",
+                        help="ib-beam's rule for ended continuations: 'all' = Algorithm 1 read literally (the "
+                             "paper's rows), 'top' = our default")
     parser.add_argument("--json", default=None)
     args = parser.parse_args()
     rows = evaluate(args)
@@ -103,7 +116,8 @@ def main() -> None:
         print(f"| {r['model']} | {r['beam']} | {r['bleu']:.2f} | {r['latency_ms']:.1f} | {r['speedup']:.2f}x |")
     if args.json:
         with open(args.json, "w", encoding="utf-8") as f:
-            json.dump({"device": args.device, "dtype": args.dtype, "rows": rows}, f, indent=1)
+            json.dump({"device": args.device, "dtype": args.dtype, "ib_finalize": args.ib_finalize, "rows": rows}, f,
+                      indent=1)
 
 
 if __name__ == "__main__":

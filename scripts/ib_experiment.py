@@ -9,9 +9,9 @@ interrupted run, or a finished one asked for more ``--updates``, from its last c
              architecture, batch size and number of updates; the training speed of both
              (target words per second from fairseq's logs) is printed as a ratio
     kd       sequence-level knowledge distillation (Kim & Rush 2016): the teacher (default: the
-             shipped demo model) translates the training sources with our fastest beam
-             (var-stream, k = 4); the outputs are binarised and an IBDecoder student trains on
-             them with the same budget
+             shipped demo model) translates the training sources with plain beam search (k = 4,
+             --kd-search beam: fairseq's; fixed-ours; or var-stream, the pruned teacher); the
+             outputs are binarised and an IBDecoder student trains on them with the same budget
     eval     one table per setting: BLEU (sacreBLEU, detokenised), decoding steps and latency
              at batch 1 and 32, beam 1 and 4, for the standard model (our fixed beam and
              fairseq's) and the IBDecoders (ib-beam, with and without --ib-dedup), via the
@@ -19,6 +19,12 @@ interrupted run, or a finished one asked for more ``--updates``, from its last c
 
     python scripts/ib_experiment.py --updates 1500 --eval-sentences 300
     python scripts/ib_experiment.py --updates 1500 --variants im,sa    # + IMDecoder, IBDecoder+SA rows
+
+Rows and Zhang2020's tables: Transformer and IBDecoder (+KD) = Table 1 ① and ②; --variants sa =
+Table 1 ③ (Table 2 row 7), im = Table 1 ④, m2s = Table 2 row 4 (middle-to-side), vsa / vsa4 =
+Table 2 rows 6 / 8 (vanilla SA, c = 2 / 4). The rule is the package's ("ours": --ib-eos step,
+--ib-finalize top; --ib-eos single trains with the paper's one EOS); the paper's reading of
+Algorithm 1 on WMT14 is ``scripts/wmt14_ibdecoder.sh --rule paper`` (its default).
 
 Budgets here are CPU-sized; the paper's WMT14 setup is ``scripts/wmt14_ibdecoder.sh``.
 """
@@ -70,9 +76,11 @@ def trained_updates(log: Path) -> int:
     return int(found[-1]) if found else 0
 
 
-# The IBDecoder family's layouts (paper 003): generation directions h, words per direction c.
-LAYOUTS = {"ib": (2, 1), "im": (4, 1), "sa": (2, 2)}
-VARIANT_LABELS = {"im": "IMDecoder", "sa": "IBDecoder+SA"}
+# The IBDecoder family's layouts (Zhang2020): generation directions h, words per direction c, order.
+LAYOUTS = {"ib": (2, 1, "side-to-middle"), "im": (4, 1, "side-to-middle"), "sa": (2, 2, "side-to-middle"),
+           "vsa": (1, 2, "side-to-middle"), "vsa4": (1, 4, "side-to-middle"), "m2s": (2, 1, "middle-to-side")}
+VARIANT_LABELS = {"im": "IMDecoder", "sa": "IBDecoder+SA", "vsa": "IBDecoder-family vanilla SA c=2",
+                  "vsa4": "IBDecoder-family vanilla SA c=4", "m2s": "IBDecoder middle-to-side"}
 
 
 def train_command(data: Path, save: Path, kind: str, updates: int, layers: int, ib_eos: str = "step",
@@ -81,9 +89,9 @@ def train_command(data: Path, save: Path, kind: str, updates: int, layers: int, 
     if kind == "standard":
         task = ["--task", "translation", "--arch", "transformer"]
     else:
-        h, c = LAYOUTS[kind]
+        h, c, order = LAYOUTS[kind]
         task = ["--task", "translation_ib", "--arch", "transformer_ib", "--ib-h", str(h), "--ib-c", str(c),
-                "--ib-eos", ib_eos]
+                "--ib-eos", ib_eos, *(["--ib-order", order] if order != "side-to-middle" else [])]
     return ["fairseq-train", str(data), "--user-dir", str(REPO / "fairseq_stream"), "--cpu", *task, *arch(layers),
             "--dropout", "0.2", "--attention-dropout", "0.1", "--optimizer", "adam", "--adam-betas", "(0.9, 0.98)",
             "--lr", "0.0015", "--lr-scheduler", "inverse_sqrt", "--warmup-updates", "600",
@@ -110,7 +118,7 @@ def words_per_second(log: Path) -> float:
     return values[len(values) // 2] if values else float("nan")
 
 
-def distill(data: Path, work: Path, teacher: str, limit: int) -> Path:
+def distill(data: Path, work: Path, teacher: str, limit: int, search: str = "beam") -> Path:
     """Teacher translations of the training sources → a binarised KD data set."""
     out = work / "kd_bin"
     if (out / "train.es-en.en.bin").exists():
@@ -124,7 +132,7 @@ def distill(data: Path, work: Path, teacher: str, limit: int) -> Path:
     src_dict = session.task.source_dictionary
     tokens = [src_dict.encode_line(s, add_if_not_exist=False).long() for s in sources_bpe]
     dataset = session.task.build_dataset_for_inference(tokens, [t.numel() for t in tokens])
-    result = session.translate(dataset, search="var-stream", gen={"beam": 4, "max_len_a": 1.2, "max_len_b": 10},
+    result = session.translate(dataset, search=search, gen={"beam": 4, "max_len_a": 1.2, "max_len_b": 10},
                                postprocess=False, progress=True)
     raw = work / "kd_raw"
     raw.mkdir(parents=True, exist_ok=True)
@@ -158,7 +166,7 @@ def evaluate(work: Path, models: dict, n: int, repeats: int) -> None:
             for label, session in sessions.items():
                 g = dict(gen, beam=beam)
                 opts = {"stream_capacity": batch}
-                if label.startswith(("IBDecoder", "IMDecoder")):
+                if label != "Transformer":  # the IBDecoder family
                     runs = [RunSpec(f"{label} ib-beam", "ib-beam", gen=g, opts=opts),
                             RunSpec(f"{label} ib-beam --ib-dedup", "ib-beam", gen=g, opts=dict(opts, ib_dedup=True))]
                 else:
@@ -186,6 +194,9 @@ def main() -> None:
     parser.add_argument("--ib-eos", choices=["step", "single"], default="step",
                         help="the IBDecoder's --ib-eos (end of target: EOS fills the meeting step, or one EOS)")
     parser.add_argument("--teacher", default=str(DEMO / "checkpoint.pt"))
+    parser.add_argument("--kd-search", choices=["beam", "fixed-ours", "fixed-stream", "var-stream"], default="beam",
+                        help="the teacher's search: plain beam search as Kim & Rush 2016 (beam = fairseq's, "
+                             "fixed-ours/fixed-stream = ours), or var-stream (pruned, faster)")
     parser.add_argument("--kd-sentences", type=int, default=0, help="distil only the first N (0 = all)")
     parser.add_argument("--eval-sentences", type=int, default=300)
     parser.add_argument("--repeats", type=int, default=1)
@@ -217,7 +228,7 @@ def main() -> None:
             models[VARIANT_LABELS[variant]] = train(args.data, args.work / variant, variant, args.updates, args.layers,
                                                     args.ib_eos, extra)
     if "kd" in stages:
-        kd = distill(args.data, args.work, args.teacher, args.kd_sentences)
+        kd = distill(args.data, args.work, args.teacher, args.kd_sentences, args.kd_search)
         models["IBDecoder+KD"] = train(kd, args.work / "ib_kd", "ib", args.updates, args.layers, args.ib_eos,
                                        shlex.split(args.train_args))
     elif (args.work / "ib_kd" / "checkpoint_best.pt").exists():

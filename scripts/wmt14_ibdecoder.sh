@@ -1,10 +1,24 @@
 #!/usr/bin/env bash
-# Reproduce paper 003's (Zhang et al. 2020) Table 1 on WMT14 En-De: a standard Transformer (①)
-# and an IBDecoder (②; --h/--c pick +SA or IMDecoder), each trained from scratch and with
-# sequence-level knowledge distillation (+KD, Kim & Rush 2016: the averaged Transformer
-# translates the training sources with beam 4 and students train on its outputs), then BLEU at
-# beam 4 and 1 and latency at batch size 1 (the paper: averaged over three runs; latency and
-# speedup of the KD models against the Transformer, GTX 1080).
+# Reproduce Zhang2020 (paper 003) on WMT14 En-De. Which row is which, and with which rule:
+#   Table 1 ①    "Transformer": fairseq's transformer, fairseq's own beam search (--search beam)
+#   Table 1 ②–④  "IBDecoder" (--h 2 --c 1; --c 2 = ③ +SA; --h 4 = ④ IMDecoder): --search ib-beam
+#   Table 1 +KD  both again on the teacher's translations (Kim & Rush 2016: the averaged
+#                Transformer translates the training sources with plain beam search, beam 4:
+#                --kd-search beam, fairseq's; fixed-ours/fixed-stream are our plain beams,
+#                var-stream the pruned, faster teacher)
+#   Table 2 (--table2, from scratch, beam 4; --table2-rows picks): 1 IBDecoder, 2 + vanilla mask
+#                (--ib-mask vanilla), 3 + vanilla positions, 4 + middle-to-side (--ib-order),
+#                5 + indep. directions, 6 vanilla SA (--ib-h 1 --ib-c 2), 7 + SA (h 2, c 2),
+#                8 vanilla SA (--ib-h 1 --ib-c 4)
+#   Table 3 (--table3): test-set perplexity of left-to-right AR (the Transformer), left-to-right
+#                SA (Table 2 row 6), bidirectional AR (row 2: IBDecoder order, causal mask) and
+#                bidirectional SA (row 1), from fairseq-validate; the PMI row is not computed
+# The rule (--rule): "paper" (default for every row above) is Algorithm 1 read literally: one
+# EOS after the target (--ib-eos single) and every ended continuation final (--ib-finalize
+# all). "ours" trains with --ib-eos step and decodes with --ib-finalize top, the package's
+# defaults (see docs/ibdecoder.md for why). Each model then gets BLEU at beam 4 and 1 and
+# latency at batch size 1 (the paper: averaged over three runs; latency and speedup of the KD
+# models against the Transformer, GTX 1080).
 #   data     WMT14 En-De (Europarl v7, Common Crawl, News Commentary v9), newstest2013 for
 #            validation, newstest2014 for test: sacreBLEU's wmt14 (2,737 sentences, the set of
 #            the paper's Fig. 3: 10 bins of 274) by default; --testset wmt14/full = 3,003
@@ -19,7 +33,9 @@
 #        --src en --tgt de --bpe-merges 32000
 #
 # Local alternatives to every download: --train-prefix / --valid-prefix / --test-prefix P (raw
-# files P.SRC and P.TGT). Model: --h 2 --c 1 (IBDecoder; --c 2 = +SA; --h 4 = IMDecoder),
+# files P.SRC and P.TGT). Model: --h 2 --c 1 (IBDecoder; --c 2 = +SA; --h 4 = IMDecoder;
+# --h 1 --c 2 = vanilla SA), --rule paper|ours (paper), --kd-search NAME (beam),
+# --table2, --table2-rows "1 2 3 4 5 6 7 8", --table3,
 # --max-update N (100000), --max-tokens N (4096) --update-freq N (6: ~25k tokens per update on
 # one device), --arch-args "..." to override the Transformer Base flags, --train-args "..." extra
 # fairseq-train flags (e.g. --fp16), --no-kd, --kd-procs N (processes for the teacher's
@@ -31,7 +47,7 @@ set -euo pipefail
 repo="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 src=en tgt=de train="" valid="" test="" merges=32000 h=2 c=1 max_update=100000 max_tokens=4096 update_freq=6
 out="" threads="" arch_args="" train_args="" testset=wmt14 kd=1 kd_procs=1 beams="4 1" latency_sentences=0 latency_runs=3
-device=cpu dtype=float32
+device=cpu dtype=float32 rule=paper kd_search=beam table2="" table2_rows="1 2 3 4 5 6 7 8" table3=""
 while [ $# -gt 0 ]; do
     case "$1" in
         --src) src="$2"; shift 2;;
@@ -58,11 +74,26 @@ while [ $# -gt 0 ]; do
         --cpu) device=cpu; shift;;
         --threads) threads="$2"; shift 2;;
         --out) out="$2"; shift 2;;
-        -h|--help) sed -n '2,33p' "$0"; exit 0;;
+        --rule) rule="$2"; shift 2;;
+        --kd-search) kd_search="$2"; shift 2;;
+        --table2) table2=1; shift;;
+        --table2-rows) table2_rows="$2"; shift 2;;
+        --table3) table3=1; shift;;
+        -h|--help) sed -n '2,52p' "$0"; exit 0;;
         *) echo "wmt14_ibdecoder.sh: unknown option $1 (see --help)" >&2; exit 2;;
     esac
 done
 case "$device" in cpu) cpu="--cpu";; cuda) cpu="";; *) echo "wmt14_ibdecoder.sh: --device cpu|cuda" >&2; exit 2;; esac
+case "$rule" in
+    paper) ib_eos=single ib_finalize=all;;  # Algorithm 1 read literally
+    ours) ib_eos=step ib_finalize=top;;
+    *) echo "wmt14_ibdecoder.sh: --rule paper|ours, got $rule" >&2; exit 2;;
+esac
+case "$kd_search" in beam|fixed-ours|fixed-stream|var-stream) ;;
+    *) echo "wmt14_ibdecoder.sh: --kd-search beam|fixed-ours|fixed-stream|var-stream, got $kd_search" >&2; exit 2;; esac
+for row in $table2_rows; do
+    case "$row" in [1-8]) ;; *) echo "wmt14_ibdecoder.sh: --table2-rows takes rows 1-8 of Table 2, got $row" >&2; exit 2;; esac
+done
 out="${out:-$repo/work/wmt14_ib}"
 mkdir -p "$out/raw" "$out/tok" "$out/bpe" "$out/kd"
 python="${PYTHON:-python3}"
@@ -120,9 +151,9 @@ arch=(--share-all-embeddings --encoder-layers 6 --decoder-layers 6 --encoder-emb
 [ -n "$arch_args" ] && arch=($arch_args)
 # shellcheck disable=SC2206
 extra=($train_args)
-train_model() {  # NAME DATA standard|ib → prints the averaged checkpoint
+train_model() {  # NAME DATA standard|ib [IB FLAGS] → prints the averaged checkpoint
     local ckpts="$out/checkpoints_$1" task
-    if [ "$3" = ib ]; then task=(--task translation_ib --arch transformer_ib --ib-h "$h" --ib-c "$c");
+    if [ "$3" = ib ]; then task=(--task translation_ib --arch transformer_ib --ib-eos "$ib_eos" "${@:4}");
     else task=(--task translation --arch transformer); fi
     if [ ! -f "$ckpts/checkpoint_last.pt" ] || ! grep -q "done training" "$ckpts/train.log" 2>/dev/null; then
         mkdir -p "$ckpts"
@@ -143,20 +174,21 @@ train_model() {  # NAME DATA standard|ib → prints the averaged checkpoint
     fi
     echo "$ckpts/averaged.pt"
 }
-ib="ib_h${h}_c${c}"
+ib="ib_h${h}_c${c}_${rule}"
 # (one substitution per assignment, so that set -e sees a failed training)
 teacher=$(train_model transformer "$out/bin" standard)
-ib_ckpt=$(train_model "$ib" "$out/bin" ib)
+ib_ckpt=$(train_model "$ib" "$out/bin" ib --ib-h "$h" --ib-c "$c")
 models=(--model "Transformer=beam:$teacher" --model "IBDecoder=ib-beam:$ib_ckpt")
 
-# 4. Sequence-level KD: the averaged Transformer translates the training sources (beam 4, streamed;
-#    --kd-procs > 1 splits the work over processes/GPUs), the students train on its outputs.
+# 4. Sequence-level KD: the averaged Transformer translates the training sources (plain beam search,
+#    beam 4, as Kim & Rush 2016; --kd-procs > 1 splits the work over processes/GPUs), the students
+#    train on its outputs.
 if [ -n "$kd" ]; then
     if [ ! -s "$out/kd/train.$tgt" ]; then
         if [ "$kd_procs" -gt 1 ]; then gen=("$python" -m fairseq_stream.tools.shard --nprocs "$kd_procs" --workdir "$out/kd/shards");
         else gen=("$bin/fairseq-generate"); fi
         "${gen[@]}" "$out/bin" --user-dir "$repo/fairseq_stream" --path "$teacher" \
-            --gen-subset train --search var-stream --beam 4 --lenpen 0.6 --max-len-a 1.2 --max-len-b 10 --max-tokens 8000 \
+            --gen-subset train --search "$kd_search" --beam 4 --lenpen 0.6 --max-len-a 1.2 --max-len-b 10 --max-tokens 8000 \
             --skip-invalid-size-inputs-valid-test $cpu > "$out/kd/generate.train.txt" 2> "$out/kd/generate.log" \
             || { tail -5 "$out/kd/generate.log" >&2; exit 1; }
         # Pair each hypothesis with its BPE source line by id (over-long sentences were skipped).
@@ -179,11 +211,60 @@ PY
         --srcdict "$out/bin/dict.$src.txt" --tgtdict "$out/bin/dict.$tgt.txt" --trainpref "$out/kd/train" \
         --validpref "$out/bpe/valid" --destdir "$out/bin_kd" --workers 4 > "$out/kd/preprocess.log"
     tf_kd=$(train_model transformer_kd "$out/bin_kd" standard)
-    ib_kd=$(train_model "${ib}_kd" "$out/bin_kd" ib)
+    ib_kd=$(train_model "${ib}_kd" "$out/bin_kd" ib --ib-h "$h" --ib-c "$c")
     models+=(--model "Transformer+KD=beam:$tf_kd" --model "IBDecoder+KD=ib-beam:$ib_kd")
 fi
 
-# 5. BLEU (GNMT length penalty 0.6 over the n-best list) and latency at batch size 1.
+# 5. Table 2 (and the models of Table 3): the ablations, from scratch, each with its flags.
+table2_flags() {  # ROW → the IBDecoder-family flags of Table 2's row
+    case "$1" in
+        1) echo "--ib-h 2 --ib-c 1";;
+        2) echo "--ib-h 2 --ib-c 1 --ib-mask vanilla";;
+        3) echo "--ib-h 2 --ib-c 1 --ib-positions vanilla";;
+        4) echo "--ib-h 2 --ib-c 1 --ib-order middle-to-side";;
+        5) echo "--ib-h 2 --ib-c 1 --ib-independent-directions";;
+        6) echo "--ib-h 1 --ib-c 2";;
+        7) echo "--ib-h 2 --ib-c 2";;
+        8) echo "--ib-h 1 --ib-c 4";;
+    esac
+}
+table2_names=("" "IBDecoder" "+vanilla-mask" "+vanilla-positions" "+middle-to-side" "+indep-directions" "vanilla-SA-c2"
+              "+SA" "vanilla-SA-c4")
+train_rows=""
+[ -n "$table2" ] && train_rows="$table2_rows"
+[ -n "$table3" ] && train_rows="$train_rows 1 2 6"  # Table 3's models
+declare -A table2_ckpt=()
+if [ -n "$train_rows" ]; then
+    for row in $(printf '%s\n' $train_rows | sort -un); do
+        if [ "$row" = 1 ] && [ "$h$c" = 21 ]; then table2_ckpt[1]="$ib_ckpt"; continue; fi  # Table 1's ②
+        # shellcheck disable=SC2046
+        table2_ckpt[$row]=$(train_model "table2_row${row}_${rule}" "$out/bin" ib $(table2_flags "$row"))
+    done
+fi
+
+# 6. BLEU (GNMT length penalty 0.6 over the n-best list) and latency at batch size 1.
 "$python" "$repo/scripts/ib_eval.py" --data "$out/bin" --bpe-codes "$out/bpecodes" --src "$test.$src" --ref "$test.$tgt" \
-    --source-lang "$src" --target-lang "$tgt" "${models[@]}" --beams $beams --alpha 0.6 \
+    --source-lang "$src" --target-lang "$tgt" "${models[@]}" --beams $beams --alpha 0.6 --ib-finalize "$ib_finalize" \
     --latency-sentences "$latency_sentences" --runs "$latency_runs" --device "$device" --dtype "$dtype" --json "$out/table1.json"
+if [ -n "$table2" ]; then
+    t2=()
+    for row in $table2_rows; do t2+=(--model "T2-${row}-${table2_names[$row]}=ib-beam:${table2_ckpt[$row]}"); done
+    echo "Table 2 (from scratch, beam 4, rule $rule):"
+    "$python" "$repo/scripts/ib_eval.py" --data "$out/bin" --bpe-codes "$out/bpecodes" --src "$test.$src" \
+        --ref "$test.$tgt" --source-lang "$src" --target-lang "$tgt" "${t2[@]}" --beams 4 --alpha 0.6 \
+        --ib-finalize "$ib_finalize" --runs 0 --device "$device" --dtype "$dtype" --json "$out/table2.json"
+fi
+
+# 7. Table 3: test-set perplexity (fairseq-validate; per target token, EOS included: with
+#    --rule paper every model's target is its sentence and one EOS, so the counts agree).
+if [ -n "$table3" ]; then
+    ppl() {  # TASK CHECKPOINT → the test set's perplexity (the task's options come from the checkpoint)
+        "$bin/fairseq-validate" "$out/bin" --user-dir "$repo/fairseq_stream" --task "$1" --path "$2" --valid-subset test \
+            --max-tokens "$max_tokens" --log-format simple $cpu 2>&1 | sed -n "s/.*valid on 'test' subset.*| ppl \([0-9.]*\).*/\1/p" | tail -1
+    }
+    echo "Table 3 (test perplexity, rule $rule):"
+    echo "| | Left-to-Right | Bidirectional |"
+    echo "|---|---|---|"
+    echo "| Autoregressive | $(ppl translation "$teacher") | $(ppl translation_ib "${table2_ckpt[2]}") |"
+    echo "| Semi-Autoregressive | $(ppl translation_ib "${table2_ckpt[6]}") | $(ppl translation_ib "${table2_ckpt[1]}") |"
+fi

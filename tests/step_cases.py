@@ -43,7 +43,7 @@ JACOBI_CASES: List[Dict[str, Any]] = [
 IB_CASES: List[Dict[str, Any]] = [
     dict(h=2, c=1, beam=4, finalize="top"), dict(h=2, c=1, beam=4, finalize="all"), dict(h=2, c=1, beam=1),
     dict(h=2, c=2, beam=3), dict(h=4, c=1, beam=4), dict(h=4, c=1, beam=2, finalize="all"),
-    dict(h=2, c=1, beam=3, sentences=1),
+    dict(h=2, c=1, beam=3, sentences=1), dict(h=1, c=2, beam=3), dict(h=1, c=4, beam=2, finalize="all"),
 ]
 
 

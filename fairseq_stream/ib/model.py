@@ -34,6 +34,7 @@ class IBSpec:
     vanilla_mask: bool = False
     vanilla_positions: bool = False
     independent_directions: bool = False
+    order: str = "side-to-middle"  # ib_order.ORDERS: "middle-to-side" is the ablation of Table 2 row 4
 
     @property
     def z(self) -> int:
@@ -47,15 +48,23 @@ class IBSpec:
             vanilla_mask=getattr(args, "ib_mask", "relaxed") == "vanilla",
             vanilla_positions=getattr(args, "ib_positions", "bidirectional") == "vanilla",
             independent_directions=bool(getattr(args, "ib_independent_directions", False)),
+            # Checkpoints from before the option have no ``ib_order``: they were side-to-middle.
+            order=str(getattr(args, "ib_order", "side-to-middle")),
         )
-        problem = ib_order.check_hc(spec.h, spec.c)
+        problem = ib_order.check_layout(spec.h, spec.c, spec.order, spec.independent_directions)
         if problem:
             raise FairseqStreamError(problem)
         return spec
 
     def describe(self) -> str:
-        name = {(2, 1): "IBDecoder", (2, 2): "IBDecoder+SA"}.get((self.h, self.c), "IMDecoder" if self.h > 2 else "IBDecoder+SA")
-        return f"{name} (h={self.h}, c={self.c})"
+        if self.h == 1:
+            name = "left-to-right" if self.c == 1 else "vanilla SA"
+        elif self.h > 2:
+            name = "IMDecoder"
+        else:
+            name = "IBDecoder" if self.c == 1 else "IBDecoder+SA"
+        order = ", middle-to-side" if self.order == "middle-to-side" else ""
+        return f"{name} (h={self.h}, c={self.c}{order})"
 
 
 class TransformerIBDecoder(TransformerDecoderBase):

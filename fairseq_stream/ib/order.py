@@ -28,6 +28,16 @@ the right-to-left slot never learns what to say once the directions have met —
 emits a word there, duplicating one at the junction, and the two directions run past each
 other. With the fill, every slot is trained to say EOS once its direction has nothing left
 (for an odd length the left slot still emits the middle word while the right one says EOS).
+
+* **Vanilla SA** (h = 1, Wang et al. 2018; Table 2 rows 6 and 8): the left-to-right order,
+  ``c`` neighbouring words per step, positions ``t − 1`` (Eq. 5) and M(1, c); the target is
+  the sentence and its EOS (``eos="step"``: EOS up to the end of the step).
+* **Middle-to-side** (``order="middle-to-side"``, the ablation of Table 2 row 4): a segment is
+  generated from its middle out to its two ends, "a reverse mode of IBDecoder". The paper
+  gives no formula; our reading mirrors Eq. 6: with ``m = ⌈n/2⌉`` the order is
+  ``[ym, ym+1, ym−1, ym+2, …]`` — the first slot of a step always walks left, the second
+  always walks right, as in IBDecoder — and EOS follows once both ends are reached (for an odd
+  length the left walk has the last word, paired with the right walk's EOS).
 """
 from __future__ import annotations
 
@@ -39,6 +49,7 @@ import torch
 from torch import Tensor
 
 EOS_FILLS = ("step", "single")
+ORDERS = ("side-to-middle", "middle-to-side")
 # Codes of :func:`reorder_index` for the slots that hold no word of the sentence.
 EOS_CODE, PAD_CODE = -1, -2
 
@@ -59,6 +70,32 @@ def deinterleave(seq: List[int]) -> List[int]:
     return seq[::2] + seq[1::2][::-1]
 
 
+def middle_out(words: List[int]) -> List[int]:
+    """The middle-to-side order of a segment: ``[ym, ym+1, ym−1, ym+2, …]`` with ``m = ⌈n/2⌉`` (module doc)."""
+    m = (len(words) + 1) // 2
+    return [words[m - 1 - q // 2] if q % 2 == 0 else words[m + q // 2] for q in range(len(words))]
+
+
+def arrange(words: List[int], h: int, order: str = "side-to-middle") -> List[int]:
+    """One segment's words in generation order: left to right (h = 1), Eq. 6 or middle-to-side."""
+    if h == 1:
+        return list(words)
+    return middle_out(words) if order == "middle-to-side" else interleave(words)
+
+
+def unarrange(n: int, h: int, order: str = "side-to-middle") -> List[int]:
+    """For a segment of ``n`` words in generation order: the slot of each word, in word order."""
+    out = [0] * n
+    for slot, word in enumerate(arrange(list(range(n)), h, order)):
+        out[word] = slot
+    return out
+
+
+def n_segments(h: int) -> int:
+    """Segments of the target: one for h = 1 and 2, h/2 for IMDecoder (Eq. 9)."""
+    return max(1, h // 2)
+
+
 def segment_sizes(n: int, segments: int) -> List[int]:
     """``n`` words in ``segments`` near-equal, contiguous segments (the first ones longer)."""
     return [n // segments + (1 if i < n % segments else 0) for i in range(segments)]
@@ -66,8 +103,9 @@ def segment_sizes(n: int, segments: int) -> List[int]:
 
 def check_hc(h: int, c: int) -> Optional[str]:
     """Why (h, c) is not supported, or None."""
-    if h < 2 or h % 2:
-        return f"--ib-h must be an even number >= 2 (directions come in pairs), got {h}"
+    if h != 1 and (h < 2 or h % 2):
+        return (f"--ib-h must be 1 (left to right: vanilla SA) or an even number >= 2 (directions come in "
+                f"pairs), got {h}")
     if c < 1:
         return f"--ib-c must be >= 1, got {c}"
     if h > 2 and c != 1:
@@ -75,22 +113,38 @@ def check_hc(h: int, c: int) -> Optional[str]:
     return None
 
 
-def reorder(words: List[int], h: int, c: int, eos: int, pad: int, fill: str = "step") -> List[int]:
+def check_layout(h: int, c: int, order: str, independent: bool) -> Optional[str]:
+    """Why the layout (h, c, order, independent directions) is not supported, or None."""
+    problem = check_hc(h, c)
+    if problem:
+        return problem
+    if order not in ORDERS:
+        return f"--ib-order must be 'side-to-middle' or 'middle-to-side', got {order!r}"
+    if h == 1 and order != "side-to-middle":
+        return "--ib-order middle-to-side needs two directions (--ib-h >= 2); --ib-h 1 decodes left to right"
+    if h == 1 and independent:
+        return "--ib-independent-directions needs two directions (--ib-h >= 2); --ib-h 1 has one"
+    return None
+
+
+def reorder(words: List[int], h: int, c: int, eos: int, pad: int, fill: str = "step",
+            order: str = "side-to-middle") -> List[int]:
     """A target sentence (without its EOS) → the decoder's training target (with EOS, see module doc).
 
     ``fill``: ``"step"`` completes the meeting step with EOS, ``"single"`` appends one EOS.
+    ``order``: each segment's generation order, one of :data:`ORDERS` (h >= 2).
     """
     if fill not in EOS_FILLS:
         raise ValueError(f"fill must be one of {EOS_FILLS}, got {fill!r}")
-    if h == 2:
-        seq = interleave(words) + [eos]
+    if h <= 2:
+        seq = arrange(words, h, order) + [eos]
         if fill == "step":
             seq += [eos] * (-len(seq) % (h * c))
         return seq
     segments = h // 2
     sizes = segment_sizes(len(words), segments)
     starts = [sum(sizes[:i]) for i in range(segments)]
-    parts = [interleave(words[s: s + n]) + [eos] for s, n in zip(starts, sizes)]
+    parts = [arrange(words[s: s + n], h, order) + [eos] for s, n in zip(starts, sizes)]
     if fill == "step":
         parts = [p + [eos] * (len(p) % 2) for p in parts]
     steps = max(math.ceil(len(p) / 2) for p in parts)
@@ -99,25 +153,29 @@ def reorder(words: List[int], h: int, c: int, eos: int, pad: int, fill: str = "s
 
 
 def reorder_width(words: int, h: int, c: int, fill: str = "step") -> int:
-    """Length of :func:`reorder`'s output for a sentence of ``words`` words (non-decreasing in ``words``)."""
-    r = 2 * c  # EOS fills a segment's sequence up to a multiple of r: the step (h = 2) or the word pair
-    first = -(-words // (h // 2)) + 1  # the first (longest) segment's words and its EOS
+    """Length of :func:`reorder`'s output for a sentence of ``words`` words (non-decreasing in
+    ``words``; the same for every order)."""
+    segments = n_segments(h)
+    r = h * c // segments  # EOS fills a segment's sequence up to a multiple of r: the step (h <= 2) or the word pair
+    first = -(-words // segments) + 1  # the first (longest) segment's words and its EOS
     if fill == "step":
         first = -(-first // r) * r
-    return first if h == 2 else h * c * -(-first // r)
+    return first if h <= 2 else h * c * -(-first // r)
 
 
-def reorder_index(lengths: Tensor, width: int, h: int, c: int, fill: str = "step") -> Tensor:
+def reorder_index(lengths: Tensor, width: int, h: int, c: int, fill: str = "step",
+                  order: str = "side-to-middle") -> Tensor:
     """:func:`reorder` of whole batches at once, as indices: entry ``[b, k]`` is the index of the
     word (in its sentence of ``lengths[b]`` words) at decoder slot ``k``, or EOS_CODE / PAD_CODE.
 
     Closed form of Eqs. 6 and 9: slot ``k`` belongs to segment ``g = (k mod z) // r`` and is
-    position ``q = r·⌊k/z⌋ + k mod r`` of that segment's interleaved sequence (``r = 2c`` words of
-    a segment per step; for IMDecoder c = 1, so r = 2 and z = h).
+    position ``q = r·⌊k/z⌋ + k mod r`` of that segment's sequence (``r = z / segments`` words of
+    a segment per step: ``c`` for h = 1, ``2c`` for h = 2, 2 for IMDecoder).
     """
     if fill not in EOS_FILLS:
         raise ValueError(f"fill must be one of {EOS_FILLS}, got {fill!r}")
-    segments, r, z = h // 2, 2 * c, h * c
+    segments, z = n_segments(h), h * c
+    r = z // segments
     k = torch.arange(width, device=lengths.device)  # (W,)
     g = torch.div(k % z, r, rounding_mode="floor")
     q = r * torch.div(k, z, rounding_mode="floor") + k % r
@@ -129,7 +187,13 @@ def reorder_index(lengths: Tensor, width: int, h: int, c: int, fill: str = "step
     if fill == "step":
         filled = torch.div(filled + r - 1, r, rounding_mode="floor") * r
     half = torch.div(q, 2, rounding_mode="floor")
-    word = start + torch.where(q % 2 == 0, half, size - 1 - half)  # interleave: y1, yn, y2, yn−1, …
+    if h == 1:  # left to right
+        word = start + q
+    elif order == "middle-to-side":  # ym, ym+1, ym−1, ym+2, … with m = ⌈n/2⌉
+        middle = torch.div(size + 1, 2, rounding_mode="floor")
+        word = start + torch.where(q % 2 == 0, middle - 1 - half, middle + half)
+    else:  # interleave: y1, yn, y2, yn−1, …
+        word = start + torch.where(q % 2 == 0, half, size - 1 - half)
     return torch.where(q < size, word, torch.where(q < filled, EOS_CODE, PAD_CODE))  # (B, W)
 
 
@@ -144,14 +208,15 @@ def sentence_words(target: Tensor, eos: int, pad: int) -> Tuple[Tensor, Tensor]:
     return words, count - last.eq(eos).long()
 
 
-def reorder_batch(target: Tensor, h: int, c: int, eos: int, pad: int, fill: str = "step") -> Tuple[Tensor, int]:
+def reorder_batch(target: Tensor, h: int, c: int, eos: int, pad: int, fill: str = "step",
+                  order: str = "side-to-middle") -> Tuple[Tensor, int]:
     """Every row of a collated target (B, n) → :func:`reorder` of its words, padded to a common
     width; also the number of non-padding tokens. Whole-tensor ops, the order of each sentence
     length read from a cached :func:`reorder_index` table, and one read of two numbers from the
     device (the width and the count are host integers fairseq needs)."""
     words, lengths = sentence_words(target, eos, pad)  # (B, n), (B,)
     n = target.size(1)
-    plan = _PLANS.get(n + 1, (h, c, fill, target.device))[: n + 1, : reorder_width(n, h, c, fill)]
+    plan = _PLANS.get(n + 1, (h, c, fill, order, target.device))[: n + 1, : reorder_width(n, h, c, fill)]
     index = plan.index_select(0, lengths)  # (B, W(n)): wide enough for every row
     longest, ntokens = torch.stack([lengths.max(), index.ne(PAD_CODE).sum()]).tolist()
     index = index[:, : reorder_width(longest, h, c, fill)]  # the columns cut are padding in every row
@@ -159,12 +224,12 @@ def reorder_batch(target: Tensor, h: int, c: int, eos: int, pad: int, fill: str 
     return out.masked_fill(index.eq(EOS_CODE), eos).masked_fill(index.eq(PAD_CODE), pad), int(ntokens)
 
 
-def restore_order(seq: List[int], h: int, c: int, eos: int, pad: int) -> List[int]:
+def restore_order(seq: List[int], h: int, c: int, eos: int, pad: int, order: str = "side-to-middle") -> List[int]:
     """Indices into a decoder output ``seq`` (any length, EOS anywhere) of its words in the
     original order: post(·) of Algorithm 1, line 28. Apply them to tokens and scores alike."""
-    if h == 2:
+    if h <= 2:
         cut = seq.index(eos) if eos in seq else len(seq)
-        return deinterleave(list(range(cut)))
+        return unarrange(cut, h, order)
     parts: List[List[int]] = [[] for _ in range(h // 2)]
     for i in range(len(seq)):
         parts[(i % h) // 2].append(i)
@@ -172,13 +237,14 @@ def restore_order(seq: List[int], h: int, c: int, eos: int, pad: int) -> List[in
     for part in parts:
         toks = [seq[i] for i in part]
         cut = toks.index(eos) if eos in toks else len(toks)
-        out += deinterleave([i for i in part[:cut] if seq[i] != pad])
+        kept = [i for i in part[:cut] if seq[i] != pad]
+        out += [kept[slot] for slot in unarrange(len(kept), h, order)]
     return out
 
 
-def restore(seq: List[int], h: int, c: int, eos: int, pad: int) -> List[int]:
+def restore(seq: List[int], h: int, c: int, eos: int, pad: int, order: str = "side-to-middle") -> List[int]:
     """Decoder output → words in the original order (see :func:`restore_order`)."""
-    return [seq[i] for i in restore_order(seq, h, c, eos, pad)]
+    return [seq[i] for i in restore_order(seq, h, c, eos, pad, order)]
 
 
 def slot_positions(slots: Tensor, h: int, mode: str = "bidirectional") -> Tensor:
@@ -189,7 +255,7 @@ def slot_positions(slots: Tensor, h: int, mode: str = "bidirectional") -> Tensor
     :func:`slot_directions`). ``vanilla``: Eq. 5, ``t − 1`` (the ablation of Table 2).
     """
     t = slots.double() + 1
-    if mode == "vanilla":
+    if mode == "vanilla" or h == 1:  # one direction (vanilla SA): Eq. 5
         return t - 1
     if h == 2:
         sign = 1.0 - 2.0 * torch.remainder(t - 1, 2)
@@ -267,9 +333,9 @@ def _encoding_table(size: int, h: int, mode: str, dim: int, dtype: torch.dtype, 
     return sinusoid(slot_positions(slots, h, mode), dim).to(dtype)
 
 
-def _plan_table(size: int, h: int, c: int, fill: str, device) -> Tensor:
+def _plan_table(size: int, h: int, c: int, fill: str, order: str, device) -> Tensor:
     """Row L: :func:`reorder_index` of a sentence of L words (L < size)."""
-    return reorder_index(torch.arange(size, device=device), reorder_width(size - 1, h, c, fill), h, c, fill)
+    return reorder_index(torch.arange(size, device=device), reorder_width(size - 1, h, c, fill), h, c, fill, order)
 
 
 _PLANS = PrefixCache(_plan_table)

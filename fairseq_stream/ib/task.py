@@ -25,8 +25,15 @@ from fairseq_stream.integration.task import TranslationStreamConfig, Translation
 
 @dataclass
 class TranslationIBConfig(TranslationStreamConfig):
-    ib_h: int = field(default=2, metadata={"help": "generation directions h (even): 2 = IBDecoder, 4 = IMDecoder (paper 003)"})
-    ib_c: int = field(default=1, metadata={"help": "words per direction and step c: 2 = IBDecoder+SA (paper 003 Eq. 12)"})
+    ib_h: int = field(default=2, metadata={"help": "generation directions h: 1 = left to right (vanilla SA with c > 1), "
+                                                   "2 = IBDecoder, 4, 6, ... = IMDecoder (paper 003)"})
+    ib_c: int = field(default=1, metadata={"help": "words per direction and step c: 2 = IBDecoder+SA (paper 003 Eq. 12); "
+                                                   "with --ib-h 1, vanilla SA (Table 2 rows 6 and 8)"})
+    ib_order: str = field(
+        default="side-to-middle",
+        metadata={"help": "generation order of each segment (h >= 2): 'side-to-middle' = Eq. 6; 'middle-to-side' = "
+                          "from the middle out to both ends (ablation, Table 2 row 4)"},
+    )
     ib_mask: str = field(default="relaxed", metadata={"help": "'relaxed' = M(h, c) of Eq. 4; 'vanilla' = causal (ablation, Table 2)"})
     ib_positions: str = field(
         default="bidirectional",
@@ -65,7 +72,7 @@ class TranslationIBTask(TranslationStreamTask):
         arch = getattr(cfg, "arch", None) or getattr(cfg, "_name", None)
         if arch is not None and not str(arch).startswith("transformer_ib"):
             raise FairseqStreamError(f"--task translation_ib trains --arch transformer_ib, not {arch!r}")
-        for name in ("ib_h", "ib_c", "ib_mask", "ib_positions", "ib_independent_directions", "ib_eos"):
+        for name in ("ib_h", "ib_c", "ib_order", "ib_mask", "ib_positions", "ib_independent_directions", "ib_eos"):
             setattr(cfg, name, getattr(self.cfg, name))
         return super().build_model(cfg, from_checkpoint)
 
@@ -75,7 +82,7 @@ class TranslationIBTask(TranslationStreamTask):
         # Whole-batch tensor ops on the batch's device (no per-sentence loop, no per-row copies):
         # this runs before every training step, on the GPU's critical path.
         new_target, ntokens = ib_order.reorder_batch(sample["target"], self.spec.h, self.spec.c, eos, pad,
-                                                     self.cfg.ib_eos)
+                                                     self.cfg.ib_eos, self.spec.order)
         out = dict(sample)
         out["target"] = new_target
         out["net_input"] = dict(sample["net_input"])

@@ -174,7 +174,7 @@ class IBBeamSearch(StateOps):
         self.eos, self.pad, self.bos = eos, pad, bos
         self.dedup, self.dtype, self.finalize = dedup, dtype, finalize
         self.z = spec.z
-        self.segments = spec.h // 2
+        self.segments = ib_order.n_segments(spec.h)
         # Segment of each slot of a step: words come in (left, right) pairs per segment (Eq. 9).
         self.slot_segment = torch.tensor([(j % spec.h) // 2 for j in range(self.z)]) if spec.h > 2 else torch.zeros(self.z, dtype=torch.long)
         self.segment_slots = [torch.tensor([j for j in range(self.z) if int(self.slot_segment[j]) == g]) for g in range(self.segments)]
@@ -354,7 +354,7 @@ class IBBeamSearch(StateOps):
         return replace(state, n_final=state.n_final + ok.sum(dim=1))
 
     def _hypothesis(self, seq: List[int], lps: List[float], total: float) -> Hypothesis:
-        order = ib_order.restore_order(seq, self.spec.h, self.spec.c, self.eos, self.pad)
+        order = ib_order.restore_order(seq, self.spec.h, self.spec.c, self.eos, self.pad, self.spec.order)
         words = [seq[k] for k in order]
         if self.dedup:
             order = [order[k] for k in ib_order.dedup_indices(words)]

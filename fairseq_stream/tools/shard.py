@@ -24,6 +24,24 @@ over there. No process starts without a batch: N is capped by the number of batc
 input makes (said in one line). A failed or killed process gives one ``fairseq-stream:
 error:`` line quoting the last line of its log, with the command that re-runs it alone: the
 same command with ``--workdir``, which re-uses the finished shards.
+
+Under ``torchrun`` (several machines, or a cluster scheduler that starts one process per
+device) each process is one shard::
+
+    torchrun --nnodes 2 --nproc-per-node 4 ... --no-python fairseq-stream-shard \\
+        --workdir /shared/run1 data-bin/wmt --user-dir fairseq_stream --path ckpt.pt ...
+
+The rank and the number of shards come from the environment torchrun sets (``RANK``,
+``WORLD_SIZE``; ``LOCAL_RANK`` picks the GPU, ``LOCAL_WORLD_SIZE`` divides the cores);
+``--nprocs`` may be left out. ``--workdir`` is required and must be one folder every machine
+reaches. Rank 0 checks and claims the workdir while the others wait (one
+``torch.distributed`` broadcast over gloo, then the group is closed); every rank decodes its
+shard as above (the same manifest, files and sharding, so a local run with ``--nprocs
+WORLD_SIZE`` finishes or re-uses the same shards); rank 0 then waits for every shard's output
+(``--shard-timeout`` seconds after its own, one error line naming the missing shards when it
+runs out, at once when a rank reports a failure) and prints the merged output. A rank that
+fails says so in one line with the command that re-runs its shard alone; running the torchrun
+command again re-uses the finished shards.
 """
 from __future__ import annotations
 
@@ -36,8 +54,9 @@ import signal
 import subprocess
 import sys
 import tempfile
+import time
 from dataclasses import dataclass
-from typing import Dict, List, Optional, Sequence
+from typing import Callable, Dict, List, Optional, Sequence
 
 import numpy as np
 
@@ -58,6 +77,11 @@ class Shard:
     log: str
     pid: str
 
+    @property
+    def failed(self) -> str:
+        """Written by a torchrun rank whose shard failed (rank 0 then stops waiting)."""
+        return self.out[: -len(".out")] + ".failed"
+
     def command_line(self) -> str:
         prefix = " ".join(f"{k}={shlex.quote(v)}" for k, v in sorted(self.env.items()))
         return (prefix + " " if prefix else "") + shlex.join(self.argv)
@@ -67,16 +91,23 @@ def _parse(argv: Sequence[str]) -> "tuple[argparse.Namespace, List[str]]":
     parser = argparse.ArgumentParser(
         prog="fairseq-stream-shard", description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter,
         allow_abbrev=False,  # fairseq-generate's own options pass through untouched
-        usage="fairseq-stream-shard --nprocs N [--workdir DIR] DATA <fairseq-generate arguments>",
+        usage="fairseq-stream-shard --nprocs N [--workdir DIR] DATA <fairseq-generate arguments>\n"
+              "       torchrun ... --no-python fairseq-stream-shard --workdir DIR DATA <fairseq-generate arguments>",
     )
-    parser.add_argument("--nprocs", type=int, required=True, help="processes (shards) to decode with")
+    parser.add_argument("--nprocs", type=int, default=None,
+                        help="processes (shards) to decode with; under torchrun: WORLD_SIZE (may be left out)")
     parser.add_argument("--workdir", default=None, help="shard outputs and logs; re-run with it to resume")
     parser.add_argument("--devices", choices=["auto", "cpu", "cuda"], default="auto",
                         help="auto: one GPU per process when GPUs are visible, else CPU")
     parser.add_argument("--fresh", action="store_true",
                         help="start over in --workdir, deleting the shards of an earlier run there")
+    parser.add_argument("--shard-timeout", type=float, default=3600.0,
+                        help="under torchrun: seconds rank 0 waits for the other shards once its own is done "
+                             "(and for the group to form)")
     args, generate_args = parser.parse_known_args(argv)
-    if args.nprocs < 1:
+    if args.shard_timeout <= 0:
+        raise FairseqStreamError(f"--shard-timeout must be > 0 seconds, got {args.shard_timeout}")
+    if args.nprocs is not None and args.nprocs < 1:
         raise FairseqStreamError(f"--nprocs must be >= 1, got {args.nprocs}")
     for flag in ("--distributed-world-size", "--distributed-rank", "--num-shards", "--shard-id", "--results-path"):
         if any(a == flag or a.startswith(flag + "=") for a in generate_args):
@@ -137,6 +168,8 @@ def run_shards(shards: List[Shard]) -> Dict[int, int]:
         if os.path.exists(shard.out):
             print(f"fairseq-stream-shard: shard {shard.index}: re-using {shard.out}", file=sys.stderr)
             continue
+        if os.path.exists(shard.failed):
+            os.remove(shard.failed)
         with open(shard.log, "w", encoding="utf-8") as log:
             log.write(f"# {shard.command_line()}\n")
         partial = open(shard.out + ".partial", "w", encoding="utf-8")
@@ -144,13 +177,12 @@ def run_shards(shards: List[Shard]) -> Dict[int, int]:
         proc = subprocess.Popen(shard.argv, stdout=partial, stderr=log, env=dict(os.environ, **shard.env))
         with open(shard.pid, "w") as f:
             f.write(f"{proc.pid}\n")
-        running[shard.index] = (proc, partial, log)
+        running[shard.index] = (shard, proc, partial, log)
     codes = {}
-    for index, (proc, partial, log) in running.items():
+    for index, (shard, proc, partial, log) in running.items():
         codes[index] = proc.wait()
         partial.close()
         log.close()
-        shard = shards[index]
         os.remove(shard.pid)
         if codes[index] == 0:
             os.replace(shard.out + ".partial", shard.out)  # only finished shards count as done
@@ -195,10 +227,13 @@ def merge_outputs(paths: List[str], translated: int) -> "tuple[List[str], List[s
     return [line for sid in sorted(blocks) for line in blocks[sid]], other
 
 
-def _resume_command(argv: Sequence[str], workdir: str) -> str:
+def _resume_command(argv: Sequence[str], workdir: str, nprocs: int) -> str:
+    """The command that runs the missing shards on this machine and merges all of them."""
     rest = [a for a in argv if a != "--fresh"]  # a resume must keep the finished shards
     if "--workdir" not in rest and not any(a.startswith("--workdir=") for a in rest):
         rest = ["--workdir", workdir, *rest]
+    if "--nprocs" not in rest and not any(a.startswith("--nprocs=") for a in rest):
+        rest = ["--nprocs", str(nprocs), *rest]  # under torchrun it came from WORLD_SIZE
     # As invoked: the console script, or ``python -m`` where it is not installed.
     program = (["fairseq-stream-shard"] if os.path.basename(sys.argv[0]) == "fairseq-stream-shard"
                else [sys.executable, "-m", "fairseq_stream.tools.shard"])
@@ -270,7 +305,7 @@ def manifest_difference(old: Dict[str, object], new: Dict[str, object]) -> List[
 def claim_workdir(workdir: str, manifest: Dict[str, object], fresh: bool) -> None:
     """Record ``manifest`` in ``workdir``, refusing one made by another run (``fresh``: start over)."""
     path = os.path.join(workdir, MANIFEST)
-    leftovers = [n for n in os.listdir(workdir) if re.match(r"shard\d+\.(out|log|pid|out\.partial)$", n)]
+    leftovers = [n for n in os.listdir(workdir) if re.match(r"shard\d+\.(out|log|pid|failed|out\.partial)$", n)]
     if fresh:
         for name in leftovers + ([MANIFEST] if os.path.exists(path) else []):
             os.remove(os.path.join(workdir, name))
@@ -360,13 +395,165 @@ def failure_message(shards: List[Shard], codes: Dict[int, int], nprocs: int, arg
     return (f"shard {i} of {nprocs} failed ({_failure(codes[i])}; log {shards[i].log}"
             + (f": {last[:300]!r}" if last else "")
             + (f"; also failed: shards {failed[1:]}" if failed[1:] else "")
-            + f"); re-run it alone (finished shards are re-used): {_resume_command(argv, workdir)}")
+            + f"); re-run it alone (finished shards are re-used): {_resume_command(argv, workdir, nprocs)}")
+
+
+# ---- torchrun: one shard per rank -----------------------------------------------------------
+@dataclass(frozen=True)
+class Ranks:
+    """This process's place among the processes torchrun started (its environment variables)."""
+
+    rank: int
+    world_size: int
+    local_rank: int
+    local_world_size: int
+
+
+def torchrun_ranks(environ: Dict[str, str]) -> Optional[Ranks]:
+    """The ranks torchrun (or a scheduler setting the same variables) gave this process, or None."""
+    names = ("RANK", "WORLD_SIZE")
+    if not any(n in environ for n in names):
+        return None
+    if not all(n in environ for n in names):
+        raise FairseqStreamError("RANK and WORLD_SIZE must be set together (torchrun sets both); "
+                                 f"found only {[n for n in names if n in environ][0]}")
+    try:
+        rank, world = int(environ["RANK"]), int(environ["WORLD_SIZE"])
+        local, local_world = int(environ.get("LOCAL_RANK", rank)), int(environ.get("LOCAL_WORLD_SIZE", world))
+    except ValueError:
+        raise FairseqStreamError("RANK, WORLD_SIZE, LOCAL_RANK and LOCAL_WORLD_SIZE must be integers") from None
+    if world < 1 or not 0 <= rank < world or not 0 <= local < local_world:
+        raise FairseqStreamError(f"RANK {rank} / WORLD_SIZE {world} (LOCAL_RANK {local} / LOCAL_WORLD_SIZE "
+                                 f"{local_world}) is not a rank of the group")
+    return Ranks(rank, world, local, local_world)
+
+
+def rank_shard(ranks: Ranks, generate_args: List[str], workdir: str, gpus: List[str]) -> List[Shard]:
+    """Every shard of the run (as :func:`plan_shards` for ``WORLD_SIZE`` processes), this rank's
+    with its machine's device: GPU ``LOCAL_RANK``, or the cores shared by the machine's ranks."""
+    shards = plan_shards(ranks.world_size, generate_args, workdir, gpus)
+    mine = shards[ranks.rank]
+    if gpus:
+        mine.env = {"CUDA_VISIBLE_DEVICES": gpus[ranks.local_rank % len(gpus)]}
+    elif "OMP_NUM_THREADS" not in os.environ:
+        mine.env = {"OMP_NUM_THREADS": str(max(1, (os.cpu_count() or 1) // ranks.local_world_size))}
+    return shards
+
+
+def claim_together(ranks: Ranks, timeout: float, claim: Callable[[], None]) -> None:
+    """Rank 0 runs ``claim`` (check and record the workdir) while the others wait; all learn
+    its outcome. One broadcast over gloo: no rank looks at the workdir before rank 0 is done
+    with it (``--fresh`` deletes files there)."""
+    import datetime
+
+    import torch.distributed as dist
+
+    dist.init_process_group("gloo", timeout=datetime.timedelta(seconds=timeout))
+    try:
+        message: List[Optional[str]] = [None]
+        if ranks.rank == 0:
+            try:
+                claim()
+            except FairseqStreamError as exc:
+                message[0] = str(exc)
+        dist.broadcast_object_list(message, src=0)
+    finally:
+        dist.destroy_process_group()
+    if message[0] is not None:
+        raise FairseqStreamError(message[0] if ranks.rank == 0 else f"rank 0 refused the workdir: {message[0]}")
+
+
+def wait_for_shards(shards: List[Shard], timeout: float, failure: Callable[[Shard], str], poll: float = 0.5) -> None:
+    """Until every shard's output exists; one error when a rank reported a failure, or after
+    ``timeout`` seconds naming the shards still missing."""
+    deadline = time.monotonic() + timeout
+    while True:
+        missing = [s for s in shards if not os.path.exists(s.out)]
+        failed = [s for s in missing if os.path.exists(s.failed)]
+        if failed:
+            raise FairseqStreamError(failure(failed[0]))
+        if not missing:
+            return
+        if time.monotonic() >= deadline:
+            raise FairseqStreamError(
+                f"waited {timeout:g} s (--shard-timeout) for shard(s) {[s.index for s in missing]} of {len(shards)}: "
+                f"no {os.path.basename(missing[0].out)} in {os.path.dirname(missing[0].out)} (still running, or "
+                f"its rank was killed: see {missing[0].log})")
+        time.sleep(poll)
+
+
+def run_rank(args: argparse.Namespace, generate_args: List[str], argv: List[str], ranks: Ranks) -> None:
+    """Decode this rank's shard; rank 0 then waits for the others' and prints the merged output."""
+    if args.workdir is None:
+        raise FairseqStreamError("under torchrun every rank needs --workdir: one folder that every machine reaches")
+    if args.nprocs is not None and args.nprocs != ranks.world_size:
+        raise FairseqStreamError(f"--nprocs {args.nprocs} differs from torchrun's WORLD_SIZE {ranks.world_size}; "
+                                 "leave --nprocs out")
+    workdir, world = args.workdir, ranks.world_size
+    os.makedirs(workdir, exist_ok=True)
+    manifest = {"argv": ["--nprocs", str(world), "--devices", args.devices, *generate_args],
+                "inputs": fingerprint(generate_args)}
+    def claim() -> None:
+        claim_workdir(workdir, manifest, args.fresh)
+        for name in os.listdir(workdir):  # failures of an earlier run: their shards run again now
+            if re.match(r"shard\d+\.failed$", name):
+                os.remove(os.path.join(workdir, name))
+
+    claim_together(ranks, args.shard_timeout, claim)
+    try:
+        batches = count_batches(generate_args)
+    except Exception:  # an unusual data layout: fairseq-generate's own checks will speak
+        batches = None
+    if batches is not None and batches < world:
+        raise FairseqStreamError(f"the input makes {batches} batch(es) for {world} ranks: an empty shard would fail; "
+                                 "pass a smaller --batch-size or --max-tokens, or start fewer ranks")
+    shards = rank_shard(ranks, generate_args, workdir, _visible_gpus(args.devices))
+    mine = shards[ranks.rank]
+    codes = run_shards([mine])
+    if codes.get(ranks.rank):
+        with open(mine.failed, "w", encoding="utf-8") as f:
+            f.write(_failure(codes[ranks.rank]) + "\n")
+        raise FairseqStreamError(failure_message(shards, codes, world, argv, workdir))
+    if ranks.rank != 0:
+        print(f"fairseq-stream-shard: rank {ranks.rank} of {world}: shard done ({mine.out})", file=sys.stderr)
+        return
+    wait_for_shards(shards, args.shard_timeout, lambda s: _reported_failure(s, shards, world, argv, workdir))
+    print_merged(shards, workdir)
+
+
+def _reported_failure(shard: Shard, shards: List[Shard], world: int, argv: Sequence[str], workdir: str) -> str:
+    with open(shard.failed, encoding="utf-8") as f:
+        what = f.read().strip()
+    last = _last_log_line(shard.log)
+    return (f"shard {shard.index} of {world} failed ({what}; log {shard.log}" + (f": {last[:300]!r}" if last else "")
+            + f"); re-run it alone (finished shards are re-used): {_resume_command(argv, workdir, world)}")
+
+
+def print_merged(shards: List[Shard], workdir: str) -> None:
+    """Every shard's sentence lines once, in id order, on stdout; their other lines on stderr."""
+    # fairseq logs to stdout or stderr depending on who configured logging first.
+    translated = sum(max(_translated(s.out), _translated(s.log)) for s in shards)
+    lines, other = merge_outputs([s.out for s in shards], translated)
+    sys.stderr.writelines(other)
+    empty = [s.index for s in shards if _sentences_in(s.out) == 0]
+    if empty:
+        print(f"fairseq-stream-shard: warning: shard(s) {empty} got no sentences: fairseq shards whole batches; "
+              "pass a smaller --batch-size or --max-tokens to use every process", file=sys.stderr)
+    sys.stdout.writelines(lines)
+    print(f"fairseq-stream-shard: {translated} sentences from {len(shards)} shards (outputs in {workdir})",
+          file=sys.stderr)
 
 
 def main(argv: Optional[Sequence[str]] = None) -> None:
     argv = list(sys.argv[1:] if argv is None else argv)
     try:
         args, generate_args = _parse(argv)
+        ranks = torchrun_ranks(dict(os.environ))
+        if ranks is not None:
+            run_rank(args, generate_args, argv, ranks)
+            return
+        if args.nprocs is None:
+            raise FairseqStreamError("--nprocs N is required (or start one process per shard with torchrun)")
         workdir = args.workdir or tempfile.mkdtemp(prefix="fairseq-stream-shard.")
         os.makedirs(workdir, exist_ok=True)
         manifest = {"argv": ["--nprocs", str(args.nprocs), "--devices", args.devices, *generate_args],
@@ -377,20 +564,10 @@ def main(argv: Optional[Sequence[str]] = None) -> None:
         codes = run_shards(shards)
         if any(codes.values()):
             raise FairseqStreamError(failure_message(shards, codes, nprocs, argv, workdir))
-        # fairseq logs to stdout or stderr depending on who configured logging first.
-        translated = sum(max(_translated(s.out), _translated(s.log)) for s in shards)
-        lines, other = merge_outputs([s.out for s in shards], translated)
+        print_merged(shards, workdir)
     except FairseqStreamError as exc:
         print(PREFIX + str(exc), file=sys.stderr)
         sys.exit(1)
-    sys.stderr.writelines(other)
-    empty = [s.index for s in shards if _sentences_in(s.out) == 0]
-    if empty:
-        print(f"fairseq-stream-shard: warning: shard(s) {empty} got no sentences: fairseq shards whole batches; "
-              "pass a smaller --batch-size or --max-tokens to use every process", file=sys.stderr)
-    sys.stdout.writelines(lines)
-    print(f"fairseq-stream-shard: {translated} sentences from {len(shards)} shards (outputs in {workdir})",
-          file=sys.stderr)
 
 
 if __name__ == "__main__":

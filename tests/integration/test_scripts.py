@@ -1,9 +1,11 @@
 """The reproduction scripts run end to end on local files (the demo model and corpus)."""
+import json
 import os
 import subprocess
 import sys
 
 import pytest
+import torch
 
 from conftest import DEMO, REPO, read_lines
 
@@ -77,16 +79,26 @@ def test_wmt14_ibdecoder_script_on_the_demo_corpus(tmp_path):
                       "--valid-prefix", str(data / "valid"), "--test-prefix", str(data / "test"), "--bpe-merges", "200",
                       "--max-update", "3", "--max-tokens", "2000", "--update-freq", "1", "--arch-args", tiny,
                       "--device", "cpu", "--beams", "2 1", "--latency-sentences", "2", "--latency-runs", "1",
-                      "--out", str(tmp_path / "exp")], tmp_path)
+                      "--table2", "--table2-rows", "4 6", "--table3", "--out", str(tmp_path / "exp")], tmp_path)
     rows = [[c.strip() for c in line.split("|")[1:-1]] for line in out.splitlines() if line.startswith("| ")]
-    assert [(r[0], r[1]) for r in rows[1:]] == [(m, b) for m in ("Transformer", "IBDecoder", "Transformer+KD",
-                                                                  "IBDecoder+KD") for b in ("2", "1")]
-    assert all(float(r[2]) >= 0 and float(r[3]) > 0 for r in rows[1:]) and rows[1][4] == "1.00x"
+    table1 = rows[1: 1 + 8]
+    assert [(r[0], r[1]) for r in table1] == [(m, b) for m in ("Transformer", "IBDecoder", "Transformer+KD",
+                                                                "IBDecoder+KD") for b in ("2", "1")]
+    assert all(float(r[2]) >= 0 and float(r[3]) > 0 for r in table1) and table1[0][4] == "1.00x"
+    table2 = [r for r in rows if r[0].startswith("T2-")]
+    assert [(r[0], r[1]) for r in table2] == [("T2-4-+middle-to-side", "4"), ("T2-6-vanilla-SA-c2", "4")]
+    assert all(float(r[2]) >= 0 for r in table2)
+    table3 = {r[0]: r[1:] for r in rows if r[0] in ("Autoregressive", "Semi-Autoregressive")}
+    assert all(float(p) > 1 for ppl in table3.values() for p in ppl) and len(table3) == 2, out
     exp = tmp_path / "exp"
     assert len(read_lines(str(exp / "kd" / "train.en"))) == 120  # the teacher translated every training source
-    for name in ("transformer", "ib_h2_c1", "transformer_kd", "ib_h2_c1_kd"):
+    for name in ("transformer", "ib_h2_c1_paper", "transformer_kd", "ib_h2_c1_paper_kd", "table2_row2_paper",
+                 "table2_row4_paper", "table2_row6_paper"):
         assert (exp / f"checkpoints_{name}" / "averaged.pt").exists()
-    assert (exp / "table1.json").exists()
+    for name in ("ib_h2_c1_paper", "table2_row6_paper"):  # the paper's rule: one EOS after the target
+        args = torch.load(exp / f"checkpoints_{name}" / "averaged.pt", weights_only=False)["cfg"]["task"]
+        assert args["ib_eos"] == "single"
+    assert json.loads((exp / "table1.json").read_text())["ib_finalize"] == "all"
 
 
 def run_python(args, timeout=300):
@@ -143,12 +155,15 @@ def test_ib_experiment_trains_each_layout_with_its_h_and_c(tmp_path):
     def layout(kind):
         cmd = exp.train_command(tmp_path, tmp_path / kind, kind, 100, 2)
         value = lambda flag: cmd[cmd.index(flag) + 1] if flag in cmd else None  # noqa: E731
-        return value("--task"), value("--ib-h"), value("--ib-c")
+        return value("--task"), value("--ib-h"), value("--ib-c"), value("--ib-order")
 
-    assert layout("standard") == ("translation", None, None)
-    assert layout("ib") == ("translation_ib", "2", "1")
-    assert layout("im") == ("translation_ib", "4", "1")
-    assert layout("sa") == ("translation_ib", "2", "2")
+    assert layout("standard") == ("translation", None, None, None)
+    assert layout("ib") == ("translation_ib", "2", "1", None)
+    assert layout("im") == ("translation_ib", "4", "1", None)
+    assert layout("sa") == ("translation_ib", "2", "2", None)
+    assert layout("vsa") == ("translation_ib", "1", "2", None)
+    assert layout("vsa4") == ("translation_ib", "1", "4", None)
+    assert layout("m2s") == ("translation_ib", "2", "1", "middle-to-side")
     proc = subprocess.run([sys.executable, os.path.join(REPO, "scripts", "ib_experiment.py"), "--data", str(DEMO),
                            "--variants", "im,xx", "--work", str(tmp_path / "w")], capture_output=True, text=True)
     assert proc.returncode != 0 and "unknown layout 'xx'" in proc.stderr

@@ -192,3 +192,119 @@ def test_more_processes_than_batches_run_as_many_as_there_are_batches(tmp_path):
     assert proc.returncode == 0, proc.stderr[-3000:]
     assert "1 batch(es) for --nprocs 5: starting 1 process(es)" in proc.stderr
     assert len(lines_of(proc.stdout, "H-")) == 3
+
+
+# ---- torchrun: one shard per rank ------------------------------------------------------------
+TORCHRUN = os.path.join(os.path.dirname(sys.executable), "torchrun")
+SHARD_SCRIPT = os.path.join(os.path.dirname(sys.executable), "fairseq-stream-shard")
+
+
+@pytest.mark.slow  # torchrun starts two ranks, each a fairseq-generate process, against a single-process run
+def test_torchrun_with_two_ranks_gives_one_process_output_and_a_lost_shard_is_rerun_alone(shard_data, single_process,
+                                                                                           tmp_path):
+    work = tmp_path / "work"
+    # The console script of the venv, this checkout's package first (the installed copy may be older).
+    env = dict(ENV, PYTHONPATH=REPO)
+    cmd = [TORCHRUN, "--standalone", "--nproc-per-node", "2", "--no-python", SHARD_SCRIPT, "--workdir", str(work),
+           *generate_args(shard_data)]
+    proc = subprocess.run(cmd, cwd=REPO, capture_output=True, text=True, env=env, timeout=600)
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    assert lines_of(proc.stdout, "H-") == lines_of(single_process, "H-") and len(lines_of(proc.stdout, "H-")) == N
+    ids = [int(line.split("\t")[0][2:]) for line in proc.stdout.splitlines() if line.startswith("S-")]
+    assert ids == list(range(N))  # rank 0 printed every sentence once, in id order; rank 1 printed none
+    per_shard = [sum(line.startswith("S-") for line in open(work / f"shard{i}.out")) for i in (0, 1)]
+    assert all(per_shard) and sum(per_shard) == N  # both ranks decoded
+    # Rank 1's shard lost (its machine died): the one-machine command re-runs that shard alone.
+    os.remove(work / "shard1.out")
+    again = subprocess.run([SHARD_SCRIPT, "--nprocs", "2", "--workdir", str(work), *generate_args(shard_data)],
+                           cwd=REPO, capture_output=True, text=True, env=env, timeout=600)
+    assert again.returncode == 0, again.stderr[-3000:]
+    assert "shard 0: re-using" in again.stderr and "shard 1: re-using" not in again.stderr
+    assert lines_of(again.stdout, "H-") == lines_of(single_process, "H-")
+
+
+def _rank_env(monkeypatch, rank, world, **extra):
+    for name in ("RANK", "WORLD_SIZE", "LOCAL_RANK", "LOCAL_WORLD_SIZE"):
+        monkeypatch.delenv(name, raising=False)
+    monkeypatch.setenv("RANK", str(rank))
+    monkeypatch.setenv("WORLD_SIZE", str(world))
+    for name, value in extra.items():
+        monkeypatch.setenv(name, str(value))
+
+
+def test_torchrun_ranks_come_from_the_environment():
+    from fairseq_stream.tools.shard import Ranks, torchrun_ranks
+
+    assert torchrun_ranks({}) is None
+    env = {"RANK": "3", "WORLD_SIZE": "4", "LOCAL_RANK": "1", "LOCAL_WORLD_SIZE": "2"}
+    assert torchrun_ranks(env) == Ranks(rank=3, world_size=4, local_rank=1, local_world_size=2)
+    with pytest.raises(FairseqStreamError, match="RANK and WORLD_SIZE must be set together"):
+        torchrun_ranks({"RANK": "0"})
+    with pytest.raises(FairseqStreamError, match="RANK 4 / WORLD_SIZE 4 .* is not a rank of the group"):
+        torchrun_ranks({"RANK": "4", "WORLD_SIZE": "4"})
+    with pytest.raises(FairseqStreamError, match="must be integers"):
+        torchrun_ranks({"RANK": "x", "WORLD_SIZE": "2"})
+
+
+@pytest.mark.parametrize("argv,message", [
+    (["data", "--path", "x.pt"], "under torchrun every rank needs --workdir: one folder that every machine reaches"),
+    (["--nprocs", "3", "--workdir", "W", "data"], "--nprocs 3 differs from torchrun's WORLD_SIZE 2; leave --nprocs out"),
+    (["--workdir", "W", "--shard-timeout", "0", "data"], "--shard-timeout must be > 0 seconds, got 0.0"),
+])
+def test_torchrun_mode_refuses_bad_options_in_one_line(monkeypatch, capsys, tmp_path, argv, message):
+    from fairseq_stream.tools.shard import main
+
+    _rank_env(monkeypatch, 0, 2)
+    argv = [str(tmp_path / a) if a == "W" else a for a in argv]
+    with pytest.raises(SystemExit) as exit_:
+        main(argv)
+    err = capsys.readouterr().err.strip().splitlines()
+    assert exit_.value.code == 1 and err == ["fairseq-stream: error: " + message]
+
+
+def test_without_torchrun_nprocs_is_required(monkeypatch, capsys):
+    from fairseq_stream.tools.shard import main
+
+    for name in ("RANK", "WORLD_SIZE"):
+        monkeypatch.delenv(name, raising=False)
+    with pytest.raises(SystemExit):
+        main(["--workdir", "w", "data"])
+    assert capsys.readouterr().err.strip() == (
+        "fairseq-stream: error: --nprocs N is required (or start one process per shard with torchrun)")
+
+
+def test_rank_zero_stops_waiting_on_a_timeout_or_a_reported_failure(tmp_path):
+    from fairseq_stream.tools.shard import plan_shards, wait_for_shards
+
+    shards = plan_shards(3, ["data"], str(tmp_path), [])
+    (tmp_path / "shard0.out").write_text("")
+    (tmp_path / "shard2.out").write_text("")
+    with pytest.raises(FairseqStreamError, match=r"waited 0.2 s \(--shard-timeout\) for shard\(s\) \[1\] of 3: no "
+                                                 r"shard1.out in .*see .*shard1.log\)$"):
+        wait_for_shards(shards, 0.2, failure=lambda s: "unused", poll=0.05)
+    (tmp_path / "shard1.failed").write_text("killed by SIGKILL\n")
+    with pytest.raises(FairseqStreamError, match="^shard 1 failed$"):
+        wait_for_shards(shards, 60, failure=lambda s: f"shard {s.index} failed", poll=0.05)
+    (tmp_path / "shard1.out").write_text("")
+    wait_for_shards(shards, 60, failure=lambda s: "unused", poll=0.05)  # every shard there: returns
+
+
+def test_rank_shard_takes_the_machine_local_gpu(tmp_path, monkeypatch):
+    from fairseq_stream.tools.shard import Ranks, rank_shard
+
+    shards = rank_shard(Ranks(rank=3, world_size=4, local_rank=1, local_world_size=2), ["data"], str(tmp_path),
+                        ["5", "7"])
+    mine = shards[3]
+    assert mine.env == {"CUDA_VISIBLE_DEVICES": "7"} and "--cpu" not in mine.argv
+    assert mine.argv[-4:] == ["--distributed-world-size", "4", "--distributed-rank", "3"]
+    monkeypatch.delenv("OMP_NUM_THREADS", raising=False)
+    monkeypatch.setattr(os, "cpu_count", lambda: 16)
+    cpu = rank_shard(Ranks(rank=0, world_size=4, local_rank=0, local_world_size=2), ["data"], str(tmp_path), [])[0]
+    assert cpu.env == {"OMP_NUM_THREADS": "8"} and "--cpu" in cpu.argv  # the machine's cores, shared by its 2 ranks
+
+
+def test_the_resume_line_of_a_torchrun_rank_names_nprocs(tmp_path):
+    from fairseq_stream.tools.shard import _resume_command
+
+    line = _resume_command(["--workdir", "W", "data", "--beam", "2"], "W", 4)
+    assert line.endswith("--nprocs 4 --workdir W data --beam 2")

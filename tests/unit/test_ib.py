@@ -12,15 +12,18 @@ EOS, PAD = 2, 1
 
 
 @pytest.mark.parametrize("fill", ["step", "single"])
-@pytest.mark.parametrize("h,c", [(2, 1), (2, 2), (2, 3), (4, 1), (6, 1)])
+@pytest.mark.parametrize("h,c,order", [(1, 1, "side-to-middle"), (1, 2, "side-to-middle"), (1, 4, "side-to-middle"),
+                                       (2, 1, "side-to-middle"), (2, 2, "side-to-middle"), (2, 3, "side-to-middle"),
+                                       (4, 1, "side-to-middle"), (6, 1, "side-to-middle"), (2, 1, "middle-to-side"),
+                                       (2, 2, "middle-to-side"), (4, 1, "middle-to-side")])
 @pytest.mark.parametrize("n", list(range(0, 14)))
-def test_reorder_and_restore_are_inverse_for_every_length(h, c, n, fill):
+def test_reorder_and_restore_are_inverse_for_every_length(h, c, order, n, fill):
     words = list(range(10, 10 + n))
-    target = ib_order.reorder(words, h, c, EOS, PAD, fill)
-    assert ib_order.restore(target, h, c, EOS, PAD) == words
+    target = ib_order.reorder(words, h, c, EOS, PAD, fill, order)
+    assert ib_order.restore(target, h, c, EOS, PAD, order) == words
     if fill == "single":
-        assert target.count(EOS) == h // 2  # one EOS per segment, where its directions meet
-    elif h == 2:
+        assert target.count(EOS) == ib_order.n_segments(h)  # one EOS per segment, where it ends
+    elif h <= 2:
         assert len(target) % (h * c) == 0 and target[n:] == [EOS] * (len(target) - n)  # EOS fills the step
     else:  # each segment's last word pair is complete, PAD only after it
         for g in range(h // 2):
@@ -47,10 +50,49 @@ def test_reorder_matches_eq6_and_eq9_by_hand():
         ib_order.reorder([a], 2, 1, EOS, PAD, "both")
 
 
+def test_vanilla_sa_and_middle_to_side_orders_by_hand():
+    a, b, c_, d, e, f = 10, 11, 12, 13, 14, 15
+    # Vanilla SA (h = 1): left to right, c words per step, EOS filling the last step.
+    assert ib_order.reorder([a, b, c_], 1, 2, EOS, PAD) == [a, b, c_, EOS]
+    assert ib_order.reorder([a, b, c_, d], 1, 2, EOS, PAD) == [a, b, c_, d, EOS, EOS]
+    assert ib_order.reorder([a, b, c_, d], 1, 2, EOS, PAD, "single") == [a, b, c_, d, EOS]
+    assert ib_order.reorder([a, b, c_], 1, 4, EOS, PAD) == [a, b, c_, EOS]
+    assert ib_order.reorder([a, b, c_, d, e], 1, 4, EOS, PAD) == [a, b, c_, d, e, EOS, EOS, EOS]
+    # Middle-to-side: from the middle y⌈n/2⌉ out, the first slot of a step walking left.
+    assert ib_order.reorder([a, b, c_, d, e, f], 2, 1, EOS, PAD, "single", "middle-to-side") == [c_, d, b, e, a, f, EOS]
+    assert ib_order.reorder([a, b, c_, d, e], 2, 1, EOS, PAD, "single", "middle-to-side") == [c_, d, b, e, a, EOS]
+    assert ib_order.reorder([a, b, c_, d], 2, 1, EOS, PAD, "step", "middle-to-side") == [b, c_, a, d, EOS, EOS]
+    assert ib_order.reorder([a], 2, 1, EOS, PAD, "step", "middle-to-side") == [a, EOS]
+    # Decoder outputs with words after the EOS: cut there, then put back in order.
+    assert ib_order.restore([c_, d, b, e, a, EOS, f], 2, 1, EOS, PAD, "middle-to-side") == [a, b, c_, d, e]
+    assert ib_order.restore([a, b, EOS, c_], 1, 2, EOS, PAD) == [a, b]
+
+
+@pytest.mark.parametrize("h,c,order,independent,message", [
+    (3, 1, "side-to-middle", False, "--ib-h must be 1 (left to right: vanilla SA) or an even number >= 2"),
+    (0, 2, "side-to-middle", False, "--ib-h must be 1"),
+    (1, 0, "side-to-middle", False, "--ib-c must be >= 1"),
+    (1, 2, "middle-to-side", False, "--ib-order middle-to-side needs two directions"),
+    (1, 2, "side-to-middle", True, "--ib-independent-directions needs two directions"),
+    (2, 1, "outside-in", False, "--ib-order must be 'side-to-middle' or 'middle-to-side'"),
+])
+def test_unsupported_layouts_get_one_line_errors(h, c, order, independent, message):
+    from argparse import Namespace
+
+    from fairseq_stream.errors import FairseqStreamError
+    from fairseq_stream.ib.model import IBSpec
+
+    args = Namespace(ib_h=h, ib_c=c, ib_order=order, ib_independent_directions=independent)
+    with pytest.raises(FairseqStreamError, match=message.replace("(", r"\(").replace(")", r"\)")) as err:
+        IBSpec.from_args(args)
+    assert "\n" not in str(err.value)
+
+
 def test_positions_follow_eq7_and_eq10():
     slots = torch.arange(8)
     assert ib_order.slot_positions(slots, 2).tolist() == [1, -1, 2, -2, 3, -3, 4, -4]
     assert ib_order.slot_positions(slots, 2, "vanilla").tolist() == list(range(8))
+    assert ib_order.slot_positions(slots, 1).tolist() == list(range(8))  # vanilla SA: Eq. 5
     assert ib_order.slot_positions(slots, 4).tolist() == [0, 0, 0, 0, 1, 1, 1, 1]
     assert ib_order.slot_directions(slots, 4).tolist() == [0, 1, 2, 3, 0, 1, 2, 3]
 
@@ -92,7 +134,8 @@ D = make_dictionary([f"w{i}" for i in range(30)])
 
 @pytest.mark.parametrize("h,c,mask,independent", [(2, 1, "relaxed", False), (2, 2, "relaxed", False),
                                                   (4, 1, "relaxed", False), (2, 1, "vanilla", False),
-                                                  (2, 1, "relaxed", True)])
+                                                  (2, 1, "relaxed", True), (1, 2, "relaxed", False),
+                                                  (1, 4, "relaxed", False)])
 def test_multi_word_incremental_steps_equal_the_masked_full_forward(h, c, mask, independent):
     from fairseq_stream.strategies.ib_beam import IBBeamSearch
     from fairseq_stream.ib.model import IBSpec
@@ -191,3 +234,26 @@ def test_task_rejects_an_unknown_eos_fill():
 
     with pytest.raises(FairseqStreamError, match="--ib-eos must be 'step' or 'single'"):
         TranslationIBTask(TranslationIBConfig(ib_eos="both"), D, D)
+
+
+@pytest.mark.parametrize("spec_args,want", [
+    (dict(h=1, c=2), "A B C D"),  # vanilla SA: left to right, two words a step
+    (dict(h=2, c=1), "A C D B"),  # IBDecoder: (A B) (C D) are y1 yn, y2 yn−1
+    (dict(h=2, c=1, order="middle-to-side"), "C A B D"),  # (A B) (C D) are ym ym+1, ym−1 ym+2
+])
+def test_ib_beam_restores_each_order_by_hand(spec_args, want):
+    """Greedy ib-beam over a scripted table, z = 2: the same decoder words, each layout's word order."""
+    from fairseq_stream.strategies.ib_beam import IBBeamSearch
+    from fairseq_stream.ib.model import IBSpec
+    from fairseq_stream.ops.fused_output import OutputScorer
+
+    A, B_, C, D_ = 4, 5, 6, 7
+    search = IBBeamSearch(IBSpec(**spec_args), OutputScorer([], fused=False, normalized_input=True), beam=1, nbest=1,
+                          lenpen=1.0, eos=EOS, pad=PAD, bos=EOS, dedup=False, dtype=torch.float64)
+    out = search.init_state(torch.tensor([0]), torch.tensor([50]), torch.tensor([5]))
+    for step in ({A: -0.1}, {B_: -0.1}), ({C: -0.1}, {D_: -0.1}), ({EOS: -0.1}, {EOS: -0.1}):
+        out = search.step(out.state, _step_scores(1, 2, {(0, 0): step[0], (0, 1): step[1]}))
+    hyp = out.finished.to_hypotheses()[0][0]
+    names = {A: "A", B_: "B", C: "C", D_: "D", EOS: "EOS"}
+    assert " ".join(names[t] for t in hyp.tokens.tolist()) == want + " EOS"
+    assert hyp.positional_scores.sum().item() == pytest.approx(-0.6)

@@ -14,17 +14,18 @@ from helpers import make_dictionary, tiny_ib_model
 
 D = make_dictionary([f"w{i}" for i in range(40)])
 EOS, PAD = D.eos(), D.pad()
-LAYOUTS = [(2, 1), (2, 2), (2, 3), (4, 1), (6, 1)]  # IBDecoder, +SA (c = 2, 3), IMDecoder (h = 4, 6)
+LAYOUTS = [(2, 1), (2, 2), (2, 3), (4, 1), (6, 1), (1, 2), (1, 4)]  # IBDecoder, +SA (c = 2, 3), IMDecoder (h = 4, 6), vanilla SA
 
 
-def reference_reorder_sample(sample: Dict[str, Any], h: int, c: int, fill: str) -> Tuple[List[List[int]], int]:
+def reference_reorder_sample(sample: Dict[str, Any], h: int, c: int, fill: str,
+                             order: str = "side-to-middle") -> Tuple[List[List[int]], int]:
     """The per-sentence rewrite the task used before (a Python loop over rows): reordered target, ntokens."""
     rows = []
     for row in sample["target"].tolist():
         words = [t for t in row if t != PAD]
         if words and words[-1] == EOS:
             words = words[:-1]
-        rows.append(ib_order.reorder(words, h, c, EOS, PAD, fill))
+        rows.append(ib_order.reorder(words, h, c, EOS, PAD, fill, order))
     width = max(len(r) for r in rows)
     padded = [r + [PAD] * (width - len(r)) for r in rows]
     return padded, sum(t != PAD for r in padded for t in r)
@@ -45,21 +46,21 @@ def random_batch(g: torch.Generator, sentences: int, width: int, *, left_pad: bo
     return {"target": target, "net_input": {"src_tokens": target, "prev_output_tokens": target}, "ntokens": 0}
 
 
-def make_task(h: int, c: int, fill: str):
+def make_task(h: int, c: int, fill: str, order: str = "side-to-middle"):
     from fairseq_stream.ib.task import TranslationIBConfig, TranslationIBTask
 
-    return TranslationIBTask(TranslationIBConfig(ib_h=h, ib_c=c, ib_eos=fill), D, D)
+    return TranslationIBTask(TranslationIBConfig(ib_h=h, ib_c=c, ib_eos=fill, ib_order=order), D, D)
 
 
 @pytest.mark.parametrize("fill", ib_order.EOS_FILLS)
-@pytest.mark.parametrize("h,c", LAYOUTS)
+@pytest.mark.parametrize("h,c,order", [(h, c, "side-to-middle") for h, c in LAYOUTS] + [(2, 1, "middle-to-side")])
 @pytest.mark.parametrize("left_pad", [False, True])
-def test_batch_rewrite_equals_the_per_sentence_reference(h, c, fill, left_pad):
-    task = make_task(h, c, fill)
+def test_batch_rewrite_equals_the_per_sentence_reference(h, c, order, fill, left_pad):
+    task = make_task(h, c, fill, order)
     g = torch.Generator().manual_seed(100 * h + 10 * c + left_pad)
     for sentences, width in [(1, 1), (1, 7), (3, 12), (16, 33), (40, 70), (5, 130)]:
         sample = random_batch(g, sentences, width, left_pad=left_pad)
-        want, ntokens = reference_reorder_sample(sample, h, c, fill)
+        want, ntokens = reference_reorder_sample(sample, h, c, fill, order)
         out = task.reorder_sample(sample)
         assert out["target"].tolist() == want
         assert out["ntokens"] == ntokens and isinstance(out["ntokens"], int)
@@ -69,12 +70,13 @@ def test_batch_rewrite_equals_the_per_sentence_reference(h, c, fill, left_pad):
 
 
 @pytest.mark.parametrize("fill", ib_order.EOS_FILLS)
-@pytest.mark.parametrize("h,c", LAYOUTS)
-def test_reorder_index_is_reorder_for_every_length(h, c, fill):
+@pytest.mark.parametrize("h,c,order", [(h, c, "side-to-middle") for h, c in LAYOUTS]
+                         + [(2, 1, "middle-to-side"), (2, 2, "middle-to-side"), (4, 1, "middle-to-side")])
+def test_reorder_index_is_reorder_for_every_length(h, c, order, fill):
     lengths = torch.arange(0, 150)
-    index = ib_order.reorder_index(lengths, ib_order.reorder_width(149, h, c, fill), h, c, fill)
+    index = ib_order.reorder_index(lengths, ib_order.reorder_width(149, h, c, fill), h, c, fill, order)
     for n in lengths.tolist():
-        want = ib_order.reorder(list(range(n)), h, c, ib_order.EOS_CODE, ib_order.PAD_CODE, fill)
+        want = ib_order.reorder(list(range(n)), h, c, ib_order.EOS_CODE, ib_order.PAD_CODE, fill, order)
         assert ib_order.reorder_width(n, h, c, fill) == len(want)
         assert index[n, : len(want)].tolist() == want and (index[n, len(want):] == ib_order.PAD_CODE).all()
 
