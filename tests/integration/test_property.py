@@ -250,6 +250,7 @@ def property_bin(tmp_path_factory):
     return root
 
 
+@pytest.mark.slow  # fairseq-generate subprocesses; the in-process property stays fast
 def test_the_property_on_the_command_line():
     run_cli_property(None, count=2, seed=1)  # fairseq-interactive: no data to binarize (fairseq-generate: below)
 

@@ -30,6 +30,7 @@ def test_generate_with_an_int8_ensemble(six_bin):
     (["--fp16"], "--quantize int8 needs float32 models (got torch.float16); drop --fp16/--bf16"),
     (["--quantize", "int4"], "--quantize must be one of none, int8, got 'int4'"),
 ])
+@pytest.mark.slow  # fairseq-generate subprocesses; test_quantize.py checks the refusals in-process
 def test_refusals_are_one_line(six_bin, flags, message):
     args = ["--quantize", "int8", *flags] if flags[0] == "--fp16" else flags
     proc = _generate(six_bin, "--path", CKPT, "--search", "beam", *args)

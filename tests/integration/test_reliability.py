@@ -96,10 +96,12 @@ def results(tmp_path_factory):
     return dict(zip(cases, zip(cases.values(), json.loads(proc.stdout))))
 
 
+@pytest.mark.slow  # the catalogue runs fairseq-generate/-interactive subprocesses; test_bad_input.py's catalogue covers the fast tier
 def test_the_list_names_every_case(results):
     assert sorted(results) == sorted(CASE_IDS)
 
 
+@pytest.mark.slow  # the catalogue runs fairseq-generate/-interactive subprocesses; test_bad_input.py's catalogue covers the fast tier
 @pytest.mark.parametrize("name", CASE_IDS)
 def test_cli_case(results, name):
     case, got = results[name]
@@ -117,6 +119,7 @@ def test_cli_case(results, name):
         assert not re.search(r"^H-", got["stdout"], re.M)  # refused before decoding
 
 
+@pytest.mark.slow  # the catalogue runs fairseq-generate/-interactive subprocesses; test_bad_input.py's catalogue covers the fast tier
 @pytest.mark.parametrize("name", ["blank-lines-var-stream", "blank-lines-fairseq-beam"])
 def test_blank_lines_get_the_empty_hypothesis_with_score_0(results, name):
     _, got = results[name]
@@ -129,6 +132,7 @@ def test_blank_lines_get_the_empty_hypothesis_with_score_0(results, name):
     assert hypos[0][1] and hypos[len(BLANK) + 1][1] and hypos[0][0] < 0  # the others are translated as before
 
 
+@pytest.mark.slow  # the catalogue runs fairseq-generate/-interactive subprocesses; test_bad_input.py's catalogue covers the fast tier
 def test_fewer_than_nbest_warning_counts_the_sentences(results):
     _, got = results["blank-lines-var-stream"]
     counts = {}

@@ -64,6 +64,7 @@ TRITON_CHECK = textwrap.dedent("""
 """)
 
 
+@pytest.mark.slow  # the Triton interpreter: ~1 min per operator on 2 cores
 @pytest.mark.parametrize("op", ["beam_step", "jacobi_step"])
 def test_triton_equals_the_reference_under_the_interpreter(op):
     pytest.importorskip("triton")

@@ -33,6 +33,7 @@ CHECK = textwrap.dedent("""
 """)
 
 
+@pytest.mark.slow  # the Triton interpreter
 def test_the_triton_kernels_equal_the_reference_under_the_interpreter():
     pytest.importorskip("triton")
     from helpers import run_under_triton_interpreter
