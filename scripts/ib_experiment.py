@@ -179,7 +179,7 @@ def evaluate(work: Path, models: dict, n: int, repeats: int) -> None:
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--data", type=Path, default=REPO / "work" / "demo_build" / "bin",
-                        help="binarised demo corpus (scripts/build_demo_model.py --stages prep)")
+                        help="binarised demo corpus (scripts/build_demo_model.py --corpus DIR --stages prep)")
     parser.add_argument("--work", type=Path, default=REPO / "work" / "ib_exp")
     parser.add_argument("--updates", type=int, default=1200, help="training budget of every model")
     parser.add_argument("--layers", type=int, default=2, help="encoder and decoder layers of every model")
@@ -198,7 +198,7 @@ def main() -> None:
                              "--train-args='--encoder-embed-dim 64 --decoder-embed-dim 64 --log-interval 10'")
     args = parser.parse_args()
     if not (args.data / "dict.en.txt").exists():
-        sys.exit(f"{args.data} has no binarised data: run scripts/build_demo_model.py --stages prep first")
+        sys.exit(f"{args.data} has no binarised data: run scripts/build_demo_model.py --corpus DIR --stages prep first")
     stages = args.stages.split(",")
     variants = [v for v in args.variants.split(",") if v]
     unknown = [v for v in variants if v not in VARIANT_LABELS]
