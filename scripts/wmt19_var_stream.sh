@@ -54,7 +54,7 @@ bench+=(--batch-size "$fixed_batch" --pool-size 0)
 var="prune_abs_threshold=1.5,prune_max_cands_per_node=5,stream_capacity=$capacity"
 if [ -n "$dry_run" ]; then
     echo "## dry run: the first source sentences as the models will see them"
-    head -3 "$src" | "$python" -m fairseq_stream.text tokenize --lang "${pair%-*}" --codes "$codes_nmt"
+    head -3 "$src" | "$python" -m fairseq_stream.tools.text tokenize --lang "${pair%-*}" --codes "$codes_nmt"
     echo "## would run, for k in $beams: ${bench[*]} --run ..."
     exit 0
 fi

@@ -91,7 +91,7 @@ wmt_subword_nmt_codes() {  # sets codes_nmt: $codes (default $models/bpecodes) a
     # fairseq's WMT'19 models ship fastBPE codes ("a b count"); subword-nmt applies them faithfully
     # only as version 0.2 codes (header, pairs): without the header no word-final merge applies.
     codes_nmt="$out/bpecodes.subword-nmt"
-    "$python" -m fairseq_stream.text convert-codes < "${codes:-$models/bpecodes}" > "$codes_nmt"
+    "$python" -m fairseq_stream.tools.text convert-codes < "${codes:-$models/bpecodes}" > "$codes_nmt"
 }
 
 wmt_checkpoints() {  # the model files of $models, joined with ':' (an ensemble for fairseq)
@@ -102,7 +102,7 @@ wmt_checkpoints() {  # the model files of $models, joined with ':' (an ensemble 
 }
 
 wmt_bench() {  # CHECKPOINTS: sets the array bench, the harness over the test set with the shared options
-    bench=("$python" -m fairseq_stream.bench --data "$models" --path "$1" --bpe-codes "$codes_nmt"
+    bench=("$python" -m fairseq_stream.tools.bench --data "$models" --path "$1" --bpe-codes "$codes_nmt"
            --src "$src" --ref "$ref" --source-lang "${pair%-*}" --target-lang "${pair#*-}" --repeats "$runs"
            --no-progress --device "$device" --dtype "$dtype")
     [ -n "$limit" ] && bench+=(--limit "$limit")

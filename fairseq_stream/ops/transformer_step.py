@@ -28,7 +28,7 @@ import torch.nn.functional as F
 from torch import Tensor
 
 from fairseq_stream.errors import FairseqStreamError
-from fairseq_stream.quantize import stacked_linear, weight_key
+from fairseq_stream.core.quantize import stacked_linear, weight_key
 
 
 def is_transformer_decoder(decoder: Any) -> bool:
@@ -275,7 +275,7 @@ def _self_attention(attn: Any, qkv: Callable[[Tensor], Tensor], x: Tensor, cache
     The block's keys and values are written into the cache in place (no copy of the past):
     at slots ``[width, width + b)`` when every row has ``width`` tokens, else at each row's own
     ``lens[r] + j`` (``write``: (R, H, b, hd) slot indices). ``qkv`` is the query/key/value
-    projections stacked into one product (float or int8, :func:`fairseq_stream.quantize.stacked_linear`). ``mask`` is additive, broadcastable to (R, H, b, width + b).
+    projections stacked into one product (float or int8, :func:`fairseq_stream.core.quantize.stacked_linear`). ``mask`` is additive, broadcastable to (R, H, b, width + b).
     """
     heads = attn.num_heads
     b = x.size(1)

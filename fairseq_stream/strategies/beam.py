@@ -38,8 +38,9 @@ from typing import Any, Dict, List, Optional, Sequence, Tuple
 import torch
 from torch import Tensor
 
+from fairseq_stream.core.defaults import DEFAULT_ABS_THRESHOLD, DEFAULT_MAX_CANDS_PER_NODE
 from fairseq_stream.errors import FairseqStreamError
-from fairseq_stream.interface import Hypothesis, StepOutcome, StrategyContext
+from fairseq_stream.core.interface import Hypothesis, StepOutcome, StrategyContext
 from fairseq_stream.ops import beam_step as fused
 from fairseq_stream.ops import packets
 from fairseq_stream.ops.backends import BEAM_STEP, StepRunner
@@ -47,13 +48,13 @@ from fairseq_stream.ops.beam_step import StepResult
 from fairseq_stream.ops.packets import PacketView
 from fairseq_stream.ops.fused_output import OutputScorer
 from fairseq_stream.ops.transformer_step import SentenceIndex
-from fairseq_stream.processors import RowContext
-from fairseq_stream.registry import check_beam_and_nbest, lenpen_of
+from fairseq_stream.core.processors import RowContext
+from fairseq_stream.core.registry import check_beam_and_nbest, lenpen_of
 from fairseq_stream.strategies.beam_rules import (  # noqa: F401  (Candidates, REFERENCES: for callers)
     DEFAULT_REFERENCE, ENDED, FINALIZATION_RULES, REFERENCES, AbsoluteThreshold, Candidates, PruningRule, RelativeLocalThreshold,
     RelativeThreshold, RuleDefaults, StepView, parse_pruning_rules,
 )
-from fairseq_stream.state import PAD, StateOps, StrategyState, host, per_sentence, rows
+from fairseq_stream.core.state import PAD, StateOps, StrategyState, host, per_sentence, rows
 
 
 @dataclass(frozen=True)
@@ -106,8 +107,6 @@ class Pruning:
         return built + self.extra
 
 
-DEFAULT_ABS_THRESHOLD = 1.5  # δ, paper 000 §4.1
-DEFAULT_MAX_CANDS_PER_NODE = 5  # M, paper 000 §4.1
 
 
 @dataclass(frozen=True)
@@ -203,7 +202,7 @@ class BeamState(StrategyState):
 
 
 class BeamSearch(StateOps):
-    """The strategy object the scheduler drives (see :mod:`fairseq_stream.interface`).
+    """The strategy object the scheduler drives (see :mod:`fairseq_stream.core.interface`).
 
     A step is the output layer's candidates, then the search step proper, the operator
     ``beam_step`` of :mod:`fairseq_stream.ops.backends` (the C++ kernel on a CPU, two Triton

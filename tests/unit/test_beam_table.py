@@ -7,7 +7,7 @@ from fairseq.sequence_generator import SequenceGenerator
 
 from fairseq_stream.errors import FairseqStreamError
 from fairseq_stream.strategies.beam import REFERENCES
-from fairseq_stream.engine import build_generator
+from fairseq_stream.core.engine import build_generator
 from helpers import TableModel, fake_task, gen_cfg, make_dictionary, sample_for, stream_opts
 
 D = make_dictionary()
@@ -167,7 +167,7 @@ def test_batch_and_stream_agree_on_tables():
     ],
 )
 def test_bad_options_are_one_line_errors(name, opts, gen, message):
-    from fairseq_stream.options import validate
+    from fairseq_stream.core.validation import check_options as validate
 
     with pytest.raises(FairseqStreamError) as err:
         o = stream_opts(search=name, **opts)

@@ -4,8 +4,8 @@ import pytest
 
 import fairseq_stream  # noqa: F401
 from fairseq_stream.errors import FairseqStreamError, format_error
-from fairseq_stream.registry import get_search, search_names
-from fairseq_stream.tasks.translation_stream import restore_dropped_batches
+from fairseq_stream.core.registry import get_search, search_names
+from fairseq_stream.integration.task import restore_dropped_batches
 
 
 def test_registry_holds_the_baseline_and_rejects_unknown_names():
@@ -43,7 +43,7 @@ def _help_epsilon_defaults():
     import re
     from fractions import Fraction
 
-    from fairseq_stream.options import StreamDecodingConfig
+    from fairseq_stream.core.options import StreamDecodingConfig
 
     text = next(f.metadata["help"] for f in dataclasses.fields(StreamDecodingConfig) if f.name == "stream_epsilon")
     claims = {}
@@ -54,7 +54,7 @@ def _help_epsilon_defaults():
 
 
 def test_stream_epsilon_help_states_what_each_strategy_uses():
-    from fairseq_stream.engine import build_generator
+    from fairseq_stream.core.engine import build_generator
     from helpers import TableModel, fake_task, gen_cfg, make_dictionary, stream_opts, tiny_transformer
 
     claims = _help_epsilon_defaults()
@@ -78,7 +78,7 @@ def _stated_default(option: str, name: str):
     import dataclasses
     import re
 
-    from fairseq_stream.options import StreamDecodingConfig
+    from fairseq_stream.core.options import StreamDecodingConfig
 
     f = next(f for f in dataclasses.fields(StreamDecodingConfig) if f.name == option)
     per_strategy = re.search(r"default ([0-9.]+) for var-\*", f.metadata["help"])
@@ -124,8 +124,8 @@ def test_help_defaults_are_what_every_strategy_does():
     defaults uses; a new option must be added to the table above (no silent drift)."""
     import dataclasses
 
-    from fairseq_stream.engine import build_generator
-    from fairseq_stream.options import StreamDecodingConfig
+    from fairseq_stream.core.engine import build_generator
+    from fairseq_stream.core.options import StreamDecodingConfig
     from helpers import TableModel, fake_task, gen_cfg, make_dictionary, stream_opts, tiny_ib_model, tiny_transformer
 
     options = {f.name for f in dataclasses.fields(StreamDecodingConfig) if not f.name.startswith("_")}

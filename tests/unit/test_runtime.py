@@ -5,7 +5,8 @@ from types import SimpleNamespace
 import pytest
 import torch
 
-from fairseq_stream import demo_files, runtime
+from fairseq_stream.integration import runtime
+from fairseq_stream.tools import demo_files
 from fairseq_stream.errors import FairseqStreamError
 
 
@@ -35,16 +36,41 @@ def test_count_finished_advances_with_each_finished_sentence():
 
 def test_threads_drop_to_the_idle_cores_when_the_cpu_is_busy(monkeypatch, capsys):
     monkeypatch.delenv("OMP_NUM_THREADS", raising=False)
+    monkeypatch.setattr(runtime, "_threads_checked", False)
     monkeypatch.setattr(os, "sched_getaffinity", lambda pid: {0, 1, 2, 3})
-    monkeypatch.setattr(os, "getloadavg", lambda: (3.2, 0.0, 0.0))
     monkeypatch.setattr(torch, "get_num_threads", lambda: 4)
     chosen = []
     monkeypatch.setattr(torch, "set_num_threads", chosen.append)
-    runtime.avoid_oversubscription(on_cpu=True)
-    assert chosen == [1] and "fairseq-stream: warning:" in capsys.readouterr().err
+    runtime.avoid_oversubscription(on_cpu=True, measure=lambda: 3.2)
+    assert chosen == [1] and capsys.readouterr().err.count("fairseq-stream: warning:") == 1
+    runtime.avoid_oversubscription(on_cpu=True, measure=lambda: 3.2)  # said once a process
+    assert chosen == [1] and capsys.readouterr().err == ""
+    monkeypatch.setattr(runtime, "_threads_checked", False)
     monkeypatch.setenv("OMP_NUM_THREADS", "4")  # the user's choice wins
-    runtime.avoid_oversubscription(on_cpu=True)
+    runtime.avoid_oversubscription(on_cpu=True, measure=lambda: 3.2)
     assert chosen == [1] and torch.get_num_threads() == 4
+
+
+def test_an_idle_machine_keeps_its_threads_whatever_the_process_itself_did(monkeypatch, capsys):
+    monkeypatch.delenv("OMP_NUM_THREADS", raising=False)
+    monkeypatch.setattr(runtime, "_threads_checked", False)
+    monkeypatch.setattr(os, "sched_getaffinity", lambda pid: {0, 1})
+    monkeypatch.setattr(os, "cpu_count", lambda: 2)
+    monkeypatch.setattr(torch, "get_num_threads", lambda: 2)
+    chosen = []
+    monkeypatch.setattr(torch, "set_num_threads", chosen.append)
+    # /proc/stat readings a quarter second apart on an idle machine: 1 busy jiffy of 50.
+    readings = iter([(10_000, 40_000), (10_001, 40_050)])
+    assert runtime.busy_cores(interval=0.0, read=lambda: next(readings)) == pytest.approx(0.04)
+    runtime.avoid_oversubscription(on_cpu=True, measure=lambda: 0.04)
+    assert chosen == [] and capsys.readouterr().err == ""
+
+
+def test_busy_cores_reads_proc_stat(tmp_path):
+    stat = tmp_path / "stat"
+    stat.write_text("cpu  100 0 50 800 50 0 0 0 0 0\ncpu0 50 0 25 400 25 0 0 0 0 0\n")
+    assert runtime._cpu_times(str(stat)) == (150, 1000)
+    assert runtime._cpu_times(str(tmp_path / "missing")) is None
 
 
 def test_demo_files_env_override_is_exact_and_a_missing_folder_says_what_to_set(monkeypatch, tmp_path):

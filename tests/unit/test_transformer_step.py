@@ -2,7 +2,7 @@
 import pytest
 import torch
 
-from fairseq_stream.model_step import ModelStep
+from fairseq_stream.core.model_step import ModelStep
 from fairseq_stream.ops.transformer_step import RowCache
 from helpers import make_dictionary, tiny_transformer
 
