@@ -1,5 +1,5 @@
 #!/usr/bin/env python
-"""Paper 003 on the demo corpus: a standard transformer vs an IBDecoder of the same size and budget.
+"""Zhang2020 on the demo corpus: a standard transformer vs an IBDecoder of the same size and budget.
 
 Stages (each skipped when its output exists; ``--stages`` picks some; training resumes an
 interrupted run, or a finished one asked for more ``--updates``, from its last checkpoint):
@@ -70,7 +70,7 @@ def trained_updates(log: Path) -> int:
     return int(found[-1]) if found else 0
 
 
-# The IBDecoder family's layouts (paper 003): generation directions h, words per direction c.
+# The IBDecoder family's layouts (Zhang2020): generation directions h, words per direction c.
 LAYOUTS = {"ib": (2, 1), "im": (4, 1), "sa": (2, 2)}
 VARIANT_LABELS = {"im": "IMDecoder", "sa": "IBDecoder+SA"}
 

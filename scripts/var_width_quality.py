@@ -3,7 +3,7 @@
 
 For every checkpoint and every ``k`` this decodes the same sentences with fairseq's ``beam``,
 ``fixed-ours`` and ``var-batch`` under each reference of the pruning thresholds
-(``--prune-reference``: ``final`` is paper 000's literal rule, see
+(``--prune-reference``: ``final`` is Yang2020's literal rule, see
 :class:`fairseq_stream.strategies.beam.Pruning`), and prints BLEU, the length ratio
 (hypothesis / reference words, sacrebleu's) and the candidate expansions, also relative to
 ``fixed-ours`` with a paired-bootstrap p-value of a loss against ``fixed-ours`` (the share

@@ -25,8 +25,8 @@ from fairseq_stream.integration.task import TranslationStreamConfig, Translation
 
 @dataclass
 class TranslationIBConfig(TranslationStreamConfig):
-    ib_h: int = field(default=2, metadata={"help": "generation directions h (even): 2 = IBDecoder, 4 = IMDecoder (paper 003)"})
-    ib_c: int = field(default=1, metadata={"help": "words per direction and step c: 2 = IBDecoder+SA (paper 003 Eq. 12)"})
+    ib_h: int = field(default=2, metadata={"help": "generation directions h (even): 2 = IBDecoder, 4 = IMDecoder (Zhang2020)"})
+    ib_c: int = field(default=1, metadata={"help": "words per direction and step c: 2 = IBDecoder+SA (Zhang2020 Eq. 12)"})
     ib_mask: str = field(default="relaxed", metadata={"help": "'relaxed' = M(h, c) of Eq. 4; 'vanilla' = causal (ablation, Table 2)"})
     ib_positions: str = field(
         default="bidirectional",

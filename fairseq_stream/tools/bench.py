@@ -12,7 +12,7 @@ round-robin order, so a noisy machine slows all alike; the table gives the media
 sentences/s, the ratio to the first row and each strategy's own statistics, and ``--json``
 writes the rows. The default data are the demo's.
 
-Batching follows paper 000's protocol: fairseq's own ``beam`` (FIXED) decodes batches of
+Batching follows Yang2020's protocol: fairseq's own ``beam`` (FIXED) decodes batches of
 ``--batch-size`` sentences (or ``--max-tokens``), while our strategies, which schedule
 internally, stream over the whole input and keep ``stream_capacity`` sentences in flight; the
 batches are only how they read it. A row with ``stream_per_batch=true`` streams each batch on
@@ -59,7 +59,7 @@ class RunSpec:
     gen: Dict[str, Any] = field(default_factory=dict)
     opts: Dict[str, Any] = field(default_factory=dict)
     #: label of an earlier row whose output lengths become this row's maximum lengths
-    #: (paper 004's "ideal condition" for PJ/PGJ: the target length known beforehand)
+    #: (Santilli2023's "ideal condition" for PJ/PGJ: the target length known beforehand)
     length_from: Optional[str] = None
 
 
