@@ -95,7 +95,7 @@ timed() {
     awk -v s="$start" -v e="$end" -v l="$label" 'BEGIN { printf "%s: %.2f s\n", l, e - s }'
 }
 
-gpu() {  # the GPU engine issue's rows: run with DEVICE=cuda (and DTYPE=float16 for the fp16 rows)
+gpu() {  # the GPU rows of docs/results.md (unmeasured here): run with DEVICE=cuda (and DTYPE=float16 for the fp16 rows)
     [ "$DEVICE" = cuda ] || { echo "bench_all.sh gpu: set DEVICE=cuda" >&2; exit 2; }
     local preprocess generate
     preprocess=$(console fairseq-preprocess)  # found (or refused) before any GPU time is spent

@@ -1,5 +1,5 @@
 #!/usr/bin/env python
-"""Does the variable-width beam lose BLEU? Per checkpoint and beam size, one table (issue 13).
+"""Does the variable-width beam lose BLEU? Per checkpoint and beam size, one table (docs/results.md).
 
 For every checkpoint and every ``k`` this decodes the same sentences with fairseq's ``beam``,
 ``fixed-ours`` and ``var-batch`` under each reference of the pruning thresholds

@@ -1,4 +1,4 @@
-"""The fused beam step: a whole beam-search step of a group as one operator (GPU engine issue).
+"""The fused beam step: a whole beam-search step of a group as one operator (one host read per step: docs/architecture.md).
 
 :class:`~fairseq_stream.strategies.beam.BeamSearch` describes a step (Yang2020 Algorithm 1,
 lines 14–17; App. A.1; Freitag2017 §3) in PyTorch operations: ~150 of them per step, each a

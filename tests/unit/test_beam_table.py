@@ -178,7 +178,7 @@ def test_bad_options_are_one_line_errors(name, opts, gen, message):
     assert "\n" not in str(err.value)
 
 
-# A short finished hypothesis against a longer, better-per-token one (issue 13): k = 2, δ = 1.
+# A short finished hypothesis against a longer, better-per-token one: k = 2, δ = 1.
 # Step 1: "b a" (log .7) tops "b EOS" (log .3), which waits. Step 2: "b a"'s children (.28,
 # .245) fall below it, so "b EOS" becomes final: log-prob -1.20, normalised -0.60 per token.
 # Step 3: "b a c c" = log .098 = -2.32 is more than δ below -1.20 (reference 'final',
@@ -251,7 +251,7 @@ def test_rel_local_threshold_ignores_ended_candidates_waiting_on_the_beam():
     assert hyps[0]["tokens"].tolist() == [B, A, A, EOS]
 
 
-# --prune-ended (issue 13): k = 2, δ = 1, reference 'active', Z = 1. Step 1: "b EOS" (log .2 =
+# --prune-ended: k = 2, δ = 1, reference 'active', Z = 1. Step 1: "b EOS" (log .2 =
 # -1.61) is more than δ below "b a" (-0.22). Yang2020 prunes it; the search goes on to the
 # maximum length and returns "b a c EOS" (.173). Kept (it needs no decoder row), it waits on
 # the beam; at step 2 "b a"'s children (.192, .184) fall below it and it becomes final, the
