@@ -162,6 +162,12 @@ def _stat_columns(rows: List[Dict[str, Any]]) -> List[str]:
     return [c for c in wanted if any(r["stats"].get(c) for r in rows)]
 
 
+def _mean_sd(walls: List[float]) -> str:
+    """``mean ± sd`` of the timed runs; the mean alone after one run, which has no spread."""
+    mean = f"{statistics.mean(walls):.2f}"
+    return f"{mean} ± {statistics.stdev(walls):.2f}" if len(walls) > 1 else mean
+
+
 def format_table(rows: List[Dict[str, Any]]) -> str:
     """The Markdown table of a benchmark run."""
     stat_cols = _stat_columns(rows)
@@ -174,7 +180,7 @@ def format_table(rows: List[Dict[str, Any]]) -> str:
             row["label"],
             f"{row['bleu']:.2f}",
             f"{row['wall_median']:.2f}",
-            f"{statistics.mean(row['walls']):.2f} ± {statistics.stdev(row['walls']) if len(row['walls']) > 1 else 0.0:.2f}",
+            _mean_sd(row["walls"]),
             f"{row['sentences_per_second']:.1f}",
             f"{row['ratio']:.2f}",
         ]
