@@ -82,6 +82,8 @@ class InputStream:
         self.eos = eos
         self.nbest = nbest  # --nbest: a shorter list is counted (variable beams may end with fewer)
         self.fewer_than_nbest = 0  # sentences delivered with fewer than ``nbest`` hypotheses
+        self.done = 0  # sentences with their hypotheses, empty sources included
+        self.on_done: Optional[Callable[[int], None]] = None  # told ``done`` as it grows (the progress bar)
         self.max_lengths = max_lengths  # source lengths (B,) → maximum target lengths (B,)
         self.left_pad = True  # fairseq translation's default; set by the first padded batch
         self._queue: Deque[_Segment] = deque()
@@ -139,6 +141,7 @@ class InputStream:
             batch.hypos[row] = [empty_hypothesis(self.eos)]
             batch.missing -= 1
             self.fewer_than_nbest += self.nbest > 1  # one hypothesis: there is no second way to say nothing
+        self._count_done(batch.size - len(rows))
         if rows:
             keep = torch.tensor(rows)
             self._queue.append(_Segment(batch, tokens[keep], lengths[keep].tolist(), [limits[r] for r in rows],
@@ -200,6 +203,14 @@ class InputStream:
             self.fewer_than_nbest += len(nbest) < self.nbest
             batch.hypos[row] = [h.to_fairseq() for h in nbest]
             batch.missing -= 1
+        self._count_done(len(finished))
+
+    def _count_done(self, n: int) -> None:
+        """Progress is counted here, once, as hypotheses leave for fairseq."""
+        if n:
+            self.done += n
+            if self.on_done is not None:
+                self.on_done(self.done)
 
     @property
     def queued(self) -> int:

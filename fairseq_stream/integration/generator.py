@@ -35,7 +35,7 @@ from fairseq_stream.integration.lookahead import Lookahead
 from fairseq_stream.core.model_step import ModelStep
 from fairseq_stream.ops import fused_output
 from fairseq_stream.core.processors import max_lengths
-from fairseq_stream.integration.runtime import CountFinished, SentenceProgress
+from fairseq_stream.integration.runtime import SentenceProgress
 from fairseq_stream.core.scheduler import SchedulerConfig, StreamingScheduler
 from fairseq_stream.core.stats import DecodeStats
 
@@ -72,7 +72,7 @@ class StreamGenerator:
         self.stats_path = stats_path
         self._reported = False
         self.progress: Optional[SentenceProgress] = None  # set by the task under fairseq-generate
-        make_strategy(self.stats)  # builds once to validate the options before any input is read
+        self.strategy = make_strategy(self.stats)  # built once; the scheduler takes it at the first batch
         self.input = InputStream(pad=self.pad, eos=self.eos, nbest=int(gen_cfg.nbest), max_lengths=lambda lengths: max_lengths(
             lengths, gen_cfg, self.model.max_decoder_positions))
         self._lookahead: Callable[[], Optional[Lookahead]] = lambda: None
@@ -100,8 +100,6 @@ class StreamGenerator:
             raise FairseqStreamError(f"internal error: {batch.missing} sentence(s) of a batch got no hypothesis")
         hypos: List[List[Dict[str, Any]]] = batch.hypos  # type: ignore[assignment]
         self.stats.sentences += batch.size
-        if self.progress is not None:
-            self.progress.advance_to(self.stats.sentences)
         self.stats.target_tokens += sum(int(h[0]["tokens"].numel()) for h in hypos if h)
         if self.input.fewer_than_nbest:
             self.stats.extra["fewer_than_nbest"] = float(self.input.fewer_than_nbest)
@@ -114,11 +112,10 @@ class StreamGenerator:
     def _scheduler_for(self, bos_token: Optional[int]) -> StreamingScheduler:
         """The run's one scheduler, built at the first batch."""
         if self._scheduler is None:
-            strategy = self.make_strategy(self.stats)
             if self.progress is not None:
-                strategy = CountFinished(strategy, self.progress, self.stats.sentences)
+                self.input.on_done = self.progress.advance_to
             self._scheduler = StreamingScheduler(
-                self.model, strategy, self.scheduler_cfg, source=self.input,
+                self.model, self.strategy, self.scheduler_cfg, source=self.input,
                 bos=bos_token if bos_token is not None else self.bos, pad=self.pad, eos=self.eos,
                 rows_per_sentence=self.rows_per_sentence, stats=self.stats)
         return self._scheduler

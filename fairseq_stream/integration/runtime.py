@@ -61,29 +61,6 @@ class SentenceProgress:
             self.bar = None
 
 
-class CountFinished:
-    """A strategy proxy that advances ``progress`` as the strategy finishes sentences."""
-
-    def __init__(self, strategy: Any, progress: SentenceProgress, done_before: int) -> None:
-        self._strategy, self._progress, self._done = strategy, progress, done_before
-
-    def __getattr__(self, name: str) -> Any:
-        return getattr(self._strategy, name)
-
-    def _count(self, outcome: Any) -> Any:
-        finished = getattr(outcome, "finished", None)
-        if finished:
-            self._done += len(finished)
-            self._progress.advance_to(self._done)
-        return outcome
-
-    def init_state(self, *args: Any, **kwargs: Any) -> Any:
-        return self._count(self._strategy.init_state(*args, **kwargs))
-
-    def step(self, *args: Any, **kwargs: Any) -> Any:
-        return self._count(self._strategy.step(*args, **kwargs))
-
-
 def wants_progress(argv: Optional[list] = None) -> bool:
     """Under fairseq-generate, unless ``--no-progress-bar`` (a fairseq option the task does not see)."""
     argv = sys.argv if argv is None else argv

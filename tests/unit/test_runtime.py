@@ -1,6 +1,5 @@
 """Progress, the thread default and the demo-file lookup: what a command-line run shows and finds."""
 import os
-from types import SimpleNamespace
 
 import pytest
 import torch
@@ -23,15 +22,23 @@ def test_progress_off_a_terminal_prints_sentences_done_and_time_left(capsys):
     assert progress.done == 10
 
 
-def test_count_finished_advances_with_each_finished_sentence():
-    progress = runtime.SentenceProgress(5, interval=1e9)
-    inner = SimpleNamespace(rows_per_sentence=3,
-                            init_state=lambda *a: SimpleNamespace(finished={}),
-                            step=lambda *a: SimpleNamespace(finished={0: [], 3: []}))
-    proxy = runtime.CountFinished(inner, progress, done_before=1)
-    proxy.init_state()
-    proxy.step()
-    assert progress.done == 3 and proxy.rows_per_sentence == 3
+def test_progress_is_counted_once_as_hypotheses_leave_empty_sources_included():
+    from fairseq_stream.core.encoder_slots import SLOT_MODULUS
+    from fairseq_stream.core.input_stream import InputStream
+    from fairseq_stream.core.interface import Hypothesis
+
+    progress = runtime.SentenceProgress(3, interval=1e9)
+    stream = InputStream(pad=1, eos=2, max_lengths=lambda lengths: lengths + 5)
+    stream.on_done = progress.advance_to
+    tokens = torch.tensor([[1, 1, 2], [5, 6, 2], [1, 7, 2]])  # left-padded: an empty source, two sentences
+    batch = stream.batch_for({"id": torch.arange(3), "net_input": {"src_tokens": tokens}}, None)
+    assert progress.done == 1 and batch.missing == 2  # the empty source has its hypothesis at once
+    admitted = stream.take(2)
+    hypo = Hypothesis(tokens=torch.tensor([4, 2]), score=-1.0, positional_scores=torch.zeros(2))
+    stream.deliver({admitted.first * SLOT_MODULUS: [hypo]})
+    assert progress.done == 2 and stream.done == 2
+    stream.deliver({(admitted.first + 1) * SLOT_MODULUS: [hypo]})
+    assert progress.done == 3 and batch.missing == 0
 
 
 def test_threads_drop_to_the_idle_cores_when_the_cpu_is_busy(monkeypatch, capsys):
