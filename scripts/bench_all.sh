@@ -21,7 +21,7 @@ OUT=${OUT:-bench_out}
 mkdir -p "$OUT"
 bench() { PYTHONPATH=. "$PYTHON" -m fairseq_stream.tools.bench --threads "$THREADS" --device "$DEVICE" --dtype "$DTYPE" --no-progress "$@"; }
 
-var() {  # paper 000 Tables 4-7 on the demo model: k = 5 and k = 50, 500 sentences
+var() {  # Yang2020 Tables 4-7 on the demo model: k = 5 and k = 50, 500 sentences
     bench --limit 500 --repeats 2 --json "$OUT/k5.json" --trace-dir "$OUT/traces_k5" \
         --run beam:beam=5,label=fairseq-beam --run fixed-ours:beam=5,stream_capacity=32 \
         --run var-batch:beam=5,stream_capacity=32 --run var-stream:beam=5,stream_capacity=32 \
@@ -43,7 +43,7 @@ zsweep() {  # --beam-final-count at k = 50 (the App. A.1 rule ends a sentence af
         --run var-stream:beam=50,stream_capacity=16,beam_finalize=fairseq,label=fairseq-rule | tee "$OUT/zsweep50.md"
 }
 
-oversubscribe() {  # paper 000 §3: a candidate budget C per step, with and without over-subscription
+oversubscribe() {  # Yang2020 §3: a candidate budget C per step, with and without over-subscription
     bench --limit 300 --repeats 2 --json "$OUT/oversubscribe.json" \
         --run var-stream:beam=5,stream_capacity=8,label=k5-capacity-8 \
         --run var-stream:beam=5,stream_max_candidates=40,label=k5-C40 \
@@ -53,7 +53,7 @@ oversubscribe() {  # paper 000 §3: a candidate budget C per step, with and with
         | tee "$OUT/oversubscribe.md"
 }
 
-jacobi() {  # paper 004 Table 1 protocol on the demo model: batch 1 and batch 32, 300 sentences
+jacobi() {  # Santilli2023 Table 1 protocol on the demo model: batch 1 and batch 32, 300 sentences
     for bs in 1 32; do
         bench --limit 300 --repeats 2 --batch-size "$bs" --json "$OUT/jacobi_b$bs.json" \
             --run beam:beam=1,label=greedy-fairseq --run fixed-ours:beam=1,stream_capacity=$bs,label=greedy-ours \
@@ -64,7 +64,7 @@ jacobi() {  # paper 004 Table 1 protocol on the demo model: batch 1 and batch 32
     done
 }
 
-output-layer() {  # paper 002 Tables 2-3: the output layer per step, and end to end
+output-layer() {  # Hoang2018 Tables 2-3: the output layer per step, and end to end
     PYTHONPATH=. "$PYTHON" scripts/bench_output_layer.py --threads "$THREADS" --end-to-end 200 | tee "$OUT/output_layer.md"
 }
 
@@ -95,7 +95,7 @@ timed() {
     awk -v s="$start" -v e="$end" -v l="$label" 'BEGIN { printf "%s: %.2f s\n", l, e - s }'
 }
 
-gpu() {  # the GPU engine issue's rows: run with DEVICE=cuda (and DTYPE=float16 for the fp16 rows)
+gpu() {  # the GPU rows of docs/results.md (unmeasured here): run with DEVICE=cuda (and DTYPE=float16 for the fp16 rows)
     [ "$DEVICE" = cuda ] || { echo "bench_all.sh gpu: set DEVICE=cuda" >&2; exit 2; }
     local preprocess generate
     preprocess=$(console fairseq-preprocess)  # found (or refused) before any GPU time is spent

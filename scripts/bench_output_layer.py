@@ -1,12 +1,12 @@
 #!/usr/bin/env python
-"""Micro-benchmark of the output layer plus one search step: fused (paper 002 §3.1) vs fairseq's path.
+"""Micro-benchmark of the output layer plus one search step: fused (Hoang2018 §3.1) vs fairseq's path.
 
 For every cell (vocabulary V, beam k, batch b) it times, per decoding step and in
 milliseconds (median of ``--repeats`` timed runs after warm-up):
 
 * **fairseq**: multiplication ``h·Wᵀ``, bias, ``log_softmax`` over the vocabulary, and the
   search step of ``fairseq.search.BeamSearch`` (add the hypothesis scores, top-2k over
-  beam × vocabulary) — the split of paper 002's Tables 2–3;
+  beam × vocabulary) — the split of Hoang2018 Tables 2–3;
 * **fused**: the same multiplication with the bias fused in (``addmm``), then per row the
   top-2k raw scores and the normaliser in one call of the op the strategies use
   (:func:`fairseq_stream.ops.fused_output.topk_with_normaliser`: the C++ kernel on CPU where it

@@ -1,12 +1,12 @@
 #!/usr/bin/env python
-"""Paper 003's Table 1 columns for trained checkpoints: BLEU with GNMT's length penalty, latency at batch 1.
+"""Zhang2020 Table 1 columns for trained checkpoints: BLEU with GNMT's length penalty, latency at batch 1.
 
     python scripts/ib_eval.py --data BIN --bpe-codes CODES --src test.en --ref test.de \\
         --model Transformer=beam:ckpt_a.pt --model IBDecoder+KD=ib-beam:ckpt_b.pt --beams 4 1
 
 For every model and beam size B: the test set is decoded with ``--nbest B`` and each n-best list
 re-ranked by GNMT's penalty ``((5 + |Y|) / 6)^α`` (:mod:`fairseq_stream.core.rescore`; α = 0.6 as in
-the paper), then detokenised and scored with sacreBLEU. Latency (paper 003: "decoding the test
+the paper), then detokenised and scored with sacreBLEU. Latency (Zhang2020: "decoding the test
 set with a batch size of 1, averaged over three runs") is the mean wall time per sentence at
 batch size 1 over ``--runs`` runs of the benchmark harness; the speedup is relative to the first
 model at the first beam size. Used by ``scripts/wmt14_ibdecoder.sh``.

@@ -1,6 +1,6 @@
 #!/usr/bin/env python
 """A Transformer-base-sized model (6+6 layers, 512 dims, 8 heads, FFN 2048) with random weights
-on the demo dictionaries: for speed-only benchmark rows (the GPU engine issue), where output
+on the demo dictionaries: for speed-only benchmark rows (the GPU check), where output
 quality does not matter. Decode it with ``--min-len`` = ``--max-len-b`` (and ``--max-len-a 0``)
 so every strategy does the same number of steps per sentence.
 

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Paper 004 (Santilli et al. 2023), Table 1 protocol on fairseq models: greedy autoregressive
+# Santilli2023 (docs/papers.md), Table 1 protocol on fairseq models: greedy autoregressive
 # decoding, beam search (beam 5), PJ, PGJ b=3, PGJ b=5 and HGJ b=3 at batch size 1, on a WMT test
 # set through sacreBLEU; wall time, iterations and BLEU (every Jacobi row must equal greedy's).
 # The paper's lengths: PJ and PGJ know the target length beforehand ("ideal condition", §4):
@@ -15,56 +15,25 @@
 # or fastBPE codes, as in scripts/wmt19_var_stream.sh). Other options: --testset wmt14/full
 # --runs N (3) --limit N --device cpu|cuda (cpu) --dtype float32|float16|bfloat16 --threads N --out DIR
 set -euo pipefail
-repo="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
-pair=de-en models="" src="" ref="" codes="" runs=3 limit="" out="" threads="" testset=wmt14/full device=cpu dtype=float32
-while [ $# -gt 0 ]; do
-    case "$1" in
-        --pair) pair="$2"; shift 2;;
-        --models-dir) models="$2"; shift 2;;
-        --src) src="$2"; shift 2;;
-        --ref) ref="$2"; shift 2;;
-        --bpe-codes) codes="$2"; shift 2;;
-        --testset) testset="$2"; shift 2;;
-        --runs) runs="$2"; shift 2;;
-        --limit) limit="$2"; shift 2;;
-        --device) device="$2"; shift 2;;
-        --dtype) dtype="$2"; shift 2;;
-        --threads) threads="$2"; shift 2;;
-        --out) out="$2"; shift 2;;
-        -h|--help) sed -n '2,17p' "$0"; exit 0;;
-        *) echo "parallel_decoding.sh: unknown option $1 (see --help)" >&2; exit 2;;
-    esac
-done
-sl="${pair%-*}" tl="${pair#*-}"
+source "$(dirname "${BASH_SOURCE[0]}")/wmt_common.sh"
+testset=wmt14/full
+wmt_option() { wmt_testset_option "$@"; }
+wmt_parse "$@"
 out="${out:-$repo/work/parallel_$pair}"
 mkdir -p "$out"
-python="${PYTHON:-python3}"
-[ -x "$repo/.venv/bin/python" ] && python="$repo/.venv/bin/python"
-export PYTHONPATH="$repo${PYTHONPATH:+:$PYTHONPATH}"
 if [ -z "$models" ]; then
     # fairseq's WMT'19 single models: only the En<->De ones have a joined dictionary.
     case "$pair" in
-        de-en|en-de) url=https://dl.fbaipublicfiles.com/fairseq/models/wmt19.$pair.joined-dict.single_model.tar.gz;;
-        ru-en|en-ru) url=https://dl.fbaipublicfiles.com/fairseq/models/wmt19.$pair.single_model.tar.gz;;
-        *) echo "no published WMT'19 single model for $pair; pass --models-dir" >&2; exit 2;;
+        de-en|en-de) wmt_fetch_models "https://dl.fbaipublicfiles.com/fairseq/models/wmt19.$pair.joined-dict.single_model.tar.gz";;
+        ru-en|en-ru) wmt_fetch_models "https://dl.fbaipublicfiles.com/fairseq/models/wmt19.$pair.single_model.tar.gz";;
+        *) wmt_fail "no published WMT'19 single model for $pair; pass --models-dir";;
     esac
-    [ -d "$out/models" ] || { mkdir -p "$out/models"; curl -fL "$url" | tar -xz -C "$out/models" --strip-components=1; }
-    models="$out/models"
 fi
-if [ -z "$src" ] || [ -z "$ref" ]; then
-    src="$out/${testset//\//_}.$sl" ref="$out/${testset//\//_}.$tl"
-    [ -s "$src" ] || "$python" -m sacrebleu -t "$testset" -l "$pair" --echo src > "$src"
-    [ -s "$ref" ] || "$python" -m sacrebleu -t "$testset" -l "$pair" --echo ref > "$ref"
-fi
-[ -n "$codes" ] || codes="$models/bpecodes"
-"$python" -m fairseq_stream.tools.text convert-codes < "$codes" > "$out/bpecodes.subword-nmt"  # fastBPE → subword-nmt 0.2
-ckpt=$( (ls "$models"/model*.pt "$models"/checkpoint*.pt 2>/dev/null || true) | head -1)
-[ -n "$ckpt" ] || { echo "no model*.pt in $models" >&2; exit 2; }
-bench=("$python" -m fairseq_stream.tools.bench --data "$models" --path "$ckpt" --bpe-codes "$out/bpecodes.subword-nmt"
-       --src "$src" --ref "$ref" --source-lang "$sl" --target-lang "$tl" --repeats "$runs" --batch-size 1 --no-progress
-       --device "$device" --dtype "$dtype")
-[ -n "$limit" ] && bench+=(--limit "$limit")
-[ -n "$threads" ] && bench+=(--threads "$threads")
+wmt_test_files
+wmt_subword_nmt_codes
+ckpt=$(wmt_checkpoints)
+wmt_bench "${ckpt%%:*}"  # one model: the paper decodes single models
+bench+=(--batch-size 1)
 one="beam=1,stream_capacity=1"
 "${bench[@]}" --json "$out/table1.json" \
     --run "beam:beam=1,label=Greedy" \

@@ -1,5 +1,5 @@
 #!/usr/bin/env python
-"""Plot the actual batch size during decoding (paper 002 Figures 2 and 8) from ``--stream-stats`` files.
+"""Plot the actual batch size during decoding (Hoang2018 Figures 2 and 8) from ``--stream-stats`` files.
 
     fairseq-generate ... --search var-batch  --stream-stats batch.json
     fairseq-generate ... --search var-stream --stream-stats stream.json

@@ -1,7 +1,7 @@
 #!/usr/bin/env python
 """Where a strategy's decoding time goes: a per-step cost model fitted on ``--stream-stats`` traces.
 
-Streaming (paper 000) pays off when a decoder call costs about the same whatever the number of
+Streaming (Yang2020) pays off when a decoder call costs about the same whatever the number of
 rows in it (a GPU below saturation): fewer, fuller calls then save time. On a CPU a call costs
 roughly in proportion to its rows, so the saving shrinks. This script measures which regime a
 run is in. For every step of each trace it fits, by least squares,

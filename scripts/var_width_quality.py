@@ -1,9 +1,9 @@
 #!/usr/bin/env python
-"""Does the variable-width beam lose BLEU? Per checkpoint and beam size, one table (issue 13).
+"""Does the variable-width beam lose BLEU? Per checkpoint and beam size, one table (docs/results.md).
 
 For every checkpoint and every ``k`` this decodes the same sentences with fairseq's ``beam``,
 ``fixed-ours`` and ``var-batch`` under each reference of the pruning thresholds
-(``--prune-reference``: ``final`` is paper 000's literal rule, see
+(``--prune-reference``: ``final`` is Yang2020's literal rule, see
 :class:`fairseq_stream.strategies.beam.Pruning`), and prints BLEU, the length ratio
 (hypothesis / reference words, sacrebleu's) and the candidate expansions, also relative to
 ``fixed-ours`` with a paired-bootstrap p-value of a loss against ``fixed-ours`` (the share
@@ -12,7 +12,7 @@ and how the beam searches ended: the sentences whose beam emptied before
 ``Z`` final hypotheses ("short of Z") and those whose output is the first hypothesis that
 became final ("first final won"). Early checkpoints come from ``scripts/build_demo_model.py --save-every``:
 
-    python scripts/build_demo_model.py --stages prep,train --max-update 1500 --save-every 100
+    python scripts/build_demo_model.py --corpus DIR --stages prep,train --max-update 1500 --save-every 100
     python scripts/var_width_quality.py --limit 500 \\
         --checkpoint 300=work/demo_build/checkpoints/checkpoint_2_300.pt \\
         --checkpoint final=user_dir_examples/demo/checkpoint.pt

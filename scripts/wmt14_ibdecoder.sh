@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Reproduce Zhang2020 (paper 003) on WMT14 En-De. Which row is which, and with which rule:
+# Reproduce Zhang2020 (docs/papers.md) on WMT14 En-De. Which row is which, and with which rule:
 #   Table 1 ①    "Transformer": fairseq's transformer, fairseq's own beam search (--search beam)
 #   Table 1 ②–④  "IBDecoder" (--h 2 --c 1; --c 2 = ③ +SA; --h 4 = ④ IMDecoder): --search ib-beam
 #   Table 1 +KD  both again on the teacher's translations (Kim & Rush 2016: the averaged
@@ -44,78 +44,58 @@
 # --device cpu|cuda (cpu), --dtype float32|float16|bfloat16 (decoding), --threads N, --out DIR.
 # The test suite runs it end to end on the demo corpus with tiny models.
 set -euo pipefail
-repo="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
+source "$(dirname "${BASH_SOURCE[0]}")/wmt_common.sh"
 src=en tgt=de train="" valid="" test="" merges=32000 h=2 c=1 max_update=100000 max_tokens=4096 update_freq=6
 out="" threads="" arch_args="" train_args="" testset=wmt14 kd=1 kd_procs=1 beams="4 1" latency_sentences=0 latency_runs=3
-device=cpu dtype=float32 rule=paper kd_search=beam table2="" table2_rows="1 2 3 4 5 6 7 8" table3=""
-while [ $# -gt 0 ]; do
+rule=paper kd_search=beam table2="" table2_rows="1 2 3 4 5 6 7 8" table3=""
+wmt_option() {  # --src/--tgt are languages here, and the data are local prefixes or WMT14's
     case "$1" in
-        --src) src="$2"; shift 2;;
-        --tgt) tgt="$2"; shift 2;;
-        --train-prefix) train="$2"; shift 2;;
-        --valid-prefix) valid="$2"; shift 2;;
-        --test-prefix) test="$2"; shift 2;;
-        --testset) testset="$2"; shift 2;;
-        --bpe-merges) merges="$2"; shift 2;;
-        --h) h="$2"; shift 2;;
-        --c) c="$2"; shift 2;;
-        --max-update) max_update="$2"; shift 2;;
-        --max-tokens) max_tokens="$2"; shift 2;;
-        --update-freq) update_freq="$2"; shift 2;;
-        --arch-args) arch_args="$2"; shift 2;;
-        --train-args) train_args="$2"; shift 2;;
-        --no-kd) kd=""; shift;;
-        --kd-procs) kd_procs="$2"; shift 2;;
-        --beams) beams="$2"; shift 2;;
-        --latency-sentences) latency_sentences="$2"; shift 2;;
-        --latency-runs) latency_runs="$2"; shift 2;;
-        --device) device="$2"; shift 2;;
-        --dtype) dtype="$2"; shift 2;;
-        --cpu) device=cpu; shift;;
-        --threads) threads="$2"; shift 2;;
-        --out) out="$2"; shift 2;;
-        --rule) rule="$2"; shift 2;;
-        --kd-search) kd_search="$2"; shift 2;;
-        --table2) table2=1; shift;;
-        --table2-rows) table2_rows="$2"; shift 2;;
-        --table3) table3=1; shift;;
-        -h|--help) sed -n '2,52p' "$0"; exit 0;;
-        *) echo "wmt14_ibdecoder.sh: unknown option $1 (see --help)" >&2; exit 2;;
+        --src) src="${2-}";; --tgt) tgt="${2-}";;
+        --train-prefix) train="${2-}";; --valid-prefix) valid="${2-}";; --test-prefix) test="${2-}";;
+        --testset) testset="${2-}";; --bpe-merges) merges="${2-}";;
+        --h) h="${2-}";; --c) c="${2-}";;
+        --max-update) max_update="${2-}";; --max-tokens) max_tokens="${2-}";; --update-freq) update_freq="${2-}";;
+        --arch-args) arch_args="${2-}";; --train-args) train_args="${2-}";;
+        --kd-procs) kd_procs="${2-}";; --beams) beams="${2-}";;
+        --latency-sentences) latency_sentences="${2-}";; --latency-runs) latency_runs="${2-}";;
+        --rule) rule="${2-}";; --kd-search) kd_search="${2-}";; --table2-rows) table2_rows="${2-}";;
+        --no-kd) kd=""; wmt_shift=1; return 0;;
+        --cpu) device=cpu; wmt_shift=1; return 0;;
+        --table2) table2=1; wmt_shift=1; return 0;;
+        --table3) table3=1; wmt_shift=1; return 0;;
+        *) return 0;;
     esac
-done
-case "$device" in cpu) cpu="--cpu";; cuda) cpu="";; *) echo "wmt14_ibdecoder.sh: --device cpu|cuda" >&2; exit 2;; esac
+    wmt_shift=2
+}
+wmt_parse "$@"
+case "$device" in cpu) cpu="--cpu";; cuda) cpu="";; esac
 case "$rule" in
     paper) ib_eos=single ib_finalize=all;;  # Algorithm 1 read literally
     ours) ib_eos=step ib_finalize=top;;
-    *) echo "wmt14_ibdecoder.sh: --rule paper|ours, got $rule" >&2; exit 2;;
+    *) wmt_fail "--rule paper|ours, got $rule";;
 esac
 case "$kd_search" in beam|fixed-ours|fixed-stream|var-stream) ;;
-    *) echo "wmt14_ibdecoder.sh: --kd-search beam|fixed-ours|fixed-stream|var-stream, got $kd_search" >&2; exit 2;; esac
+    *) wmt_fail "--kd-search beam|fixed-ours|fixed-stream|var-stream, got $kd_search";; esac
 for row in $table2_rows; do
-    case "$row" in [1-8]) ;; *) echo "wmt14_ibdecoder.sh: --table2-rows takes rows 1-8 of Table 2, got $row" >&2; exit 2;; esac
+    case "$row" in [1-8]) ;; *) wmt_fail "--table2-rows takes rows 1-8 of Table 2, got $row";; esac
 done
 out="${out:-$repo/work/wmt14_ib}"
 mkdir -p "$out/raw" "$out/tok" "$out/bpe" "$out/kd"
-python="${PYTHON:-python3}"
-[ -x "$repo/.venv/bin/python" ] && python="$repo/.venv/bin/python"
-bin="$(dirname "$python")"
-export PYTHONPATH="$repo${PYTHONPATH:+:$PYTHONPATH}"
 [ -n "$threads" ] && export OMP_NUM_THREADS="$threads"
 
 # 1. Data: WMT14 En-De (Europarl v7, Common Crawl, News Commentary v9; newstest2013/2014), or local files.
 if [ -z "$train" ]; then
-    base=https://www.statmt.org/wmt13
     for f in training-parallel-europarl-v7.tgz training-parallel-commoncrawl.tgz; do
-        [ -f "$out/raw/$f" ] || curl -fL -o "$out/raw/$f" "$base/$f"
+        wmt_download "https://www.statmt.org/wmt13/$f" "$out/raw/$f"
         tar -xzf "$out/raw/$f" -C "$out/raw"
     done
-    [ -f "$out/raw/nc.tgz" ] || curl -fL -o "$out/raw/nc.tgz" https://www.statmt.org/wmt14/training-parallel-nc-v9.tgz
+    wmt_download https://www.statmt.org/wmt14/training-parallel-nc-v9.tgz "$out/raw/nc.tgz"
     tar -xzf "$out/raw/nc.tgz" -C "$out/raw"
     for l in $src $tgt; do
         side=$([ $l = $src ] && echo src || echo ref)
         cat "$out/raw"/training/europarl-v7.de-en.$l "$out/raw"/commoncrawl.de-en.$l "$out/raw"/training/news-commentary-v9.de-en.$l > "$out/raw/train.$l"
-        "$python" -m sacrebleu -t wmt13 -l $src-$tgt --echo $side > "$out/raw/valid.$l"
-        "$python" -m sacrebleu -t "$testset" -l $src-$tgt --echo $side > "$out/raw/test.$l"
+        wmt_echo_testset wmt13 "$src-$tgt" "$side" "$out/raw/valid.$l"
+        wmt_echo_testset "$testset" "$src-$tgt" "$side" "$out/raw/test.$l"
     done
     train="$out/raw/train" valid="$out/raw/valid" test="$out/raw/test"
 fi

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Reproduce Table 1 (and Tables 3 and 5) of Yang et al. 2020 (paper 000): fairseq's WMT'19
+# Reproduce Table 1 (and Tables 3 and 5) of Yang2020 (docs/papers.md): fairseq's WMT'19
 # De-En / Ru-En ensembles on newstest2018, k = 5 and 50, with δ = 1.5, M = 5, ε = 1/6:
 #   Table 1: GREEDY, FIXED (fairseq's beam), VAR-BATCH, VAR-STREAM
 #   Table 3: FIXED-OURS (our fixed beam, App. A.1 finalisation), FIXED-STREAM
@@ -15,7 +15,7 @@
 #
 # Every download has a local-path alternative (a machine without internet passes them all):
 #   --models-dir DIR   an extracted fairseq model folder (dict.*.txt, bpecodes, model*.pt)
-#   --src/--ref FILE   raw source / reference sentences (else: sacrebleu -t wmt18 --echo)
+#   --src/--ref FILE   raw source / reference sentences (else: sacreBLEU's --testset, default wmt18)
 #   --bpe-codes FILE   subword-nmt or fastBPE codes (else DIR/bpecodes; fastBPE codes are converted
 #                      to subword-nmt's v0.2 format, which applies their word-final merges)
 # Other options: --runs N (5) --beams "5 50" --limit N (all) --capacity n (64) --fixed-batch N (64)
@@ -23,67 +23,38 @@
 #   --dry-run (prepare the codes, print the first source lines in subwords and the commands; decode nothing)
 # The test suite runs this script end to end on the demo model with local paths.
 set -euo pipefail
-repo="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
-pair=de-en models="" src="" ref="" codes="" runs=5 beams="5 50" limit="" capacity=64 fixed_batch=64 out="" threads=""
-device=cpu dtype=float32 dry_run=""
-while [ $# -gt 0 ]; do
+source "$(dirname "${BASH_SOURCE[0]}")/wmt_common.sh"
+runs=5 testset=wmt18 beams="5 50" capacity=64 fixed_batch=64 dry_run=""
+wmt_option() {
+    wmt_testset_option "$@"
     case "$1" in
-        --pair) pair="$2"; shift 2;;
-        --models-dir) models="$2"; shift 2;;
-        --src) src="$2"; shift 2;;
-        --ref) ref="$2"; shift 2;;
-        --bpe-codes) codes="$2"; shift 2;;
-        --runs) runs="$2"; shift 2;;
-        --beams) beams="$2"; shift 2;;
-        --limit) limit="$2"; shift 2;;
-        --capacity) capacity="$2"; shift 2;;
-        --fixed-batch) fixed_batch="$2"; shift 2;;
-        --device) device="$2"; shift 2;;
-        --dtype) dtype="$2"; shift 2;;
-        --out) out="$2"; shift 2;;
-        --threads) threads="$2"; shift 2;;
-        --dry-run) dry_run=1; shift;;
-        -h|--help) sed -n '2,27p' "$0"; exit 0;;
-        *) echo "wmt19_var_stream.sh: unknown option $1 (see --help)" >&2; exit 2;;
+        --beams) beams="${2-}"; wmt_shift=2;;
+        --capacity) capacity="${2-}"; wmt_shift=2;;
+        --fixed-batch) fixed_batch="${2-}"; wmt_shift=2;;
+        --dry-run) dry_run=1; wmt_shift=1;;
     esac
-done
-sl="${pair%-*}" tl="${pair#*-}"
+    return 0
+}
+wmt_parse "$@"
 out="${out:-$repo/work/wmt19_$pair}"
 mkdir -p "$out"
-python="${PYTHON:-python3}"
-[ -x "$repo/.venv/bin/python" ] && python="$repo/.venv/bin/python"
-export PYTHONPATH="$repo${PYTHONPATH:+:$PYTHONPATH}"
 
 if [ -z "$models" ]; then
     case "$pair" in
-        de-en) url=https://dl.fbaipublicfiles.com/fairseq/models/wmt19.de-en.joined-dict.ensemble.tar.gz;;
-        ru-en) url=https://dl.fbaipublicfiles.com/fairseq/models/wmt19.ru-en.ensemble.tar.gz;;
-        *) echo "no published WMT'19 ensemble for $pair; pass --models-dir" >&2; exit 2;;
+        de-en) wmt_fetch_models https://dl.fbaipublicfiles.com/fairseq/models/wmt19.de-en.joined-dict.ensemble.tar.gz;;
+        ru-en) wmt_fetch_models https://dl.fbaipublicfiles.com/fairseq/models/wmt19.ru-en.ensemble.tar.gz;;
+        *) wmt_fail "no published WMT'19 ensemble for $pair; pass --models-dir";;
     esac
-    [ -d "$out/models" ] || { mkdir -p "$out/models"; curl -fL "$url" | tar -xz -C "$out/models" --strip-components=1; }
-    models="$out/models"
 fi
-if [ -z "$src" ] || [ -z "$ref" ]; then
-    src="$out/newstest2018.$sl" ref="$out/newstest2018.$tl"
-    [ -s "$src" ] || "$python" -m sacrebleu -t wmt18 -l "$pair" --echo src > "$src"
-    [ -s "$ref" ] || "$python" -m sacrebleu -t wmt18 -l "$pair" --echo ref > "$ref"
-fi
-if [ -z "$codes" ]; then codes="$models/bpecodes"; fi
-# fairseq's WMT'19 models ship fastBPE codes ("a b count"); subword-nmt applies them faithfully
-# only as version 0.2 codes (header, pairs): without the header no word-final merge applies.
-"$python" -m fairseq_stream.tools.text convert-codes < "$codes" > "$out/bpecodes.subword-nmt"
-ckpts=$( (ls "$models"/model*.pt "$models"/checkpoint*.pt 2>/dev/null || true) | paste -sd: -)
-[ -n "$ckpts" ] || { echo "no model*.pt in $models" >&2; exit 2; }
-
-bench=("$python" -m fairseq_stream.tools.bench --data "$models" --path "$ckpts" --bpe-codes "$out/bpecodes.subword-nmt"
-       --src "$src" --ref "$ref" --source-lang "$sl" --target-lang "$tl" --repeats "$runs" --no-progress
-       --device "$device" --dtype "$dtype" --batch-size "$fixed_batch" --pool-size 0)
-[ -n "$limit" ] && bench+=(--limit "$limit")
-[ -n "$threads" ] && bench+=(--threads "$threads")
+wmt_test_files
+wmt_subword_nmt_codes
+ckpts=$(wmt_checkpoints)
+wmt_bench "$ckpts"
+bench+=(--batch-size "$fixed_batch" --pool-size 0)
 var="prune_abs_threshold=1.5,prune_max_cands_per_node=5,stream_capacity=$capacity"
 if [ -n "$dry_run" ]; then
     echo "## dry run: the first source sentences as the models will see them"
-    head -3 "$src" | "$python" -m fairseq_stream.tools.text tokenize --lang "$sl" --codes "$out/bpecodes.subword-nmt"
+    head -3 "$src" | "$python" -m fairseq_stream.tools.text tokenize --lang "${pair%-*}" --codes "$codes_nmt"
     echo "## would run, for k in $beams: ${bench[*]} --run ..."
     exit 0
 fi

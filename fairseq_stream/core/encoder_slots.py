@@ -1,4 +1,4 @@
-"""The encodings ``E`` of paper 000 Algorithm 1: the sentences in flight, one slot each.
+"""The encodings ``E`` of Yang2020 Algorithm 1: the sentences in flight, one slot each.
 
 Algorithm 1 encodes sentences when a refill admits them (line 9) and drops a sentence's
 encoding once its beam terminates (line 18), so memory holds the sentences in flight, never

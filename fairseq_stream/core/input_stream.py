@@ -1,4 +1,4 @@
-"""The input ``X = {x_1 … x_N}`` of paper 000 Algorithm 1, as one stream over fairseq's batches.
+"""The input ``X = {x_1 … x_N}`` of Yang2020 Algorithm 1, as one stream over fairseq's batches.
 
 fairseq hands a generator one batch at a time and prints that batch's hypotheses before it
 hands over the next, so batches stay the unit of input and output. Algorithm 1 streams over

@@ -49,7 +49,7 @@ class Hypothesis:
 class StrategyContext:
     """What the engine hands a strategy's ``from_config`` besides its configuration."""
 
-    scorer: Any  # OutputScorer: the output layer and the logits processors (paper 002 §3.1)
+    scorer: Any  # OutputScorer: the output layer and the logits processors (Hoang2018 §3.1)
     eos: int
     pad: int
     bos: int

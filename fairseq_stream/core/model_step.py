@@ -259,7 +259,7 @@ class ModelStep:
         return PoolEncoding([b.encode(net_input) for b in self.backends], lengths)
 
     def slots(self) -> EncoderSlots:
-        """An empty ``E`` for a stream (paper 000 Algorithm 1, line 2)."""
+        """An empty ``E`` for a stream (Yang2020 Algorithm 1, line 2)."""
         return EncoderSlots([None] * len(self.backends))
 
     def admit(self, store: EncoderSlots, src_tokens: Tensor, src_lengths: Tensor, free: Tensor, *,

@@ -25,34 +25,34 @@ class StreamDecodingConfig(FairseqDataclass):
             + " ('beam' is fairseq's own beam search; 'python -m fairseq_stream' describes each)"
         },
     )
-    # ---- the streaming scheduler (paper 000 Algorithm 1; paper 002 Algorithms 5-6) ----
+    # ---- the streaming scheduler (Yang2020 Algorithm 1; Hoang2018 Algorithms 5-6) ----
     stream_epsilon: Optional[float] = field(
         default=None,
         metadata={"help": "refill threshold ε in [0, 1): new sentences join when the sentences in "
-                  "flight drop to ε·capacity (0 = plain batches); default " + epsilon_defaults_help() + " (paper 000: 1/6; "
-                  "paper 002: 1/2); the other strategies decode plain batches"},
+                  "flight drop to ε·capacity (0 = plain batches); default " + epsilon_defaults_help() + " (Yang2020: 1/6; "
+                  "Hoang2018: 1/2); the other strategies decode plain batches"},
     )
     stream_capacity: int = field(
         default=64,
-        metadata={"help": "sentences in flight at once (the batch size n of paper 000); fairseq's "
+        metadata={"help": "sentences in flight at once (the batch size n of Yang2020); fairseq's "
                   "--batch-size/--max-tokens only set how the input is read (one stream runs over all of it)"},
     )
     stream_max_candidates: int = field(
         default=0,
         metadata={"help": "bound the live candidates (total beam width) in flight instead of the "
-                  "sentences (paper 000 §3, §4.2); 0 = off"},
+                  "sentences (Yang2020 §3, §4.2); 0 = off"},
     )
     stream_oversubscribe: bool = field(
         default=False,
         metadata={"help": "with --stream-max-candidates C: keep --stream-capacity sentences in flight (their "
                   "encoder states and beams cached) and expand at most C candidates per step, the shortest "
-                  "beams first, the others waiting a step (paper 000 §3 over-subscription); steps stay full "
+                  "beams first, the others waiting a step (Yang2020 §3 over-subscription); steps stay full "
                   "while beams narrow"},
     )
     stream_max_wait: int = field(
         default=0,
         metadata={"help": "latency bound: stop refilling while a sentence has been in flight for more "
-                  "than this many steps (paper 000 footnote 3); 0 = off"},
+                  "than this many steps (Yang2020 footnote 3); 0 = off"},
     )
     stream_per_batch: bool = field(
         default=False,
@@ -63,7 +63,7 @@ class StreamDecodingConfig(FairseqDataclass):
         default=None,
         metadata={"help": "write the run's statistics (and the per-step active batch trace) as JSON here"},
     )
-    # ---- beam search heuristics (paper 001 §3; paper 000 §4) ----
+    # ---- beam search heuristics (Freitag2017 §3; Yang2020 §4) ----
     prune_abs_threshold: Optional[float] = field(
         default=None,
         metadata={"help": "absolute threshold δ (ap): prune candidates scoring ≤ best − δ in "
@@ -88,15 +88,15 @@ class StreamDecodingConfig(FairseqDataclass):
     prune_reference: str = field(
         default=DEFAULT_REFERENCE,
         metadata={"help": "the best score --prune-abs-threshold and --prune-rel-threshold measure from: "
-                  "'active' (best candidate on the beam, paper 001), 'final' (best of those and the finished "
-                  "hypotheses by log-probability, paper 000 App. A.3; up to 1.6 BLEU below the fixed beam on "
+                  "'active' (best candidate on the beam, Freitag2017), 'final' (best of those and the finished "
+                  "hypotheses by log-probability, Yang2020 App. A.3; up to 1.6 BLEU below the fixed beam on "
                   "weak models, README), 'normalized' (finished hypotheses by length-normalised score, scaled to "
                   "each candidate's length)"},
     )
     prune_ended: str = field(
         default="prune",
         metadata={"help": "candidates ending in EOS under --prune-abs-threshold and --prune-rel-threshold: "
-                  "'prune' them like the others (paper 000) or 'keep' them (they cost no decoder row; pruning them "
+                  "'prune' them like the others (Yang2020) or 'keep' them (they cost no decoder row; pruning them "
                   "sends searches on to the maximum length)"},
     )
     prune_rules: Optional[str] = field(
@@ -113,13 +113,13 @@ class StreamDecodingConfig(FairseqDataclass):
     )
     beam_finalize: str = field(
         default="ours",
-        metadata={"help": "when a finished candidate becomes final: 'ours' (paper 000 App. A.1: only "
+        metadata={"help": "when a finished candidate becomes final: 'ours' (Yang2020 App. A.1: only "
                   "once it tops the beam) or 'fairseq' (at once, as fairseq's beam search)"},
     )
-    # ---- the output layer (paper 002 §3.1) ----
+    # ---- the output layer (Hoang2018 §3.1) ----
     output_layer: str = field(
         default="fused",
-        metadata={"help": "'fused': top-k on the raw scores, normalise only the winners (paper 002); "
+        metadata={"help": "'fused': top-k on the raw scores, normalise only the winners (Hoang2018); "
                   "'full': fairseq's full log-softmax (falls back automatically where needed)"},
     )
     step_backend: str = field(
@@ -135,23 +135,23 @@ class StreamDecodingConfig(FairseqDataclass):
         metadata={"help": "'int8': decode with int8 weights in every Linear layer (encoder, decoder, output "
                   "projection; PyTorch's fbgemm dynamic quantisation, CPU and float32 models only); 'none': as loaded"},
     )
-    # ---- parallel Jacobi decoding (paper 004) ----
+    # ---- parallel Jacobi decoding (Santilli2023) ----
     jacobi_block: int = field(
-        default=3, metadata={"help": "block size b of gs-jacobi and hybrid-jacobi (paper 004 Alg. 2-3)"}
+        default=3, metadata={"help": "block size b of gs-jacobi and hybrid-jacobi (Santilli2023 Alg. 2-3)"}
     )
     jacobi_max_parallel_len: int = field(
         default=64,
         metadata={"help": "hybrid-jacobi: target positions decoded in parallel blocks before switching to "
-                  "one token per step (L of paper 004 Alg. 3)"},
+                  "one token per step (L of Santilli2023 Alg. 3)"},
     )
     jacobi_init: str = field(
         default="pad",
-        metadata={"help": "initial draft of a block: 'pad' (paper 004) or 'tail' (slide the block and keep "
+        metadata={"help": "initial draft of a block: 'pad' (Santilli2023) or 'tail' (slide the block and keep "
                   "the previous iteration's unverified predictions as the draft)"},
     )
-    # ---- IBDecoder family (paper 003) ----
+    # ---- IBDecoder family (Zhang2020) ----
     ib_dedup: bool = field(
-        default=False, metadata={"help": "ib-beam: remove immediately repeated n-grams (n <= 4) from outputs (paper 003 §5.1)"}
+        default=False, metadata={"help": "ib-beam: remove immediately repeated n-grams (n <= 4) from outputs (Zhang2020 §5.1)"}
     )
     ib_finalize: str = field(
         default="top",

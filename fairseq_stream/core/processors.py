@@ -4,7 +4,7 @@ Each edit works on two representations of a step's scores:
 
 * ``full(lprobs, ctx)`` — the whole ``(R, V)`` log-probability rows (fairseq's way);
 * ``candidates(cand, ctx)`` — a row's best few candidates only (the fused output layer of
-  paper 002 §3.1, :mod:`fairseq_stream.ops.fused_output`). ``extra`` says how many candidates
+  Hoang2018 §3.1, :mod:`fairseq_stream.ops.fused_output`). ``extra`` says how many candidates
   the edit may knock out of a row's top, so the fused path fetches that many more. An edit
   whose ``candidates`` is ``None`` needs the full row (n-gram blocking); the fused path then
   falls back to the full one.

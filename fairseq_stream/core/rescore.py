@@ -1,7 +1,7 @@
 """GNMT's length penalty (Wu et al. 2016, Eq. 14), applied to the finished hypotheses of a beam.
 
 fairseq ranks finished hypotheses by ``score / |Y|^lenpen``; GNMT, and the IBDecoder paper
-(003: "beam size 4, length penalty 0.6", trained and decoded with the ``zero`` toolkit), by
+(Zhang2020: "beam size 4, length penalty 0.6", trained and decoded with the ``zero`` toolkit), by
 ``score / ((5 + |Y|) / 6)^α``. Neither fairseq's beam nor ``ib-beam`` lets the penalty decide
 which hypotheses finish (a sentence ends with ``--beam`` finished ones or at the maximum
 length), so decoding with ``--nbest`` = ``--beam`` and re-ranking the n-best list by GNMT's

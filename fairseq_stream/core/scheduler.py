@@ -1,13 +1,13 @@
 """The streaming scheduler: which sentences are in flight and which of them take a step.
 
-Paper 000 Algorithm 1 with the design of ``../shared/docs/DESIGN.md``, strategy-agnostic:
+Yang2020 Algorithm 1, strategy-agnostic (the design: ``docs/architecture.md``):
 
 * **refill** — when the sentences in flight drop to ``ε·n`` (or, with a candidate budget
   ``C``, the live candidates drop to ``ε·C``), the next sentences of the input join, up to
   the capacity (line 7), and are encoded then, into the slots of finished ones (line 9;
   :mod:`fairseq_stream.core.encoder_slots`). The input is the whole run's, not one fairseq batch
   (:mod:`fairseq_stream.core.input_stream`). ``ε = 0`` refills only when everything finished:
-  plain batches of ``n`` sentences, the VAR-BATCH / FIXED-OURS baselines. Paper 002's top-up
+  plain batches of ``n`` sentences, the VAR-BATCH / FIXED-OURS baselines. Hoang2018's top-up
   batching is ``ε = 1/2``.
 * **selection** — ``min-length`` steps only the sentences with the fewest tokens (line 13),
   so the selected caches have one length and concatenate without padding; ``all`` steps
@@ -20,7 +20,7 @@ Paper 000 Algorithm 1 with the design of ``../shared/docs/DESIGN.md``, strategy-
   selected beams hold more, the first sentences whose rows fit take the step and the others
   wait one step (VAR-STR-FIFO: the longest groups first, App. A.2), so steps stay full while
   beams narrow.
-* **flush** — with ``max_wait`` (paper 000 footnote 3), refills stop while some sentence has
+* **flush** — with ``max_wait`` (Yang2020 footnote 3), refills stop while some sentence has
   been in flight for more than ``max_wait`` steps, so long translations cannot get stuck
   behind a stream of new ones.
 
@@ -230,7 +230,7 @@ class StreamingScheduler:
         return group
 
     def _within_budget(self, group: _Group, groups: List[_Group]) -> _Group:
-        """Over-subscription (paper 000 §3): the first sentences whose rows fit in ``C`` take
+        """Over-subscription (Yang2020 §3): the first sentences whose rows fit in ``C`` take
         the step; the rest go back to ``groups`` and wait (still the shortest, they go next)."""
         counts = group.row_counts
         if counts is None:  # one small read, only on a step that holds more than C candidates

@@ -2,7 +2,7 @@
 
 A strategy keeps the hypotheses of a group of sentences in a dataclass whose fields say how
 they travel when the scheduler drops finished sentences (``select``) or merges groups
-(``concat``, VAR-STREAM's merge of equal-length groups, paper 000 Algorithm 1 line 12):
+(``concat``, VAR-STREAM's merge of equal-length groups, Yang2020 Algorithm 1 line 12):
 
 * :func:`per_sentence` — a device tensor whose dim 0 is the sentence; ``pad`` (``PAD`` = the
   dictionary's pad index) makes ``concat`` widen its last dim to the widest part first;

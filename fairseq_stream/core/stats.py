@@ -1,8 +1,8 @@
-"""Decoding statistics: the columns of paper 000 Tables 4–7, paper 001's fan-out and paper 004's Iters.
+"""Decoding statistics: the columns of Yang2020 Tables 4–7, Freitag2017's fan-out and Santilli2023's Iters.
 
 Every generator of the package fills one :class:`DecodeStats` per run. ``timesteps`` counts
 sequential decoder calls (a Jacobi iteration or an IBDecoder multi-word step is one);
-``expansions`` counts the hypotheses fed through the decoder over all steps (paper 000's
+``expansions`` counts the hypotheses fed through the decoder over all steps (Yang2020's
 "candidate expansions").
 """
 from __future__ import annotations
@@ -22,7 +22,7 @@ class DecodeStats:
     refills: int = 0
     autoregressive_steps: int = 0  # Jacobi: the steps greedy decoding would have taken
     accepted_tokens: int = 0  # Jacobi: tokens fixed by all iterations
-    # The stream's encoder memory (E of paper 000 Alg. 1): slots allocated, the peak bytes of
+    # The stream's encoder memory (E of Yang2020 Alg. 1): slots allocated, the peak bytes of
     # encoder states alive at once, the most sentences in flight. Bounded by the capacity,
     # whatever the input's size.
     encoder_slots: int = 0
@@ -106,7 +106,7 @@ class DecodeStats:
 
     @property
     def iteration_speedup(self) -> float:
-        """Paper 004's "Iters": greedy's steps over the iterations each sentence took part in."""
+        """Santilli2023's "Iters": greedy's steps over the iterations each sentence took part in."""
         iterations = self.extra.get("sentence_iterations") or self.timesteps
         return self.autoregressive_steps / iterations if iterations else 0.0
 

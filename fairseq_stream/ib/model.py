@@ -1,4 +1,4 @@
-"""``--arch transformer_ib``: fairseq's transformer with the IBDecoder family's decoder (paper 003 §4).
+"""``--arch transformer_ib``: fairseq's transformer with the IBDecoder family's decoder (Zhang2020 §4).
 
 The encoder and every decoder layer are fairseq's, unchanged (no extra parameters except
 IMDecoder's direction embeddings). What changes is only what the decoder is fed:

@@ -1,4 +1,4 @@
-"""Target orders, word positions and masks of the IBDecoder family (paper 003 §4, Eqs. 4–12).
+"""Target orders, word positions and masks of the IBDecoder family (Zhang2020 §4, Eqs. 4–12).
 
 Pure functions on token lists and tensors (the training batch's rewrite is whole-tensor,
 :func:`reorder_batch`; per-batch masks and encodings come from a small cache), shared by the training task

@@ -26,8 +26,8 @@ from fairseq_stream.integration.task import TranslationStreamConfig, Translation
 @dataclass
 class TranslationIBConfig(TranslationStreamConfig):
     ib_h: int = field(default=2, metadata={"help": "generation directions h: 1 = left to right (vanilla SA with c > 1), "
-                                                   "2 = IBDecoder, 4, 6, ... = IMDecoder (paper 003)"})
-    ib_c: int = field(default=1, metadata={"help": "words per direction and step c: 2 = IBDecoder+SA (paper 003 Eq. 12); "
+                                                   "2 = IBDecoder, 4, 6, ... = IMDecoder (Zhang2020)"})
+    ib_c: int = field(default=1, metadata={"help": "words per direction and step c: 2 = IBDecoder+SA (Zhang2020 Eq. 12); "
                                                    "with --ib-h 1, vanilla SA (Table 2 rows 6 and 8)"})
     ib_order: str = field(
         default="side-to-middle",

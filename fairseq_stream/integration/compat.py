@@ -3,7 +3,7 @@
 Importing the package calls :func:`install`. For every process (library use included) it
 
 * allow-lists the plain-data classes fairseq checkpoints hold, so that torch ≥ 2.6's
-  ``torch.load(weights_only=True)`` reads them (fairseq issue #5610) while a pickle naming
+  ``torch.load(weights_only=True)`` reads them (https://github.com/facebookresearch/fairseq/issues/5610) while a pickle naming
   anything else is still refused (:func:`register_safe_globals`);
 * routes ``--task translation`` to :class:`~fairseq_stream.integration.task.TranslationStreamTask`
   (:func:`route_translation_task`): fairseq builds its task options from

@@ -3,7 +3,7 @@
 fairseq-generate and fairseq-interactive hand the generator one batch at a time and print
 its hypotheses before handing over the next; batches stay the unit of input and output
 (same lines, same order). Decoding does not stop at a batch's end: one scheduler streams
-over the whole run (paper 000 Algorithm 1 over all of ``X``). ``generate(sample)`` queues
+over the whole run (Yang2020 Algorithm 1 over all of ``X``). ``generate(sample)`` queues
 the batch's sentences (unless a refill already read them ahead), steps until every one of
 them finished and returns their hypotheses; sentences of later batches that joined in the
 meantime stay in flight for the next call, and the last batch drains the stream. A refill

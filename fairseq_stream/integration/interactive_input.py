@@ -2,7 +2,7 @@
 
 fairseq-interactive reads ``--buffer-size`` lines (a *chunk*), batches them, translates the
 batches and prints the chunk before it reads the next one. Our generators keep sentences in
-flight across fairseq's batches (:mod:`fairseq_stream.core.input_stream`, paper 000 Algorithm 1
+flight across fairseq's batches (:mod:`fairseq_stream.core.input_stream`, Yang2020 Algorithm 1
 over the whole input); across chunks they need the next chunk's batches before fairseq's loop
 asks for them. :class:`ChunkedInput` reads the input on a thread. When a refill runs out of
 queued sentences it batches the next chunk with fairseq's own ``make_batches``, but only if

@@ -1,7 +1,7 @@
 """fairseq's batch iterator, readable ahead by the generator.
 
 fairseq-generate asks the generator for one batch's hypotheses at a time; Algorithm 1 of
-paper 000 streams over the whole input, so when a refill wants more sentences than the
+Yang2020 streams over the whole input, so when a refill wants more sentences than the
 current batch has left, the stream takes them from the batches that come next. A
 :class:`Lookahead` is fairseq's own epoch iterator (a ``CountingIterator``, so progress bars,
 ``len`` and ``n`` are unchanged) that can also :meth:`peek` at batches it has not handed out

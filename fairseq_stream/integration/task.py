@@ -1,6 +1,6 @@
 """``--task translation_stream``: fairseq's translation task with fairseq-stream's decoders.
 
-It differs from ``translation`` in five ways only:
+It differs from ``translation`` in six ways only:
 
 * its config carries ``--search`` and the strategy options, and :meth:`build_generator`
   returns the chosen strategy (``beam`` is fairseq's own generator);
@@ -18,7 +18,9 @@ It differs from ``translation`` in five ways only:
 * under fairseq-generate and fairseq-interactive its batch iterators can be read ahead
   (:mod:`fairseq_stream.integration.lookahead`; fairseq-interactive's input across ``--buffer-size``
   chunks: :mod:`fairseq_stream.integration.interactive_input`), so that our generators stream across
-  fairseq's batches instead of draining at each one's end (unless ``--stream-per-batch``).
+  fairseq's batches instead of draining at each one's end (unless ``--stream-per-batch``);
+* ``--tokenizer moses`` detokenises typographic quotes and apostrophes as the package's own text
+  pipeline does (:class:`fairseq_stream.tools.text.TypographicMoses`).
 """
 
 import logging
@@ -43,6 +45,7 @@ from fairseq_stream.integration.lookahead import read_ahead
 from fairseq_stream.integration.run_context import RunContext
 from fairseq_stream.core.options import StreamDecodingConfig
 from fairseq_stream.core.validation import check_options
+from fairseq_stream.tools.text import with_typographic_quotes
 from fairseq_stream.integration.runtime import SentenceProgress, avoid_oversubscription, wants_progress, warn_about_resources
 
 logger = logging.getLogger(__name__)
@@ -193,6 +196,10 @@ class TranslationStreamTask(TranslationTask):
         valid = [t for i, t in enumerate(tokens) if i not in invalid]
         self._unknown_words.check(valid, self.source_dictionary.unk(), self._has_bpe)
         return tokens, lengths
+
+    def build_tokenizer(self, args: Any) -> Any:
+        # fairseq's Moses decoding leaves typographic quotes spaced out ("light. ”").
+        return with_typographic_quotes(super().build_tokenizer(args))
 
     def build_bpe(self, args: Any) -> Any:
         bpe = super().build_bpe(args)

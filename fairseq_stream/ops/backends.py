@@ -1,8 +1,8 @@
 """One registry of the fused step operators and the backends that run them.
 
 A *step operator* is the part of a strategy's step after the output layer: the beam step
-(paper 000 Algorithm 1, lines 14-17), the Jacobi iteration (paper 004 Algorithms 1-3), the
-IBDecoder's multi-word beam step (paper 003 Algorithm 1). Each is declared once, below, as a
+(Yang2020 Algorithm 1, lines 14-17), the Jacobi iteration (Santilli2023 Algorithms 1-3), the
+IBDecoder's multi-word beam step (Zhang2020 Algorithm 1). Each is declared once, below, as a
 :class:`StepOperator`: the state tensors it updates in place (in order), its packet
 (:mod:`fairseq_stream.ops.packets`), and its backends:
 

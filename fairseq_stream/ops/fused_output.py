@@ -1,6 +1,6 @@
 """Fused output layer: each row's best tokens with exact log-probabilities, without a full log-softmax.
 
-Paper 002 §3.1 (Algorithms 1–3): after the output multiplication, fairseq adds the bias,
+Hoang2018 §3.1 (Algorithms 1–3): after the output multiplication, fairseq adds the bias,
 writes a full ``(R, V)`` log-softmax, then searches it. Softmax is monotonic, so the best
 classes can be found on the raw scores, and the normaliser of a row is one reduction over it
 (the running max / rescaled sum of Algorithm 2, here ``torch.logsumexp``); only the winners

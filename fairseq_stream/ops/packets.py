@@ -113,18 +113,18 @@ def _per_sentence(*names: str) -> Tuple[Field, ...]:
     return tuple(Field(n, per_sentence=1) for n in names)
 
 
-#: The beam step (paper 000 Algorithm 1, lines 14-17): counts, then per sentence its next rows,
+#: The beam step (Yang2020 Algorithm 1, lines 14-17): counts, then per sentence its next rows,
 #: id, final count, the first Z final hypotheses' lengths and totals, its position before.
 BEAM_STEP = PacketSpec("beam_step", _scalars("rows", "finished", "widest")
                        + _per_sentence("row_count", "sentence", "final_count")
                        + (Field("final_len", per_final=1), Field("final_total", per_final=1))
                        + _per_sentence("position"))
 
-#: The Jacobi iteration (paper 004 Algorithms 1-3).
+#: The Jacobi iteration (Santilli2023 Algorithms 1-3).
 JACOBI_STEP = PacketSpec("jacobi_step", _scalars("finished", "next_width", "longest", "accepted", "shortest")
                          + _per_sentence("done", "sentence", "verified", "iterations", "total", "position"))
 
-#: The IBDecoder's multi-word beam step (paper 003 Algorithm 1).
+#: The IBDecoder's multi-word beam step (Zhang2020 Algorithm 1).
 IB_STEP = PacketSpec("ib_step", _scalars("rows", "finished", "widest"))
 
 

@@ -2,7 +2,7 @@
 
 fairseq's incremental decoding feeds one token per step, with one position for every row and
 an encoder-attention cache that is kept per *row* (or per fixed-size beam). Every strategy
-of this package needs more (``../shared/docs/DESIGN.md``, "ops"):
+of this package needs more (``docs/architecture.md``, "How a decoder step runs"):
 
 * **blocks** — feed ``b`` tokens per row at once against the key/value cache with a
   within-block mask (causal for Jacobi verification, M(h, c) for the IBDecoder), then

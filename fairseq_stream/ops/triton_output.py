@@ -1,6 +1,6 @@
 """Fused output layer on a GPU: top-k and log-normaliser of each row in one pass, in Triton.
 
-Paper 002 §3.1 (Algorithms 2–3) on CUDA. fairseq writes a full ``(R, V)`` log-softmax and
+Hoang2018 §3.1 (Algorithms 2–3) on CUDA. fairseq writes a full ``(R, V)`` log-softmax and
 searches it; PyTorch's ``topk`` + ``logsumexp`` read the row twice. Here the row is read once:
 
 1. :func:`_block_topk` — one program per (row, block of ``BLOCK`` scores): the block's maximum

@@ -1,7 +1,7 @@
-"""Fixed- and variable-width beam search (paper 000 §2–3 and App. A.1; paper 001 §3).
+"""Fixed- and variable-width beam search (Yang2020 §2–3 and App. A.1; Freitag2017 §3).
 
 One strategy covers FIXED-OURS / FIXED-STREAM (fixed width), VAR-BATCH / VAR-STREAM /
-VAR-STR-FIFO (variable width: the pruning heuristics ``H`` of Freitag & Al-Onaizan) and a
+VAR-STR-FIFO (variable width: the pruning heuristics ``H`` of Freitag2017) and a
 fairseq-compatible fixed beam. The scheduler decides which sentences share a step; this
 module decides, per sentence, what survives a step.
 
@@ -17,8 +17,8 @@ Per sentence, a step (Algorithm 1, lines 14–17) is:
    becomes final only if it reaches the top later (it may also fall off). Rule ``fairseq``:
    every ended candidate among the top ``k`` of ``2k`` is final at once, and the beam is the
    best ``k`` unfinished ones (fairseq's ``SequenceGenerator``);
-4. the beam shrinks by one per final hypothesis, then the heuristics prune it (paper 001
-   §3, with paper 000 App. A.3's detail that the best score may be a final one):
+4. the beam shrinks by one per final hypothesis, then the heuristics prune it (Freitag2017
+   §3, with Yang2020 App. A.3's detail that the best score may be a final one):
    absolute threshold ``ap`` (δ): drop ``score ≤ best − δ``; relative threshold ``rp``: drop
    ``p ≤ rp · p_best``; relative local threshold ``rpl``: drop when the last word's
    probability ``≤ rpl ·`` the best last-word probability of the step;
@@ -59,13 +59,13 @@ from fairseq_stream.core.state import PAD, StateOps, StrategyState, host, per_se
 
 @dataclass(frozen=True)
 class Pruning:
-    """The heuristics ``H`` (``None`` = off). Names follow paper 001; δ = ``abs_threshold``.
+    """The heuristics ``H`` (``None`` = off). Names follow Freitag2017; δ = ``abs_threshold``.
 
     ``reference`` is the best score that ap and rp measure from:
 
-    * ``active`` — the best candidate on the beam (paper 001, Eqs. 1–2);
+    * ``active`` — the best candidate on the beam (Freitag2017 Eqs. 1–2);
     * ``final`` — the best of those and of the finished hypotheses, by cumulative
-      log-probability (paper 000 App. A.3): a short finished hypothesis scores high, so it
+      log-probability (Yang2020 App. A.3): a short finished hypothesis scores high, so it
       prunes every longer candidate and the outputs come out short;
     * ``normalized`` — the best candidate on the beam, or the best finished hypothesis's
       length-normalised score ``s/|y|^lenpen`` (the score the n-best list ranks by) scaled to
@@ -78,7 +78,7 @@ class Pruning:
     rel_local_threshold: Optional[float] = None  # rpl in (0, 1], on the last word's probability
     max_cands_per_node: Optional[int] = None  # mc / M
     reference: str = DEFAULT_REFERENCE  # what ap and rp measure from: "final", "active" or "normalized"
-    ended: str = "prune"  # ap and rp on ended candidates waiting on the beam: "prune" (paper 000) or "keep"
+    ended: str = "prune"  # ap and rp on ended candidates waiting on the beam: "prune" (Yang2020) or "keep"
     extra: Tuple[PruningRule, ...] = ()  # --prune-rules, after the three above
 
     def __post_init__(self) -> None:
@@ -96,7 +96,7 @@ class Pruning:
             raise FairseqStreamError(f"--prune-ended must be one of {', '.join(ENDED)}, got {self.ended!r}")
 
     def rules(self) -> Tuple[PruningRule, ...]:
-        """The keep-mask rules in order: ap, rp, rpl (paper 001 §3), then ``extra``."""
+        """The keep-mask rules in order: ap, rp, rpl (Freitag2017 §3), then ``extra``."""
         built: Tuple[PruningRule, ...] = ()
         if self.abs_threshold is not None:
             built += (AbsoluteThreshold(self.abs_threshold, self.reference, self.ended),)
@@ -117,7 +117,7 @@ class BeamConfig:
     nbest: int = 1
     final_count: int = 0  # Z: final hypotheses that end a sentence (0 = beam; the reference code's find_top_z)
     lenpen: float = 1.0
-    finalize: str = "ours"  # "ours" (paper 000 App. A.1) or "fairseq"
+    finalize: str = "ours"  # "ours" (Yang2020 App. A.1) or "fairseq"
     pruning: Pruning = Pruning()
 
     def __post_init__(self) -> None:
@@ -149,7 +149,7 @@ class BeamConfig:
 @dataclass(frozen=True)
 class VariableBeamConfig(BeamConfig):
     """A variable-width beam (VAR-BATCH, VAR-STREAM, VAR-STR-FIFO): the heuristics ``H`` on,
-    by default paper 000's δ = 1.5 and M = 5 (§4.1)."""
+    by default Yang2020's δ = 1.5 and M = 5 (§4.1)."""
 
     @staticmethod
     def pruning_from_options(opts: Any) -> Pruning:

@@ -4,12 +4,12 @@ A beam step (:mod:`fairseq_stream.strategies.beam`) sorts each sentence's ``W`` 
 candidates, asks its **finalisation rule** which become final hypotheses and which may stay on
 the beam, shrinks the beam, then passes the keep mask through its **pruning rules** in order.
 
-* Pruning rules (paper 001 §3; paper 000 App. A.3) are registered by name, as the logits
+* Pruning rules (Freitag2017 §3; Yang2020 App. A.3) are registered by name, as the logits
   processors are composed: ``ap`` (δ, Eq. 2), ``rp`` (Eq. 1), ``rpl`` (Eq. 3). The flags
   ``--prune-abs-threshold`` / ``--prune-rel-threshold`` / ``--prune-rel-local-threshold`` build
   these three; ``--prune-rules NAME[:ARG],...`` adds any registered rule, a user's included
   (``user_dir_examples/prune_rule`` registers one from a ``--user-dir``).
-* Finalisation rules are ``ours`` (paper 000 App. A.1) and ``fairseq`` (fairseq's
+* Finalisation rules are ``ours`` (Yang2020 App. A.1) and ``fairseq`` (fairseq's
   ``SequenceGenerator``), chosen with ``--beam-finalize``.
 
 A rule sees one :class:`StepView` of the group and returns a new ``(S, W)`` keep mask; it must
@@ -56,9 +56,9 @@ class StepView:
     def reference(self, kind: str, keep: Tensor) -> Tensor:
         """The best score ap and rp measure from, (S, 1) or (S, W); computed once per step.
 
-        * ``active`` — the best candidate on the beam (paper 001, Eqs. 1–2);
+        * ``active`` — the best candidate on the beam (Freitag2017 Eqs. 1–2);
         * ``final`` — the best of those and of the finished hypotheses, by cumulative
-          log-probability (paper 000 App. A.3): a short finished hypothesis scores high, so it
+          log-probability (Yang2020 App. A.3): a short finished hypothesis scores high, so it
           prunes every longer candidate and outputs come out short;
         * ``normalized`` — the best candidate on the beam, or the best finished hypothesis's
           length-normalised score ``s/|y|^lenpen`` scaled to each candidate's length: a finished
@@ -67,7 +67,7 @@ class StepView:
         if kind not in self._references:
             val = self.cand.val
             best = torch.where(keep, val, torch.full_like(val, -math.inf)).max(dim=1, keepdim=True).values
-            if kind == "final":  # paper 000 App. A.3
+            if kind == "final":  # Yang2020 App. A.3
                 best = torch.maximum(best, self.best_final.to(val).unsqueeze(1))
             elif kind == "normalized":
                 scale = self.lengths.to(val).pow(self.lenpen) if self.length_scale is None else self.length_scale.to(val)
@@ -87,11 +87,11 @@ ENDED = ("prune", "keep")
 
 @dataclass(frozen=True)
 class AbsoluteThreshold:
-    """ap (paper 001 Eq. 2): drop ``score ≤ best − δ`` (log-probability).
+    """ap (Freitag2017 Eq. 2): drop ``score ≤ best − δ`` (log-probability).
 
     ``ended="keep"`` spares candidates that end in EOS: they cost no decoder row, and pruning
     them sends the search on to the maximum length where the fixed beam would have waited for
-    them to reach the top (paper 000 prunes them: ``"prune"``).
+    them to reach the top (Yang2020 prunes them: ``"prune"``).
     """
 
     delta: float
@@ -110,7 +110,7 @@ def _within(view: StepView, keep: Tensor, margin: float, reference: str, ended: 
 
 @dataclass(frozen=True)
 class RelativeThreshold:
-    """rp (paper 001 Eq. 1): drop ``p ≤ rp · p_best``, in log space (``ended`` as for ap)."""
+    """rp (Freitag2017 Eq. 1): drop ``p ≤ rp · p_best``, in log space (``ended`` as for ap)."""
 
     rp: float
     reference: str = DEFAULT_REFERENCE
@@ -122,7 +122,7 @@ class RelativeThreshold:
 
 @dataclass(frozen=True)
 class RelativeLocalThreshold:
-    """rpl (paper 001 Eq. 3): drop an expansion whose last word's probability is ``≤ rpl ·``
+    """rpl (Freitag2017 Eq. 3): drop an expansion whose last word's probability is ``≤ rpl ·``
     the best last-word probability of the step's expansions."""
 
     rpl: float
@@ -216,7 +216,7 @@ class FinalizationRule(Protocol):
 
 @dataclass(frozen=True)
 class FinalizeOurs:
-    """Paper 000 App. A.1: the ended candidates *at the top* of the beam are final, one after
+    """Yang2020 App. A.1: the ended candidates *at the top* of the beam are final, one after
     another; one lower down waits on the beam and is final only if it reaches the top. The
     beam shrinks by one per final hypothesis; Z final ones end the sentence (find_top_z)."""
 

@@ -1,4 +1,4 @@
-"""``--search ib-beam``: beam search with step-wise multi-word generation (paper 003 Algorithm 1).
+"""``--search ib-beam``: beam search with step-wise multi-word generation (Zhang2020 Algorithm 1).
 
 Every hypothesis predicts ``z = h·c`` words at once (one block step of the decoder, fed the
 previous step's ``z`` words). Per hypothesis (lines 10–14): the best ``B`` words of each of the
@@ -53,7 +53,7 @@ class IBBeamConfig:
     beam: int = 1  # B
     nbest: int = 1
     lenpen: float = 1.0
-    dedup: bool = False  # --ib-dedup (paper 003 §5.1)
+    dedup: bool = False  # --ib-dedup (Zhang2020 §5.1)
     finalize: str = "top"  # --ib-finalize: "top" or "all"
 
     def __post_init__(self) -> None:
@@ -422,7 +422,7 @@ class IBBeamSearch(StateOps):
 
 
 
-register_search("ib-beam", summary="multi-word beam search for IBDecoder/IMDecoder/+SA checkpoints (paper 003 Alg. 1)",
+register_search("ib-beam", summary="multi-word beam search for IBDecoder/IMDecoder/+SA checkpoints (Zhang2020 Alg. 1)",
                 config=IBBeamConfig, capabilities=Capabilities(
                     streaming=True, ngram_blocking=False, models="ib", block_steps=True,
                     reads=frozenset({"ib_dedup", "ib_finalize"})))(IBBeamSearch)

@@ -1,4 +1,4 @@
-"""Parallel Jacobi decoding: PJ, PGJ and HGJ of paper 004 (Algorithms 1–3, §3.3–3.4).
+"""Parallel Jacobi decoding: PJ, PGJ and HGJ of Santilli2023 (Algorithms 1–3, §3.3–3.4).
 
 Greedy decoding solves the triangular system ``y_i = argmax p(· | y_<i, x)`` by substitution,
 one equation per step. Jacobi iteration guesses a block of ``y_i`` at once (a *draft*), feeds
@@ -184,7 +184,7 @@ class JacobiDecoding(StateOps):
         pos = state.verified.unsqueeze(1) + offsets  # (S, b) target index of each prediction
         ctx = RowContext(steps=pos.reshape(-1), max_len=state.max_len.repeat_interleave(b, output_size=s * b),
                          may_reach_max=state.high + b - 1 >= state.shortest, min_steps=state.low)
-        # Arg-max with its log-probability: top-1 and the normaliser in one pass (paper 002).
+        # Arg-max with its log-probability: top-1 and the normaliser in one pass (Hoang2018).
         score, top, _ = self.scorer.top(scores.reshape(s * b, v), 1, ctx)
         pred, score = top[:, 0].view(s, b), score[:, 0].view(s, b)
         return self.iterate(state, pred, score)
@@ -289,13 +289,13 @@ class JacobiDecoding(StateOps):
 WHY_NO_BEAM = (
     "Jacobi decoding iterates to the fixed point of greedy's equations y_i = argmax p(y_i | y_<i, x); "
     "a beam re-ranks k prefixes at every step, so there is no single prefix whose tokens could be "
-    "guessed and verified in parallel (paper 004, Limitations). Use --beam 1"
+    "guessed and verified in parallel (Santilli2023 Limitations). Use --beam 1"
 )
 
 SUMMARIES = {
-    "jacobi": "PJ: parallel Jacobi over the whole target, output identical to greedy (paper 004 Alg. 1)",
-    "gs-jacobi": "PGJ: Jacobi inside blocks of --jacobi-block b, Gauss-Seidel between blocks (paper 004 Alg. 2)",
-    "hybrid-jacobi": "HGJ: PGJ up to --jacobi-max-parallel-len, then autoregressive (paper 004 Alg. 3)",
+    "jacobi": "PJ: parallel Jacobi over the whole target, output identical to greedy (Santilli2023 Alg. 1)",
+    "gs-jacobi": "PGJ: Jacobi inside blocks of --jacobi-block b, Gauss-Seidel between blocks (Santilli2023 Alg. 2)",
+    "hybrid-jacobi": "HGJ: PGJ up to --jacobi-max-parallel-len, then autoregressive (Santilli2023 Alg. 3)",
 }
 READS = {
     "jacobi": frozenset({"jacobi_init"}),

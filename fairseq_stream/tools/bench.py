@@ -12,7 +12,7 @@ round-robin order, so a noisy machine slows all alike; the table gives the media
 sentences/s, the ratio to the first row and each strategy's own statistics, and ``--json``
 writes the rows. The default data are the demo's.
 
-Batching follows paper 000's protocol: fairseq's own ``beam`` (FIXED) decodes batches of
+Batching follows Yang2020's protocol: fairseq's own ``beam`` (FIXED) decodes batches of
 ``--batch-size`` sentences (or ``--max-tokens``), while our strategies, which schedule
 internally, stream over the whole input and keep ``stream_capacity`` sentences in flight; the
 batches are only how they read it. A row with ``stream_per_batch=true`` streams each batch on
@@ -59,7 +59,7 @@ class RunSpec:
     gen: Dict[str, Any] = field(default_factory=dict)
     opts: Dict[str, Any] = field(default_factory=dict)
     #: label of an earlier row whose output lengths become this row's maximum lengths
-    #: (paper 004's "ideal condition" for PJ/PGJ: the target length known beforehand)
+    #: (Santilli2023's "ideal condition" for PJ/PGJ: the target length known beforehand)
     length_from: Optional[str] = None
 
 
@@ -162,6 +162,12 @@ def _stat_columns(rows: List[Dict[str, Any]]) -> List[str]:
     return [c for c in wanted if any(r["stats"].get(c) for r in rows)]
 
 
+def _mean_sd(walls: List[float]) -> str:
+    """``mean ± sd`` of the timed runs; the mean alone after one run, which has no spread."""
+    mean = f"{statistics.mean(walls):.2f}"
+    return f"{mean} ± {statistics.stdev(walls):.2f}" if len(walls) > 1 else mean
+
+
 def format_table(rows: List[Dict[str, Any]]) -> str:
     """The Markdown table of a benchmark run."""
     stat_cols = _stat_columns(rows)
@@ -174,7 +180,7 @@ def format_table(rows: List[Dict[str, Any]]) -> str:
             row["label"],
             f"{row['bleu']:.2f}",
             f"{row['wall_median']:.2f}",
-            f"{statistics.mean(row['walls']):.2f} ± {statistics.stdev(row['walls']) if len(row['walls']) > 1 else 0.0:.2f}",
+            _mean_sd(row["walls"]),
             f"{row['sentences_per_second']:.1f}",
             f"{row['ratio']:.2f}",
         ]

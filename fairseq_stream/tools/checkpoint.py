@@ -1,7 +1,7 @@
 """Decoding-only copies of fairseq checkpoints, read with ``weights_only=True``.
 
 torch ≥ 2.6 refuses to unpickle any global that is not on its allow-list, and fairseq
-checkpoints hold a few plain-data classes besides tensors (fairseq issue #5610); the
+checkpoints hold a few plain-data classes besides tensors (https://github.com/facebookresearch/fairseq/issues/5610); the
 allow-list of exactly those classes is :func:`fairseq_stream.integration.compat.register_safe_globals`.
 """
 from __future__ import annotations

@@ -1,4 +1,4 @@
-"""DDGviz: the decoding dependency graph of parallel Jacobi decoding (paper 004 §3.5, §4.3).
+"""DDGviz: the decoding dependency graph of parallel Jacobi decoding (Santilli2023 §3.5, §4.3).
 
 For one source sentence, run plain Jacobi iteration (PJ, Algorithm 1, no prefix freezing):
 every iteration feeds ``[BOS] + draft`` through the decoder in one causal block and replaces
@@ -181,7 +181,7 @@ def write_html(trace: JacobiTrace, path: str, png: Optional[str] = None) -> None
                   "last draft's token.</p>")
     doc = f"""<!doctype html><html><head><meta charset="utf-8"><title>DDGviz</title>
 <style>body{{font-family:sans-serif}} td,th{{padding:3px 5px;text-align:center;font-size:12px}}</style></head>
-<body><h2>DDGviz — parallel Jacobi decoding (paper 004 §3.5)</h2>
+<body><h2>DDGviz — parallel Jacobi decoding (Santilli2023 §3.5)</h2>
 <p>Source: {html.escape(trace.source)}</p>
 {status}
 <table><tr><th>iter</th>{head}</tr>{''.join(rows)}</table>{image}</body></html>"""

@@ -22,7 +22,7 @@ from fairseq_stream.tools.bench import DEMO_DIR, RunSpec, format_table, run_benc
 from fairseq_stream.tools.demo_files import require_demo_dir
 from fairseq_stream.errors import UsageError, usage_errors
 
-#: The rows of the demo table; each issue adds its strategies here.
+#: The rows of the demo table: a new strategy adds its row here.
 _LEN = {"max_len_a": 1.2, "max_len_b": 10}
 DEMO_RUNS: List[RunSpec] = [
     RunSpec("fairseq beam k=5", "beam", gen=dict(_LEN, beam=5)),

@@ -12,7 +12,7 @@ from __future__ import annotations
 import io
 import re
 from functools import lru_cache
-from typing import Iterable, List
+from typing import Any, Iterable, List
 
 from fairseq_stream.errors import FairseqStreamError
 
@@ -67,6 +67,29 @@ def detokenize(line: str, lang: str) -> str:
     """Undo :func:`tokenize` (and Moses HTML escaping), typographic quotes included."""
     tokens = [_HIDE.get(t, t) for t in line.split()]
     return fix_quotes(_moses_detokenizer(lang).detokenize(tokens).translate(_SHOW), lang)
+
+
+class TypographicMoses:
+    """fairseq's ``--tokenizer moses`` whose ``decode`` is :func:`detokenize`: the ``D-`` lines of
+    fairseq-generate and fairseq-interactive then attach typographic quotes as the demo and the
+    benchmarks do (``God said, “Let there be light.”``, not ``... light. ”``)."""
+
+    def __init__(self, moses: Any) -> None:
+        self.moses = moses
+        self.lang = moses.cfg.target_lang
+
+    def encode(self, x: str) -> str:
+        return self.moses.encode(x)
+
+    def decode(self, x: str) -> str:
+        return detokenize(x, self.lang)
+
+
+def with_typographic_quotes(tokenizer: Any) -> Any:
+    """``tokenizer`` with :class:`TypographicMoses` decoding if it is fairseq's Moses tokenizer."""
+    from fairseq.data.encoders.moses_tokenizer import MosesTokenizer
+
+    return TypographicMoses(tokenizer) if isinstance(tokenizer, MosesTokenizer) else tokenizer
 
 
 def remove_bpe(line: str) -> str:

@@ -1,4 +1,4 @@
-"""A decoder step is the device's work: at most one host read per step (GPU engine issue).
+"""A decoder step is the device's work: at most one host read per step (docs/architecture.md).
 
 Host reads (``item``/``tolist``/``bool`` of a tensor, ``nonzero``, boolean-mask indexing,
 ``unique``, copies to the CPU) stall a GPU until its queue drains; they are counted with
@@ -64,8 +64,8 @@ def test_the_counter_sees_host_to_device_copies():
 
 
 #: aten operations per decoder step of ``var-stream`` k = 5 on the demo model before the fused
-#: beam step (commit 949fa6b, ``python scripts/engine_counts.py --phases``: 272.6); the GPU
-#: engine issue asks for at most half.
+#: beam step (commit 949fa6b, ``python scripts/engine_counts.py --phases``: 272.6); the
+#: target is at most half.
 OPS_BEFORE_FUSED_STEP = 272.6
 
 

@@ -1,4 +1,4 @@
-"""Parallel Jacobi decoding returns greedy's output (paper 004 Proposition 1), on the trained demo model."""
+"""Parallel Jacobi decoding returns greedy's output (Santilli2023 Proposition 1), on the trained demo model."""
 import pytest
 
 from fairseq_stream.errors import FairseqStreamError

@@ -1,4 +1,4 @@
-"""One stream over the whole input (paper 000 Algorithm 1 over all of X, not per fairseq batch)
+"""One stream over the whole input (Yang2020 Algorithm 1 over all of X, not per fairseq batch)
 changes which sentences share a step, never a sentence's search: float64 on trained models."""
 import os
 

@@ -1,4 +1,4 @@
-"""VAR-STREAM changes who shares a batch, never a sentence's search (paper 000 §3), on the trained demo model."""
+"""VAR-STREAM changes who shares a batch, never a sentence's search (Yang2020 §3), on the trained demo model."""
 import pytest
 
 N = 60  # held-out sentences per run
@@ -47,7 +47,7 @@ def test_var_fifo_and_heuristics_equal_var_batch(demo_session64, data64, referen
 
 
 def test_oversubscription_fills_steps_within_the_budget(demo_session64, data64, var_batch64):
-    """Paper 000 §3: 16 beams cached, at most 12 candidates a step; the same searches, fuller steps."""
+    """Yang2020 §3: 16 beams cached, at most 12 candidates a step; the same searches, fuller steps."""
     budget = {"stream_capacity": 16, "stream_max_candidates": 12}
     plain = demo_session64.translate(data64, search="var-stream", gen=GEN, opts=budget)
     over = demo_session64.translate(data64, search="var-stream", gen=GEN, opts=dict(budget, stream_oversubscribe=True))

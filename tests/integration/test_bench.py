@@ -30,7 +30,7 @@ def test_length_from_is_a_row_option():
 
 
 def test_oracle_lengths_keep_greedy_output(demo_session, demo_sources, demo_references):
-    """PJ with greedy's lengths as maximum lengths (paper 004's ideal condition) returns greedy's output."""
+    """PJ with greedy's lengths as maximum lengths (Santilli2023's ideal condition) returns greedy's output."""
     runs = [RunSpec("Greedy", "beam", gen={"beam": 1}),
             RunSpec("PJ", "jacobi", gen={"beam": 1}, opts={"stream_capacity": 1}, length_from="Greedy")]
     rows = run_benchmark(demo_session, demo_sources[:4], demo_references[:4], runs, repeats=1, batch_size=1,

@@ -52,7 +52,7 @@ def test_generate_prints_the_same_lines_across_batches(demo_bin, tmp_path, subse
 @pytest.mark.slow  # four fairseq-interactive processes end to end
 @pytest.mark.parametrize("buffer_size", [1, 7])
 def test_interactive_prints_the_same_lines_across_batches_and_buffers(tmp_path, buffer_size):
-    """Sentences of later --buffer-size chunks join the stream (issue 13): the same lines, fewer steps."""
+    """Sentences of later --buffer-size chunks join the stream: the same lines, fewer steps."""
     lines = ["Y dijo Dios: Sea la luz.", "", "En el principio crió Dios los cielos y la tierra.",
              "Y vio Dios que la luz era buena."] * 3
     source = tmp_path / "input.es"

@@ -101,6 +101,34 @@ def test_wmt14_ibdecoder_script_on_the_demo_corpus(tmp_path):
     assert json.loads((exp / "table1.json").read_text())["ib_finalize"] == "all"
 
 
+WMT_SCRIPTS = ["scripts/wmt19_var_stream.sh", "scripts/parallel_decoding.sh", "scripts/wmt14_ibdecoder.sh"]
+
+
+@pytest.mark.parametrize("script", WMT_SCRIPTS)
+def test_wmt_scripts_share_their_option_parsing(script):
+    """scripts/wmt_common.sh: --help prints the header; a bad option or value is one line, status 2."""
+    def run(*args):
+        return subprocess.run(["bash", script, *args], cwd=REPO, capture_output=True, text=True, timeout=60)
+
+    help_ = run("--help")
+    assert help_.returncode == 0 and "docs/papers.md" in help_.stdout.splitlines()[0]
+    name = os.path.basename(script)
+    for args, says in [(["--bogus"], "unknown option --bogus"), (["--out"], "--out needs a value"),
+                       (["--device", "gpu"], "--device is cpu or cuda")]:
+        proc = run(*args)
+        assert proc.returncode == 2 and proc.stderr.startswith(f"{name}: {says}"), proc.stderr
+        assert len(proc.stderr.splitlines()) == 1 and not proc.stdout
+
+
+def test_build_demo_model_needs_the_corpus_for_its_prep_stage(tmp_path):
+    script = os.path.join(REPO, "scripts", "build_demo_model.py")
+    proc = subprocess.run([sys.executable, script, "--work", str(tmp_path)], capture_output=True, text=True, timeout=120)
+    assert proc.returncode == 2 and "the prep stage needs --corpus DIR" in proc.stderr
+    proc = subprocess.run([sys.executable, script, "--work", str(tmp_path), "--corpus", str(tmp_path), "--stages", "prep"],
+                          capture_output=True, text=True, timeout=120)
+    assert proc.returncode == 2 and "lacks train.es, train.en, valid.es, valid.en" in proc.stderr
+
+
 def run_python(args, timeout=300):
     env = dict(os.environ, PYTHONWARNINGS="ignore", OMP_NUM_THREADS="1")
     proc = subprocess.run([sys.executable, *args], cwd=REPO, capture_output=True, text=True, env=env, timeout=timeout)

@@ -16,7 +16,7 @@ SRC = D.index("d")  # the one source word the tables key on
 
 # App. A.1's case, built so the two finalisation rules disagree (k = 2, max length 3, no
 # length normalisation; fairseq's --min-len 1 forbids EOS first, so "b" opens every output).
-# Step 1: a .7, EOS .2, c .1 — fairseq makes "b EOS" final at once (log .2 = -1.61); paper 000
+# Step 1: a .7, EOS .2, c .1 — fairseq makes "b EOS" final at once (log .2 = -1.61); Yang2020
 # keeps it on the beam below "b a". Step 2: b a→c (-1.05) and b a→b (-1.16) both beat it, so it
 # falls off our beam. At the maximum length EOS is forced: "b a c EOS" = log(.7·.5·.3) = -2.25
 # is our answer, while fairseq returns "b EOS".
@@ -178,11 +178,11 @@ def test_bad_options_are_one_line_errors(name, opts, gen, message):
     assert "\n" not in str(err.value)
 
 
-# A short finished hypothesis against a longer, better-per-token one (issue 13): k = 2, δ = 1.
+# A short finished hypothesis against a longer, better-per-token one: k = 2, δ = 1.
 # Step 1: "b a" (log .7) tops "b EOS" (log .3), which waits. Step 2: "b a"'s children (.28,
 # .245) fall below it, so "b EOS" becomes final: log-prob -1.20, normalised -0.60 per token.
-# Step 3: "b a c c" = log .098 = -2.32 is more than δ below -1.20 (reference 'final', paper
-# 000 App. A.3: pruned, the beam empties, "b EOS" is the answer) but within δ of the best
+# Step 3: "b a c c" = log .098 = -2.32 is more than δ below -1.20 (reference 'final',
+# Yang2020 App. A.3: pruned, the beam empties, "b EOS" is the answer) but within δ of the best
 # candidate on the beam (itself, 'active') and of the final's -0.60 per token scaled to its
 # 4 tokens, -2.41 ('normalized'). It then ends at -2.37 / 5 = -0.47 per token and wins.
 SHORT_FINAL_TABLE = {
@@ -198,7 +198,7 @@ SHORT_FINAL_TABLE = {
     ("final", {"prune_abs_threshold": 1.0}, [B, EOS]),
     ("active", {"prune_abs_threshold": 1.0}, [B, A, C, C, EOS]),
     ("normalized", {"prune_abs_threshold": 1.0}, [B, A, C, C, EOS]),
-    # rp = e^-1 is δ = 1 on probabilities (paper 001 Eq. 1), so the same references apply
+    # rp = e^-1 is δ = 1 on probabilities (Freitag2017 Eq. 1), so the same references apply
     ("final", {"prune_rel_threshold": math.exp(-1.0)}, [B, EOS]),
     ("active", {"prune_rel_threshold": math.exp(-1.0)}, [B, A, C, C, EOS]),
     ("normalized", {"prune_rel_threshold": math.exp(-1.0)}, [B, A, C, C, EOS]),
@@ -232,7 +232,7 @@ def test_reference_active_ignores_finals_and_normalized_still_ends_the_search():
 
 
 def test_rel_local_threshold_ignores_ended_candidates_waiting_on_the_beam():
-    # Paper 001 Eq. 3 compares this step's expansions by their last word; rpl = 0.5, k = 5.
+    # Freitag2017 Eq. 3 compares this step's expansions by their last word; rpl = 0.5, k = 5.
     # Step 1: "b a" (.4), "b c" (.35) and "b EOS" (.25, above .5 · .4: kept), which waits.
     # Step 2: "b a a" (.26, last word .65) keeps "b EOS" off the top; "b c a" (.45) and
     # "b c b" (.40) are above .5 · .65 = .325 and stay, "b a b" (.30) is pruned: 3 rows at
@@ -251,8 +251,8 @@ def test_rel_local_threshold_ignores_ended_candidates_waiting_on_the_beam():
     assert hyps[0]["tokens"].tolist() == [B, A, A, EOS]
 
 
-# --prune-ended (issue 13): k = 2, δ = 1, reference 'active', Z = 1. Step 1: "b EOS" (log .2 =
-# -1.61) is more than δ below "b a" (-0.22). Paper 000 prunes it; the search goes on to the
+# --prune-ended: k = 2, δ = 1, reference 'active', Z = 1. Step 1: "b EOS" (log .2 =
+# -1.61) is more than δ below "b a" (-0.22). Yang2020 prunes it; the search goes on to the
 # maximum length and returns "b a c EOS" (.173). Kept (it needs no decoder row), it waits on
 # the beam; at step 2 "b a"'s children (.192, .184) fall below it and it becomes final, the
 # fixed-width beam's answer.

@@ -107,8 +107,10 @@ def test_warm_up_passes_are_not_timed_and_backends_are_reported():
     assert [r["walls"] for r in rows] == [[1.0] * 3] * 2
     assert rows[1]["step_backends"] == {"beam_step": "cpp"} and rows[0]["step_backends"] == {}
     assert "| beam_step=cpp |" in format_table(rows) and "| — |" in format_table(rows)
-    assert run_benchmark(FakeSession(), ["a"], ["a"], runs[:1], repeats=1, warmup=0, progress=False,
-                         log=lambda m: None)[0]["walls"] == [100.0]  # --warmup 0: the first pass is timed
+    assert "| 1.00 ± 0.00 |" in format_table(rows)
+    once = run_benchmark(FakeSession(), ["a"], ["a"], runs[:1], repeats=1, warmup=0, progress=False, log=lambda m: None)
+    assert once[0]["walls"] == [100.0]  # --warmup 0: the first pass is timed
+    assert "| 100.00 | 100.00 |" in format_table(once) and "±" not in format_table(once).splitlines()[-1]  # one run: no sd
 
 
 def test_costs_a_cpu_cannot_measure_are_not_applicable():

@@ -1,4 +1,4 @@
-"""The fused output layer (paper 002 §3.1) equals the full log-softmax path; its kernel is cached per CPU."""
+"""The fused output layer (Hoang2018 §3.1) equals the full log-softmax path; its kernel is cached per CPU."""
 import logging
 import math
 import os

@@ -1,4 +1,4 @@
-"""IBDecoder family: reordering, positions, masks (paper 003 Eqs. 4–12) and the multi-word decoder step."""
+"""IBDecoder family: reordering, positions, masks (Zhang2020 Eqs. 4–12) and the multi-word decoder step."""
 import math
 
 import pytest

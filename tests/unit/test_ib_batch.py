@@ -1,4 +1,4 @@
-"""The IBDecoder family's per-batch training work (paper 003): the whole-batch target rewrite
+"""The IBDecoder family's per-batch training work (Zhang2020): the whole-batch target rewrite
 equals the per-sentence one it replaced, cached masks and position encodings equal the ones
 built per batch, and none of it runs Python per token or per sentence."""
 from __future__ import annotations

@@ -1,4 +1,4 @@
-"""GNMT's length penalty over an n-best list (paper 003 decodes with it, α = 0.6)."""
+"""GNMT's length penalty over an n-best list (Zhang2020 decodes with it, α = 0.6)."""
 import math
 
 import pytest

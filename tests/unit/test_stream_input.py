@@ -1,4 +1,4 @@
-"""One stream over the whole input (paper 000 Algorithm 1 over all of X): fairseq's batches
+"""One stream over the whole input (Yang2020 Algorithm 1 over all of X): fairseq's batches
 read ahead, hypotheses routed back per batch, encoder memory bounded by the capacity."""
 import time
 

@@ -76,3 +76,23 @@ def test_demo_model_output_keeps_the_apostrophe(demo_session):
     tokens = demo_session.task.target_dictionary.encode_line(
         BpeCodes(os.path.join(DEMO, "bpe.codes")).apply(line), add_if_not_exist=False)
     assert demo_session.detokenize(tokens) == "“Don’t die.”"
+
+
+def test_fairseq_moses_tokenizer_attaches_the_closing_curly_quote():
+    """fairseq's --tokenizer moses, as our tasks build it, decodes the D- lines with our detokeniser:
+    the demo model's answer to "Y dijo Dios: Sea la luz." once printed `light. ”`."""
+    from argparse import Namespace
+
+    from fairseq.data import encoders
+    from fairseq_stream.integration.task import TranslationStreamTask
+
+    args = Namespace(tokenizer="moses", source_lang="es", target_lang="en", moses_no_dash_splits=False,
+                     moses_no_escape=False)
+    task = object.__new__(TranslationStreamTask)  # build_tokenizer reads nothing of the task
+    tokenizer = task.build_tokenizer(args)
+    assert encoders.build_tokenizer(args).decode("God said , “ Let the light be light . ”") == \
+        "God said, “Let the light be light. ”"  # fairseq's own decoding, the bug
+    assert tokenizer.decode("God said , “ Let the light be light . ”") == "God said, “Let the light be light.”"
+    assert tokenizer.encode("Y dijo Dios: «Sea la luz».") == encoders.build_tokenizer(args).encode(
+        "Y dijo Dios: «Sea la luz».")
+    assert task.build_tokenizer(Namespace(tokenizer=None)) is None

@@ -1,4 +1,4 @@
-// Fused output layer on the CPU (paper 002 §3.1, Algorithms 2-3): for every row of raw scores,
+// Fused output layer on the CPU (Hoang2018 §3.1, Algorithms 2-3): for every row of raw scores,
 // the top-k scores with their ids and the log-normaliser, in one streaming pass over the row.
 // The row is walked in blocks of 16: a vectorised block maximum updates the running maximum, the
 // running sum of exp(x - max) is rescaled when it grows and gets the block's (vectorised) terms,

@@ -1,4 +1,4 @@
-// One step of the IBDecoder family's multi-word beam search (paper 003, Algorithm 1, lines 8-27)
+// One step of the IBDecoder family's multi-word beam search (Zhang2020 Algorithm 1, lines 8-27)
 // for a group of sentences on the CPU, as one operator. It does, per row and per sentence, what
 // fairseq_stream/strategies/ib_beam.py's PyTorch reference does in ~130 small tensor operations,
 // with the same arithmetic in the same dtype (no -ffast-math, no FMA contraction), so the outputs

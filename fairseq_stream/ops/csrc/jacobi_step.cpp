@@ -1,4 +1,4 @@
-// One Jacobi iteration of a group of sentences on the CPU, as one operator (paper 004,
+// One Jacobi iteration of a group of sentences on the CPU, as one operator (Santilli2023,
 // Algorithms 1-3): what fairseq_stream/strategies/jacobi.py's PyTorch reference does in ~70
 // small tensor operations, with the same arithmetic (the summed scores accumulate in double, as
 // PyTorch's CPU cumsum does), so the outputs are bit-identical (tests/unit/test_step_backends.py).
