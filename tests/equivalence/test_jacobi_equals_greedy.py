@@ -14,9 +14,10 @@ def greedy64(demo_session64, demo_sources):
 
 
 @pytest.mark.parametrize("name,opts", [
-    ("jacobi", {}),
+    # plain Jacobi iterates over the whole target (~40 s): the slow tier; the fast tier has it across batches
+    pytest.param("jacobi", {}, marks=pytest.mark.slow),
     ("gs-jacobi", {"jacobi_block": 3}),
-    ("gs-jacobi", {"jacobi_block": 5, "jacobi_init": "tail"}),
+    pytest.param("gs-jacobi", {"jacobi_block": 5, "jacobi_init": "tail"}, marks=pytest.mark.slow),
     ("hybrid-jacobi", {"jacobi_block": 3, "jacobi_max_parallel_len": 8}),
     ("gs-jacobi", {"jacobi_block": 4, "stream_capacity": 7, "stream_epsilon": 0.5}),  # batched, streaming
 ])

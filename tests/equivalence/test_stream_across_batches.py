@@ -36,11 +36,11 @@ SAME_PATHS = pytest.mark.slow  # scheduled as a fast-tier case is (selection, re
 
 @pytest.mark.parametrize("search,gen,opts", [
     ("var-stream", GEN, {"stream_capacity": 6}),
-    ("var-stream", GEN, {"stream_epsilon": 0.3, "stream_max_candidates": 20}),
+    pytest.param("var-stream", GEN, {"stream_epsilon": 0.3, "stream_max_candidates": 20}, marks=pytest.mark.slow),
     pytest.param("fixed-stream", GEN, {"stream_capacity": 7, "stream_max_wait": 4}, marks=SAME_PATHS),
     ("var-fifo", GEN, {"stream_capacity": 5}),
     pytest.param("topup", GEN, {"stream_capacity": 6}, marks=SAME_PATHS),
-    ("var-batch", GEN, {"stream_capacity": 6}),  # batches of 6 sentences cut across fairseq's batches
+    pytest.param("var-batch", GEN, {"stream_capacity": 6}, marks=pytest.mark.slow),  # batches of 6 sentences cut across fairseq's batches
     pytest.param("fixed-ours", GEN, {"stream_capacity": 10}, marks=SAME_PATHS),
     ("gs-jacobi", {"beam": 1, "max_len_a": 1.2, "max_len_b": 10}, {"stream_capacity": 6}),
 ])

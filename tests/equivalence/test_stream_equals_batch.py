@@ -28,8 +28,10 @@ def var_batch64(demo_session64, data64):
 @pytest.mark.parametrize("opts,batch", [
     ({"stream_epsilon": 1 / 6, "stream_capacity": 16}, {"batch_size": 60}),
     ({"stream_epsilon": 0.5, "stream_capacity": 7}, {"batch_size": 25}),
-    ({"stream_epsilon": 0.1, "stream_max_candidates": 40}, {"max_tokens": 2000}),
-    ({"stream_epsilon": 0.3, "stream_capacity": 9, "stream_max_wait": 5}, {"batch_size": 60}),
+    # the candidate budget and the latency bound: the slow tier (the fast tier keeps two refill settings)
+    pytest.param({"stream_epsilon": 0.1, "stream_max_candidates": 40}, {"max_tokens": 2000}, marks=pytest.mark.slow),
+    pytest.param({"stream_epsilon": 0.3, "stream_capacity": 9, "stream_max_wait": 5}, {"batch_size": 60},
+                 marks=pytest.mark.slow),
 ])
 def test_var_stream_equals_var_batch_in_float64(demo_session64, data64, var_batch64, opts, batch):
     out = demo_session64.translate(data64, search="var-stream", gen=GEN, opts=opts, **batch)
@@ -37,7 +39,7 @@ def test_var_stream_equals_var_batch_in_float64(demo_session64, data64, var_batc
     assert out.stats.expansions == var_batch64.stats.expansions  # same searches, differently batched
 
 
-@pytest.mark.parametrize("reference", ["final", "normalized"])
+@pytest.mark.parametrize("reference", [pytest.param("final", marks=pytest.mark.slow), "normalized"])
 def test_var_fifo_and_heuristics_equal_var_batch(demo_session64, data64, reference):
     opts = {"prune_abs_threshold": 2.0, "prune_max_cands_per_node": 3, "prune_rel_threshold": 0.05,
             "prune_rel_local_threshold": 0.01, "prune_reference": reference}
@@ -46,6 +48,7 @@ def test_var_fifo_and_heuristics_equal_var_batch(demo_session64, data64, referen
     assert_same_nbest(ref, out)
 
 
+@pytest.mark.slow  # two decodes under a candidate budget: ~50 s on 2 cores
 def test_oversubscription_fills_steps_within_the_budget(demo_session64, data64, var_batch64):
     """Yang2020 §3: 16 beams cached, at most 12 candidates a step; the same searches, fuller steps."""
     budget = {"stream_capacity": 16, "stream_max_candidates": 12}
@@ -59,6 +62,7 @@ def test_oversubscription_fills_steps_within_the_budget(demo_session64, data64, 
     assert over.stats.timesteps < plain.stats.timesteps
 
 
+@pytest.mark.slow  # ~60 s on 2 cores
 def test_oversubscribed_fifo_equals_var_batch(demo_session64, data64, var_batch64):
     """VAR-STR-FIFO under a candidate budget: the longest groups first, the others wait."""
     out = demo_session64.translate(data64, search="var-fifo", gen=GEN, opts={
@@ -73,6 +77,7 @@ def test_fixed_stream_and_topup_equal_fixed_ours(demo_session64, data64):
         assert_same_nbest(ref, demo_session64.translate(data64, search=search, gen=GEN, opts=opts))
 
 
+@pytest.mark.slow  # every strategy on shuffled input
 def test_input_order_does_not_change_any_output(demo_session64, demo_sources):
     sources = demo_sources[:N]
     forward = demo_session64.translate(demo_session64.encode(sources), search="var-stream", gen=GEN)

@@ -22,7 +22,8 @@ def assert_one_line_error(proc, *needles):
         assert needle in last, last
 
 
-@pytest.mark.parametrize("search", ["beam", "var-stream"])
+# beam (fairseq's own generator through our task) is slow: var-stream covers the task in the fast tier
+@pytest.mark.parametrize("search", [pytest.param("beam", marks=pytest.mark.slow), "var-stream"])
 @pytest.mark.parametrize("subset,n,batching", [
     ("test", 100, ["--batch-size", "16"]),
     # slow: tests/unit/test_registry_and_batches.py puts back 13 mod 8 dropped sentences in the fast tier
