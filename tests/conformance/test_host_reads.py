@@ -24,7 +24,7 @@ def _count_steps(session, data, search, gen, opts):
     ("var-stream", {"beam": 5}, {"stream_capacity": 8}),
     ("fixed-ours", {"beam": 5}, {"stream_capacity": 8}),
     ("var-fifo", {"beam": 5}, {"stream_capacity": 8}),
-    ("gs-jacobi", {"beam": 1}, {"jacobi_block": 3, "stream_capacity": 8}),
+    pytest.param("gs-jacobi", {"beam": 1}, {"jacobi_block": 3, "stream_capacity": 8}, marks=pytest.mark.slow),
     ("gs-jacobi", {"beam": 1}, {"jacobi_block": 3, "stream_capacity": 1}),
 ])
 def test_at_most_one_host_read_per_step_on_the_demo_model(demo_session, demo_sources, search, gen, opts):

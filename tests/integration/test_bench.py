@@ -41,6 +41,7 @@ def test_oracle_lengths_keep_greedy_output(demo_session, demo_sources, demo_refe
 
 
 @pytest.mark.skipif(torch.cuda.is_available(), reason="checks the message on a machine without a GPU")
+@pytest.mark.slow  # a harness subprocess
 def test_device_cuda_without_gpu_is_one_line():
     proc = subprocess.run([sys.executable, "-m", "fairseq_stream.tools.bench", "--limit", "2", "--device", "cuda"], cwd=REPO,
                           capture_output=True, text=True, env=dict(os.environ, PYTHONWARNINGS="ignore"))
@@ -48,6 +49,7 @@ def test_device_cuda_without_gpu_is_one_line():
     assert proc.stderr.strip().splitlines()[-1] == "fairseq-stream: error: --device cuda: torch sees no GPU (use --device cpu)"
 
 
+@pytest.mark.slow  # a harness subprocess; tests/unit/test_bench_args.py checks the values in-process
 def test_a_run_value_of_the_wrong_type_is_one_line_before_decoding(tmp_path):
     """Was a TypeError deep in fairseq once a row came to decode; now exit 2 right after the model loads."""
     proc = subprocess.run([sys.executable, "-m", "fairseq_stream.tools.bench", "--limit", "2", "--json", str(tmp_path / "r.json"),

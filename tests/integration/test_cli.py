@@ -36,6 +36,7 @@ def test_every_sentence_gets_a_hypothesis(demo_bin, search, subset, n, batching)
     assert sorted(hypothesis_ids(proc.stdout)) == list(range(n))
 
 
+@pytest.mark.slow  # a fairseq CLI subprocess (~8 s); the fast tier runs var-stream through fairseq-generate and -interactive
 def test_stock_fairseq_drops_the_tail_we_guard_against(demo_bin):
     """fairseq-fixed without our task loses 100 mod 8 = 4 sentences (the bug the task fixes).
 
@@ -59,7 +60,8 @@ def test_long_task_form_equals_short_form(demo_bin):
 
 
 # fairseq-interactive's parser gets our options from the same hook: slow
-@pytest.mark.parametrize("tool", ["fairseq-generate", pytest.param("fairseq-interactive", marks=pytest.mark.slow)])
+@pytest.mark.slow  # a fairseq CLI subprocess for each tool
+@pytest.mark.parametrize("tool", ["fairseq-generate", "fairseq-interactive"])
 def test_help_lists_the_search_option(tool):
     proc = run_cli([tool, "--user-dir", "fairseq_stream", "--help"])
     assert proc.returncode == 0
@@ -100,6 +102,7 @@ def test_over_long_sentences_are_reported_not_dropped(demo_bin):
     assert_one_line_error(proc, "too long to decode", "--skip-invalid-size-inputs-valid-test")
 
 
+@pytest.mark.slow  # a fairseq CLI subprocess (~8 s); the fast tier runs var-stream through fairseq-generate and -interactive
 def test_user_dir_resolves_from_any_directory_after_install(demo_bin, tmp_path):
     """After a regular ``pip install .``, fairseq finds ``--user-dir fairseq_stream`` in site-packages."""
     proc = run_cli(["fairseq-generate", demo_bin, "--user-dir", "fairseq_stream", "--path", CKPT, "--cpu",
@@ -125,6 +128,7 @@ def test_interactive_translates_every_line_including_empty_ones(search):
     assert "loading model(s)" in proc.stderr
 
 
+@pytest.mark.slow  # a fairseq CLI subprocess (~8 s); the fast tier runs var-stream through fairseq-generate and -interactive
 def test_statistics_are_printed_and_written_with_the_trace(demo_bin, tmp_path):
     import json
     import subprocess
@@ -160,6 +164,7 @@ def test_the_reference_and_cpp_step_backends_print_the_same_hypotheses(demo_bin,
     assert grab(runs["reference"].stdout) == grab(runs["cpp"].stdout) and len(grab(runs["cpp"].stdout)) == 26
 
 
+@pytest.mark.slow  # a fairseq CLI subprocess (~8 s); the fast tier runs var-stream through fairseq-generate and -interactive
 def test_an_unknown_step_backend_is_refused_in_one_line(demo_bin):
     proc = run_cli(["fairseq-generate", demo_bin, "--user-dir", "fairseq_stream", "--path", CKPT, "--cpu",
                     "--gen-subset", "valid", "--search", "var-stream", "--step-backend", "cuda"])

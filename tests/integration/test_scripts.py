@@ -120,6 +120,7 @@ def test_wmt_scripts_share_their_option_parsing(script):
         assert len(proc.stderr.splitlines()) == 1 and not proc.stdout
 
 
+@pytest.mark.slow  # runs the build script
 def test_build_demo_model_needs_the_corpus_for_its_prep_stage(tmp_path):
     script = os.path.join(REPO, "scripts", "build_demo_model.py")
     proc = subprocess.run([sys.executable, script, "--work", str(tmp_path)], capture_output=True, text=True, timeout=120)

@@ -95,6 +95,7 @@ def test_merge_refuses_repeated_and_missing_ids(tmp_path):
     assert [line.split("\t")[0] for line in lines] == ["S-0", "H-0", "S-1", "H-1", "S-2", "H-2"]
 
 
+@pytest.mark.slow  # fairseq-stream-shard subprocesses
 def test_shard_options_of_its_own_are_refused(tmp_path):
     proc = subprocess.run([*shard_cmd("data", tmp_path), "--distributed-rank", "1"], cwd=REPO, capture_output=True,
                           text=True, env=ENV)

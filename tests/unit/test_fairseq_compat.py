@@ -51,6 +51,7 @@ def _probe(*argv0s: str) -> list:
     return proc.stdout.strip().splitlines()[-len(argv0s):]
 
 
+@pytest.mark.slow  # interpreter subprocesses
 def test_process_hooks_only_under_fairseq_clis():
     library, interactive = _probe("-c", "/venv/bin/fairseq-interactive")
     # imported as a library: sys.excepthook untouched, no atexit handler, fairseq-interactive's main not wrapped

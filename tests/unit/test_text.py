@@ -47,6 +47,7 @@ def test_demo_codes_in_fastbpe_format_give_the_same_subwords(tmp_path):
     assert any("@@" in line for line in reference)
 
 
+@pytest.mark.slow  # a subprocess
 def test_convert_codes_command(tmp_path):
     proc = subprocess.run([sys.executable, "-m", "fairseq_stream.tools.text", "convert-codes"], input="\n".join(FASTBPE),
                           capture_output=True, text=True, cwd=REPO)
