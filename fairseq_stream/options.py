@@ -131,9 +131,9 @@ class StreamDecodingConfig(FairseqDataclass):
     beam_finalize: Optional[str] = field(
         default=None,
         metadata={"help": "when a finished candidate becomes final: 'ours' (paper 000 App. A.1: only "
-                  "once it tops the beam; the default), 'fairseq' (at once if among the top k of 2k, as fairseq's "
+                  "once it tops the beam), 'fairseq' (at once if among the top k of 2k, as fairseq's "
                   "beam search) or 'shrink' (Freitag2017's baseline: at once if among the beam's k − finals best, "
-                  "and the beam shrinks by one); --prune-preset may set it"},
+                  "and the beam shrinks by one); default 'ours', or --prune-preset's"},
     )
     prune_preset: Optional[str] = field(
         default=None,
