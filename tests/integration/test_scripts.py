@@ -45,10 +45,16 @@ def test_wmt19_dry_run_shows_the_subwords_of_fastbpe_codes(tmp_path):
 def test_wmt19_var_stream_script_on_local_files(tmp_path):
     out = run_script(["scripts/wmt19_var_stream.sh", *local_args(tmp_path), "--limit", "6", "--runs", "1",
                       "--beams", "3", "--capacity", "4", "--fixed-batch", "4", "--device", "cpu"], tmp_path)
-    for label in ("GREEDY", "FIXED (fairseq)", "VAR-BATCH", "VAR-STREAM", "FIXED-OURS", "FIXED-STREAM",
-                  "VAR-STR-FIFO", "± "):
+    for label in ("GREEDY", "GREEDY (ours)", "FIXED (fairseq)", "VAR-BATCH", "VAR-STREAM", "FIXED-OURS",
+                  "FIXED-STREAM", "VAR-STR-FIFO", "VAR-BATCH (ours: normalized δ)", "VAR-STREAM (ours: normalized δ)",
+                  "± "):
         assert f"| {label}" in out or label == "± " and label in out
-    assert (tmp_path / "out" / "table1_k3.json").exists()
+    import json
+
+    rows = {r["label"]: r for r in json.loads((tmp_path / "out" / "table1_k3.json").read_text())["rows"]}
+    assert rows["VAR-STREAM"]["opts"]["prune_reference"] == "final"  # the paper's rule (App. A.3)
+    assert rows["VAR-STREAM (ours: normalized δ)"]["opts"]["prune_reference"] == "normalized"
+    assert rows["FIXED-OURS"]["vs_ours"] == 1.0 and rows["GREEDY"]["vs_ours"] is not None  # GREEDY (ours) at k = 1
 
 
 @pytest.mark.slow  # the whole Jacobi reproduction: six rows, each timed
@@ -56,7 +62,8 @@ def test_parallel_decoding_script_on_local_files(tmp_path):
     out = run_script(["scripts/parallel_decoding.sh", *local_args(tmp_path), "--limit", "4", "--runs", "1",
                       "--device", "cpu"], tmp_path)
     rows = {line.split("|")[1].strip(): line for line in out.splitlines() if line.startswith("| ") and "BLEU" not in line}
-    assert {"Greedy", "Beam search (beam=5)", "PJ", "PGJ (b=3)", "PGJ (b=5)", "HGJ (b=3)"} == set(rows)
+    assert {"Greedy", "Beam search (beam=5)", "Greedy (ours)", "Beam search (ours, beam=5)", "PJ", "PGJ (b=3)",
+            "PGJ (b=5)", "HGJ (b=3)"} == set(rows)
     bleu = {label: row.split("|")[2].strip() for label, row in rows.items() if not label.startswith("Beam")}
     assert len(set(bleu.values())) == 1, bleu  # Jacobi decoding returns greedy's output
 
@@ -79,9 +86,11 @@ def test_wmt14_ibdecoder_script_on_the_demo_corpus(tmp_path):
                       "--device", "cpu", "--beams", "2 1", "--latency-sentences", "2", "--latency-runs", "1",
                       "--out", str(tmp_path / "exp")], tmp_path)
     rows = [[c.strip() for c in line.split("|")[1:-1]] for line in out.splitlines() if line.startswith("| ")]
-    assert [(r[0], r[1]) for r in rows[1:]] == [(m, b) for m in ("Transformer", "IBDecoder", "Transformer+KD",
-                                                                  "IBDecoder+KD") for b in ("2", "1")]
+    assert [(r[0], r[1]) for r in rows[1:]] == [(m, b) for m in (
+        "Transformer", "Transformer (ours)", "IBDecoder", "Transformer+KD", "Transformer+KD (ours)", "IBDecoder+KD")
+        for b in ("2", "1")]
     assert all(float(r[2]) >= 0 and float(r[3]) > 0 for r in rows[1:]) and rows[1][4] == "1.00x"
+    assert rows[3][5] == rows[4][5] == "1.00x"  # our engine's Transformer is its own baseline ("vs ours")
     exp = tmp_path / "exp"
     assert len(read_lines(str(exp / "kd" / "train.en"))) == 120  # the teacher translated every training source
     for name in ("transformer", "ib_h2_c1", "transformer_kd", "ib_h2_c1_kd"):
@@ -230,3 +239,17 @@ def test_bench_all_finds_fairseq_console_scripts_beside_any_interpreter_name(tmp
     found, timing = proc.stdout.splitlines()
     assert found == os.path.join(os.path.dirname(sys.executable), "fairseq-preprocess")
     assert timing.startswith("a b: ") and timing.endswith(" s")  # timed by the shell's clock, no /usr/bin/time
+
+
+def test_ib_eval_times_each_model_against_our_own_fixed_beam():
+    import importlib.util
+
+    spec = importlib.util.spec_from_file_location("ib_eval", os.path.join(REPO, "scripts", "ib_eval.py"))
+    ib_eval = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(ib_eval)
+    rows = [dict(model=m, search=s, beam=b, latency_ms=ms) for m, s, b, ms in (
+        ("T", "beam", 4, 10.0), ("T (ours)", "fixed-ours", 4, 8.0), ("IB", "ib-beam", 4, 4.0),
+        ("T+KD (ours)", "fixed-ours", 4, 6.0), ("IB+KD", "ib-beam", 4, 3.0), ("IB", "ib-beam", 1, 2.0))]
+    got = [ib_eval.own_speedup(rows, r) for r in rows]
+    assert got[:5] == [0.8, 1.0, 2.0, 1.0, 2.0]  # each against the Transformer of its own training
+    assert got[5] != got[5]  # no fixed-ours row at beam 1: NaN
