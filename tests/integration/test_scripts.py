@@ -253,3 +253,54 @@ def test_ib_eval_times_each_model_against_our_own_fixed_beam():
     got = [ib_eval.own_speedup(rows, r) for r in rows]
     assert got[:5] == [0.8, 1.0, 2.0, 1.0, 2.0]  # each against the Transformer of its own training
     assert got[5] != got[5]  # no fixed-ours row at beam 1: NaN
+
+
+def _dry_runs(script, *args):
+    """The harness's --run specs a script would pass, per beam (its --dry-run; bash only, no Python)."""
+    proc = subprocess.run(["bash", script, "--dry-run", *args], cwd=REPO, capture_output=True, text=True, timeout=60)
+    assert proc.returncode == 0, proc.stderr
+    lines = [line for line in proc.stdout.splitlines() if line.startswith("## would run: ")]
+    return [line.split(" --run ")[1:] for line in lines]
+
+
+def test_pruning_sweep_rows_run_freitag2017s_rule(tmp_path):
+    k5, k14 = _dry_runs("scripts/pruning_sweep.sh", "--beams", "5 14", "--out", str(tmp_path))
+    ours = [r for r in k5 if not r.startswith("beam:")]
+    assert all("beam_finalize=shrink" in r or "prune_preset=freitag2017" in r for r in ours if "beam=5" in r)
+    assert all("prune_reference=active" in r for r in ours if r.startswith("var-batch:") and "preset" not in r)
+    assert "label=rp=0.6 ap=2.5 rpl=0.02 mc=3" in k5[5] and "prune_preset=freitag2017," in k5[5]
+    assert "prune_rel_threshold=0.3" in k14[1] and "prune_preset=freitag2017-k14," in k14[5]
+    assert k5[0].startswith("fixed-ours:") and "label=no pruning" in k5[0]  # the speed reference comes first
+
+
+def test_topup_script_compares_sorted_and_unsorted_input(tmp_path):
+    (rows,) = _dry_runs("scripts/topup_batching.sh", "--beams", "5", "--out", str(tmp_path))
+    labels = [r.split("label=")[1] for r in rows]
+    assert labels[:4] == ["batches (sorted)", "top-up (sorted)", "batches (unsorted)", "top-up (unsorted)"]
+    assert all(("stream_input_order=as-given" in r) == ("(unsorted)" in r) for r in rows)
+    assert {"var-stream (unsorted)", "fairseq (unsorted)"} <= set(labels)
+
+
+@pytest.mark.slow  # runs the whole sweep on a few demo sentences: eight rows, each timed
+def test_pruning_sweep_on_the_demo(tmp_path):
+    out = run_script(["scripts/pruning_sweep.sh", "--beams", "3", "--limit", "6", "--runs", "1", "--batch", "3",
+                      "--out", str(tmp_path)], tmp_path)
+    paper = out.split("| pruning | beam | speed up |", 1)[1]
+    rows = {line.split("|")[1].strip(): [c.strip() for c in line.split("|")[2:-1]]
+            for line in paper.splitlines() if line.startswith("| ") and "---" not in line}
+    assert set(rows) == {"no pruning", "rp=0.6", "ap=2.5", "rpl=0.02", "mc=3", "rp=0.6 ap=2.5 rpl=0.02 mc=3",
+                         "no pruning (beam 1)", "fairseq beam"}
+    assert rows["no pruning"][1] == "+0%" and rows["no pruning (beam 1)"][2] == "1.00"  # greedy: one per step
+    assert float(rows["rp=0.6 ap=2.5 rpl=0.02 mc=3"][3]) <= float(rows["no pruning"][3])  # pruning expands fewer
+
+
+@pytest.mark.slow  # runs the whole top-up comparison on a few demo sentences: eight rows, each timed
+def test_topup_batching_on_the_demo(tmp_path):
+    out = run_script(["scripts/topup_batching.sh", "--beams", "2", "--limit", "6", "--runs", "1", "--batch", "3",
+                      "--out", str(tmp_path)], tmp_path)
+    bleu = {line.split("|")[1].strip(): line.split("|")[2].strip() for line in out.splitlines()
+            if line.startswith("| ") and "BLEU" not in line and "---" not in line}
+    assert len(bleu) == 8
+    # the input order changes who shares a batch, never an output; top-up's searches are the batches'
+    assert bleu["batches (sorted)"] == bleu["batches (unsorted)"] == bleu["top-up (sorted)"] == bleu["top-up (unsorted)"]
+    assert bleu["var-stream (sorted)"] == bleu["var-stream (unsorted)"]
