@@ -11,10 +11,10 @@
 #   top-up (sorted)              Figs. 6-7, top-up + maxi-batch   topup (refill when half empty, ε = 1/2; every
 #                                                                 sentence in flight steps), sorted
 #   top-up (unsorted)            Figs. 6-7, top-up alone          topup, as-given
-#   var-stream (sorted/unsorted) — (Yang2020, comparison)   var-stream, ε = 1/6, shortest beams step; our
+#   var-stream (sorted/unsorted) — (Yang2020, comparison)         var-stream, ε = 1/6, shortest beams step; our
 #                                                                 default rule (δ 1.5, M 5, --prune-reference
 #                                                                 normalized): a variable beam, not Hoang2018's
-#   fairseq (sorted/unsorted)    — (beside ours)              fairseq's beam search, batches of --batch
+#   fairseq (sorted/unsorted)    — (beside ours)                  fairseq's beam search, batches of --batch
 # Rule: Hoang2018 does not state its beam's ending rule; the fixed-beam rows use --finalize (default
 # ours, Yang2020 App. A.1; 'fairseq' or 'shrink' are the others). "ratio" and "vs ours" are against
 # the first row, batches (sorted). The outputs of the sorted and unsorted rows of one strategy are
