@@ -8,7 +8,7 @@
 # and mBART50 through Hugging Face on WMT14 De-En (3,003 sentences, sacreBLEU's wmt14/full);
 # this script uses fairseq checkpoints instead (default: the published WMT'19 single models).
 # Rows: Greedy and Beam search (beam=5) are fairseq's generator (Table 1's baselines); Greedy
-# (ours) and Beam search (ours, beam=5) the same searches by our engine (fixed-ours), which runs
+# (ours) and Beam search ours (beam=5) the same searches by our engine (fixed-ours), which runs
 # the Jacobi rows too, so "vs ours" compares within one implementation as the paper does; PJ,
 # PGJ (b=3, b=5) and HGJ (b=3) are Table 1's parallel rows with the rules above.
 #
@@ -74,7 +74,7 @@ one="beam=1,stream_capacity=1"
     --run "beam:beam=1,label=Greedy" \
     --run "beam:beam=5,label=Beam search (beam=5)" \
     --run "fixed-ours:$one,label=Greedy (ours)" \
-    --run "fixed-ours:beam=5,stream_capacity=1,label=Beam search (ours, beam=5)" \
+    --run "fixed-ours:beam=5,stream_capacity=1,label=Beam search ours (beam=5)" \
     --run "jacobi:$one,length_from=Greedy,label=PJ" \
     --run "gs-jacobi:$one,jacobi_block=3,length_from=Greedy,label=PGJ (b=3)" \
     --run "gs-jacobi:$one,jacobi_block=5,length_from=Greedy,label=PGJ (b=5)" \

@@ -62,7 +62,7 @@ def test_parallel_decoding_script_on_local_files(tmp_path):
     out = run_script(["scripts/parallel_decoding.sh", *local_args(tmp_path), "--limit", "4", "--runs", "1",
                       "--device", "cpu"], tmp_path)
     rows = {line.split("|")[1].strip(): line for line in out.splitlines() if line.startswith("| ") and "BLEU" not in line}
-    assert {"Greedy", "Beam search (beam=5)", "Greedy (ours)", "Beam search (ours, beam=5)", "PJ", "PGJ (b=3)",
+    assert {"Greedy", "Beam search (beam=5)", "Greedy (ours)", "Beam search ours (beam=5)", "PJ", "PGJ (b=3)",
             "PGJ (b=5)", "HGJ (b=3)"} == set(rows)
     bleu = {label: row.split("|")[2].strip() for label, row in rows.items() if not label.startswith("Beam")}
     assert len(set(bleu.values())) == 1, bleu  # Jacobi decoding returns greedy's output
