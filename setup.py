@@ -16,7 +16,7 @@ setup(
     python_requires=">=3.10",
     packages=find_packages(include=["fairseq_stream", "fairseq_stream.*"]),
     package_data={"fairseq_stream.ops": ["csrc/*.cpp", "csrc/*.h"]},
-    # The demo files, installed once under <prefix>/share (fairseq_stream/demo_files.py finds them).
+    # The demo files, installed once under <prefix>/share (fairseq_stream/tools/demo_files.py finds them).
     data_files=[("share/fairseq-stream/demo", sorted(glob.glob("user_dir_examples/demo/*")))],
     install_requires=[
         "torch==2.13.0",
@@ -35,10 +35,10 @@ setup(
     },
     entry_points={
         "console_scripts": [
-            "fairseq-stream-bench=fairseq_stream.bench:main",
-            "fairseq-stream-demo=fairseq_stream.demo:main",
-            "fairseq-stream-shard=fairseq_stream.shard:main",
-            "fairseq-stream-ddgviz=fairseq_stream.viz.ddgviz:main",
+            "fairseq-stream-bench=fairseq_stream.tools.bench:main",
+            "fairseq-stream-demo=fairseq_stream.tools.demo:main",
+            "fairseq-stream-shard=fairseq_stream.tools.shard:main",
+            "fairseq-stream-ddgviz=fairseq_stream.tools.ddgviz:main",
         ]
     },
 )

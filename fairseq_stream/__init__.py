@@ -1,17 +1,23 @@
 """fairseq-stream: fast NMT decoding strategies for fairseq, loaded with ``--user-dir fairseq_stream``.
 
 Importing the package registers its ``--search`` strategies, tasks and models with fairseq and
-installs the hooks of :mod:`fairseq_stream.fairseq_compat` (the checkpoint allow-list for
+installs the hooks of :mod:`fairseq_stream.integration.compat` (the checkpoint allow-list for
 ``torch.load(weights_only=True)``, ``--task translation`` routed to the streaming-aware task,
 our options in fairseq's ``--help``; one-line user errors only under fairseq's command-line
-tools). It prints nothing.
+tools). It prints nothing, and silences known third-party noise
+(:mod:`fairseq_stream.integration.quiet`).
 """
-from fairseq_stream import strategies  # noqa: F401  (registers --search names; before options)
-from fairseq_stream import fairseq_compat
-from fairseq_stream.errors import FairseqStreamError
-from fairseq_stream import models, tasks  # noqa: F401
+from fairseq_stream.integration.quiet import silence_known_noise
+
+silence_known_noise()  # before fairseq is imported: its import already logs
+
+from fairseq_stream import strategies  # noqa: E402,F401  (registers --search names; before options)
+from fairseq_stream.integration import compat  # noqa: E402
+from fairseq_stream.errors import FairseqStreamError  # noqa: E402
+from fairseq_stream.ib import model, task  # noqa: E402,F401  (registers transformer_ib, translation_ib)
+from fairseq_stream.integration import task as _stream_task  # noqa: E402,F401  (registers translation_stream)
 
 __version__ = "0.1.0"
 __all__ = ["FairseqStreamError", "__version__"]
 
-fairseq_compat.install()
+compat.install()

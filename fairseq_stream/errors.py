@@ -2,7 +2,7 @@
 
 Exceptions of :class:`FairseqStreamError` (a ``ValueError``) carry a message meant for the
 command line. Under fairseq's command-line tools and ours,
-:func:`fairseq_stream.fairseq_compat.install_excepthook` makes an uncaught one print as the
+:func:`fairseq_stream.integration.compat.install_excepthook` makes an uncaught one print as the
 single ``fairseq-stream: error: ...`` line of :func:`format_error` (exit status 1) instead of a
 traceback from deep inside fairseq. Failures inside fairseq that are the
 user's input are reported the same way, naming the real cause: a checkpoint that is missing

@@ -4,7 +4,7 @@
 #   bash scripts/bench_all.sh [var|zsweep|oversubscribe|jacobi|output-layer|demo|engine|gpu ...]   (default: the CPU ones)
 #
 # Every table comes from one process that interleaves and repeats its strategies
-# (python -m fairseq_stream.bench), so the ratios in a table are measured in one run.
+# (python -m fairseq_stream.tools.bench), so the ratios in a table are measured in one run.
 # THREADS (default 1) sets torch's CPU threads; DEVICE (cpu|cuda, default cpu) and DTYPE
 # (float32|float16|bfloat16, default float32) where the models run; OUT (default bench_out) receives the
 # Markdown logs, the JSON rows and the per-step traces. PYTHON (default .venv/bin/python, else
@@ -19,7 +19,7 @@ DEVICE=${DEVICE:-cpu}
 DTYPE=${DTYPE:-float32}
 OUT=${OUT:-bench_out}
 mkdir -p "$OUT"
-bench() { PYTHONPATH=. "$PYTHON" -m fairseq_stream.bench --threads "$THREADS" --device "$DEVICE" --dtype "$DTYPE" --no-progress "$@"; }
+bench() { PYTHONPATH=. "$PYTHON" -m fairseq_stream.tools.bench --threads "$THREADS" --device "$DEVICE" --dtype "$DTYPE" --no-progress "$@"; }
 
 var() {  # paper 000 Tables 4-7 on the demo model: k = 5 and k = 50, 500 sentences
     bench --limit 500 --repeats 2 --json "$OUT/k5.json" --trace-dir "$OUT/traces_k5" \
@@ -68,7 +68,7 @@ output-layer() {  # paper 002 Tables 2-3: the output layer per step, and end to 
     PYTHONPATH=. "$PYTHON" scripts/bench_output_layer.py --threads "$THREADS" --end-to-end 200 | tee "$OUT/output_layer.md"
 }
 
-demo() { PYTHONPATH=. "$PYTHON" -m fairseq_stream.demo | tee "$OUT/demo.md"; }
+demo() { PYTHONPATH=. "$PYTHON" -m fairseq_stream.tools.demo | tee "$OUT/demo.md"; }
 
 engine() {  # the GPU engine's proxies, measurable anywhere: host reads and aten ops per decoder step
     bench --limit 100 --repeats 1 --costs --json "$OUT/engine.json" \
@@ -122,7 +122,7 @@ gpu() {  # the GPU engine issue's rows: run with DEVICE=cuda (and DTYPE=float16 
     # the per-process pause (kernel build, compile) in fairseq-generate: whole runs, cold processes
     mkdir -p "$OUT/gen_raw"
     for lang in es en; do
-        head -n 500 "user_dir_examples/demo/test.$lang" | PYTHONPATH=. "$PYTHON" -m fairseq_stream.text tokenize \
+        head -n 500 "user_dir_examples/demo/test.$lang" | PYTHONPATH=. "$PYTHON" -m fairseq_stream.tools.text tokenize \
             --lang "$lang" --codes user_dir_examples/demo/bpe.codes > "$OUT/gen_raw/test.$lang"
     done
     "$preprocess" --source-lang es --target-lang en --testpref "$OUT/gen_raw/test" \

@@ -117,8 +117,8 @@ def check_equal(vocab: int, beam: int, batch: int, dim: int) -> None:
 
 
 def end_to_end(threads: int, limit: int, repeats: int) -> str:
-    from fairseq_stream.bench import DEMO_DIR, RunSpec, format_table, run_benchmark
-    from fairseq_stream.session import TranslationSession
+    from fairseq_stream.tools.bench import DEMO_DIR, RunSpec, format_table, run_benchmark
+    from fairseq_stream.tools.session import TranslationSession
 
     demo = Path(DEMO_DIR)
     session = TranslationSession.load(str(demo), str(demo / "checkpoint.pt"), bpe_codes=str(demo / "bpe.codes"),

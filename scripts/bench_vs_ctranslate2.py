@@ -13,7 +13,7 @@ all rows alike); the table gives the median decode time (encoding and decoding o
 loading, conversion, tokenisation or detokenisation), its ratio to fairseq's beam, BLEU
 (sacrebleu, detokenised output against the reference) and how many outputs are identical to
 fairseq's beam. CTranslate2 gets the BPE'd source tokens our pipeline feeds fairseq
-(:mod:`fairseq_stream.text`), fairseq's length limit (200 tokens) and length penalty (1.0), and
+(:mod:`fairseq_stream.tools.text`), fairseq's length limit (200 tokens) and length penalty (1.0), and
 its output goes through the same BPE removal and detokenisation as ours. ``--smoke``: a few
 sentences, one repeat (the test).
 """
@@ -35,7 +35,7 @@ import torch
 REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 sys.path.insert(0, REPO)
 
-from fairseq_stream.demo_files import find_demo_dir  # noqa: E402
+from fairseq_stream.tools.demo_files import find_demo_dir  # noqa: E402
 from fairseq_stream.errors import FairseqStreamError  # noqa: E402
 
 DEMO = find_demo_dir()
@@ -96,7 +96,7 @@ def systems_for(session: Any, model_dir: str, tokens: List[List[str]], k: int, b
     """fairseq's beam first (the reference), then ours in float32 and int8, then CTranslate2."""
     from fairseq.data.data_utils import post_process
 
-    from fairseq_stream.text import detokenize
+    from fairseq_stream.tools.text import detokenize
 
     def detok(subwords: List[str]) -> str:
         return detokenize(post_process(" ".join(subwords), "subword_nmt"), session.target_lang)
@@ -178,9 +178,9 @@ def main(argv: Optional[Sequence[str]] = None) -> None:
     if args.smoke:
         args.limit, args.limit_k50, args.repeats = 6, 2, 1
     torch.set_num_threads(1)
-    from fairseq_stream.fairseq_compat import install_excepthook
-    from fairseq_stream.session import TranslationSession
-    from fairseq_stream.text import tokenize
+    from fairseq_stream.integration.compat import install_excepthook
+    from fairseq_stream.tools.session import TranslationSession
+    from fairseq_stream.tools.text import tokenize
 
     install_excepthook()
     src_lang, tgt_lang = os.path.splitext(args.src)[1].lstrip("."), os.path.splitext(args.ref)[1].lstrip(".")

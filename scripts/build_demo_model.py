@@ -26,7 +26,7 @@ from typing import List
 REPO = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(REPO))
 
-from fairseq_stream.text import BpeCodes, tokenize  # noqa: E402
+from fairseq_stream.tools.text import BpeCodes, tokenize  # noqa: E402
 
 SRC, TGT = "es", "en"
 HELDOUT_EVERY = 30
@@ -125,7 +125,7 @@ def export(work: Path, out: Path) -> None:
     for lang in (SRC, TGT):
         shutil.copy(work / "bin" / f"dict.{lang}.txt", out / f"dict.{lang}.txt")
         shutil.copy(work / "raw" / f"test.{lang}", out / f"test.{lang}")
-    from fairseq_stream.checkpoint import export_inference_checkpoint
+    from fairseq_stream.tools.checkpoint import export_inference_checkpoint
 
     best = work / "checkpoints" / "checkpoint_best.pt"
     size = export_inference_checkpoint(str(best), str(out / "checkpoint.pt"))

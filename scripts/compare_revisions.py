@@ -5,7 +5,7 @@
         --run var-stream:beam=5,stream_capacity=32 --run fixed-ours:beam=1,stream_capacity=1,label=greedy-b1
 
 A package cannot be imported twice in one process, so each round runs the harness
-(``python -m fairseq_stream.bench``) once in each tree, alternately (base, this, base, this,
+(``python -m fairseq_stream.tools.bench``) once in each tree, alternately (base, this, base, this,
 ...): a busy machine slows both alike. The base revision is checked out into a temporary git
 worktree (removed afterwards); each tree builds its own C++ kernels (their cache key follows the
 sources) in an untimed first round. Prints, per row, the median decode time of each tree
@@ -29,7 +29,7 @@ REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 def _bench(tree: str, args: Sequence[str], out: str) -> List[Dict]:
     """The rows of one harness run in ``tree`` (its --json: {"meta": ..., "rows": [...]})."""
     env = dict(os.environ, PYTHONPATH=tree)
-    cmd = [sys.executable, "-m", "fairseq_stream.bench", "--no-progress", "--repeats", "1", "--json", out, *args]
+    cmd = [sys.executable, "-m", "fairseq_stream.tools.bench", "--no-progress", "--repeats", "1", "--json", out, *args]
     proc = subprocess.run(cmd, cwd=tree, env=env, capture_output=True, text=True)
     if proc.returncode != 0:
         sys.exit(f"compare_revisions: the harness failed in {tree}:\n{proc.stderr[-2000:]}")

@@ -1,6 +1,6 @@
 #!/usr/bin/env python
 """The rows of the GPU check (scripts/gpu_check.sh), all in one process: every model is loaded once
-per dtype, and each table interleaves stock fairseq with our strategies (python -m fairseq_stream.bench's
+per dtype, and each table interleaves stock fairseq with our strategies (python -m fairseq_stream.tools.bench's
 run_benchmark: untimed warm-up, then the median of --repeats timed runs; costs from extra runs).
 
 Tables, per model and dtype:
@@ -86,7 +86,7 @@ class Check:
     def table(self, session: Any, name: str, specs: List[str], *, limit: int, length: int,
               batch_size: Optional[int], pool_size: Optional[int], meta: Dict[str, Any]) -> None:
         """Decode one table (warm-up, timed repeats, costs) and write its JSON rows."""
-        from fairseq_stream.bench import measure_costs, parse_runs, rows_for_json, run_benchmark
+        from fairseq_stream.tools.bench import measure_costs, parse_runs, rows_for_json, run_benchmark
 
         a = self.args
         if self.over_budget():
@@ -110,8 +110,8 @@ def read(path: Path, limit: int) -> List[str]:
 
 
 def load(data: str, path: str, device: str, dtype: str) -> Any:
-    from fairseq_stream.bench import DTYPES
-    from fairseq_stream.session import TranslationSession
+    from fairseq_stream.tools.bench import DTYPES
+    from fairseq_stream.tools.session import TranslationSession
 
     return TranslationSession.load(data, path, bpe_codes=str(DEMO / "bpe.codes"),
                                    extra_args=["--source-lang", "es", "--target-lang", "en"],

@@ -33,8 +33,8 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 from fairseq.data import Dictionary  # noqa: E402
 from fairseq.models.transformer import TransformerModel, base_architecture  # noqa: E402
 
-from fairseq_stream.models.transformer_ib import TransformerIBModel  # noqa: E402
-from fairseq_stream.tasks.translation_ib import TranslationIBConfig, TranslationIBTask  # noqa: E402
+from fairseq_stream.ib.model import TransformerIBModel  # noqa: E402
+from fairseq_stream.ib.task import TranslationIBConfig, TranslationIBTask  # noqa: E402
 
 
 def batch(sentences: int, length: int, vocab: int, seed: int) -> Dict[str, Any]:

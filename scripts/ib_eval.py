@@ -5,7 +5,7 @@
         --model Transformer=beam:ckpt_a.pt --model IBDecoder+KD=ib-beam:ckpt_b.pt --beams 4 1
 
 For every model and beam size B: the test set is decoded with ``--nbest B`` and each n-best list
-re-ranked by GNMT's penalty ``((5 + |Y|) / 6)^α`` (:mod:`fairseq_stream.rescore`; α = 0.6 as in
+re-ranked by GNMT's penalty ``((5 + |Y|) / 6)^α`` (:mod:`fairseq_stream.core.rescore`; α = 0.6 as in
 the paper), then detokenised and scored with sacreBLEU. Latency (paper 003: "decoding the test
 set with a batch size of 1, averaged over three runs") is the mean wall time per sentence at
 batch size 1 over ``--runs`` runs of the benchmark harness; the speedup is relative to the first
@@ -34,7 +34,7 @@ def read_lines(path: str, limit: int = 0) -> List[str]:
 def bleu_gnmt(session: Any, dataset: Any, search: str, gen: Dict[str, Any], alpha: float, refs: List[str]) -> float:
     import sacrebleu
 
-    from fairseq_stream.rescore import rerank_all
+    from fairseq_stream.core.rescore import rerank_all
 
     opts = {"stream_capacity": 64} if search != "beam" else {}
     result = session.translate(dataset, search=search, gen=gen, opts=opts, postprocess=False)
@@ -43,7 +43,7 @@ def bleu_gnmt(session: Any, dataset: Any, search: str, gen: Dict[str, Any], alph
 
 
 def latency_ms(session: Any, sources: List[str], refs: List[str], search: str, gen: Dict[str, Any], runs: int) -> float:
-    from fairseq_stream.bench import RunSpec, run_benchmark
+    from fairseq_stream.tools.bench import RunSpec, run_benchmark
 
     opts = {"stream_capacity": 1} if search != "beam" else {}
     run = RunSpec(f"{search} B={gen['beam']}", search, gen=gen, opts=opts)
@@ -53,8 +53,8 @@ def latency_ms(session: Any, sources: List[str], refs: List[str], search: str, g
 
 
 def evaluate(args: argparse.Namespace) -> List[Dict[str, Any]]:
-    from fairseq_stream.bench import DTYPES
-    from fairseq_stream.session import TranslationSession
+    from fairseq_stream.tools.bench import DTYPES
+    from fairseq_stream.tools.session import TranslationSession
 
     sources, refs = read_lines(args.src), read_lines(args.ref)
     n = args.latency_sentences or len(sources)

@@ -115,7 +115,7 @@ def distill(data: Path, work: Path, teacher: str, limit: int) -> Path:
     out = work / "kd_bin"
     if (out / "train.es-en.en.bin").exists():
         return out
-    from fairseq_stream.session import TranslationSession
+    from fairseq_stream.tools.session import TranslationSession
 
     bpe_dir = work.parent / "demo_build" / "bpe"
     with open(bpe_dir / "train.es", encoding="utf-8") as f:
@@ -140,8 +140,8 @@ def distill(data: Path, work: Path, teacher: str, limit: int) -> Path:
 
 
 def evaluate(work: Path, models: dict, n: int, repeats: int) -> None:
-    from fairseq_stream.bench import RunSpec, format_table, run_benchmark
-    from fairseq_stream.session import TranslationSession
+    from fairseq_stream.tools.bench import RunSpec, format_table, run_benchmark
+    from fairseq_stream.tools.session import TranslationSession
 
     with open(DEMO / "test.es", encoding="utf-8") as f:
         sources = [line.rstrip("\n") for line in f][:n]

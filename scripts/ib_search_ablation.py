@@ -40,7 +40,7 @@ def main() -> None:
     parser.add_argument("--lenpen", type=float, default=0.6)
     args = parser.parse_args()
     import sacrebleu
-    from fairseq_stream.session import TranslationSession
+    from fairseq_stream.tools.session import TranslationSession
 
     with open(DEMO / "test.es", encoding="utf-8") as f:
         sources = [line.rstrip("\n") for line in f][: args.sentences]

@@ -33,6 +33,8 @@ fi
 # Triton: the GPU output-layer kernels; on a CPU only its interpreter runs them (the tests).
 [ ${#triton_pin[@]} -eq 0 ] || "${pip[@]}" "${triton_pin[@]}"
 # A regular (not editable) install: fairseq finds --user-dir fairseq_stream in site-packages
-# from any directory. --no-deps: everything it needs is installed above.
+# from any directory. --no-deps: everything it needs is installed above. setuptools builds in
+# build/ and would ship modules left there by an older layout: start from an empty one.
+rm -rf "$repo/build"
 "${pip[@]}" --no-build-isolation --no-deps --force-reinstall "$repo"
 echo "fairseq-stream installed in $("$python" -c 'import sys; print(sys.prefix)')" >&2

@@ -56,7 +56,7 @@ def main() -> None:
     if args.layers < 1 or args.dim < 64 or args.dim % 64:
         parser.error("--layers must be >= 1 and --dim a multiple of 64 (8 heads of 64 at 512)")
 
-    from fairseq_stream.fairseq_compat import register_safe_globals
+    from fairseq_stream.integration.compat import register_safe_globals
     from fairseq import checkpoint_utils, tasks
 
     register_safe_globals()

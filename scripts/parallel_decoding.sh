@@ -61,10 +61,10 @@ if [ -z "$src" ] || [ -z "$ref" ]; then
     [ -s "$ref" ] || "$python" -m sacrebleu -t "$testset" -l "$pair" --echo ref > "$ref"
 fi
 [ -n "$codes" ] || codes="$models/bpecodes"
-"$python" -m fairseq_stream.text convert-codes < "$codes" > "$out/bpecodes.subword-nmt"  # fastBPE → subword-nmt 0.2
+"$python" -m fairseq_stream.tools.text convert-codes < "$codes" > "$out/bpecodes.subword-nmt"  # fastBPE → subword-nmt 0.2
 ckpt=$( (ls "$models"/model*.pt "$models"/checkpoint*.pt 2>/dev/null || true) | head -1)
 [ -n "$ckpt" ] || { echo "no model*.pt in $models" >&2; exit 2; }
-bench=("$python" -m fairseq_stream.bench --data "$models" --path "$ckpt" --bpe-codes "$out/bpecodes.subword-nmt"
+bench=("$python" -m fairseq_stream.tools.bench --data "$models" --path "$ckpt" --bpe-codes "$out/bpecodes.subword-nmt"
        --src "$src" --ref "$ref" --source-lang "$sl" --target-lang "$tl" --repeats "$runs" --batch-size 1 --no-progress
        --device "$device" --dtype "$dtype")
 [ -n "$limit" ] && bench+=(--limit "$limit")

@@ -19,7 +19,7 @@
 #   fairseq beam k               — (beside ours)             fairseq's own beam search, batches of --batch
 # R and L are Table 1's (beam 5: rp 0.6, rpl 0.02; beam 14: rp 0.3, rpl 0.3); a beam below 14
 # takes beam 5's values, one of 14 or more beam 14's. Table 2 (Zh-En) has the same shape with
-# other thresholds: pass your own rows to python -m fairseq_stream.bench for it.
+# other thresholds: pass your own rows to python -m fairseq_stream.tools.bench for it.
 # Output: per beam, the harness's table (BLEU, wall time, "ratio" to the unpruned beam, fan-out
 # columns) and the paper-shaped table (pruning, beam, speed up %, avg fan out, tot fan out, BLEU),
 # and OUT/sweep_kK.json.
@@ -61,7 +61,7 @@ mkdir -p "$out"
 python="${PYTHON:-python3}"
 [ -x "$repo/.venv/bin/python" ] && python="$repo/.venv/bin/python"
 export PYTHONPATH="$repo${PYTHONPATH:+:$PYTHONPATH}"
-bench=("$python" -m fairseq_stream.bench --data "$data" --path "$path" --bpe-codes "$codes" --src "$src" --ref "$ref"
+bench=("$python" -m fairseq_stream.tools.bench --data "$data" --path "$path" --bpe-codes "$codes" --src "$src" --ref "$ref"
        --limit "$limit" --repeats "$runs" --batch-size "$batch" --device "$device" --no-progress)
 [ -n "$threads" ] && bench+=(--threads "$threads")
 for k in $beams; do

@@ -13,7 +13,7 @@ feed-forward, output layer; ``c``: per hypothesis and cached position — attent
 the coefficients, the share of the total time the fixed part explains, and the totals the
 streaming and batched runs differ by (steps, rows, mean rows per step).
 
-    python -m fairseq_stream.bench --run var-batch:beam=5 --run var-stream:beam=5 --trace-dir traces
+    python -m fairseq_stream.tools.bench --run var-batch:beam=5 --run var-stream:beam=5 --trace-dir traces
     python scripts/step_cost.py traces/*.json
 """
 from __future__ import annotations

@@ -37,7 +37,7 @@ PARTS = [("encoder", "encoder"), ("decoder layers", "decoder"), ("output project
 @contextmanager
 def timers(totals: Dict[str, float], search_class: type) -> Iterator[None]:
     """Patch the timed functions (restored on exit); their seconds accumulate in ``totals``."""
-    from fairseq_stream import model_step
+    from fairseq_stream.core import model_step
     from fairseq_stream.ops import beam_step, fused_output, transformer_step
 
     targets = [(model_step.ModelStep, "encode", "encoder"), (model_step.ModelStep, "admit", "encoder"),
@@ -67,7 +67,7 @@ def timers(totals: Dict[str, float], search_class: type) -> Iterator[None]:
 
 
 def breakdown(session: Any, dataset: Any, search: str, beam: int, quantize: str) -> Tuple[float, Dict[str, float]]:
-    from fairseq_stream.registry import get_search
+    from fairseq_stream.core.registry import get_search
 
     opts = {"quantize": quantize}
     session.translate(dataset, search=search, gen={"beam": beam}, opts=opts)  # warm-up, untimed
@@ -80,7 +80,7 @@ def breakdown(session: Any, dataset: Any, search: str, beam: int, quantize: str)
 def ctranslate2_total(session: Any, sources: List[str], beam: int, compute_type: str, model_dir: str) -> float:
     import ctranslate2
 
-    from fairseq_stream.text import tokenize
+    from fairseq_stream.tools.text import tokenize
 
     tokens = [session._bpe.apply(tokenize(s, session.source_lang)).split() for s in sources]
     translator = ctranslate2.Translator(model_dir, device="cpu", compute_type=compute_type, intra_threads=1,
@@ -108,7 +108,7 @@ def main(argv: Optional[Sequence[str]] = None) -> None:
     torch.set_num_threads(1)
     from bench_vs_ctranslate2 import DEMO, convert
 
-    from fairseq_stream.session import TranslationSession
+    from fairseq_stream.tools.session import TranslationSession
 
     session = TranslationSession.load(DEMO, os.path.join(DEMO, "checkpoint.pt"), bpe_codes=os.path.join(DEMO, "bpe.codes"),
                                       extra_args=["--source-lang", "es", "--target-lang", "en"])

@@ -58,7 +58,7 @@ mkdir -p "$out"
 python="${PYTHON:-python3}"
 [ -x "$repo/.venv/bin/python" ] && python="$repo/.venv/bin/python"
 export PYTHONPATH="$repo${PYTHONPATH:+:$PYTHONPATH}"
-bench=("$python" -m fairseq_stream.bench --data "$data" --path "$path" --bpe-codes "$codes" --src "$src" --ref "$ref"
+bench=("$python" -m fairseq_stream.tools.bench --data "$data" --path "$path" --bpe-codes "$codes" --src "$src" --ref "$ref"
        --limit "$limit" --repeats "$runs" --batch-size "$batch" --device "$device" --no-progress)
 [ -n "$threads" ] && bench+=(--threads "$threads")
 for k in $beams; do

@@ -33,8 +33,8 @@ sys.path.insert(0, REPO)
 
 import torch  # noqa: E402
 
-from fairseq_stream.bench import parse_run, rows_for_json, run_benchmark  # noqa: E402
-from fairseq_stream.session import TranslationSession  # noqa: E402
+from fairseq_stream.tools.bench import parse_run, rows_for_json, run_benchmark  # noqa: E402
+from fairseq_stream.tools.session import TranslationSession  # noqa: E402
 from fairseq_stream.strategies.beam import ENDED, REFERENCES  # noqa: E402
 
 DEMO = os.path.join(REPO, "user_dir_examples", "demo")

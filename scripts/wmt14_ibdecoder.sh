@@ -96,7 +96,7 @@ fi
 # 2. Moses tokenisation (sacremoses, fairseq's settings; one process for all files) and a joint BPE.
 "$python" - "$out/tok" "$src" "$tgt" "train=$train" "valid=$valid" "test=$test" <<'PY'
 import os, sys
-from fairseq_stream.text import tokenize
+from fairseq_stream.tools.text import tokenize
 dest, langs = sys.argv[1], sys.argv[2:4]
 for item in sys.argv[4:]:
     split, prefix = item.split("=", 1)
@@ -141,7 +141,7 @@ train_model() {  # NAME DATA standard|ib → prints the averaged checkpoint
     local n
     n=$( (ls "$ckpts"/checkpoint_*_*.pt 2>/dev/null || true) | wc -l)
     if [ "$n" -ge 2 ]; then
-        "$python" -m fairseq_stream.average_checkpoints --dir "$ckpts" --last $(( n < 5 ? n : 5 )) --output "$ckpts/averaged.pt" >&2
+        "$python" -m fairseq_stream.tools.average_checkpoints --dir "$ckpts" --last $(( n < 5 ? n : 5 )) --output "$ckpts/averaged.pt" >&2
     else
         cp "$ckpts/checkpoint_last.pt" "$ckpts/averaged.pt"
     fi
@@ -160,7 +160,7 @@ models=(--model "Transformer=beam:$teacher" --model "Transformer (ours)=fixed-ou
 #    --kd-procs > 1 splits the work over processes/GPUs), the students train on its outputs.
 if [ -n "$kd" ]; then
     if [ ! -s "$out/kd/train.$tgt" ]; then
-        if [ "$kd_procs" -gt 1 ]; then gen=("$python" -m fairseq_stream.shard --nprocs "$kd_procs" --workdir "$out/kd/shards");
+        if [ "$kd_procs" -gt 1 ]; then gen=("$python" -m fairseq_stream.tools.shard --nprocs "$kd_procs" --workdir "$out/kd/shards");
         else gen=("$bin/fairseq-generate"); fi
         "${gen[@]}" "$out/bin" --user-dir "$repo/fairseq_stream" --path "$teacher" \
             --gen-subset train --search var-stream --beam 4 --lenpen 0.6 --max-len-a 1.2 --max-len-b 10 --max-tokens 8000 \

@@ -83,11 +83,11 @@ fi
 if [ -z "$codes" ]; then codes="$models/bpecodes"; fi
 # fairseq's WMT'19 models ship fastBPE codes ("a b count"); subword-nmt applies them faithfully
 # only as version 0.2 codes (header, pairs): without the header no word-final merge applies.
-"$python" -m fairseq_stream.text convert-codes < "$codes" > "$out/bpecodes.subword-nmt"
+"$python" -m fairseq_stream.tools.text convert-codes < "$codes" > "$out/bpecodes.subword-nmt"
 ckpts=$( (ls "$models"/model*.pt "$models"/checkpoint*.pt 2>/dev/null || true) | paste -sd: -)
 [ -n "$ckpts" ] || { echo "no model*.pt in $models" >&2; exit 2; }
 
-bench=("$python" -m fairseq_stream.bench --data "$models" --path "$ckpts" --bpe-codes "$out/bpecodes.subword-nmt"
+bench=("$python" -m fairseq_stream.tools.bench --data "$models" --path "$ckpts" --bpe-codes "$out/bpecodes.subword-nmt"
        --src "$src" --ref "$ref" --source-lang "$sl" --target-lang "$tl" --repeats "$runs" --no-progress
        --device "$device" --dtype "$dtype" --batch-size "$fixed_batch" --pool-size 0)
 [ -n "$limit" ] && bench+=(--limit "$limit")
@@ -97,7 +97,7 @@ var="prune_abs_threshold=1.5,prune_max_cands_per_node=5,prune_reference=final,st
 ours="prune_abs_threshold=1.5,prune_max_cands_per_node=5,prune_reference=normalized,stream_capacity=$capacity"
 if [ -n "$dry_run" ]; then
     echo "## dry run: the first source sentences as the models will see them"
-    head -3 "$src" | "$python" -m fairseq_stream.text tokenize --lang "$sl" --codes "$out/bpecodes.subword-nmt"
+    head -3 "$src" | "$python" -m fairseq_stream.tools.text tokenize --lang "$sl" --codes "$out/bpecodes.subword-nmt"
     echo "## would run, for k in $beams: ${bench[*]} --run ..."
     exit 0
 fi

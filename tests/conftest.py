@@ -35,7 +35,7 @@ def read_lines(path: str, limit: int | None = None) -> list[str]:
 
 
 def _load_demo(**kwargs):
-    from fairseq_stream.session import TranslationSession
+    from fairseq_stream.tools.session import TranslationSession
 
     return TranslationSession.load(
         DEMO, os.path.join(DEMO, "checkpoint.pt"), bpe_codes=os.path.join(DEMO, "bpe.codes"),
@@ -81,7 +81,7 @@ def _write(path: str, lines: list[str]) -> None:
 
 def binarize(dest: str, splits: dict[str, int], offset: int = 0) -> str:
     """Binarize the first N demo test pairs per split (BPE with the demo codes, demo dictionaries)."""
-    from fairseq_stream.text import BpeCodes, tokenize
+    from fairseq_stream.tools.text import BpeCodes, tokenize
 
     bpe = BpeCodes(os.path.join(DEMO, "bpe.codes"))
     raw = os.path.join(dest, "raw")

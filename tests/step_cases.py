@@ -12,8 +12,8 @@ from typing import Any, Dict, List, Tuple
 
 import torch
 
-from fairseq_stream.models.transformer_ib import IBSpec
-from fairseq_stream.stats import DecodeStats
+from fairseq_stream.ib.model import IBSpec
+from fairseq_stream.core.stats import DecodeStats
 from fairseq_stream.strategies.beam import BeamConfig, BeamSearch, Pruning
 from fairseq_stream.strategies.ib_beam import FinishedIB, IBBeamSearch
 from fairseq_stream.strategies.jacobi import JacobiConfig, JacobiDecoding

@@ -1,7 +1,7 @@
 """Build and load the package's C++ CPU kernels (``ops/csrc/*.cpp``), once per machine.
 
 Each kernel registers its operators with the dispatcher (``TORCH_LIBRARY(fairseq_stream, ...)``),
-so a call is one aten-level operation, visible to :mod:`fairseq_stream.profiling` like any
+so a call is one aten-level operation, visible to :mod:`fairseq_stream.core.profiling` like any
 other (a GPU would launch it as one kernel). Sources are built with
 ``torch.utils.cpp_extension`` into ``~/.cache/fairseq_stream`` (``FAIRSEQ_STREAM_KERNEL_DIR``
 elsewhere; ~40 s) under a name that changes with every file under ``csrc/`` (a source and the
@@ -13,13 +13,14 @@ once and the caller uses its PyTorch path; ``FAIRSEQ_STREAM_NO_KERNEL=1`` forces
 """
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import logging
 import os
 import platform
 import subprocess
 import sysconfig
-from typing import Any, Dict, Sequence, Tuple
+from typing import Any, Dict, Iterator, Sequence, Tuple
 
 import torch
 
@@ -135,8 +136,32 @@ def _import_or_build(source: str, flags: Sequence[str], name: str, folder: str, 
 
     log_once(f"fairseq-stream: building the CPU {what} kernel (once per CPU and compiler, ~40 s)")
     os.makedirs(folder, exist_ok=True)
-    return build(name=name, sources=[os.path.join(CSRC, source)], verbose=False, extra_cflags=list(flags),
-                 build_directory=folder)
+    with build_lock(folder):
+        return build(name=name, sources=[os.path.join(CSRC, source)], verbose=False, extra_cflags=list(flags),
+                     build_directory=folder)
+
+
+@contextlib.contextmanager
+def build_lock(folder: str) -> Iterator[None]:
+    """Hold the build folder exclusively, and clear a ``lock`` file that a killed build left behind.
+
+    torch's builder marks a build with a ``lock`` file and waits, forever, while one exists: a
+    build killed half-way (Ctrl-C, a test timeout) hung every later run. Every build of ours
+    holds this ``flock`` first, which the kernel releases when its process dies, so a ``lock``
+    file found while holding it belongs to no running build.
+    """
+    import fcntl
+
+    with open(os.path.join(folder, "fairseq_stream.flock"), "w") as handle:
+        fcntl.flock(handle, fcntl.LOCK_EX)
+        try:
+            stale = os.path.join(folder, "lock")
+            if os.path.exists(stale):
+                logger.warning(f"fairseq-stream: removing {stale}, left by a kernel build that did not finish")
+                os.remove(stale)
+            yield
+        finally:
+            fcntl.flock(handle, fcntl.LOCK_UN)
 
 
 #: The C++ step operators of :mod:`fairseq_stream.ops.backends`: operator → (source, flags, what).

@@ -11,7 +11,7 @@ row's top-2k can never be in the global top-2k). Greedy Jacobi asks for the arg-
 normalises just the tokens it keeps (Algorithm 3).
 
 fairseq's score edits (pad, unknown-word penalty, min/max length) act on the candidates
-(:mod:`fairseq_stream.processors`); an edit that needs the whole row (n-gram blocking) or an
+(:mod:`fairseq_stream.core.processors`); an edit that needs the whole row (n-gram blocking) or an
 ensemble (whose average of probabilities needs every row in full) falls back to the full
 log-softmax, logged once.
 
@@ -42,7 +42,7 @@ from torch import Tensor
 from fairseq_stream.errors import FairseqStreamError
 from fairseq_stream.ops import extension
 from fairseq_stream.ops.extension import compiler_version, cpu_features, kernel_cache_key  # noqa: F401
-from fairseq_stream.processors import Candidates, RowContext, apply_full
+from fairseq_stream.core.processors import Candidates, RowContext, apply_full
 
 _log_once = extension.log_once
 _warned = extension._warned  # messages logged once (tests clear it)

@@ -28,7 +28,7 @@ import torch.nn.functional as F
 from torch import Tensor
 
 from fairseq_stream.errors import FairseqStreamError
-from fairseq_stream.quantize import stacked_linear, weight_key
+from fairseq_stream.core.quantize import stacked_linear, weight_key
 
 
 def is_transformer_decoder(decoder: Any) -> bool:
@@ -275,7 +275,7 @@ def _self_attention(attn: Any, qkv: Callable[[Tensor], Tensor], x: Tensor, cache
     The block's keys and values are written into the cache in place (no copy of the past):
     at slots ``[width, width + b)`` when every row has ``width`` tokens, else at each row's own
     ``lens[r] + j`` (``write``: (R, H, b, hd) slot indices). ``qkv`` is the query/key/value
-    projections stacked into one product (float or int8, :func:`fairseq_stream.quantize.stacked_linear`). ``mask`` is additive, broadcastable to (R, H, b, width + b).
+    projections stacked into one product (float or int8, :func:`fairseq_stream.core.quantize.stacked_linear`). ``mask`` is additive, broadcastable to (R, H, b, width + b).
     """
     heads = attn.num_heads
     b = x.size(1)
@@ -429,39 +429,25 @@ class TransformerStepper:
 
     def _layer(self, layer: Any, x: Tensor, cache: RowCache, mask: Optional[Tensor],
                memory: EncoderMemory, i: int, index: SentenceIndex, write: Optional[Tensor]) -> Tensor:
-        # TransformerDecoderLayerBase.forward in eval mode (dropout is the identity).
-        residual = x
-        if layer.normalize_before:
-            x = layer.self_attn_layer_norm(x)
-        x = _self_attention(layer.self_attn, self._qkv[i], x, cache, i, mask, write)
+        # TransformerDecoderLayerBase.forward in eval mode (dropout is the identity). Each of the
+        # three sublayers normalises its input (pre-norm) or its residual sum (post-norm).
+        pre = layer.normalize_before
+        h = _self_attention(layer.self_attn, self._qkv[i], layer.self_attn_layer_norm(x) if pre else x,
+                            cache, i, mask, write)
         if layer.c_attn is not None:
-            r, b, _ = x.shape
-            x = torch.einsum("rbhd,h->rbhd", x.view(r, b, layer.nh, layer.head_dim), layer.c_attn).reshape(r, b, -1)
+            r, b, _ = h.shape
+            h = torch.einsum("rbhd,h->rbhd", h.view(r, b, layer.nh, layer.head_dim), layer.c_attn).reshape(r, b, -1)
         if layer.attn_ln is not None:
-            x = layer.attn_ln(x)
-        x = residual + x
-        if not layer.normalize_before:
-            x = layer.self_attn_layer_norm(x)
-        residual = x
-        if layer.normalize_before:
-            x = layer.encoder_attn_layer_norm(x)
-        x = _encoder_attention(layer.encoder_attn, x, memory, i, index)
-        x = residual + x
-        if not layer.normalize_before:
-            x = layer.encoder_attn_layer_norm(x)
-        residual = x
-        if layer.normalize_before:
-            x = layer.final_layer_norm(x)
-        x = layer.activation_fn(layer.fc1(x))
+            h = layer.attn_ln(h)
+        x = x + h if pre else layer.self_attn_layer_norm(x + h)
+        h = _encoder_attention(layer.encoder_attn, layer.encoder_attn_layer_norm(x) if pre else x, memory, i, index)
+        x = x + h if pre else layer.encoder_attn_layer_norm(x + h)
+        h = layer.activation_fn(layer.fc1(layer.final_layer_norm(x) if pre else x))
         if layer.ffn_layernorm is not None:
-            x = layer.ffn_layernorm(x)
-        x = layer.fc2(x)
-        if layer.w_resid is not None:
-            residual = torch.mul(layer.w_resid, residual)
-        x = residual + x
-        if not layer.normalize_before:
-            x = layer.final_layer_norm(x)
-        return x
+            h = layer.ffn_layernorm(h)
+        h = layer.fc2(h)
+        residual = x if layer.w_resid is None else torch.mul(layer.w_resid, x)
+        return residual + h if pre else layer.final_layer_norm(residual + h)
 
 
 def position_embeddings(module: Any, positions: Tensor, max_position: Optional[int] = None) -> Tensor:

@@ -40,8 +40,9 @@ from typing import Any, Dict, List, Optional, Sequence, Tuple
 import torch
 from torch import Tensor
 
+from fairseq_stream.core.defaults import DEFAULT_ABS_THRESHOLD, DEFAULT_FINALIZE, DEFAULT_MAX_CANDS_PER_NODE, PRESETS
 from fairseq_stream.errors import FairseqStreamError
-from fairseq_stream.interface import Hypothesis, StepOutcome, StrategyContext
+from fairseq_stream.core.interface import Hypothesis, StepOutcome, StrategyContext
 from fairseq_stream.ops import beam_step as fused
 from fairseq_stream.ops import packets
 from fairseq_stream.ops.backends import BEAM_STEP, StepRunner
@@ -49,13 +50,13 @@ from fairseq_stream.ops.beam_step import StepResult
 from fairseq_stream.ops.packets import PacketView
 from fairseq_stream.ops.fused_output import OutputScorer
 from fairseq_stream.ops.transformer_step import SentenceIndex
-from fairseq_stream.processors import RowContext
-from fairseq_stream.registry import check_beam_and_nbest, lenpen_of
+from fairseq_stream.core.processors import RowContext
+from fairseq_stream.core.registry import check_beam_and_nbest, lenpen_of
 from fairseq_stream.strategies.beam_rules import (  # noqa: F401  (Candidates, REFERENCES: for callers)
     DEFAULT_REFERENCE, ENDED, FINALIZATION_CODES, FINALIZATION_RULES, REFERENCES, AbsoluteThreshold, Candidates, PruningRule, RelativeLocalThreshold,
     RelativeThreshold, RuleDefaults, StepView, parse_pruning_rules,
 )
-from fairseq_stream.state import PAD, StateOps, StrategyState, host, per_sentence, rows
+from fairseq_stream.core.state import PAD, StateOps, StrategyState, host, per_sentence, rows
 
 
 @dataclass(frozen=True)
@@ -108,63 +109,20 @@ class Pruning:
         return built + self.extra
 
 
-DEFAULT_ABS_THRESHOLD = 1.5  # δ, paper 000 §4.1
-DEFAULT_MAX_CANDS_PER_NODE = 5  # M, paper 000 §4.1
-DEFAULT_FINALIZE = "ours"  # paper 000 App. A.1
-
-
-@dataclass(frozen=True)
-class PrunePreset:
-    """A paper's whole pruning rule under one name (``--prune-preset``): its thresholds, the best
-    score they measure from and its finalisation rule. The values are option values, by field name."""
-
-    name: str
-    source: str  # where the values come from, for --help and the errors
-    values: Tuple[Tuple[str, Any], ...]
-
-
-#: Freitag2017 Table 1 (De-En): the combined row "rp=0.6,ap=2.5,rpl=0.02,mc=3" at beam 5 and
-#: "rp=0.3,ap=2.5,rpl=0.3,mc=3" at beam 14; thresholds measured from the best *active*
-#: candidate (their Eqs. 1–3) and the baseline's ending rule (an EOS ends its hypothesis at
-#: once, the beam shrinks by one).
-PRESETS: Dict[str, PrunePreset] = {p.name: p for p in (
-    PrunePreset("freitag2017", "Freitag2017 Table 1, beam 5", (
-        ("prune_rel_threshold", 0.6), ("prune_abs_threshold", 2.5), ("prune_rel_local_threshold", 0.02),
-        ("prune_max_cands_per_node", 3), ("prune_reference", "active"), ("beam_finalize", "shrink"))),
-    PrunePreset("freitag2017-k14", "Freitag2017 Table 1, beam 14", (
-        ("prune_rel_threshold", 0.3), ("prune_abs_threshold", 2.5), ("prune_rel_local_threshold", 0.3),
-        ("prune_max_cands_per_node", 3), ("prune_reference", "active"), ("beam_finalize", "shrink"))),
-)}
 #: what an option means when it is left unset (None) and no preset sets it
 _UNSET = {"prune_reference": DEFAULT_REFERENCE, "beam_finalize": DEFAULT_FINALIZE}
 
 
-def check_preset(opts: Any) -> None:
-    """``--prune-preset``: a known name, and no option given a value that contradicts it (the
-    same value is fine; an option left unset takes the preset's)."""
-    name = getattr(opts, "prune_preset", None)
-    if name is None:
-        return
-    if name not in PRESETS:
-        raise FairseqStreamError(f"--prune-preset must be one of {', '.join(PRESETS)}, got {name!r}")
-    preset = PRESETS[name]
-    for option, value in preset.values:
-        given = getattr(opts, option, None)
-        if given is not None and given != value:
-            flag = "--" + option.replace("_", "-")
-            raise FairseqStreamError(f"--prune-preset {name} sets {flag} {value} ({preset.source}); {flag} {given} "
-                                     "contradicts it: drop one of them")
-
-
 def option_value(opts: Any, option: str) -> Any:
-    """``option``'s value after ``--prune-preset``: as given, else the preset's, else its default
-    (``None`` for the thresholds: the strategy's own default)."""
+    """``option``'s value after ``--prune-preset`` (checked by :mod:`fairseq_stream.core.validation`):
+    as given, else the preset's, else its default (``None`` for the thresholds: the strategy's own)."""
     given = getattr(opts, option, None)
     if given is not None:
         return given
     preset = PRESETS.get(getattr(opts, "prune_preset", None) or "")
-    if preset is not None and option in dict(preset.values):
-        return dict(preset.values)[option]
+    values = dict(preset[1]) if preset is not None else {}
+    if option in values:
+        return values[option]
     return _UNSET.get(option)
 
 
@@ -196,7 +154,6 @@ class BeamConfig:
 
     @classmethod
     def from_options(cls, name: str, gen_cfg: Any, opts: Any, models: Sequence[Any] = ()) -> "BeamConfig":
-        check_preset(opts)
         return cls(beam=int(gen_cfg.beam), nbest=int(gen_cfg.nbest), final_count=int(opts.beam_final_count),
                    lenpen=lenpen_of(gen_cfg), finalize=option_value(opts, "beam_finalize"),
                    pruning=cls.pruning_from_options(opts))
@@ -265,7 +222,7 @@ class BeamState(StrategyState):
 
 
 class BeamSearch(StateOps):
-    """The strategy object the scheduler drives (see :mod:`fairseq_stream.interface`).
+    """The strategy object the scheduler drives (see :mod:`fairseq_stream.core.interface`).
 
     A step is the output layer's candidates, then the search step proper, the operator
     ``beam_step`` of :mod:`fairseq_stream.ops.backends` (the C++ kernel on a CPU, two Triton

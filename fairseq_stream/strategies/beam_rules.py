@@ -26,10 +26,10 @@ from typing import Any, Callable, Dict, List, NamedTuple, Optional, Protocol, Tu
 import torch
 from torch import Tensor
 
+from fairseq_stream.core.defaults import DEFAULT_REFERENCE
 from fairseq_stream.errors import FairseqStreamError
 
 REFERENCES = ("final", "active", "normalized")
-DEFAULT_REFERENCE = "normalized"  # issue 13: "final" (paper 000) loses up to 1.6 BLEU on weak models
 
 
 class Candidates(NamedTuple):

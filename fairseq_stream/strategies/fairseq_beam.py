@@ -1,6 +1,6 @@
 """``--search beam``: fairseq's own ``SequenceGenerator``, unchanged — the baseline.
 
-The generator gets a ``stats`` attribute (:class:`~fairseq_stream.stats.DecodeStats`) filled by
+The generator gets a ``stats`` attribute (:class:`~fairseq_stream.core.stats.DecodeStats`) filled by
 counting its decoder calls, so the benchmark tables show fairseq's timesteps and candidate
 expansions beside ours. The counting wraps the generator's own ensemble object only.
 """
@@ -11,9 +11,9 @@ from typing import Any, Dict, List
 
 from fairseq.tasks import FairseqTask
 
-from fairseq_stream.input_stream import empty_hypothesis
-from fairseq_stream.registry import Capabilities, register_search
-from fairseq_stream.stats import DecodeStats
+from fairseq_stream.core.input_stream import empty_hypothesis
+from fairseq_stream.core.registry import Capabilities, register_search
+from fairseq_stream.core.stats import DecodeStats
 
 
 def _count_decoder_calls(generator: Any) -> Any:

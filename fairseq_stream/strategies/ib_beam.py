@@ -5,7 +5,7 @@ previous step's ``z`` words). Per hypothesis (lines 10–14): the best ``B`` wor
 ``z`` positions, combined by outer addition — one position at a time, re-pruned to ``B``
 after each, so ``B^z`` is never enumerated (exact, since the sum is monotone in each term) —
 give its ``B`` best continuations. A continuation ends (line 17) when any of its words is
-EOS (IMDecoder: when every segment has ended, see :mod:`fairseq_stream.ib_order`); ended
+EOS (IMDecoder: when every segment has ended, see :mod:`fairseq_stream.ib.order`); ended
 ones go to the finished set, the others compete for the ``B`` places of the beam (line 24).
 Which ended ones (``--ib-finalize``): ``top`` (default, our choice) takes only those that
 rank among the sentence's ``B`` best continuations of the step, as fairseq's beam search
@@ -31,19 +31,19 @@ import torch
 import torch.nn.functional as F
 from torch import Tensor
 
-from fairseq_stream import ib_order
+from fairseq_stream.ib import order as ib_order
 from fairseq_stream.errors import FairseqStreamError
-from fairseq_stream.interface import Hypothesis, StepOutcome, StrategyContext, cat_padded
-from fairseq_stream.models.transformer_ib import IBSpec
+from fairseq_stream.core.interface import Hypothesis, StepOutcome, StrategyContext, cat_padded
+from fairseq_stream.ib.model import IBSpec
 from fairseq_stream.ops import ib_step as fused
 from fairseq_stream.ops import packets
 from fairseq_stream.ops.backends import IB_STEP, StepRunner
 from fairseq_stream.ops.ib_step import IBStepResult
 from fairseq_stream.ops.fused_output import OutputScorer
 from fairseq_stream.ops.transformer_step import SentenceIndex
-from fairseq_stream.processors import RowContext
-from fairseq_stream.registry import Capabilities, check_beam_and_nbest, lenpen_of, register_search
-from fairseq_stream.state import PAD, StateOps, StrategyState, host, per_sentence, rows
+from fairseq_stream.core.processors import RowContext
+from fairseq_stream.core.registry import Capabilities, check_beam_and_nbest, lenpen_of, register_search
+from fairseq_stream.core.state import PAD, StateOps, StrategyState, host, per_sentence, rows
 from fairseq_stream.strategies.beam import sorted_top
 
 
@@ -76,7 +76,7 @@ def ib_spec_of(models: Sequence[Any], name: str) -> IBSpec:
     """The (common) layout of an ensemble of IBDecoder-family models, or a one-line error.
 
     That they are IBDecoder-family models at all is checked before, for every strategy, from
-    ``Capabilities.models`` (:func:`fairseq_stream.engine.check_combinations`)."""
+    ``Capabilities.models`` (:func:`fairseq_stream.core.validation.check_combinations`)."""
     specs = {m.decoder.ib for m in models}
     if len(specs) != 1:
         raise FairseqStreamError("an ensemble of IBDecoder-family models must share h, c and the ablations")

@@ -33,7 +33,7 @@ import torch.nn.functional as F
 from torch import Tensor
 
 from fairseq_stream.errors import FairseqStreamError
-from fairseq_stream.interface import Hypothesis, StepOutcome, StrategyContext
+from fairseq_stream.core.interface import Hypothesis, StepOutcome, StrategyContext
 from fairseq_stream.ops import jacobi_step as fused
 from fairseq_stream.ops import packets
 from fairseq_stream.ops.backends import JACOBI_STEP, StepRunner
@@ -41,9 +41,9 @@ from fairseq_stream.ops.jacobi_step import IterationResult
 from fairseq_stream.ops.packets import PacketView
 from fairseq_stream.ops.fused_output import OutputScorer
 from fairseq_stream.ops.transformer_step import SentenceIndex
-from fairseq_stream.processors import RowContext
-from fairseq_stream.registry import Capabilities, lenpen_of, register_search
-from fairseq_stream.state import PAD, StateOps, StrategyState, host, per_sentence
+from fairseq_stream.core.processors import RowContext
+from fairseq_stream.core.registry import Capabilities, lenpen_of, register_search
+from fairseq_stream.core.state import PAD, StateOps, StrategyState, host, per_sentence
 
 
 @dataclass(frozen=True)
@@ -96,7 +96,7 @@ class JacobiState(StrategyState):
 
 
 class JacobiDecoding(StateOps):
-    """The strategy object the scheduler drives (see :mod:`fairseq_stream.interface`).
+    """The strategy object the scheduler drives (see :mod:`fairseq_stream.core.interface`).
 
     An iteration reads the device once (finished sentences, the next window, the longest row).
     """

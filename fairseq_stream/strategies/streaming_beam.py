@@ -15,10 +15,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from fairseq_stream.registry import Capabilities, register_search
-from fairseq_stream.strategies.beam import (  # noqa: F401  (the defaults, for callers)
-    DEFAULT_ABS_THRESHOLD, DEFAULT_MAX_CANDS_PER_NODE, DEFAULT_REFERENCE, BeamConfig, BeamSearch, VariableBeamConfig,
-)
+from fairseq_stream.core.registry import Capabilities, register_search
+from fairseq_stream.strategies.beam import BeamConfig, BeamSearch, VariableBeamConfig
 
 DEFAULT_EPSILON = 1.0 / 6  # paper 000 §4.1
 BEAM_OPTIONS = frozenset({"beam_final_count", "beam_finalize"})

@@ -2,14 +2,14 @@
 
 Host reads (``item``/``tolist``/``bool`` of a tensor, ``nonzero``, boolean-mask indexing,
 ``unique``, copies to the CPU) stall a GPU until its queue drains; they are counted with
-:class:`fairseq_stream.profiling.CostCounter` on any machine, here on the CPU. Counted: every
+:class:`fairseq_stream.core.profiling.CostCounter` on any machine, here on the CPU. Counted: every
 call of the scheduler's step (decoder call, strategy step, cache reorder) and the read-out of
 the finished hypotheses; not counted: fairseq's batching and the encoder calls of refills
 (once per refill, fairseq's code).
 """
 import pytest
 
-from fairseq_stream.profiling import CostCounter, CostCounts, count_decoder_steps
+from fairseq_stream.core.profiling import CostCounter, CostCounts, count_decoder_steps
 
 N = 24
 

@@ -3,7 +3,7 @@ import pytest
 import torch
 
 from fairseq_stream.errors import FairseqStreamError
-from fairseq_stream.registry import get_search, search_names
+from fairseq_stream.core.registry import get_search, search_names
 
 STANDARD = [n for n in search_names() if n != "ib-beam"]
 N = 6

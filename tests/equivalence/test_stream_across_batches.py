@@ -59,7 +59,7 @@ def test_jacobi_across_batches_is_greedy(demo_session64, data64):
 
 
 def _session(data_dir, checkpoint):
-    from fairseq_stream.session import TranslationSession
+    from fairseq_stream.tools.session import TranslationSession
 
     return TranslationSession.load(data_dir, checkpoint, bpe_codes=os.path.join(DEMO, "bpe.codes"),
                                    extra_args=["--source-lang", "es", "--target-lang", "en"], dtype=torch.float64)

@@ -105,8 +105,8 @@ def catalogue(p: Paths) -> Dict[str, Case]:
         "max-tokens-below-a-sentence": Case(_gen(p, "--max-tokens", "10", "--search", "var-stream"), ["--max-tokens 10"]),
         "stream-stats-unwritable": Case(_gen(p, "--search", "var-stream", "--stream-stats", "/nonexistent/x.json"),
                                         ["--stream-stats", "/nonexistent"]),
-        "average-refused-pickle": Case(avg[:2] + [p.evil] + avg[3:], ["allow-list"], module="fairseq_stream.average_checkpoints"),
-        "average-corrupt": Case(avg[:2] + [p.random] + avg[3:], ["corrupt"], ["TORCH_FORCE"], module="fairseq_stream.average_checkpoints"),
+        "average-refused-pickle": Case(avg[:2] + [p.evil] + avg[3:], ["allow-list"], module="fairseq_stream.tools.average_checkpoints"),
+        "average-corrupt": Case(avg[:2] + [p.random] + avg[3:], ["corrupt"], ["TORCH_FORCE"], module="fairseq_stream.tools.average_checkpoints"),
         # 3. messages that name the real cause
         "random-bytes-checkpoint": Case(_gen(p, path=p.random), ["corrupt", "--path"], ["TORCH_FORCE", "allow-list"]),
         "unsafe-pickle": Case(_gen(p, path=p.evil), ["system", "allow-list", "trust"]),
@@ -133,10 +133,10 @@ def catalogue(p: Paths) -> Dict[str, Case]:
         # 5. the console scripts, run as modules here (the installed lookup: tests/unit/test_runtime.py)
         "ddgviz-readme-command": Case(["fairseq-stream-ddgviz", "--sentence", "Y dijo Dios: Sea la luz: y fué la luz.",
                                        "--out", os.path.join(p.root, "ddg")], errors=0, rc=0,
-                                      module="fairseq_stream.viz.ddgviz"),
-        "demo-help": Case(["fairseq-stream-demo", "--help"], errors=0, rc=0, module="fairseq_stream.demo"),
-        "bench-help": Case(["fairseq-stream-bench", "--help"], errors=0, rc=0, module="fairseq_stream.bench"),
-        "demo-files-missing": Case(["fairseq-stream-demo"], ["FAIRSEQ_STREAM_DEMO_DIR"], module="fairseq_stream.demo",
+                                      module="fairseq_stream.tools.ddgviz"),
+        "demo-help": Case(["fairseq-stream-demo", "--help"], errors=0, rc=0, module="fairseq_stream.tools.demo"),
+        "bench-help": Case(["fairseq-stream-bench", "--help"], errors=0, rc=0, module="fairseq_stream.tools.bench"),
+        "demo-files-missing": Case(["fairseq-stream-demo"], ["FAIRSEQ_STREAM_DEMO_DIR"], module="fairseq_stream.tools.demo",
                                    env={"FAIRSEQ_STREAM_DEMO_DIR": p.empty}),
         # 6. first use: raw text without the tokenizer and BPE is warned about, not silently garbage
         "interactive-raw-text-without-bpe": Case(
@@ -223,7 +223,7 @@ def test_raw_text_without_tokenizer_and_bpe_is_warned_about(results):
 
 # ---- in process: the same refusals for every registered strategy, and the smallest limit that works ----
 def _all_searches() -> List[str]:
-    from fairseq_stream.registry import search_names
+    from fairseq_stream.core.registry import search_names
 
     return search_names()
 
@@ -260,7 +260,7 @@ def test_ib_beam_at_the_smallest_length_limit_gives_finite_hypotheses(h, c, limi
     """ib-beam emits h·c words a step: a limit that is not a multiple still ends every sentence."""
     from helpers import fake_task, gen_cfg, make_dictionary, sample_for, stream_opts, tiny_ib_model
 
-    from fairseq_stream.engine import build_generator
+    from fairseq_stream.core.engine import build_generator
 
     d = make_dictionary([f"w{i}" for i in range(30)])
     model = tiny_ib_model(d, h=h, c=c)

@@ -7,7 +7,7 @@ import pytest
 import torch
 
 from conftest import REPO
-from fairseq_stream.bench import RunSpec, batching, parse_run, run_benchmark
+from fairseq_stream.tools.bench import RunSpec, batching, parse_run, run_benchmark
 from fairseq_stream.errors import FairseqStreamError
 
 GEN_KEYS = ["beam", "max_len_a", "max_len_b"]
@@ -42,7 +42,7 @@ def test_oracle_lengths_keep_greedy_output(demo_session, demo_sources, demo_refe
 
 @pytest.mark.skipif(torch.cuda.is_available(), reason="checks the message on a machine without a GPU")
 def test_device_cuda_without_gpu_is_one_line():
-    proc = subprocess.run([sys.executable, "-m", "fairseq_stream.bench", "--limit", "2", "--device", "cuda"], cwd=REPO,
+    proc = subprocess.run([sys.executable, "-m", "fairseq_stream.tools.bench", "--limit", "2", "--device", "cuda"], cwd=REPO,
                           capture_output=True, text=True, env=dict(os.environ, PYTHONWARNINGS="ignore"))
     assert proc.returncode == 1
     assert proc.stderr.strip().splitlines()[-1] == "fairseq-stream: error: --device cuda: torch sees no GPU (use --device cpu)"
@@ -50,7 +50,7 @@ def test_device_cuda_without_gpu_is_one_line():
 
 def test_a_run_value_of_the_wrong_type_is_one_line_before_decoding(tmp_path):
     """Was a TypeError deep in fairseq once a row came to decode; now exit 2 right after the model loads."""
-    proc = subprocess.run([sys.executable, "-m", "fairseq_stream.bench", "--limit", "2", "--json", str(tmp_path / "r.json"),
+    proc = subprocess.run([sys.executable, "-m", "fairseq_stream.tools.bench", "--limit", "2", "--json", str(tmp_path / "r.json"),
                            "--run", "beam:beam=5", "--run", "var-stream:beam=abc"], cwd=REPO, capture_output=True,
                           text=True, env=dict(os.environ, PYTHONWARNINGS="ignore"))
     assert proc.returncode == 2

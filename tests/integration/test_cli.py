@@ -118,6 +118,10 @@ def test_interactive_translates_every_line_including_empty_ones(search):
     assert proc.returncode == 0, proc.stderr[-2000:]
     assert sorted(hypothesis_ids(proc.stdout)) == list(range(len(lines)))
     assert "light" in proc.stdout
+    # Known third-party noise is silenced (integration/quiet.py); fairseq's own INFO lines stay.
+    for noise in ("UserWarning", "DEBUG:hydra", "{'_name'", "version_base", "pin_memory"):
+        assert noise not in proc.stderr, noise
+    assert "loading model(s)" in proc.stderr
 
 
 def test_statistics_are_printed_and_written_with_the_trace(demo_bin, tmp_path):

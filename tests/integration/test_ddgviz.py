@@ -9,7 +9,7 @@ PREFIX = "fairseq-stream: error: "
 
 
 def _run(argv, capsys):
-    from fairseq_stream.viz.ddgviz import main
+    from fairseq_stream.tools.ddgviz import main
 
     with pytest.raises(SystemExit) as exit_info:
         main(argv)
@@ -33,7 +33,7 @@ def test_bad_arguments_are_one_line_and_exit_2(capsys, tmp_path, argv, needle):
 
 
 def test_an_unconverged_run_is_marked_not_drawn_as_greedy(demo_session, tmp_path, capsys):
-    from fairseq_stream.viz.ddgviz import trace_jacobi, write_html
+    from fairseq_stream.tools.ddgviz import trace_jacobi, write_html
 
     sentence = "Y dijo Dios: Sea la luz: y fué la luz."
     cut = trace_jacobi(demo_session, sentence, max_iterations=1)
@@ -49,7 +49,7 @@ def test_an_unconverged_run_is_marked_not_drawn_as_greedy(demo_session, tmp_path
 
 @pytest.mark.slow  # loads the model and draws with matplotlib
 def test_the_command_warns_about_an_unconverged_run(tmp_path, capsys):
-    from fairseq_stream.viz.ddgviz import main
+    from fairseq_stream.tools.ddgviz import main
 
     main(["--max-iterations", "1", "--out", str(tmp_path / "ddg")])
     err = capsys.readouterr().err
@@ -66,7 +66,7 @@ def test_any_arguments_give_a_sentence_or_one_line_and_exit_2(tmp_path):
     from hypothesis import given, settings
     from hypothesis import strategies as st
 
-    from fairseq_stream.viz.ddgviz import check_arguments
+    from fairseq_stream.tools.ddgviz import check_arguments
 
     (tmp_path / "taken.png").mkdir()  # --out taken: taken.png is a folder
     outs = [str(tmp_path / "ddg"), "/nonexistent/ddg", "/proc/ddg", str(tmp_path / "taken")]

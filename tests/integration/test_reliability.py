@@ -141,7 +141,7 @@ def test_fewer_than_nbest_warning_counts_the_sentences(results):
 
 # ---- in process ----------------------------------------------------------------------------------
 def _searches() -> List[str]:
-    from fairseq_stream.registry import search_names
+    from fairseq_stream.core.registry import search_names
 
     return [s for s in search_names() if s != "ib-beam"]  # ib-beam needs an IBDecoder checkpoint
 
@@ -200,7 +200,7 @@ def test_fewer_than_nbest_is_counted_in_the_statistics(demo_session):
 
 def test_a_sentence_with_zero_hypotheses_is_an_internal_error_naming_it():
     from fairseq_stream.errors import FairseqStreamError
-    from fairseq_stream.input_stream import InputStream
+    from fairseq_stream.core.input_stream import InputStream
 
     stream = InputStream(pad=1, eos=2, max_lengths=lambda lengths: lengths + 5)
     stream.batch_for({"id": torch.tensor([41, 42]), "net_input": {"src_tokens": torch.tensor([[5, 6, 2], [7, 8, 2]])}},
@@ -222,14 +222,14 @@ def test_pruning_everything_still_leaves_a_hypothesis(demo_session, opts, backen
 
 
 def _handle(serial: int) -> int:
-    from fairseq_stream.encoder_slots import SLOT_MODULUS
+    from fairseq_stream.core.encoder_slots import SLOT_MODULUS
 
     return serial * SLOT_MODULUS
 
 
 def test_a_checkpoint_of_the_other_direction_is_refused(tmp_path):
     from fairseq_stream.errors import FairseqStreamError
-    from fairseq_stream.session import TranslationSession
+    from fairseq_stream.tools.session import TranslationSession
 
     ckpt = reversed_checkpoint(str(tmp_path / "en-es.pt"))
     with pytest.raises(FairseqStreamError, match="trained for en→es .* asks for es→en"):
@@ -237,7 +237,7 @@ def test_a_checkpoint_of_the_other_direction_is_refused(tmp_path):
 
 
 def test_memory_estimate_over_the_free_memory_warns(capsys):
-    from fairseq_stream.runtime import warn_about_resources
+    from fairseq_stream.integration.runtime import warn_about_resources
     from helpers import gen_cfg
 
     model = torch.nn.Linear(4, 4)
@@ -251,7 +251,7 @@ def test_memory_estimate_over_the_free_memory_warns(capsys):
 
 @pytest.mark.parametrize("path,needle", [("a-file", "is a file"), ("a-file/below", "cannot write")])
 def test_results_path_problems(tmp_path, path, needle):
-    from fairseq_stream.fairseq_compat import results_path_problem
+    from fairseq_stream.integration.compat import results_path_problem
 
     (tmp_path / "a-file").write_text("")
     assert needle in results_path_problem(str(tmp_path / path))

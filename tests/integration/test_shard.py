@@ -11,7 +11,7 @@ import pytest
 
 from conftest import DEMO, REPO, binarize, run_cli
 from fairseq_stream.errors import FairseqStreamError
-from fairseq_stream.shard import merge_outputs
+from fairseq_stream.tools.shard import merge_outputs
 
 N = 21  # not a multiple of 8: fairseq-fixed would drop 5 sentences without the task's fix
 
@@ -27,7 +27,7 @@ def generate_args(data):
 
 
 def shard_cmd(data, workdir):
-    return [sys.executable, "-m", "fairseq_stream.shard", "--nprocs", "2", "--workdir", str(workdir), *generate_args(data)]
+    return [sys.executable, "-m", "fairseq_stream.tools.shard", "--nprocs", "2", "--workdir", str(workdir), *generate_args(data)]
 
 
 ENV = dict(os.environ, PYTHONWARNINGS="ignore", OMP_NUM_THREADS="1")
@@ -106,13 +106,13 @@ def test_shard_options_of_its_own_are_refused(tmp_path):
 
 # ---- the workdir's manifest, the process cap, the failure line (reliability round 3) ----
 def _manifest(*generate_args):
-    from fairseq_stream.shard import fingerprint
+    from fairseq_stream.tools.shard import fingerprint
 
     return {"argv": ["--nprocs", "2", "--devices", "auto", *generate_args], "inputs": fingerprint(list(generate_args))}
 
 
 def test_a_workdir_of_another_run_is_refused_naming_what_differs(shard_data, tmp_path):
-    from fairseq_stream.shard import claim_workdir
+    from fairseq_stream.tools.shard import claim_workdir
 
     work = str(tmp_path)
     first = _manifest(*generate_args(shard_data))
@@ -128,7 +128,7 @@ def test_a_workdir_of_another_run_is_refused_naming_what_differs(shard_data, tmp
 
 
 def test_changed_input_files_are_a_different_run(shard_data, tmp_path):
-    from fairseq_stream.shard import claim_workdir, input_files
+    from fairseq_stream.tools.shard import claim_workdir, input_files
 
     args = generate_args(shard_data)
     files = input_files(args)
@@ -141,7 +141,7 @@ def test_changed_input_files_are_a_different_run(shard_data, tmp_path):
 
 
 def test_shard_files_without_a_manifest_are_refused(tmp_path):
-    from fairseq_stream.shard import claim_workdir
+    from fairseq_stream.tools.shard import claim_workdir
 
     (tmp_path / "shard1.log").write_text("")
     with pytest.raises(FairseqStreamError, match="without a manifest.json"):
@@ -158,13 +158,13 @@ def json_of(path):
 @pytest.mark.parametrize("extra,batches", [(["--batch-size", "16"], 2), (["--batch-size", "8"], 3),
                                            (["--batch-size", "32", "--required-batch-size-multiple", "1"], 1), ([], 2)])
 def test_batches_are_counted_as_the_task_cuts_them(shard_data, extra, batches):
-    from fairseq_stream.shard import count_batches
+    from fairseq_stream.tools.shard import count_batches
 
     assert count_batches([shard_data, "--gen-subset", "test", *extra]) == batches
 
 
 def test_no_empty_shard_starts(shard_data, capsys):
-    from fairseq_stream.shard import capped_nprocs
+    from fairseq_stream.tools.shard import capped_nprocs
 
     assert capped_nprocs(5, [shard_data, "--batch-size", "16"]) == 2
     err = capsys.readouterr().err.strip().splitlines()
@@ -173,7 +173,7 @@ def test_no_empty_shard_starts(shard_data, capsys):
 
 
 def test_a_failed_shard_quotes_the_last_line_of_its_log(tmp_path):
-    from fairseq_stream.shard import Shard, failure_message
+    from fairseq_stream.tools.shard import Shard, failure_message
 
     log = tmp_path / "shard1.log"
     log.write_text("# python -m fairseq_cli.generate ...\nINFO something\nZeroDivisionError: division by zero\n\n")
@@ -187,7 +187,7 @@ def test_a_failed_shard_quotes_the_last_line_of_its_log(tmp_path):
 def test_more_processes_than_batches_run_as_many_as_there_are_batches(tmp_path):
     data = binarize(str(tmp_path / "bin3"), {"test": 3})
     args = [a if a != "8" else "16" for a in generate_args(data)]  # --batch-size 16: one batch
-    proc = subprocess.run([sys.executable, "-m", "fairseq_stream.shard", "--nprocs", "5", "--workdir", str(tmp_path / "w"),
+    proc = subprocess.run([sys.executable, "-m", "fairseq_stream.tools.shard", "--nprocs", "5", "--workdir", str(tmp_path / "w"),
                            *args], cwd=REPO, capture_output=True, text=True, env=ENV)
     assert proc.returncode == 0, proc.stderr[-3000:]
     assert "1 batch(es) for --nprocs 5: starting 1 process(es)" in proc.stderr

@@ -10,8 +10,8 @@ from typing import Any, Dict, List
 import pytest
 
 from conftest import DEMO
-from fairseq_stream import bench, demo
-from fairseq_stream.bench import RunSpec, format_costs, format_table, parse_run, run_benchmark
+from fairseq_stream.tools import bench, demo
+from fairseq_stream.tools.bench import RunSpec, format_costs, format_table, parse_run, run_benchmark
 from fairseq_stream.errors import PREFIX, UsageError
 
 GEN = {"beam": "int", "max_len_a": "float", "lenpen": "float", "max_len_b": "int"}
@@ -72,7 +72,7 @@ def test_step_backend_is_passed_to_the_decoding_options():
 
 
 def test_option_kinds_read_the_task_config():
-    from fairseq_stream.options import StreamDecodingConfig
+    from fairseq_stream.core.options import StreamDecodingConfig
 
     names = [f.name for f in dataclasses.fields(StreamDecodingConfig)]
     kinds = bench.option_kinds(StreamDecodingConfig, names + ["not_a_field"])
@@ -119,7 +119,7 @@ def test_costs_a_cpu_cannot_measure_are_not_applicable():
 
 
 def test_every_beam_width_gets_our_own_baseline_beside_fairseqs():
-    from fairseq_stream.bench import own_baselines
+    from fairseq_stream.tools.bench import own_baselines
 
     runs = [parse_run(spec, ["beam"]) for spec in (
         "beam:beam=1,label=fairseq-greedy", "beam:beam=5,label=fairseq-beam", "gs-jacobi:beam=1,stream_capacity=1",

@@ -6,7 +6,7 @@ import sys
 import pytest
 
 from conftest import REPO
-from fairseq_stream.fairseq_compat import fairseq_cli_name
+from fairseq_stream.integration.cli import fairseq_cli_name
 
 
 @pytest.mark.parametrize("argv0,main_spec,name", [

@@ -8,7 +8,7 @@ import torch
 
 from fairseq_stream.ops import fused_output
 from fairseq_stream.ops.fused_output import OutputScorer, cpu_kernel, topk_with_normaliser
-from fairseq_stream.processors import ForceEosAtMaxLen, MinLength, NeverPad, RowContext, UnkPenalty
+from fairseq_stream.core.processors import ForceEosAtMaxLen, MinLength, NeverPad, RowContext, UnkPenalty
 
 
 def stable_topk(x: torch.Tensor, k: int):
@@ -60,7 +60,7 @@ def test_score_edits_on_candidates_equal_edits_on_full_rows(k):
 
 
 def test_ensembles_and_ngram_blocking_fall_back_and_say_so(caplog):
-    from fairseq_stream.processors import NoRepeatNgram
+    from fairseq_stream.core.processors import NoRepeatNgram
 
     fused_output._warned.clear()
     with caplog.at_level(logging.INFO, logger="fairseq_stream"):

@@ -4,8 +4,8 @@ import math
 import pytest
 import torch
 
-from fairseq_stream import ib_order
-from fairseq_stream.model_step import ModelStep
+from fairseq_stream.ib import order as ib_order
+from fairseq_stream.core.model_step import ModelStep
 from helpers import make_dictionary, tiny_ib_model
 
 EOS, PAD = 2, 1
@@ -95,7 +95,7 @@ D = make_dictionary([f"w{i}" for i in range(30)])
                                                   (2, 1, "relaxed", True)])
 def test_multi_word_incremental_steps_equal_the_masked_full_forward(h, c, mask, independent):
     from fairseq_stream.strategies.ib_beam import IBBeamSearch
-    from fairseq_stream.models.transformer_ib import IBSpec
+    from fairseq_stream.ib.model import IBSpec
 
     model = tiny_ib_model(D, h=h, c=c, mask=mask, independent=independent)
     z = h * c
@@ -131,7 +131,7 @@ def _step_scores(rows: int, z: int, entries) -> torch.Tensor:
 def test_ib_finalize_top_ignores_ended_continuations_outside_the_beam(finalize):
     """--ib-finalize top (fairseq's rule) vs all (Algorithm 1 read literally), by hand, B = 2, z = 2."""
     from fairseq_stream.strategies.ib_beam import IBBeamSearch
-    from fairseq_stream.models.transformer_ib import IBSpec
+    from fairseq_stream.ib.model import IBSpec
     from fairseq_stream.ops.fused_output import OutputScorer
 
     A, B_, C, D_, E, F_, G = 4, 5, 6, 7, 8, 9, 10
@@ -161,7 +161,7 @@ def test_ib_finalize_top_ignores_ended_continuations_outside_the_beam(finalize):
 def test_ib_checkpoint_with_another_search_is_refused(name):
     from fairseq_stream.errors import FairseqStreamError
     import fairseq_stream  # noqa: F401  (registers the strategies)
-    from fairseq_stream.engine import build_generator
+    from fairseq_stream.core.engine import build_generator
     from helpers import fake_task, gen_cfg, stream_opts
 
     model = tiny_ib_model(D).eval()
@@ -172,7 +172,7 @@ def test_ib_checkpoint_with_another_search_is_refused(name):
 
 @pytest.mark.parametrize("fill", ["step", "single"])
 def test_task_rewrites_a_batch_with_its_eos_fill(fill):
-    from fairseq_stream.tasks.translation_ib import TranslationIBConfig, TranslationIBTask
+    from fairseq_stream.ib.task import TranslationIBConfig, TranslationIBTask
 
     task = TranslationIBTask(TranslationIBConfig(ib_eos=fill), D, D)
     target = torch.tensor([[10, 11, 12, 13, EOS], [10, 11, 12, EOS, PAD]])
@@ -187,7 +187,7 @@ def test_task_rewrites_a_batch_with_its_eos_fill(fill):
 
 def test_task_rejects_an_unknown_eos_fill():
     from fairseq_stream.errors import FairseqStreamError
-    from fairseq_stream.tasks.translation_ib import TranslationIBConfig, TranslationIBTask
+    from fairseq_stream.ib.task import TranslationIBConfig, TranslationIBTask
 
     with pytest.raises(FairseqStreamError, match="--ib-eos must be 'step' or 'single'"):
         TranslationIBTask(TranslationIBConfig(ib_eos="both"), D, D)

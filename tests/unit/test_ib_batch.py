@@ -9,7 +9,7 @@ from typing import Any, Callable, Dict, List, Tuple
 import pytest
 import torch
 
-from fairseq_stream import ib_order
+from fairseq_stream.ib import order as ib_order
 from helpers import make_dictionary, tiny_ib_model
 
 D = make_dictionary([f"w{i}" for i in range(40)])
@@ -46,7 +46,7 @@ def random_batch(g: torch.Generator, sentences: int, width: int, *, left_pad: bo
 
 
 def make_task(h: int, c: int, fill: str):
-    from fairseq_stream.tasks.translation_ib import TranslationIBConfig, TranslationIBTask
+    from fairseq_stream.ib.task import TranslationIBConfig, TranslationIBTask
 
     return TranslationIBTask(TranslationIBConfig(ib_h=h, ib_c=c, ib_eos=fill), D, D)
 

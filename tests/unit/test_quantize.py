@@ -8,8 +8,8 @@ import sacrebleu
 import torch
 
 from fairseq_stream.errors import FairseqStreamError
-from fairseq_stream.options import validate
-from fairseq_stream.quantize import count_linears, is_quantized_linear, prepare_models, stacked_linear
+from fairseq_stream.core.validation import check_options as validate
+from fairseq_stream.core.quantize import count_linears, is_quantized_linear, prepare_models, stacked_linear
 from helpers import fake_task, gen_cfg, make_dictionary, sample_for, stream_opts, tiny_ib_model
 
 
@@ -64,7 +64,7 @@ def test_int8_bleu_is_within_1_5_of_float32(demo_session, demo_sources, demo_ref
 
 
 def test_int8_ensemble_of_one_model_twice_decodes_as_the_model(demo_session, demo_sources):
-    from fairseq_stream.session import TranslationSession
+    from fairseq_stream.tools.session import TranslationSession
 
     twice = TranslationSession(demo_session.cfg, demo_session.task, demo_session.models * 2, bpe_codes=None)
     twice._bpe = demo_session._bpe
@@ -75,7 +75,7 @@ def test_int8_ensemble_of_one_model_twice_decodes_as_the_model(demo_session, dem
 
 
 def test_int8_ib_beam_runs_on_an_ib_model():
-    from fairseq_stream.engine import build_generator
+    from fairseq_stream.core.engine import build_generator
 
     D = make_dictionary()
     model = tiny_ib_model(D, dtype=torch.float32)

@@ -4,8 +4,8 @@ import pytest
 
 import fairseq_stream  # noqa: F401
 from fairseq_stream.errors import FairseqStreamError, format_error
-from fairseq_stream.registry import get_search, search_names
-from fairseq_stream.tasks.translation_stream import restore_dropped_batches
+from fairseq_stream.core.registry import get_search, search_names
+from fairseq_stream.integration.task import restore_dropped_batches
 
 
 def test_registry_holds_the_baseline_and_rejects_unknown_names():
@@ -43,7 +43,7 @@ def _help_epsilon_defaults():
     import re
     from fractions import Fraction
 
-    from fairseq_stream.options import StreamDecodingConfig
+    from fairseq_stream.core.options import StreamDecodingConfig
 
     text = next(f.metadata["help"] for f in dataclasses.fields(StreamDecodingConfig) if f.name == "stream_epsilon")
     claims = {}
@@ -54,7 +54,7 @@ def _help_epsilon_defaults():
 
 
 def test_stream_epsilon_help_states_what_each_strategy_uses():
-    from fairseq_stream.engine import build_generator
+    from fairseq_stream.core.engine import build_generator
     from helpers import TableModel, fake_task, gen_cfg, make_dictionary, stream_opts, tiny_transformer
 
     claims = _help_epsilon_defaults()
@@ -78,7 +78,7 @@ def _stated_default(option: str, name: str):
     import dataclasses
     import re
 
-    from fairseq_stream.options import StreamDecodingConfig
+    from fairseq_stream.core.options import StreamDecodingConfig
 
     f = next(f for f in dataclasses.fields(StreamDecodingConfig) if f.name == option)
     per_strategy = re.search(r"default ([0-9.]+) for var-\*", f.metadata["help"])
@@ -92,13 +92,13 @@ def _stated_default(option: str, name: str):
 
 def _preset_in_effect(config):
     """The --prune-preset whose every value the built configuration has, else None."""
-    from fairseq_stream.strategies.beam import PRESETS
+    from fairseq_stream.core.defaults import PRESETS
 
     have = {"prune_rel_threshold": config.pruning.rel_threshold, "prune_abs_threshold": config.pruning.abs_threshold,
             "prune_rel_local_threshold": config.pruning.rel_local_threshold,
             "prune_max_cands_per_node": config.pruning.max_cands_per_node, "prune_reference": config.pruning.reference,
             "beam_finalize": config.finalize}
-    return next((name for name, p in PRESETS.items() if all(have[k] == v for k, v in p.values)), None)
+    return next((name for name, (_, values) in PRESETS.items() if all(have[k] == v for k, v in values)), None)
 
 
 # option → what the built generator does with it, for the strategies that read it
@@ -140,8 +140,8 @@ def test_help_defaults_are_what_every_strategy_does():
     defaults uses; a new option must be added to the table above (no silent drift)."""
     import dataclasses
 
-    from fairseq_stream.engine import build_generator
-    from fairseq_stream.options import StreamDecodingConfig
+    from fairseq_stream.core.engine import build_generator
+    from fairseq_stream.core.options import StreamDecodingConfig
     from helpers import TableModel, fake_task, gen_cfg, make_dictionary, stream_opts, tiny_ib_model, tiny_transformer
 
     options = {f.name for f in dataclasses.fields(StreamDecodingConfig) if not f.name.startswith("_")}

@@ -1,11 +1,11 @@
 """Progress, the thread default and the demo-file lookup: what a command-line run shows and finds."""
 import os
-from types import SimpleNamespace
 
 import pytest
 import torch
 
-from fairseq_stream import demo_files, runtime
+from fairseq_stream.integration import runtime
+from fairseq_stream.tools import demo_files
 from fairseq_stream.errors import FairseqStreamError
 
 
@@ -22,29 +22,62 @@ def test_progress_off_a_terminal_prints_sentences_done_and_time_left(capsys):
     assert progress.done == 10
 
 
-def test_count_finished_advances_with_each_finished_sentence():
-    progress = runtime.SentenceProgress(5, interval=1e9)
-    inner = SimpleNamespace(rows_per_sentence=3,
-                            init_state=lambda *a: SimpleNamespace(finished={}),
-                            step=lambda *a: SimpleNamespace(finished={0: [], 3: []}))
-    proxy = runtime.CountFinished(inner, progress, done_before=1)
-    proxy.init_state()
-    proxy.step()
-    assert progress.done == 3 and proxy.rows_per_sentence == 3
+def test_progress_is_counted_once_as_hypotheses_leave_empty_sources_included():
+    from fairseq_stream.core.encoder_slots import SLOT_MODULUS
+    from fairseq_stream.core.input_stream import InputStream
+    from fairseq_stream.core.interface import Hypothesis
+
+    progress = runtime.SentenceProgress(3, interval=1e9)
+    stream = InputStream(pad=1, eos=2, max_lengths=lambda lengths: lengths + 5)
+    stream.on_done = progress.advance_to
+    tokens = torch.tensor([[1, 1, 2], [5, 6, 2], [1, 7, 2]])  # left-padded: an empty source, two sentences
+    batch = stream.batch_for({"id": torch.arange(3), "net_input": {"src_tokens": tokens}}, None)
+    assert progress.done == 1 and batch.missing == 2  # the empty source has its hypothesis at once
+    admitted = stream.take(2)
+    hypo = Hypothesis(tokens=torch.tensor([4, 2]), score=-1.0, positional_scores=torch.zeros(2))
+    stream.deliver({admitted.first * SLOT_MODULUS: [hypo]})
+    assert progress.done == 2 and stream.done == 2
+    stream.deliver({(admitted.first + 1) * SLOT_MODULUS: [hypo]})
+    assert progress.done == 3 and batch.missing == 0
 
 
 def test_threads_drop_to_the_idle_cores_when_the_cpu_is_busy(monkeypatch, capsys):
     monkeypatch.delenv("OMP_NUM_THREADS", raising=False)
+    monkeypatch.setattr(runtime, "_threads_checked", False)
     monkeypatch.setattr(os, "sched_getaffinity", lambda pid: {0, 1, 2, 3})
-    monkeypatch.setattr(os, "getloadavg", lambda: (3.2, 0.0, 0.0))
     monkeypatch.setattr(torch, "get_num_threads", lambda: 4)
     chosen = []
     monkeypatch.setattr(torch, "set_num_threads", chosen.append)
-    runtime.avoid_oversubscription(on_cpu=True)
-    assert chosen == [1] and "fairseq-stream: warning:" in capsys.readouterr().err
+    runtime.avoid_oversubscription(on_cpu=True, measure=lambda: 3.2)
+    assert chosen == [1] and capsys.readouterr().err.count("fairseq-stream: warning:") == 1
+    runtime.avoid_oversubscription(on_cpu=True, measure=lambda: 3.2)  # said once a process
+    assert chosen == [1] and capsys.readouterr().err == ""
+    monkeypatch.setattr(runtime, "_threads_checked", False)
     monkeypatch.setenv("OMP_NUM_THREADS", "4")  # the user's choice wins
-    runtime.avoid_oversubscription(on_cpu=True)
+    runtime.avoid_oversubscription(on_cpu=True, measure=lambda: 3.2)
     assert chosen == [1] and torch.get_num_threads() == 4
+
+
+def test_an_idle_machine_keeps_its_threads_whatever_the_process_itself_did(monkeypatch, capsys):
+    monkeypatch.delenv("OMP_NUM_THREADS", raising=False)
+    monkeypatch.setattr(runtime, "_threads_checked", False)
+    monkeypatch.setattr(os, "sched_getaffinity", lambda pid: {0, 1})
+    monkeypatch.setattr(os, "cpu_count", lambda: 2)
+    monkeypatch.setattr(torch, "get_num_threads", lambda: 2)
+    chosen = []
+    monkeypatch.setattr(torch, "set_num_threads", chosen.append)
+    # /proc/stat readings a quarter second apart on an idle machine: 1 busy jiffy of 50.
+    readings = iter([(10_000, 40_000), (10_001, 40_050)])
+    assert runtime.busy_cores(interval=0.0, read=lambda: next(readings)) == pytest.approx(0.04)
+    runtime.avoid_oversubscription(on_cpu=True, measure=lambda: 0.04)
+    assert chosen == [] and capsys.readouterr().err == ""
+
+
+def test_busy_cores_reads_proc_stat(tmp_path):
+    stat = tmp_path / "stat"
+    stat.write_text("cpu  100 0 50 800 50 0 0 0 0 0\ncpu0 50 0 25 400 25 0 0 0 0 0\n")
+    assert runtime._cpu_times(str(stat)) == (150, 1000)
+    assert runtime._cpu_times(str(tmp_path / "missing")) is None
 
 
 def test_demo_files_env_override_is_exact_and_a_missing_folder_says_what_to_set(monkeypatch, tmp_path):

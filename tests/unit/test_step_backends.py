@@ -19,7 +19,7 @@ import torch
 
 import step_cases as cases
 from fairseq_stream.ops import backends, extension, packets
-from fairseq_stream.stats import DecodeStats
+from fairseq_stream.core.stats import DecodeStats
 
 HAVE_CXX = shutil.which(os.environ.get("CXX", "c++")) is not None
 MATRIX = [(op, case) for op, (_, op_cases) in cases.RUNNERS.items() for case in op_cases]
@@ -225,6 +225,18 @@ def test_a_cached_library_that_does_not_import_is_rebuilt(monkeypatch, tmp_path)
     monkeypatch.setattr("torch.utils.cpp_extension.load", lambda **kw: built.append(kw["name"]) or "module")
     assert extension._import_or_build("beam_step.cpp", ("-O2",), name, str(folder), "test") == "module"
     assert built == [name] and not (folder / f"{name}.so").exists()
+
+
+def test_a_lock_left_by_a_killed_build_does_not_hang_the_next_one(monkeypatch, tmp_path):
+    name = "fairseq_stream_killed"
+    folder = tmp_path / name
+    folder.mkdir()
+    (folder / "lock").write_text("")  # torch's builder waits while this file exists
+    seen = []
+    monkeypatch.setattr("torch.utils.cpp_extension.load",
+                        lambda **kw: seen.append((folder / "lock").exists()) or "module")
+    assert extension._import_or_build("beam_step.cpp", ("-O2",), name, str(folder), "test") == "module"
+    assert seen == [False]
 
 
 def test_every_kernel_source_ships_with_the_package():

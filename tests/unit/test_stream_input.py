@@ -6,8 +6,8 @@ import torch
 from fairseq.data import data_utils
 from fairseq.data.iterators import CountingIterator
 
-from fairseq_stream.lookahead import Lookahead
-from fairseq_stream.engine import build_generator
+from fairseq_stream.integration.lookahead import Lookahead
+from fairseq_stream.core.engine import build_generator
 from helpers import TableModel, fake_task, gen_cfg, make_dictionary, stream_opts, tiny_transformer
 
 D = make_dictionary([f"w{i}" for i in range(40)])
@@ -146,7 +146,7 @@ def _loop_sample(batch):
 def test_interactive_chunks_are_batched_ahead_only_when_their_lines_are_all_here(tmp_path):
     import os
 
-    from fairseq_stream.interactive_input import ChunkedInput, LineReader
+    from fairseq_stream.integration.interactive_input import ChunkedInput, LineReader
 
     path = tmp_path / "in.txt"
     path.write_text("".join(f"{'a ' * (i + 1)}\n" for i in range(7)))
@@ -197,7 +197,7 @@ def test_interactive_reader_thread_reads_only_a_bounded_way_ahead():
     import os
     import threading
 
-    from fairseq_stream.interactive_input import LineReader
+    from fairseq_stream.integration.interactive_input import LineReader
 
     read_fd, write_fd = os.pipe()
     lines = [f"line {i}" for i in range(50)]

@@ -7,7 +7,7 @@ import pytest
 
 from conftest import DEMO, REPO, read_lines
 from fairseq_stream.errors import FairseqStreamError
-from fairseq_stream.text import BpeCodes, detokenize, subword_nmt_codes, tokenize
+from fairseq_stream.tools.text import BpeCodes, detokenize, subword_nmt_codes, tokenize
 
 # fastBPE format: "a b count", merges in file order, the word's last character carries </w>.
 FASTBPE = ["t h 50", "th e</w> 40", "i n 30", "in g</w> 20"]
@@ -48,7 +48,7 @@ def test_demo_codes_in_fastbpe_format_give_the_same_subwords(tmp_path):
 
 
 def test_convert_codes_command(tmp_path):
-    proc = subprocess.run([sys.executable, "-m", "fairseq_stream.text", "convert-codes"], input="\n".join(FASTBPE),
+    proc = subprocess.run([sys.executable, "-m", "fairseq_stream.tools.text", "convert-codes"], input="\n".join(FASTBPE),
                           capture_output=True, text=True, cwd=REPO)
     assert proc.returncode == 0, proc.stderr
     assert proc.stdout.splitlines() == ["#version: 0.2", "t h", "th e</w>", "i n", "in g</w>"]

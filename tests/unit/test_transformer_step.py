@@ -2,7 +2,7 @@
 import pytest
 import torch
 
-from fairseq_stream.model_step import ModelStep
+from fairseq_stream.core.model_step import ModelStep
 from fairseq_stream.ops.transformer_step import RowCache
 from helpers import make_dictionary, tiny_transformer
 
@@ -29,15 +29,19 @@ def _reference(model, src, lengths, prev):
     return torch.log_softmax(logits, dim=-1)
 
 
+def _start(model, n: int, steps: int):
+    """n random sources and target prefixes of ``steps`` tokens after BOS: fairseq's log-probs, our step, its state."""
+    src, lengths = _src(n)
+    prev = torch.cat([torch.full((n, 1), D.eos()), torch.randint(4, len(D), (n, steps))], dim=1)
+    step = ModelStep([model])
+    pool = step.encode(src, lengths, D.pad(), D.eos())
+    return prev, _reference(model, src, lengths, prev), step, pool, step.initial_state(pool, torch.arange(n), D.eos())
+
+
 @pytest.mark.parametrize("normalize_before,learned_pos", [(False, False), (True, False), (False, True)])
 def test_one_token_steps_equal_full_forward(normalize_before, learned_pos):
     model = tiny_transformer(D, normalize_before=normalize_before, learned_pos=learned_pos)
-    src, lengths = _src(5)
-    prev = torch.cat([torch.full((5, 1), D.eos()), torch.randint(4, len(D), (5, 6))], dim=1)
-    ref = _reference(model, src, lengths, prev)
-    step = ModelStep([model])
-    pool = step.encode(src, lengths, D.pad(), D.eos())
-    state = step.initial_state(pool, torch.arange(5), D.eos())
+    prev, ref, step, pool, state = _start(model, 5, 6)
     with torch.no_grad():
         for t in range(prev.size(1)):
             lp, state = step.step(pool, state, prev[:, t: t + 1])
@@ -47,12 +51,7 @@ def test_one_token_steps_equal_full_forward(normalize_before, learned_pos):
 
 def test_block_step_and_truncation_equal_full_forward():
     model = tiny_transformer(D, normalize_before=True)
-    src, lengths = _src(4)
-    prev = torch.cat([torch.full((4, 1), D.eos()), torch.randint(4, len(D), (4, 7))], dim=1)
-    ref = _reference(model, src, lengths, prev)
-    step = ModelStep([model])
-    pool = step.encode(src, lengths, D.pad(), D.eos())
-    state = step.initial_state(pool, torch.arange(4), D.eos())
+    prev, ref, step, pool, state = _start(model, 4, 7)
     with torch.no_grad():
         lp, state = step.step(pool, state, prev[:, :4])  # a block of 4 tokens, causal inside
         lp = torch.log_softmax(lp, -1)

@@ -1,0 +1,179 @@
+"""Decoding options of fairseq-stream, shared by every task of the package.
+
+They are fields of the task's dataclass config because fairseq rebuilds
+``cfg.generation`` from ``GenerationConfig`` alone: an extra generation flag survives only as
+a task field (fairseq's ``--task`` config is the only place besides ``GenerationConfig`` that
+fairseq-generate and fairseq-interactive parse and keep). This module only declares them; they
+are checked in :mod:`fairseq_stream.core.validation`.
+"""
+from dataclasses import dataclass, field
+from typing import Optional
+
+from fairseq.dataclass import FairseqDataclass
+
+from fairseq_stream.core.defaults import (
+    DEFAULT_ABS_THRESHOLD, DEFAULT_FINALIZE, DEFAULT_MAX_CANDS_PER_NODE, DEFAULT_REFERENCE,
+)
+from fairseq_stream.core.registry import epsilon_defaults_help, search_names
+
+
+@dataclass
+class StreamDecodingConfig(FairseqDataclass):
+    search: str = field(
+        default="beam",
+        metadata={
+            "help": "decoding strategy of fairseq-stream, one of: "
+            + ", ".join(search_names())
+            + " ('beam' is fairseq's own beam search; 'python -m fairseq_stream' describes each)"
+        },
+    )
+    # ---- the streaming scheduler (paper 000 Algorithm 1; paper 002 Algorithms 5-6) ----
+    stream_epsilon: Optional[float] = field(
+        default=None,
+        metadata={"help": "refill threshold ε in [0, 1): new sentences join when the sentences in "
+                  "flight drop to ε·capacity (0 = plain batches); default " + epsilon_defaults_help() + " (paper 000: 1/6; "
+                  "paper 002: 1/2); the other strategies decode plain batches"},
+    )
+    stream_capacity: int = field(
+        default=64,
+        metadata={"help": "sentences in flight at once (the batch size n of paper 000); fairseq's "
+                  "--batch-size/--max-tokens only set how the input is read (one stream runs over all of it)"},
+    )
+    stream_max_candidates: int = field(
+        default=0,
+        metadata={"help": "bound the live candidates (total beam width) in flight instead of the "
+                  "sentences (paper 000 §3, §4.2); 0 = off"},
+    )
+    stream_oversubscribe: bool = field(
+        default=False,
+        metadata={"help": "with --stream-max-candidates C: keep --stream-capacity sentences in flight (their "
+                  "encoder states and beams cached) and expand at most C candidates per step, the shortest "
+                  "beams first, the others waiting a step (paper 000 §3 over-subscription); steps stay full "
+                  "while beams narrow"},
+    )
+    stream_max_wait: int = field(
+        default=0,
+        metadata={"help": "latency bound: stop refilling while a sentence has been in flight for more "
+                  "than this many steps (paper 000 footnote 3); 0 = off"},
+    )
+    stream_per_batch: bool = field(
+        default=False,
+        metadata={"help": "stream each fairseq batch on its own (the stream drains at every batch's end) "
+                  "instead of over the whole input; for comparisons"},
+    )
+    stream_input_order: str = field(
+        default="sorted",
+        metadata={"help": "the order sentences are read in, for every --search: 'sorted' (fairseq's: by length, "
+                  "so batches hold sentences of similar length) or 'as-given' (the input file's order, no "
+                  "length sorting: Hoang2018 reports top-up batching without maxi-batch sorting); the output "
+                  "order is the same either way (fairseq prints sentence ids)"},
+    )
+    stream_stats: Optional[str] = field(
+        default=None,
+        metadata={"help": "write the run's statistics (and the per-step active batch trace) as JSON here"},
+    )
+    # ---- beam search heuristics (paper 001 §3; paper 000 §4) ----
+    prune_abs_threshold: Optional[float] = field(
+        default=None,
+        metadata={"help": "absolute threshold δ (ap): prune candidates scoring ≤ best − δ in "
+                  f"log-probability; the best may be a finished hypothesis (default {DEFAULT_ABS_THRESHOLD:g} for "
+                  "var-*; inf = off)"},
+    )
+    prune_max_cands_per_node: Optional[int] = field(
+        default=None,
+        metadata={"help": "max candidates per node M (mc): at most M expansions of one hypothesis "
+                  f"(default {DEFAULT_MAX_CANDS_PER_NODE} for var-*; --beam = off)"},
+    )
+    prune_rel_threshold: Optional[float] = field(
+        default=None,
+        metadata={"help": "relative threshold rp in (0, 1]: prune candidates with probability ≤ "
+                  "rp·best (off by default)"},
+    )
+    prune_rel_local_threshold: Optional[float] = field(
+        default=None,
+        metadata={"help": "relative local threshold rpl in (0, 1]: prune candidates whose last word's "
+                  "probability ≤ rpl·the step's best last-word probability (off by default)"},
+    )
+    prune_reference: Optional[str] = field(
+        default=None,
+        metadata={"help": "the best score --prune-abs-threshold and --prune-rel-threshold measure from: "
+                  "'active' (best candidate on the beam, paper 001), 'final' (best of those and the finished "
+                  "hypotheses by log-probability, paper 000 App. A.3; up to 1.6 BLEU below the fixed beam on "
+                  "weak models, README), 'normalized' (finished hypotheses by length-normalised score, scaled to "
+                  f"each candidate's length); default {DEFAULT_REFERENCE!r}, or --prune-preset's"},
+    )
+    prune_ended: str = field(
+        default="prune",
+        metadata={"help": "candidates ending in EOS under --prune-abs-threshold and --prune-rel-threshold: "
+                  "'prune' them like the others (paper 000) or 'keep' them (they cost no decoder row; pruning them "
+                  "sends searches on to the maximum length)"},
+    )
+    prune_rules: Optional[str] = field(
+        default=None,
+        metadata={"help": "more pruning rules for var-*, applied in order after the three thresholds: "
+                  "'NAME[:ARG],...' of registered rules (built in: ap:δ, rp:r, rpl:r; a --user-dir may register "
+                  "more, see user_dir_examples/prune_rule)"},
+    )
+    beam_final_count: int = field(
+        default=0,
+        metadata={"help": "rule 'ours': a sentence ends after Z final hypotheses (or an empty beam) and returns the "
+                  "best --nbest by length-normalised score (the reference code's find_top_z; 0 = --beam; "
+                  "1 = strict top-1, shorter outputs)"},
+    )
+    beam_finalize: Optional[str] = field(
+        default=None,
+        metadata={"help": "when a finished candidate becomes final: 'ours' (paper 000 App. A.1: only "
+                  "once it tops the beam), 'fairseq' (at once if among the top k of 2k, as fairseq's "
+                  "beam search) or 'shrink' (Freitag2017's baseline: at once if among the beam's k − finals best, "
+                  f"and the beam shrinks by one); default {DEFAULT_FINALIZE!r}, or --prune-preset's"},
+    )
+    prune_preset: Optional[str] = field(
+        default=None,
+        metadata={"help": "a paper's whole pruning rule for var-*: 'freitag2017' = Freitag2017 Table 1 at beam 5 "
+                  "(rp 0.6, ap 2.5, rpl 0.02, mc 3, measured from the best active candidate, --beam-finalize "
+                  "shrink); 'freitag2017-k14' = its beam-14 row (rp 0.3, ap 2.5, rpl 0.3, mc 3, same rule); an "
+                  "option left unset takes the preset's value, one given another value is refused"},
+    )
+    # ---- the output layer (paper 002 §3.1) ----
+    output_layer: str = field(
+        default="fused",
+        metadata={"help": "'fused': top-k on the raw scores, normalise only the winners (paper 002); "
+                  "'full': fairseq's full log-softmax (falls back automatically where needed)"},
+    )
+    step_backend: str = field(
+        default="auto",
+        metadata={"help": "who runs the fused step operators (beam step, Jacobi iteration, IBDecoder step): 'auto' "
+                  "(the fastest available: C++ on a CPU, Triton on CUDA), 'reference' (the PyTorch code that defines "
+                  "the results), 'cpp', 'triton'; a backend that cannot run falls back to the reference with one "
+                  "warning line, and the closing statistics name the backend each operator ran on"},
+    )
+    # ---- int8 weights (fairseq_stream.core.quantize) ----
+    quantize: str = field(
+        default="none",
+        metadata={"help": "'int8': decode with int8 weights in every Linear layer (encoder, decoder, output "
+                  "projection; PyTorch's fbgemm dynamic quantisation, CPU and float32 models only); 'none': as loaded"},
+    )
+    # ---- parallel Jacobi decoding (paper 004) ----
+    jacobi_block: int = field(
+        default=3, metadata={"help": "block size b of gs-jacobi and hybrid-jacobi (paper 004 Alg. 2-3)"}
+    )
+    jacobi_max_parallel_len: int = field(
+        default=64,
+        metadata={"help": "hybrid-jacobi: target positions decoded in parallel blocks before switching to "
+                  "one token per step (L of paper 004 Alg. 3)"},
+    )
+    jacobi_init: str = field(
+        default="pad",
+        metadata={"help": "initial draft of a block: 'pad' (paper 004) or 'tail' (slide the block and keep "
+                  "the previous iteration's unverified predictions as the draft)"},
+    )
+    # ---- IBDecoder family (paper 003) ----
+    ib_dedup: bool = field(
+        default=False, metadata={"help": "ib-beam: remove immediately repeated n-grams (n <= 4) from outputs (paper 003 §5.1)"}
+    )
+    ib_finalize: str = field(
+        default="top",
+        metadata={"help": "ib-beam: which continuations that end become final hypotheses: 'top' = those among the "
+                  "sentence's --beam best of the step (as fairseq's beam search), 'all' = every one (Algorithm 1 "
+                  "read literally; fills the finished set with short endings)"},
+    )

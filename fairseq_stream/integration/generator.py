@@ -1,0 +1,153 @@
+"""The generator fairseq sees: ``generate(models, sample, **kwargs)`` over the streaming scheduler.
+
+fairseq-generate and fairseq-interactive hand the generator one batch at a time and print
+its hypotheses before handing over the next; batches stay the unit of input and output
+(same lines, same order). Decoding does not stop at a batch's end: one scheduler streams
+over the whole run (paper 000 Algorithm 1 over all of ``X``). ``generate(sample)`` queues
+the batch's sentences (unless a refill already read them ahead), steps until every one of
+them finished and returns their hypotheses; sentences of later batches that joined in the
+meantime stay in flight for the next call, and the last batch drains the stream. A refill
+that wants more sentences than are queued reads the next batches ahead from fairseq's
+iterator (:mod:`fairseq_stream.integration.lookahead`; the task and the library attach it), encodes only
+the sentences it admits, and memory holds the encoder states of the sentences in flight,
+never of the input (:mod:`fairseq_stream.core.encoder_slots`). Without an attached iterator, or
+with ``--stream-per-batch``, each batch is decoded on its own (the stream drains per batch).
+The statistics of the whole run are logged when the process ends and, with
+``--stream-stats``, written as JSON.
+"""
+from __future__ import annotations
+
+import atexit
+import json
+import logging
+import sys
+import time
+from typing import Any, Callable, Dict, List, Optional
+
+import torch
+
+from fairseq_stream.errors import FairseqStreamError
+from fairseq_stream.integration.cli import fairseq_cli_name
+from fairseq_stream.core.input_stream import InputStream, QueuedBatch
+from fairseq_stream.core.interface import SearchStrategy
+from fairseq_stream.integration import interactive_input
+from fairseq_stream.integration.lookahead import Lookahead
+from fairseq_stream.core.model_step import ModelStep
+from fairseq_stream.ops import fused_output
+from fairseq_stream.core.processors import max_lengths
+from fairseq_stream.integration.runtime import SentenceProgress
+from fairseq_stream.core.scheduler import SchedulerConfig, StreamingScheduler
+from fairseq_stream.core.stats import DecodeStats
+
+logger = logging.getLogger("fairseq_stream")
+
+
+class StreamGenerator:
+    """A fairseq generator running ``make_strategy(stats)`` under the streaming scheduler."""
+
+    def __init__(
+        self,
+        models: List[Any],
+        tgt_dict: Any,
+        *,
+        name: str,
+        make_strategy: Callable[[DecodeStats], SearchStrategy],
+        scheduler: SchedulerConfig,
+        gen_cfg: Any,
+        rows_per_sentence: int,
+        stats_path: Optional[str] = None,
+        config: Any = None,
+    ) -> None:
+        self.name = name
+        self.config = config  # the strategy's configuration (its options, validated)
+        self.model = ModelStep(models, temperature=float(gen_cfg.temperature))
+        self.tgt_dict = tgt_dict
+        self.eos, self.pad = tgt_dict.eos(), tgt_dict.pad()
+        self.bos = self.eos  # fairseq translation decoders start from EOS
+        self.make_strategy = make_strategy
+        self.scheduler_cfg = scheduler
+        self.gen_cfg = gen_cfg
+        self.rows_per_sentence = rows_per_sentence
+        self.stats = DecodeStats(trace=[] if stats_path else None)
+        self.stats_path = stats_path
+        self._reported = False
+        self.progress: Optional[SentenceProgress] = None  # set by the task under fairseq-generate
+        self.strategy = make_strategy(self.stats)  # built once; the scheduler takes it at the first batch
+        self.input = InputStream(pad=self.pad, eos=self.eos, nbest=int(gen_cfg.nbest), max_lengths=lambda lengths: max_lengths(
+            lengths, gen_cfg, self.model.max_decoder_positions))
+        self._lookahead: Callable[[], Optional[Lookahead]] = lambda: None
+        self._scheduler: Optional[StreamingScheduler] = None
+
+    def read_ahead_from(self, lookahead: Callable[[], Optional[Lookahead]]) -> None:
+        """Let refills read ahead from fairseq's batch iterator: ``lookahead()`` is the one
+        the batches given to :meth:`generate` come from (None: decode each batch on its own)."""
+        self._lookahead = lookahead
+
+    @torch.no_grad()
+    def generate(self, models: Any, sample: Dict[str, Any], prefix_tokens: Any = None,
+                 constraints: Any = None, bos_token: Optional[int] = None, **kwargs: Any) -> List[List[Dict[str, Any]]]:
+        if prefix_tokens is not None:
+            raise FairseqStreamError(f"--search {self.name} does not support prefix tokens (--prefix-size)")
+        if constraints is not None:
+            raise FairseqStreamError(f"--search {self.name} does not support --constraints")
+        start = time.perf_counter()
+        scheduler = self._scheduler_for(bos_token)
+        batch = self.input.batch_for(sample, self._lookahead())
+        scheduler.advance(lambda: self._complete(batch, scheduler))
+        if batch.missing:  # the stream ran dry: what finished last may still be on the device
+            scheduler.read_finished()
+        if batch.missing:
+            raise FairseqStreamError(f"internal error: {batch.missing} sentence(s) of a batch got no hypothesis")
+        hypos: List[List[Dict[str, Any]]] = batch.hypos  # type: ignore[assignment]
+        self.stats.sentences += batch.size
+        self.stats.target_tokens += sum(int(h[0]["tokens"].numel()) for h in hypos if h)
+        if self.input.fewer_than_nbest:
+            self.stats.extra["fewer_than_nbest"] = float(self.input.fewer_than_nbest)
+        self.stats.wall_seconds += time.perf_counter() - start
+        for choice in fused_output.cuda_choices():  # the output-layer kernel measured per shape (CUDA)
+            self.stats.note_backend("output_layer", choice)
+        self._schedule_report()
+        return hypos
+
+    def _scheduler_for(self, bos_token: Optional[int]) -> StreamingScheduler:
+        """The run's one scheduler, built at the first batch."""
+        if self._scheduler is None:
+            if self.progress is not None:
+                self.input.on_done = self.progress.advance_to
+            self._scheduler = StreamingScheduler(
+                self.model, self.strategy, self.scheduler_cfg, source=self.input,
+                bos=bos_token if bos_token is not None else self.bos, pad=self.pad, eos=self.eos,
+                rows_per_sentence=self.rows_per_sentence, stats=self.stats)
+        return self._scheduler
+
+    def _complete(self, batch: QueuedBatch, scheduler: StreamingScheduler) -> bool:
+        # Strategies that keep finished hypotheses on the device (ib-beam) are read only when
+        # enough finished to complete the batch, and at least a capacity's worth: a read per
+        # refill at most, not per step.
+        if batch.missing and scheduler.unread_count >= max(batch.missing, self.scheduler_cfg.capacity):
+            scheduler.read_finished()
+        return batch.missing == 0
+
+    def _schedule_report(self) -> None:
+        # Under fairseq-generate / fairseq-interactive, whose loops we do not own, the run's
+        # statistics are reported when the process ends; library users read ``stats``.
+        if not self._reported and fairseq_cli_name() in ("generate", "interactive"):
+            self._reported = True
+            atexit.register(self.report)
+
+    def report(self) -> None:
+        """Log the run's statistics (and write them as JSON with ``--stream-stats``)."""
+        if self.progress is not None:
+            self.progress.close()
+        chunked = interactive_input.current()
+        if chunked is not None and chunked.chunks_read_ahead:
+            self.stats.extra["chunks_read_ahead"] = chunked.chunks_read_ahead
+        logger.info("fairseq-stream %s: %s", self.name, self.stats.summary())
+        short = int(self.stats.extra.get("fewer_than_nbest", 0))
+        if short:  # variable-width beams may end a sentence before --nbest hypotheses are final
+            print(f"fairseq-stream: warning: {short} of {self.stats.sentences} sentence(s) got fewer than --nbest "
+                  f"{self.gen_cfg.nbest} hypotheses (a pruned beam ends with what it found; README, Options)",
+                  file=sys.stderr, flush=True)
+        if self.stats_path:
+            with open(self.stats_path, "w", encoding="utf-8") as f:
+                json.dump(dict(self.stats.to_dict(with_trace=True), search=self.name), f, indent=1)

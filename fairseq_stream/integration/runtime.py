@@ -1,0 +1,172 @@
+"""What a command-line run shows while it works: sentence progress and a thread default.
+
+fairseq-generate's own progress bar counts *batches*; for our strategies a batch was the pool
+the scheduler streams from (hundreds of sentences under the default ``--max-tokens``), so it
+sat at 0/3 for a minute. :class:`SentenceProgress` counts sentences as they finish: a tqdm bar
+on a terminal, one line every 30 s otherwise (CI logs get no carriage-return noise); both on
+stderr, away from the hypotheses on stdout.
+
+torch starts one thread per core. On a CPU that another process keeps busy, those threads
+wait on each other: a run measured 11x slower with 2 threads than with 1 on 2 shared cores.
+:func:`avoid_oversubscription` lowers the thread count to the idle cores and says so, once a
+process, unless ``OMP_NUM_THREADS`` is set (the user's choice wins). Busy cores are measured
+over a quarter second while this process sleeps (:func:`busy_cores`), not read from the load
+average, which counts the process's own start-up.
+"""
+from __future__ import annotations
+
+import os
+import sys
+import time
+from typing import Any, Callable, Optional, Tuple
+
+import torch
+
+from fairseq_stream.integration.cli import fairseq_cli_name
+
+
+class SentenceProgress:
+    """Sentences done / total, on stderr."""
+
+    def __init__(self, total: int, *, interval: float = 30.0) -> None:
+        self.total, self.done, self.interval = total, 0, interval
+        self.start = self.last_log = time.perf_counter()
+        self.bar: Any = None
+        if sys.stderr.isatty():
+            from tqdm import tqdm
+
+            self.bar = tqdm(total=total, unit="sent", desc="fairseq-stream", delay=1.0, leave=False,
+                            dynamic_ncols=True, file=sys.stderr)
+
+    def advance_to(self, done: int) -> None:
+        done = min(done, self.total)
+        if done <= self.done:
+            return
+        if self.bar is not None:
+            self.bar.update(done - self.done)
+        self.done = done
+        now = time.perf_counter()
+        if self.bar is None and now - self.last_log >= self.interval:
+            self.last_log = now
+            elapsed = now - self.start
+            left = elapsed * (self.total - done) / done
+            print(f"fairseq-stream: decoded {done}/{self.total} sentences in {elapsed:.0f} s, about {left:.0f} s left",
+                  file=sys.stderr, flush=True)
+        if done >= self.total:
+            self.close()
+
+    def close(self) -> None:
+        if self.bar is not None:
+            self.bar.close()
+            self.bar = None
+
+
+def wants_progress(argv: Optional[list] = None) -> bool:
+    """Under fairseq-generate, unless ``--no-progress-bar`` (a fairseq option the task does not see)."""
+    argv = sys.argv if argv is None else argv
+    return fairseq_cli_name() == "generate" and "--no-progress-bar" not in argv
+
+
+def _cpu_times(path: str = "/proc/stat") -> Optional[Tuple[int, int]]:
+    """(busy, total) jiffies of all cores since boot, or None where /proc/stat is missing."""
+    try:
+        with open(path, encoding="ascii") as f:
+            values = [int(v) for v in f.readline().split()[1:9]]
+    except (OSError, ValueError):
+        return None
+    idle = values[3] + values[4]  # idle + iowait
+    return sum(values) - idle, sum(values)
+
+
+def busy_cores(interval: float = 0.25, read: Callable[[], Optional[Tuple[int, int]]] = _cpu_times) -> Optional[float]:
+    """Cores that other processes keep busy now, measured over ``interval`` seconds.
+
+    This process sleeps while it measures, so its own start-up (imports, loading the model:
+    seconds at 100% of a core) is not counted, as it would be in the 1-minute load average.
+    """
+    first = read()
+    if first is None:
+        return None
+    time.sleep(interval)
+    second = read()
+    if second is None or second[1] <= first[1]:
+        return None
+    share = (second[0] - first[0]) / (second[1] - first[1])
+    return share * (os.cpu_count() or 1)
+
+
+_threads_checked = False
+
+
+def avoid_oversubscription(on_cpu: bool, measure: Callable[[], Optional[float]] = busy_cores) -> None:
+    """Use only the cores other processes leave idle, unless ``OMP_NUM_THREADS`` says otherwise (once a process)."""
+    global _threads_checked
+    if not on_cpu or os.environ.get("OMP_NUM_THREADS") or _threads_checked:
+        return
+    _threads_checked = True
+    cores = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else (os.cpu_count() or 1)
+    threads = torch.get_num_threads()
+    if threads <= 1:
+        return
+    measured = measure()
+    if measured is None:
+        return
+    busy = min(int(measured + 0.5), cores)  # cores that other processes keep busy
+    idle = max(cores - busy, 1)
+    if threads <= idle:
+        return
+    torch.set_num_threads(idle)
+    print(f"fairseq-stream: warning: other processes keep about {busy} of {cores} cores busy; using {idle} "
+          f"torch thread(s) instead of {threads} (oversubscribed threads can run many times slower); "
+          "set OMP_NUM_THREADS to choose", file=sys.stderr, flush=True)
+
+
+def _free_memory(on_cpu: bool) -> Optional[int]:
+    """Bytes free for decoding: the GPU's free memory, or the host's MemAvailable (None: unknown)."""
+    if not on_cpu:
+        return int(torch.cuda.mem_get_info()[0])
+    try:
+        with open("/proc/meminfo", encoding="ascii") as f:
+            for line in f:
+                if line.startswith("MemAvailable:"):
+                    return int(line.split()[1]) * 1024
+    except OSError:
+        pass
+    return None
+
+
+def decoding_memory_estimate(models: Any, gen_cfg: Any, rows: int) -> int:
+    """A rough upper bound, in bytes, of the decoder caches of ``rows`` hypotheses in flight.
+
+    rows × maximum target length × decoder layers × embedding dim × bytes per value × 4
+    (keys and values of self- and encoder-attention, the encoder side taken as long as the
+    target). An estimate only: it ignores the encoder states and the output layer.
+    """
+    total = 0
+    for model in models:
+        decoder = getattr(model, "decoder", None)
+        layers = len(getattr(decoder, "layers", ()) or ()) or 1
+        dim = int(getattr(decoder, "embed_dim", 0) or getattr(getattr(decoder, "embed_tokens", None), "embedding_dim", 0) or 512)
+        positions = model.max_decoder_positions() if hasattr(model, "max_decoder_positions") else 1024
+        length = min(int(float(gen_cfg.max_len_a) * positions + int(gen_cfg.max_len_b)), positions)
+        param = next(model.parameters(), None)
+        size = param.element_size() if param is not None else 4
+        total += rows * length * layers * dim * size * 4
+    return total
+
+
+def warn_about_resources(models: Any, gen_cfg: Any, rows: int) -> None:
+    """One warning line each, before the run: fp16 on a CPU, a memory estimate over the free memory."""
+    params = [p for m in models for p in m.parameters()]
+    on_cpu = not any(p.is_cuda for p in params)
+    if on_cpu and any(p.dtype == torch.float16 for p in params):
+        print("fairseq-stream: warning: --fp16 on a CPU is slower than float32 (2.7x on the demo model) and "
+              "changes the outputs; drop --fp16 unless you decode on a GPU", file=sys.stderr, flush=True)
+    free = _free_memory(on_cpu)
+    need = decoding_memory_estimate(models, gen_cfg, rows)
+    if free is not None and need > free:
+        where = "host" if on_cpu else "GPU"
+        print(f"fairseq-stream: warning: the decoder caches may need about {need / 2**30:.1f} GiB "
+              f"(an estimate: {rows} hypotheses in flight × the maximum length × layers × embedding dim), more than "
+              f"the {free / 2**30:.1f} GiB of {where} memory free; lower --stream-capacity, --beam or --max-len-b",
+              file=sys.stderr, flush=True)

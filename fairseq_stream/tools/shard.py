@@ -1,0 +1,397 @@
+"""``fairseq-stream-shard``: decode one input on several processes (one GPU each when present).
+
+    fairseq-stream-shard --nprocs 4 data-bin/wmt --user-dir fairseq_stream --path ckpt.pt \\
+        --search var-stream --beam 5 --batch-size 256
+
+Everything after ``--nprocs N`` (and the options below) goes to ``fairseq-generate`` unchanged.
+Process ``i`` runs ``fairseq-generate ... --distributed-world-size N --distributed-rank i``,
+fairseq's own sharding of generation (fairseq-generate shards its batch iterator by these two
+options; it ignores ``--num-shards/--shard-id``): the length-sorted batches are dealt out
+round-robin, so every process gets whole batches of similar lengths (and streams over its
+own batches). The project's task puts back the sentences fairseq-fixed's
+``batch_by_size`` drops before the batches are dealt, so no shard loses any.
+With GPUs, process ``i`` sees only GPU ``i mod #GPUs`` (``CUDA_VISIBLE_DEVICES``); without,
+it runs with ``--cpu`` and ``OMP_NUM_THREADS = cores / N``. The command then prints the
+S-/T-/H-/D-/P- lines of every sentence once, in id order (the ids of the whole input), after
+checking that no id is missing or repeated; each process's log lines go to stderr.
+
+The shards write into ``--workdir`` (a new temporary folder by default): ``shardI.out``
+once process I finished, ``shardI.log`` (its command and stderr) and ``shardI.pid`` while it
+runs, and ``manifest.json``: the arguments and the sizes and modification times of the input
+files (the split, the dictionaries, the checkpoints). A workdir made by another run (other
+arguments or changed files) is refused in one line naming what differs; ``--fresh`` starts
+over there. No process starts without a batch: N is capped by the number of batches the
+input makes (said in one line). A failed or killed process gives one ``fairseq-stream:
+error:`` line quoting the last line of its log, with the command that re-runs it alone: the
+same command with ``--workdir``, which re-uses the finished shards.
+"""
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import re
+import shlex
+import signal
+import subprocess
+import sys
+import tempfile
+from dataclasses import dataclass
+from typing import Dict, List, Optional, Sequence
+
+import numpy as np
+
+from fairseq_stream.errors import PREFIX, FairseqStreamError
+
+#: Per-sentence lines of fairseq-generate: S(ource), T(arget), H(ypothesis), D(etokenised),
+#: P(ositional scores), A(lignment), E/I (steps of iterative decoders).
+_SENTENCE_LINE = re.compile(r"^([STHDPAEI])-(\d+)\t")
+_TRANSLATED = re.compile(r"Translated ([\d,]+) sentences")
+
+
+@dataclass
+class Shard:
+    index: int
+    argv: List[str]  # the fairseq-generate command of this shard
+    env: Dict[str, str]  # environment changes (CUDA_VISIBLE_DEVICES, OMP_NUM_THREADS)
+    out: str
+    log: str
+    pid: str
+
+    def command_line(self) -> str:
+        prefix = " ".join(f"{k}={shlex.quote(v)}" for k, v in sorted(self.env.items()))
+        return (prefix + " " if prefix else "") + shlex.join(self.argv)
+
+
+def _parse(argv: Sequence[str]) -> "tuple[argparse.Namespace, List[str]]":
+    parser = argparse.ArgumentParser(
+        prog="fairseq-stream-shard", description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter,
+        allow_abbrev=False,  # fairseq-generate's own options pass through untouched
+        usage="fairseq-stream-shard --nprocs N [--workdir DIR] DATA <fairseq-generate arguments>",
+    )
+    parser.add_argument("--nprocs", type=int, required=True, help="processes (shards) to decode with")
+    parser.add_argument("--workdir", default=None, help="shard outputs and logs; re-run with it to resume")
+    parser.add_argument("--devices", choices=["auto", "cpu", "cuda"], default="auto",
+                        help="auto: one GPU per process when GPUs are visible, else CPU")
+    parser.add_argument("--fresh", action="store_true",
+                        help="start over in --workdir, deleting the shards of an earlier run there")
+    args, generate_args = parser.parse_known_args(argv)
+    if args.nprocs < 1:
+        raise FairseqStreamError(f"--nprocs must be >= 1, got {args.nprocs}")
+    for flag in ("--distributed-world-size", "--distributed-rank", "--num-shards", "--shard-id", "--results-path"):
+        if any(a == flag or a.startswith(flag + "=") for a in generate_args):
+            raise FairseqStreamError(f"{flag} is fairseq-stream-shard's to set (one shard per process, "
+                                     "output collected from stdout); leave it out")
+    if "--quiet" in generate_args:
+        raise FairseqStreamError("--quiet hides the sentence lines that fairseq-stream-shard merges and checks; leave it out")
+    if not generate_args or generate_args[0].startswith("-"):
+        raise FairseqStreamError("the data directory (fairseq-generate's first argument) must follow the options")
+    return args, generate_args
+
+
+def _visible_gpus(devices: str) -> List[str]:
+    """The GPU ids this command may hand out ([] = CPU)."""
+    if devices == "cpu":
+        return []
+    import torch
+
+    if not torch.cuda.is_available():
+        if devices == "cuda":
+            raise FairseqStreamError("--devices cuda: torch sees no GPU")
+        return []
+    visible = os.environ.get("CUDA_VISIBLE_DEVICES")
+    ids = [d.strip() for d in visible.split(",") if d.strip()] if visible else []
+    return ids or [str(i) for i in range(torch.cuda.device_count())]
+
+
+def plan_shards(nprocs: int, generate_args: List[str], workdir: str, gpus: List[str]) -> List[Shard]:
+    """One fairseq-generate command (and environment) per shard."""
+    base = [sys.executable, "-m", "fairseq_cli.generate", *generate_args]
+    if not gpus and "--cpu" not in generate_args:
+        base.append("--cpu")
+    threads = str(max(1, (os.cpu_count() or 1) // nprocs))
+    shards = []
+    for i in range(nprocs):
+        env = {"CUDA_VISIBLE_DEVICES": gpus[i % len(gpus)]} if gpus else {}
+        if not gpus and "OMP_NUM_THREADS" not in os.environ:
+            env["OMP_NUM_THREADS"] = threads  # N processes share the cores
+        stem = os.path.join(workdir, f"shard{i}")
+        shards.append(Shard(i, base + ["--distributed-world-size", str(nprocs), "--distributed-rank", str(i)], env,
+                            stem + ".out", stem + ".log", stem + ".pid"))
+    return shards
+
+
+def _failure(code: int) -> str:
+    if code < 0:
+        try:
+            return f"killed by {signal.Signals(-code).name}"
+        except ValueError:
+            return f"killed by signal {-code}"
+    return f"exit status {code}"
+
+
+def run_shards(shards: List[Shard]) -> Dict[int, int]:
+    """Start every shard without a finished output at once; return their exit statuses."""
+    running = {}
+    for shard in shards:
+        if os.path.exists(shard.out):
+            print(f"fairseq-stream-shard: shard {shard.index}: re-using {shard.out}", file=sys.stderr)
+            continue
+        with open(shard.log, "w", encoding="utf-8") as log:
+            log.write(f"# {shard.command_line()}\n")
+        partial = open(shard.out + ".partial", "w", encoding="utf-8")
+        log = open(shard.log, "a", encoding="utf-8")
+        proc = subprocess.Popen(shard.argv, stdout=partial, stderr=log, env=dict(os.environ, **shard.env))
+        with open(shard.pid, "w") as f:
+            f.write(f"{proc.pid}\n")
+        running[shard.index] = (proc, partial, log)
+    codes = {}
+    for index, (proc, partial, log) in running.items():
+        codes[index] = proc.wait()
+        partial.close()
+        log.close()
+        shard = shards[index]
+        os.remove(shard.pid)
+        if codes[index] == 0:
+            os.replace(shard.out + ".partial", shard.out)  # only finished shards count as done
+    return codes
+
+
+def _translated(path: str) -> int:
+    """The sentence count of fairseq-generate's "Translated N sentences" log line in ``path``."""
+    with open(path, encoding="utf-8") as f:
+        found = [m for m in map(_TRANSLATED.search, f) if m]
+    return int(found[-1].group(1).replace(",", "")) if found else 0
+
+
+def merge_outputs(paths: List[str], translated: int) -> "tuple[List[str], List[str]]":
+    """Sentence lines of all shards in id order, and the other lines of their outputs.
+
+    Raises when an id appears in two shards, when ids are missing below the largest one, or
+    when the shards output another number of sentences than they say they ``translated``.
+    """
+    blocks: Dict[int, List[str]] = {}
+    owner: Dict[int, int] = {}
+    other: List[str] = []
+    for shard, path in enumerate(paths):
+        with open(path, encoding="utf-8") as f:
+            for line in f:
+                m = _SENTENCE_LINE.match(line)
+                if m is None:
+                    other.append(f"[shard {shard}] {line}")
+                    continue
+                sid = int(m.group(2))
+                if owner.setdefault(sid, shard) != shard:
+                    raise FairseqStreamError(f"sentence {sid} was decoded by shards {owner[sid]} and {shard}")
+                if m.group(1) == "S" and any(x.startswith("S-") for x in blocks.get(sid, [])):
+                    raise FairseqStreamError(f"sentence {sid} appears twice in shard {shard}")
+                blocks.setdefault(sid, []).append(line)
+    missing = sorted(set(range(max(blocks, default=-1) + 1)) - set(blocks))
+    if missing or len(blocks) != translated:
+        raise FairseqStreamError(
+            f"the shards translated {translated} sentences but output {len(blocks)} ids"
+            + (f" (missing ids {missing[:5]}{'...' if len(missing) > 5 else ''})" if missing else "")
+        )
+    return [line for sid in sorted(blocks) for line in blocks[sid]], other
+
+
+def _resume_command(argv: Sequence[str], workdir: str) -> str:
+    rest = [a for a in argv if a != "--fresh"]  # a resume must keep the finished shards
+    if "--workdir" not in rest and not any(a.startswith("--workdir=") for a in rest):
+        rest = ["--workdir", workdir, *rest]
+    # As invoked: the console script, or ``python -m`` where it is not installed.
+    program = (["fairseq-stream-shard"] if os.path.basename(sys.argv[0]) == "fairseq-stream-shard"
+               else [sys.executable, "-m", "fairseq_stream.tools.shard"])
+    return shlex.join([*program, *rest])
+
+
+def _sentences_in(path: str) -> int:
+    with open(path, encoding="utf-8") as f:
+        return sum(1 for line in f if line.startswith("S-"))
+
+
+# ---- the workdir's manifest: which run made it --------------------------------------------
+MANIFEST = "manifest.json"
+
+
+def _option_value(argv: Sequence[str], *flags: str) -> Optional[str]:
+    """The value of the last of ``flags`` in ``argv`` (``--flag v`` or ``--flag=v``), or None."""
+    found = None
+    for i, arg in enumerate(argv):
+        name, eq, value = arg.partition("=")
+        if name in flags:
+            found = value if eq else (argv[i + 1] if i + 1 < len(argv) else None)
+    return found
+
+
+def input_files(generate_args: Sequence[str]) -> List[str]:
+    """The files a run's output depends on: the split's binarized files, the dictionaries, the checkpoints."""
+    subset = _option_value(generate_args, "--gen-subset") or "test"
+    found: List[str] = []
+    for folder in generate_args[0].split(":"):
+        if os.path.isdir(folder):
+            found += sorted(os.path.join(folder, name) for name in os.listdir(folder)
+                            if name.startswith(subset + ".") or (name.startswith("dict.") and name.endswith(".txt")))
+    found += [p for p in (_option_value(generate_args, "--path") or "").split(":") if p and os.path.isfile(p)]
+    return found
+
+
+def fingerprint(generate_args: Sequence[str]) -> Dict[str, List[int]]:
+    """path → [size, mtime in ns] of :func:`input_files` (cheap; a changed file changes one of them)."""
+    return {path: [os.stat(path).st_size, os.stat(path).st_mtime_ns] for path in input_files(generate_args)}
+
+
+def _options(argv: Sequence[str]) -> Dict[str, str]:
+    """flag → its value(s), the positional data directory as DATA (for naming what differs)."""
+    out: Dict[str, str] = {}
+    key = "DATA"
+    for arg in argv:
+        if arg.startswith("--") or (arg.startswith("-") and len(arg) == 2 and arg[1].isalpha()):
+            key, _, value = arg.partition("=")
+            out[key] = value
+        else:
+            out[key] = (out.get(key, "") + " " + arg).strip()
+    return out
+
+
+def manifest_difference(old: Dict[str, object], new: Dict[str, object]) -> List[str]:
+    """What differs between two manifests, one phrase per argument or input file."""
+    before, after = _options(old.get("argv", [])), _options(new.get("argv", []))  # type: ignore[arg-type]
+    diffs = [f"{key} {before.get(key, '(unset)')!s} -> {after.get(key, '(unset)')!s}".replace("  ", " ")
+             for key in sorted(set(before) | set(after)) if before.get(key) != after.get(key)]
+    old_files, new_files = old.get("inputs", {}), new.get("inputs", {})
+    changed = sorted(p for p in set(old_files) | set(new_files) if old_files.get(p) != new_files.get(p))  # type: ignore[union-attr]
+    if changed:
+        diffs.append("input files changed: " + ", ".join(os.path.basename(p) for p in changed[:3])
+                     + ("..." if len(changed) > 3 else ""))
+    return diffs
+
+
+def claim_workdir(workdir: str, manifest: Dict[str, object], fresh: bool) -> None:
+    """Record ``manifest`` in ``workdir``, refusing one made by another run (``fresh``: start over)."""
+    path = os.path.join(workdir, MANIFEST)
+    leftovers = [n for n in os.listdir(workdir) if re.match(r"shard\d+\.(out|log|pid|out\.partial)$", n)]
+    if fresh:
+        for name in leftovers + ([MANIFEST] if os.path.exists(path) else []):
+            os.remove(os.path.join(workdir, name))
+    elif os.path.exists(path):
+        with open(path, encoding="utf-8") as f:
+            old = json.load(f)
+        diffs = manifest_difference(old, manifest)
+        if diffs:
+            raise FairseqStreamError(f"--workdir {workdir} holds the shards of another run ({'; '.join(diffs)}); "
+                                     "pass --fresh to overwrite them or choose another --workdir")
+        return
+    elif leftovers:
+        raise FairseqStreamError(f"--workdir {workdir} holds shard files without a {MANIFEST} (another run or "
+                                 "version made them); pass --fresh to overwrite them or choose another --workdir")
+    with open(path, "w", encoding="utf-8") as f:
+        json.dump(manifest, f, indent=1)
+
+
+# ---- no empty shard: as many processes as batches at most ---------------------------------
+def count_batches(generate_args: Sequence[str]) -> Optional[int]:
+    """The batches fairseq-generate cuts the split into (None when it cannot be told up front).
+
+    The same sizes, order (target then source length) and ``batch_by_size`` as the task, the
+    dropped tail put back; sentences the model's positions filter out are not known here.
+    """
+    from fairseq.data import data_utils, indexed_dataset
+
+    folder, subset = generate_args[0].split(":")[0], _option_value(generate_args, "--gen-subset") or "test"
+    src, tgt = _option_value(generate_args, "-s", "--source-lang"), _option_value(generate_args, "-t", "--target-lang")
+    if src is None or tgt is None:
+        src, tgt = data_utils.infer_language_pair(folder)
+    sizes = []
+    for lang in (src, tgt):
+        prefix = os.path.join(folder, f"{subset}.{src}-{tgt}.{lang}")
+        if src and tgt and indexed_dataset.dataset_exists(prefix, impl="mmap"):
+            dataset = indexed_dataset.make_dataset(prefix, impl="mmap")
+            sizes.append(np.array(dataset.sizes, dtype=np.int64, copy=True))  # a copy: the memory map closes with it
+            del dataset
+    if not sizes:
+        return None
+    src_sizes, tgt_sizes = sizes[0], sizes[-1]
+    indices = np.arange(len(src_sizes), dtype=np.int64)
+    indices = indices[np.argsort(tgt_sizes[indices], kind="mergesort")]
+    indices = indices[np.argsort(src_sizes[indices], kind="mergesort")]
+    tokens = np.maximum(src_sizes, tgt_sizes)
+    max_sentences = _option_value(generate_args, "--batch-size", "--max-sentences")
+    max_tokens = _option_value(generate_args, "--max-tokens")
+    if max_sentences is None and max_tokens is None:
+        max_tokens = "12000"  # fairseq-generate's default
+    batches = data_utils.batch_by_size(
+        indices, lambda i: int(tokens[i]), num_tokens_vec=tokens[indices],
+        max_tokens=int(max_tokens) if max_tokens else None, max_sentences=int(max_sentences) if max_sentences else None,
+        required_batch_size_multiple=int(_option_value(generate_args, "--required-batch-size-multiple") or 8))
+    kept = sum(len(b) for b in batches)
+    return len(batches) + (kept < len(indices))  # the task puts the dropped tail back as one batch
+
+
+def capped_nprocs(nprocs: int, generate_args: Sequence[str]) -> int:
+    """``nprocs``, or the number of batches when that is smaller (said in one line on stderr)."""
+    try:
+        batches = count_batches(generate_args)
+    except Exception:  # an unusual data layout: fairseq-generate's own checks will speak
+        return nprocs
+    if batches is None or batches >= nprocs:
+        return nprocs
+    batches = max(batches, 1)
+    print(f"fairseq-stream-shard: the input makes {batches} batch(es) for --nprocs {nprocs}: starting {batches} "
+          "process(es), an empty shard would fail; pass a smaller --batch-size or --max-tokens to use more",
+          file=sys.stderr, flush=True)
+    return batches
+
+
+def _last_log_line(path: str) -> str:
+    """The last non-empty line of a shard's log: most often the error itself."""
+    try:
+        with open(path, encoding="utf-8", errors="replace") as f:
+            lines = [line.strip() for line in f if line.strip()]
+    except OSError:
+        return ""
+    return lines[-1] if lines and not lines[-1].startswith("# ") else ""
+
+
+def failure_message(shards: List[Shard], codes: Dict[int, int], nprocs: int, argv: Sequence[str], workdir: str) -> str:
+    failed = [i for i, code in codes.items() if code != 0]
+    i = failed[0]
+    last = _last_log_line(shards[i].log)
+    return (f"shard {i} of {nprocs} failed ({_failure(codes[i])}; log {shards[i].log}"
+            + (f": {last[:300]!r}" if last else "")
+            + (f"; also failed: shards {failed[1:]}" if failed[1:] else "")
+            + f"); re-run it alone (finished shards are re-used): {_resume_command(argv, workdir)}")
+
+
+def main(argv: Optional[Sequence[str]] = None) -> None:
+    argv = list(sys.argv[1:] if argv is None else argv)
+    try:
+        args, generate_args = _parse(argv)
+        workdir = args.workdir or tempfile.mkdtemp(prefix="fairseq-stream-shard.")
+        os.makedirs(workdir, exist_ok=True)
+        manifest = {"argv": ["--nprocs", str(args.nprocs), "--devices", args.devices, *generate_args],
+                    "inputs": fingerprint(generate_args)}
+        claim_workdir(workdir, manifest, args.fresh)
+        nprocs = capped_nprocs(args.nprocs, generate_args)
+        shards = plan_shards(nprocs, generate_args, workdir, _visible_gpus(args.devices))
+        codes = run_shards(shards)
+        if any(codes.values()):
+            raise FairseqStreamError(failure_message(shards, codes, nprocs, argv, workdir))
+        # fairseq logs to stdout or stderr depending on who configured logging first.
+        translated = sum(max(_translated(s.out), _translated(s.log)) for s in shards)
+        lines, other = merge_outputs([s.out for s in shards], translated)
+    except FairseqStreamError as exc:
+        print(PREFIX + str(exc), file=sys.stderr)
+        sys.exit(1)
+    sys.stderr.writelines(other)
+    empty = [s.index for s in shards if _sentences_in(s.out) == 0]
+    if empty:
+        print(f"fairseq-stream-shard: warning: shard(s) {empty} got no sentences: fairseq shards whole batches; "
+              "pass a smaller --batch-size or --max-tokens to use every process", file=sys.stderr)
+    sys.stdout.writelines(lines)
+    print(f"fairseq-stream-shard: {translated} sentences from {len(shards)} shards (outputs in {workdir})",
+          file=sys.stderr)
+
+
+if __name__ == "__main__":
+    main()

@@ -1,1 +1,0 @@
-"""Pictures: DDGviz for Jacobi decoding (matplotlib is imported lazily)."""
