@@ -9,7 +9,8 @@ re-ranked by GNMT's penalty ``((5 + |Y|) / 6)^α`` (:mod:`fairseq_stream.core.re
 the paper), then detokenised and scored with sacreBLEU. Latency (Zhang2020: "decoding the test
 set with a batch size of 1, averaged over three runs") is the mean wall time per sentence at
 batch size 1 over ``--runs`` runs of the benchmark harness; the speedup is relative to the first
-model at the first beam size. Used by ``scripts/wmt14_ibdecoder.sh``.
+model at the first beam size, "vs ours" to our own engine's fixed beam (a ``fixed-ours`` model
+row) at the same beam size. Used by ``scripts/wmt14_ibdecoder.sh``.
 """
 from __future__ import annotations
 
@@ -84,7 +85,19 @@ def evaluate(args: argparse.Namespace) -> List[Dict[str, Any]]:
             print(f"  {label} B={beam}: BLEU {bleu:.2f}, {ms:.1f} ms/sentence", file=sys.stderr, flush=True)
     for row in rows:
         row["speedup"] = rows[0]["latency_ms"] / row["latency_ms"] if row["latency_ms"] else float("nan")
+        row["speedup_vs_ours"] = own_speedup(rows, row)
     return rows
+
+
+def own_speedup(rows: List[Dict[str, Any]], row: Dict[str, Any]) -> float:
+    """``row``'s speedup over our own engine's fixed beam (``fixed-ours``) at the same beam: the
+    last such row before it (the Transformer of its training), else the first; NaN without one."""
+    own = [r for r in rows if r["search"] == "fixed-ours" and r["beam"] == row["beam"]]
+    before = [r for r in own if rows.index(r) <= rows.index(row)]
+    base = (before or own or [None])[-1 if before else 0]
+    if base is None or not row["latency_ms"]:
+        return float("nan")
+    return base["latency_ms"] / row["latency_ms"]
 
 
 def main() -> None:
@@ -111,9 +124,10 @@ def main() -> None:
     parser.add_argument("--json", default=None)
     args = parser.parse_args()
     rows = evaluate(args)
-    print("| model | B | BLEU (GNMT lp) | latency ms (batch 1) | speedup |\n|---|---|---|---|---|")
+    print("| model | B | BLEU (GNMT lp) | latency ms (batch 1) | speedup | vs ours |\n|---|---|---|---|---|---|")
     for r in rows:
-        print(f"| {r['model']} | {r['beam']} | {r['bleu']:.2f} | {r['latency_ms']:.1f} | {r['speedup']:.2f}x |")
+        print(f"| {r['model']} | {r['beam']} | {r['bleu']:.2f} | {r['latency_ms']:.1f} | {r['speedup']:.2f}x "
+              f"| {r['speedup_vs_ours']:.2f}x |")
     if args.json:
         with open(args.json, "w", encoding="utf-8") as f:
             json.dump({"device": args.device, "dtype": args.dtype, "ib_finalize": args.ib_finalize, "rows": rows}, f,

@@ -1,5 +1,5 @@
 #!/usr/bin/env python
-"""Paper 003 on the demo corpus: a standard transformer vs an IBDecoder of the same size and budget.
+"""Zhang2020 on the demo corpus: a standard transformer vs an IBDecoder of the same size and budget.
 
 Stages (each skipped when its output exists; ``--stages`` picks some; training resumes an
 interrupted run, or a finished one asked for more ``--updates``, from its last checkpoint):

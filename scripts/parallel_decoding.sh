@@ -7,6 +7,10 @@
 # HGJ decodes every position in parallel blocks (L = the maximum). The paper decoded Opus-MT
 # and mBART50 through Hugging Face on WMT14 De-En (3,003 sentences, sacreBLEU's wmt14/full);
 # this script uses fairseq checkpoints instead (default: the published WMT'19 single models).
+# Rows: Greedy and Beam search (beam=5) are fairseq's generator (Table 1's baselines); Greedy
+# (ours) and Beam search ours (beam=5) the same searches by our engine (fixed-ours), which runs
+# the Jacobi rows too, so "vs ours" compares within one implementation as the paper does; PJ,
+# PGJ (b=3, b=5) and HGJ (b=3) are Table 1's parallel rows with the rules above.
 #
 #   bash scripts/parallel_decoding.sh --pair de-en --device cuda         # downloads model and data
 #   bash scripts/parallel_decoding.sh --models-dir DIR --src F --ref F --pair es-en --limit 100
@@ -38,6 +42,8 @@ one="beam=1,stream_capacity=1"
 "${bench[@]}" --json "$out/table1.json" \
     --run "beam:beam=1,label=Greedy" \
     --run "beam:beam=5,label=Beam search (beam=5)" \
+    --run "fixed-ours:$one,label=Greedy (ours)" \
+    --run "fixed-ours:beam=5,stream_capacity=1,label=Beam search ours (beam=5)" \
     --run "jacobi:$one,length_from=Greedy,label=PJ" \
     --run "gs-jacobi:$one,jacobi_block=3,length_from=Greedy,label=PGJ (b=3)" \
     --run "gs-jacobi:$one,jacobi_block=5,length_from=Greedy,label=PGJ (b=5)" \

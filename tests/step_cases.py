@@ -25,6 +25,9 @@ EOS, PAD, BOS, V = 2, 1, 0, 12
 BEAM_CASES: List[Dict[str, Any]] = [
     dict(beam=4),
     dict(beam=4, finalize="fairseq"),
+    # Freitag2017's preset: rp, ap, rpl and mc from the best active candidate, the shrinking beam
+    dict(beam=5, finalize="shrink", rel_threshold=0.6, abs_threshold=2.5, rel_local_threshold=0.02,
+         max_cands_per_node=3, reference="active"),
     dict(beam=3, final_count=1),
     dict(beam=5, abs_threshold=1.5, max_cands_per_node=3),
     dict(beam=5, abs_threshold=1.0, reference="final", lenpen=0.6),

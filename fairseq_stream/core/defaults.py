@@ -11,3 +11,23 @@ DEFAULT_MAX_CANDS_PER_NODE = 5
 #: log-probability ("final"); on weak models that loses up to 1.6 BLEU, so the default compares
 #: length-normalised scores ("normalized"). See docs/reproduction.md for the paper's rule.
 DEFAULT_REFERENCE = "normalized"
+#: The finalisation rule of the beams: Yang2020 App. A.1 ("ours"); "fairseq" and "shrink"
+#: (Freitag2017's baseline) are the others (--beam-finalize).
+DEFAULT_FINALIZE = "ours"
+#: --stream-input-order: fairseq's length-sorted order, or the input's own (Hoang2018 measures
+#: top-up batching without maxi-batch sorting).
+INPUT_ORDERS = ("sorted", "as-given")
+
+#: --prune-preset: a paper's whole pruning rule under one name, as option values by field name.
+#: Freitag2017 Table 1 (De-En): the combined row "rp=0.6,ap=2.5,rpl=0.02,mc=3" at beam 5 and
+#: "rp=0.3,ap=2.5,rpl=0.3,mc=3" at beam 14; thresholds measured from the best *active*
+#: candidate (their Eqs. 1-3) and their baseline's ending rule (an EOS ends its hypothesis at
+#: once, the beam shrinks by one).
+PRESETS = {
+    "freitag2017": ("Freitag2017 Table 1, beam 5", (
+        ("prune_rel_threshold", 0.6), ("prune_abs_threshold", 2.5), ("prune_rel_local_threshold", 0.02),
+        ("prune_max_cands_per_node", 3), ("prune_reference", "active"), ("beam_finalize", "shrink"))),
+    "freitag2017-k14": ("Freitag2017 Table 1, beam 14", (
+        ("prune_rel_threshold", 0.3), ("prune_abs_threshold", 2.5), ("prune_rel_local_threshold", 0.3),
+        ("prune_max_cands_per_node", 3), ("prune_reference", "active"), ("beam_finalize", "shrink"))),
+}

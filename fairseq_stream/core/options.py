@@ -11,7 +11,9 @@ from typing import Optional
 
 from fairseq.dataclass import FairseqDataclass
 
-from fairseq_stream.core.defaults import DEFAULT_ABS_THRESHOLD, DEFAULT_MAX_CANDS_PER_NODE, DEFAULT_REFERENCE
+from fairseq_stream.core.defaults import (
+    DEFAULT_ABS_THRESHOLD, DEFAULT_FINALIZE, DEFAULT_MAX_CANDS_PER_NODE, DEFAULT_REFERENCE,
+)
 from fairseq_stream.core.registry import epsilon_defaults_help, search_names
 
 
@@ -59,6 +61,13 @@ class StreamDecodingConfig(FairseqDataclass):
         metadata={"help": "stream each fairseq batch on its own (the stream drains at every batch's end) "
                   "instead of over the whole input; for comparisons"},
     )
+    stream_input_order: str = field(
+        default="sorted",
+        metadata={"help": "the order sentences are read in, for every --search: 'sorted' (fairseq's: by length, "
+                  "so batches hold sentences of similar length) or 'as-given' (the input file's order, no "
+                  "length sorting: Hoang2018 reports top-up batching without maxi-batch sorting); the output "
+                  "order is the same either way (fairseq prints sentence ids)"},
+    )
     stream_stats: Optional[str] = field(
         default=None,
         metadata={"help": "write the run's statistics (and the per-step active batch trace) as JSON here"},
@@ -85,13 +94,13 @@ class StreamDecodingConfig(FairseqDataclass):
         metadata={"help": "relative local threshold rpl in (0, 1]: prune candidates whose last word's "
                   "probability ≤ rpl·the step's best last-word probability (off by default)"},
     )
-    prune_reference: str = field(
-        default=DEFAULT_REFERENCE,
+    prune_reference: Optional[str] = field(
+        default=None,
         metadata={"help": "the best score --prune-abs-threshold and --prune-rel-threshold measure from: "
                   "'active' (best candidate on the beam, Freitag2017), 'final' (best of those and the finished "
                   "hypotheses by log-probability, Yang2020 App. A.3; up to 1.6 BLEU below the fixed beam on "
                   "weak models, README), 'normalized' (finished hypotheses by length-normalised score, scaled to "
-                  "each candidate's length)"},
+                  f"each candidate's length); default {DEFAULT_REFERENCE!r}, or --prune-preset's"},
     )
     prune_ended: str = field(
         default="prune",
@@ -111,10 +120,19 @@ class StreamDecodingConfig(FairseqDataclass):
                   "best --nbest by length-normalised score (the reference code's find_top_z; 0 = --beam; "
                   "1 = strict top-1, shorter outputs)"},
     )
-    beam_finalize: str = field(
-        default="ours",
+    beam_finalize: Optional[str] = field(
+        default=None,
         metadata={"help": "when a finished candidate becomes final: 'ours' (Yang2020 App. A.1: only "
-                  "once it tops the beam) or 'fairseq' (at once, as fairseq's beam search)"},
+                  "once it tops the beam), 'fairseq' (at once if among the top k of 2k, as fairseq's "
+                  "beam search) or 'shrink' (Freitag2017's baseline: at once if among the beam's k − finals best, "
+                  f"and the beam shrinks by one); default {DEFAULT_FINALIZE!r}, or --prune-preset's"},
+    )
+    prune_preset: Optional[str] = field(
+        default=None,
+        metadata={"help": "a paper's whole pruning rule for var-*: 'freitag2017' = Freitag2017 Table 1 at beam 5 "
+                  "(rp 0.6, ap 2.5, rpl 0.02, mc 3, measured from the best active candidate, --beam-finalize "
+                  "shrink); 'freitag2017-k14' = its beam-14 row (rp 0.3, ap 2.5, rpl 0.3, mc 3, same rule); an "
+                  "option left unset takes the preset's value, one given another value is refused"},
     )
     # ---- the output layer (Hoang2018 §3.1) ----
     output_layer: str = field(

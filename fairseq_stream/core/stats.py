@@ -1,5 +1,8 @@
 """Decoding statistics: the columns of Yang2020 Tables 4–7, Freitag2017's fan-out and Santilli2023's Iters.
 
+Fan-out (Freitag2017 Tables 1–2) is per sentence: ``fanout_per_step`` the candidates one
+sentence expands at a step, ``fanout_per_sentence`` those it expands in all.
+
 Every generator of the package fills one :class:`DecodeStats` per run. ``timesteps`` counts
 sequential decoder calls (a Jacobi iteration or an IBDecoder multi-word step is one);
 ``expansions`` counts the hypotheses fed through the decoder over all steps (Yang2020's
@@ -84,6 +87,17 @@ class DecodeStats:
         return self.expansions / self.timesteps if self.timesteps else 0.0
 
     @property
+    def fanout_per_step(self) -> float:
+        """Freitag2017's "avg fan out per sent": the candidates a sentence expands at a step
+        (decoder rows per sentence and step), over every step of every sentence."""
+        return self.expansions / self.active_sentences if self.active_sentences else 0.0
+
+    @property
+    def fanout_per_sentence(self) -> float:
+        """Freitag2017's "tot fan out per sent": the candidates a sentence expands in all."""
+        return self.expansions / self.sentences if self.sentences else 0.0
+
+    @property
     def mean_active_sentences(self) -> float:
         return self.active_sentences / self.timesteps if self.timesteps else 0.0
 
@@ -97,6 +111,8 @@ class DecodeStats:
             out.pop("trace")
         out.update(
             expansions_per_step=self.expansions_per_step,
+            fanout_per_step=self.fanout_per_step,
+            fanout_per_sentence=self.fanout_per_sentence,
             mean_active_sentences=self.mean_active_sentences,
             sentences_per_second=self.sentences_per_second,
         )
@@ -116,6 +132,9 @@ class DecodeStats:
             f"{self.sentences} sentences, {self.timesteps} timesteps, {self.expansions} expansions "
             f"({self.expansions_per_step:.1f}/step), mean active sentences {self.mean_active_sentences:.1f}"
         )
+        if self.active_sentences:
+            line += (f", fan-out per sentence {self.fanout_per_step:.2f}/step"
+                     + (f", {self.fanout_per_sentence:.1f} in all" if self.sentences else ""))
         if self.extra.get("oversubscribed_steps"):
             line += (f", {int(self.extra['oversubscribed_steps'])} steps over the candidate budget "
                      f"({int(self.extra.get('waiting_candidates', 0))} candidates waited a step)")

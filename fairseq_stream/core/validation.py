@@ -17,6 +17,7 @@ import os
 from dataclasses import dataclass, fields
 from typing import Any, Dict, Iterable, List, Optional, Sequence, Tuple
 
+from fairseq_stream.core.defaults import INPUT_ORDERS, PRESETS
 from fairseq_stream.core.options import StreamDecodingConfig
 from fairseq_stream.core.quantize import check_choice as check_quantize
 from fairseq_stream.core.registry import SearchEntry, StrategyConfig, get_search, search_names, stream_epsilon
@@ -115,11 +116,31 @@ def _check_rule_arguments(spec: Optional[str]) -> None:
             raise FairseqStreamError(f"--prune-rules {item}: {name} (as {flag}) must be {wanted}, got {arg}")
 
 
+def check_preset(opts: Any) -> None:
+    """``--prune-preset``: a known name, and no option given a value that contradicts it (the same
+    value is fine; an option left unset takes the preset's, see ``strategies.beam.option_value``)."""
+    name = getattr(opts, "prune_preset", None)
+    if name is None:
+        return
+    if name not in PRESETS:
+        raise FairseqStreamError(f"--prune-preset must be one of {', '.join(PRESETS)}, got {name!r}")
+    source, values = PRESETS[name]
+    for option, value in values:
+        given = getattr(opts, option, None)
+        if given is not None and given != value:
+            raise FairseqStreamError(f"--prune-preset {name} sets {_flag(option)} {value} ({source}); "
+                                     f"{_flag(option)} {given} contradicts it: drop one of them")
+
+
 def check_options(opts: Any) -> None:
     """The decoding options alone, before any data or model is loaded (the task calls it up front too)."""
     get_search(opts.search)
     _refuse_nan(opts)
     _check_rule_arguments(opts.prune_rules)
+    check_preset(opts)
+    if opts.stream_input_order not in INPUT_ORDERS:
+        raise FairseqStreamError(f"--stream-input-order must be one of {', '.join(INPUT_ORDERS)}, "
+                                 f"got {opts.stream_input_order!r}")
     if opts.output_layer not in ("fused", "full"):
         raise FairseqStreamError(f"--output-layer must be 'fused' or 'full', got {opts.output_layer!r}")
     if opts.step_backend not in STEP_BACKENDS:

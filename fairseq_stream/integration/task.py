@@ -8,6 +8,8 @@ It differs from ``translation`` in six ways only:
   ``n mod 8`` sentences under the default ``--required-batch-size-multiple 8``; every batch
   iterator of this task puts the dropped tail back as one final batch (fairseq 0.12.2's
   behaviour), for training, validation and generation alike;
+* ``--stream-input-order as-given`` reads the input in its own order instead of fairseq's
+  length-sorted one (for every ``--search``);
 * missing dictionaries, splits and over-long inputs are one-line errors; fairseq-interactive
   reports a line it cannot translate by its input line number, skips it and goes on
   (:mod:`fairseq_stream.integration.input_checks`);
@@ -27,7 +29,7 @@ import logging
 import os
 from collections import OrderedDict
 from dataclasses import dataclass
-from typing import Any, Dict, List, Optional
+from typing import Any, Dict, List, Optional, Tuple
 
 import numpy as np
 from fairseq import utils
@@ -68,7 +70,17 @@ def restore_dropped_batches(batches: List[np.ndarray], indices: np.ndarray) -> L
 
 
 class CompleteBatchesDataset(BaseWrapperDataset):
-    """A dataset view whose ``batch_by_size`` never drops a sentence."""
+    """A dataset view whose ``batch_by_size`` never drops a sentence; with ``input_order="as-given"``
+    its batches follow the dataset's own order instead of fairseq's length sorting."""
+
+    def __init__(self, dataset: FairseqDataset, input_order: str = "sorted") -> None:
+        super().__init__(dataset)
+        self.input_order = input_order
+
+    def ordered_indices(self):
+        if self.input_order == "as-given":  # --stream-input-order as-given: no length sorting
+            return np.arange(len(self), dtype=np.int64)
+        return self.dataset.ordered_indices()
 
     def batch_by_size(self, indices, max_tokens=None, max_sentences=None, required_batch_size_multiple=1):
         if len(indices) == 0:  # every sentence skipped: fairseq's batch_by_size fails on nothing
@@ -135,7 +147,7 @@ class TranslationStreamTask(TranslationTask):
         super().__init__(cfg, src_dict, tgt_dict)
         # A few recent views, so fairseq's per-dataset iterator cache keeps working while
         # fairseq-interactive's one-dataset-per-buffer pattern does not grow memory.
-        self._complete_views: "OrderedDict[int, CompleteBatchesDataset]" = OrderedDict()
+        self._complete_views: "OrderedDict[Tuple[int, str], CompleteBatchesDataset]" = OrderedDict()
         self._max_tokens: Optional[int] = None  # of the batch iterator being built
         self._lines_read = 0  # fairseq-interactive input lines seen so far
         self._input_buffer: Optional[InputBuffer] = None  # the interactive buffer being batched
@@ -206,11 +218,15 @@ class TranslationStreamTask(TranslationTask):
         self._has_bpe = bpe is not None
         return bpe
 
-    def get_batch_iterator(self, dataset: FairseqDataset, *args: Any, **kwargs: Any):
+    def get_batch_iterator(self, dataset: FairseqDataset, *args: Any, input_order: Optional[str] = None, **kwargs: Any):
+        """fairseq's iterator over a complete-batches view of ``dataset``, in ``input_order``
+        (default ``--stream-input-order``; the Python session passes each run's own)."""
         self._max_tokens = kwargs.get("max_tokens", args[0] if args else None)
-        view = self._complete_views.get(id(dataset))
+        order = input_order or self.cfg.stream_input_order
+        key = (id(dataset), order)  # one view per order: fairseq caches an iterator per dataset object
+        view = self._complete_views.get(key)
         if view is None or view.dataset is not dataset:
-            view = self._complete_views[id(dataset)] = CompleteBatchesDataset(dataset)
+            view = self._complete_views[key] = CompleteBatchesDataset(dataset, order)
             while len(self._complete_views) > 4:
                 self._complete_views.popitem(last=False)
         epoch_itr = super().get_batch_iterator(view, *args, **kwargs)

@@ -74,11 +74,11 @@ def fits(state_tensors: Sequence[Tensor], top_lp: Tensor) -> bool:
 
 
 def cpp_step(state_tensors: List[Tensor], top_lp: Tensor, top_tok: Tensor, row_slot: Tensor, len_pow: Tensor,
-             *, k: int, width: int, final_count: int, eos: int, pad: int, ours: bool, track_best: bool,
+             *, k: int, width: int, final_count: int, eos: int, pad: int, finalize: int, track_best: bool,
              rules: Tuple[List[int], List[float]]) -> StepResult:
     """One step by the C++ operator (``csrc/beam_step.cpp``; the contract above)."""
     ints, params = rules
-    config = [k, width, final_count, eos, pad, 0 if ours else 1, int(track_best), len(params)] + ints
+    config = [k, width, final_count, eos, pad, finalize, int(track_best), len(params)] + ints
     packet, rows = torch.ops.fairseq_stream.beam_step(
         top_lp.contiguous(), top_tok.contiguous(), row_slot.contiguous(), state_tensors, len_pow, config, params,
         packets.BEAM_STEP.starts(state_tensors[0].numel(), final_count))

@@ -121,12 +121,12 @@ def _apply_rules(keep, val, tok, tlp, carry, pw, bf, bfn, rule_kind, rule_ref, r
 
 
 @triton.jit
-def _shrink_and_prune(keep, val, tok, tlp, carry, pw, bf, bfn, nf_new, k, ours, rule_kind, rule_ref, rule_keep,
+def _shrink_and_prune(keep, val, tok, tlp, carry, pw, bf, bfn, nf_new, k, mode, rule_kind, rule_ref, rule_keep,
                       rule_param, n_rules, eos, W2: tl.constexpr):
     """Step 5: the beam shrinks by the final count, then the pruning rules; a sentence without
     any final hypothesis keeps its best candidate when the rules would prune them all."""
     lane = tl.arange(0, W2)
-    width = tl.where(ours != 0, tl.maximum(k - nf_new, 0), k)
+    width = tl.where(mode != 1, tl.maximum(k - nf_new, 0), k)  # rule fairseq (1) keeps k
     keep = keep & (tl.cumsum(keep.to(tl.int64), axis=0) <= width)
     before = keep
     keep = _apply_rules(keep, val, tok, tlp, carry, pw, bf, bfn, rule_kind, rule_ref, rule_keep, rule_param, n_rules,
@@ -176,7 +176,7 @@ def _new_beam(keep, carry, tok, par, val, tlp, par_ended_len, done, old_tokens, 
 def _sentence_step(top_lp, top_tok, row_of, c, scores, ended, ended_len, tokens, token_scores, old_tokens, old_scores,
                    steps, n_final, best_final, best_final_norm, fin_tokens, fin_scores, fin_len, fin_total, len_pow,
                    rule_kind, rule_ref, rule_keep, rule_param, n_rules, out_done, out_live, out_parent, out_tok,
-                   k, W, z, Z1, L, eos, pad, ours, track_best,
+                   k, W, z, Z1, L, eos, pad, mode, track_best,
                    P2: tl.constexpr, W2: tl.constexpr, L2: tl.constexpr, FP32: tl.constexpr):
     s = tl.program_id(0)
     NEG = float("-inf")
@@ -200,11 +200,13 @@ def _sentence_step(top_lp, top_tok, row_of, c, scores, ended, ended_len, tokens,
     tl.debug_barrier()
     length = tl.where(carry, par_ended_len, st + 1)
     valid = in_w & (val != NEG)
-    # 3. finalisation: "ours" the ended run at the top, "fairseq" every ended one in the top k
+    # 3. finalisation (mode, beam_rules.FINALIZATION_CODES): "ours" (0) the ended run at the top,
+    # "fairseq" (1) every ended one in the top k, "shrink" (2) every ended one in the top k - finals
     is_eos = valid & (tok == eos)
     first_open = tl.min(tl.where(is_eos, W2, lane), axis=0)
-    fin = tl.where(ours != 0, lane < first_open, is_eos & (lane < k))
-    keep = valid & tl.where(ours != 0, ~fin, ~is_eos)
+    limit = tl.where(mode == 2, k - nf, k)
+    fin = tl.where(mode == 0, lane < first_open, is_eos & (lane < limit))
+    keep = valid & tl.where(mode == 0, ~fin, ~is_eos)
     # 4. final hypotheses, the first Z of the sentence
     rank = nf + tl.cumsum(fin.to(tl.int64), axis=0) - 1
     ok = fin & (rank < z)
@@ -222,7 +224,7 @@ def _sentence_step(top_lp, top_tok, row_of, c, scores, ended, ended_len, tokens,
         bfn = tl.maximum(bfn, tl.max(tl.where(ok, norm, NEG), axis=0))
         tl.store(best_final + s, bf)
         tl.store(best_final_norm + s, bfn)
-    keep = _shrink_and_prune(keep, val, tok, tlp, carry, pw, bf, bfn, nf_new, k, ours, rule_kind, rule_ref, rule_keep,
+    keep = _shrink_and_prune(keep, val, tok, tlp, carry, pw, bf, bfn, nf_new, k, mode, rule_kind, rule_ref, rule_keep,
                              rule_param, n_rules, eos, W2)
     # 6. the new beam
     done = (nf_new >= z) | (tl.sum(keep.to(tl.int64), axis=0) == 0)
@@ -282,7 +284,7 @@ def _rules_on(device: torch.device, ints: List[int], params: List[float]) -> Tup
 
 
 def triton_step(state_tensors: Sequence[Tensor], top_lp: Tensor, top_tok: Tensor, row_slot: Tensor, len_pow: Tensor,
-                *, k: int, width: int, final_count: int, eos: int, pad: int, ours: bool, track_best: bool,
+                *, k: int, width: int, final_count: int, eos: int, pad: int, finalize: int, track_best: bool,
                 rules: Tuple[List[int], List[float]]) -> StepResult:
     """One step by the Triton kernels (the contract of :mod:`fairseq_stream.ops.beam_step`, uncompacted)."""
     s, (r, c) = state_tensors[0].numel(), top_lp.shape
@@ -295,13 +297,13 @@ def triton_step(state_tensors: Sequence[Tensor], top_lp: Tensor, top_tok: Tensor
     def launch(dry: bool) -> StepResult:
         state = [t.clone() for t in state_tensors] if dry else list(state_tensors)
         return _launch(state, top_lp.contiguous(), top_tok.contiguous(), row_slot, len_pow, sizes, k=k, w=w,
-                       final_count=final_count, eos=eos, pad=pad, ours=ours, track_best=track_best, rules=rules)
+                       final_count=final_count, eos=eos, pad=pad, finalize=finalize, track_best=track_best, rules=rules)
 
     return first_contact(signature, launch)
 
 
 def _launch(state_tensors: List[Tensor], top_lp: Tensor, top_tok: Tensor, row_slot: Tensor, len_pow: Tensor,
-            sizes: Dict[str, int], *, k: int, w: int, final_count: int, eos: int, pad: int, ours: bool, track_best: bool,
+            sizes: Dict[str, int], *, k: int, w: int, final_count: int, eos: int, pad: int, finalize: int, track_best: bool,
             rules: Tuple[List[int], List[float]]) -> StepResult:
     f = dict(zip(FIELDS, state_tensors))
     s, dev = f["sentences"].numel(), top_lp.device
@@ -319,7 +321,7 @@ def _launch(state_tensors: List[Tensor], top_lp: Tensor, top_tok: Tensor, row_sl
         top_lp, top_tok, row_of, c, f["scores"], f["ended"], f["ended_len"], f["tokens"],
         f["token_scores"], old_tokens, old_scores, f["steps"], f["n_final"], f["best_final"], f["best_final_norm"],
         f["fin_tokens"], f["fin_scores"], f["fin_len"], f["fin_total"], len_pow, kind, ref, spare, params, n_rules,
-        done, live, parent, tok, k, w, final_count, z1, cols, eos, pad, int(ours), int(track_best),
+        done, live, parent, tok, k, w, final_count, z1, cols, eos, pad, finalize, int(track_best),
         P2=sizes["P2"], W2=sizes["W2"], L2=sizes["L2"], FP32=top_lp.dtype == torch.float32)
     rows = torch.zeros(5, s * k, dtype=torch.long, device=dev)
     at = packets.BEAM_STEP.starts(s, final_count)

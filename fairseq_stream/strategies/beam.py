@@ -16,14 +16,16 @@ Per sentence, a step (Algorithm 1, lines 14–17) is:
    beam are final, one after another; an ended candidate lower down stays on the beam and
    becomes final only if it reaches the top later (it may also fall off). Rule ``fairseq``:
    every ended candidate among the top ``k`` of ``2k`` is final at once, and the beam is the
-   best ``k`` unfinished ones (fairseq's ``SequenceGenerator``);
+   best ``k`` unfinished ones (fairseq's ``SequenceGenerator``). Rule ``shrink`` (Freitag2017's
+   baseline): every ended candidate among the beam's current ``k − finals`` best is final at
+   once, and the beam shrinks by one for each;
 4. the beam shrinks by one per final hypothesis, then the heuristics prune it (Freitag2017
    §3, with Yang2020 App. A.3's detail that the best score may be a final one):
    absolute threshold ``ap`` (δ): drop ``score ≤ best − δ``; relative threshold ``rp``: drop
    ``p ≤ rp · p_best``; relative local threshold ``rpl``: drop when the last word's
    probability ``≤ rpl ·`` the best last-word probability of the step;
 5. a sentence ends with ``Z`` final hypotheses (``--beam-final-count``, as the reference
-   code's ``find_top_z``; default ``k``; ``k`` for the fairseq rule) or an empty beam; its
+   code's ``find_top_z``; default ``k``; ``k`` for the fairseq and shrink rules) or an empty beam; its
    n-best list is the best ``nbest`` of them by ``score / length^lenpen`` (length counts EOS).
    Z = 1 is the strictest reading of App. A.1 (the first hypothesis to reach the top ends the
    sentence); it favours short outputs (−1.0 BLEU at k = 50 on the demo model, README Results),
@@ -38,7 +40,7 @@ from typing import Any, Dict, List, Optional, Sequence, Tuple
 import torch
 from torch import Tensor
 
-from fairseq_stream.core.defaults import DEFAULT_ABS_THRESHOLD, DEFAULT_MAX_CANDS_PER_NODE
+from fairseq_stream.core.defaults import DEFAULT_ABS_THRESHOLD, DEFAULT_FINALIZE, DEFAULT_MAX_CANDS_PER_NODE, PRESETS
 from fairseq_stream.errors import FairseqStreamError
 from fairseq_stream.core.interface import Hypothesis, StepOutcome, StrategyContext
 from fairseq_stream.ops import beam_step as fused
@@ -51,7 +53,7 @@ from fairseq_stream.ops.transformer_step import SentenceIndex
 from fairseq_stream.core.processors import RowContext
 from fairseq_stream.core.registry import check_beam_and_nbest, lenpen_of
 from fairseq_stream.strategies.beam_rules import (  # noqa: F401  (Candidates, REFERENCES: for callers)
-    DEFAULT_REFERENCE, ENDED, FINALIZATION_RULES, REFERENCES, AbsoluteThreshold, Candidates, PruningRule, RelativeLocalThreshold,
+    DEFAULT_REFERENCE, ENDED, FINALIZATION_CODES, FINALIZATION_RULES, REFERENCES, AbsoluteThreshold, Candidates, PruningRule, RelativeLocalThreshold,
     RelativeThreshold, RuleDefaults, StepView, parse_pruning_rules,
 )
 from fairseq_stream.core.state import PAD, StateOps, StrategyState, host, per_sentence, rows
@@ -107,6 +109,21 @@ class Pruning:
         return built + self.extra
 
 
+#: what an option means when it is left unset (None) and no preset sets it
+_UNSET = {"prune_reference": DEFAULT_REFERENCE, "beam_finalize": DEFAULT_FINALIZE}
+
+
+def option_value(opts: Any, option: str) -> Any:
+    """``option``'s value after ``--prune-preset`` (checked by :mod:`fairseq_stream.core.validation`):
+    as given, else the preset's, else its default (``None`` for the thresholds: the strategy's own)."""
+    given = getattr(opts, option, None)
+    if given is not None:
+        return given
+    preset = PRESETS.get(getattr(opts, "prune_preset", None) or "")
+    values = dict(preset[1]) if preset is not None else {}
+    if option in values:
+        return values[option]
+    return _UNSET.get(option)
 
 
 @dataclass(frozen=True)
@@ -117,7 +134,7 @@ class BeamConfig:
     nbest: int = 1
     final_count: int = 0  # Z: final hypotheses that end a sentence (0 = beam; the reference code's find_top_z)
     lenpen: float = 1.0
-    finalize: str = "ours"  # "ours" (Yang2020 App. A.1) or "fairseq"
+    finalize: str = DEFAULT_FINALIZE  # "ours" (Yang2020 App. A.1), "fairseq" or "shrink" (Freitag2017)
     pruning: Pruning = Pruning()
 
     def __post_init__(self) -> None:
@@ -129,7 +146,7 @@ class BeamConfig:
                 f"--beam-final-count must be between --nbest ({self.nbest}) and --beam ({self.beam}), got {self.final_count}"
             )
         if self.finalize not in FINALIZATION_RULES:
-            raise FairseqStreamError(f"--beam-finalize must be 'ours' or 'fairseq', got {self.finalize!r}")
+            raise FairseqStreamError(f"--beam-finalize must be one of {', '.join(FINALIZATION_RULES)}, got {self.finalize!r}")
 
     @property
     def rows_per_sentence(self) -> int:
@@ -138,7 +155,7 @@ class BeamConfig:
     @classmethod
     def from_options(cls, name: str, gen_cfg: Any, opts: Any, models: Sequence[Any] = ()) -> "BeamConfig":
         return cls(beam=int(gen_cfg.beam), nbest=int(gen_cfg.nbest), final_count=int(opts.beam_final_count),
-                   lenpen=lenpen_of(gen_cfg), finalize=opts.beam_finalize,
+                   lenpen=lenpen_of(gen_cfg), finalize=option_value(opts, "beam_finalize"),
                    pruning=cls.pruning_from_options(opts))
 
     @staticmethod
@@ -153,12 +170,15 @@ class VariableBeamConfig(BeamConfig):
 
     @staticmethod
     def pruning_from_options(opts: Any) -> Pruning:
-        ap = DEFAULT_ABS_THRESHOLD if opts.prune_abs_threshold is None else opts.prune_abs_threshold
-        mc = DEFAULT_MAX_CANDS_PER_NODE if opts.prune_max_cands_per_node is None else opts.prune_max_cands_per_node
-        return Pruning(abs_threshold=None if math.isinf(ap) else float(ap), rel_threshold=opts.prune_rel_threshold,
-                       rel_local_threshold=opts.prune_rel_local_threshold, max_cands_per_node=int(mc),
-                       reference=opts.prune_reference, ended=opts.prune_ended,
-                       extra=parse_pruning_rules(opts.prune_rules, RuleDefaults(opts.prune_reference, opts.prune_ended)))
+        ap, mc = option_value(opts, "prune_abs_threshold"), option_value(opts, "prune_max_cands_per_node")
+        ap = DEFAULT_ABS_THRESHOLD if ap is None else ap
+        mc = DEFAULT_MAX_CANDS_PER_NODE if mc is None else mc
+        reference = option_value(opts, "prune_reference")
+        return Pruning(abs_threshold=None if math.isinf(ap) else float(ap),
+                       rel_threshold=option_value(opts, "prune_rel_threshold"),
+                       rel_local_threshold=option_value(opts, "prune_rel_local_threshold"), max_cands_per_node=int(mc),
+                       reference=reference, ended=opts.prune_ended,
+                       extra=parse_pruning_rules(opts.prune_rules, RuleDefaults(reference, opts.prune_ended)))
 
 
 @dataclass
@@ -287,7 +307,7 @@ class BeamSearch(StateOps):
         len_pow = self._length_penalties(state)
         tensors = [getattr(state, name) for name in fused.FIELDS]
         config = dict(k=self.k, width=self.final_width, final_count=self.done_at, eos=self.eos, pad=self.pad,
-                      ours=self.finalizer.name == "ours", track_best=bool(self.rules), rules=self.kernel_rules)
+                      finalize=FINALIZATION_CODES[self.finalizer.name], track_best=bool(self.rules), rules=self.kernel_rules)
         ran = self.runner.run(
             BEAM_STEP, tensors, (top_lp, top_tok, state.row_slot, len_pow), config,
             reference=lambda: self._reference_step(state, top_lp, top_tok, len_pow),
@@ -310,7 +330,7 @@ class BeamSearch(StateOps):
         """The step in PyTorch operations, on any device; the contract of :mod:`fairseq_stream.ops.beam_step`."""
         cand = self._candidates(state, top_lp, top_tok, state.row_slot)
         lengths = self._lengths(state, cand)
-        finals, keep = self.finalizer.split(cand, self.k, self.eos)
+        finals, keep = self.finalizer.split(cand, self.k, self.eos, state.n_final)
         self._record_finals(state, cand, finals, lengths, len_pow)
         keep = self._prune(state, cand, keep, lengths, len_pow)
         return self._advance(state, cand, keep, state.row_slot)

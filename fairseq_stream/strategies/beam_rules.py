@@ -9,8 +9,10 @@ the beam, shrinks the beam, then passes the keep mask through its **pruning rule
   ``--prune-abs-threshold`` / ``--prune-rel-threshold`` / ``--prune-rel-local-threshold`` build
   these three; ``--prune-rules NAME[:ARG],...`` adds any registered rule, a user's included
   (``user_dir_examples/prune_rule`` registers one from a ``--user-dir``).
-* Finalisation rules are ``ours`` (Yang2020 App. A.1) and ``fairseq`` (fairseq's
-  ``SequenceGenerator``), chosen with ``--beam-finalize``.
+* Finalisation rules are ``ours`` (Yang2020 App. A.1), ``fairseq`` (fairseq's
+  ``SequenceGenerator``) and ``shrink`` (Freitag2017's baseline: an EOS among the beam's
+  candidates ends that hypothesis at once and the beam shrinks by one), chosen with
+  ``--beam-finalize``.
 
 A rule sees one :class:`StepView` of the group and returns a new ``(S, W)`` keep mask; it must
 not read the device (no ``.item()``): the step's one host read comes after every rule.
@@ -205,8 +207,9 @@ class FinalizationRule(Protocol):
         """Final hypotheses that end a sentence (``Z``)."""
         ...
 
-    def split(self, cand: Candidates, k: int, eos: int) -> Tuple[Tensor, Tensor]:
-        """(which candidates become final, which may stay on the beam), both (S, W)."""
+    def split(self, cand: Candidates, k: int, eos: int, n_final: Tensor) -> Tuple[Tensor, Tensor]:
+        """(which candidates become final, which may stay on the beam), both (S, W);
+        ``n_final`` (S,): each sentence's final hypotheses before this step."""
         ...
 
     def beam_width(self, n_final: Tensor, k: int) -> Tensor:
@@ -232,7 +235,7 @@ class FinalizeOurs:
     def ends_at(self, k: int, final_count: int) -> int:
         return final_count or k
 
-    def split(self, cand: Candidates, k: int, eos: int) -> Tuple[Tensor, Tensor]:
+    def split(self, cand: Candidates, k: int, eos: int, n_final: Tensor) -> Tuple[Tensor, Tensor]:
         valid = torch.isfinite(cand.val)
         finals = torch.cumprod((valid & (cand.tok == eos)).long(), dim=1).bool()  # the ended run at the top
         return finals, valid & ~finals
@@ -258,7 +261,7 @@ class FinalizeFairseq:
     def ends_at(self, k: int, final_count: int) -> int:
         return k
 
-    def split(self, cand: Candidates, k: int, eos: int) -> Tuple[Tensor, Tensor]:
+    def split(self, cand: Candidates, k: int, eos: int, n_final: Tensor) -> Tuple[Tensor, Tensor]:
         valid = torch.isfinite(cand.val)
         is_eos = valid & (cand.tok == eos)
         finals = is_eos.clone()
@@ -269,4 +272,42 @@ class FinalizeFairseq:
         return torch.full_like(n_final, k)
 
 
-FINALIZATION_RULES: Dict[str, Any] = {"ours": FinalizeOurs(), "fairseq": FinalizeFairseq()}
+@dataclass(frozen=True)
+class FinalizeShrink:
+    """Freitag2017 §2 (their "original beam search", the baseline of their Tables 1–2): the
+    beam holds ``k − finals`` candidates; every EOS among that step's best ``k − finals``
+    candidates is final at once and the beam shrinks by one for each; the search stops when the
+    beam is empty (``k`` finals) and returns the best by normalised score.
+
+    It differs from ``ours`` in that an ended candidate below the top is final at once instead
+    of waiting on the beam, and from ``fairseq`` in that the beam shrinks (``k`` candidates, not
+    ``2k``, so finals crowd unfinished ones out, and the fan-out falls as hypotheses end)."""
+
+    name: str = "shrink"
+    cut_nbest: bool = True
+
+    def expansions(self, k: int) -> int:
+        return k
+
+    def width(self, k: int) -> int:
+        return k
+
+    def ends_at(self, k: int, final_count: int) -> int:
+        return k
+
+    def split(self, cand: Candidates, k: int, eos: int, n_final: Tensor) -> Tuple[Tensor, Tensor]:
+        valid = torch.isfinite(cand.val)
+        is_eos = valid & (cand.tok == eos)
+        # (S, W): only the beam's current width, k minus the finals so far, may end this step
+        within = torch.arange(cand.val.size(1), device=cand.val.device).unsqueeze(0) < (k - n_final).unsqueeze(1)
+        # The unfinished ones stay; the beam width (k − finals after this step) then keeps the
+        # same candidates as the top k − finals before it minus this step's finals.
+        return is_eos & within, valid & ~is_eos
+
+    def beam_width(self, n_final: Tensor, k: int) -> Tensor:
+        return (k - n_final).clamp(min=0)
+
+
+FINALIZATION_RULES: Dict[str, Any] = {"ours": FinalizeOurs(), "fairseq": FinalizeFairseq(), "shrink": FinalizeShrink()}
+#: the fused operators' code of each rule (ops/csrc/beam_step.cpp, ops/triton_beam_step.py)
+FINALIZATION_CODES: Dict[str, int] = {"ours": 0, "fairseq": 1, "shrink": 2}

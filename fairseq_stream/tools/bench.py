@@ -9,8 +9,10 @@ Each ``--run`` is ``SEARCH[:key=value,...]``; a key is a fairseq generation opti
 row. Each row first runs ``--warmup`` times untimed (compiles, kernel builds and the output
 layer's choice stay out of the timings), then the runs are repeated ``--repeats`` times in
 round-robin order, so a noisy machine slows all alike; the table gives the median wall time,
-sentences/s, the ratio to the first row and each strategy's own statistics, and ``--json``
-writes the rows. The default data are the demo's.
+sentences/s, the ratio to the first row, the ratio to our own engine's baseline at the same
+beam width (``vs ours``: ``fixed-ours``, at width 1 our greedy; added as a row where none is
+given, unless ``--no-own-baselines``) and each strategy's own statistics (Freitag2017's fan-out
+per sentence among them), and ``--json`` writes the rows. The default data are the demo's.
 
 Batching follows Yang2020's protocol: fairseq's own ``beam`` (FIXED) decodes batches of
 ``--batch-size`` sentences (or ``--max-tokens``), while our strategies, which schedule
@@ -147,6 +149,53 @@ def parse_run(spec: str, gen_keys: Union[Sequence[str], Kinds],
     return run
 
 
+#: our own engine's baseline: the fixed beam (FIXED-OURS), at width 1 our greedy
+OWN_BASELINE = "fixed-ours"
+
+
+def _beam(run: RunSpec, default_beam: int) -> int:
+    return int(run.gen.get("beam", default_beam))
+
+
+def own_baselines(runs: List[RunSpec], default_beam: int) -> List[RunSpec]:
+    """``runs`` and, for every beam width they time, our own engine's fixed beam at that width
+    (``fixed-ours``; at width 1 our greedy) where no row is one already, so that every speed
+    comparison has a baseline from the engine it measures beside fairseq's. Each added row
+    takes the ``stream_capacity`` of the first of our rows at its width. Runs of IBDecoder
+    checkpoints (``ib-beam``) get none: ``fixed-ours`` does not decode those models."""
+    from fairseq_stream.core.registry import get_search
+
+    if any(get_search(r.search).capabilities.models != "standard" for r in runs):
+        return list(runs)
+    widths: Dict[int, Optional[int]] = {}
+    for run in runs:
+        capacity = run.opts.get("stream_capacity") if run.search != "beam" else None
+        width = _beam(run, default_beam)
+        if widths.get(width) is None:
+            widths[width] = capacity
+    have = {_beam(r, default_beam) for r in runs if r.search == OWN_BASELINE}
+    added = []
+    for width, capacity in widths.items():
+        if width in have:
+            continue
+        label = "ours greedy (fixed-ours k=1)" if width == 1 else f"ours fixed (fixed-ours k={width})"
+        opts = {} if capacity is None else {"stream_capacity": capacity}
+        added.append(RunSpec(label, OWN_BASELINE, gen={"beam": width}, opts=opts))
+    return list(runs) + added
+
+
+def own_ratios(runs: List[RunSpec], rows: List[Dict[str, Any]], default_beam: int) -> None:
+    """``row["vs_ours"]``: each row's median wall time over that of our fixed beam at its width
+    (the first ``fixed-ours`` row at that width; None where there is none)."""
+    base: Dict[int, float] = {}
+    for run, row in zip(runs, rows):
+        if run.search == OWN_BASELINE:
+            base.setdefault(_beam(run, default_beam), row["wall_median"])
+    for run, row in zip(runs, rows):
+        wall = base.get(_beam(run, default_beam))
+        row["vs_ours"] = row["wall_median"] / wall if wall else None
+
+
 def _slug(label: str) -> str:
     return "".join(c if c.isalnum() or c in "-_." else "_" for c in label)
 
@@ -158,7 +207,8 @@ def _read_lines(path: str, limit: Optional[int]) -> List[str]:
 
 
 def _stat_columns(rows: List[Dict[str, Any]]) -> List[str]:
-    wanted = ["timesteps", "expansions", "expansions_per_step", "mean_active_sentences", "iteration_speedup"]
+    wanted = ["timesteps", "expansions", "expansions_per_step", "fanout_per_step", "fanout_per_sentence",
+              "mean_active_sentences", "iteration_speedup"]
     return [c for c in wanted if any(r["stats"].get(c) for r in rows)]
 
 
@@ -172,7 +222,9 @@ def format_table(rows: List[Dict[str, Any]]) -> str:
     """The Markdown table of a benchmark run."""
     stat_cols = _stat_columns(rows)
     backends = any(r.get("step_backends") for r in rows)  # the column once a row reports its operators
-    head = ["strategy", "BLEU", "wall s (median)", "wall s (mean ± sd)", "sent/s", "ratio"] + [c.replace("_", " ") for c in stat_cols]
+    own = any(r.get("vs_ours") is not None for r in rows)  # the ratio to our own fixed beam / greedy
+    head = ["strategy", "BLEU", "wall s (median)", "wall s (mean ± sd)", "sent/s", "ratio"] + (["vs ours"] if own else [])
+    head += [c.replace("_", " ") for c in stat_cols]
     head += ["step backends"] if backends else []
     lines = ["| " + " | ".join(head) + " |", "|" + "|".join(["---"] * len(head)) + "|"]
     for row in rows:
@@ -183,10 +235,10 @@ def format_table(rows: List[Dict[str, Any]]) -> str:
             _mean_sd(row["walls"]),
             f"{row['sentences_per_second']:.1f}",
             f"{row['ratio']:.2f}",
-        ]
+        ] + ([_cell(row.get("vs_ours"), ".2f")] if own else [])
         for c in stat_cols:
             v = row["stats"].get(c)
-            digits = 3 if c == "iteration_speedup" else 1  # a few percent matter here
+            digits = 3 if c == "iteration_speedup" else 2 if c == "fanout_per_step" else 1  # a few percent matter here
             cells.append("—" if v is None else (f"{v:.{digits}f}" if isinstance(v, float) else str(v)))
         if backends:
             cells.append(format_backends(row.get("step_backends", {})))
@@ -299,7 +351,16 @@ def run_benchmark(
     rows = [_row(run, results[i], walls[i], len(sources), references) for i, run in enumerate(runs)]
     for row in rows:
         row["ratio"] = row["wall_median"] / rows[0]["wall_median"] if rows[0]["wall_median"] else 0.0
+    own_ratios(runs, rows, _default_beam(session))
     return rows
+
+
+def _default_beam(session: Any) -> int:
+    """fairseq's --beam of the session (a row without ``beam=`` decodes with it)."""
+    try:
+        return int(session.cfg.generation.beam)
+    except AttributeError:  # a stand-in session without fairseq's config
+        return 5
 
 
 def _row(run: RunSpec, result: Any, walls: List[float], sentences: int, references: List[str]) -> Dict[str, Any]:
@@ -424,6 +485,10 @@ def _parser() -> argparse.ArgumentParser:
                              "time and kernels per step, in extra untimed runs per strategy (always on with "
                              "--device cuda unless --no-costs)")
     parser.add_argument("--no-costs", action="store_true", help="--device cuda: leave the cost table out")
+    parser.add_argument("--no-own-baselines", action="store_true",
+                        help="do not add our own engine's fixed beam (fixed-ours, at width 1 our greedy) at every beam "
+                             "width the rows time; by default it is added where no row is one, and the 'vs ours' column "
+                             "gives each row's time over it, beside 'ratio' (over the first row, usually fairseq's)")
     return parser
 
 
@@ -493,6 +558,8 @@ def main(argv: Optional[Sequence[str]] = None) -> None:
                                       cpu=args.device == "cpu", dtype=DTYPES[args.dtype])
     with usage_errors():  # still before any decoding
         runs = parse_runs(session, args.run or ["beam:beam=5"])
+    if not args.no_own_baselines:
+        runs = own_baselines(runs, _default_beam(session))
     sources = _read_lines(args.src, args.limit)
     references = _read_lines(args.ref, args.limit)
     if len(sources) != len(references):

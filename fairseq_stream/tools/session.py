@@ -147,7 +147,8 @@ class TranslationSession:
         ``required_batch_size_multiple`` defaults to fairseq's (8): batches are cut to multiples of it.
         """
         generator, stream_opts = self._build(search, gen or {}, opts or {})
-        itr = self._batches(dataset, max_tokens, batch_size, required_batch_size_multiple)
+        itr = self._batches(dataset, max_tokens, batch_size, required_batch_size_multiple,
+                            input_order=stream_opts.stream_input_order)
         if isinstance(generator, StreamGenerator) and not stream_opts.stream_per_batch:
             # One stream over the whole input: refills read the next batches ahead.
             itr = Lookahead(itr)
@@ -182,11 +183,20 @@ class TranslationSession:
         return result
 
     def _batches(self, dataset: Any, max_tokens: Optional[int], batch_size: Optional[int],
-                 required_batch_size_multiple: Optional[int]) -> Any:
-        """fairseq's batch iterator over ``dataset``, in order (fairseq-generate's defaults)."""
+                 required_batch_size_multiple: Optional[int], input_order: str = "sorted") -> Any:
+        """fairseq's batch iterator over ``dataset`` (fairseq-generate's defaults), length-sorted
+        or, with ``input_order="as-given"``, in the dataset's order."""
         if max_tokens is None and batch_size is None:
             max_tokens = 12000  # fairseq-generate's default
+        from fairseq_stream.integration.task import TranslationStreamTask
+
+        kwargs: Dict[str, Any] = {}
+        if isinstance(self.task, TranslationStreamTask):
+            kwargs["input_order"] = input_order
+        elif input_order != "sorted":
+            raise FairseqStreamError("--stream-input-order as-given needs --task translation_stream (or no --task)")
         return self.task.get_batch_iterator(
+            **kwargs,
             dataset=dataset,
             max_tokens=max_tokens,
             max_sentences=batch_size,

@@ -39,13 +39,25 @@ def test_var_stream_equals_var_batch_in_float64(demo_session64, data64, var_batc
     assert out.stats.expansions == var_batch64.stats.expansions  # same searches, differently batched
 
 
-@pytest.mark.parametrize("reference", [pytest.param("final", marks=pytest.mark.slow), "normalized"])
-def test_var_fifo_and_heuristics_equal_var_batch(demo_session64, data64, reference):
-    opts = {"prune_abs_threshold": 2.0, "prune_max_cands_per_node": 3, "prune_rel_threshold": 0.05,
-            "prune_rel_local_threshold": 0.01, "prune_reference": reference}
+HEURISTICS = {"prune_abs_threshold": 2.0, "prune_max_cands_per_node": 3, "prune_rel_threshold": 0.05,
+              "prune_rel_local_threshold": 0.01}
+
+
+@pytest.mark.parametrize("opts", [
+    pytest.param(dict(HEURISTICS, prune_reference="final"), id="final", marks=pytest.mark.slow),
+    pytest.param(dict(HEURISTICS, prune_reference="normalized"), id="normalized"),
+    pytest.param({"prune_preset": "freitag2017"}, id="freitag2017"),  # Freitag2017's whole rule: rp, ap, rpl, mc, the shrinking beam
+])
+def test_var_fifo_and_heuristics_equal_var_batch(demo_session64, demo_sources, data64, opts):
     ref = demo_session64.translate(data64, search="var-batch", gen=GEN, opts=dict(opts, stream_capacity=60))
     out = demo_session64.translate(data64, search="var-fifo", gen=GEN, opts=dict(opts, stream_capacity=11))
     assert_same_nbest(ref, out)
+    if opts.get("prune_preset"):  # and VAR-STREAM over 20 of them in their own order (no length sorting)
+        part = demo_session64.encode(demo_sources[:20])
+        stream = demo_session64.translate(part, search="var-stream", gen=GEN,
+                                          opts=dict(opts, stream_capacity=6, stream_input_order="as-given"))
+        ref.hypos = ref.hypos[:20]
+        assert_same_nbest(ref, stream)
 
 
 @pytest.mark.slow  # two decodes under a candidate budget: ~50 s on 2 cores
@@ -71,10 +83,15 @@ def test_oversubscribed_fifo_equals_var_batch(demo_session64, data64, var_batch6
     assert out.stats.extra["oversubscribed_steps"] > 0
 
 
-def test_fixed_stream_and_topup_equal_fixed_ours(demo_session64, data64):
+def test_fixed_stream_and_topup_equal_fixed_ours(demo_session64, demo_sources, data64):
     ref = demo_session64.translate(data64, search="fixed-ours", gen=GEN, opts={"stream_capacity": 20})
     for search, opts in [("fixed-stream", {"stream_capacity": 13}), ("topup", {"stream_capacity": 8})]:
         assert_same_nbest(ref, demo_session64.translate(data64, search=search, gen=GEN, opts=opts))
+    # top-up without length sorting (Hoang2018's setting), on the first 20 sentences
+    part = demo_session64.translate(demo_session64.encode(demo_sources[:20]), search="topup", gen=GEN,
+                                    opts={"stream_capacity": 8, "stream_input_order": "as-given"})
+    ref.hypos = ref.hypos[:20]
+    assert_same_nbest(ref, part)
 
 
 @pytest.mark.slow  # every strategy on shuffled input

@@ -60,7 +60,9 @@ OPT_SPACE: Dict[str, Tuple[List[Any], List[Any]]] = {
     "prune_ended": (["keep"], ["bogus"]),
     "prune_rules": (["ap:1", "rp:0.5,rpl:0.2", "ap:0", "rp:1"], ["rp:nan", "ap:-1", "bogus"]),
     "beam_final_count": ([1], [-1, 9]),
-    "beam_finalize": (["fairseq"], ["bogus"]),
+    "beam_finalize": (["ours", "fairseq", "shrink"], ["bogus"]),
+    "prune_preset": (["freitag2017", "freitag2017-k14"], ["bogus"]),
+    "stream_input_order": (["as-given"], ["shuffled"]),
     "output_layer": (["full"], ["bogus"]),
     "step_backend": (["reference", "cpp", "triton"], ["bogus", "cuda"]),  # triton on a CPU: a warned fallback
     "quantize": (["int8"], ["int4", "bogus"]),
@@ -71,7 +73,7 @@ OPT_SPACE: Dict[str, Tuple[List[Any], List[Any]]] = {
     "ib_finalize": (["all"], ["bogus"]),
 }
 SHARED = {"stream_capacity", "stream_max_candidates", "stream_max_wait", "stream_per_batch", "output_layer",
-          "stream_oversubscribe", "step_backend", "quantize"}  # read by every strategy of ours (the scheduler's, the output layer)
+          "stream_oversubscribe", "step_backend", "quantize", "stream_input_order"}  # read by every strategy of ours (the scheduler's, the output layer)
 
 
 def test_the_option_space_covers_every_decoding_option():

@@ -47,10 +47,16 @@ def test_wmt19_dry_run_shows_the_subwords_of_fastbpe_codes(tmp_path):
 def test_wmt19_var_stream_script_on_local_files(tmp_path):
     out = run_script(["scripts/wmt19_var_stream.sh", *local_args(tmp_path), "--limit", "6", "--runs", "1",
                       "--beams", "3", "--capacity", "4", "--fixed-batch", "4", "--device", "cpu"], tmp_path)
-    for label in ("GREEDY", "FIXED (fairseq)", "VAR-BATCH", "VAR-STREAM", "FIXED-OURS", "FIXED-STREAM",
-                  "VAR-STR-FIFO", "± "):
+    for label in ("GREEDY", "GREEDY (ours)", "FIXED (fairseq)", "VAR-BATCH", "VAR-STREAM", "FIXED-OURS",
+                  "FIXED-STREAM", "VAR-STR-FIFO", "VAR-BATCH (ours: normalized δ)", "VAR-STREAM (ours: normalized δ)",
+                  "± "):
         assert f"| {label}" in out or label == "± " and label in out
-    assert (tmp_path / "out" / "table1_k3.json").exists()
+    import json
+
+    rows = {r["label"]: r for r in json.loads((tmp_path / "out" / "table1_k3.json").read_text())["rows"]}
+    assert rows["VAR-STREAM"]["opts"]["prune_reference"] == "final"  # the paper's rule (App. A.3)
+    assert rows["VAR-STREAM (ours: normalized δ)"]["opts"]["prune_reference"] == "normalized"
+    assert rows["FIXED-OURS"]["vs_ours"] == 1.0 and rows["GREEDY"]["vs_ours"] is not None  # GREEDY (ours) at k = 1
 
 
 @pytest.mark.slow  # the whole Jacobi reproduction: six rows, each timed
@@ -58,7 +64,8 @@ def test_parallel_decoding_script_on_local_files(tmp_path):
     out = run_script(["scripts/parallel_decoding.sh", *local_args(tmp_path), "--limit", "4", "--runs", "1",
                       "--device", "cpu"], tmp_path)
     rows = {line.split("|")[1].strip(): line for line in out.splitlines() if line.startswith("| ") and "BLEU" not in line}
-    assert {"Greedy", "Beam search (beam=5)", "PJ", "PGJ (b=3)", "PGJ (b=5)", "HGJ (b=3)"} == set(rows)
+    assert {"Greedy", "Beam search (beam=5)", "Greedy (ours)", "Beam search ours (beam=5)", "PJ", "PGJ (b=3)",
+            "PGJ (b=5)", "HGJ (b=3)"} == set(rows)
     bleu = {label: row.split("|")[2].strip() for label, row in rows.items() if not label.startswith("Beam")}
     assert len(set(bleu.values())) == 1, bleu  # Jacobi decoding returns greedy's output
 
@@ -81,10 +88,12 @@ def test_wmt14_ibdecoder_script_on_the_demo_corpus(tmp_path):
                       "--device", "cpu", "--beams", "2 1", "--latency-sentences", "2", "--latency-runs", "1",
                       "--table2", "--table2-rows", "4 6", "--table3", "--out", str(tmp_path / "exp")], tmp_path)
     rows = [[c.strip() for c in line.split("|")[1:-1]] for line in out.splitlines() if line.startswith("| ")]
-    table1 = rows[1: 1 + 8]
-    assert [(r[0], r[1]) for r in table1] == [(m, b) for m in ("Transformer", "IBDecoder", "Transformer+KD",
-                                                                "IBDecoder+KD") for b in ("2", "1")]
+    table1 = rows[1: 1 + 12]
+    assert [(r[0], r[1]) for r in table1] == [(m, b) for m in (
+        "Transformer", "Transformer (ours)", "IBDecoder", "Transformer+KD", "Transformer+KD (ours)", "IBDecoder+KD")
+        for b in ("2", "1")]
     assert all(float(r[2]) >= 0 and float(r[3]) > 0 for r in table1) and table1[0][4] == "1.00x"
+    assert table1[2][5] == table1[3][5] == "1.00x"  # our engine's Transformer is its own baseline ("vs ours")
     table2 = [r for r in rows if r[0].startswith("T2-")]
     assert [(r[0], r[1]) for r in table2] == [("T2-4-+middle-to-side", "4"), ("T2-6-vanilla-SA-c2", "4")]
     assert all(float(r[2]) >= 0 for r in table2)
@@ -274,3 +283,68 @@ def test_bench_all_finds_fairseq_console_scripts_beside_any_interpreter_name(tmp
     found, timing = proc.stdout.splitlines()
     assert found == os.path.join(os.path.dirname(sys.executable), "fairseq-preprocess")
     assert timing.startswith("a b: ") and timing.endswith(" s")  # timed by the shell's clock, no /usr/bin/time
+
+
+def test_ib_eval_times_each_model_against_our_own_fixed_beam():
+    import importlib.util
+
+    spec = importlib.util.spec_from_file_location("ib_eval", os.path.join(REPO, "scripts", "ib_eval.py"))
+    ib_eval = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(ib_eval)
+    rows = [dict(model=m, search=s, beam=b, latency_ms=ms) for m, s, b, ms in (
+        ("T", "beam", 4, 10.0), ("T (ours)", "fixed-ours", 4, 8.0), ("IB", "ib-beam", 4, 4.0),
+        ("T+KD (ours)", "fixed-ours", 4, 6.0), ("IB+KD", "ib-beam", 4, 3.0), ("IB", "ib-beam", 1, 2.0))]
+    got = [ib_eval.own_speedup(rows, r) for r in rows]
+    assert got[:5] == [0.8, 1.0, 2.0, 1.0, 2.0]  # each against the Transformer of its own training
+    assert got[5] != got[5]  # no fixed-ours row at beam 1: NaN
+
+
+def _dry_runs(script, *args):
+    """The harness's --run specs a script would pass, per beam (its --dry-run; bash only, no Python)."""
+    proc = subprocess.run(["bash", script, "--dry-run", *args], cwd=REPO, capture_output=True, text=True, timeout=60)
+    assert proc.returncode == 0, proc.stderr
+    lines = [line for line in proc.stdout.splitlines() if line.startswith("## would run: ")]
+    return [line.split(" --run ")[1:] for line in lines]
+
+
+def test_pruning_sweep_rows_run_freitag2017s_rule(tmp_path):
+    k5, k14 = _dry_runs("scripts/pruning_sweep.sh", "--beams", "5 14", "--out", str(tmp_path))
+    ours = [r for r in k5 if not r.startswith("beam:")]
+    assert all("beam_finalize=shrink" in r or "prune_preset=freitag2017" in r for r in ours if "beam=5" in r)
+    assert all("prune_reference=active" in r for r in ours if r.startswith("var-batch:") and "preset" not in r)
+    assert "label=rp=0.6 ap=2.5 rpl=0.02 mc=3" in k5[5] and "prune_preset=freitag2017," in k5[5]
+    assert "prune_rel_threshold=0.3" in k14[1] and "prune_preset=freitag2017-k14," in k14[5]
+    assert k5[0].startswith("fixed-ours:") and "label=no pruning" in k5[0]  # the speed reference comes first
+
+
+def test_topup_script_compares_sorted_and_unsorted_input(tmp_path):
+    (rows,) = _dry_runs("scripts/topup_batching.sh", "--beams", "5", "--out", str(tmp_path))
+    labels = [r.split("label=")[1] for r in rows]
+    assert labels[:4] == ["batches (sorted)", "top-up (sorted)", "batches (unsorted)", "top-up (unsorted)"]
+    assert all(("stream_input_order=as-given" in r) == ("(unsorted)" in r) for r in rows)
+    assert {"var-stream (unsorted)", "fairseq (unsorted)"} <= set(labels)
+
+
+@pytest.mark.slow  # runs the whole sweep on a few demo sentences: eight rows, each timed
+def test_pruning_sweep_on_the_demo(tmp_path):
+    out = run_script(["scripts/pruning_sweep.sh", "--beams", "3", "--limit", "6", "--runs", "1", "--batch", "3",
+                      "--out", str(tmp_path)], tmp_path)
+    paper = out.split("| pruning | beam | speed up |", 1)[1]
+    rows = {line.split("|")[1].strip(): [c.strip() for c in line.split("|")[2:-1]]
+            for line in paper.splitlines() if line.startswith("| ") and "---" not in line}
+    assert set(rows) == {"no pruning", "rp=0.6", "ap=2.5", "rpl=0.02", "mc=3", "rp=0.6 ap=2.5 rpl=0.02 mc=3",
+                         "no pruning (beam 1)", "fairseq beam"}
+    assert rows["no pruning"][1] == "+0%" and rows["no pruning (beam 1)"][2] == "1.00"  # greedy: one per step
+    assert float(rows["rp=0.6 ap=2.5 rpl=0.02 mc=3"][3]) <= float(rows["no pruning"][3])  # pruning expands fewer
+
+
+@pytest.mark.slow  # runs the whole top-up comparison on a few demo sentences: eight rows, each timed
+def test_topup_batching_on_the_demo(tmp_path):
+    out = run_script(["scripts/topup_batching.sh", "--beams", "2", "--limit", "6", "--runs", "1", "--batch", "3",
+                      "--out", str(tmp_path)], tmp_path)
+    bleu = {line.split("|")[1].strip(): line.split("|")[2].strip() for line in out.splitlines()
+            if line.startswith("| ") and "BLEU" not in line and "---" not in line}
+    assert len(bleu) == 8
+    # the input order changes who shares a batch, never an output; top-up's searches are the batches'
+    assert bleu["batches (sorted)"] == bleu["batches (unsorted)"] == bleu["top-up (sorted)"] == bleu["top-up (unsorted)"]
+    assert bleu["var-stream (sorted)"] == bleu["var-stream (unsorted)"]

@@ -61,6 +61,32 @@ def test_fairseq_rule_reproduces_fairseq_on_the_hand_built_case():
     assert [h["score"] for h in hyps] == pytest.approx([float(h["score"]) for h in fs[0][:2]], abs=1e-4)
 
 
+def test_shrink_rule_ends_hypotheses_at_once_within_the_shrinking_beam():
+    """Freitag2017's baseline (k = 2): "b EOS" is among the top 2 after step 1, so it is final at
+    once and the beam shrinks to one; at step 2 "b a EOS" (log .27) is second, outside the
+    beam's one place, so it is no final hypothesis (the fairseq rule, top k of 2k, takes it)."""
+    table = {(SRC, ()): {B: 1.0}, (SRC, (B,)): {A: 0.6, EOS: 0.4}, (SRC, (B, A)): {C: 0.5, EOS: 0.45, B: 0.05},
+             (SRC, (B, A, C)): {EOS: 1.0}}
+    gen = {"beam": 2, "nbest": 2, "max_len_b": 5, "unnormalized": True}
+    (shrink,), g = ours(table, gen=gen, opts={"beam_finalize": "shrink"})
+    (fs_rule,), g_fs = ours(table, gen=gen, opts={"beam_finalize": "fairseq"})
+    assert [h["tokens"].tolist() for h in shrink] == [[B, EOS], [B, A, C, EOS]]
+    assert [h["score"] for h in shrink] == pytest.approx([math.log(0.4), math.log(0.3)], abs=1e-4)
+    assert [h["tokens"].tolist() for h in fs_rule] == [[B, EOS], [B, A, EOS]]
+    # BOS; "b" and a 1e-6 word (the table's floor); then one row a step: the beam shrank
+    assert g.stats.expansions == 5 and g.stats.active_sentences == 4
+    assert g.stats.fanout_per_step == 1.25 and g.stats.fanout_per_sentence == 5.0
+    assert g_fs.stats.fanout_per_step > g.stats.fanout_per_step  # the fairseq rule keeps k rows a step
+
+
+def test_shrink_rule_on_the_a1_case_returns_the_early_final():
+    # "b EOS" is second after step 1: final at once (rule ours keeps it waiting and loses it)
+    gen = {"beam": 2, "max_len_b": 3, "unnormalized": True}
+    (hyps,), g = ours(A1_TABLE, gen=gen, opts={"beam_finalize": "shrink"})
+    assert hyps[0]["tokens"].tolist() == [B, EOS]
+    assert g.stats.expansions == 5  # BOS, 2 rows (one the table's 1e-6 floor), then 1 and 1
+
+
 def test_ended_candidate_that_reaches_the_top_becomes_final():
     # "b EOS" sits second after step 1, then "b a"'s children all score below it: it rises to
     # the top and becomes final.
@@ -164,6 +190,17 @@ def test_batch_and_stream_agree_on_tables():
         ("var-stream", {"stream_oversubscribe": True}, {}, "--stream-oversubscribe needs --stream-max-candidates"),
         ("gs-jacobi", {"stream_oversubscribe": True, "stream_max_candidates": 4}, {"beam": 1},
          "--search gs-jacobi has no such beams"),
+        ("fixed-ours", {"beam_finalize": "bogus"}, {}, "--beam-finalize must be one of ours, fairseq, shrink"),
+        ("var-stream", {"prune_preset": "bogus"}, {}, "--prune-preset must be one of freitag2017, freitag2017-k14"),
+        ("var-stream", {"prune_preset": "freitag2017", "prune_rel_threshold": 0.3}, {},
+         "--prune-preset freitag2017 sets --prune-rel-threshold 0.6 (Freitag2017 Table 1, beam 5); "
+         "--prune-rel-threshold 0.3 contradicts it"),
+        ("var-stream", {"prune_preset": "freitag2017", "beam_finalize": "ours"}, {},
+         "sets --beam-finalize shrink"),
+        ("var-stream", {"prune_preset": "freitag2017-k14", "prune_reference": "final"}, {},
+         "sets --prune-reference active"),
+        ("fixed-ours", {"prune_preset": "freitag2017"}, {}, "does not read --prune-preset"),
+        ("var-stream", {"stream_input_order": "shuffled"}, {}, "--stream-input-order must be one of sorted, as-given"),
     ],
 )
 def test_bad_options_are_one_line_errors(name, opts, gen, message):
@@ -176,6 +213,31 @@ def test_bad_options_are_one_line_errors(name, opts, gen, message):
         build_generator(name, fake_task(D), [model], gen_cfg(**gen), o)
     assert message in str(err.value)
     assert "\n" not in str(err.value)
+
+
+def test_prune_preset_is_the_papers_rule_and_agrees_with_the_same_flags():
+    from fairseq_stream.core.validation import check_options as validate
+
+    flags = {"prune_rel_threshold": 0.6, "prune_abs_threshold": 2.5, "prune_rel_local_threshold": 0.02,
+             "prune_max_cands_per_node": 3, "prune_reference": "active", "beam_finalize": "shrink"}
+    model = TableModel(D, A1_TABLE)
+    built = {}
+    for label, opts in [("preset", {"prune_preset": "freitag2017"}), ("flags", flags),
+                        ("both", dict(flags, prune_preset="freitag2017"))]:  # the same values given twice: fine
+        o = stream_opts(search="var-stream", **opts)
+        validate(o)
+        built[label] = build_generator("var-stream", fake_task(D), [model], gen_cfg(beam=5), o)
+    for g in built.values():
+        assert g.config.pruning == built["flags"].config.pruning and g.config.finalize == "shrink"
+    p = built["preset"].config.pruning
+    assert (p.rel_threshold, p.abs_threshold, p.rel_local_threshold, p.max_cands_per_node, p.reference) == \
+        (0.6, 2.5, 0.02, 3, "active")
+    k14 = build_generator("var-batch", fake_task(D), [model], gen_cfg(beam=5),  # the table has 8 symbols
+                          stream_opts(search="var-batch", prune_preset="freitag2017-k14", prune_ended="keep"))
+    assert (k14.config.pruning.rel_threshold, k14.config.pruning.rel_local_threshold) == (0.3, 0.3)
+    assert k14.config.pruning.ended == "keep"  # an option the preset does not set stays the user's
+    plain = build_generator("var-batch", fake_task(D), [model], gen_cfg(beam=5), stream_opts(search="var-batch"))
+    assert plain.config.pruning.reference == "normalized" and plain.config.finalize == "ours"  # defaults unchanged
 
 
 # A short finished hypothesis against a longer, better-per-token one: k = 2, δ = 1.

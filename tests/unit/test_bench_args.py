@@ -118,3 +118,36 @@ def test_costs_a_cpu_cannot_measure_are_not_applicable():
              "gpu_busy": None, "kernels_per_step": None}
     line = format_costs([{"label": "ours", "costs": costs}]).splitlines()[-1]
     assert line == "| ours | 1.00 | 2.00 | 90.0 | n/a | 500 | n/a |"
+
+
+def test_every_beam_width_gets_our_own_baseline_beside_fairseqs():
+    from fairseq_stream.tools.bench import own_baselines
+
+    runs = [parse_run(spec, ["beam"]) for spec in (
+        "beam:beam=1,label=fairseq-greedy", "beam:beam=5,label=fairseq-beam", "gs-jacobi:beam=1,stream_capacity=1",
+        "var-stream:beam=5,stream_capacity=32", "fixed-ours:beam=50", "var-stream:beam=50", "var-batch")]
+    added = own_baselines(runs, default_beam=4)[len(runs):]
+    # k = 1 and 5 get fixed-ours (with the first of our rows' capacity); k = 50 has one; k = 4 is the default --beam
+    assert [(r.label, r.search, r.gen, r.opts) for r in added] == [
+        ("ours greedy (fixed-ours k=1)", "fixed-ours", {"beam": 1}, {"stream_capacity": 1}),
+        ("ours fixed (fixed-ours k=5)", "fixed-ours", {"beam": 5}, {"stream_capacity": 32}),
+        ("ours fixed (fixed-ours k=4)", "fixed-ours", {"beam": 4}, {}),
+    ]
+    assert own_baselines([parse_run("ib-beam:beam=4", ["beam"])], 5) == [parse_run("ib-beam:beam=4", ["beam"])]
+
+
+def test_the_vs_ours_column_divides_by_our_fixed_beam_at_the_same_width():
+    runs = [RunSpec("fairseq", "beam", gen={"beam": 5}), RunSpec("vs", "var-stream", gen={"beam": 5}),
+            RunSpec("fs1", "beam", gen={"beam": 1}), RunSpec("ours5", "fixed-ours", gen={"beam": 5})]
+    walls = {"beam": 4.0, "var-stream": 1.0, "fixed-ours": 2.0}
+
+    class Timed(FakeSession):
+        def translate(self, dataset, *, search, **kwargs):
+            out = super().translate(dataset, search=search, **kwargs)
+            out.stats.wall_seconds = walls[search]
+            return out
+
+    rows = run_benchmark(Timed(), ["a"], ["a"], runs, repeats=1, warmup=0, progress=False, log=lambda m: None)
+    assert [r["vs_ours"] for r in rows] == [2.0, 0.5, None, 1.0]  # no fixed-ours row at k = 1: n/a
+    table = format_table(rows)
+    assert "| ratio | vs ours |" in table and "| 0.25 | 0.50 |" in table and "| 1.00 | n/a |" in table

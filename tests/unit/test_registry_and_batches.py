@@ -84,7 +84,21 @@ def _stated_default(option: str, name: str):
     per_strategy = re.search(r"default ([0-9.]+) for var-\*", f.metadata["help"])
     if per_strategy and name.startswith("var-"):
         return float(per_strategy.group(1))
+    stated = re.search(r"default '([\w-]+)'", f.metadata["help"])  # an option left unset (None) by default
+    if f.default is None and stated:
+        return stated.group(1)
     return f.default
+
+
+def _preset_in_effect(config):
+    """The --prune-preset whose every value the built configuration has, else None."""
+    from fairseq_stream.core.defaults import PRESETS
+
+    have = {"prune_rel_threshold": config.pruning.rel_threshold, "prune_abs_threshold": config.pruning.abs_threshold,
+            "prune_rel_local_threshold": config.pruning.rel_local_threshold,
+            "prune_max_cands_per_node": config.pruning.max_cands_per_node, "prune_reference": config.pruning.reference,
+            "beam_finalize": config.finalize}
+    return next((name for name, (_, values) in PRESETS.items() if all(have[k] == v for k, v in values)), None)
 
 
 # option → what the built generator does with it, for the strategies that read it
@@ -105,6 +119,7 @@ _EFFECTIVE = {
     "prune_rules": lambda g, s: g.config.pruning.extra or None,
     "beam_final_count": lambda g, s: 0 if s.done_at == g.config.beam else s.done_at,  # "0 = --beam"
     "beam_finalize": lambda g, s: s.finalizer.name,
+    "prune_preset": lambda g, s: _preset_in_effect(g.config),
     "jacobi_block": lambda g, s: g.config.block,
     "jacobi_max_parallel_len": lambda g, s: g.config.max_parallel_len,
     "jacobi_init": lambda g, s: g.config.init,
@@ -115,8 +130,9 @@ _EVERY_STRATEGY = {"stream_capacity", "stream_max_candidates", "stream_max_wait"
                    "step_backend"}
 # stated elsewhere: --search (the registry test), --stream-epsilon (the test above),
 # --stream-per-batch (the task's reading of fairseq's iterator: test_cli_stream_across_batches),
-# --quantize (none = the models as loaded: test_quantize)
-_ELSEWHERE = {"search", "stream_epsilon", "stream_per_batch", "quantize"}
+# --quantize (none = the models as loaded: test_quantize), --prune-preset (unset: the flags' own
+# defaults: checked above through _preset_in_effect), --stream-input-order (fairseq's sorting: test_stream_input_order)
+_ELSEWHERE = {"search", "stream_epsilon", "stream_per_batch", "quantize", "stream_input_order"}
 
 
 def test_help_defaults_are_what_every_strategy_does():

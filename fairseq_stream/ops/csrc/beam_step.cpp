@@ -6,7 +6,8 @@
 //   1. the pool: every live slot's c expansions (slot score + token log-probability), then the
 //      ended candidates carried on the beam;
 //   2. the best W of the pool (ties: lower pool index first);
-//   3. finalisation ("ours": the ended run at the top; "fairseq": every ended one in the top k);
+//   3. finalisation ("ours": the ended run at the top; "fairseq": every ended one in the top k;
+//      "shrink": every ended one in the top k - finals so far);
 //   4. final hypotheses written to the fin_* buffers (the first Z of a sentence);
 //   5. the beam shrinks by the final count, then the pruning rules (thresholds ap/rp measured
 //      from the "final", "active" or "normalized" reference, computed at first use; rpl);
@@ -49,7 +50,8 @@ struct Step {
   const T* top_lp;
   const int64_t* top_tok;
   int64_t c, k, W, z, eos, pad, L, Z1;
-  bool ours, track_best;
+  int64_t mode;  // the finalisation rule: 0 ours, 1 fairseq, 2 shrink (beam_rules.FINALIZATION_CODES)
+  bool track_best;
   const std::vector<Rule>* rules;
   const T* len_pow;
   // state
@@ -118,21 +120,22 @@ struct Step {
       len[w] = carry[w] ? ended_len[s * k + par[w]] : st + 1;
     }
     // 3. finalisation
+    const int64_t nf = n_final[s];
+    const int64_t limit = mode == 2 ? k - nf : k;
     bool run = true;
     for (int64_t w = 0; w < Wn; ++w) {
       const bool valid = std::isfinite(val[w]);
-      if (ours) {
+      if (mode == 0) {
         fin[w] = run && valid && tk[w] == eos;
         run = fin[w];
         keep[w] = valid && !fin[w];
       } else {
         const bool is_eos = valid && tk[w] == eos;
-        fin[w] = is_eos && w < k;
+        fin[w] = is_eos && w < limit;
         keep[w] = valid && !is_eos;
       }
     }
     // 4. final hypotheses
-    const int64_t nf = n_final[s];
     int64_t seen = 0, ok_count = 0;
     T bf = best_final[s], bfn = best_final_norm[s];
     for (int64_t w = 0; w < Wn; ++w) {
@@ -160,7 +163,7 @@ struct Step {
       best_final_norm[s] = bfn;
     }
     // 5. the beam shrinks by the final count, then the pruning rules
-    const int64_t width = ours ? std::max<int64_t>(k - nf_new, 0) : k;
+    const int64_t width = mode != 1 ? std::max<int64_t>(k - nf_new, 0) : k;
     int64_t kept = 0;
     for (int64_t w = 0; w < Wn; ++w)
       if (keep[w] && ++kept > width) keep[w] = false;
@@ -266,7 +269,7 @@ std::tuple<torch::Tensor, torch::Tensor> beam_step(const torch::Tensor& top_lp, 
   AT_DISPATCH_FLOATING_TYPES(top_lp.scalar_type(), "beam_step", [&] {
     using T = scalar_t;
     Step<T> step{ptr<T>(top_lp), top_tok.data_ptr<int64_t>(), top_lp.size(1), k, config[1], z, config[3], config[4],
-                 state[kTokens].size(2), state[kFinTokens].size(1), config[5] == 0, config[6] != 0, &rules, ptr<T>(len_pow),
+                 state[kTokens].size(2), state[kFinTokens].size(1), config[5], config[6] != 0, &rules, ptr<T>(len_pow),
                  ptr<T>(state[kScores]), state[kEnded].data_ptr<bool>(), ptr<int64_t>(state[kEndedLen]),
                  ptr<int64_t>(state[kTokens]), ptr<T>(state[kTokenScores]), ptr<int64_t>(state[kSteps]),
                  ptr<int64_t>(state[kNFinal]), ptr<T>(state[kBestFinal]), ptr<T>(state[kBestFinalNorm]),
