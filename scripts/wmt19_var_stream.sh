@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Reproduce Table 1 (and Tables 3 and 5) of Yang2020 (streaming beam search): fairseq's WMT'19
+# Reproduce Table 1 (and Tables 3 and 5) of Yang2020 (docs/papers.md): fairseq's WMT'19
 # De-En / Ru-En ensembles on newstest2018, k = 5 and 50, several runs each, wall clock as
 # mean ± sd, detokenised sacreBLEU. Each row, what it reproduces, and its rule:
 #   GREEDY             Table 1   fairseq's greedy (beam 1)
