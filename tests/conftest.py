@@ -70,7 +70,11 @@ def demo_references():
 def run_cli(args: list[str], cwd: str = REPO, stdin: str | None = None, env_extra: dict | None = None) -> subprocess.CompletedProcess:
     """Run a fairseq console script of the interpreter running the tests."""
     exe = os.path.join(os.path.dirname(sys.executable), args[0])
-    env = dict(os.environ, PYTHONWARNINGS="ignore", **(env_extra or {}))
+    env = dict(os.environ, PYTHONWARNINGS="ignore")
+    # One torch thread unless a test says otherwise: outputs compared across two runs must not
+    # depend on how many idle cores the load check found at each run's start (float sums differ).
+    env.setdefault("OMP_NUM_THREADS", "1")
+    env.update(env_extra or {})
     return subprocess.run([exe, *args[1:]], cwd=cwd, input=stdin, capture_output=True, text=True, env=env)
 
 
