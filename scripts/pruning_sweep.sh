@@ -33,37 +33,11 @@
 #   their extensions) --beams "5 14" --limit N (300) --runs N (2) --batch N (32) --device cpu|cuda
 #   --threads N --out DIR (work/pruning_sweep) --dry-run (print the harness command; decode nothing)
 set -euo pipefail
-repo="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
-data="$repo/user_dir_examples/demo" path="" codes="" src="" ref="" beams="5 14" limit=300 runs=2 batch=32
-device=cpu threads="" out="" dry_run=""
-while [ $# -gt 0 ]; do
-    case "$1" in
-        --data) data="$2"; shift 2;;
-        --path) path="$2"; shift 2;;
-        --bpe-codes) codes="$2"; shift 2;;
-        --src) src="$2"; shift 2;;
-        --ref) ref="$2"; shift 2;;
-        --beams) beams="$2"; shift 2;;
-        --limit) limit="$2"; shift 2;;
-        --runs) runs="$2"; shift 2;;
-        --batch) batch="$2"; shift 2;;
-        --device) device="$2"; shift 2;;
-        --threads) threads="$2"; shift 2;;
-        --out) out="$2"; shift 2;;
-        --dry-run) dry_run=1; shift;;
-        -h|--help) awk 'NR > 1 && /^set -e/ { exit } NR > 1' "$0"; exit 0;;
-        *) echo "pruning_sweep.sh: unknown option $1 (see --help)" >&2; exit 2;;
-    esac
-done
-path="${path:-$data/checkpoint.pt}" codes="${codes:-$data/bpe.codes}" src="${src:-$data/test.es}" ref="${ref:-$data/test.en}"
-out="${out:-$repo/work/pruning_sweep}"
-mkdir -p "$out"
-python="${PYTHON:-python3}"
-[ -x "$repo/.venv/bin/python" ] && python="$repo/.venv/bin/python"
-export PYTHONPATH="$repo${PYTHONPATH:+:$PYTHONPATH}"
-bench=("$python" -m fairseq_stream.tools.bench --data "$data" --path "$path" --bpe-codes "$codes" --src "$src" --ref "$ref"
-       --limit "$limit" --repeats "$runs" --batch-size "$batch" --device "$device" --no-progress)
-[ -n "$threads" ] && bench+=(--threads "$threads")
+source "$(dirname "${BASH_SOURCE[0]}")/wmt_common.sh"
+beams="5 14" limit=300 runs=2
+wmt_option() { case "$1" in *) wmt_local_option "$@";; esac; }
+wmt_parse "$@"
+wmt_local_bench pruning_sweep
 for k in $beams; do
     if [ "$k" -lt 14 ]; then rp=0.6 rpl=0.02 preset=freitag2017; else rp=0.3 rpl=0.3 preset=freitag2017-k14; fi
     shrink="beam=$k,stream_capacity=$batch,beam_finalize=shrink"  # the unpruned beam reads no pruning option

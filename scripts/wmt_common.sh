@@ -109,3 +109,27 @@ wmt_bench() {  # CHECKPOINTS: sets the array bench, the harness over the test se
     [ -n "$threads" ] && bench+=(--threads "$threads")
     return 0
 }
+
+# The scripts that sweep the harness over a local model (pruning_sweep.sh, topup_batching.sh):
+# their shared options (the caller sets the defaults of beams, limit, runs and batch first).
+data="$repo/user_dir_examples/demo" path="" codes="" batch=32 dry_run=""
+wmt_local_option() {
+    case "$1" in
+        --data) data="${2-}";; --path) path="${2-}";; --bpe-codes) codes="${2-}";;
+        --src) src="${2-}";; --ref) ref="${2-}";; --beams) beams="${2-}";;
+        --limit) limit="${2-}";; --runs) runs="${2-}";; --batch) batch="${2-}";;
+        --dry-run) dry_run=1; wmt_shift=1; return 0;;
+        *) return 0;;
+    esac
+    wmt_shift=2
+}
+
+wmt_local_bench() {  # NAME: fill in the model's files, make $out (work/NAME), set the harness command `bench`
+    path="${path:-$data/checkpoint.pt}" codes="${codes:-$data/bpe.codes}" src="${src:-$data/test.es}" ref="${ref:-$data/test.en}"
+    out="${out:-$repo/work/$1}"
+    mkdir -p "$out"
+    bench=("$python" -m fairseq_stream.tools.bench --data "$data" --path "$path" --bpe-codes "$codes" --src "$src" --ref "$ref"
+           --limit "$limit" --repeats "$runs" --batch-size "$batch" --device "$device" --dtype "$dtype" --no-progress)
+    [ -n "$threads" ] && bench+=(--threads "$threads")
+    return 0
+}
