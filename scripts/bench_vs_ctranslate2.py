@@ -10,7 +10,9 @@ with one thread (``torch.set_num_threads(1)``; CTranslate2 ``intra_threads=1, in
 at beam k=5 (``--limit`` sentences) and k=50 (``--limit-k50``). Each row is warmed up once,
 untimed, on a few sentences, then timed ``--repeats`` times round-robin (a busy machine slows
 all rows alike); the table gives the median decode time (encoding and decoding only: no model
-loading, conversion, tokenisation or detokenisation), its ratio to fairseq's beam, BLEU
+loading, conversion, tokenisation or detokenisation), its ratio to fairseq's beam, the
+process's CPU time over the same call (``time.process_time``: on a machine shared with other
+jobs it counts the decode's own work, not the time it waited for a core), BLEU
 (sacrebleu, detokenised output against the reference) and how many outputs are identical to
 fairseq's beam. CTranslate2 gets the BPE'd source tokens our pipeline feeds fairseq
 (:mod:`fairseq_stream.tools.text`), fairseq's length limit (200 tokens) and length penalty (1.0), and
@@ -49,15 +51,17 @@ class System:
     """One row: ``decode(sentences) -> detokenised outputs`` (timed inside, see :func:`_timed`)."""
 
     label: str
-    decode: Callable[[Sequence[int]], Tuple[List[str], float]]
+    decode: Callable[[Sequence[int]], Tuple[List[str], float, float]]
 
 
 def ours(session: Any, dataset_for: Callable[[Sequence[int]], Any], label: str, search: str, k: int,
          opts: Dict[str, Any]) -> System:
     """A fairseq-stream (or fairseq ``beam``) row; the time is the session's decode wall time."""
-    def decode(ids: Sequence[int]) -> Tuple[List[str], float]:
-        result = session.translate(dataset_for(ids), search=search, gen={"beam": k}, opts=opts)
-        return result.strings, result.stats.wall_seconds
+    def decode(ids: Sequence[int]) -> Tuple[List[str], float, float]:
+        dataset = dataset_for(ids)
+        cpu = time.process_time()
+        result = session.translate(dataset, search=search, gen={"beam": k}, opts=opts)
+        return result.strings, result.stats.wall_seconds, time.process_time() - cpu
 
     return System(label, decode)
 
@@ -69,13 +73,13 @@ def ctranslate2_row(model_dir: str, compute_type: str, tokens: List[List[str]], 
     translator = ctranslate2.Translator(model_dir, device="cpu", compute_type=compute_type,
                                         intra_threads=1, inter_threads=1)
 
-    def decode(ids: Sequence[int]) -> Tuple[List[str], float]:
+    def decode(ids: Sequence[int]) -> Tuple[List[str], float, float]:
         source = [tokens[i] for i in ids]
-        start = time.perf_counter()
+        start, cpu = time.perf_counter(), time.process_time()
         out = translator.translate_batch(source, beam_size=k, max_batch_size=batch, batch_type="examples",
                                          length_penalty=1.0, max_decoding_length=MAX_LEN, num_hypotheses=1)
-        wall = time.perf_counter() - start
-        return [detok(r.hypotheses[0]) for r in out], wall
+        wall, cpu = time.perf_counter() - start, time.process_time() - cpu
+        return [detok(r.hypotheses[0]) for r in out], wall, cpu
 
     return System(f"CTranslate2 {compute_type}", decode)
 
@@ -109,6 +113,9 @@ def systems_for(session: Any, model_dir: str, tokens: List[List[str]], k: int, b
         for label, search, opts in variants:
             name = label + (" int8" if quantize == "int8" else "")
             rows.append(ours(session, dataset_for, name, search, k, dict(opts, quantize=quantize)))
+    # what --cpu-matmul auto (oneDNN) gives the exact row, against PyTorch's default sgemm
+    rows.append(ours(session, dataset_for, "fixed-ours (fairseq finalize) --cpu-matmul torch", "fixed-ours", k,
+                     {"beam_finalize": "fairseq", "cpu_matmul": "torch"}))
     rows += [ctranslate2_row(model_dir, ct, tokens, k, batch, detok) for ct in ("float32", "int8")]
     return rows
 
@@ -122,20 +129,24 @@ def measure(rows: List[System], n: int, repeats: int, references: List[str], log
     for row in rows:
         row.decode(ids[:WARMUP_SENTENCES])
     walls: Dict[str, List[float]] = {row.label: [] for row in rows}
+    cpus: Dict[str, List[float]] = {row.label: [] for row in rows}
     outputs: Dict[str, List[str]] = {}
     for r in range(repeats):
         for row in rows:
-            outputs[row.label], wall = row.decode(ids)
+            outputs[row.label], wall, cpu = row.decode(ids)
             walls[row.label].append(wall)
-            log(f"  k={k} repeat {r + 1}/{repeats} {row.label}: {wall:.2f}s")
+            cpus[row.label].append(cpu)
+            log(f"  k={k} repeat {r + 1}/{repeats} {row.label}: {wall:.2f}s ({cpu:.2f}s CPU)")
     reference_row = outputs[rows[0].label]
     base = statistics.median(walls[rows[0].label])
+    base_cpu = statistics.median(cpus[rows[0].label])
     results = []
     for row in rows:
-        median = statistics.median(walls[row.label])
+        median, cpu = statistics.median(walls[row.label]), statistics.median(cpus[row.label])
         results.append({
             "system": row.label, "k": k, "sentences": n, "seconds": median, "walls": walls[row.label],
-            "ratio": median / base if base else 0.0,
+            "ratio": median / base if base else 0.0, "cpu_seconds": cpu, "cpus": cpus[row.label],
+            "cpu_ratio": cpu / base_cpu if base_cpu else 0.0,
             "bleu": sacrebleu.corpus_bleu(outputs[row.label], [references[:n]]).score,
             "identical": sum(a == b for a, b in zip(outputs[row.label], reference_row)),
         })
@@ -143,11 +154,12 @@ def measure(rows: List[System], n: int, repeats: int, references: List[str], log
 
 
 def format_table(results: List[Dict[str, Any]]) -> str:
-    lines = ["| system | k | sentences | decode s (median) | × fairseq beam | BLEU | identical to fairseq beam |",
-             "|---|---|---|---|---|---|---|"]
+    lines = ["| system | k | sentences | decode s (median) | × fairseq beam | CPU s (median) | × fairseq beam (CPU) "
+             "| BLEU | identical to fairseq beam |",
+             "|---|---|---|---|---|---|---|---|---|"]
     for r in results:
         lines.append(f"| {r['system']} | {r['k']} | {r['sentences']} | {r['seconds']:.2f} | {r['ratio']:.2f} | "
-                     f"{r['bleu']:.2f} | {r['identical']}/{r['sentences']} |")
+                     f"{r['cpu_seconds']:.2f} | {r['cpu_ratio']:.2f} | {r['bleu']:.2f} | {r['identical']}/{r['sentences']} |")
     return "\n".join(lines)
 
 

@@ -38,13 +38,13 @@ PARTS = [("encoder", "encoder"), ("decoder layers", "decoder"), ("output project
 def timers(totals: Dict[str, float], search_class: type) -> Iterator[None]:
     """Patch the timed functions (restored on exit); their seconds accumulate in ``totals``."""
     from fairseq_stream.core import model_step
-    from fairseq_stream.ops import beam_step, fused_output, transformer_step
+    from fairseq_stream.ops import backends, fused_output, transformer_step
 
     targets = [(model_step.ModelStep, "encode", "encoder"), (model_step.ModelStep, "admit", "encoder"),
                (model_step.ModelStep, "select", "reorder"), (model_step.ModelStep, "accept", "reorder"),
                (transformer_step.TransformerStepper, "forward", "decoder"),
                (transformer_step.TransformerStepper, "logits", "logits"),
-               (fused_output.OutputScorer, "top", "topk"), (beam_step, "fused_step", "operator"),
+               (fused_output.OutputScorer, "top", "topk"), (backends.StepRunner, "run", "operator"),
                (search_class, "step", "strategy")]
     saved = [(owner, name, getattr(owner, name)) for owner, name, _ in targets]
 

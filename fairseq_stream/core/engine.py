@@ -12,6 +12,7 @@ from typing import Any, List
 
 import torch
 
+from fairseq_stream.core import linear_kernels
 from fairseq_stream.core.interface import StrategyContext
 from fairseq_stream.core.processors import build_processors, needs_history
 from fairseq_stream.core.quantize import prepare_models
@@ -25,8 +26,12 @@ import fairseq_stream.strategies  # noqa: F401,E402  (registers the package's st
 def build_generator(name: str, task: Any, models: List[Any], gen_cfg: Any, opts: Any, **fairseq_kwargs: Any) -> Any:
     """The fairseq generator of ``--search name`` (``opts``: the task's decoding options)."""
     plan = validate_run(name, gen_cfg, opts, models, task.target_dictionary, fairseq_kwargs.get("extra_gen_cls_kwargs"))
-    models = prepare_models(models, getattr(opts, "quantize", "none"))  # --quantize int8: int8 copies
     entry, config = plan.entry, plan.config
+    quantize = getattr(opts, "quantize", "none")
+    models = prepare_models(models, quantize)  # --quantize int8: int8 copies
+    if quantize == "none":  # --cpu-matmul: float32 Linear layers on oneDNN (copies) or as loaded
+        library = linear_kernels.resolve(getattr(opts, "cpu_matmul", "auto"), models, fairseq_search=entry.build is not None)
+        models = linear_kernels.prepare(models, library)
     if entry.build is not None:  # fairseq's own generator
         return entry.build(task, models, gen_cfg, opts, **fairseq_kwargs)
     tgt_dict = task.target_dictionary

@@ -153,6 +153,12 @@ class StreamDecodingConfig(FairseqDataclass):
         metadata={"help": "'int8': decode with int8 weights in every Linear layer (encoder, decoder, output "
                   "projection; PyTorch's fbgemm dynamic quantisation, CPU and float32 models only); 'none': as loaded"},
     )
+    cpu_matmul: str = field(
+        default="auto",
+        metadata={"help": "who multiplies the float32 Linear layers on a CPU: 'onednn' (packed weights, AVX-512 on "
+                  "every x86 vendor, batch-invariant), 'torch' (PyTorch's default, MKL), 'auto' (oneDNN for this "
+                  "package's strategies, stock PyTorch for fairseq's own --search beam)"},
+    )
     # ---- parallel Jacobi decoding (Santilli2023) ----
     jacobi_block: int = field(
         default=3, metadata={"help": "block size b of gs-jacobi and hybrid-jacobi (Santilli2023 Alg. 2-3)"}

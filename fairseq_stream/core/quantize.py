@@ -29,18 +29,18 @@ float32 and int8 runs can share one process.
 from __future__ import annotations
 
 import warnings
-import weakref
 from typing import Any, List, Optional, Sequence, Tuple
 
 import torch
 from torch import Tensor, nn
 
+from fairseq_stream.core.linear_kernels import DerivedCopies, OneDnnLinear
 from fairseq_stream.errors import FairseqStreamError
 
 #: The values of ``--quantize``.
 CHOICES: Tuple[str, ...] = ("none", "int8")
 
-_copies: "weakref.WeakKeyDictionary[nn.Module, Tuple[Any, nn.Module]]" = weakref.WeakKeyDictionary()
+_copies = DerivedCopies()
 
 
 def check_choice(value: str) -> None:
@@ -67,37 +67,22 @@ def _refuse_unsupported(models: Sequence[Any]) -> None:
                 raise FairseqStreamError(f"--quantize int8 needs float32 models (got {param.dtype}); drop --fp16/--bf16")
 
 
-def _version(model: nn.Module) -> Tuple[Any, ...]:
-    # A quantised copy is stale once the float weights move or change.
-    return tuple((p.data_ptr(), p._version) for p in model.parameters())
-
-
 def _int8_copy(model: nn.Module) -> nn.Module:
-    cached = _copies.get(model)
-    version = _version(model)
-    if cached is not None and cached[0] == version:
-        return cached[1]
     if torch.backends.quantized.engine not in ("fbgemm", "x86"):
         raise FairseqStreamError(
             f"--quantize int8 needs PyTorch's x86 int8 kernels (fbgemm); this CPU's engine is "
             f"{torch.backends.quantized.engine!r}"
         )
+    return _copies.get(model, _quantized)
+
+
+def _quantized(model: nn.Module) -> nn.Module:
     with warnings.catch_warnings():  # torch.ao.quantization's deprecation notice (module docstring)
         warnings.simplefilter("ignore", DeprecationWarning)
         warnings.filterwarnings("ignore", message=".*quantized tensor creation functions", category=UserWarning)
         from torch.ao.quantization import per_channel_dynamic_qconfig, quantize_dynamic
 
-        quantized = quantize_dynamic(model, {nn.Linear: per_channel_dynamic_qconfig}, dtype=torch.qint8,
-                                     inplace=False)
-    for module in quantized.modules():
-        # fairseq's attention hands q/k/v_proj.weight to PyTorch's fused attention when it
-        # has no incremental state (the encoder); a quantised Linear has no weight tensor, so
-        # take fairseq's own path through the projection modules (its pruning switch).
-        if hasattr(module, "_set_skip_embed_dim_check"):
-            module._set_skip_embed_dim_check()
-    quantized.eval()
-    _copies[model] = (version, quantized)
-    return quantized
+        return quantize_dynamic(model, {nn.Linear: per_channel_dynamic_qconfig}, dtype=torch.qint8, inplace=False)
 
 
 def is_quantized_linear(module: Any) -> bool:
@@ -118,7 +103,7 @@ def weight_key(linear: Any) -> Tuple[Any, ...]:
         packed = linear._packed_params._packed_params
         return ("int8", id(packed))
     weight = linear.weight
-    return (weight.data_ptr(), weight.dtype, weight.device)
+    return (weight.data_ptr(), weight.dtype, weight.device, type(linear).__name__)
 
 
 def stacked_linear(linears: Sequence[Any]) -> Any:
@@ -128,6 +113,8 @@ def stacked_linear(linears: Sequence[Any]) -> Any:
     weight = torch.cat([l.weight for l in linears], dim=0).detach()
     biases = [l.bias for l in linears]
     bias = None if any(b is None for b in biases) else torch.cat(biases).detach()
+    if all(isinstance(l, OneDnnLinear) for l in linears):  # --cpu-matmul onednn: stay on oneDNN
+        return OneDnnLinear(weight, bias)
     return _FloatLinear(weight, bias)
 
 

@@ -19,6 +19,7 @@ from typing import Any, Dict, Iterable, List, Optional, Sequence, Tuple
 
 from fairseq_stream.core.defaults import INPUT_ORDERS, PRESETS
 from fairseq_stream.core.options import StreamDecodingConfig
+from fairseq_stream.core.linear_kernels import check_choice as check_cpu_matmul
 from fairseq_stream.core.quantize import check_choice as check_quantize
 from fairseq_stream.core.registry import SearchEntry, StrategyConfig, get_search, search_names, stream_epsilon
 from fairseq_stream.core.scheduler import SchedulerConfig
@@ -146,6 +147,7 @@ def check_options(opts: Any) -> None:
     if opts.step_backend not in STEP_BACKENDS:
         raise FairseqStreamError(f"--step-backend must be one of {', '.join(STEP_BACKENDS)}, got {opts.step_backend!r}")
     check_quantize(getattr(opts, "quantize", "none"))
+    check_cpu_matmul(getattr(opts, "cpu_matmul", "auto"))
     if opts.stream_stats:
         _check_writable(opts.stream_stats, "--stream-stats")
 

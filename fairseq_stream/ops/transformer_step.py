@@ -29,6 +29,7 @@ from torch import Tensor
 
 from fairseq_stream.errors import FairseqStreamError
 from fairseq_stream.core.quantize import stacked_linear, weight_key
+from fairseq_stream.ops import decode_attention
 
 
 def is_transformer_decoder(decoder: Any) -> bool:
@@ -71,7 +72,7 @@ class EncoderMemory:
     modulus: int = 0
 
 
-_SLACK = 8  # spare slots allocated with a cache, so most steps append without reallocating
+_SLACK = 16  # slots allocated with a new cache, so most steps append without reallocating
 
 
 @dataclass
@@ -85,6 +86,14 @@ class RowCache:
     slots a step reads), ``uniform`` says every row has ``width`` tokens (no mask needed).
     A step writes its block in place (a cache passed to a step is consumed); the beam
     reorder copies once. No method reads a device value on the host.
+
+    Buffers are reused rather than allocated per step (a fresh multi-MB tensor costs page
+    faults that took as long as the copy itself): ``owned`` are the whole buffers the keys
+    and values are row-prefixes of, when no other cache shares them (``None`` for the views
+    of :meth:`fairseq_stream.core.model_step.TransformerBackend.narrow`); ``spare`` are
+    buffers of the same capacity that nothing reads any more, which the next reorder writes
+    into. Every slot always holds a finite value (zeros or a stale key), as masked slots are
+    still multiplied by zero weights.
     """
 
     keys: List[Tensor]
@@ -92,6 +101,13 @@ class RowCache:
     lens: Tensor  # (R,) tokens held per row
     width: int  # host: max(lens) or more
     uniform: bool = True  # host: all lens == width
+    owned: Optional[Tuple[List[Tensor], List[Tensor]]] = field(default=None, repr=False, compare=False)
+    spare: Optional[Tuple[List[Tensor], List[Tensor]]] = field(default=None, repr=False, compare=False)
+
+    @staticmethod
+    def of(keys: List[Tensor], values: List[Tensor], lens: Tensor, width: int, uniform: bool = True) -> "RowCache":
+        """A cache over new buffers of its own."""
+        return RowCache(keys, values, lens, width, uniform, owned=(keys, values))
 
     @property
     def rows(self) -> int:
@@ -106,21 +122,38 @@ class RowCache:
         capacity = self.capacity
         if self.width + extra <= capacity:
             return
-        grow = max(capacity // 2, extra + _SLACK)
+        grow = max(capacity, extra + _SLACK)  # doubling: a growth zero-fills and copies every buffer
         self.keys = [F.pad(k[:, :, : self.width], (0, 0, 0, grow + capacity - self.width)) for k in self.keys]
         self.values = [F.pad(v[:, :, : self.width], (0, 0, 0, grow + capacity - self.width)) for v in self.values]
+        self.owned, self.spare = (self.keys, self.values), None  # the spare has the old capacity
 
     def select(self, rows: Tensor) -> "RowCache":
-        """Rows ``rows`` (with repetition, in that order): the beam reorder, one copy."""
-        return RowCache([k.index_select(0, rows) for k in self.keys], [v.index_select(0, rows) for v in self.values],
-                        self.lens.index_select(0, rows), self.width, self.uniform)
+        """Rows ``rows`` (with repetition, in that order): the beam reorder, one copy.
+
+        The copy goes into the spare buffers when they are big enough (this cache's own
+        become the result's spare). Rows of one length copy their ``width`` filled slots only
+        (the slots beyond are written before a step reads them): the reorder moves what
+        attention reads, not the spare capacity. Rows of different lengths copy every slot.
+        """
+        r = rows.numel()
+        if self.spare is not None and self.spare[0][0].size(0) >= r:
+            out_keys, out_values = self.spare
+        else:
+            shape = (max(r, self.rows),) + tuple(self.keys[0].shape[1:])  # room for this many rows again
+            out_keys = [self.keys[0].new_zeros(shape) for _ in self.keys]
+            out_values = [self.keys[0].new_zeros(shape) for _ in self.values]
+        end = self.width if self.uniform else self.capacity
+        for src, dst in zip(self.keys + self.values, out_keys + out_values):
+            torch.index_select(src[:, :, :end], 0, rows, out=dst[:r, :, :end])
+        return RowCache([k[:r] for k in out_keys], [v[:r] for v in out_values], self.lens.index_select(0, rows),
+                        self.width, self.uniform, owned=(out_keys, out_values), spare=self.owned)
 
     def with_capacity(self, capacity: int) -> "RowCache":
         if capacity <= self.capacity:
             return self
         extra = capacity - self.capacity
-        return RowCache([F.pad(k, (0, 0, 0, extra)) for k in self.keys], [F.pad(v, (0, 0, 0, extra)) for v in self.values],
-                        self.lens, self.width, self.uniform)
+        return RowCache.of([F.pad(k, (0, 0, 0, extra)) for k in self.keys],
+                           [F.pad(v, (0, 0, 0, extra)) for v in self.values], self.lens, self.width, self.uniform)
 
     @staticmethod
     def concat(caches: Sequence["RowCache"]) -> "RowCache":
@@ -134,11 +167,11 @@ class RowCache:
         keys = [torch.cat([c.keys[i] for c in caches]) for i in range(n)]
         values = [torch.cat([c.values[i] for c in caches]) for i in range(n)]
         uniform = all(c.uniform and c.width == width for c in caches)
-        return RowCache(keys, values, torch.cat([c.lens for c in caches]), width, uniform)
+        return RowCache.of(keys, values, torch.cat([c.lens for c in caches]), width, uniform)
 
     def advanced(self, b: int) -> "RowCache":
         """After a step that wrote a block of ``b`` tokens for every row."""
-        return RowCache(self.keys, self.values, self.lens + b, self.width + b, self.uniform)
+        return RowCache(self.keys, self.values, self.lens + b, self.width + b, self.uniform, self.owned, self.spare)
 
     def accept(self, keep: Tensor, block: int, width: int) -> "RowCache":
         """After a block step, keep the first ``keep[r]`` block tokens of each row.
@@ -147,7 +180,7 @@ class RowCache:
         own control values); the rejected slots are simply overwritten by the next block.
         """
         lens = self.lens - block + keep
-        return RowCache(self.keys, self.values, lens, width, self.rows == 1)  # one row: lens == width
+        return RowCache(self.keys, self.values, lens, width, self.rows == 1, self.owned, self.spare)  # one row: lens == width
 
 
 @dataclass
@@ -167,6 +200,7 @@ class SentenceIndex:
     # encoder keys/values gathered for ``sentences``, shared by the indices of later steps
     # while no sentence leaves (see :meth:`inherit`)
     gathered: Dict[int, Tuple[Tensor, Tensor]] = field(default_factory=dict, repr=False, compare=False)
+    rows: Optional[Tensor] = field(default=None, repr=False, compare=False)  # see memory_rows
 
     def inherit(self, previous: Optional["SentenceIndex"]) -> "SentenceIndex":
         """Reuse ``previous``'s gathered encoder states when the sentences are the same tensor."""
@@ -186,6 +220,13 @@ class SentenceIndex:
             rows = self.sentences % modulus if modulus else self.sentences
             entry = self.gathered[id(memory)] = (memory, memory.index_select(0, rows))
         return entry[1]
+
+    def memory_rows(self, modulus: int = 0) -> Tensor:
+        """(R,) the encoder-memory row of each row's sentence, computed once per index."""
+        if self.rows is None:  # not in ``gathered``: indices that share it differ in ``local``
+            rows = self.sentences % modulus if modulus else self.sentences
+            self.rows = rows.index_select(0, self.local)
+        return self.rows
 
     def visible(self, padding: Tensor, modulus: int = 0) -> Tensor:
         """(n, 1, 1, S) True at the source positions this index's sentences attend to (not
@@ -253,6 +294,10 @@ def _encoder_attention(attn: Any, query: Tensor, memory: EncoderMemory, layer: i
     q = attn.q_proj(query)  # (R, b, d)
     r, b, d = q.shape
     hd = d // heads
+    if b == 1 and decode_attention.usable(q):  # one query per row: the kernel reads each row's sentence
+        out = decode_attention.attend(q.view(r, heads, hd), memory.keys[layer], memory.values[layer], attn.scaling,
+                                      kv_row=index.memory_rows(memory.modulus), key_padding=memory.padding)
+        return attn.out_proj(out.view(r, 1, d))
     keys = index.gather(memory.keys[layer], memory.modulus)  # (n, H, S, hd)
     values = index.gather(memory.values[layer], memory.modulus)
     visible = None if memory.padding is None else index.visible(memory.padding, memory.modulus)  # (n, 1, 1, S)
@@ -290,6 +335,12 @@ def _self_attention(attn: Any, qkv: Callable[[Tensor], Tensor], x: Tensor, cache
         cache.values[i].scatter_(2, write, _split_heads(v_new, heads))
     k = cache.keys[i][:, :, : start + b]  # (R, H, L+b, hd)
     v = cache.values[i][:, :, : start + b]
+    if b == 1 and decode_attention.usable(q) and (mask is None or write is not None):
+        # one query per row: the kernel streams the cache; rows of different lengths see
+        # their own slots up to where this step wrote (the mask of _attention_mask)
+        last = None if write is None else cache.lens
+        out = decode_attention.attend(q.view(q.size(0), heads, -1), k, v, attn.scaling, last=last)
+        return attn.out_proj(out.view(q.size(0), 1, -1))
     return attn.out_proj(_merge_heads(_attend(q, k, v, mask, attn.scaling)))
 
 
@@ -342,7 +393,7 @@ class TransformerStepper:
         shape = (rows, self.heads, _SLACK, self.head_dim)
         n = len(self.decoder.layers)
         lens = torch.zeros(rows, dtype=torch.long, device=like.device)
-        return RowCache([like.new_zeros(shape) for _ in range(n)], [like.new_zeros(shape) for _ in range(n)], lens, 0)
+        return RowCache.of([like.new_zeros(shape) for _ in range(n)], [like.new_zeros(shape) for _ in range(n)], lens, 0)
 
     # ---- decoder side -------------------------------------------------------------------
     def embed(self, tokens: Tensor, positions: Tensor, max_position: Optional[int] = None) -> Tensor:

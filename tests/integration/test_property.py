@@ -21,7 +21,7 @@ import sys
 from typing import Any, Dict, List, Optional, Tuple
 
 import pytest
-from hypothesis import HealthCheck, given, settings
+from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
 
 from conftest import DEMO, REPO
@@ -66,6 +66,7 @@ OPT_SPACE: Dict[str, Tuple[List[Any], List[Any]]] = {
     "output_layer": (["full"], ["bogus"]),
     "step_backend": (["reference", "cpp", "triton"], ["bogus", "cuda"]),  # triton on a CPU: a warned fallback
     "quantize": (["int8"], ["int4", "bogus"]),
+    "cpu_matmul": (["torch"], ["mkl", "bogus"]),  # onednn: float32 models only (test_linear_kernels)
     "jacobi_block": ([1, 2], [0]),
     "jacobi_max_parallel_len": ([0, 4], [-1]),
     "jacobi_init": (["tail"], ["bogus"]),
@@ -73,7 +74,7 @@ OPT_SPACE: Dict[str, Tuple[List[Any], List[Any]]] = {
     "ib_finalize": (["all"], ["bogus"]),
 }
 SHARED = {"stream_capacity", "stream_max_candidates", "stream_max_wait", "stream_per_batch", "output_layer",
-          "stream_oversubscribe", "step_backend", "quantize", "stream_input_order"}  # read by every strategy of ours (the scheduler's, the output layer)
+          "stream_oversubscribe", "step_backend", "quantize", "cpu_matmul", "stream_input_order"}  # read by every strategy of ours (the scheduler's, the output layer)
 
 
 def test_the_option_space_covers_every_decoding_option():
@@ -160,6 +161,7 @@ ACCEPTED: List[bool] = []
 
 @settings(max_examples=15, deadline=None, derandomize=True, suppress_health_check=list(HealthCheck))
 @given(combinations())
+@example(("var-stream", dict(BASE_GEN, beam=3), {}))  # an accepted one whatever the draws (most are refused)
 def test_accepted_combinations_give_nbest_hypotheses_refused_ones_one_line(demo_session, combination):
     ACCEPTED.append(check_in_process(demo_session, *combination))
 

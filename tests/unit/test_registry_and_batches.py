@@ -130,9 +130,9 @@ _EVERY_STRATEGY = {"stream_capacity", "stream_max_candidates", "stream_max_wait"
                    "step_backend"}
 # stated elsewhere: --search (the registry test), --stream-epsilon (the test above),
 # --stream-per-batch (the task's reading of fairseq's iterator: test_cli_stream_across_batches),
-# --quantize (none = the models as loaded: test_quantize), --prune-preset (unset: the flags' own
+# --quantize (none = the models as loaded: test_quantize), --cpu-matmul (the Linear kernels: test_linear_kernels), --prune-preset (unset: the flags' own
 # defaults: checked above through _preset_in_effect), --stream-input-order (fairseq's sorting: test_stream_input_order)
-_ELSEWHERE = {"search", "stream_epsilon", "stream_per_batch", "quantize", "stream_input_order"}
+_ELSEWHERE = {"search", "stream_epsilon", "stream_per_batch", "quantize", "cpu_matmul", "stream_input_order"}
 
 
 def test_help_defaults_are_what_every_strategy_does():

@@ -117,3 +117,24 @@ def test_ensemble_averages_probabilities():
     with torch.no_grad():
         lp, _ = step.step(pool, step.initial_state(pool, torch.arange(2), D.eos()), prev)
     torch.testing.assert_close(lp[:, 0], ref[:, 0], **TOL)
+
+
+@pytest.mark.parametrize("uniform", [True, False])
+def test_reorders_reuse_the_spare_buffers_and_keep_the_rows(uniform):
+    g = torch.Generator().manual_seed(3)
+    keys = [torch.randn(6, 2, 10, 4, generator=g) for _ in range(2)]
+    values = [torch.randn(6, 2, 10, 4, generator=g) for _ in range(2)]
+    lens = torch.full((6,), 7) if uniform else torch.tensor([7, 5, 6, 7, 2, 7])
+    cache = RowCache.of(keys, values, lens, 7, uniform)
+    expected, expected_lens = [k.clone() for k in keys], lens
+    first_buffers = {k.data_ptr() for k in keys}
+    for i, rows in enumerate((torch.tensor([2, 2, 0, 5, 1, 3]), torch.tensor([1, 0, 4]), torch.tensor([2, 2, 1, 0]))):
+        cache = cache.select(rows)
+        expected, expected_lens = [e.index_select(0, rows) for e in expected], expected_lens.index_select(0, rows)
+        assert torch.equal(cache.lens, expected_lens)
+        for got, want in zip(cache.keys, expected):  # the filled slots move with their rows
+            end = 7 if uniform else 10
+            assert torch.equal(got[:, :, :end], want[:, :, :end])
+            assert torch.isfinite(got).all()  # stale slots stay finite (masked keys meet zero weights)
+        if i == 1:  # the second reorder wrote into the first cache's buffers: no allocation per step
+            assert {k.data_ptr() for k in cache.keys} == first_buffers

@@ -1,0 +1,133 @@
+// Attention of one query per row and head, as a decoder step asks it (b = 1): for row r and
+// head h, softmax(scale * q[r,h] . K[n,h,j]) over the visible keys j, times V[n,h,j], where
+// n = kv_row[r] (the row's own cache for self-attention, its sentence's encoder states for
+// encoder attention, shared by all the sentence's rows without a copy). Keys are visible for
+// j < L, and j <= last[r] when `last` is given (rows of different lengths), and where
+// `key_padding[n, j]` is false when it is given (padded source positions).
+//
+// PyTorch's CPU attention runs this shape (a 1-row query block) at about 6 GB/s of keys and
+// values; this kernel streams each (row, head)'s keys, then its values, once, vectorised over
+// the head dimension. Every (row, head) is computed alone, by the same instructions whatever
+// the batch: a row's result does not depend on the rows beside it (var-stream = var-batch).
+// Masked keys are skipped, never given -inf (the build uses -ffast-math, see fused_output.py).
+#include "step_common.h"
+#include <ATen/Parallel.h>
+#include <algorithm>
+#include <cmath>
+#include <limits>
+#include <vector>
+
+// Keys visible to a row: j < L, j <= last (when last >= 0), not padded.
+static inline bool hidden(int64_t j, int64_t last, const bool* padding) {
+  return (last >= 0 && j > last) || (padding != nullptr && padding[j]);
+}
+
+static void attend_one(const float* q, const float* K, const float* V, int64_t key_stride, int64_t L, int64_t D,
+                       float scale, const bool* padding, int64_t last, float* out, std::vector<float>& scores) {
+  scores.resize(L);
+  float* s = scores.data();
+  // Scores, four keys at a time: independent sums keep the vector units busy (one key's sum
+  // is a chain of dependent adds ending in a horizontal reduction).
+  int64_t j = 0;
+  for (; j + 4 <= L; j += 4) {
+    const float *k0 = K + j * key_stride, *k1 = k0 + key_stride, *k2 = k1 + key_stride, *k3 = k2 + key_stride;
+    float a0 = 0, a1 = 0, a2 = 0, a3 = 0;
+#pragma omp simd reduction(+ : a0, a1, a2, a3)
+    for (int64_t d = 0; d < D; ++d) {
+      a0 += q[d] * k0[d];
+      a1 += q[d] * k1[d];
+      a2 += q[d] * k2[d];
+      a3 += q[d] * k3[d];
+    }
+    s[j] = a0 * scale;
+    s[j + 1] = a1 * scale;
+    s[j + 2] = a2 * scale;
+    s[j + 3] = a3 * scale;
+  }
+  for (; j < L; ++j) {
+    const float* k = K + j * key_stride;
+    float a = 0;
+#pragma omp simd reduction(+ : a)
+    for (int64_t d = 0; d < D; ++d) a += q[d] * k[d];
+    s[j] = a * scale;
+  }
+  const float lowest = std::numeric_limits<float>::lowest();
+  float m = lowest;
+  int64_t visible = 0;
+  for (j = 0; j < L; ++j) {
+    if (hidden(j, last, padding)) continue;
+    m = s[j] > m ? s[j] : m;
+    ++visible;
+  }
+  for (int64_t d = 0; d < D; ++d) out[d] = 0;
+  if (visible == 0) return;  // no key to attend to: zeros (never the case in a decoder step)
+  // Weights (a vectorised exp; hidden keys weigh 0 and never enter exp), then their sum.
+#pragma omp simd
+  for (j = 0; j < L; ++j) s[j] = std::exp(std::min(s[j] - m, 0.0f));  // hidden keys may score above m
+  for (j = 0; j < L; ++j)
+    if (hidden(j, last, padding)) s[j] = 0;
+  float total = 0;
+  for (j = 0; j < L; ++j) total += s[j];
+  // Values, four keys per pass over the output row.
+  for (j = 0; j + 4 <= L; j += 4) {
+    const float *v0 = V + j * key_stride, *v1 = v0 + key_stride, *v2 = v1 + key_stride, *v3 = v2 + key_stride;
+    const float p0 = s[j], p1 = s[j + 1], p2 = s[j + 2], p3 = s[j + 3];
+#pragma omp simd
+    for (int64_t d = 0; d < D; ++d) out[d] += p0 * v0[d] + p1 * v1[d] + p2 * v2[d] + p3 * v3[d];
+  }
+  for (; j < L; ++j) {
+    const float* v = V + j * key_stride;
+    const float p = s[j];
+#pragma omp simd
+    for (int64_t d = 0; d < D; ++d) out[d] += p * v[d];
+  }
+  const float inv = 1.0f / total;
+#pragma omp simd
+  for (int64_t d = 0; d < D; ++d) out[d] *= inv;
+}
+
+torch::Tensor decode_attention(const torch::Tensor& query, const torch::Tensor& keys, const torch::Tensor& values,
+                               const c10::optional<torch::Tensor>& kv_row, const c10::optional<torch::Tensor>& last,
+                               const c10::optional<torch::Tensor>& key_padding, double scale) {
+  TORCH_CHECK(query.dim() == 3 && keys.dim() == 4 && values.dim() == 4, "query (R, H, D), keys/values (N, H, L, D)");
+  TORCH_CHECK(query.scalar_type() == torch::kFloat && keys.scalar_type() == torch::kFloat &&
+              values.scalar_type() == torch::kFloat, "float32 only");
+  TORCH_CHECK(keys.sizes() == values.sizes() && keys.strides() == values.strides(), "keys and values alike");
+  TORCH_CHECK(keys.stride(3) == 1 && keys.stride(2) == keys.size(3), "each head's keys contiguous");
+  auto q = query.contiguous();
+  const int64_t R = q.size(0), H = q.size(1), D = q.size(2), N = keys.size(0), L = keys.size(2);
+  TORCH_CHECK(keys.size(1) == H && keys.size(3) == D, "query and keys differ in heads or head size");
+  torch::Tensor rows, ends, pad;
+  if (kv_row.has_value()) rows = kv_row->to(torch::kLong).contiguous();
+  else TORCH_CHECK(N == R, "without kv_row every row has its own keys");
+  if (last.has_value()) ends = last->to(torch::kLong).contiguous();
+  if (key_padding.has_value()) {
+    pad = key_padding->to(torch::kBool).contiguous();
+    TORCH_CHECK(pad.dim() == 2 && pad.size(0) == N && pad.size(1) >= L, "key_padding (N, L)");
+  }
+  auto out = torch::empty({R, H, D}, q.options());
+  const float* pq = q.data_ptr<float>();
+  const float* pk = keys.data_ptr<float>();
+  const float* pv = values.data_ptr<float>();
+  const int64_t* prow = rows.defined() ? rows.data_ptr<int64_t>() : nullptr;
+  const int64_t* pend = ends.defined() ? ends.data_ptr<int64_t>() : nullptr;
+  const bool* ppad = pad.defined() ? pad.data_ptr<bool>() : nullptr;
+  const int64_t pad_stride = pad.defined() ? pad.size(1) : 0;
+  float* po = out.data_ptr<float>();
+  const int64_t sn = keys.stride(0), sh = keys.stride(1);
+  at::parallel_for(0, R * H, 1, [&](int64_t begin, int64_t end) {
+    std::vector<float> scores;
+    for (int64_t i = begin; i < end; ++i) {
+      const int64_t r = i / H, h = i % H;
+      const int64_t n = prow ? prow[r] : r;
+      TORCH_CHECK(n >= 0 && n < N, "kv_row out of range");
+      attend_one(pq + i * D, pk + n * sn + h * sh, pv + n * sn + h * sh, D, L, D, static_cast<float>(scale),
+                 ppad ? ppad + n * pad_stride : nullptr, pend ? pend[r] : -1, po + i * D, scores);
+    }
+  });
+  return out;
+}
+
+FAIRSEQ_STREAM_CPU_OPERATOR(decode_attention,
+                            "(Tensor query, Tensor keys, Tensor values, Tensor? kv_row, Tensor? last, "
+                            "Tensor? key_padding, float scale) -> Tensor")

@@ -1,0 +1,54 @@
+"""The CPU attention kernel of a decoder step (one query per row) against its PyTorch definition."""
+from __future__ import annotations
+
+import pytest
+import torch
+
+from fairseq_stream.ops import decode_attention as da
+
+pytestmark = pytest.mark.skipif(da.cpu_kernel() is None, reason="the C++ attention kernel cannot be built here")
+
+
+def _inputs(rows: int, n: int, length: int, capacity: int, seed: int = 0):
+    g = torch.Generator().manual_seed(seed)
+    q = torch.randn(rows, 4, 16, generator=g)
+    keys = torch.randn(n, 4, capacity, 16, generator=g)[:, :, :length]  # a cache's filled slots (strided)
+    values = torch.randn(n, 4, capacity, 16, generator=g)[:, :, :length]
+    return q, keys, values
+
+
+@pytest.mark.parametrize("rows,length", [(1, 1), (7, 5), (33, 40)])
+def test_own_rows_equal_the_reference(rows, length):
+    q, k, v = _inputs(rows, rows, length, length + 9)
+    torch.testing.assert_close(da.attend(q, k, v, 0.25), da.reference(q, k, v, 0.25), rtol=1e-5, atol=1e-6)
+
+
+def test_lengths_padding_and_shared_keys_equal_the_reference():
+    q, k, v = _inputs(12, 3, 9, 9)
+    g = torch.Generator().manual_seed(1)
+    kv_row = torch.randint(0, 3, (12,), generator=g)  # rows of three sentences share their keys
+    last = torch.randint(0, 9, (12,), generator=g)
+    padding = torch.rand(3, 9, generator=g) > 0.6
+    padding[:, 0] = False  # every row sees at least one key
+    for kwargs in ({"kv_row": kv_row}, {"kv_row": kv_row, "key_padding": padding}):
+        torch.testing.assert_close(da.attend(q, k, v, 0.3, **kwargs), da.reference(q, k, v, 0.3, **kwargs),
+                                   rtol=1e-5, atol=1e-6)
+    q, k, v = _inputs(12, 12, 9, 12)
+    torch.testing.assert_close(da.attend(q, k, v, 0.3, last=last), da.reference(q, k, v, 0.3, last=last),
+                               rtol=1e-5, atol=1e-6)
+
+
+def test_a_row_does_not_depend_on_the_rows_beside_it():
+    # What keeps var-stream = var-batch exact: bit-identical results in any batch.
+    q, k, v = _inputs(40, 40, 17, 20)
+    whole = da.attend(q, k, v, 0.125)
+    for lo, hi in ((0, 1), (3, 8), (11, 40)):
+        assert torch.equal(da.attend(q[lo:hi], k[lo:hi], v[lo:hi], 0.125), whole[lo:hi])
+
+
+def test_bad_shapes_are_refused():
+    q, k, v = _inputs(3, 3, 4, 4)
+    with pytest.raises(RuntimeError, match="without kv_row"):
+        da.attend(q, k[:2], v[:2], 0.1)
+    with pytest.raises(RuntimeError, match="float32"):
+        da.attend(q.double(), k.double(), v.double(), 0.1)

@@ -1,0 +1,60 @@
+"""``--cpu-matmul``: oneDNN float32 Linear layers — the rule, the copy, the arithmetic."""
+from __future__ import annotations
+
+import pytest
+import torch
+
+from fairseq_stream.core import linear_kernels as lk
+from fairseq_stream.core.quantize import stacked_linear
+from fairseq_stream.errors import FairseqStreamError
+from helpers import make_dictionary, tiny_transformer
+
+needs_onednn = pytest.mark.skipif(not lk.onednn_available(), reason="this torch has no oneDNN")
+D = make_dictionary([f"w{i}" for i in range(30)])
+
+
+@needs_onednn
+def test_auto_is_onednn_for_ours_and_stock_for_fairseq_beam():
+    model = tiny_transformer(D, dtype=torch.float32)
+    assert lk.resolve("auto", [model], fairseq_search=False) == "onednn"
+    assert lk.resolve("auto", [model], fairseq_search=True) == "torch"
+    assert lk.resolve("onednn", [model], fairseq_search=True) == "onednn"
+    assert lk.resolve("torch", [model], fairseq_search=False) == "torch"
+    half = tiny_transformer(D, dtype=torch.float16)
+    assert lk.resolve("auto", [half], fairseq_search=False) == "torch"  # float32 only
+    with pytest.raises(FairseqStreamError, match="float32 models"):
+        lk.resolve("onednn", [half], fairseq_search=False)
+    with pytest.raises(FairseqStreamError, match="--cpu-matmul must be one of"):
+        lk.check_choice("mkl")
+
+
+@needs_onednn
+def test_the_copy_swaps_every_linear_and_keeps_the_model():
+    model = tiny_transformer(D, dtype=torch.float32).eval()
+    (copy,) = lk.prepare([model], "onednn")
+    linears = [m for m in model.modules() if type(m) is torch.nn.Linear]
+    assert linears and not any(type(m) is torch.nn.Linear for m in copy.modules())
+    assert sum(isinstance(m, lk.OneDnnLinear) for m in copy.modules()) == len(linears)
+    assert all(type(m) is torch.nn.Linear for m in linears)  # the loaded model is untouched
+    assert lk.prepare([model], "onednn")[0] is copy  # made once
+    assert lk.prepare([model], "torch")[0] is model
+    src = torch.randint(4, len(D), (3, 6))
+    lengths = torch.full((3,), 6)
+    prev = torch.randint(4, len(D), (3, 5))
+    with torch.no_grad():
+        torch.testing.assert_close(copy(src, lengths, prev)[0], model(src, lengths, prev)[0], rtol=1e-5, atol=1e-5)
+
+
+@needs_onednn
+def test_onednn_rows_do_not_depend_on_the_batch():
+    g = torch.Generator().manual_seed(0)
+    layer = lk.OneDnnLinear(torch.randn(96, 64, generator=g), torch.randn(96, generator=g))
+    x = torch.randn(50, 64, generator=g)
+    whole = layer(x)
+    torch.testing.assert_close(whole, torch.nn.functional.linear(x, layer.weight, layer.bias), rtol=1e-5, atol=1e-5)
+    for lo, hi in ((0, 1), (2, 4), (5, 50)):
+        assert torch.equal(layer(x[lo:hi]), whole[lo:hi])
+    q, k, v = (lk.OneDnnLinear(torch.randn(64, 64, generator=g), torch.randn(64, generator=g)) for _ in range(3))
+    stacked = stacked_linear([q, k, v])
+    assert isinstance(stacked, lk.OneDnnLinear)
+    torch.testing.assert_close(stacked(x), torch.cat([q(x), k(x), v(x)], dim=-1), rtol=1e-5, atol=1e-5)
