@@ -28,7 +28,8 @@ import torch.nn.functional as F
 from torch import Tensor
 
 from fairseq_stream.errors import FairseqStreamError
-from fairseq_stream.core.quantize import stacked_linear, weight_key
+from fairseq_stream.core.linear_kernels import OneDnnLinear
+from fairseq_stream.core.quantize import is_quantized_linear, stacked_linear, weight_key
 from fairseq_stream.ops import decode_attention
 
 
@@ -493,12 +494,24 @@ class TransformerStepper:
         x = x + h if pre else layer.self_attn_layer_norm(x + h)
         h = _encoder_attention(layer.encoder_attn, layer.encoder_attn_layer_norm(x) if pre else x, memory, i, index)
         x = x + h if pre else layer.encoder_attn_layer_norm(x + h)
-        h = layer.activation_fn(layer.fc1(layer.final_layer_norm(x) if pre else x))
+        h = _fc1_activation(layer, layer.final_layer_norm(x) if pre else x)
         if layer.ffn_layernorm is not None:
             h = layer.ffn_layernorm(h)
         h = layer.fc2(h)
         residual = x if layer.w_resid is None else torch.mul(layer.w_resid, x)
         return residual + h if pre else layer.final_layer_norm(residual + h)
+
+
+def _fc1_activation(layer: Any, x: Tensor) -> Tensor:
+    """``activation_fn(fc1(x))``; a ReLU is computed inside the product where the kernel can (oneDNN's
+    post-op, fbgemm's ``linear_relu_dynamic``): the same numbers without a pass over the hidden layer."""
+    fc1 = layer.fc1
+    if layer.activation_fn is F.relu and x.device.type == "cpu":
+        if isinstance(fc1, OneDnnLinear) and x.dtype == torch.float32:
+            return torch.ops.mkldnn._linear_pointwise(x, fc1.packed, fc1.bias, "relu", [], "")
+        if is_quantized_linear(fc1) and (fc1.version or 0) >= 4 and fc1._packed_params.dtype == torch.qint8:
+            return torch.ops.quantized.linear_relu_dynamic(x, fc1._packed_params._packed_params, reduce_range=True)
+    return layer.activation_fn(fc1(x))
 
 
 def position_embeddings(module: Any, positions: Tensor, max_position: Optional[int] = None) -> Tensor:

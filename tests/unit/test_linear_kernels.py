@@ -58,3 +58,22 @@ def test_onednn_rows_do_not_depend_on_the_batch():
     stacked = stacked_linear([q, k, v])
     assert isinstance(stacked, lk.OneDnnLinear)
     torch.testing.assert_close(stacked(x), torch.cat([q(x), k(x), v(x)], dim=-1), rtol=1e-5, atol=1e-5)
+
+
+@needs_onednn
+@pytest.mark.parametrize("quantize", ["none", "int8"])
+def test_fused_relu_equals_relu_after_the_product(quantize):
+    from types import SimpleNamespace
+
+    from fairseq_stream.core.quantize import prepare_models
+    from fairseq_stream.ops.transformer_step import _fc1_activation
+
+    model = tiny_transformer(D, dtype=torch.float32)
+    (model,) = prepare_models([model], quantize)
+    (model,) = lk.prepare([model], "onednn") if quantize == "none" else (model,)
+    layer = model.decoder.layers[0]
+    x = torch.randn(9, 1, layer.fc1.in_features)
+    fused = _fc1_activation(layer, x)
+    assert torch.equal(fused, torch.relu(layer.fc1(x)))
+    gelu = SimpleNamespace(fc1=layer.fc1, activation_fn=torch.nn.functional.gelu)  # not fused: as the layer says
+    assert torch.equal(_fc1_activation(gelu, x), torch.nn.functional.gelu(layer.fc1(x)))
