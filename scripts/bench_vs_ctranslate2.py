@@ -96,8 +96,9 @@ def convert(checkpoint: str, data_dir: str, out_dir: str, source_lang: str, targ
 
 
 def systems_for(session: Any, model_dir: str, tokens: List[List[str]], k: int, batch: int,
-                dataset_for: Callable[[Sequence[int]], Any]) -> List[System]:
-    """fairseq's beam first (the reference), then ours in float32 and int8, then CTranslate2."""
+                dataset_for: Callable[[Sequence[int]], Any], deltas: Sequence[float] = ()) -> List[System]:
+    """fairseq's beam first (the reference), then ours in float32 and int8 (``var-stream`` also at
+    each δ of ``deltas``), then CTranslate2."""
     from fairseq.data.data_utils import post_process
 
     from fairseq_stream.tools.text import detokenize
@@ -109,6 +110,7 @@ def systems_for(session: Any, model_dir: str, tokens: List[List[str]], k: int, b
     variants = [("fixed-ours", "fixed-ours", {}),
                 ("fixed-ours (fairseq finalize)", "fixed-ours", {"beam_finalize": "fairseq"}),
                 ("var-stream", "var-stream", {})]
+    variants += [(f"var-stream δ {delta:g}", "var-stream", {"prune_abs_threshold": delta}) for delta in deltas]
     for quantize in ("none", "int8"):
         for label, search, opts in variants:
             name = label + (" int8" if quantize == "int8" else "")
@@ -177,6 +179,8 @@ def _parser() -> argparse.ArgumentParser:
                         help="CTranslate2's max_batch_size (examples; our strategies keep 64 sentences in flight)")
     parser.add_argument("--json", default=None, help="write the rows here")
     parser.add_argument("--smoke", action="store_true", help="6 sentences at k=5, 2 at k=50, one repeat")
+    parser.add_argument("--deltas", type=float, nargs="*", default=[],
+                        help="more var-stream rows (float32 and int8), one per pruning threshold δ")
     return parser
 
 
@@ -212,7 +216,7 @@ def main(argv: Optional[Sequence[str]] = None) -> None:
         convert(args.path, args.data, model_dir, src_lang, tgt_lang)
         for k, n in ((5, args.limit), (50, args.limit_k50)):
             if n > 0:
-                rows = systems_for(session, model_dir, tokens, k, args.ct2_batch_size, dataset_for)
+                rows = systems_for(session, model_dir, tokens, k, args.ct2_batch_size, dataset_for, args.deltas)
                 results += measure(rows, min(n, len(sources)), args.repeats, references, log, k)
     print(format_table(results))
     if args.json:
