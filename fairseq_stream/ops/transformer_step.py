@@ -137,13 +137,16 @@ class RowCache:
         attention reads, not the spare capacity. Rows of different lengths copy every slot.
         """
         r = rows.numel()
+        end = self.width if self.uniform else self.capacity
         if self.spare is not None and self.spare[0][0].size(0) >= r:
             out_keys, out_values = self.spare
         else:
             shape = (max(r, self.rows),) + tuple(self.keys[0].shape[1:])  # room for this many rows again
-            out_keys = [self.keys[0].new_zeros(shape) for _ in self.keys]
-            out_values = [self.keys[0].new_zeros(shape) for _ in self.values]
-        end = self.width if self.uniform else self.capacity
+            out_keys = [self.keys[0].new_empty(shape) for _ in self.keys]
+            out_values = [self.keys[0].new_empty(shape) for _ in self.values]
+            for t in out_keys + out_values:  # what the copy below leaves unset must be finite too
+                t[r:].zero_()
+                t[:r, :, end:].zero_()
         for src, dst in zip(self.keys + self.values, out_keys + out_values):
             torch.index_select(src[:, :, :end], 0, rows, out=dst[:r, :, :end])
         return RowCache([k[:r] for k in out_keys], [v[:r] for v in out_values], self.lens.index_select(0, rows),
