@@ -19,6 +19,7 @@ ratio, the median decode time over ``--repeats`` and its ratio to ``fixed-ours``
 from __future__ import annotations
 
 import argparse
+import importlib.util
 import itertools
 import json
 import logging
@@ -115,7 +116,6 @@ def plot(rows: List[Dict[str, Any]], path: str, title: str) -> None:
     fixed-ours (×) and fairseq's beam (■)."""
     import matplotlib
 
-    logging.getLogger("matplotlib").setLevel(logging.WARNING)  # fairseq leaves the root logger at DEBUG
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
 
@@ -185,6 +185,9 @@ def check_args(args: argparse.Namespace) -> None:
     for flag, path in (("--path", args.path), ("--src", args.src), ("--ref", args.ref), ("--bpe-codes", args.bpe_codes)):
         if path and not os.path.isfile(path):
             raise UsageError(f"{flag} {path!r}: no such file")
+    logging.getLogger("matplotlib").setLevel(logging.WARNING)  # fairseq leaves the root logger at DEBUG
+    if importlib.util.find_spec("matplotlib") is None:  # the plot comes after the whole sweep: refuse now
+        raise UsageError("the frontier plot needs matplotlib: pip install 'fairseq-stream[plots]'")
     out_dir = os.path.dirname(os.path.abspath(args.out))
     if not os.path.isdir(out_dir):
         raise UsageError(f"--out {args.out!r}: the directory {out_dir!r} does not exist")
