@@ -36,6 +36,7 @@ setup(
     entry_points={
         "console_scripts": [
             "fairseq-stream-bench=fairseq_stream.tools.bench:main",
+            "fairseq-stream-frontier=fairseq_stream.tools.frontier:main",
             "fairseq-stream-demo=fairseq_stream.tools.demo:main",
             "fairseq-stream-shard=fairseq_stream.tools.shard:main",
             "fairseq-stream-ddgviz=fairseq_stream.tools.ddgviz:main",

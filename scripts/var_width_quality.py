@@ -35,6 +35,7 @@ import torch  # noqa: E402
 
 from fairseq_stream.tools.bench import parse_run, rows_for_json, run_benchmark  # noqa: E402
 from fairseq_stream.tools.session import TranslationSession  # noqa: E402
+from fairseq_stream.tools.significance import paired_bootstrap_p  # noqa: E402
 from fairseq_stream.strategies.beam import ENDED, REFERENCES  # noqa: E402
 
 DEMO = os.path.join(REPO, "user_dir_examples", "demo")
@@ -63,23 +64,6 @@ def measure(session: Any, sources: List[str], refs: List[str], k: int, reference
         row["expansions"] = exp
         row["expansions_vs_fixed"] = exp / fixed if exp and fixed else None
     return rows
-
-
-def paired_bootstrap_p(baseline: List[str], system: List[str], refs: List[str], samples: int = 1000,
-                       seed: int = 12345) -> float:
-    """One-sided paired bootstrap resampling (Koehn 2004): the share of resampled test sets (the
-    same sentences for both) on which ``system``'s BLEU is at least ``baseline``'s. Small (< 0.05)
-    = ``system``'s loss is not explained by the choice of sentences; 1 for identical outputs."""
-    import numpy as np
-    from sacrebleu.metrics import BLEU
-
-    bleu = BLEU()
-    base = np.array(bleu._extract_corpus_statistics(baseline, [refs]))
-    other = np.array(bleu._extract_corpus_statistics(system, [refs]))
-    picks = np.random.default_rng(seed).integers(0, len(refs), size=(samples, len(refs)))
-    wins = sum(bleu._compute_score_from_stats(other[p].sum(0)).score >= bleu._compute_score_from_stats(base[p].sum(0)).score
-               for p in picks)
-    return wins / samples
 
 
 def format_rows(rows: List[Dict[str, Any]]) -> str:

@@ -38,6 +38,8 @@ BEAM_CASES: List[Dict[str, Any]] = [
     dict(beam=3, rel_threshold=1.0, reference="active"),
     dict(beam=5, abs_threshold=1e-12, reference="normalized", sentences=1),
     dict(beam=7, abs_threshold=2.0, sentences=7),
+    dict(beam=5, abs_threshold=0.5, abs_scale=1.5, max_cands_per_node=3),  # δ per sentence: max(0.5, 1.5 · ū)
+    dict(beam=6, abs_threshold=0.0, abs_scale=0.7, reference="final", lenpen=0.6, ended="keep"),
 ]
 JACOBI_CASES: List[Dict[str, Any]] = [
     dict(block=None), dict(block=3), dict(block=4, init="tail"), dict(block=3, max_parallel_len=4), dict(block=1),

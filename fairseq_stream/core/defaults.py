@@ -5,6 +5,10 @@ Kept apart so that :mod:`fairseq_stream.core.options` declares the flags without
 
 #: δ, the absolute threshold of Yang2020 §4.1 (Freitag2017's ap).
 DEFAULT_ABS_THRESHOLD = 1.5
+#: α of the surprisal-scaled δ (beam_rules.SurprisalScaledThreshold): δ = max(δ, α · the best
+#: candidate's mean per-token surprisal), per sentence and step; used when --prune-abs-threshold
+#: is not given (an explicit δ is a fixed δ, as in Yang2020). None = a fixed δ by default.
+DEFAULT_ABS_SCALE = None
 #: M, the maximum candidates per node of Yang2020 §4.1 (Freitag2017's mc).
 DEFAULT_MAX_CANDS_PER_NODE = 5
 #: What δ is measured from. Yang2020 measures from the best candidate or finished hypothesis by

@@ -12,7 +12,7 @@ from typing import Optional
 from fairseq.dataclass import FairseqDataclass
 
 from fairseq_stream.core.defaults import (
-    DEFAULT_ABS_THRESHOLD, DEFAULT_FINALIZE, DEFAULT_MAX_CANDS_PER_NODE, DEFAULT_REFERENCE,
+    DEFAULT_ABS_SCALE, DEFAULT_ABS_THRESHOLD, DEFAULT_FINALIZE, DEFAULT_MAX_CANDS_PER_NODE, DEFAULT_REFERENCE,
 )
 from fairseq_stream.core.registry import epsilon_defaults_help, search_names
 
@@ -78,6 +78,13 @@ class StreamDecodingConfig(FairseqDataclass):
         metadata={"help": "absolute threshold δ (ap): prune candidates scoring ≤ best − δ in "
                   f"log-probability; the best may be a finished hypothesis (default {DEFAULT_ABS_THRESHOLD:g} for "
                   "var-*; inf = off)"},
+    )
+    prune_abs_scale: Optional[float] = field(
+        default=None,
+        metadata={"help": "α >= 0: scale δ per sentence and step to max(δ, α·ū), ū the best candidate's mean "
+                  "per-token surprisal (nats), so an unsure (weak) model gets a wider beam; 0 = a fixed δ "
+                  "(default: " + ("a fixed δ" if DEFAULT_ABS_SCALE is None else f"{DEFAULT_ABS_SCALE:g}") +
+                  " when --prune-abs-threshold is not given, a fixed δ when it is)"},
     )
     prune_max_cands_per_node: Optional[int] = field(
         default=None,

@@ -100,6 +100,7 @@ _RULE_RANGES = {
     "ap": ("--prune-abs-threshold", lambda x: x >= 0, ">= 0 (inf = off)"),
     "rp": ("--prune-rel-threshold", lambda x: 0 < x <= 1, "in (0, 1]"),
     "rpl": ("--prune-rel-local-threshold", lambda x: 0 < x <= 1, "in (0, 1]"),
+    "aps": ("--prune-abs-scale", lambda x: x >= 0, ">= 0"),
 }
 
 

@@ -33,7 +33,9 @@ import torch
 from torch import Tensor
 
 from fairseq_stream.ops import backends, packets
-from fairseq_stream.strategies.beam_rules import AbsoluteThreshold, RelativeLocalThreshold, RelativeThreshold
+from fairseq_stream.strategies.beam_rules import (
+    AbsoluteThreshold, RelativeLocalThreshold, RelativeThreshold, SurprisalScaledThreshold,
+)
 
 FIELDS: Tuple[str, ...] = backends.BEAM_STEP.fields
 _FLOAT_FIELDS = ("scores", "token_scores", "best_final", "best_final_norm", "fin_scores", "fin_total")
@@ -55,6 +57,9 @@ def encode_rules(rules: Sequence[Any]) -> Optional[Tuple[List[int], List[float]]
             margin = rule.delta if type(rule) is AbsoluteThreshold else -math.log(rule.rp)  # rp is δ = −ln rp
             ints += [0, _REFERENCES[rule.reference], int(rule.ended == "keep")]
             params.append(margin)
+        elif type(rule) is SurprisalScaledThreshold:  # the C++ operator only (cpu_only_rules)
+            ints += [2, _REFERENCES[rule.reference], int(rule.ended == "keep")]
+            params += [rule.alpha, rule.floor]
         elif type(rule) is RelativeLocalThreshold:
             ints += [1, 0, 0]
             params.append(math.log(rule.rpl))
@@ -78,7 +83,7 @@ def cpp_step(state_tensors: List[Tensor], top_lp: Tensor, top_tok: Tensor, row_s
              rules: Tuple[List[int], List[float]]) -> StepResult:
     """One step by the C++ operator (``csrc/beam_step.cpp``; the contract above)."""
     ints, params = rules
-    config = [k, width, final_count, eos, pad, finalize, int(track_best), len(params)] + ints
+    config = [k, width, final_count, eos, pad, finalize, int(track_best), len(ints) // 3] + ints
     packet, rows = torch.ops.fairseq_stream.beam_step(
         top_lp.contiguous(), top_tok.contiguous(), row_slot.contiguous(), state_tensors, len_pow, config, params,
         packets.BEAM_STEP.starts(state_tensors[0].numel(), final_count))

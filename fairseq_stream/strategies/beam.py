@@ -40,7 +40,7 @@ from typing import Any, Dict, List, Optional, Sequence, Tuple
 import torch
 from torch import Tensor
 
-from fairseq_stream.core.defaults import DEFAULT_ABS_THRESHOLD, DEFAULT_FINALIZE, DEFAULT_MAX_CANDS_PER_NODE, PRESETS
+from fairseq_stream.core.defaults import DEFAULT_ABS_SCALE, DEFAULT_ABS_THRESHOLD, DEFAULT_FINALIZE, DEFAULT_MAX_CANDS_PER_NODE, PRESETS
 from fairseq_stream.errors import FairseqStreamError
 from fairseq_stream.core.interface import Hypothesis, StepOutcome, StrategyContext
 from fairseq_stream.ops import beam_step as fused
@@ -54,7 +54,7 @@ from fairseq_stream.core.processors import RowContext
 from fairseq_stream.core.registry import check_beam_and_nbest, lenpen_of
 from fairseq_stream.strategies.beam_rules import (  # noqa: F401  (Candidates, REFERENCES: for callers)
     DEFAULT_REFERENCE, ENDED, FINALIZATION_CODES, FINALIZATION_RULES, REFERENCES, AbsoluteThreshold, Candidates, PruningRule, RelativeLocalThreshold,
-    RelativeThreshold, RuleDefaults, StepView, parse_pruning_rules,
+    RelativeThreshold, RuleDefaults, StepView, SurprisalScaledThreshold, parse_pruning_rules,
 )
 from fairseq_stream.core.state import PAD, StateOps, StrategyState, host, per_sentence, rows
 
@@ -76,6 +76,7 @@ class Pruning:
     """
 
     abs_threshold: Optional[float] = None  # ap / δ, in log-probability
+    abs_scale: Optional[float] = None  # α: δ becomes max(δ, α · ū) per sentence (SurprisalScaledThreshold)
     rel_threshold: Optional[float] = None  # rp in (0, 1], on probabilities
     rel_local_threshold: Optional[float] = None  # rpl in (0, 1], on the last word's probability
     max_cands_per_node: Optional[int] = None  # mc / M
@@ -86,6 +87,8 @@ class Pruning:
     def __post_init__(self) -> None:
         if self.abs_threshold is not None and not self.abs_threshold >= 0:
             raise FairseqStreamError(f"--prune-abs-threshold must be >= 0 (inf = off), got {self.abs_threshold}")
+        if self.abs_scale is not None and not self.abs_scale >= 0:
+            raise FairseqStreamError(f"--prune-abs-scale must be >= 0, got {self.abs_scale}")
         if self.max_cands_per_node is not None and self.max_cands_per_node < 1:
             raise FairseqStreamError(f"--prune-max-cands-per-node must be >= 1, got {self.max_cands_per_node}")
         for flag, value in (("--prune-rel-threshold", self.rel_threshold),
@@ -100,7 +103,9 @@ class Pruning:
     def rules(self) -> Tuple[PruningRule, ...]:
         """The keep-mask rules in order: ap, rp, rpl (Freitag2017 §3), then ``extra``."""
         built: Tuple[PruningRule, ...] = ()
-        if self.abs_threshold is not None:
+        if self.abs_threshold is not None and self.abs_scale:
+            built += (SurprisalScaledThreshold(self.abs_scale, self.abs_threshold, self.reference, self.ended),)
+        elif self.abs_threshold is not None:
             built += (AbsoluteThreshold(self.abs_threshold, self.reference, self.ended),)
         if self.rel_threshold is not None:
             built += (RelativeThreshold(self.rel_threshold, self.reference, self.ended),)
@@ -171,10 +176,13 @@ class VariableBeamConfig(BeamConfig):
     @staticmethod
     def pruning_from_options(opts: Any) -> Pruning:
         ap, mc = option_value(opts, "prune_abs_threshold"), option_value(opts, "prune_max_cands_per_node")
+        scale = option_value(opts, "prune_abs_scale")
+        if scale is None and ap is None:  # an explicit δ (Yang2020's rule, the presets) stays fixed
+            scale = DEFAULT_ABS_SCALE
         ap = DEFAULT_ABS_THRESHOLD if ap is None else ap
         mc = DEFAULT_MAX_CANDS_PER_NODE if mc is None else mc
         reference = option_value(opts, "prune_reference")
-        return Pruning(abs_threshold=None if math.isinf(ap) else float(ap),
+        return Pruning(abs_threshold=None if math.isinf(ap) else float(ap), abs_scale=scale,
                        rel_threshold=option_value(opts, "prune_rel_threshold"),
                        rel_local_threshold=option_value(opts, "prune_rel_local_threshold"), max_cands_per_node=int(mc),
                        reference=reference, ended=opts.prune_ended,
@@ -249,6 +257,8 @@ class BeamSearch(StateOps):
         self.final_width = self.finalizer.width(self.k)
         self.done_at = self.finalizer.ends_at(self.k, cfg.final_count)
         self.kernel_rules = fused.encode_rules(self.rules)  # None: a rule the operator does not know
+        # the surprisal-scaled δ is in the C++ operator only: on a GPU those steps run the reference
+        self.cpu_only_rules = any(type(rule) is SurprisalScaledThreshold for rule in self.rules)
         self._len_pow: Dict[Tuple[torch.dtype, torch.device], Tensor] = {}
 
     @classmethod
@@ -311,8 +321,14 @@ class BeamSearch(StateOps):
         ran = self.runner.run(
             BEAM_STEP, tensors, (top_lp, top_tok, state.row_slot, len_pow), config,
             reference=lambda: self._reference_step(state, top_lp, top_tok, len_pow),
-            fits=self.kernel_rules is not None and fused.fits(tensors, top_lp), s=state.size, z=self.done_at)
+            fits=self.kernel_rules is not None and fused.fits(tensors, top_lp) and self._kernel_knows_rules(top_lp),
+            s=state.size, z=self.done_at)
         return self._outcome(state, ran.result, ran.packet)
+
+    def _kernel_knows_rules(self, top_lp: Tensor) -> bool:
+        """Whether the fused backend that would run encodes every rule: the C++ operator does;
+        the Triton kernel lacks the surprisal-scaled δ (those steps run the reference)."""
+        return not self.cpu_only_rules or (top_lp.device.type == "cpu" and self.runner.preference != "triton")
 
     def _length_penalties(self, state: BeamState) -> Tensor:
         """(L + 1,) ``n^lenpen`` for every length ``n`` a candidate can have (one table for the

@@ -5,7 +5,8 @@ candidates, asks its **finalisation rule** which become final hypotheses and whi
 the beam, shrinks the beam, then passes the keep mask through its **pruning rules** in order.
 
 * Pruning rules (Freitag2017 §3; Yang2020 App. A.3) are registered by name, as the logits
-  processors are composed: ``ap`` (δ, Eq. 2), ``rp`` (Eq. 1), ``rpl`` (Eq. 3). The flags
+  processors are composed: ``ap`` (δ, Eq. 2), ``rp`` (Eq. 1), ``rpl`` (Eq. 3), and ``aps`` (ap with δ scaled per
+  sentence by the model's surprisal, ours). The flags
   ``--prune-abs-threshold`` / ``--prune-rel-threshold`` / ``--prune-rel-local-threshold`` build
   these three; ``--prune-rules NAME[:ARG],...`` adds any registered rule, a user's included
   (``user_dir_examples/prune_rule`` registers one from a ``--user-dir``).
@@ -104,10 +105,40 @@ class AbsoluteThreshold:
         return _within(view, keep, self.delta, self.reference, self.ended)
 
 
-def _within(view: StepView, keep: Tensor, margin: float, reference: str, ended: str) -> Tensor:
+def _within(view: StepView, keep: Tensor, margin: "float | Tensor", reference: str, ended: str) -> Tensor:
     """``keep`` & score > the reference − ``margin``; candidates ending in EOS are spared under ``ended="keep"``."""
     ok = view.cand.val > view.reference(reference, keep) - margin
     return keep & (ok | view.ended) if ended == "keep" else keep & ok
+
+
+@dataclass(frozen=True)
+class SurprisalScaledThreshold:
+    """ap with a per-sentence δ: ``max(floor, α · ū)``, where ū = −score/|c| is the mean
+    per-token surprisal (nats) of the sentence's best candidate on the beam.
+
+    One δ prunes at a different place for every model: the gap between the best candidate and
+    the eventual output grows with how unsure the model is, so a δ that is safe for a strong
+    model (ū ≈ 0.3) cuts the output's prefix off on a weak one (ū ≈ 1.5), which loses BLEU and
+    leaves short outputs (issue 28's measurements). Scaling δ by ū widens the beam exactly
+    where the model is unsure; ``floor`` keeps Yang2020's δ where it is sure. Per sentence and
+    step, from that sentence's own candidates only: var-stream ≡ var-batch still holds.
+    """
+
+    alpha: float
+    floor: float
+    reference: str = DEFAULT_REFERENCE
+    ended: str = "prune"
+
+    def margins(self, view: StepView, keep: Tensor) -> Tensor:
+        """(S, 1) each sentence's δ."""
+        val = view.cand.val
+        best, slot = torch.where(keep, val, torch.full_like(val, -math.inf)).max(dim=1, keepdim=True)  # (S, 1)
+        length = view.lengths.gather(1, slot).to(val).clamp(min=1)
+        surprisal = torch.where(torch.isfinite(best), -best / length, torch.zeros_like(best))
+        return torch.clamp(self.alpha * surprisal, min=self.floor)
+
+    def prune(self, view: StepView, keep: Tensor) -> Tensor:
+        return _within(view, keep, self.margins(view, keep), self.reference, self.ended)
 
 
 @dataclass(frozen=True)
@@ -175,6 +206,7 @@ def _number(name: str, arg: Optional[str]) -> float:
 register_pruning_rule("ap")(lambda arg, d: AbsoluteThreshold(_number("ap", arg), d.reference, d.ended))
 register_pruning_rule("rp")(lambda arg, d: RelativeThreshold(_number("rp", arg), d.reference, d.ended))
 register_pruning_rule("rpl")(lambda arg, d: RelativeLocalThreshold(_number("rpl", arg)))
+register_pruning_rule("aps")(lambda arg, d: SurprisalScaledThreshold(_number("aps", arg), 0.0, d.reference, d.ended))
 
 
 def parse_pruning_rules(spec: Optional[str], defaults: RuleDefaults = RuleDefaults()) -> Tuple[PruningRule, ...]:

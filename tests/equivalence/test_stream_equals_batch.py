@@ -46,6 +46,8 @@ HEURISTICS = {"prune_abs_threshold": 2.0, "prune_max_cands_per_node": 3, "prune_
 @pytest.mark.parametrize("opts", [
     pytest.param(dict(HEURISTICS, prune_reference="final"), id="final", marks=pytest.mark.slow),
     pytest.param(dict(HEURISTICS, prune_reference="normalized"), id="normalized"),
+    # δ per sentence from its own best candidate (the PyTorch path: the fused operators do not know it)
+    pytest.param(dict(HEURISTICS, prune_abs_scale=3.0), id="surprisal-scaled"),
     pytest.param({"prune_preset": "freitag2017"}, id="freitag2017"),  # Freitag2017's whole rule: rp, ap, rpl, mc, the shrinking beam
 ])
 def test_var_fifo_and_heuristics_equal_var_batch(demo_session64, demo_sources, data64, opts):

@@ -58,6 +58,8 @@ TRITON_CHECK = textwrap.dedent("""
     import step_cases as cases
     run, op_cases = cases.RUNNERS[{op!r}]
     for i, case in enumerate(op_cases):
+        if "abs_scale" in case:  # the surprisal-scaled δ is in the C++ operator only
+            continue
         dtype = torch.float64 if i % 2 else torch.float32
         assert run(case, "triton", i, dtype)["backend"] == ["triton"], case  # one seed each: the interpreter is slow
     print("ok")
@@ -75,7 +77,7 @@ def test_triton_equals_the_reference_under_the_interpreter(op):
 
 
 @pytest.mark.gpu
-@pytest.mark.parametrize("op,case", [m for m in MATRIX if m[0] != "ib_step"], ids=_ids)
+@pytest.mark.parametrize("op,case", [m for m in MATRIX if m[0] != "ib_step" and "abs_scale" not in m[1]], ids=_ids)
 def test_triton_equals_the_reference_on_cuda(op, case):
     run, _ = cases.RUNNERS[op]
     extra = {"score_tolerance": 1e-4} if op == "jacobi_step" else {}  # a GPU scan may round the sum differently

@@ -38,10 +38,12 @@ enum PacketField { kRows, kFinished, kWidest, kRowCount, kSentence, kFinalCount,
                    kPacketFields };
 
 struct Rule {
-  int64_t kind;  // 0: threshold (ap, rp) with margin = param; 1: rpl with log(rpl) = param
+  int64_t kind;  // 0: threshold (ap, rp) with margin = param; 1: rpl with log(rpl) = param;
+                 // 2: threshold with margin max(param2, param * the best kept candidate's -score / length)
   int64_t ref;
   bool keep_ended;
   double param;
+  double param2;  // kind 2's floor
 };
 
 template <typename T>
@@ -172,7 +174,7 @@ struct Step {
     T ref_scalar[3] = {neg_inf, neg_inf, neg_inf};
     std::vector<T> ref_norm;
     for (const Rule& rule : *rules) {
-      if (rule.kind == 0) {
+      if (rule.kind == 0 || rule.kind == 2) {
         if (!have[rule.ref]) {
           have[rule.ref] = true;
           T best = neg_inf;
@@ -185,7 +187,19 @@ struct Step {
           }
           ref_scalar[rule.ref] = best;
         }
-        const T margin = static_cast<T>(rule.param);
+        T margin = static_cast<T>(rule.param);
+        if (rule.kind == 2) {  // beam_rules.SurprisalScaledThreshold, the same operations in the same order
+          T best = neg_inf;
+          int64_t at = -1;
+          for (int64_t w = 0; w < Wn; ++w)
+            if (keep[w] && (at < 0 || val[w] > best)) {  // the first of equal bests, as torch.max
+              best = val[w];
+              at = w;
+            }
+          T surprisal = T(0);
+          if (at >= 0 && std::isfinite(best)) surprisal = T(-best) / T(std::max<int64_t>(len[at], 1));
+          margin = std::max(T(static_cast<T>(rule.param) * surprisal), static_cast<T>(rule.param2));
+        }
         for (int64_t w = 0; w < Wn; ++w) {
           if (!keep[w]) continue;
           const T ref = rule.ref == kNormalized ? ref_norm[w] : ref_scalar[rule.ref];
@@ -256,8 +270,11 @@ std::tuple<torch::Tensor, torch::Tensor> beam_step(const torch::Tensor& top_lp, 
               "beam_step: inputs must be contiguous");
   const int64_t k = config[0], z = config[2], n_rules = config[7];
   std::vector<Rule> rules;
-  for (int64_t i = 0; i < n_rules; ++i)
-    rules.push_back({config[8 + 3 * i], config[9 + 3 * i], config[10 + 3 * i] != 0, params[i]});
+  for (int64_t i = 0, p = 0; i < n_rules; ++i) {  // one param a rule, two for kind 2
+    const int64_t kind = config[8 + 3 * i];
+    rules.push_back({kind, config[9 + 3 * i], config[10 + 3 * i] != 0, params[p], kind == 2 ? params[p + 1] : 0.0});
+    p += kind == 2 ? 2 : 1;
+  }
   const int64_t S = state[kSentences].size(0), R = top_lp.size(0);
   std::vector<int64_t> row_of(S * k, -1);
   const int64_t* rs = row_slot.data_ptr<int64_t>();

@@ -1,0 +1,54 @@
+"""The frontier tool's parts that need no model: the Pareto marks, the grid, the argument checks."""
+import pytest
+
+from fairseq_stream.tools import frontier
+from fairseq_stream.tools.frontier import Grid, Point, pareto_front
+
+
+def test_pareto_front_keeps_only_points_nothing_beats_on_both_axes():
+    points = [Point(1.0, 30.0),   # fixed beam: slowest, best
+              Point(0.5, 29.0),   # faster, a little worse: on the frontier
+              Point(0.6, 28.0),   # slower and worse than the one above: off
+              Point(0.2, 25.0),   # fastest: on
+              Point(0.5, 29.0),   # a tie in both with the second: both stay
+              Point(1.2, 30.0)]   # as good as the first but slower: off
+    assert pareto_front(points) == [True, True, False, True, True, False]
+
+
+def test_pareto_front_of_one_point_and_of_none():
+    assert pareto_front([Point(3.0, 1.0)]) == [True]
+    assert pareto_front([]) == []
+
+
+def test_grid_puts_the_baselines_first_and_sweeps_every_combination():
+    grid = Grid("var-batch", deltas=[1.5, 3], max_cands=[5], references=["normalized", "final"], scales=[0, 2],
+                max_candidates=[40], runs=["var-stream:beam={k},label=mine"])
+    specs = grid.specs(50)
+    assert specs[:3] == ["beam:beam=50,label=fairseq beam", "fixed-ours:beam=50,label=fixed-ours",
+                         "var-batch:beam=50,label=default"]
+    assert len(specs) == 3 + 2 * 2 * 2 + 2 + 1
+    assert "var-batch:beam=50,prune_abs_threshold=3,prune_max_cands_per_node=5,prune_reference=final," \
+           "prune_abs_scale=2,label=δ=3 M=5 final α=2" in specs
+    assert any("stream_max_candidates=40,stream_oversubscribe=true" in s for s in specs)
+    assert specs[-1] == "var-stream:beam=50,label=mine"
+    assert grid.specs(5, fairseq_beam=False)[0].startswith("fixed-ours:beam=5")
+
+
+@pytest.mark.parametrize("argv, needle", [
+    (["--limit", "0"], "--limit must be >= 1"),
+    (["--beam", "0"], "--beam must be >= 1"),
+    (["--src", "/nonexistent.es"], "--src '/nonexistent.es': no such file"),
+    (["--path", "/nonexistent.pt"], "--path '/nonexistent.pt': no such file"),
+])
+def test_frontier_refuses_bad_arguments_in_one_line(argv, needle, capsys, tmp_path):
+    with pytest.raises(SystemExit) as exit_info:
+        frontier.main(argv + ["--out", str(tmp_path / "f")])
+    assert exit_info.value.code == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and needle in err[0]
+
+
+def test_frontier_refuses_an_out_directory_that_does_not_exist(capsys):
+    with pytest.raises(SystemExit):
+        frontier.main(["--out", "/nonexistent-dir/f"])
+    assert "does not exist" in capsys.readouterr().err

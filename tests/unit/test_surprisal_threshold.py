@@ -1,0 +1,85 @@
+"""The surprisal-scaled δ (beam_rules.SurprisalScaledThreshold) on hand-made steps, and when it is on."""
+import math
+from types import SimpleNamespace
+
+import pytest
+import torch
+
+from fairseq_stream.core import defaults
+from fairseq_stream.strategies.beam import VariableBeamConfig
+from fairseq_stream.strategies.beam_rules import (
+    AbsoluteThreshold, Candidates, StepView, SurprisalScaledThreshold, parse_pruning_rules,
+)
+
+INF = math.inf
+
+
+def view(val, lengths):
+    """A step of two sentences, three candidates each, no finished hypotheses, no EOS."""
+    val = torch.tensor(val, dtype=torch.float64)
+    zeros = torch.zeros_like(val, dtype=torch.long)
+    cand = Candidates(val, zeros, zeros + 4, torch.zeros_like(val), torch.zeros_like(val, dtype=torch.bool))
+    return StepView(cand, torch.zeros_like(val, dtype=torch.bool), torch.tensor(lengths), torch.full((2,), -INF),
+                    torch.full((2,), -INF), lenpen=1.0)
+
+
+def test_delta_grows_with_the_best_candidates_surprisal_and_never_falls_below_the_floor():
+    # Sentence 0 is sure (best -0.6 over 3 tokens: 0.2 nats a token; 3 · 0.2 < the floor 1, so
+    # δ = 1); sentence 1 is not (-6 over 3 tokens: 2 nats; δ = 3 · 2 = 6).
+    step = view([[-0.6, -1.5, -2.0], [-6.0, -9.0, -13.0]], [[3, 3, 3], [3, 3, 3]])
+    keep = torch.ones(2, 3, dtype=torch.bool)
+    rule = SurprisalScaledThreshold(alpha=3.0, floor=1.0, reference="active")
+    assert rule.margins(step, keep).flatten().tolist() == pytest.approx([1.0, 6.0])
+    assert rule.prune(step, keep).tolist() == [[True, True, False], [True, True, False]]
+    # a fixed δ = 1 keeps only sentence 1's best
+    assert AbsoluteThreshold(1.0, "active").prune(step, keep).tolist() == [[True, True, False], [True, False, False]]
+
+
+def test_surprisal_is_that_of_the_best_kept_candidate_by_its_own_length():
+    # The best kept candidate of sentence 0 is the second one (the first is not kept): -2 over
+    # 4 tokens, δ = 2 · 0.5 = 1, so -3.5 goes.
+    step = view([[-0.1, -2.0, -3.5], [-1.0, -1.5, -2.0]], [[1, 4, 4], [2, 2, 2]])
+    keep = torch.tensor([[False, True, True], [True, True, True]])
+    rule = SurprisalScaledThreshold(alpha=2.0, floor=0.0, reference="active")
+    assert rule.margins(step, keep).flatten().tolist() == pytest.approx([1.0, 1.0])
+    assert rule.prune(step, keep).tolist() == [[False, True, False], [True, True, False]]
+
+
+def test_a_sentence_with_nothing_kept_gets_the_floor():
+    step = view([[-1.0, -2.0, -3.0], [-1.0, -2.0, -3.0]], [[2, 2, 2], [2, 2, 2]])
+    keep = torch.tensor([[False, False, False], [True, True, True]])
+    margins = SurprisalScaledThreshold(alpha=2.0, floor=0.5, reference="active").margins(step, keep)
+    assert margins.flatten().tolist() == pytest.approx([0.5, 1.0])
+
+
+def options(**given):
+    opts = dict(prune_abs_threshold=None, prune_abs_scale=None, prune_max_cands_per_node=None,
+                prune_rel_threshold=None, prune_rel_local_threshold=None, prune_reference=None, prune_ended="prune",
+                prune_rules=None, prune_preset=None)
+    return SimpleNamespace(**dict(opts, **given))
+
+
+def test_an_explicit_delta_is_a_fixed_delta_so_the_papers_rule_is_unchanged():
+    pruning = VariableBeamConfig.pruning_from_options(
+        options(prune_reference="final", prune_abs_threshold=1.5, prune_max_cands_per_node=5))
+    assert pruning.rules() == (AbsoluteThreshold(1.5, "final"),)
+
+
+def test_prune_abs_scale_scales_the_delta_and_zero_turns_it_off():
+    scaled = VariableBeamConfig.pruning_from_options(options(prune_abs_threshold=2.0, prune_abs_scale=3.0))
+    assert scaled.rules() == (SurprisalScaledThreshold(3.0, 2.0, defaults.DEFAULT_REFERENCE),)
+    fixed = VariableBeamConfig.pruning_from_options(options(prune_abs_scale=0.0))
+    assert fixed.rules() == (AbsoluteThreshold(defaults.DEFAULT_ABS_THRESHOLD, defaults.DEFAULT_REFERENCE),)
+
+
+def test_the_default_rule_follows_the_defaults():
+    rules = VariableBeamConfig.pruning_from_options(options()).rules()
+    if defaults.DEFAULT_ABS_SCALE is None:
+        assert rules == (AbsoluteThreshold(defaults.DEFAULT_ABS_THRESHOLD, defaults.DEFAULT_REFERENCE),)
+    else:
+        assert rules == (SurprisalScaledThreshold(defaults.DEFAULT_ABS_SCALE, defaults.DEFAULT_ABS_THRESHOLD,
+                                                  defaults.DEFAULT_REFERENCE),)
+
+
+def test_prune_rules_aps_builds_the_rule_without_a_floor():
+    assert parse_pruning_rules("aps:2.5") == (SurprisalScaledThreshold(2.5, 0.0, defaults.DEFAULT_REFERENCE),)
