@@ -96,9 +96,10 @@ def convert(checkpoint: str, data_dir: str, out_dir: str, source_lang: str, targ
 
 
 def systems_for(session: Any, model_dir: str, tokens: List[List[str]], k: int, batch: int,
-                dataset_for: Callable[[Sequence[int]], Any], deltas: Sequence[float] = ()) -> List[System]:
+                dataset_for: Callable[[Sequence[int]], Any], deltas: Sequence[float] = (),
+                scales: Sequence[float] = ()) -> List[System]:
     """fairseq's beam first (the reference), then ours in float32 and int8 (``var-stream`` also at
-    each δ of ``deltas``), then CTranslate2."""
+    each δ of ``deltas`` and each α of ``scales``), then CTranslate2."""
     from fairseq.data.data_utils import post_process
 
     from fairseq_stream.tools.text import detokenize
@@ -111,6 +112,7 @@ def systems_for(session: Any, model_dir: str, tokens: List[List[str]], k: int, b
                 ("fixed-ours (fairseq finalize)", "fixed-ours", {"beam_finalize": "fairseq"}),
                 ("var-stream", "var-stream", {})]
     variants += [(f"var-stream δ {delta:g}", "var-stream", {"prune_abs_threshold": delta}) for delta in deltas]
+    variants += [(f"var-stream α {scale:g}", "var-stream", {"prune_abs_scale": scale}) for scale in scales]
     for quantize in ("none", "int8"):
         for label, search, opts in variants:
             name = label + (" int8" if quantize == "int8" else "")
@@ -181,6 +183,8 @@ def _parser() -> argparse.ArgumentParser:
     parser.add_argument("--smoke", action="store_true", help="6 sentences at k=5, 2 at k=50, one repeat")
     parser.add_argument("--deltas", type=float, nargs="*", default=[],
                         help="more var-stream rows (float32 and int8), one per pruning threshold δ")
+    parser.add_argument("--scales", type=float, nargs="*", default=[],
+                        help="more var-stream rows (float32 and int8), one per --prune-abs-scale α")
     return parser
 
 
@@ -216,7 +220,8 @@ def main(argv: Optional[Sequence[str]] = None) -> None:
         convert(args.path, args.data, model_dir, src_lang, tgt_lang)
         for k, n in ((5, args.limit), (50, args.limit_k50)):
             if n > 0:
-                rows = systems_for(session, model_dir, tokens, k, args.ct2_batch_size, dataset_for, args.deltas)
+                rows = systems_for(session, model_dir, tokens, k, args.ct2_batch_size, dataset_for, args.deltas,
+                                   args.scales)
                 results += measure(rows, min(n, len(sources)), args.repeats, references, log, k)
     print(format_table(results))
     if args.json:

@@ -125,7 +125,7 @@ class StreamDecodingConfig(FairseqDataclass):
         default=0,
         metadata={"help": "rule 'ours': a sentence ends after Z final hypotheses (or an empty beam) and returns the "
                   "best --nbest by length-normalised score (the reference code's find_top_z; 0 = --beam; "
-                  "1 = strict top-1, shorter outputs)"},
+                  "1 = strict top-1, shorter outputs); refused with the other --beam-finalize rules, which end at --beam"},
     )
     beam_finalize: Optional[str] = field(
         default=None,

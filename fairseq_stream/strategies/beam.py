@@ -152,6 +152,11 @@ class BeamConfig:
             )
         if self.finalize not in FINALIZATION_RULES:
             raise FairseqStreamError(f"--beam-finalize must be one of {', '.join(FINALIZATION_RULES)}, got {self.finalize!r}")
+        if self.final_count not in (0, self.beam) and self.finalize != "ours":
+            # only rule 'ours' counts final hypotheses (its ends_at); the others end at --beam
+            raise FairseqStreamError(
+                f"--beam-final-count {self.final_count} has no effect under --beam-finalize {self.finalize} (a sentence "
+                f"ends after --beam final hypotheses there); drop it or use --beam-finalize ours")
 
     @property
     def rows_per_sentence(self) -> int:
