@@ -343,8 +343,9 @@ def _self_attention(attn: Any, qkv: Callable[[Tensor], Tensor], x: Tensor, cache
         # one query per row: the kernel streams the cache; rows of different lengths see
         # their own slots up to where this step wrote (the mask of _attention_mask)
         last = None if write is None else cache.lens
-        out = decode_attention.attend(q.view(q.size(0), heads, -1), k, v, attn.scaling, last=last)
-        return attn.out_proj(out.view(q.size(0), 1, -1))
+        r, _, _, hd = q.shape  # explicit sizes: a step may have no rows
+        out = decode_attention.attend(q.view(r, heads, hd), k, v, attn.scaling, last=last)
+        return attn.out_proj(out.view(r, 1, heads * hd))
     return attn.out_proj(_merge_heads(_attend(q, k, v, mask, attn.scaling)))
 
 

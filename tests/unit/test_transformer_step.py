@@ -138,3 +138,13 @@ def test_reorders_reuse_the_spare_buffers_and_keep_the_rows(uniform):
             assert torch.isfinite(got).all()  # stale slots stay finite (masked keys meet zero weights)
         if i == 1:  # the second reorder wrote into the first cache's buffers: no allocation per step
             assert {k.data_ptr() for k in cache.keys} == first_buffers
+
+
+def test_a_step_without_rows_returns_nothing():
+    # var-batch can prune every row of a group: the step must still run (0 rows), on every path
+    model = tiny_transformer(D, dtype=torch.float32)
+    _, _, step, pool, state = _start(model, 3, 2)
+    with torch.no_grad():
+        empty = step.select(state, torch.zeros(0, dtype=torch.long))
+        lp, _ = step.step(pool, empty, torch.zeros(0, 1, dtype=torch.long))
+    assert lp.shape[0] == 0
