@@ -34,7 +34,6 @@ from fairseq_stream.errors import FairseqStreamError
 CHOICES: Tuple[str, ...] = ("auto", "torch", "onednn")
 
 
-
 class DerivedCopies:
     """Copies derived from models (oneDNN here, int8 in :mod:`fairseq_stream.core.quantize`), made
     once per model and made again when its weights move or change."""

@@ -200,7 +200,8 @@ def _slug(label: str) -> str:
     return "".join(c if c.isalnum() or c in "-_." else "_" for c in label)
 
 
-def _read_lines(path: str, limit: Optional[int]) -> List[str]:
+def read_lines(path: str, limit: Optional[int]) -> List[str]:
+    """The first ``limit`` lines of a UTF-8 text file (all for ``None`` or 0), without newlines."""
     with open(path, encoding="utf-8") as f:
         lines = [line.rstrip("\n") for line in f]
     return lines[:limit] if limit else lines
@@ -560,8 +561,8 @@ def main(argv: Optional[Sequence[str]] = None) -> None:
         runs = parse_runs(session, args.run or ["beam:beam=5"])
     if not args.no_own_baselines:
         runs = own_baselines(runs, _default_beam(session))
-    sources = _read_lines(args.src, args.limit)
-    references = _read_lines(args.ref, args.limit)
+    sources = read_lines(args.src, args.limit)
+    references = read_lines(args.ref, args.limit)
     if len(sources) != len(references):
         raise FairseqStreamError(f"{args.src} has {len(sources)} lines but {args.ref} has {len(references)}")
     print(

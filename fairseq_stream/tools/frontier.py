@@ -218,16 +218,13 @@ def main(argv: Optional[Sequence[str]] = None) -> None:
     import torch
 
     from fairseq_stream.integration.compat import install_excepthook
-    from fairseq_stream.tools.bench import rows_for_json
+    from fairseq_stream.tools.bench import read_lines, rows_for_json
     from fairseq_stream.tools.session import TranslationSession
 
     install_excepthook()
     logging.getLogger("fairseq").setLevel(logging.WARNING)
     torch.set_num_threads(args.threads)
-    with open(args.src, encoding="utf-8") as f:
-        sources = [line.rstrip("\n") for line in f][: args.limit]
-    with open(args.ref, encoding="utf-8") as f:
-        refs = [line.rstrip("\n") for line in f][: args.limit]
+    sources, refs = read_lines(args.src, args.limit), read_lines(args.ref, args.limit)
     with usage_errors():
         if len(sources) != len(refs):
             raise UsageError(f"--src has {len(sources)} of the first {args.limit} lines but --ref has {len(refs)}")
