@@ -11,16 +11,20 @@
 # interpreter with the CUDA torch; --no-install uses PYTHON as it is.
 #
 # Rows (scripts/gpu_rows.py, one process; scripts/gpu_report.py writes $OUT/gpu_report.md):
-# float32 and float16, on the demo model and a 32k-vocabulary Transformer-base-sized model with
-# random weights (scripts/make_base_model.py --vocab 32000; every sentence forced to 40 tokens):
+# per dtype (--dtypes, default "float32 float16"), on the demo model and a 32k-vocabulary
+# Transformer-base-sized model with random weights (scripts/make_base_model.py --vocab 32000; every
+# sentence forced to 40 tokens):
 #   batched  300 sentences: fairseq beam vs fixed-ours and var-stream, k = 5 and k = 50
-#   batch1    40 sentences at batch 1: fairseq greedy vs fixed-ours:beam=1 and gs-jacobi b = 3
+#   batch1     8 sentences at batch 1: fairseq greedy vs fixed-ours:beam=1 and gs-jacobi b = 3
 #   ib       ib-beam k = 5 on --ib-path (300 sentences; listed as skipped without it)
-# each row: 1 untimed warm-up, the median of 3 timed runs, costs from 3 more runs over 50 sentences;
-# then the output-layer micro-benchmark (V = 32k, beams 1/5/50, batches 1/32/128) in both dtypes.
-# Budget: under 20 minutes on one H100 (install ~3 min, tests ~3 min, rows <= ROWS_BUDGET_S=720 s:
-# a table not started by then is listed as skipped, output layer ~1 min). Sized by estimate: not
-# yet timed on a GPU (the development machine has none).
+# each row: 1 untimed warm-up, the median of 3 timed runs, costs from 3 more runs over 20 sentences
+# (counted and profiled: slow, most of a batch-1 table's time); then the output-layer
+# micro-benchmark (V = 32k, beams 1/5/50, batches 1/32/128) per dtype.
+# Time on one H100 (2026-11-25, measured): install 62 s, gpu tests 78 s, per dtype ~7 min of rows
+# (demo batched 124-170 s, demo batch1 ~70 s, base batched ~120 s, base batch1 ~80 s), output layer
+# ~30 s per dtype: ~17 min in all. Where one command may run 10 minutes, split it:
+#   bash scripts/gpu_check.sh --dtypes float32 --out A; bash scripts/gpu_check.sh --no-install --skip-tests --dtypes float16 --out B
+# Tables not started within ROWS_BUDGET_S (720 s) are listed as skipped.
 #
 # --dry-run (or DEVICE=cpu): the same flow on the CPU with tiny sizes (2 sentences, outputs forced
 # to 4 tokens, beams 5 and 8, 1 timed run, a 1-layer 64-wide 32k base model, float16 skipped, no
@@ -31,7 +35,7 @@ OUT=${OUT:-gpu_check_out}
 DEVICE=${DEVICE:-cuda}
 ROWS_BUDGET_S=${ROWS_BUDGET_S:-720}
 PYTHON=${PYTHON:-python3}
-install=1; install_set=0; wheels=""; ib=""
+install=1; install_set=0; wheels=""; ib=""; tests=1; dtypes="float32 float16"
 while [ $# -gt 0 ]; do
     case "$1" in
         --dry-run) DEVICE=cpu ;;
@@ -39,12 +43,16 @@ while [ $# -gt 0 ]; do
         --install) install=1; install_set=1 ;;
         --wheels) wheels=$(cd "${2:?--wheels needs a folder}" && pwd); shift ;;
         --ib-path) ib=${2:?--ib-path needs a checkpoint}; shift ;;
+        --dtypes) dtypes=${2:?--dtypes needs a list, e.g. "float32 float16"}; shift ;;
+        --skip-tests) tests=0 ;;
         --out) OUT=${2:?--out needs a folder}; shift ;;
         -h|--help) sed -n '2,/^set -e/p' "$0" | sed 's/^# \{0,1\}//;$d'; exit 0 ;;
         *) echo "gpu_check.sh: unknown argument '$1' (see --help)" >&2; exit 2 ;;
     esac
     shift
 done
+for d in $dtypes; do case "$d" in float32|float16|bfloat16) ;; *) echo "gpu_check.sh: --dtypes: unknown dtype '$d' (float32, float16, bfloat16)" >&2; exit 2 ;; esac; done
+[ -n "${dtypes// /}" ] || { echo "gpu_check.sh: --dtypes: give at least one dtype" >&2; exit 2; }
 [ -z "$ib" ] || [ -f "$ib" ] || { echo "gpu_check.sh: --ib-path '$ib': no such file" >&2; exit 2; }
 [ "$DEVICE" = cpu ] && [ "$install_set" = 0 ] && install=0  # a dry run tests the flow, not pip
 mkdir -p "$OUT"
@@ -71,20 +79,20 @@ gpu_tests() {  # the gpu-marked tests; their summary goes into the report, a fai
 }
 
 rows() {  # the base model, then every table in one process
-    local base=(--layers 6 --dim 512) sizes=(--limit 300 --batch1-limit 40 --costs-limit 50 --repeats 3)
+    local base=(--layers 6 --dim 512) sizes=(--limit 300 --batch1-limit 8 --costs-limit 20 --repeats 3)
     if [ "$DEVICE" = cpu ]; then
         base=(--layers 1 --dim 64)
         sizes=(--limit 2 --batch1-limit 1 --costs-limit 1 --repeats 1 --demo-length 4 --base-length 4 --big-beam 8 --threads 1)
     fi
     "$PYTHON" scripts/make_base_model.py --out "$OUT/base32k/checkpoint.pt" --vocab 32000 "${base[@]}" >&2
     rm -f "$OUT"/rows_*.json
-    "$PYTHON" scripts/gpu_rows.py --out "$OUT" --device "$DEVICE" --dtypes float32 float16 \
+    "$PYTHON" scripts/gpu_rows.py --out "$OUT" --device "$DEVICE" --dtypes $dtypes \
         --base "$OUT/base32k/checkpoint.pt" ${ib:+--ib-path "$ib"} --warmup 1 --budget-s "$ROWS_BUDGET_S" "${sizes[@]}"
 }
 
 output_layer() {  # the micro-benchmark, per dtype
     local dtype
-    for dtype in float32 float16; do
+    for dtype in $dtypes; do
         if [ "$DEVICE" = cpu ]; then
             if [ "$dtype" = float16 ]; then echo "skipped: float16 runs on a GPU only (a CPU dry run)" > "$OUT/output_layer_$dtype.md"; continue; fi
             "$PYTHON" scripts/bench_output_layer.py --vocab 1000 --beam 5 --batch 2 --dim 32 --repeats 1 --threads 1 \
@@ -100,7 +108,7 @@ start=$SECONDS
 if [ "$install" = 1 ]; then log "installing"; install_project; else echo "not installed by this run: $PYTHON used as it is" > "$OUT/install.txt"; fi
 "$PYTHON" -c "import torch, sys; sys.exit(0 if '$DEVICE' == 'cpu' or torch.cuda.is_available() else 1)" \
     || { log "torch in $PYTHON sees no GPU (use --dry-run for the CPU flow)"; exit 2; }
-log "gpu-marked tests"; gpu_tests
+if [ "$tests" = 1 ]; then log "gpu-marked tests"; gpu_tests; else echo "not run (--skip-tests)" > "$OUT/gpu_tests.txt"; fi
 log "rows ($DEVICE)"; rows
 log "output layer"; output_layer
 "$PYTHON" scripts/gpu_report.py "$OUT" --title "fairseq-stream GPU check ($DEVICE$([ "$DEVICE" = cpu ] && echo ', dry run'))" > /dev/null

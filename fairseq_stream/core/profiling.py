@@ -87,6 +87,8 @@ class CostCounts:
     ops: int = 0
     reads_by_op: Counter = field(default_factory=Counter)
     ops_by_name: Counter = field(default_factory=Counter)
+    #: >0 while a host method runs: the device→host copy it dispatches is the same read, not a second one
+    inside_host_method: int = 0
 
     def per_step(self, steps: int) -> Dict[str, float]:
         steps = max(steps, 1)
@@ -100,10 +102,16 @@ class _FunctionCounter(TorchFunctionMode):
         self.counts = counts
 
     def __torch_function__(self, func, types, args=(), kwargs=None):
-        if func in _HOST_METHODS:
-            self.counts.host_reads += 1
-            self.counts.reads_by_op[func.__name__] += 1
-        return func(*args, **(kwargs or {}))
+        if func not in _HOST_METHODS:
+            return func(*args, **(kwargs or {}))
+        c = self.counts
+        c.host_reads += 1
+        c.reads_by_op[func.__name__] += 1
+        c.inside_host_method += 1  # on CUDA, tolist() copies to the host inside: one read, counted here
+        try:
+            return func(*args, **(kwargs or {}))
+        finally:
+            c.inside_host_method -= 1
 
 
 class _DispatchCounter(TorchDispatchMode):
@@ -114,8 +122,9 @@ class _DispatchCounter(TorchDispatchMode):
     def __torch_dispatch__(self, func, types, args=(), kwargs=None):
         kwargs = kwargs or {}
         c = self.counts
-        if func in _DATA_DEPENDENT or _is_bool_index(func, args) or _is_repeat_interleave_without_size(func, kwargs) \
-                or _is_copy_to_host(func, args, kwargs):
+        if not c.inside_host_method and (
+                func in _DATA_DEPENDENT or _is_bool_index(func, args) or _is_repeat_interleave_without_size(func, kwargs)
+                or _is_copy_to_host(func, args, kwargs)):
             c.host_reads += 1
             c.reads_by_op[str(func.overloadpacket.__name__)] += 1
         if _is_copy_to_device(func, args, kwargs):

@@ -108,8 +108,8 @@ class StreamGenerator:
         if self.input.fewer_than_nbest:
             self.stats.extra["fewer_than_nbest"] = float(self.input.fewer_than_nbest)
         self.stats.wall_seconds += time.perf_counter() - start
-        for choice in fused_output.cuda_choices():  # the output-layer kernel measured per shape (CUDA)
-            self.stats.note_backend("output_layer", choice)
+        for kernel in fused_output.take_cuda_kernels():  # measured per shape class on CUDA, logged there
+            self.stats.note_backend("output_layer", kernel)
         self._schedule_report()
         return hypos
 

@@ -34,7 +34,7 @@ from __future__ import annotations
 
 import os
 import time
-from typing import Any, Callable, Dict, List, Optional, Tuple
+from typing import Any, Callable, Dict, List, Optional, Set, Tuple
 
 import torch
 from torch import Tensor
@@ -83,11 +83,14 @@ def topk_with_normaliser(scores: Tensor, k: int) -> Tuple[Tensor, Tensor, Tensor
             _cuda_choice[key] = _choose(_cuda_candidates(), scores, k)
             _log_once(f"fairseq-stream: output layer (V={key[0]}, rows<={key[1]}, k={k}) on the GPU: "
                       f"{_cuda_choice[key].__name__}")
+        _cuda_used.add(key)
         return _cuda_choice[key](scores, k)
     return _topk_lse(scores, k)
 
 
 _cuda_choice: Dict[Tuple[int, int, int], Callable[..., Any]] = {}
+#: the shape classes run since the last ``take_cuda_kernels`` (each run's statistics name only its own)
+_cuda_used: Set[Tuple[int, int, int]] = set()
 #: FAIRSEQ_STREAM_OUTPUT_KERNEL=torch|triton overrides the measured choice on CUDA.
 OVERRIDE_VARIABLE = "FAIRSEQ_STREAM_OUTPUT_KERNEL"
 
@@ -106,6 +109,15 @@ def cuda_choices() -> List[str]:
     names = {id(fn): name for name, fn in _cuda_candidates_cache.items()}
     return [f"V={v},rows<={r},k={k}:{names.get(id(fn), getattr(fn, '__name__', '?'))}"
             for (v, r, k), fn in sorted(_cuda_choice.items())]
+
+
+def take_cuda_kernels() -> List[str]:
+    """The names of the output-layer kernels run on CUDA since the last call (``triton``,
+    ``torch``), for a run's statistics; the per-shape choices are logged once each."""
+    names = {id(fn): name for name, fn in _cuda_candidates_cache.items()}
+    used = sorted({names.get(id(_cuda_choice[key]), "?") for key in _cuda_used if key in _cuda_choice})
+    _cuda_used.clear()
+    return used
 
 
 def _bucket(rows: int) -> int:

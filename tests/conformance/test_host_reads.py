@@ -51,6 +51,22 @@ def test_the_counter_sees_host_reads():
     assert cc.counts.ops >= 8 and cc.counts.host_writes == 0
 
 
+@pytest.mark.gpu
+def test_a_read_from_the_gpu_counts_once():
+    """``tolist()`` of a CUDA tensor copies it to the host inside: one read, not two (the first
+    GPU run counted 2.00 reads per step for the step's one packet read)."""
+    import torch
+
+    x = torch.arange(6.0, device="cuda")
+    with CostCounter() as cc:
+        x.tolist()
+    assert cc.counts.host_reads == 1, dict(cc.counts.reads_by_op)
+    with CostCounter() as cc:
+        x.cpu()
+        x.sum().item()
+    assert cc.counts.host_reads == 2, dict(cc.counts.reads_by_op)
+
+
 def test_the_counter_sees_host_to_device_copies():
     """A copy from the host to a device (here the meta device, which every machine has) counts
     as a host write, not as a read."""

@@ -254,6 +254,16 @@ def test_var_width_quality_bootstrap_tells_chance_from_a_real_difference(demo_re
 
 
 @pytest.mark.slow  # the whole GPU check on the CPU: the gpu tests (skipped), every table, the output layer
+@pytest.mark.parametrize("args,message", [
+    (["--dtypes", "float64"], "--dtypes: unknown dtype 'float64'"),
+    (["--dtypes", " "], "--dtypes: give at least one dtype"),
+])
+def test_gpu_check_refuses_bad_dtypes_in_one_line(tmp_path, args, message):
+    proc = subprocess.run(["bash", "scripts/gpu_check.sh", "--dry-run", "--out", str(tmp_path / "g"), *args], cwd=REPO,
+                          capture_output=True, text=True, timeout=60)
+    assert proc.returncode == 2 and message in proc.stderr and len(proc.stderr.strip().splitlines()) == 1, proc.stderr
+
+
 def test_gpu_check_dry_run_writes_one_report(tmp_path):
     run_script(["scripts/gpu_check.sh", "--dry-run", "--out", str(tmp_path / "gpu")], tmp_path)
     report = (tmp_path / "gpu" / "gpu_report.md").read_text(encoding="utf-8")

@@ -83,6 +83,9 @@ def test_the_choice_can_be_forced_and_is_recorded(monkeypatch):
     monkeypatch.setattr(fused_output, "_cuda_choice", {(32000, 64, 10): triton_ops})
     monkeypatch.setattr(fused_output, "_cuda_candidates_cache", candidates)
     assert fused_output.cuda_choices() == ["V=32000,rows<=64,k=10:triton"]
+    monkeypatch.setattr(fused_output, "_cuda_used", {(32000, 64, 10)})
+    assert fused_output.take_cuda_kernels() == ["triton"]  # the run's statistics: names, not shapes
+    assert fused_output.take_cuda_kernels() == []  # taken: the next run names only its own
 
 
 def test_half_scores_are_normalised_in_float32_by_the_torch_candidate():
