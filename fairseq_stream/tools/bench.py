@@ -131,11 +131,13 @@ def parse_run(spec: str, gen_keys: Union[Sequence[str], Kinds],
     search, _, rest = spec.partition(":")
     run = RunSpec(label=spec, search=search.strip())
     gen, opt = _as_kinds(gen_keys), (None if opt_keys is None else _as_kinds(opt_keys))
+    previous = ""
     for item in filter(None, (p.strip() for p in rest.split(","))):
         key, eq, value = item.partition("=")
         if not eq:
-            raise UsageError(f"--run {spec!r}: expected key=value, got {item!r}")
-        key = key.strip().replace("-", "_")
+            hint = "; a label cannot contain ',' (use ';' or spaces)" if previous == "label" else ""
+            raise UsageError(f"--run {spec!r}: expected key=value, got {item!r}{hint}")
+        key = previous = key.strip().replace("-", "_")
         if key == "label":
             run.label = value
         elif key == "length_from":

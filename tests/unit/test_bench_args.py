@@ -66,6 +66,13 @@ def test_unknown_run_key_is_a_clear_error():
     assert parse_run("var-stream:whatever=1", GEN).opts == {"whatever": 1}
 
 
+def test_a_comma_in_a_label_is_a_clear_error():
+    with pytest.raises(UsageError, match="got 'k5'; a label cannot contain ','"):
+        parse_run("var-stream:beam=5,label=vs,k5", GEN, OPTS)
+    with pytest.raises(UsageError, match="got 'beam5'$"):  # no label before it: no hint
+        parse_run("var-stream:beam5", GEN, OPTS)
+
+
 def test_step_backend_is_passed_to_the_decoding_options():
     run = parse_run("var-stream:beam=5,step_backend=reference", GEN, OPTS)
     assert run.gen == {"beam": 5} and run.opts == {"step_backend": "reference"}
