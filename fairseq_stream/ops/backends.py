@@ -56,6 +56,8 @@ class StepOperator:
     runner_compacts: bool = True  # after the other backends, the runner compacts the state
     outputs_per_sentence: Tuple[str, ...] = ()  # result fields ordered like the state (compacted with it)
     auto: Dict[str, str] = field(default_factory=lambda: {"cpu": "cpp", "cuda": "triton"})  # device → backend
+    #: backend → the step features (``StepRunner.run``'s ``features``) it does not implement: such steps run the reference
+    lacks: Dict[str, Tuple[str, ...]] = field(default_factory=dict)
 
     def implementation(self, backend: str) -> Optional[Callable[..., Any]]:
         path = self.implementations.get(backend)
@@ -73,6 +75,7 @@ BEAM_STEP = StepOperator(
     implementations={"cpp": "fairseq_stream.ops.beam_step:cpp_step",
                      "triton": "fairseq_stream.ops.triton_beam_step:triton_step"},
     compacts=("cpp",),
+    lacks={"triton": ("--prune-abs-scale",)},  # the surprisal-scaled δ is encoded in the C++ operator only
 )
 JACOBI_STEP = StepOperator(
     name="jacobi_step",
@@ -117,7 +120,13 @@ def _triton_runs(device: torch.device) -> bool:
     return True
 
 
-def why_not(op: StepOperator, backend: str, tensors: Sequence[Tensor], fits: bool) -> Optional[str]:
+def lacking(op: StepOperator, backend: str, features: Sequence[str]) -> List[str]:
+    """The step ``features`` that ``backend``'s implementation of ``op`` does not have."""
+    return [f for f in features if f in op.lacks.get(backend, ())]
+
+
+def why_not(op: StepOperator, backend: str, tensors: Sequence[Tensor], fits: bool,
+            features: Sequence[str] = ()) -> Optional[str]:
     """Why ``backend`` cannot run this step (None: it can)."""
     if backend == "reference":
         return None
@@ -125,6 +134,9 @@ def why_not(op: StepOperator, backend: str, tensors: Sequence[Tensor], fits: boo
         return f"{op.name} has no {backend} implementation"
     if not fits:
         return "the step needs the reference (a rule of --prune-rules, or state of another dtype or layout)"
+    missing = lacking(op, backend, features)
+    if missing:
+        return f"the {backend} {op.name} does not implement {', '.join(missing)} (the reference runs those steps)"
     device = tensors[0].device
     if backend == "cpp":
         if device.type != "cpu":
@@ -162,25 +174,25 @@ class StepRunner:
         if self.preference not in CHOICES:
             raise ValueError(f"--step-backend must be one of {', '.join(CHOICES)}, got {self.preference!r}")
 
-    def choose(self, op: StepOperator, tensors: Sequence[Tensor], fits: bool) -> str:
+    def choose(self, op: StepOperator, tensors: Sequence[Tensor], fits: bool, features: Sequence[str] = ()) -> str:
         """The backend for this step. A backend that cannot run is warned about once (``auto``
         stays quiet where the reference is simply the right one: a user's pruning rule)."""
         if self.preference == "reference":
             return "reference"
-        key = (op.name, tensors[0].device.type, fits)
+        key = (op.name, tensors[0].device.type, fits, tuple(features))
         if key not in self.chosen:  # once per operator, device and kind of step (a host-side lookup)
-            self.chosen[key] = self._choose(op, tensors, fits)
+            self.chosen[key] = self._choose(op, tensors, fits, features)
         return self.chosen[key]
 
-    def _choose(self, op: StepOperator, tensors: Sequence[Tensor], fits: bool) -> str:
+    def _choose(self, op: StepOperator, tensors: Sequence[Tensor], fits: bool, features: Sequence[str]) -> str:
         auto = self.preference == "auto"
         wanted = op.auto.get(tensors[0].device.type, "reference") if auto else self.preference
         if wanted == "reference" or (op.name, wanted) in self.failed:
             return "reference"
-        reason = why_not(op, wanted, tensors, fits)
+        reason = why_not(op, wanted, tensors, fits, features)
         if reason is None:
             return wanted
-        if fits:  # the device, a build, a missing implementation: for the whole run
+        if fits and not lacking(op, wanted, features):  # the device, a build, a missing implementation: the whole run
             self._fail(op, wanted, reason)
         elif not auto and (op.name, wanted) not in self.warned:
             self.warned.add((op.name, wanted))
@@ -188,14 +200,16 @@ class StepRunner:
         return "reference"
 
     def run(self, op: StepOperator, tensors: Sequence[Tensor], args: Sequence[Any], config: Dict[str, Any], *,
-            reference: Callable[[], Any], fits: bool = True, s: int, z: int = 0) -> Ran:
+            reference: Callable[[], Any], fits: bool = True, features: Sequence[str] = (), s: int, z: int = 0) -> Ran:
         """Run ``op`` on the state ``tensors`` (updated in place) and read its packet once.
 
         ``args``/``config``: the implementation's inputs after the state and its keyword
         options; ``reference()`` runs the strategy's PyTorch step; ``fits``: whether the fused
-        backends may take this step; ``s``/``z``: the packet's sentence and final counts.
+        backends may take this step; ``features``: what the step needs beyond the operator's
+        common contract (a backend whose ``op.lacks`` names one runs the reference instead);
+        ``s``/``z``: the packet's sentence and final counts.
         """
-        backend = self.choose(op, tensors, fits)
+        backend = self.choose(op, tensors, fits, features)
         result = None
         if backend != "reference":
             try:

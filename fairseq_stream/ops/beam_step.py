@@ -57,7 +57,7 @@ def encode_rules(rules: Sequence[Any]) -> Optional[Tuple[List[int], List[float]]
             margin = rule.delta if type(rule) is AbsoluteThreshold else -math.log(rule.rp)  # rp is δ = −ln rp
             ints += [0, _REFERENCES[rule.reference], int(rule.ended == "keep")]
             params.append(margin)
-        elif type(rule) is SurprisalScaledThreshold:  # the C++ operator only (cpu_only_rules)
+        elif type(rule) is SurprisalScaledThreshold:  # the C++ operator only (backends.BEAM_STEP.lacks)
             ints += [2, _REFERENCES[rule.reference], int(rule.ended == "keep")]
             params += [rule.alpha, rule.floor]
         elif type(rule) is RelativeLocalThreshold:

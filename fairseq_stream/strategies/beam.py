@@ -263,7 +263,9 @@ class BeamSearch(StateOps):
         self.done_at = self.finalizer.ends_at(self.k, cfg.final_count)
         self.kernel_rules = fused.encode_rules(self.rules)  # None: a rule the operator does not know
         # the surprisal-scaled δ is in the C++ operator only: on a GPU those steps run the reference
-        self.cpu_only_rules = any(type(rule) is SurprisalScaledThreshold for rule in self.rules)
+        # what some fused backends lack (ops/backends.py, BEAM_STEP.lacks): those run the reference
+        self.step_features: Tuple[str, ...] = (
+            ("--prune-abs-scale",) if any(type(rule) is SurprisalScaledThreshold for rule in self.rules) else ())
         self._len_pow: Dict[Tuple[torch.dtype, torch.device], Tensor] = {}
 
     @classmethod
@@ -326,14 +328,9 @@ class BeamSearch(StateOps):
         ran = self.runner.run(
             BEAM_STEP, tensors, (top_lp, top_tok, state.row_slot, len_pow), config,
             reference=lambda: self._reference_step(state, top_lp, top_tok, len_pow),
-            fits=self.kernel_rules is not None and fused.fits(tensors, top_lp) and self._kernel_knows_rules(top_lp),
+            fits=self.kernel_rules is not None and fused.fits(tensors, top_lp), features=self.step_features,
             s=state.size, z=self.done_at)
         return self._outcome(state, ran.result, ran.packet)
-
-    def _kernel_knows_rules(self, top_lp: Tensor) -> bool:
-        """Whether the fused backend that would run encodes every rule: the C++ operator does;
-        the Triton kernel lacks the surprisal-scaled δ (those steps run the reference)."""
-        return not self.cpu_only_rules or (top_lp.device.type == "cpu" and self.runner.preference != "triton")
 
     def _length_penalties(self, state: BeamState) -> Tensor:
         """(L + 1,) ``n^lenpen`` for every length ``n`` a candidate can have (one table for the

@@ -178,6 +178,24 @@ def test_a_user_rule_runs_the_reference_quietly_under_auto(caplog):
     assert stats.step_backends == {"beam_step": ["reference"]} and not caplog.records
 
 
+def test_a_step_feature_a_backend_lacks_runs_the_reference_for_those_steps_only(caplog):
+    """BEAM_STEP.lacks: the Triton kernel has no surprisal-scaled δ; steps that need it run the
+    reference (one warning when Triton was asked for), other steps keep the backend."""
+    assert backends.lacking(backends.BEAM_STEP, "triton", ("--prune-abs-scale",)) == ["--prune-abs-scale"]
+    assert backends.lacking(backends.BEAM_STEP, "cpp", ("--prune-abs-scale",)) == []
+    runner = backends.StepRunner("cpp")
+    x = [torch.zeros(2)]
+    assert runner.choose(backends.BEAM_STEP, x, True, ("--prune-abs-scale",)) == "cpp"
+    assert "does not implement --prune-abs-scale" in backends.why_not(
+        backends.BEAM_STEP, "triton", x, True, ("--prune-abs-scale",))
+    runner = backends.StepRunner("triton")
+    with caplog.at_level(logging.WARNING, logger="fairseq_stream"):
+        for _ in range(3):
+            assert runner.choose(backends.BEAM_STEP, x, True, ("--prune-abs-scale",)) == "reference"
+    assert not runner.failed  # not a failure of the backend: only these steps
+    assert len([r for r in caplog.records if "--prune-abs-scale" in r.getMessage()]) == 1
+
+
 def test_the_choice_is_refused_when_unknown():
     with pytest.raises(ValueError, match="--step-backend"):
         backends.StepRunner("cuda-graphs")
