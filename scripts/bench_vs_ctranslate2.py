@@ -188,17 +188,13 @@ def _parser() -> argparse.ArgumentParser:
     return parser
 
 
-def _read(path: str, limit: int) -> List[str]:
-    with open(path, encoding="utf-8") as f:
-        return [line.rstrip("\n") for line in f][:limit]
-
-
 def main(argv: Optional[Sequence[str]] = None) -> None:
     args = _parser().parse_args(argv)
     if args.smoke:
         args.limit, args.limit_k50, args.repeats = 6, 2, 1
     torch.set_num_threads(1)
     from fairseq_stream.integration.compat import install_excepthook
+    from fairseq_stream.tools.bench import read_lines
     from fairseq_stream.tools.session import TranslationSession
     from fairseq_stream.tools.text import tokenize
 
@@ -206,7 +202,8 @@ def main(argv: Optional[Sequence[str]] = None) -> None:
     src_lang, tgt_lang = os.path.splitext(args.src)[1].lstrip("."), os.path.splitext(args.ref)[1].lstrip(".")
     session = TranslationSession.load(args.data, args.path, bpe_codes=args.bpe_codes,
                                       extra_args=["--source-lang", src_lang, "--target-lang", tgt_lang])
-    sources, references = _read(args.src, max(args.limit, args.limit_k50)), _read(args.ref, max(args.limit, args.limit_k50))
+    n = max(args.limit, args.limit_k50)
+    sources, references = read_lines(args.src, n), read_lines(args.ref, n)
     tokens = [session._bpe.apply(tokenize(line, src_lang)).split() for line in sources]
     dataset = session.encode(sources)
 
