@@ -8,7 +8,9 @@
 # already installed is used; scripts/install.sh runs in it with FAIRSEQ_STREAM_KEEP_TORCH=1 (its
 # torch and triton pins are skipped). --wheels DIR installs from those wheels only (no index):
 # the pinned packages, and torch itself if none imports. PYTHON (default python3) is the
-# interpreter with the CUDA torch; --no-install uses PYTHON as it is.
+# interpreter with the CUDA torch; --no-install uses PYTHON as it is (the way the first GPU run
+# went: an offline kit installed fairseq-fixed and this project with `pip install --target`, put
+# both on PYTHONPATH, then `bash scripts/gpu_check.sh --no-install`; pytest and ninja were there).
 #
 # Rows (scripts/gpu_rows.py, one process; scripts/gpu_report.py writes $OUT/gpu_report.md):
 # per dtype (--dtypes, default "float32 float16"), on the demo model and a 32k-vocabulary
