@@ -19,12 +19,16 @@
 #   batched  300 sentences: fairseq beam vs fixed-ours and var-stream, k = 5 and k = 50
 #   batch1     8 sentences at batch 1: fairseq greedy vs fixed-ours:beam=1 and gs-jacobi b = 3
 #   ib       ib-beam k = 5 on --ib-path (300 sentences; listed as skipped without it)
+#   ibbase   ib-beam beam 4 at batch 1 on an IBDecoder of the base model's size (make_base_model.py
+#            --ib, random weights, forced lengths), beside fairseq's and fixed-ours' beam 4 at batch 1
+#            on the base model
 # each row: 1 untimed warm-up, the median of 3 timed runs, costs from 3 more runs over 20 sentences
 # (counted and profiled: slow, most of a batch-1 table's time); then the output-layer
 # micro-benchmark (V = 32k, beams 1/5/50, batches 1/32/128) per dtype.
 # Time on one H100 (2026-11-25, measured): install 62 s, gpu tests 78 s, per dtype ~7 min of rows
 # (demo batched 124-170 s, demo batch1 ~70 s, base batched ~120 s, base batch1 ~80 s), output layer
-# ~30 s per dtype: ~17 min in all. Where one command may run 10 minutes, split it:
+# ~30 s per dtype: ~17 min in all, before the ibbase rows were added (estimate: 1-2 more minutes
+# per dtype; not yet timed on a GPU). Where one command may run 10 minutes, split it:
 #   bash scripts/gpu_check.sh --dtypes float32 --out A; bash scripts/gpu_check.sh --no-install --skip-tests --dtypes float16 --out B
 # Tables not started within ROWS_BUDGET_S (720 s) are listed as skipped.
 #
@@ -87,9 +91,10 @@ rows() {  # the base model, then every table in one process
         sizes=(--limit 2 --batch1-limit 1 --costs-limit 1 --repeats 1 --demo-length 4 --base-length 4 --big-beam 8 --threads 1)
     fi
     "$PYTHON" scripts/make_base_model.py --out "$OUT/base32k/checkpoint.pt" --vocab 32000 "${base[@]}" >&2
+    "$PYTHON" scripts/make_base_model.py --out "$OUT/ib32k/checkpoint.pt" --vocab 32000 --ib "${base[@]}" >&2
     rm -f "$OUT"/rows_*.json
     "$PYTHON" scripts/gpu_rows.py --out "$OUT" --device "$DEVICE" --dtypes $dtypes \
-        --base "$OUT/base32k/checkpoint.pt" ${ib:+--ib-path "$ib"} --warmup 1 --budget-s "$ROWS_BUDGET_S" "${sizes[@]}"
+        --base "$OUT/base32k/checkpoint.pt" --ib-base "$OUT/ib32k/checkpoint.pt" ${ib:+--ib-path "$ib"} --warmup 1 --budget-s "$ROWS_BUDGET_S" "${sizes[@]}"
 }
 
 output_layer() {  # the micro-benchmark, per dtype

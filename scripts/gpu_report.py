@@ -32,11 +32,13 @@ def beam_of(row: Dict[str, Any]) -> int:
 
 def reference(tables: Dict[str, Dict[str, Any]], name: str, row: Dict[str, Any]) -> Optional[Dict[str, Any]]:
     """Stock fairseq's row at ``row``'s beam in the same process: the same table, or for ib-beam
-    the demo model's table of the same dtype."""
+    the demo model's table of the same dtype (``ibbase``: the base model's batch-1 table)."""
     meta = tables[name]["meta"]
     candidates = [name]
     if meta.get("model") == "ib":
         candidates.append(name.replace("ib_", "demo_", 1))
+    if meta.get("model") == "ibbase":
+        candidates.append(name.replace("ibbase_", "base32k_", 1))
     for table in candidates:
         for ref in tables.get(table, {}).get("rows", []):
             if ref["search"] == "beam" and beam_of(ref) == beam_of(row):

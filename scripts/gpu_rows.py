@@ -9,7 +9,10 @@ Tables, per model and dtype:
   (one stream over the input) at k = 5 and k = 50;
 * ``batch1``: at batch 1, fairseq's greedy vs ours (``fixed-ours:beam=1``) and ``gs-jacobi`` b = 3;
 * ``ib`` (with ``--ib-path``): ``ib-beam`` k = 5 on the IBDecoder checkpoint, in the same process as
-  the demo model's fairseq-beam row of that dtype (not interleaved with it: another model).
+  the demo model's fairseq-beam row of that dtype (not interleaved with it: another model);
+* ``ibbase`` (with ``--ib-base``, an IBDecoder of the base model's size from ``make_base_model.py
+  --ib``): ``ib-beam`` beam 4 at batch 1, next to the base model's batch-1 table, which then also
+  times fairseq's beam 4 and ``fixed-ours`` beam 4 at batch 1 (issue 25's IBDecoder row).
 
 Each table is written as ``OUT/rows_MODEL_DTYPE_TABLE.json`` (the harness's ``--json`` layout);
 tables left out (float16 on a CPU, no IBDecoder, the time budget spent) are listed in
@@ -44,6 +47,8 @@ def batched(big: int) -> List[str]:
 BATCH1 = ["beam:beam=1,label=fairseq-greedy", "fixed-ours:beam=1,stream_capacity=1,label=greedy-ours",
           "gs-jacobi:beam=1,jacobi_block=3,stream_capacity=1,label=gs-jacobi b=3"]
 IB = ["ib-beam:beam=5,stream_capacity=128,label=ib-beam k=5"]
+BEAM4_BATCH1 = ["beam:beam=4,label=fairseq-beam k=4", "fixed-ours:beam=4,stream_capacity=1,label=fixed-ours k=4"]
+IB_BASE = ["ib-beam:beam=4,stream_capacity=1,label=ib-beam k=4"]
 
 
 def environment(device: str) -> Dict[str, Any]:
@@ -134,8 +139,14 @@ def run_model(check: Check, name: str, data: str, path: str, length: int, dtype:
     meta = {"model": name, "dtype": dtype, "path": path}
     check.table(session, f"{name}_{dtype}_batched", batched(a.big_beam), limit=a.limit, length=length, batch_size=None,
                 pool_size=0, meta=meta)
-    check.table(session, f"{name}_{dtype}_batch1", BATCH1, limit=a.batch1_limit, length=length, batch_size=1,
-                pool_size=None, meta=meta)
+    ib_base = name == "base32k" and a.ib_base
+    check.table(session, f"{name}_{dtype}_batch1", BATCH1 + (BEAM4_BATCH1 if ib_base else []), limit=a.batch1_limit,
+                length=length, batch_size=1, pool_size=None, meta=meta)
+    if ib_base:  # the IBDecoder of the same size, forced to the same lengths
+        ib = load(str(Path(a.ib_base).parent), a.ib_base, a.device, dtype)
+        check.table(ib, f"ibbase_{dtype}_batch1", IB_BASE, limit=a.batch1_limit, length=length, batch_size=1,
+                    pool_size=None, meta=dict(meta, model="ibbase", path=a.ib_base))
+        del ib
     if name == "demo" and a.ib_path:  # ib-beam next to the fairseq-beam row of this process
         ib = load(a.ib_data or data, a.ib_path, a.device, dtype)
         check.table(ib, f"ib_{dtype}_batched", IB, limit=a.limit, length=0,
@@ -159,6 +170,8 @@ def main(argv: Optional[List[str]] = None) -> None:
     parser.add_argument("--threads", type=int, default=None, help="torch CPU threads")
     parser.add_argument("--ib-path", default=None, help="an IBDecoder checkpoint (else its row is listed as skipped)")
     parser.add_argument("--ib-data", default=None, help="its dictionaries (default: the demo's)")
+    parser.add_argument("--ib-base", default=None,
+                        help="an IBDecoder of the base model's size (make_base_model.py --ib, same --vocab): the ibbase table")
     parser.add_argument("--limit", type=int, default=300, help="sentences of the batched tables")
     parser.add_argument("--batch1-limit", type=int, default=40, help="sentences of the batch-1 tables")
     parser.add_argument("--costs-limit", type=int, default=50, help="sentences of the counted/profiled cost runs")

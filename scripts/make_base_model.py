@@ -1,5 +1,6 @@
 #!/usr/bin/env python
 """A Transformer-base-sized model (6+6 layers, 512 dims, 8 heads, FFN 2048) with random weights
+(``--ib``: an IBDecoder of that size)
 on the demo dictionaries: for speed-only benchmark rows (the GPU check), where output
 quality does not matter. Decode it with ``--min-len`` = ``--max-len-b`` (and ``--max-len-a 0``)
 so every strategy does the same number of steps per sentence.
@@ -50,6 +51,9 @@ def main() -> None:
     parser.add_argument("--layers", type=int, default=6)
     parser.add_argument("--dim", type=int, default=512)
     parser.add_argument("--seed", type=int, default=1)
+    parser.add_argument("--ib", action="store_true",
+                        help="an IBDecoder of the same size (--task translation_ib --arch transformer_ib, h = 2, c = 1) "
+                             "for the ib-beam rows")
     parser.add_argument("--vocab", type=int, default=0,
                         help="a synthetic dictionary of this many entries beside the checkpoint (0: the demo's)")
     args = parser.parse_args()
@@ -68,6 +72,14 @@ def main() -> None:
     for side in ("encoder", "decoder"):
         sizes.update({f"{side}_layers": args.layers, f"{side}_embed_dim": args.dim,
                       f"{side}_ffn_embed_dim": 4 * args.dim, f"{side}_attention_heads": args.dim // 64})
+    if args.ib:  # the IB task's options at their defaults (h = 2, c = 1), as fairseq-train would store them
+        from dataclasses import asdict
+
+        from fairseq_stream.ib.task import TranslationIBConfig
+
+        defaults = asdict(TranslationIBConfig())
+        cfg["task"].update({k: v for k, v in defaults.items() if k.startswith("ib_")}, _name="translation_ib")
+        sizes.update(arch="transformer_ib", _name="transformer_ib")
     m = cfg["model"]  # an argparse Namespace in fairseq's checkpoints, or a dict
     for key, value in sizes.items():
         if isinstance(m, dict):
@@ -84,7 +96,8 @@ def main() -> None:
     torch.save(dict(state, model=model.state_dict()), args.out)
     params = sum(p.numel() for p in model.parameters())
     vocab = f"vocabulary {len(tasks.setup_task(conf.task).target_dictionary)} ({data})"
-    print(f"wrote {args.out}: {args.layers}+{args.layers} layers x {args.dim}, {vocab}, {params / 1e6:.1f}M "
+    kind = "IBDecoder (h = 2, c = 1)" if args.ib else "Transformer"
+    print(f"wrote {args.out}: {kind}, {args.layers}+{args.layers} layers x {args.dim}, {vocab}, {params / 1e6:.1f}M "
           "parameters, random weights (speed rows only)")
 
 

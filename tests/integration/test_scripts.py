@@ -271,10 +271,11 @@ def test_gpu_check_dry_run_writes_one_report(tmp_path):
     rows = [[c.strip() for c in line.split("|")[1:-1]] for line in section.splitlines()
             if line.startswith("| ") and not line.startswith("| table")]
     tables = {r[0] for r in rows}
-    assert tables == {f"{m} float32 {t}" for m in ("demo", "base32k") for t in ("batched", "batch1")}
+    assert tables == {f"{m} float32 {t}" for m in ("demo", "base32k") for t in ("batched", "batch1")} | {
+        "ibbase float32 batch1"}
     labels = {r[1] for r in rows}
     assert {"fairseq-beam k=5", "fixed-ours k=5", "var-stream k=5", "fairseq-greedy", "greedy-ours",
-            "gs-jacobi b=3"} <= labels
+            "gs-jacobi b=3", "fairseq-beam k=4", "fixed-ours k=4", "ib-beam k=4"} <= labels
     assert all(float(r[4]) > 0 for r in rows)  # every ratio to stock fairseq is a number
     assert all(r[7] == "n/a" and r[8] == "n/a" for r in rows)  # GPU busy and kernels/step: not on a CPU
     assert all(float(r[9]) >= 0 for r in rows)  # host reads per step are counted anywhere
