@@ -152,7 +152,10 @@ class RowCache:
         if self.spare is not None and self.spare[0][0].size(0) >= r:
             out_keys, out_values = self.spare
         else:
-            shape = (max(r, self.rows),) + tuple(self.keys[0].shape[1:])  # room for this many rows again
+            room = max(r, self.rows)  # room for this many rows again
+            if self.spare is not None:  # the rows outgrew the spare (variable-width beams): room to grow
+                room = max(room, r + r // 2)  # without a new buffer pair at every step that adds rows
+            shape = (room,) + tuple(self.keys[0].shape[1:])
             out_keys = [self.keys[0].new_empty(shape) for _ in self.keys]
             out_values = [self.keys[0].new_empty(shape) for _ in self.values]
             for t in out_keys + out_values:  # what the copy below leaves unset must be finite too
