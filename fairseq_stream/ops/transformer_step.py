@@ -153,8 +153,8 @@ class RowCache:
             out_keys, out_values = self.spare
         else:
             room = max(r, self.rows)  # room for this many rows again
-            if self.spare is not None:  # the rows outgrew the spare (variable-width beams): room to grow
-                room = max(room, r + r // 2)  # without a new buffer pair at every step that adds rows
+            if self.spare is not None and r > self.rows:  # rows added step after step (variable-width
+                room = r + r // 2  # beams) outgrow the spare: room to grow, not a new pair at every step
             shape = (room,) + tuple(self.keys[0].shape[1:])
             out_keys = [self.keys[0].new_empty(shape) for _ in self.keys]
             out_values = [self.keys[0].new_empty(shape) for _ in self.values]
