@@ -136,7 +136,9 @@ def write_memory(slots: Optional[EncoderMemory], block: EncoderMemory, free: Ten
     values = [_room(o, b, size, width, 2, 0.0) for o, b in zip(old_v, block.values)]
     padding = _room(None if slots is None else slots.padding, pad, size, width, 1, True)
     for buf, part in zip(keys + values, block.keys + block.values):  # (m, H, w, hd) → slots
-        buf.index_copy_(0, free, F.pad(part, (0, 0, 0, width - w)))
+        # in place, no padded copy of the block: its positions, then zeros past them
+        buf[:, :, :w].index_copy_(0, free, part)
+        buf[:, :, w:].index_fill_(0, free, 0.0)
     padding.index_copy_(0, free, F.pad(pad, (0, width - w), value=True))
     meter.track(keys + values + [padding])
     return EncoderMemory(keys, values, padding, modulus=SLOT_MODULUS)

@@ -76,6 +76,17 @@ class EncoderMemory:
 _SLACK = 16  # slots allocated with a new cache, so most steps append without reallocating
 
 
+def _grown(t: Tensor, width: int, capacity: int) -> Tensor:
+    """``t`` (R, H, C, hd) with ``capacity`` slots: its first ``width`` copied, the rest zeros.
+
+    Each slot is written once (``F.pad`` zero-fills the whole buffer, then copies over it).
+    """
+    out = t.new_empty(t.shape[:2] + (capacity,) + t.shape[3:])
+    out[:, :, :width] = t[:, :, :width]
+    out[:, :, width:].zero_()  # stale slots must be finite (masked attention still reads them)
+    return out
+
+
 @dataclass
 class RowCache:
     """Self-attention keys/values of one model for ``R`` rows, addressed per row.
@@ -123,9 +134,9 @@ class RowCache:
         capacity = self.capacity
         if self.width + extra <= capacity:
             return
-        grow = max(capacity, extra + _SLACK)  # doubling: a growth zero-fills and copies every buffer
-        self.keys = [F.pad(k[:, :, : self.width], (0, 0, 0, grow + capacity - self.width)) for k in self.keys]
-        self.values = [F.pad(v[:, :, : self.width], (0, 0, 0, grow + capacity - self.width)) for v in self.values]
+        grow = max(capacity, extra + _SLACK)  # doubling: a growth copies every buffer
+        self.keys = [_grown(k, self.width, capacity + grow) for k in self.keys]
+        self.values = [_grown(v, self.width, capacity + grow) for v in self.values]
         self.owned, self.spare = (self.keys, self.values), None  # the spare has the old capacity
 
     def select(self, rows: Tensor) -> "RowCache":
@@ -141,7 +152,10 @@ class RowCache:
         if self.spare is not None and self.spare[0][0].size(0) >= r:
             out_keys, out_values = self.spare
         else:
-            shape = (max(r, self.rows),) + tuple(self.keys[0].shape[1:])  # room for this many rows again
+            room = max(r, self.rows)  # room for this many rows again
+            if self.spare is not None and r > self.rows:  # rows added step after step (variable-width
+                room = r + r // 2  # beams) outgrow the spare: room to grow, not a new pair at every step
+            shape = (room,) + tuple(self.keys[0].shape[1:])
             out_keys = [self.keys[0].new_empty(shape) for _ in self.keys]
             out_values = [self.keys[0].new_empty(shape) for _ in self.values]
             for t in out_keys + out_values:  # what the copy below leaves unset must be finite too

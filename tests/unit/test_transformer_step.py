@@ -140,6 +140,29 @@ def test_reorders_reuse_the_spare_buffers_and_keep_the_rows(uniform):
             assert {k.data_ptr() for k in cache.keys} == first_buffers
 
 
+def test_rows_added_step_after_step_and_a_growth_keep_every_slot_finite():
+    # variable-width beams add rows at most steps: the buffers get room to grow into, and each
+    # buffer a cache owns (its spare rows too) holds finite values only, however it was made
+    g = torch.Generator().manual_seed(4)
+    keys = [torch.randn(2, 2, 4, 3, generator=g) for _ in range(2)]
+    values = [torch.randn(2, 2, 4, 3, generator=g) for _ in range(2)]
+    cache = RowCache.of(keys, values, torch.full((2,), 3), 3)
+    expected = [k[:, :, :3].clone() for k in keys]
+    for n in (3, 5, 6, 7, 12):
+        rows = torch.arange(n) % cache.rows
+        cache = cache.select(rows)
+        expected = [e.index_select(0, rows) for e in expected]
+        if n == 5:  # outgrew the spare while adding rows: half as many rows again
+            assert cache.owned[0][0].size(0) == 7
+        if n == 6:
+            cache.reserve(2)  # past the capacity (4): a growth
+            assert cache.capacity > 4
+        for got, want in zip(cache.keys, expected):
+            assert torch.equal(got[:, :, :3], want)
+        for t in cache.owned[0] + cache.owned[1] + (cache.spare[0] + cache.spare[1] if cache.spare else []):
+            assert torch.isfinite(t).all()
+
+
 def test_a_step_without_rows_returns_nothing():
     # var-batch can prune every row of a group: the step must still run (0 rows), on every path
     model = tiny_transformer(D, dtype=torch.float32)
