@@ -24,11 +24,12 @@
 #            on the base model
 # each row: 1 untimed warm-up, the median of 3 timed runs, costs from 3 more runs over 20 sentences
 # (counted and profiled: slow, most of a batch-1 table's time); then the output-layer
-# micro-benchmark (V = 32k, beams 1/5/50, batches 1/32/128) per dtype.
+# micro-benchmark (V = 32k, beams 1/5/50, batches 1/32/128) per dtype; then scripts/gpu_profile.py
+# (float32, demo, k = 5, 300 sentences: host against device time, top operators, host-read sites).
 # Time on one H100 (2026-11-25, measured): install 62 s, gpu tests 78 s, per dtype ~7 min of rows
 # (demo batched 124-170 s, demo batch1 ~70 s, base batched ~120 s, base batch1 ~80 s), output layer
 # ~30 s per dtype: ~17 min in all, before the ibbase rows were added (estimate: 1-2 more minutes
-# per dtype; not yet timed on a GPU). Where one command may run 10 minutes, split it:
+# per dtype; not yet timed on a GPU), and the profile (~1 min, estimate). Where one command may run 10 minutes, split it:
 #   bash scripts/gpu_check.sh --dtypes float32 --out A; bash scripts/gpu_check.sh --no-install --skip-tests --dtypes float16 --out B
 # Tables not started within ROWS_BUDGET_S (720 s) are listed as skipped.
 #
@@ -111,6 +112,13 @@ output_layer() {  # the micro-benchmark, per dtype
     done
 }
 
+profile() {  # where a k = 5 decode's time goes (host against device, top operators, host-read sites)
+    local sizes=(--limit 300)
+    [ "$DEVICE" = cpu ] && sizes=(--limit 2 --threads 1)
+    "$PYTHON" scripts/gpu_profile.py --device "$DEVICE" "${sizes[@]}" --out "$OUT/profile.md" >&2 \
+        || echo "scripts/gpu_profile.py failed (exit status $?): see the log above" > "$OUT/profile.md"
+}
+
 start=$SECONDS
 if [ "$install" = 1 ]; then log "installing"; install_project; else echo "not installed by this run: $PYTHON used as it is" > "$OUT/install.txt"; fi
 "$PYTHON" -c "import torch, sys; sys.exit(0 if '$DEVICE' == 'cpu' or torch.cuda.is_available() else 1)" \
@@ -118,5 +126,6 @@ if [ "$install" = 1 ]; then log "installing"; install_project; else echo "not in
 if [ "$tests" = 1 ]; then log "gpu-marked tests"; gpu_tests; else echo "not run (--skip-tests)" > "$OUT/gpu_tests.txt"; fi
 log "rows ($DEVICE)"; rows
 log "output layer"; output_layer
+log "profile"; profile
 "$PYTHON" scripts/gpu_report.py "$OUT" --title "fairseq-stream GPU check ($DEVICE$([ "$DEVICE" = cpu ] && echo ', dry run'))" > /dev/null
 log "done in $((SECONDS - start)) s: $OUT/gpu_report.md"

@@ -89,7 +89,8 @@ def sections(out: Path) -> List[str]:
     lines: List[str] = []
     for name, title in (("gpu_tests.txt", "gpu-marked tests (pytest -m gpu)"), ("install.txt", "install"),
                         ("output_layer_float32.md", "output layer micro-benchmark, float32"),
-                        ("output_layer_float16.md", "output layer micro-benchmark, float16")):
+                        ("output_layer_float16.md", "output layer micro-benchmark, float16"),
+                        ("profile.md", "profile of a k = 5 decode (scripts/gpu_profile.py)")):
         path = out / name
         if path.exists():
             lines += [f"## {title}", "", path.read_text(encoding="utf-8").strip(), ""]

@@ -17,6 +17,7 @@ timing.
 """
 from __future__ import annotations
 
+import traceback
 from collections import Counter
 from contextlib import contextmanager
 from dataclasses import dataclass, field
@@ -80,6 +81,13 @@ def _is_copy_to_host(func: Any, args: Any, kwargs: Dict[str, Any]) -> bool:
     return False
 
 
+def _site(depth: int = 3) -> str:
+    """The innermost ``depth`` frames of this package's code (this module's left out), innermost first."""
+    frames = [f for f in traceback.extract_stack()
+              if "fairseq_stream" in f.filename and not f.filename.endswith("profiling.py")][-depth:]
+    return " < ".join(f"{f.filename.split('fairseq_stream/')[-1]}:{f.lineno} {f.name}" for f in reversed(frames))
+
+
 @dataclass
 class CostCounts:
     host_reads: int = 0
@@ -89,6 +97,14 @@ class CostCounts:
     ops_by_name: Counter = field(default_factory=Counter)
     #: >0 while a host method runs: the device→host copy it dispatches is the same read, not a second one
     inside_host_method: int = 0
+    #: where the reads happen, when a Counter is given: (op, "file:line function < caller < …") → count
+    read_sites: "Counter | None" = None
+
+    def note_read(self, op: str) -> None:
+        self.host_reads += 1
+        self.reads_by_op[op] += 1
+        if self.read_sites is not None:
+            self.read_sites[(op, _site())] += 1
 
     def per_step(self, steps: int) -> Dict[str, float]:
         steps = max(steps, 1)
@@ -105,8 +121,7 @@ class _FunctionCounter(TorchFunctionMode):
         if func not in _HOST_METHODS:
             return func(*args, **(kwargs or {}))
         c = self.counts
-        c.host_reads += 1
-        c.reads_by_op[func.__name__] += 1
+        c.note_read(func.__name__)
         c.inside_host_method += 1  # on CUDA, tolist() copies to the host inside: one read, counted here
         try:
             return func(*args, **(kwargs or {}))
@@ -125,8 +140,7 @@ class _DispatchCounter(TorchDispatchMode):
         if not c.inside_host_method and (
                 func in _DATA_DEPENDENT or _is_bool_index(func, args) or _is_repeat_interleave_without_size(func, kwargs)
                 or _is_copy_to_host(func, args, kwargs)):
-            c.host_reads += 1
-            c.reads_by_op[str(func.overloadpacket.__name__)] += 1
+            c.note_read(str(func.overloadpacket.__name__))
         if _is_copy_to_device(func, args, kwargs):
             c.host_writes += 1
         if func not in _FREE:

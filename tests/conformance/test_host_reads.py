@@ -51,6 +51,26 @@ def test_the_counter_sees_host_reads():
     assert cc.counts.ops >= 8 and cc.counts.host_writes == 0
 
 
+def test_the_counter_can_say_where_the_reads_happen():
+    """``read_sites`` (scripts/gpu_profile.py's table): one entry per read, by op and call site."""
+    from collections import Counter
+
+    import torch
+
+    from fairseq_stream.ops import packets
+
+    counts = CostCounts(read_sites=Counter())
+    spec = packets.JACOBI_STEP
+    packet = torch.zeros(spec.starts(1)[-1], dtype=torch.float64)
+    with CostCounter(counts):
+        spec.read(packet, 1)
+        torch.arange(3.0).sum().item()
+    assert counts.host_reads == 2 and sum(counts.read_sites.values()) == 2
+    sites = dict(counts.read_sites)
+    assert any(op == "tolist" and where.startswith("ops/packets.py:") and " read" in where for op, where in sites)
+    assert ("_local_scalar_dense", "") in sites  # no frame of the package: no site
+
+
 @pytest.mark.gpu
 def test_a_read_from_the_gpu_counts_once():
     """``tolist()`` of a CUDA tensor copies it to the host inside: one read, not two (the first

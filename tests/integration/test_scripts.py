@@ -281,6 +281,8 @@ def test_gpu_check_dry_run_writes_one_report(tmp_path):
     assert all(float(r[9]) >= 0 for r in rows)  # host reads per step are counted anywhere
     assert "ib_float32_batched: no IBDecoder checkpoint given" in report
     assert "float16 runs on a GPU only" in report and "## output layer micro-benchmark, float32" in report
+    profile = report.split("## profile of a k = 5 decode", 1)[1]
+    assert "### var-stream" in profile and "host reads: 1.00 per step" in profile and "ops/packets.py" in profile
 
 
 def test_bench_all_finds_fairseq_console_scripts_beside_any_interpreter_name(tmp_path):
