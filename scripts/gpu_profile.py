@@ -90,11 +90,11 @@ def main(argv: Optional[List[str]] = None) -> None:
         parser.error("--device cuda: torch sees no GPU (use --device cpu for a dry run)")
     if args.threads:
         torch.set_num_threads(args.threads)
-    from fairseq_stream.tools.bench import read_lines
-    from fairseq_stream.tools.session import TranslationSession
+    from gpu_rows import load  # the GPU check's loader (this script's folder is on the path)
 
-    session = TranslationSession.load(str(DEMO), str(DEMO / "checkpoint.pt"), bpe_codes=str(DEMO / "bpe.codes"),
-                                      extra_args=["--source-lang", "es", "--target-lang", "en"], cpu=args.device == "cpu")
+    from fairseq_stream.tools.bench import read_lines
+
+    session = load(str(DEMO), str(DEMO / "checkpoint.pt"), args.device, "float32")
     data = session.encode(read_lines(str(DEMO / "test.es"), args.limit))
     name = torch.cuda.get_device_name() if args.device == "cuda" else "cpu"
     lines = [f"Demo model, k = 5, {args.limit} sentences, {name}, torch {torch.__version__} "

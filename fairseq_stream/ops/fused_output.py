@@ -106,15 +106,20 @@ def _choose(candidates: Dict[str, Callable[..., Any]], scores: Tensor, k: int) -
 
 def cuda_choices() -> List[str]:
     """The output-layer kernels chosen so far on CUDA, ``V=…,rows<=…,k=…:name`` (for the statistics)."""
-    names = {id(fn): name for name, fn in _cuda_candidates_cache.items()}
+    names = _candidate_names()
     return [f"V={v},rows<={r},k={k}:{names.get(id(fn), getattr(fn, '__name__', '?'))}"
             for (v, r, k), fn in sorted(_cuda_choice.items())]
+
+
+def _candidate_names() -> Dict[int, str]:
+    """The name of each CUDA candidate kernel, by the id of its function."""
+    return {id(fn): name for name, fn in _cuda_candidates_cache.items()}
 
 
 def take_cuda_kernels() -> List[str]:
     """The names of the output-layer kernels run on CUDA since the last call (``triton``,
     ``torch``), for a run's statistics; the per-shape choices are logged once each."""
-    names = {id(fn): name for name, fn in _cuda_candidates_cache.items()}
+    names = _candidate_names()
     used = sorted({names.get(id(_cuda_choice[key]), "?") for key in _cuda_used if key in _cuda_choice})
     _cuda_used.clear()
     return used

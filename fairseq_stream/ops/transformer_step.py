@@ -169,9 +169,8 @@ class RowCache:
     def with_capacity(self, capacity: int) -> "RowCache":
         if capacity <= self.capacity:
             return self
-        extra = capacity - self.capacity
-        return RowCache.of([F.pad(k, (0, 0, 0, extra)) for k in self.keys],
-                           [F.pad(v, (0, 0, 0, extra)) for v in self.values], self.lens, self.width, self.uniform)
+        return RowCache.of([_grown(k, self.capacity, capacity) for k in self.keys],
+                           [_grown(v, self.capacity, capacity) for v in self.values], self.lens, self.width, self.uniform)
 
     @staticmethod
     def concat(caches: Sequence["RowCache"]) -> "RowCache":
