@@ -18,7 +18,7 @@ from __future__ import annotations
 
 import weakref
 from dataclasses import dataclass, field
-from typing import Any, Dict, Iterable, List, Optional, Sequence
+from typing import Any, Callable, Dict, Iterable, List, Optional, Sequence, Tuple
 
 import torch
 import torch.nn.functional as F
@@ -103,14 +103,23 @@ class EncoderSlots:
         return torch.argsort(taken.to(torch.uint8), stable=True)[:count]
 
 
-def _room(buf: Optional[Tensor], like: Tensor, rows: int, width: int, dim: int, fill: Any) -> Tensor:
+#: makes a buffer: (name, shape, like, fill) → a tensor of that shape filled with ``fill``
+Allocator = Callable[[str, Tuple[int, ...], Tensor, Any], Tensor]
+
+
+def _new_full(name: str, shape: Tuple[int, ...], like: Tensor, fill: Any) -> Tensor:
+    return like.new_full(shape, fill)
+
+
+def _room(buf: Optional[Tensor], like: Tensor, rows: int, width: int, dim: int, fill: Any, name: str = "",
+          alloc: Allocator = _new_full) -> Tensor:
     """``buf`` grown to at least ``rows`` rows and ``width`` positions along ``dim`` (new room: ``fill``)."""
     if buf is not None and buf.size(0) >= rows and buf.size(dim) >= width:
         return buf
     shape = list(like.shape if buf is None else buf.shape)
     shape[0] = rows if buf is None else max(rows, buf.size(0))
     shape[dim] = width if buf is None else max(width, buf.size(dim))
-    out = like.new_full(shape, fill)
+    out = alloc(name, tuple(shape), like, fill)
     if buf is not None:
         out[tuple(slice(0, n) for n in buf.shape)] = buf
     return out
@@ -121,20 +130,23 @@ def _rounded(width: int) -> int:
 
 
 def write_memory(slots: Optional[EncoderMemory], block: EncoderMemory, free: Tensor, size: int,
-                 meter: LiveBytes) -> EncoderMemory:
+                 meter: LiveBytes, *, width_of: Callable[[int], int] = _rounded,
+                 alloc: Allocator = _new_full) -> EncoderMemory:
     """Write ``block`` (the keys/values of ``m`` newly encoded sentences) into slots ``free`` (m,).
 
     Buffers are ``(size, H, W, hd)`` per layer and a padding mask ``(size, W)``; a block
     narrower than ``W`` is padded (masked positions weigh exactly 0 in encoder attention).
+    ``width_of`` rounds a block's width up to the buffers' (the static step: doubling widths,
+    so that the few buffers its graphs bind to recur); ``alloc`` makes new buffers.
     """
     m, _, w, _ = block.keys[0].shape
-    width = max(_rounded(w), 0 if slots is None else slots.keys[0].size(2))
+    width = max(width_of(w), 0 if slots is None else slots.keys[0].size(2))
     pad = block.padding if block.padding is not None else torch.zeros(m, w, dtype=torch.bool, device=free.device)
     old_k = [None] * len(block.keys) if slots is None else slots.keys
     old_v = [None] * len(block.keys) if slots is None else slots.values
-    keys = [_room(o, b, size, width, 2, 0.0) for o, b in zip(old_k, block.keys)]
-    values = [_room(o, b, size, width, 2, 0.0) for o, b in zip(old_v, block.values)]
-    padding = _room(None if slots is None else slots.padding, pad, size, width, 1, True)
+    keys = [_room(o, b, size, width, 2, 0.0, f"k{i}", alloc) for i, (o, b) in enumerate(zip(old_k, block.keys))]
+    values = [_room(o, b, size, width, 2, 0.0, f"v{i}", alloc) for i, (o, b) in enumerate(zip(old_v, block.values))]
+    padding = _room(None if slots is None else slots.padding, pad, size, width, 1, True, "padding", alloc)
     for buf, part in zip(keys + values, block.keys + block.values):  # (m, H, w, hd) → slots
         # in place, no padded copy of the block: its positions, then zeros past them
         buf[:, :, :w].index_copy_(0, free, part)

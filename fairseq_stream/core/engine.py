@@ -46,7 +46,8 @@ def build_generator(name: str, task: Any, models: List[Any], gen_cfg: Any, opts:
 
     generator = StreamGenerator(models, tgt_dict, name=name, make_strategy=make_strategy, scheduler=plan.scheduler,
                                 gen_cfg=gen_cfg, rows_per_sentence=config.rows_per_sentence,
-                                stats_path=opts.stream_stats, config=config)
+                                stats_path=opts.stream_stats, config=config,
+                                step_mode=getattr(opts, "step_mode", "auto"))
     if entry.capabilities.block_steps:
         generator.model.require_block_steps(f"--search {name}")
     return generator

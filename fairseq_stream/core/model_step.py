@@ -19,6 +19,7 @@ Ensembles average probabilities as fairseq does: ``logsumexp(log p_m) − log M`
 from __future__ import annotations
 
 import math
+import weakref
 from dataclasses import dataclass, field, replace
 from typing import Any, Dict, List, Optional, Sequence, Tuple, Union
 
@@ -27,6 +28,7 @@ from torch import Tensor
 
 from fairseq_stream.core.encoder_slots import SLOT_MODULUS, EncoderSlots, LiveBytes, SourceTable, tensors_in, write_memory
 from fairseq_stream.errors import FairseqStreamError
+from fairseq_stream.ops.static_step import STEP_MODES, StepGraphs, StepModeStats, length_bucket, resolve_step_mode
 from fairseq_stream.ops.transformer_step import (
     RowCache,
     SentenceIndex,
@@ -80,13 +82,34 @@ class DecoderState:
         return self.index
 
 
+#: one stepper per decoder, kept while the model lives: a static step's buffers and captured
+#: graphs serve every later run of the same model (a benchmark's repeats, a session's calls)
+_STEPPERS: "weakref.WeakKeyDictionary[Any, TransformerStepper]" = weakref.WeakKeyDictionary()
+
+
+def _stepper_of(decoder: Any) -> TransformerStepper:
+    stepper = _STEPPERS.get(decoder)
+    if stepper is None:
+        stepper = _STEPPERS[decoder] = TransformerStepper(decoder)
+    return stepper
+
+
 class _TransformerBackend:
     block_steps = True
     mixed_lengths = True
 
-    def __init__(self, model: Any) -> None:
+    def __init__(self, model: Any, *, static: bool = False, graphs: Optional[StepGraphs] = None,
+                 stats: Optional[StepModeStats] = None) -> None:
         self.model = model
-        self.stepper = TransformerStepper(model.decoder)
+        self.stepper = _stepper_of(model.decoder)
+        self.static = static  # --step-mode static|graph: the slot caches and the static step
+        self.stats = stats
+        self.graphs: Optional[StepGraphs] = None  # --step-mode graph: the step graphs of this model
+        if graphs is not None:  # the stepper's graphs outlive this run; the counters are this run's
+            if self.stepper.graphs is None:
+                self.stepper.graphs = graphs
+            self.stepper.graphs.stats = graphs.stats
+            self.graphs = self.stepper.graphs
 
     def encode(self, net_input: Dict[str, Tensor]) -> Any:
         return self.stepper.encoder_memory(self.model.encoder.forward_torchscript(net_input))
@@ -96,17 +119,28 @@ class _TransformerBackend:
         """Encode only the admitted sentences and write their keys/values into their slots."""
         block = self.stepper.encoder_memory(self.model.encoder.forward_torchscript(net_input), keep_padding=True)
         meter.track(block.keys + block.values + ([] if block.padding is None else [block.padding]))
+        if self.static:  # slot buffers of doubling widths, kept by the stepper: graphs bind to them
+            return write_memory(memory, block, free, size, meter, width_of=length_bucket, alloc=self.stepper.memory_buffer)
         return write_memory(memory, block, free, size, meter)
 
     def initial(self, memory: Any, sentences: Tensor) -> RowCache:
-        return self.stepper.empty_cache(len(sentences), memory.keys[0])
+        return self.stepper.empty_cache(len(sentences), memory.keys[0], static=self.static)
 
     def step(self, memory: Any, cache: RowCache, state: DecoderState, tokens: Tensor,
              block_mask: Optional[Tensor]) -> tuple:
+        """Logits (R, b, V), the cache and how the step ran (``replayed``, ``static`` or ``eager``)."""
         positions = state.lengths.unsqueeze(1) + torch.arange(tokens.size(1), device=tokens.device)
+        if self.static:
+            done = self.stepper.forward_static(cache, tokens, positions, memory, state.sentence_index(), block_mask,
+                                               self.graphs)
+            if done is not None:
+                return done
+            if self.stats is not None:
+                self.stats.fallback("a step with no rows or a per-row block mask" if cache.lease is not None
+                                    else "a split group's rows (--stream-oversubscribe)")
         feats, cache = self.stepper.forward(cache, tokens, positions, memory, state.sentence_index(), block_mask,
                                             max_position=state.max_length + tokens.size(1) - 1)
-        return self.stepper.logits(feats), cache
+        return self.stepper.logits(feats), cache, "eager"
 
     def select(self, cache: RowCache, rows: Tensor) -> RowCache:
         return cache.select(rows)
@@ -185,7 +219,7 @@ class _GenericBackend:
         enc = self.model.encoder.reorder_encoder_out(memory, rows)
         prefix = torch.cat([state.history, tokens], dim=1)
         out = self.model.decoder.forward(prefix, encoder_out=enc, incremental_state=cache)
-        return out[0][:, -1:, :], cache
+        return out[0][:, -1:, :], cache, "eager"
 
     def select(self, cache: Dict[str, Any], rows: Tensor) -> Dict[str, Any]:
         if not cache:
@@ -225,18 +259,31 @@ class _GenericBackend:
         raise FairseqStreamError("block steps need fairseq transformer models")
 
 
+def check_step_mode(mode: str, device: torch.device) -> str:
+    """``--step-mode`` resolved for ``device`` (``auto``: graph on CUDA, eager elsewhere)."""
+    if mode not in STEP_MODES:
+        raise FairseqStreamError(f"--step-mode must be one of {', '.join(STEP_MODES)}, got {mode!r}")
+    if mode == "graph" and device.type != "cuda":
+        raise FairseqStreamError(f"--step-mode graph captures CUDA graphs and needs a CUDA device (the model is on "
+                                 f"{device.type}); use --step-mode static for the static step without capture, "
+                                 "or eager")
+    return resolve_step_mode(mode, device)
+
+
 class ModelStep:
     """An ensemble seen as: encode sources, then step/select/concat rows of hypotheses."""
 
-    def __init__(self, models: Sequence[Any], *, temperature: float = 1.0) -> None:
+    def __init__(self, models: Sequence[Any], *, temperature: float = 1.0, step_mode: str = "eager") -> None:
         if temperature <= 0:
             raise FairseqStreamError(f"--temperature must be > 0, got {temperature}")
         self.models = list(models)
         self.temperature = temperature
-        self.backends = [
-            _TransformerBackend(m) if check_supported(getattr(m, "decoder", None)) is None else _GenericBackend(m)
-            for m in self.models
-        ]
+        param = next(self.models[0].parameters(), None)
+        self.device = torch.device("cpu") if param is None else param.device
+        self.step_mode = check_step_mode(step_mode, self.device)
+        self.step_stats = StepModeStats()  # how the run's steps ran (the closing statistics)
+        static = self.step_mode in ("static", "graph")
+        self.backends = [self._backend(m, static) for m in self.models]
         self.block_steps = all(b.block_steps for b in self.backends)
         self.mixed_lengths = all(b.mixed_lengths for b in self.backends)
         self.needs_history = not self.block_steps
@@ -244,8 +291,15 @@ class ModelStep:
         # an ensemble: the average of probabilities, already normalised log-probs.
         self.normalized_scores = len(self.models) > 1
         self.max_decoder_positions = min(int(m.max_decoder_positions()) for m in self.models)
-        param = next(self.models[0].parameters(), None)
-        self.device = torch.device("cpu") if param is None else param.device
+
+    def _backend(self, model: Any, static: bool) -> Any:
+        why_not = check_supported(getattr(model, "decoder", None))
+        if why_not is not None:
+            if static:  # generic decoders keep fairseq's own incremental step
+                self.step_stats.fallback(f"{type(model.decoder).__name__}: eager only")
+            return _GenericBackend(model)
+        graphs = StepGraphs(self.step_stats) if self.step_mode == "graph" else None
+        return _TransformerBackend(model, static=static, graphs=graphs, stats=self.step_stats)
 
     def require_block_steps(self, what: str) -> None:
         if not self.block_steps:
@@ -287,9 +341,10 @@ class ModelStep:
         The scores are raw logits for one model and log-probabilities for an ensemble
         (:attr:`normalized_scores`); either way ``log p = scores − logsumexp(scores)``.
         """
-        outputs, caches = [], []
+        outputs, caches, ran = [], [], []
         for backend, memory, cache in zip(self.backends, pool.per_model, state.caches):
-            logits, cache = backend.step(memory, cache, state, tokens, block_mask)
+            logits, cache, how = backend.step(memory, cache, state, tokens, block_mask)
+            ran.append(how)
             if logits.dtype in (torch.float16, torch.bfloat16):
                 logits = logits.float()
             if self.temperature != 1.0:
@@ -301,6 +356,8 @@ class ModelStep:
         else:
             log_probs = [torch.log_softmax(o, dim=-1) for o in outputs]
             lprobs = torch.logsumexp(torch.stack(log_probs, dim=0), dim=0) - math.log(len(log_probs))
+        # an ensemble's step is as static as its least static model's
+        self.step_stats.count(next(h for h in ("eager", "static", "replayed") if h in ran))
         history = None if state.history is None else torch.cat([state.history, tokens], dim=1)
         new_state = DecoderState(caches, state.row_sentence, state.lengths + tokens.size(1), history, state.index,
                                  state.max_length + tokens.size(1))

@@ -154,6 +154,13 @@ class StreamDecodingConfig(FairseqDataclass):
                   "the results), 'cpp', 'triton'; a backend that cannot run falls back to the reference with one "
                   "warning line, and the closing statistics name the backend each operator ran on"},
     )
+    step_mode: str = field(
+        default="auto",
+        metadata={"help": "how a decoder step runs: 'eager' (shapes follow the live rows and the cache length), "
+                  "'static' (shapes fixed per bucket of rows and cache slots, padding rows masked; any device), "
+                  "'graph' (the static step captured once per bucket as a CUDA graph and replayed; CUDA only), "
+                  "'auto' (graph on CUDA, eager on a CPU); the closing statistics count the steps of each kind"},
+    )
     # ---- int8 weights (fairseq_stream.core.quantize) ----
     quantize: str = field(
         default="none",

@@ -33,6 +33,9 @@ class DecodeStats:
     peak_in_flight: int = 0
     peak_step_rows: int = 0  # the most hypotheses one decoder call fed (bounded by C when over-subscribed)
     step_backends: Dict[str, List[str]] = field(default_factory=dict)  # fused operator → the backends that ran it
+    # --step-mode: the mode run and how many decoder steps were replayed graphs, static or eager
+    # (ops/static_step.StepModeStats.as_dict)
+    step_mode: Dict[str, Any] = field(default_factory=dict)
     trace: Optional[List[Dict[str, Any]]] = None  # per-step active batch, when requested
     extra: Dict[str, float] = field(default_factory=dict)
 
@@ -77,6 +80,11 @@ class DecodeStats:
         for op, names in other.step_backends.items():
             for name in names:
                 self.note_backend(op, name)
+        for key, value in other.step_mode.items():
+            if isinstance(value, (int, float)) and not isinstance(value, bool):
+                self.step_mode[key] = self.step_mode.get(key, 0) + value
+            elif key not in self.step_mode:
+                self.step_mode[key] = value
 
     def add_extra(self, name: str, value: float = 1.0) -> None:
         """Add to a strategy's own counter in ``extra`` (summed over a run, like the others)."""
@@ -142,6 +150,8 @@ class DecodeStats:
             line += f", {self.sentences_per_second:.1f} sentences/s"
         if self.step_backends:
             line += ", step operators: " + describe_backends(self.step_backends, sep=", ")
+        if self.step_mode and (self.step_mode.get("mode") != "eager" or self.step_mode.get("fallbacks")):
+            line += ", " + describe_step_mode(self.step_mode)
         if self.autoregressive_steps:
             iterations = int(self.extra.get("sentence_iterations") or self.timesteps)
             line += (
@@ -159,3 +169,16 @@ def describe_backends(backends: Dict[str, Any], sep: str = " ") -> str:
         return value if isinstance(value, str) else "+".join(value)
 
     return sep.join(f"{op}={names(v)}" for op, v in sorted(backends.items())) or "—"
+
+
+def describe_step_mode(modes: Dict[str, Any]) -> str:
+    """``step mode graph: 410 replayed, 35 static, 0 eager (12 graphs captured in 0.31 s, 40 MiB graph pool)``."""
+    line = (f"step mode {modes.get('mode', '?')}: {int(modes.get('steps_replayed', 0))} replayed, "
+            f"{int(modes.get('steps_static', 0))} static, {int(modes.get('steps_eager', 0))} eager")
+    if modes.get("graphs_captured"):
+        line += (f" ({int(modes['graphs_captured'])} graphs captured in {modes.get('graph_capture_s', 0):.2f} s, "
+                 f"{modes.get('graph_pool_mib', 0):.0f} MiB graph pool)")
+    fallbacks = modes.get("fallbacks") or {}
+    if fallbacks:
+        line += "; not static: " + ", ".join(f"{why} ({n})" for why, n in sorted(fallbacks.items()))
+    return line

@@ -24,6 +24,7 @@ from fairseq_stream.core.quantize import check_choice as check_quantize
 from fairseq_stream.core.registry import SearchEntry, StrategyConfig, get_search, search_names, stream_epsilon
 from fairseq_stream.core.scheduler import SchedulerConfig
 from fairseq_stream.errors import FairseqStreamError
+from fairseq_stream.ops.static_step import STEP_MODES
 from fairseq_stream.ib.model import is_ib_model
 from fairseq_stream.ops.backends import CHOICES as STEP_BACKENDS
 
@@ -147,6 +148,8 @@ def check_options(opts: Any) -> None:
         raise FairseqStreamError(f"--output-layer must be 'fused' or 'full', got {opts.output_layer!r}")
     if opts.step_backend not in STEP_BACKENDS:
         raise FairseqStreamError(f"--step-backend must be one of {', '.join(STEP_BACKENDS)}, got {opts.step_backend!r}")
+    if getattr(opts, "step_mode", "auto") not in STEP_MODES:
+        raise FairseqStreamError(f"--step-mode must be one of {', '.join(STEP_MODES)}, got {opts.step_mode!r}")
     check_quantize(getattr(opts, "quantize", "none"))
     check_cpu_matmul(getattr(opts, "cpu_matmul", "auto"))
     if opts.stream_stats:

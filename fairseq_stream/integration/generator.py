@@ -58,10 +58,11 @@ class StreamGenerator:
         rows_per_sentence: int,
         stats_path: Optional[str] = None,
         config: Any = None,
+        step_mode: str = "auto",
     ) -> None:
         self.name = name
         self.config = config  # the strategy's configuration (its options, validated)
-        self.model = ModelStep(models, temperature=float(gen_cfg.temperature))
+        self.model = ModelStep(models, temperature=float(gen_cfg.temperature), step_mode=step_mode)
         self.tgt_dict = tgt_dict
         self.eos, self.pad = tgt_dict.eos(), tgt_dict.pad()
         self.bos = self.eos  # fairseq translation decoders start from EOS
@@ -110,6 +111,7 @@ class StreamGenerator:
         self.stats.wall_seconds += time.perf_counter() - start
         for kernel in fused_output.take_cuda_kernels():  # measured per shape class on CUDA, logged there
             self.stats.note_backend("output_layer", kernel)
+        self.stats.step_mode = dict(self.model.step_stats.as_dict(), mode=self.model.step_mode)
         self._schedule_report()
         return hypos
 

@@ -31,6 +31,7 @@ from fairseq_stream.errors import FairseqStreamError
 from fairseq_stream.core.linear_kernels import OneDnnLinear
 from fairseq_stream.core.quantize import is_quantized_linear, stacked_linear, weight_key
 from fairseq_stream.ops import decode_attention
+from fairseq_stream.ops.static_step import Lease, StaticCachePool, StepGraphs, _next_pow2, length_bucket, row_bucket
 
 
 def is_transformer_decoder(decoder: Any) -> bool:
@@ -115,6 +116,22 @@ class RowCache:
     uniform: bool = True  # host: all lens == width
     owned: Optional[Tuple[List[Tensor], List[Tensor]]] = field(default=None, repr=False, compare=False)
     spare: Optional[Tuple[List[Tensor], List[Tensor]]] = field(default=None, repr=False, compare=False)
+    # --step-mode static|graph: the keys and values are row-prefixes of one stacked buffer
+    # (rows bucket, 2·layers, H, slots bucket, hd) lent by a StaticCachePool (ops/static_step.py)
+    lease: Optional[Lease] = field(default=None, repr=False, compare=False)
+    pool: Optional[StaticCachePool] = field(default=None, repr=False, compare=False)
+
+    @staticmethod
+    def static(pool: StaticCachePool, lease: Lease, lens: Tensor, width: int, uniform: bool = True) -> "RowCache":
+        """A cache over the stacked buffer of ``lease``: its first ``len(lens)`` rows are the live ones."""
+        buf, r = lease.buffer, lens.numel()
+        layers = buf.size(1) // 2
+        return RowCache([buf[:r, i] for i in range(layers)], [buf[:r, layers + i] for i in range(layers)], lens, width,
+                        uniform, lease=lease, pool=pool)
+
+    def _static_like(self, rows: int, capacity: int) -> Lease:
+        buf = self.lease.buffer  # type: ignore[union-attr]
+        return self.pool.acquire(rows, capacity, buf, buf.size(1) // 2, buf.size(2), buf.size(4))  # type: ignore[union-attr]
 
     @staticmethod
     def of(keys: List[Tensor], values: List[Tensor], lens: Tensor, width: int, uniform: bool = True) -> "RowCache":
@@ -134,6 +151,12 @@ class RowCache:
         capacity = self.capacity
         if self.width + extra <= capacity:
             return
+        if self.lease is not None:  # the next length bucket; every row's slots copied
+            lease = self._static_like(self.lease.rows, length_bucket(self.width + extra))
+            lease.buffer[:, :, :, :capacity].copy_(self.lease.buffer)
+            grown = RowCache.static(self.pool, lease, self.lens, self.width, self.uniform)  # type: ignore[arg-type]
+            self.keys, self.values, self.lease = grown.keys, grown.values, lease
+            return
         grow = max(capacity, extra + _SLACK)  # doubling: a growth copies every buffer
         self.keys = [_grown(k, self.width, capacity + grow) for k in self.keys]
         self.values = [_grown(v, self.width, capacity + grow) for v in self.values]
@@ -149,6 +172,11 @@ class RowCache:
         """
         r = rows.numel()
         end = self.width if self.uniform else self.capacity
+        if self.lease is not None:  # into a buffer of the new row bucket: one copy for every layer
+            lease = self._static_like(row_bucket(r), self.capacity)
+            torch.index_select(self.lease.buffer[:, :, :, :end], 0, rows, out=lease.buffer[:r, :, :, :end])
+            return RowCache.static(self.pool, lease, self.lens.index_select(0, rows), self.width,  # type: ignore[arg-type]
+                                   self.uniform)
         if self.spare is not None and self.spare[0][0].size(0) >= r:
             out_keys, out_values = self.spare
         else:
@@ -169,6 +197,10 @@ class RowCache:
     def with_capacity(self, capacity: int) -> "RowCache":
         if capacity <= self.capacity:
             return self
+        if self.lease is not None:
+            grown = RowCache.static(self.pool, self.lease, self.lens, self.width, self.uniform)  # type: ignore[arg-type]
+            grown.reserve(capacity - self.width)
+            return grown
         return RowCache.of([_grown(k, self.capacity, capacity) for k in self.keys],
                            [_grown(v, self.capacity, capacity) for v in self.values], self.lens, self.width, self.uniform)
 
@@ -179,16 +211,27 @@ class RowCache:
             return caches[0]
         width = max(c.width for c in caches)
         capacity = max(c.capacity for c in caches)
+        uniform = all(c.uniform and c.width == width for c in caches)
+        static = next((c for c in caches if c.lease is not None), None)
+        if static is not None:  # one buffer of the joint row bucket; each part copies its slots
+            lease = static._static_like(row_bucket(sum(c.rows for c in caches)), capacity)
+            start = 0
+            for c in caches:
+                for i, (k, v) in enumerate(zip(c.keys, c.values)):
+                    lease.buffer[start: start + c.rows, i, :, : c.capacity].copy_(k)
+                    lease.buffer[start: start + c.rows, len(c.keys) + i, :, : c.capacity].copy_(v)
+                start += c.rows
+            return RowCache.static(static.pool, lease, torch.cat([c.lens for c in caches]), width, uniform)  # type: ignore[arg-type]
         caches = [c.with_capacity(capacity) for c in caches]
         n = len(caches[0].keys)
         keys = [torch.cat([c.keys[i] for c in caches]) for i in range(n)]
         values = [torch.cat([c.values[i] for c in caches]) for i in range(n)]
-        uniform = all(c.uniform and c.width == width for c in caches)
         return RowCache.of(keys, values, torch.cat([c.lens for c in caches]), width, uniform)
 
     def advanced(self, b: int) -> "RowCache":
         """After a step that wrote a block of ``b`` tokens for every row."""
-        return RowCache(self.keys, self.values, self.lens + b, self.width + b, self.uniform, self.owned, self.spare)
+        return RowCache(self.keys, self.values, self.lens + b, self.width + b, self.uniform, self.owned, self.spare,
+                        self.lease, self.pool)
 
     def accept(self, keep: Tensor, block: int, width: int) -> "RowCache":
         """After a block step, keep the first ``keep[r]`` block tokens of each row.
@@ -197,7 +240,8 @@ class RowCache:
         own control values); the rejected slots are simply overwritten by the next block.
         """
         lens = self.lens - block + keep
-        return RowCache(self.keys, self.values, lens, width, self.rows == 1, self.owned, self.spare)  # one row: lens == width
+        return RowCache(self.keys, self.values, lens, width, self.rows == 1, self.owned, self.spare,  # one row: lens == width
+                        self.lease, self.pool)
 
 
 @dataclass
@@ -379,6 +423,20 @@ class TransformerStepper:
         self.head_dim = first.head_dim
         self._qkv: List[Callable[[Tensor], Tensor]] = []
         self._qkv_of: Any = None  # the parameters the stacked copies were made from
+        self._qkv_version = 0  # a step graph reads the stacked copies of one version
+        self.pool = StaticCachePool()  # --step-mode static|graph: the slot caches
+        self._io: Dict[Tuple[Any, ...], _StaticIO] = {}
+        self._memory: Dict[Tuple[Any, ...], Tensor] = {}
+        self.graphs: Optional[StepGraphs] = None  # --step-mode graph (kept across runs, with the buffers)
+
+    def memory_buffer(self, name: str, shape: Tuple[int, ...], like: Tensor, fill: Any) -> Tensor:
+        """A stream's encoder-slot buffer ``name`` of ``shape``, filled with ``fill``: the same tensor
+        for every run of this model (one static stream at a time), so step graphs bound to it replay."""
+        key = (name, tuple(shape), like.dtype, like.device)
+        buf = self._memory.get(key)
+        if buf is None:
+            buf = self._memory[key] = like.new_empty(shape)
+        return buf.fill_(fill)
 
     def _refresh_stacked(self) -> None:
         # Rebuilt when the model's parameters change (dtype/device moves, new weights, int8).
@@ -386,6 +444,7 @@ class TransformerStepper:
         if self._qkv_of != key:
             self._qkv = [_stacked_qkv(layer.self_attn) for layer in self.decoder.layers]
             self._qkv_of = key
+            self._qkv_version += 1
 
     # ---- encoder side -------------------------------------------------------------------
     def encoder_memory(self, encoder_out: Dict[str, List[Tensor]], *, keep_padding: bool = False) -> EncoderMemory:
@@ -407,10 +466,13 @@ class TransformerStepper:
             values.append(attn.v_proj(enc).view(s, n, self.heads, self.head_dim).permute(1, 2, 0, 3).contiguous())
         return EncoderMemory(keys, values, pad)
 
-    def empty_cache(self, rows: int, like: Tensor) -> RowCache:
-        shape = (rows, self.heads, _SLACK, self.head_dim)
+    def empty_cache(self, rows: int, like: Tensor, *, static: bool = False) -> RowCache:
         n = len(self.decoder.layers)
         lens = torch.zeros(rows, dtype=torch.long, device=like.device)
+        if static:
+            lease = self.pool.acquire(row_bucket(rows), length_bucket(_SLACK), like, n, self.heads, self.head_dim)
+            return RowCache.static(self.pool, lease, lens, 0)
+        shape = (rows, self.heads, _SLACK, self.head_dim)
         return RowCache.of([like.new_zeros(shape) for _ in range(n)], [like.new_zeros(shape) for _ in range(n)], lens, 0)
 
     # ---- decoder side -------------------------------------------------------------------
@@ -454,16 +516,105 @@ class TransformerStepper:
         mask, write = self._attention_mask(cache, b, block_mask, x)
         self._refresh_stacked()
         for i, layer in enumerate(self.decoder.layers):
-            x = self._layer(layer, x, cache, mask, memory, i, index, write)
-        dec = self.decoder
-        if dec.layer_norm is not None:
-            x = dec.layer_norm(x)
-        if dec.project_out_dim is not None:
-            x = dec.project_out_dim(x)
-        return x, cache.advanced(b)
+            x = self._layer(
+                layer, x,
+                lambda h, i=i, attn=layer.self_attn: _self_attention(attn, self._qkv[i], h, cache, i, mask, write),
+                lambda h, i=i, attn=layer.encoder_attn: _encoder_attention(attn, h, memory, i, index))
+        return self._output(x), cache.advanced(b)
 
     def logits(self, features: Tensor) -> Tensor:
         return self.decoder.output_layer(features)
+
+    # ---- the static step (--step-mode static|graph; ops/static_step.py) -------------------
+    def forward_static(self, cache: RowCache, tokens: Tensor, positions: Tensor, memory: EncoderMemory,
+                       index: SentenceIndex, block_mask: Optional[Tensor],
+                       graphs: Optional[StepGraphs]) -> Optional[Tuple[Tensor, RowCache, str]]:
+        """:meth:`forward` and :meth:`logits` over the whole buffer of a static ``cache``.
+
+        The step computes every row of the cache's row bucket and attends over every slot of
+        its slot bucket (padding rows and slots masked), reading and writing only buffers fixed
+        for that bucket, so it is one CUDA graph replay under ``graphs``. What changes between
+        steps (tokens, positions, lengths, which encoder slot and query column each row uses)
+        is written into the bucket's input buffer first. Returns the live rows' logits (a view
+        of the bucket's output buffer, valid until the next step), the cache and how the step
+        ran (``replayed`` or ``static``); None when this step needs the eager path (no rows, a
+        per-row block mask).
+        """
+        r, b = tokens.shape
+        if r == 0 or cache.lease is None or (block_mask is not None and block_mask.dim() != 2):
+            return None
+        if block_mask is not None and not cache.uniform:
+            raise FairseqStreamError("a custom block mask needs rows of one length")
+        cache.reserve(b)
+        buf = cache.lease.buffer  # type: ignore[union-attr]
+        rows, slots = buf.size(0), buf.size(3)
+        self._refresh_stacked()
+        table = self._prepare_positions(slots - 1, buf.device)
+        wq = _next_pow2(max(1, index.width))  # query columns per sentence in encoder attention
+        io = self._static_io(rows, b, slots, buf, custom=block_mask is not None)
+        kv_row = index.memory_rows(memory.modulus)
+        _fill_inputs(io.ints, tokens, positions, cache.lens, kv_row, index.slot, wq)
+        if block_mask is not None:
+            _fill_block_mask(io.mask, block_mask, cache.width, b)  # type: ignore[arg-type]
+
+        def body() -> None:
+            self._static_body(buf, io, memory, b, wq)
+
+        if graphs is None:
+            body()
+            how = "static"
+        else:
+            key = (buf.data_ptr(), _memory_key(memory), rows, slots, b, wq, io.mask is not None, table, self._qkv_version)
+            keep = [buf, io.ints, io.out] + ([] if io.mask is None else [io.mask]) + _memory_tensors(memory)
+            how = graphs.run(key, body, keep)
+        return io.out[:r], cache.advanced(b), how
+
+    def _static_io(self, rows: int, b: int, slots: int, like: Tensor, *, custom: bool) -> "_StaticIO":
+        key = (rows, b, slots, custom, like.dtype, like.device)
+        io = self._io.get(key)
+        if io is None:
+            vocab = self.decoder.output_projection.out_features
+            ints = torch.zeros(rows, 2 * b + 3, dtype=torch.long, device=like.device)
+            mask = like.new_zeros(1, 1, b, slots) if custom else None
+            io = self._io[key] = _StaticIO(ints, mask, like.new_zeros(rows, b, vocab))
+        return io
+
+    def _prepare_positions(self, max_position: int, device: torch.device) -> Optional[int]:
+        """Grow a sinusoidal position table to ``max_position`` now, outside any capture (a graph
+        reads the table it was captured with); its address, which step graphs are keyed by."""
+        from fairseq.modules import SinusoidalPositionalEmbedding
+
+        module = self.decoder.embed_positions
+        if getattr(self.decoder, "embed_block", None) is None and isinstance(module, SinusoidalPositionalEmbedding):
+            _grow_sinusoidal(module, max_position)
+            return module.weights.data_ptr()
+        return None
+
+    def _static_body(self, buf: Tensor, io: "_StaticIO", memory: EncoderMemory, b: int, wq: int) -> None:
+        """The step proper: every tensor it makes has a shape fixed by the bucket (rows, slots, b)."""
+        ints = io.ints
+        rows, slots, layers = ints.size(0), buf.size(3), buf.size(1) // 2
+        tokens, positions = ints[:, :b], ints[:, b: 2 * b]
+        lens, kv_row, slot = ints[:, 2 * b], ints[:, 2 * b + 1], ints[:, 2 * b + 2]
+        x = self.embed(tokens, positions, slots - 1)  # (R, b, d)
+        ends = lens.unsqueeze(1) + torch.arange(b, device=ints.device)  # (R, b): each query's own slot
+        write = ends.view(rows, 1, b, 1).expand(rows, self.heads, b, self.head_dim)
+        kernel = b == 1 and decode_attention.usable(x)  # a CPU's float32 decode step: the C++ kernel
+        if kernel:
+            mask = None
+        elif io.mask is not None:
+            mask = io.mask  # (1, 1, b, slots) additive, rows of one length
+        else:  # causal, per row: query j of row r sees slots <= lens[r] + j
+            mask = (torch.arange(slots, device=ints.device) <= ends.unsqueeze(2)).unsqueeze(1)  # (R, 1, b, slots)
+        layout = None if kernel else _slot_layout(kv_row, slot, wq, b, memory)
+        for i, layer in enumerate(self.decoder.layers):
+            keys, values = buf[:, i], buf[:, layers + i]  # (R, H, slots, hd) views of the stacked buffer
+            x = self._layer(
+                layer, x,
+                lambda h, i=i, attn=layer.self_attn, k=keys, v=values: _static_self_attention(
+                    attn, self._qkv[i], h, k, v, write, mask, lens if kernel else None),
+                lambda h, i=i, attn=layer.encoder_attn: _static_encoder_attention(attn, h, memory, i, kv_row, layout))
+        io.out.copy_(self.logits(self._output(x)))
 
     def _attention_mask(self, cache: RowCache, b: int, block_mask: Optional[Tensor],
                         like: Tensor) -> Tuple[Optional[Tensor], Optional[Tensor]]:
@@ -496,20 +647,20 @@ class TransformerStepper:
             bm = torch.cat([like.new_zeros(bm.size(0), b, width), bm], dim=2)
         return bm.unsqueeze(1), None
 
-    def _layer(self, layer: Any, x: Tensor, cache: RowCache, mask: Optional[Tensor],
-               memory: EncoderMemory, i: int, index: SentenceIndex, write: Optional[Tensor]) -> Tensor:
+    def _layer(self, layer: Any, x: Tensor, self_attention: Callable[[Tensor], Tensor],
+               encoder_attention: Callable[[Tensor], Tensor]) -> Tensor:
         # TransformerDecoderLayerBase.forward in eval mode (dropout is the identity). Each of the
-        # three sublayers normalises its input (pre-norm) or its residual sum (post-norm).
+        # three sublayers normalises its input (pre-norm) or its residual sum (post-norm). The
+        # attentions are the eager step's or the static step's (same arithmetic, other layouts).
         pre = layer.normalize_before
-        h = _self_attention(layer.self_attn, self._qkv[i], layer.self_attn_layer_norm(x) if pre else x,
-                            cache, i, mask, write)
+        h = self_attention(layer.self_attn_layer_norm(x) if pre else x)
         if layer.c_attn is not None:
             r, b, _ = h.shape
             h = torch.einsum("rbhd,h->rbhd", h.view(r, b, layer.nh, layer.head_dim), layer.c_attn).reshape(r, b, -1)
         if layer.attn_ln is not None:
             h = layer.attn_ln(h)
         x = x + h if pre else layer.self_attn_layer_norm(x + h)
-        h = _encoder_attention(layer.encoder_attn, layer.encoder_attn_layer_norm(x) if pre else x, memory, i, index)
+        h = encoder_attention(layer.encoder_attn_layer_norm(x) if pre else x)
         x = x + h if pre else layer.encoder_attn_layer_norm(x + h)
         h = _fc1_activation(layer, layer.final_layer_norm(x) if pre else x)
         if layer.ffn_layernorm is not None:
@@ -517,6 +668,113 @@ class TransformerStepper:
         h = layer.fc2(h)
         residual = x if layer.w_resid is None else torch.mul(layer.w_resid, x)
         return residual + h if pre else layer.final_layer_norm(residual + h)
+
+    def _output(self, x: Tensor) -> Tensor:
+        """Final layer norm and projection out of the last layer's output."""
+        dec = self.decoder
+        if dec.layer_norm is not None:
+            x = dec.layer_norm(x)
+        if dec.project_out_dim is not None:
+            x = dec.project_out_dim(x)
+        return x
+
+
+@dataclass
+class _StaticIO:
+    """A row bucket's input and output buffers: what a static step reads besides the caches."""
+
+    ints: Tensor  # (R, 2b + 3): tokens (b), positions (b), cache length, encoder slot, query column
+    mask: Optional[Tensor]  # (1, 1, b, slots) additive block mask, or None (causal)
+    out: Tensor  # (R, b, V) logits
+
+
+def _fill_inputs(ints: Tensor, tokens: Tensor, positions: Tensor, lens: Tensor, kv_row: Tensor, slot: Tensor,
+                 wq: int) -> None:
+    """Write the live rows' inputs into ``ints`` (R, F) between steps; padding rows copy row 0's
+    (valid positions, an encoder slot with keys) but take the spare query column ``wq``."""
+    live = torch.cat([tokens, positions, lens.unsqueeze(1), kv_row.unsqueeze(1), slot.unsqueeze(1)], dim=1)  # (r, F)
+    r = live.size(0)
+    if r < ints.size(0):
+        ints[r:].copy_(live[:1].expand(ints.size(0) - r, live.size(1)))
+        ints[r:, -1].fill_(wq)
+    ints[:r].copy_(live)
+
+
+def _fill_block_mask(mask: Tensor, block_mask: Tensor, width: int, b: int) -> None:
+    """``mask`` (1, 1, b, slots) from a (b, b) mask inside the block or a (b, width + b) one over
+    cache and block (rows of one length: the block sits at ``[width, width + b)``)."""
+    bm = block_mask.to(mask.dtype)
+    mask.fill_(float("-inf"))
+    if bm.size(-1) == b:
+        mask[0, 0, :, :width] = 0.0
+        mask[0, 0, :, width: width + b] = bm
+    else:
+        mask[0, 0, :, : width + b] = bm
+
+
+def _memory_key(memory: EncoderMemory) -> Tuple[Any, ...]:
+    keys = memory.keys[0]
+    return (keys.data_ptr(), tuple(keys.shape), None if memory.padding is None else memory.padding.data_ptr())
+
+
+def _memory_tensors(memory: EncoderMemory) -> List[Tensor]:
+    return memory.keys + memory.values + ([] if memory.padding is None else [memory.padding])
+
+
+def _slot_layout(kv_row: Tensor, slot: Tensor, wq: int, b: int, memory: EncoderMemory) -> Tuple[Tensor, int, Optional[Tensor]]:
+    """Encoder attention by encoder slot: row ``r``'s queries go to slot ``kv_row[r]``, columns
+    ``slot[r]·b …`` of a ``(slots, (wq + 1)·b)`` query layout (the last ``b`` columns take the
+    padding rows), so that every slot's keys serve its rows in one batched product, without a
+    gathered copy. Returns the flat query index (R·b,), the columns per slot and the visible
+    keys (slots, 1, 1, S); a slot with no sentence sees its first key, so nothing divides by zero."""
+    width = (wq + 1) * b
+    flat = ((kv_row * (wq + 1) + slot).unsqueeze(1) * b + torch.arange(b, device=kv_row.device)).view(-1)
+    visible = None
+    if memory.padding is not None:
+        length = memory.keys[0].size(2)
+        vis = ~memory.padding[:, :length]
+        first = torch.arange(length, device=vis.device) == 0
+        visible = (vis | (~vis.any(dim=1, keepdim=True) & first))[:, None, None, :]
+    return flat, width, visible
+
+
+def _static_self_attention(attn: Any, qkv: Callable[[Tensor], Tensor], x: Tensor, keys: Tensor, values: Tensor,
+                           write: Tensor, mask: Optional[Tensor], last: Optional[Tensor]) -> Tensor:
+    """Self-attention of a block ``x`` (R, b, d) over a whole slot bucket: the block's keys and values
+    are written at each row's own slots (``write``), then every slot is read under ``mask``
+    (or, ``last`` given, by the CPU kernel up to each row's last slot)."""
+    heads = attn.num_heads
+    rows = x.size(0)
+    q, k_new, v_new = qkv(x).chunk(3, dim=-1)
+    q = _split_heads(q, heads)  # (R, H, b, hd)
+    keys.scatter_(2, write, _split_heads(k_new, heads))
+    values.scatter_(2, write, _split_heads(v_new, heads))
+    if last is not None:
+        hd = q.size(-1)
+        out = decode_attention.attend(q.view(rows, heads, hd), keys, values, attn.scaling, last=last)
+        return attn.out_proj(out.view(rows, 1, heads * hd))
+    return attn.out_proj(_merge_heads(_attend(q, keys, values, mask, attn.scaling)))
+
+
+def _static_encoder_attention(attn: Any, query: Tensor, memory: EncoderMemory, layer: int, kv_row: Tensor,
+                              layout: Optional[Tuple[Tensor, int, Optional[Tensor]]]) -> Tensor:
+    """Encoder attention of ``query`` (R, b, d) in the slot layout of :func:`_slot_layout` (or, with
+    no layout, one query per row through the CPU kernel, as the eager step)."""
+    heads = attn.num_heads
+    q = attn.q_proj(query)  # (R, b, d)
+    rows, b, d = q.shape
+    hd = d // heads
+    if layout is None:
+        out = decode_attention.attend(q.view(rows, heads, hd), memory.keys[layer], memory.values[layer], attn.scaling,
+                                      kv_row=kv_row, key_padding=memory.padding)
+        return attn.out_proj(out.view(rows, 1, d))
+    flat, width, visible = layout
+    n = memory.keys[layer].size(0)
+    qp = q.new_zeros(n * width, heads, hd).index_copy_(0, flat, q.reshape(rows * b, heads, hd))
+    out = _attend(qp.view(n, width, heads, hd).transpose(1, 2), memory.keys[layer], memory.values[layer], visible,
+                  attn.scaling)  # (n, H, width, hd)
+    out = out.transpose(1, 2).reshape(n * width, d).index_select(0, flat)
+    return attn.out_proj(out.view(rows, b, d))
 
 
 def _fc1_activation(layer: Any, x: Tensor) -> Tensor:
@@ -543,13 +801,20 @@ def position_embeddings(module: Any, positions: Tensor, max_position: Optional[i
     if isinstance(module, SinusoidalPositionalEmbedding):
         if max_position is None:
             max_position = int(positions.max()) if positions.numel() else 0
-        needed = max_position + module.padding_idx + 2
-        if needed > module.weights.size(0):
-            # Grown geometrically, so a long run regrows the table a few times at most.
-            module.weights = SinusoidalPositionalEmbedding.get_embedding(
-                max(needed, 2 * module.weights.size(0)), module.embedding_dim, module.padding_idx
-            ).to(module.weights)
+        _grow_sinusoidal(module, max_position)
         return F.embedding(ids, module.weights.detach())
     if isinstance(module, LearnedPositionalEmbedding):
         return F.embedding(ids, module.weight, module.padding_idx)
     raise FairseqStreamError(f"unsupported positional embedding {type(module).__name__}")
+
+
+def _grow_sinusoidal(module: Any, max_position: int) -> None:
+    """fairseq's sinusoidal table covering 0-based position ``max_position``, grown geometrically
+    (a long run regrows it a few times at most)."""
+    from fairseq.modules import SinusoidalPositionalEmbedding
+
+    needed = max_position + module.padding_idx + 2
+    if needed > module.weights.size(0):
+        module.weights = SinusoidalPositionalEmbedding.get_embedding(
+            max(needed, 2 * module.weights.size(0)), module.embedding_dim, module.padding_idx
+        ).to(module.weights)

@@ -169,3 +169,18 @@ def test_an_unknown_step_backend_is_refused_in_one_line(demo_bin):
     proc = run_cli(["fairseq-generate", demo_bin, "--user-dir", "fairseq_stream", "--path", CKPT, "--cpu",
                     "--gen-subset", "valid", "--search", "var-stream", "--step-backend", "cuda"])
     assert_one_line_error(proc, "--step-backend")
+
+
+@pytest.mark.slow  # three fairseq-generate processes on the 13 validation lines
+def test_step_mode_static_prints_the_eager_hypotheses_and_says_how_steps_ran(demo_bin):
+    common = [demo_bin, "--user-dir", "fairseq_stream", "--path", CKPT, "--cpu", "--gen-subset", "valid",
+              "--search", "var-stream", "--beam", "5"]
+    runs = {mode: run_cli(["fairseq-generate", *common, "--step-mode", mode]) for mode in ("eager", "static")}
+    grab = lambda out: sorted(l for l in out.splitlines() if l[:2] == "H-")  # noqa: E731
+    for proc in runs.values():
+        assert proc.returncode == 0, proc.stderr[-2000:]
+    assert grab(runs["eager"].stdout) == grab(runs["static"].stdout) and len(grab(runs["static"].stdout)) == 13
+    closing = runs["static"].stdout + runs["static"].stderr
+    assert re.search(r"step mode static: 0 replayed, \d+ static, 0 eager", closing), closing[-1500:]
+    graph = run_cli(["fairseq-generate", *common, "--step-mode", "graph"])
+    assert_one_line_error(graph, "--step-mode graph", "needs a CUDA device")
