@@ -3,6 +3,12 @@
 
     pip install -e .[bench]    # ctranslate2==4.8.5
     OMP_NUM_THREADS=1 python scripts/bench_vs_ctranslate2.py --limit 300 --limit-k50 60 --json out.json
+    python scripts/bench_vs_ctranslate2.py --device cuda --limit 300 --limit-k50 60   # on a GPU
+
+``--device cuda``: the model in float16, our rows with ``--step-mode graph`` (and var-stream eager
+beside it), CTranslate2 with ``compute_type`` float16 and int8_float16 on the same GPU. Where
+CTranslate2 cannot run (not installed, or its CUDA libraries missing: its wheels link CUDA 12's
+cuBLAS), its rows are listed with the error instead of a time, and the other rows go on.
 
 The demo model (``user_dir_examples/demo``, es→en) is converted with CTranslate2's fairseq
 converter into a temporary folder (not timed), then every system decodes the same sentences
@@ -52,6 +58,7 @@ class System:
 
     label: str
     decode: Callable[[Sequence[int]], Tuple[List[str], float, float]]
+    why_not: Optional[str] = None  # a row that could not run: why (no time, no BLEU)
 
 
 def ours(session: Any, dataset_for: Callable[[Sequence[int]], Any], label: str, search: str, k: int,
@@ -67,11 +74,11 @@ def ours(session: Any, dataset_for: Callable[[Sequence[int]], Any], label: str, 
 
 
 def ctranslate2_row(model_dir: str, compute_type: str, tokens: List[List[str]], k: int, batch: int,
-                    detok: Callable[[List[str]], str]) -> System:
+                    detok: Callable[[List[str]], str], device: str = "cpu") -> System:
     import ctranslate2
 
-    translator = ctranslate2.Translator(model_dir, device="cpu", compute_type=compute_type,
-                                        intra_threads=1, inter_threads=1)
+    threads = dict(intra_threads=1, inter_threads=1) if device == "cpu" else {}
+    translator = ctranslate2.Translator(model_dir, device=device, compute_type=compute_type, **threads)
 
     def decode(ids: Sequence[int]) -> Tuple[List[str], float, float]:
         source = [tokens[i] for i in ids]
@@ -95,11 +102,45 @@ def convert(checkpoint: str, data_dir: str, out_dir: str, source_lang: str, targ
         raise FairseqStreamError(f"ct2-fairseq-converter failed on {checkpoint}: {tail[0]}")
 
 
-def systems_for(session: Any, model_dir: str, tokens: List[List[str]], k: int, batch: int,
+def unavailable(label: str, why: str) -> System:
+    """A row that could not run: listed with ``why`` instead of a time."""
+    def decode(ids: Sequence[int]) -> Tuple[List[str], float, float]:
+        raise FairseqStreamError(why)
+
+    return System(label, decode, why)
+
+
+def ctranslate2_rows(model_dir: Optional[str], compute_types: Sequence[str], tokens: List[List[str]], k: int,
+                     batch: int, detok: Callable[[List[str]], str], device: str) -> List[System]:
+    """CTranslate2's rows; on a GPU, one that cannot load says why (the library it asked for)."""
+    rows = []
+    for ct in compute_types:
+        try:
+            if model_dir is None:
+                raise FairseqStreamError("CTranslate2 is not installed (pip install .[bench])")
+            rows.append(ctranslate2_row(model_dir, ct, tokens, k, batch, detok, device))
+        except Exception as error:  # noqa: BLE001  (a missing CUDA library is an OSError/RuntimeError)
+            if device == "cpu" and model_dir is not None:
+                raise
+            rows.append(unavailable(f"CTranslate2 {ct}", f"{type(error).__name__}: {str(error).splitlines()[0]}"))
+    return rows
+
+
+def gpu_systems(session: Any, dataset_for: Callable[[Sequence[int]], Any], k: int) -> List[System]:
+    """Our best GPU rows: the static step replayed as CUDA graphs (var-stream also eager, beside it)."""
+    return [ours(session, dataset_for, "fixed-ours [graph]", "fixed-ours", k, {"step_mode": "graph"}),
+            ours(session, dataset_for, "fixed-ours (fairseq finalize) [graph]", "fixed-ours", k,
+                 {"beam_finalize": "fairseq", "step_mode": "graph"}),
+            ours(session, dataset_for, "var-stream [eager]", "var-stream", k, {"step_mode": "eager"}),
+            ours(session, dataset_for, "var-stream [graph]", "var-stream", k, {"step_mode": "graph"})]
+
+
+def systems_for(session: Any, model_dir: Optional[str], tokens: List[List[str]], k: int, batch: int,
                 dataset_for: Callable[[Sequence[int]], Any], deltas: Sequence[float] = (),
-                scales: Sequence[float] = ()) -> List[System]:
+                scales: Sequence[float] = (), device: str = "cpu") -> List[System]:
     """fairseq's beam first (the reference), then ours in float32 and int8 (``var-stream`` also at
-    each δ of ``deltas`` and each α of ``scales``), then CTranslate2."""
+    each δ of ``deltas`` and each α of ``scales``), then CTranslate2; on a GPU ours in float16
+    as graphs (:func:`gpu_systems`) and CTranslate2 float16 / int8_float16."""
     from fairseq.data.data_utils import post_process
 
     from fairseq_stream.tools.text import detokenize
@@ -108,6 +149,9 @@ def systems_for(session: Any, model_dir: str, tokens: List[List[str]], k: int, b
         return detokenize(post_process(" ".join(subwords), "subword_nmt"), session.target_lang)
 
     rows = [ours(session, dataset_for, "fairseq beam", "beam", k, {})]
+    if device == "cuda":
+        return rows + gpu_systems(session, dataset_for, k) + ctranslate2_rows(
+            model_dir, ("float16", "int8_float16"), tokens, k, batch, detok, device)
     variants = [("fixed-ours", "fixed-ours", {}),
                 ("fixed-ours (fairseq finalize)", "fixed-ours", {"beam_finalize": "fairseq"}),
                 ("var-stream", "var-stream", {})]
@@ -120,8 +164,7 @@ def systems_for(session: Any, model_dir: str, tokens: List[List[str]], k: int, b
     # what --cpu-matmul auto (oneDNN) gives the exact row, against PyTorch's default sgemm
     rows.append(ours(session, dataset_for, "fixed-ours (fairseq finalize) --cpu-matmul torch", "fixed-ours", k,
                      {"beam_finalize": "fairseq", "cpu_matmul": "torch"}))
-    rows += [ctranslate2_row(model_dir, ct, tokens, k, batch, detok) for ct in ("float32", "int8")]
-    return rows
+    return rows + ctranslate2_rows(model_dir, ("float32", "int8"), tokens, k, batch, detok, device)
 
 
 def measure(rows: List[System], n: int, repeats: int, references: List[str], log: Callable[[str], None],
@@ -130,6 +173,10 @@ def measure(rows: List[System], n: int, repeats: int, references: List[str], log
     import sacrebleu
 
     ids = list(range(n))
+    missing = [{"system": row.label, "k": k, "sentences": n, "unavailable": row.why_not} for row in rows if row.why_not]
+    rows = [row for row in rows if not row.why_not]
+    if not rows:
+        return missing
     for row in rows:
         row.decode(ids[:WARMUP_SENTENCES])
     walls: Dict[str, List[float]] = {row.label: [] for row in rows}
@@ -154,7 +201,7 @@ def measure(rows: List[System], n: int, repeats: int, references: List[str], log
             "bleu": sacrebleu.corpus_bleu(outputs[row.label], [references[:n]]).score,
             "identical": sum(a == b for a, b in zip(outputs[row.label], reference_row)),
         })
-    return results
+    return results + missing
 
 
 def format_table(results: List[Dict[str, Any]]) -> str:
@@ -162,6 +209,9 @@ def format_table(results: List[Dict[str, Any]]) -> str:
              "| BLEU | identical to fairseq beam |",
              "|---|---|---|---|---|---|---|---|---|"]
     for r in results:
+        if r.get("unavailable"):
+            lines.append(f"| {r['system']} | {r['k']} | {r['sentences']} | not run: {r['unavailable']} |  |  |  |  |  |")
+            continue
         lines.append(f"| {r['system']} | {r['k']} | {r['sentences']} | {r['seconds']:.2f} | {r['ratio']:.2f} | "
                      f"{r['cpu_seconds']:.2f} | {r['cpu_ratio']:.2f} | {r['bleu']:.2f} | {r['identical']}/{r['sentences']} |")
     return "\n".join(lines)
@@ -180,6 +230,8 @@ def _parser() -> argparse.ArgumentParser:
     parser.add_argument("--ct2-batch-size", type=int, default=64,
                         help="CTranslate2's max_batch_size (examples; our strategies keep 64 sentences in flight)")
     parser.add_argument("--json", default=None, help="write the rows here")
+    parser.add_argument("--device", choices=["cpu", "cuda"], default="cpu",
+                        help="cuda: float16, our rows as CUDA graphs, CTranslate2 float16 / int8_float16 on the GPU")
     parser.add_argument("--smoke", action="store_true", help="6 sentences at k=5, 2 at k=50, one repeat")
     parser.add_argument("--deltas", type=float, nargs="*", default=[],
                         help="more var-stream rows (float32 and int8), one per pruning threshold δ")
@@ -192,6 +244,8 @@ def main(argv: Optional[Sequence[str]] = None) -> None:
     args = _parser().parse_args(argv)
     if args.smoke:
         args.limit, args.limit_k50, args.repeats = 6, 2, 1
+    if args.device == "cuda" and not torch.cuda.is_available():
+        raise SystemExit("bench_vs_ctranslate2.py: --device cuda: torch sees no GPU")
     torch.set_num_threads(1)
     from fairseq_stream.integration.compat import install_excepthook
     from fairseq_stream.tools.bench import read_lines
@@ -200,8 +254,10 @@ def main(argv: Optional[Sequence[str]] = None) -> None:
 
     install_excepthook()
     src_lang, tgt_lang = os.path.splitext(args.src)[1].lstrip("."), os.path.splitext(args.ref)[1].lstrip(".")
+    cuda = args.device == "cuda"
     session = TranslationSession.load(args.data, args.path, bpe_codes=args.bpe_codes,
-                                      extra_args=["--source-lang", src_lang, "--target-lang", tgt_lang])
+                                      extra_args=["--source-lang", src_lang, "--target-lang", tgt_lang],
+                                      cpu=not cuda, dtype=torch.float16 if cuda else None)
     n = max(args.limit, args.limit_k50)
     sources, references = read_lines(args.src, n), read_lines(args.ref, n)
     tokens = [session._bpe.apply(tokenize(line, src_lang)).split() for line in sources]
@@ -213,16 +269,23 @@ def main(argv: Optional[Sequence[str]] = None) -> None:
 
     log = lambda m: print(m, file=sys.stderr, flush=True)  # noqa: E731
     results: List[Dict[str, Any]] = []
-    with tempfile.TemporaryDirectory() as model_dir:
-        convert(args.path, args.data, model_dir, src_lang, tgt_lang)
+    with tempfile.TemporaryDirectory() as converted:
+        model_dir: Optional[str] = converted
+        try:
+            convert(args.path, args.data, converted, src_lang, tgt_lang)
+        except FairseqStreamError as error:
+            if not cuda:
+                raise
+            model_dir = None
+            log(f"bench_vs_ctranslate2.py: CTranslate2 rows left out: {error}")
         for k, n in ((5, args.limit), (50, args.limit_k50)):
             if n > 0:
                 rows = systems_for(session, model_dir, tokens, k, args.ct2_batch_size, dataset_for, args.deltas,
-                                   args.scales)
+                                   args.scales, device=args.device)
                 results += measure(rows, min(n, len(sources)), args.repeats, references, log, k)
     print(format_table(results))
     if args.json:
-        meta = {"repeats": args.repeats, "threads": 1, "ct2_batch_size": args.ct2_batch_size,
+        meta = {"repeats": args.repeats, "threads": 1, "ct2_batch_size": args.ct2_batch_size, "device": args.device,
                 "torch": torch.__version__, "date": time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime())}
         with open(args.json, "w", encoding="utf-8") as f:
             json.dump({"meta": meta, "rows": results}, f, indent=2)

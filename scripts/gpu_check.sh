@@ -3,6 +3,7 @@
 # the machine's CUDA torch, run the gpu-marked tests, decode the GPU rows, write ONE report.
 #
 #   bash scripts/gpu_check.sh [--wheels DIR] [--ib-path CKPT] [--out DIR] [--no-install] [--dry-run]
+#                             [--parts "tests rows output profile train ct2 frontier"] [--rows-args "..."]
 #
 # Install: a venv with --system-site-packages (GPU_VENV, default .venv-gpu) so that the CUDA torch
 # already installed is used; scripts/install.sh runs in it with FAIRSEQ_STREAM_KEEP_TORCH=1 (its
@@ -33,6 +34,17 @@
 #   bash scripts/gpu_check.sh --dtypes float32 --out A; bash scripts/gpu_check.sh --no-install --skip-tests --dtypes float16 --out B
 # Tables not started within ROWS_BUDGET_S (720 s) are listed as skipped.
 #
+# Every row of ours runs in each --step-mode of gpu_rows.py's --step-modes (default eager and graph on
+# CUDA, eager and static in a dry run), side by side; the report gives each graph row's time against its
+# eager twin and how many steps were replayed. --parts chooses what runs (default all): tests (pytest -m
+# gpu), rows (scripts/gpu_rows.py; --rows-args "..." adds its options, e.g. "--tables batched --models
+# demo --limit 200 --repeats 2 --costs-limit 0"), output (the output-layer micro-benchmark), profile
+# (scripts/gpu_profile.py: eager and graph, GPU busy), train (scripts/gpu_train_speed.py: IBDecoder
+# training tokens/s against the transformer's), ct2 (scripts/bench_vs_ctranslate2.py --device cuda:
+# CTranslate2 float16 / int8_float16 beside our graph rows, or why it could not run) and frontier
+# (fairseq-stream-frontier --device cuda at k = 5). Each part writes its file under OUT as it ends, so
+# a call stopped at its time limit still returns what finished.
+#
 # --dry-run (or DEVICE=cpu): the same flow on the CPU with tiny sizes (2 sentences, outputs forced
 # to 4 tokens, beams 5 and 8, 1 timed run, a 1-layer 64-wide 32k base model, float16 skipped, no
 # install unless --install), GPU-only columns n/a: the test suite runs it (tests/integration/test_scripts.py).
@@ -43,6 +55,7 @@ DEVICE=${DEVICE:-cuda}
 ROWS_BUDGET_S=${ROWS_BUDGET_S:-720}
 PYTHON=${PYTHON:-python3}
 install=1; install_set=0; wheels=""; ib=""; tests=1; dtypes="float32 float16"
+parts="tests rows output profile train ct2 frontier"; rows_args=""
 while [ $# -gt 0 ]; do
     case "$1" in
         --dry-run) DEVICE=cpu ;;
@@ -52,12 +65,16 @@ while [ $# -gt 0 ]; do
         --ib-path) ib=${2:?--ib-path needs a checkpoint}; shift ;;
         --dtypes) dtypes=${2:?--dtypes needs a list, e.g. "float32 float16"}; shift ;;
         --skip-tests) tests=0 ;;
+        --parts) parts=${2:?--parts needs a list, e.g. "tests rows"}; shift ;;
+        --rows-args) rows_args=${2?--rows-args needs a string}; shift ;;
         --out) OUT=${2:?--out needs a folder}; shift ;;
         -h|--help) sed -n '2,/^set -e/p' "$0" | sed 's/^# \{0,1\}//;$d'; exit 0 ;;
         *) echo "gpu_check.sh: unknown argument '$1' (see --help)" >&2; exit 2 ;;
     esac
     shift
 done
+for p in $parts; do case "$p" in tests|rows|output|profile|train|ct2|frontier) ;; *) echo "gpu_check.sh: --parts: unknown part '$p'" >&2; exit 2 ;; esac; done
+has_part() { case " $parts " in *" $1 "*) return 0 ;; *) return 1 ;; esac; }
 for d in $dtypes; do case "$d" in float32|float16|bfloat16) ;; *) echo "gpu_check.sh: --dtypes: unknown dtype '$d' (float32, float16, bfloat16)" >&2; exit 2 ;; esac; done
 [ -n "${dtypes// /}" ] || { echo "gpu_check.sh: --dtypes: give at least one dtype" >&2; exit 2; }
 [ -z "$ib" ] || [ -f "$ib" ] || { echo "gpu_check.sh: --ib-path '$ib': no such file" >&2; exit 2; }
@@ -94,8 +111,29 @@ rows() {  # the base model, then every table in one process
     "$PYTHON" scripts/make_base_model.py --out "$OUT/base32k/checkpoint.pt" --vocab 32000 "${base[@]}" >&2
     "$PYTHON" scripts/make_base_model.py --out "$OUT/ib32k/checkpoint.pt" --vocab 32000 --ib "${base[@]}" >&2
     rm -f "$OUT"/rows_*.json
+    # shellcheck disable=SC2086  # --rows-args is a list of options
     "$PYTHON" scripts/gpu_rows.py --out "$OUT" --device "$DEVICE" --dtypes $dtypes \
-        --base "$OUT/base32k/checkpoint.pt" --ib-base "$OUT/ib32k/checkpoint.pt" ${ib:+--ib-path "$ib"} --warmup 1 --budget-s "$ROWS_BUDGET_S" "${sizes[@]}"
+        --base "$OUT/base32k/checkpoint.pt" --ib-base "$OUT/ib32k/checkpoint.pt" ${ib:+--ib-path "$ib"} --warmup 1 --budget-s "$ROWS_BUDGET_S" "${sizes[@]}" $rows_args
+}
+
+train_speed() {  # IBDecoder training tokens/s against the standard transformer of the same size
+    local sizes=()
+    [ "$DEVICE" = cpu ] && sizes=(--updates 4 --log-interval 1 --layers 1 --dim 64 --limit 100)
+    "$PYTHON" scripts/gpu_train_speed.py --device "$DEVICE" --out "$OUT" "${sizes[@]}" > /dev/null \
+        || echo "scripts/gpu_train_speed.py failed (exit status $?)" > "$OUT/train_speed.md"
+}
+
+ct2() {  # CTranslate2 on the same GPU, beside our graph rows (a dry run: not run, CTranslate2 benchmarks CPUs there)
+    if [ "$DEVICE" = cpu ]; then echo "not run: a CPU dry run (scripts/bench_vs_ctranslate2.py without --device cuda is the CPU benchmark)" > "$OUT/ct2.md"; return; fi
+    "$PYTHON" scripts/bench_vs_ctranslate2.py --device cuda --limit 200 --limit-k50 40 --repeats 2 --json "$OUT/ct2.json" \
+        > "$OUT/ct2.md" 2> "$OUT/ct2.log" || echo "scripts/bench_vs_ctranslate2.py failed (exit status $?): $(tail -n 1 "$OUT/ct2.log")" >> "$OUT/ct2.md"
+}
+
+frontier() {  # the quality/speed frontier's k = 5 side on the device
+    local sizes=(--limit 300 --deltas 1 1.5 2 3 --scales 0 2 --device "$DEVICE")
+    [ "$DEVICE" = cpu ] && sizes=(--limit 3 --deltas 1.5 --scales 0 --device cpu)
+    "$PYTHON" -m fairseq_stream.tools.frontier --beam 5 "${sizes[@]}" --out "$OUT/frontier" > /dev/null 2> "$OUT/frontier.log" \
+        || echo "fairseq_stream.tools.frontier failed (exit status $?): $(tail -n 1 "$OUT/frontier.log")" > "$OUT/frontier.md"
 }
 
 output_layer() {  # the micro-benchmark, per dtype
@@ -113,7 +151,7 @@ output_layer() {  # the micro-benchmark, per dtype
 }
 
 profile() {  # where a k = 5 decode's time goes (host against device, top operators, host-read sites)
-    local sizes=(--limit 300)
+    local sizes=(--limit "${PROFILE_LIMIT:-300}")
     [ "$DEVICE" = cpu ] && sizes=(--limit 2 --threads 1)
     "$PYTHON" scripts/gpu_profile.py --device "$DEVICE" "${sizes[@]}" --out "$OUT/profile.md" >&2 \
         || echo "scripts/gpu_profile.py failed (exit status $?): see the log above" > "$OUT/profile.md"
@@ -123,9 +161,13 @@ start=$SECONDS
 if [ "$install" = 1 ]; then log "installing"; install_project; else echo "not installed by this run: $PYTHON used as it is" > "$OUT/install.txt"; fi
 "$PYTHON" -c "import torch, sys; sys.exit(0 if '$DEVICE' == 'cpu' or torch.cuda.is_available() else 1)" \
     || { log "torch in $PYTHON sees no GPU (use --dry-run for the CPU flow)"; exit 2; }
-if [ "$tests" = 1 ]; then log "gpu-marked tests"; gpu_tests; else echo "not run (--skip-tests)" > "$OUT/gpu_tests.txt"; fi
-log "rows ($DEVICE)"; rows
-log "output layer"; output_layer
-log "profile"; profile
+report() { "$PYTHON" scripts/gpu_report.py "$OUT" --title "fairseq-stream GPU check ($DEVICE$([ "$DEVICE" = cpu ] && echo ', dry run'))" > /dev/null 2>&1 || true; }
+if [ "$tests" = 1 ] && has_part tests; then log "gpu-marked tests"; gpu_tests; else echo "not run" > "$OUT/gpu_tests.txt"; fi
+if has_part rows; then log "rows ($DEVICE)"; rows; report; fi
+if has_part profile; then log "profile"; profile; fi
+if has_part train; then log "training speed"; train_speed; fi
+if has_part output; then log "output layer"; output_layer; fi
+if has_part frontier; then log "frontier"; frontier; fi
+if has_part ct2; then log "CTranslate2"; ct2; fi
 "$PYTHON" scripts/gpu_report.py "$OUT" --title "fairseq-stream GPU check ($DEVICE$([ "$DEVICE" = cpu ] && echo ', dry run'))" > /dev/null
 log "done in $((SECONDS - start)) s: $OUT/gpu_report.md"

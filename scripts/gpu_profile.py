@@ -25,8 +25,12 @@ import torch
 REPO = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(REPO))
 DEMO = REPO / "user_dir_examples" / "demo"
-RUNS = [("fairseq-beam", "beam", {}), ("fixed-ours", "fixed-ours", {"stream_capacity": 128}),
-        ("var-stream", "var-stream", {"stream_capacity": 128})]
+def runs(device: str) -> List[Any]:
+    """fairseq's beam, then ours eager and as graphs (a CPU dry run: static, no capture)."""
+    fast = "graph" if device == "cuda" else "static"
+    return [("fairseq-beam", "beam", {})] + [
+        (f"{name} [{mode}]", name, {"stream_capacity": 128, "step_mode": mode})
+        for name in ("fixed-ours", "var-stream") for mode in ("eager", fast)]
 
 
 def _on_device(event: Any) -> bool:
@@ -56,11 +60,18 @@ def profile_run(session: Any, data: Any, search: str, opts: Dict[str, Any], devi
     host = sum(e.self_cpu_time_total for e in events)
     dev = sum(getattr(e, "self_device_time_total", 0) for e in events if _on_device(e))
     launches = sum(e.count for e in events if e.key in ("cudaLaunchKernel", "cudaLaunchKernelExC", "cuLaunchKernel",
-                                                        "cuLaunchKernelEx"))
-    lines = [f"wall {timed.stats.wall_seconds:.3f} s, {timed.stats.timesteps} decoder steps; profiled run: host "
+                                                        "cuLaunchKernelEx", "cudaGraphLaunch"))
+    wall = timed.stats.wall_seconds
+    lines = [f"wall {wall:.3f} s, {timed.stats.timesteps} decoder steps; profiled run: host "
              f"{host / 1e6:.3f} s of CPU, " + (f"device kernels {dev / 1e6:.3f} s ({100 * dev / max(host, 1):.0f}% of the "
-                                                f"host time), {launches / steps:.1f} kernel launches per step"
+                                                f"host time), {launches / steps:.1f} kernel launches per step "
+                                                f"(a graph replay is one), GPU busy {100 * dev / 1e6 / max(wall, 1e-9):.0f}% "
+                                                "(kernel time over the unprofiled run's wall time)"
                                                 if device == "cuda" else "device n/a (a CPU run)"), ""]
+    modes = timed.stats.step_mode
+    if modes and search != "beam":
+        lines[0] += (f"; steps: {modes.get('steps_replayed', 0)} replayed, {modes.get('steps_static', 0)} static, "
+                     f"{modes.get('steps_eager', 0)} eager")
     lines += ["| operator (host) | ms | share | calls |", "|---|---|---|---|"] + _top(events, "self_cpu_time_total", top, host)
     if device == "cuda":
         lines += ["", "| kernel (device) | ms | share | calls |", "|---|---|---|---|"]
@@ -100,7 +111,7 @@ def main(argv: Optional[List[str]] = None) -> None:
     lines = [f"Demo model, k = 5, {args.limit} sentences, {name}, torch {torch.__version__} "
              f"(`python scripts/gpu_profile.py --device {args.device} --limit {args.limit}`)", ""]
     start = time.perf_counter()
-    for label, search, opts in RUNS:
+    for label, search, opts in runs(args.device):
         lines += [f"### {label}", ""] + profile_run(session, data, search, opts, args.device, args.top) + [""]
     lines.append(f"({time.perf_counter() - start:.0f} s)")
     text = "\n".join(lines) + "\n"

@@ -16,7 +16,8 @@ import json
 from pathlib import Path
 from typing import Any, Dict, List, Optional
 
-COLUMNS = ["table", "strategy", "sentences", "wall s (median)", "ratio vs fairseq", "BLEU", "step backends",
+COLUMNS = ["table", "strategy", "sentences", "wall s (median)", "ratio vs fairseq", "vs [eager]", "steps replayed",
+           "BLEU", "step backends",
            "GPU busy", "kernels/step", "host reads/step", "ops/step", "peak MiB"]
 
 
@@ -56,12 +57,33 @@ def backends(row: Dict[str, Any]) -> str:
     return " ".join(f"{op}={v if isinstance(v, str) else '+'.join(v)}" for op, v in sorted(found.items())) or "—"
 
 
+def eager_twin(tables: Dict[str, Dict[str, Any]], name: str, row: Dict[str, Any]) -> Optional[Dict[str, Any]]:
+    """The same row of the same table with ``--step-mode eager`` (labels ``X [mode]``, gpu_rows.moded)."""
+    label = row["label"]
+    if not label.endswith("]") or label.endswith("[eager]"):
+        return None
+    base = label[: label.rindex("[")] + "[eager]"
+    base = base.replace(" cap=256", "")  # the capacity row against the default capacity's eager row
+    return next((r for r in tables[name]["rows"] if r["label"] == base), None)
+
+
+def replayed(row: Dict[str, Any]) -> str:
+    """``412/450`` decoder steps replayed as CUDA graphs (the run's step_mode statistic)."""
+    modes = row.get("stats", {}).get("step_mode") or {}
+    if not modes:
+        return "—"
+    steps = sum(int(modes.get(k, 0)) for k in ("steps_replayed", "steps_static", "steps_eager"))
+    return f"{int(modes.get('steps_replayed', 0))}/{steps}"
+
+
 def row_cells(tables: Dict[str, Dict[str, Any]], name: str, row: Dict[str, Any]) -> List[str]:
     ref = reference(tables, name, row)
     ratio = row["wall_median"] / ref["wall_median"] if ref and ref["wall_median"] else None
+    twin = eager_twin(tables, name, row)
+    vs_eager = row["wall_median"] / twin["wall_median"] if twin and twin["wall_median"] else None
     costs = row.get("costs", {})
     return [name, row["label"], str(row["sentences"]), f"{row['wall_median']:.3f}", _num(ratio, ".2f"),
-            f"{row['bleu']:.2f}", backends(row), _num(costs.get("gpu_busy"), ".0%"),
+            _num(vs_eager, ".2f"), replayed(row), f"{row['bleu']:.2f}", backends(row), _num(costs.get("gpu_busy"), ".0%"),
             _num(costs.get("kernels_per_step"), ".1f"), _num(costs.get("host_reads_per_step"), ".2f"),
             _num(costs.get("ops_per_step"), ".1f"), _num(costs.get("peak_mib"), ".0f")]
 
@@ -77,6 +99,8 @@ def header(tables: Dict[str, Dict[str, Any]], title: str) -> List[str]:
               f"{meta.get('costs_sentences', '?')} sentences (kernels/step: the whole run's kernels over decoder steps; "
               "host reads and ops/step: the decoding loop's, fairseq's beam counted whole)",
               "- ratio vs fairseq: wall time / stock fairseq's at the same beam in the same process (< 1: faster)",
+              "- vs [eager]: wall time / the same row's with --step-mode eager; steps replayed: decoder steps run as a "
+              "CUDA graph replay / all decoder steps (the run's step_mode statistic)",
               "- peak MiB: " + ("the process's resident high-water mark (a CPU)" if cpu else
                                 "torch.cuda.max_memory_allocated, reset per row"),
               "- step backends: the implementation each fused step operator ran on (the run's step_backends "
@@ -90,7 +114,10 @@ def sections(out: Path) -> List[str]:
     for name, title in (("gpu_tests.txt", "gpu-marked tests (pytest -m gpu)"), ("install.txt", "install"),
                         ("output_layer_float32.md", "output layer micro-benchmark, float32"),
                         ("output_layer_float16.md", "output layer micro-benchmark, float16"),
-                        ("profile.md", "profile of a k = 5 decode (scripts/gpu_profile.py)")):
+                        ("profile.md", "profile of a k = 5 decode (scripts/gpu_profile.py)"),
+                        ("train_speed.md", "IBDecoder training speed (scripts/gpu_train_speed.py)"),
+                        ("frontier.md", "the k = 5 quality/speed frontier on the device (fairseq-stream-frontier)"),
+                        ("ct2.md", "CTranslate2 on the same GPU (scripts/bench_vs_ctranslate2.py --device cuda)")):
         path = out / name
         if path.exists():
             lines += [f"## {title}", "", path.read_text(encoding="utf-8").strip(), ""]
@@ -118,8 +145,8 @@ def main() -> None:
     parser.add_argument("out", type=Path, help="the folder of gpu_rows.py's JSON rows; the report goes there too")
     parser.add_argument("--title", default="fairseq-stream GPU check")
     args = parser.parse_args()
-    if not any(args.out.glob("rows_*.json")):
-        parser.error(f"no rows_*.json in {args.out} (run scripts/gpu_rows.py first)")
+    if not args.out.is_dir():
+        parser.error(f"{args.out}: no such folder (run scripts/gpu_check.sh or scripts/gpu_rows.py first)")
     text = report(args.out, args.title)
     (args.out / "gpu_report.md").write_text(text, encoding="utf-8")
     print(text)

@@ -36,12 +36,28 @@ DEMO = REPO / "user_dir_examples" / "demo"
 
 
 
-def batched(big: int) -> List[str]:
-    """fairseq's beam, fixed-ours and var-stream at k = 5 and k = ``big`` (50; less in a dry run)."""
-    return ["beam:beam=5,label=fairseq-beam k=5", "fixed-ours:beam=5,stream_capacity=128,label=fixed-ours k=5",
-            "var-stream:beam=5,stream_capacity=128,label=var-stream k=5", f"beam:beam={big},label=fairseq-beam k={big}",
-            f"fixed-ours:beam={big},stream_capacity=64,label=fixed-ours k={big}",
-            f"var-stream:beam={big},stream_capacity=64,label=var-stream k={big}"]
+def moded(specs: List[str], modes: List[str]) -> List[str]:
+    """Each of our rows once per ``--step-mode`` (label suffixed ``[mode]``); fairseq's rows once."""
+    out = []
+    for spec in specs:
+        if spec.startswith("beam:"):
+            out.append(spec)
+            continue
+        head, _, label = spec.partition(",label=")
+        out += [f"{head},step_mode={mode},label={label} [{mode}]" for mode in modes]
+    return out
+
+
+def batched(big: int, modes: List[str], capacities: List[int]) -> List[str]:
+    """fairseq's beam, fixed-ours and var-stream at k = 5 and k = ``big`` (50; less in a dry run), ours
+    in every step mode; var-stream k = 5 also at the other stream ``capacities`` (the CUDA default)."""
+    rows = moded(["beam:beam=5,label=fairseq-beam k=5", "fixed-ours:beam=5,stream_capacity=128,label=fixed-ours k=5",
+                  "var-stream:beam=5,stream_capacity=128,label=var-stream k=5"], modes)
+    rows += [f"var-stream:beam=5,stream_capacity={c},step_mode={modes[-1]},label=var-stream k=5 cap={c} [{modes[-1]}]"
+             for c in capacities if c != 128]
+    return rows + moded([f"beam:beam={big},label=fairseq-beam k={big}",
+                         f"fixed-ours:beam={big},stream_capacity=64,label=fixed-ours k={big}",
+                         f"var-stream:beam={big},stream_capacity=64,label=var-stream k={big}"], modes)
 
 
 BATCH1 = ["beam:beam=1,label=fairseq-greedy", "fixed-ours:beam=1,stream_capacity=1,label=greedy-ours",
@@ -101,8 +117,9 @@ class Check:
         log = (lambda m: print(f"{name}: {m.strip()}", file=sys.stderr)) if a.verbose else (lambda m: None)
         rows = run_benchmark(session, sources, refs, runs, repeats=a.repeats, warmup=a.warmup, batch_size=batch_size,
                              pool_size=pool_size, progress=False, log=log)
-        measure_costs(session, sources[: a.costs_limit], runs, rows, device=a.device, batch_size=batch_size,
-                      pool_size=pool_size)
+        if a.costs_limit:  # 0: no counted/profiled cost runs (the step-mode rows' statistics say how steps ran)
+            measure_costs(session, sources[: a.costs_limit], runs, rows, device=a.device, batch_size=batch_size,
+                          pool_size=pool_size)
         meta = dict({**meta, **self.env}, table=name, sentences=len(sources), costs_sentences=min(len(sources), a.costs_limit),
                     repeats=a.repeats, warmup=a.warmup, batch_size=batch_size, pool_size=pool_size, forced_length=length)
         out = Path(a.out) / f"rows_{name}.json"
@@ -136,22 +153,26 @@ def run_model(check: Check, name: str, data: str, path: str, length: int, dtype:
     if check.over_budget():
         return check.skip(f"{name}_{dtype}", f"the time budget of {a.budget_s:.0f} s was spent")
     session = load(data, path, a.device, dtype)
-    meta = {"model": name, "dtype": dtype, "path": path}
-    check.table(session, f"{name}_{dtype}_batched", batched(a.big_beam), limit=a.limit, length=length, batch_size=None,
-                pool_size=0, meta=meta)
-    ib_base = name == "base32k" and a.ib_base
-    check.table(session, f"{name}_{dtype}_batch1", BATCH1 + (BEAM4_BATCH1 if ib_base else []), limit=a.batch1_limit,
-                length=length, batch_size=1, pool_size=None, meta=meta)
+    meta = {"model": name, "dtype": dtype, "path": path, "step_modes": a.step_modes}
+    modes = a.step_modes
+    if "batched" in a.tables:
+        check.table(session, f"{name}_{dtype}_batched", batched(a.big_beam, modes, a.capacities), limit=a.limit,
+                    length=length, batch_size=None, pool_size=0, meta=meta)
+    ib_base = name == "base32k" and a.ib_base and "ibbase" in a.tables
+    if "batch1" in a.tables or ib_base:
+        specs = (BATCH1 if "batch1" in a.tables else []) + (BEAM4_BATCH1 if ib_base else [])
+        check.table(session, f"{name}_{dtype}_batch1", moded(specs, modes), limit=a.batch1_limit,
+                    length=length, batch_size=1, pool_size=None, meta=meta)
     if ib_base:  # the IBDecoder of the same size, forced to the same lengths
         ib = load(str(Path(a.ib_base).parent), a.ib_base, a.device, dtype)
-        check.table(ib, f"ibbase_{dtype}_batch1", IB_BASE, limit=a.batch1_limit, length=length, batch_size=1,
-                    pool_size=None, meta=dict(meta, model="ibbase", path=a.ib_base))
+        check.table(ib, f"ibbase_{dtype}_batch1", moded(IB_BASE, modes), limit=a.batch1_limit, length=length,
+                    batch_size=1, pool_size=None, meta=dict(meta, model="ibbase", path=a.ib_base))
         del ib
-    if name == "demo" and a.ib_path:  # ib-beam next to the fairseq-beam row of this process
+    if name == "demo" and a.ib_path and "ib" in a.tables:  # ib-beam next to the fairseq-beam row of this process
         ib = load(a.ib_data or data, a.ib_path, a.device, dtype)
-        check.table(ib, f"ib_{dtype}_batched", IB, limit=a.limit, length=0,
+        check.table(ib, f"ib_{dtype}_batched", moded(IB, modes), limit=a.limit, length=0,
                     batch_size=None, pool_size=0, meta=dict(meta, model="ib", path=a.ib_path))
-    elif name == "demo":
+    elif name == "demo" and "ib" in a.tables:
         check.skip(f"ib_{dtype}_batched", "no IBDecoder checkpoint given (--ib-path)")
     del session
     if a.device == "cuda":
@@ -174,14 +195,28 @@ def main(argv: Optional[List[str]] = None) -> None:
                         help="an IBDecoder of the base model's size (make_base_model.py --ib, same --vocab): the ibbase table")
     parser.add_argument("--limit", type=int, default=300, help="sentences of the batched tables")
     parser.add_argument("--batch1-limit", type=int, default=40, help="sentences of the batch-1 tables")
-    parser.add_argument("--costs-limit", type=int, default=50, help="sentences of the counted/profiled cost runs")
+    parser.add_argument("--costs-limit", type=int, default=50,
+                        help="sentences of the counted/profiled cost runs (0: none)")
+    parser.add_argument("--step-modes", nargs="+", default=None, choices=["eager", "static", "graph", "auto"],
+                        help="--step-mode of each of our rows, side by side (default: eager graph on CUDA, eager static "
+                        "on a CPU)")
+    parser.add_argument("--capacities", nargs="+", type=int, default=[128, 256],
+                        help="stream capacities of the var-stream k=5 rows (the last step mode): the CUDA default")
+    parser.add_argument("--tables", nargs="+", default=["batched", "batch1", "ib", "ibbase"],
+                        choices=["batched", "batch1", "ib", "ibbase"], help="which tables to decode")
+    parser.add_argument("--models", nargs="+", default=["demo", "base32k"], choices=["demo", "base32k"],
+                        help="which models' tables to decode")
     parser.add_argument("--repeats", type=int, default=3)
     parser.add_argument("--warmup", type=int, default=1)
     parser.add_argument("--budget-s", type=float, default=900.0, help="tables not started by then are skipped")
     parser.add_argument("--verbose", action="store_true")
     args = parser.parse_args(argv)
-    if min(args.limit, args.batch1_limit, args.costs_limit, args.repeats) < 1 or args.warmup < 0:
-        parser.error("--limit, --batch1-limit, --costs-limit and --repeats must be >= 1, --warmup >= 0")
+    if min(args.limit, args.batch1_limit, args.repeats) < 1 or args.warmup < 0 or args.costs_limit < 0:
+        parser.error("--limit, --batch1-limit and --repeats must be >= 1, --warmup and --costs-limit >= 0")
+    if args.step_modes is None:
+        args.step_modes = ["eager", "graph"] if args.device == "cuda" else ["eager", "static"]
+    if args.device == "cpu" and "graph" in args.step_modes:
+        parser.error("--step-modes graph needs --device cuda (a CPU runs static)")
     if args.device == "cuda" and not torch.cuda.is_available():
         parser.error("--device cuda: torch sees no GPU (use --device cpu for a dry run)")
     Path(args.out).mkdir(parents=True, exist_ok=True)
@@ -192,6 +227,8 @@ def main(argv: Optional[List[str]] = None) -> None:
     check = Check(args)
     for dtype in args.dtypes:
         for name, data, path, length in models(args):
+            if name not in args.models:
+                continue
             if args.device == "cpu" and dtype != "float32":
                 check.skip(f"{name}_{dtype}", f"{dtype} runs on a GPU only (a CPU dry run)")
                 continue

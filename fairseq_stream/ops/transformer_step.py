@@ -20,6 +20,7 @@ evaluation mode (pre- or post-norm, NormFormer's ``attn_ln``/``c_attn``/``ffn_la
 """
 from __future__ import annotations
 
+import weakref
 from dataclasses import dataclass, field
 from typing import Any, Callable, Dict, List, Optional, Sequence, Tuple
 
@@ -417,7 +418,8 @@ class TransformerStepper:
         problem = check_supported(decoder)
         if problem is not None:
             raise FairseqStreamError(f"this strategy needs a transformer decoder: {problem}")
-        self.decoder = decoder
+        # a weak reference: steppers are kept per decoder while it lives (core/model_step._STEPPERS)
+        self._decoder = weakref.ref(decoder)
         first = decoder.layers[0].self_attn
         self.heads = first.num_heads
         self.head_dim = first.head_dim
@@ -437,6 +439,10 @@ class TransformerStepper:
         if buf is None:
             buf = self._memory[key] = like.new_empty(shape)
         return buf.fill_(fill)
+
+    @property
+    def decoder(self) -> Any:
+        return self._decoder()
 
     def _refresh_stacked(self) -> None:
         # Rebuilt when the model's parameters change (dtype/device moves, new weights, int8).

@@ -170,6 +170,9 @@ def _parser() -> argparse.ArgumentParser:
     parser.add_argument("--batch-size", type=int, default=64, help="sentences per batch of fairseq's beam")
     parser.add_argument("--no-fairseq-beam", action="store_true", help="leave fairseq's beam out (slow on weak models)")
     parser.add_argument("--threads", type=int, default=1, help="torch CPU threads")
+    parser.add_argument("--device", choices=["cpu", "cuda"], default="cpu",
+                        help="cuda: decode on the GPU (our rows with --step-mode auto = graph), one untimed warm-up per point")
+    parser.add_argument("--dtype", choices=["float32", "float16"], default="float32", help="the model's precision")
     parser.add_argument("--out", required=True, help="write OUT.md, OUT.json and OUT.png")
     return parser
 
@@ -188,13 +191,20 @@ def check_args(args: argparse.Namespace) -> None:
     logging.getLogger("matplotlib").setLevel(logging.WARNING)  # fairseq leaves the root logger at DEBUG
     if importlib.util.find_spec("matplotlib") is None:  # the plot comes after the whole sweep: refuse now
         raise UsageError("the frontier plot needs matplotlib: pip install 'fairseq-stream[plots]'")
+    if args.device == "cuda":
+        import torch
+
+        if not torch.cuda.is_available():
+            raise UsageError("--device cuda: torch sees no GPU")
+    elif args.dtype != "float32":
+        raise UsageError("--dtype float16 needs --device cuda")
     out_dir = os.path.dirname(os.path.abspath(args.out))
     if not os.path.isdir(out_dir):
         raise UsageError(f"--out {args.out!r}: the directory {out_dir!r} does not exist")
 
 
 def sweep(session: Any, sources: List[str], refs: List[str], grid: Grid, ks: Sequence[int], *, repeats: int,
-          batch_size: int, fairseq_beam: bool, model: str) -> List[Dict[str, Any]]:
+          batch_size: int, fairseq_beam: bool, model: str, warmup: int = 0) -> List[Dict[str, Any]]:
     """Every point of ``grid`` at every ``k``, annotated; the rows in table order."""
     from fairseq_stream.tools.bench import parse_runs, run_benchmark
 
@@ -202,7 +212,7 @@ def sweep(session: Any, sources: List[str], refs: List[str], grid: Grid, ks: Seq
     for k in ks:
         runs = parse_runs(session, grid.specs(k, fairseq_beam))
         print(f"{model}, k = {k}: {len(runs)} points", file=sys.stderr)
-        at_k = run_benchmark(session, sources, refs, runs, repeats=repeats, warmup=0, batch_size=batch_size,
+        at_k = run_benchmark(session, sources, refs, runs, repeats=repeats, warmup=warmup, batch_size=batch_size,
                              progress=False, log=lambda m: print(m, file=sys.stderr))
         for row in at_k:
             row.update(k=k, model=model)
@@ -229,15 +239,17 @@ def main(argv: Optional[Sequence[str]] = None) -> None:
         if len(sources) != len(refs):
             raise UsageError(f"--src has {len(sources)} of the first {args.limit} lines but --ref has {len(refs)}")
     extra = ["--source-lang", os.path.splitext(args.src)[1][1:], "--target-lang", os.path.splitext(args.ref)[1][1:]]
-    session = TranslationSession.load(args.data, args.path, bpe_codes=args.bpe_codes, extra_args=extra, cpu=True)
+    session = TranslationSession.load(args.data, args.path, bpe_codes=args.bpe_codes, extra_args=extra,
+                                      cpu=args.device == "cpu", dtype=getattr(torch, args.dtype))
     grid = Grid(args.search, args.deltas, args.max_cands, args.references, args.scales, args.max_candidates, args.run)
     model = args.model or os.path.basename(args.path)
     rows = sweep(session, sources, refs, grid, args.beam, repeats=args.repeats, batch_size=args.batch_size,
-                 fairseq_beam=not args.no_fairseq_beam, model=model)
+                 fairseq_beam=not args.no_fairseq_beam, model=model, warmup=int(args.device == "cuda"))
     table = format_table(rows)
     print(table)
+    where = f"{args.threads} thread(s)" if args.device == "cpu" else f"{torch.cuda.get_device_name()}, {args.dtype}"
     header = f"{model}: {len(sources)} sentences of {os.path.basename(args.src)}, {args.repeats} timed run(s), " \
-             f"{args.threads} thread(s)\n\n"
+             f"{where}\n\n"
     with open(args.out + ".md", "w", encoding="utf-8") as f:
         f.write(header + table + "\n")
     with open(args.out + ".json", "w", encoding="utf-8") as f:

@@ -265,7 +265,10 @@ def test_gpu_check_refuses_bad_dtypes_in_one_line(tmp_path, args, message):
 
 
 def test_gpu_check_dry_run_writes_one_report(tmp_path):
-    run_script(["scripts/gpu_check.sh", "--dry-run", "--out", str(tmp_path / "gpu")], tmp_path)
+    """The GPU check's flow on the CPU (its rows, the output layer, the profile; the slow test below adds the
+    training speed, the frontier and CTranslate2): every row of ours eager and static side by side."""
+    run_script(["scripts/gpu_check.sh", "--dry-run", "--out", str(tmp_path / "gpu"), "--parts", "tests rows output profile"],
+               tmp_path)
     report = (tmp_path / "gpu" / "gpu_report.md").read_text(encoding="utf-8")
     section = report.split("## rows", 1)[1].split("\n## ", 1)[0]
     rows = [[c.strip() for c in line.split("|")[1:-1]] for line in section.splitlines()
@@ -274,15 +277,31 @@ def test_gpu_check_dry_run_writes_one_report(tmp_path):
     assert tables == {f"{m} float32 {t}" for m in ("demo", "base32k") for t in ("batched", "batch1")} | {
         "ibbase float32 batch1"}
     labels = {r[1] for r in rows}
-    assert {"fairseq-beam k=5", "fixed-ours k=5", "var-stream k=5", "fairseq-greedy", "greedy-ours",
-            "gs-jacobi b=3", "fairseq-beam k=4", "fixed-ours k=4", "ib-beam k=4"} <= labels
+    ours = ["fixed-ours k=5", "var-stream k=5", "greedy-ours", "gs-jacobi b=3", "fixed-ours k=4", "ib-beam k=4"]
+    assert {"fairseq-beam k=5", "fairseq-greedy", "fairseq-beam k=4", "var-stream k=5 cap=256 [static]"} <= labels
+    assert {f"{label} [{mode}]" for label in ours for mode in ("eager", "static")} <= labels
     assert all(float(r[4]) > 0 for r in rows)  # every ratio to stock fairseq is a number
-    assert all(r[7] == "n/a" and r[8] == "n/a" for r in rows)  # GPU busy and kernels/step: not on a CPU
-    assert all(float(r[9]) >= 0 for r in rows)  # host reads per step are counted anywhere
+    for r in rows:  # a static row: its time against its eager twin, and none of its steps replayed (no capture)
+        if r[1].endswith("[static]"):
+            assert float(r[5]) > 0 and r[6].startswith("0/"), r
+    assert all(r[9] == "n/a" and r[10] == "n/a" for r in rows)  # GPU busy and kernels/step: not on a CPU
+    assert all(float(r[11]) >= 0 for r in rows)  # host reads per step are counted anywhere
     assert "ib_float32_batched: no IBDecoder checkpoint given" in report
     assert "float16 runs on a GPU only" in report and "## output layer micro-benchmark, float32" in report
     profile = report.split("## profile of a k = 5 decode", 1)[1]
-    assert "### var-stream" in profile and "host reads: 1.00 per step" in profile and "ops/packets.py" in profile
+    assert "### var-stream [static]" in profile and "host reads: 1.00 per step" in profile and "ops/packets.py" in profile
+    assert "steps: 0 replayed" in profile
+
+
+@pytest.mark.slow  # two fairseq-train runs and a frontier sweep on top of the fast test's parts
+def test_gpu_check_dry_run_runs_the_training_speed_and_frontier_parts(tmp_path):
+    run_script(["scripts/gpu_check.sh", "--dry-run", "--out", str(tmp_path / "gpu"), "--parts", "train ct2 frontier"],
+               tmp_path)
+    report = (tmp_path / "gpu" / "gpu_report.md").read_text(encoding="utf-8")
+    train = report.split("## IBDecoder training speed", 1)[1].split("\n## ", 1)[0]
+    assert "| transformer |" in train and "IBDecoder / transformer: **" in train
+    assert "## the k = 5 quality/speed frontier on the device" in report
+    assert "## CTranslate2 on the same GPU" in report and "not run: a CPU dry run" in report
 
 
 def test_bench_all_finds_fairseq_console_scripts_beside_any_interpreter_name(tmp_path):
