@@ -79,6 +79,8 @@ def ctranslate2_row(model_dir: str, compute_type: str, tokens: List[List[str]], 
 
     threads = dict(intra_threads=1, inter_threads=1) if device == "cpu" else {}
     translator = ctranslate2.Translator(model_dir, device=device, compute_type=compute_type, **threads)
+    if device != "cpu":  # CUDA libraries load at the first translation (the H200 run: libcublas.so.12)
+        translator.translate_batch(tokens[:1], beam_size=1, max_decoding_length=2)
 
     def decode(ids: Sequence[int]) -> Tuple[List[str], float, float]:
         source = [tokens[i] for i in ids]

@@ -18,6 +18,22 @@ DEFAULT_REFERENCE = "normalized"
 #: The finalisation rule of the beams: Yang2020 App. A.1 ("ours"); "fairseq" and "shrink"
 #: (Freitag2017's baseline) are the others (--beam-finalize).
 DEFAULT_FINALIZE = "ours"
+#: --stream-capacity when not given: sentences in flight per device. On a CPU 64 (Yang2020's n). On
+#: CUDA a step costs about the same at any width, so fuller steps win: measured on an H200 (the GPU
+#: check of 2026-11-26, --step-mode graph, demo model, 200 sentences), var-stream k = 5 took 0.23x
+#: fairseq's beam at 256 sentences against 0.32x at 128 (float16; float32 0.28x / 0.36x), while
+#: k = 50 was measured at 64. So on CUDA: 1280 candidates, between 64 and 256 sentences.
+CPU_CAPACITY = 64
+CUDA_CANDIDATES, CUDA_MIN_CAPACITY, CUDA_MAX_CAPACITY = 1280, 64, 256
+
+
+def default_capacity(beam: int, on_cuda: bool) -> int:
+    """Sentences in flight when --stream-capacity is not given (see :data:`CPU_CAPACITY`)."""
+    if not on_cuda:
+        return CPU_CAPACITY
+    return min(CUDA_MAX_CAPACITY, max(CUDA_MIN_CAPACITY, CUDA_CANDIDATES // max(1, beam)))
+
+
 #: --stream-input-order: fairseq's length-sorted order, or the input's own (Hoang2018 measures
 #: top-up batching without maxi-batch sorting).
 INPUT_ORDERS = ("sorted", "as-given")

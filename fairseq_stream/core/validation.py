@@ -17,7 +17,7 @@ import os
 from dataclasses import dataclass, fields
 from typing import Any, Dict, Iterable, List, Optional, Sequence, Tuple
 
-from fairseq_stream.core.defaults import INPUT_ORDERS, PRESETS
+from fairseq_stream.core.defaults import INPUT_ORDERS, PRESETS, default_capacity
 from fairseq_stream.core.options import StreamDecodingConfig
 from fairseq_stream.core.linear_kernels import check_choice as check_cpu_matmul
 from fairseq_stream.core.quantize import check_choice as check_quantize
@@ -50,7 +50,7 @@ def validate_run(name: str, gen_cfg: Any, opts: Any, models: Sequence[Any] = (),
     config = entry.config.from_options(name, gen_cfg, opts, models)  # checks its own fields
     caps = entry.capabilities
     scheduler = SchedulerConfig(
-        epsilon=stream_epsilon(name, opts.stream_epsilon), capacity=int(opts.stream_capacity),
+        epsilon=stream_epsilon(name, opts.stream_epsilon), capacity=stream_capacity(opts, gen_cfg, models),
         max_candidates=int(opts.stream_max_candidates), selection=caps.selection, max_wait=int(opts.stream_max_wait),
         oversubscribe=bool(opts.stream_oversubscribe),
     )
@@ -63,6 +63,14 @@ def validate_run(name: str, gen_cfg: Any, opts: Any, models: Sequence[Any] = (),
             f"({config.rows_per_sentence} candidates); raise it or lower --beam"
         )
     return RunPlan(entry, config, scheduler)
+
+
+def stream_capacity(opts: Any, gen_cfg: Any, models: Sequence[Any]) -> int:
+    """--stream-capacity as given, else the default of the models' device (core/defaults.py)."""
+    if opts.stream_capacity is not None:
+        return int(opts.stream_capacity)
+    on_cuda = any(p.is_cuda for m in models for p in list(m.parameters())[:1])
+    return default_capacity(int(gen_cfg.beam), on_cuda)
 
 
 def _check_writable(path: str, flag: str) -> None:

@@ -46,7 +46,7 @@ from fairseq_stream.integration.input_checks import InputBuffer, UnknownWords, i
 from fairseq_stream.integration.lookahead import read_ahead
 from fairseq_stream.integration.run_context import RunContext
 from fairseq_stream.core.options import StreamDecodingConfig
-from fairseq_stream.core.validation import check_options
+from fairseq_stream.core.validation import check_options, stream_capacity
 from fairseq_stream.tools.text import with_typographic_quotes
 from fairseq_stream.integration.runtime import SentenceProgress, avoid_oversubscription, wants_progress, warn_about_resources
 
@@ -254,7 +254,7 @@ class TranslationStreamTask(TranslationTask):
         )
         if _generation_cli():
             avoid_oversubscription(on_cpu=not any(p.is_cuda for m in models for p in m.parameters()))
-            warn_about_resources(models, args, rows=int(self.cfg.stream_capacity) * int(args.beam))
+            warn_about_resources(models, args, rows=stream_capacity(self.cfg, args, models) * int(args.beam))
         if isinstance(generator, StreamGenerator):
             # fairseq-generate builds its iterator first, fairseq-interactive one per buffer
             # later: the generator asks the run context for the current one at each batch.

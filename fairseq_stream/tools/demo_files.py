@@ -15,7 +15,9 @@ from typing import List
 from fairseq_stream.errors import FairseqStreamError
 
 ENV_VAR = "FAIRSEQ_STREAM_DEMO_DIR"
-_REPO_DIR = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+# the checkout: fairseq_stream/tools/demo_files.py → three levels up (the GPU run found two: the
+# package folder, so a checkout without an install had no demo)
+_REPO_DIR = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
 
 def candidates() -> List[str]:

@@ -66,6 +66,7 @@ OPT_SPACE: Dict[str, Tuple[List[Any], List[Any]]] = {
     "stream_input_order": (["as-given"], ["shuffled"]),
     "output_layer": (["full"], ["bogus"]),
     "step_backend": (["reference", "cpp", "triton"], ["bogus", "cuda"]),  # triton on a CPU: a warned fallback
+    "step_mode": (["eager", "static", "auto"], ["graph", "bogus"]),  # graph: CUDA only
     "quantize": (["int8"], ["int4", "bogus"]),
     "cpu_matmul": (["torch"], ["mkl", "bogus"]),  # onednn: float32 models only (test_linear_kernels)
     "jacobi_block": ([1, 2], [0]),
@@ -75,7 +76,7 @@ OPT_SPACE: Dict[str, Tuple[List[Any], List[Any]]] = {
     "ib_finalize": (["all"], ["bogus"]),
 }
 SHARED = {"stream_capacity", "stream_max_candidates", "stream_max_wait", "stream_per_batch", "output_layer",
-          "stream_oversubscribe", "step_backend", "quantize", "cpu_matmul", "stream_input_order"}  # read by every strategy of ours (the scheduler's, the output layer)
+          "stream_oversubscribe", "step_backend", "quantize", "cpu_matmul", "stream_input_order", "step_mode"}  # read by every strategy of ours (the scheduler's, the output layer)
 
 
 def test_the_option_space_covers_every_decoding_option():

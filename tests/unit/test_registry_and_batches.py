@@ -87,6 +87,9 @@ def _stated_default(option: str, name: str):
     stated = re.search(r"default '([\w-]+)'", f.metadata["help"])  # an option left unset (None) by default
     if f.default is None and stated:
         return stated.group(1)
+    on_cpu = re.search(r"default (\d+) on a CPU", f.metadata["help"])  # a device-dependent default (these run on a CPU)
+    if f.default is None and on_cpu:
+        return int(on_cpu.group(1))
     return f.default
 
 
@@ -132,8 +135,9 @@ _EVERY_STRATEGY = {"stream_capacity", "stream_max_candidates", "stream_max_wait"
 # stated elsewhere: --search (the registry test), --stream-epsilon (the test above),
 # --stream-per-batch (the task's reading of fairseq's iterator: test_cli_stream_across_batches),
 # --quantize (none = the models as loaded: test_quantize), --cpu-matmul (the Linear kernels: test_linear_kernels), --prune-preset (unset: the flags' own
-# defaults: checked above through _preset_in_effect), --stream-input-order (fairseq's sorting: test_stream_input_order)
-_ELSEWHERE = {"search", "stream_epsilon", "stream_per_batch", "quantize", "cpu_matmul", "stream_input_order"}
+# defaults: checked above through _preset_in_effect), --stream-input-order (fairseq's sorting: test_stream_input_order),
+# --step-mode (auto = eager on a CPU: tests/equivalence/test_static_step.py)
+_ELSEWHERE = {"search", "stream_epsilon", "stream_per_batch", "quantize", "cpu_matmul", "stream_input_order", "step_mode"}
 
 
 def test_help_defaults_are_what_every_strategy_does():

@@ -7,6 +7,7 @@ import torch
 from fairseq_stream.integration import runtime
 from fairseq_stream.tools import demo_files
 from fairseq_stream.errors import FairseqStreamError
+from conftest import REPO
 
 
 def test_progress_off_a_terminal_prints_sentences_done_and_time_left(capsys):
@@ -98,3 +99,12 @@ def test_an_installed_package_finds_the_demo_files_under_its_prefix(monkeypatch,
     monkeypatch.setattr(demo_files, "_REPO_DIR", str(tmp_path / "site-packages"))  # no checkout around it
     monkeypatch.setattr(demo_files.sys, "prefix", str(tmp_path / "prefix"))
     assert demo_files.find_demo_dir() == str(installed)
+
+
+def test_a_checkout_finds_its_own_demo_files_without_an_install(monkeypatch):
+    """The checkout's user_dir_examples/demo comes first after the variable (an offline GPU machine
+    imports the package from a checkout with nothing installed under sys.prefix)."""
+    monkeypatch.delenv(demo_files.ENV_VAR, raising=False)
+    here = os.path.join(REPO, "user_dir_examples", "demo")
+    assert demo_files.candidates()[0] == here
+    assert demo_files.find_demo_dir() == here
