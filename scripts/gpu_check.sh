@@ -170,4 +170,6 @@ if has_part output; then log "output layer"; output_layer; fi
 if has_part frontier; then log "frontier"; frontier; fi
 if has_part ct2; then log "CTranslate2"; ct2; fi
 "$PYTHON" scripts/gpu_report.py "$OUT" --title "fairseq-stream GPU check ($DEVICE$([ "$DEVICE" = cpu ] && echo ', dry run'))" > /dev/null
-log "done in $((SECONDS - start)) s: $OUT/gpu_report.md"
+# one archive of the rows and parts (a GPU lease returns few files; the checkpoints stay out)
+(cd "$OUT" && tar czf gpu_check_parts.tgz $(ls rows_*.json skipped.json ./*.md ./*.txt ./*.log ./*.json 2>/dev/null | sort -u)) || true
+log "done in $((SECONDS - start)) s: $OUT/gpu_report.md (parts: $OUT/gpu_check_parts.tgz)"
