@@ -28,7 +28,9 @@ from torch import Tensor
 
 from fairseq_stream.core.encoder_slots import SLOT_MODULUS, EncoderSlots, LiveBytes, SourceTable, tensors_in, write_memory
 from fairseq_stream.errors import FairseqStreamError
-from fairseq_stream.ops.static_step import STEP_MODES, StepGraphs, StepModeStats, length_bucket, resolve_step_mode
+from fairseq_stream.ops.static_step import (
+    STEP_MODES, StepGraphs, StepModeStats, length_bucket, resolve_step_mode, row_bucket,
+)
 from fairseq_stream.ops.transformer_step import (
     RowCache,
     SentenceIndex,
@@ -136,8 +138,7 @@ class _TransformerBackend:
             if done is not None:
                 return done
             if self.stats is not None:
-                self.stats.fallback("a step with no rows or a per-row block mask" if cache.lease is not None
-                                    else "a split group's rows (--stream-oversubscribe)")
+                self.stats.fallback("a step with no rows or a per-row block mask")
         feats, cache = self.stepper.forward(cache, tokens, positions, memory, state.sentence_index(), block_mask,
                                             max_position=state.max_length + tokens.size(1) - 1)
         return self.stepper.logits(feats), cache, "eager"
@@ -146,6 +147,11 @@ class _TransformerBackend:
         return cache.select(rows)
 
     def narrow(self, cache: RowCache, start: int, length: int) -> RowCache:
+        if cache.lease is not None:  # a static step writes its whole row bucket: the part gets buffers of its own
+            lease = cache._static_like(row_bucket(length), cache.capacity)
+            lease.buffer[:length].copy_(cache.lease.buffer[start: start + length])
+            return RowCache.static(cache.pool, lease, cache.lens[start: start + length], cache.width,  # type: ignore[arg-type]
+                                   cache.uniform)
         # Views: a step writes only its own rows, so the parts never see each other's writes.
         return RowCache([k[start: start + length] for k in cache.keys], [v[start: start + length] for v in cache.values],
                         cache.lens[start: start + length], cache.width, cache.uniform)

@@ -24,6 +24,10 @@ CASES = {  # name → (search, gen, opts); all with refills (capacity < N)
     "jacobi": ("jacobi", {"beam": 1}, {"stream_capacity": 8}),
     "hybrid-jacobi": ("hybrid-jacobi", {"beam": 1}, {"jacobi_max_parallel_len": 4, "stream_capacity": 8}),
     "greedy": ("fixed-ours", {"beam": 1}, {"stream_capacity": 8}),
+    # over-subscription splits groups by a candidate budget: the parts get static buffers of their own
+    "oversubscribed": ("var-stream", {"beam": 5}, {"stream_capacity": 8, "stream_max_candidates": 20,
+                                                   "stream_oversubscribe": True}),
+    "ngram-blocking": ("var-stream", {"beam": 5, "no_repeat_ngram_size": 2, "min_len": 3}, {"stream_capacity": 8}),
 }
 FAST = ("var-stream", "fixed-ours", "topup", "gs-jacobi")  # the four; the others in the slow tier
 
