@@ -9,6 +9,12 @@ Each edit works on two representations of a step's scores:
   whose ``candidates`` is ``None`` needs the full row (n-gram blocking); the fused path then
   falls back to the full one.
 
+Every edit also declares which tokens it can *raise* (``raises``): the fused path takes each row's
+top candidates on the raw scores, so a token an edit raises (a negative ``--unkpen`` is a bonus for
+``<unk>``) could be missing from that window. ``raises = ()``: the edit only lowers scores (or
+puts in the tokens it needs itself); a tuple of token ids: those tokens join every row's window;
+``None`` (or no declaration at all): any token may rise, and the run uses the full output layer.
+
 :func:`build_processors` turns fairseq's generation options into the list, so ``--unkpen``,
 ``--min-len``, ``--max-len-a/b`` and ``--no-repeat-ngram-size`` mean for our strategies what
 they mean for fairseq's beam search. One deliberate difference: the maximum length
@@ -54,6 +60,7 @@ class Candidates:
 
 class NeverPad:
     extra = 1
+    raises: Optional[tuple] = ()
 
     def __init__(self, pad: int) -> None:
         self.pad = pad
@@ -72,6 +79,7 @@ class UnkPenalty:
 
     def __init__(self, unk: int, penalty: float) -> None:
         self.unk, self.penalty = unk, penalty
+        self.raises: Optional[tuple] = (unk,) if penalty < 0 else ()  # a negative penalty is a bonus
 
     def full(self, lprobs: Tensor, ctx: RowContext) -> Tensor:
         lprobs[:, self.unk] -= self.penalty
@@ -86,6 +94,7 @@ class ForceEosAtMaxLen:
     """At the maximum length only EOS may follow, with the probability the model gives it."""
 
     extra = 0
+    raises: Optional[tuple] = ()  # EOS is put in from the raw scores, not looked for in the window
 
     def __init__(self, eos: int) -> None:
         self.eos = eos
@@ -114,6 +123,7 @@ class ForceEosAtMaxLen:
 
 class MinLength:
     extra = 1
+    raises: Optional[tuple] = ()
 
     def __init__(self, eos: int, min_len: int) -> None:
         self.eos, self.min_len = eos, min_len
@@ -141,6 +151,7 @@ class NoRepeatNgram:
     candidate at all). Each such row is counted (``eos_forced_despite_blocking``)."""
 
     extra = 0
+    raises: Optional[tuple] = ()
     candidates = None  # the banned set is arbitrary: needs the full row
     STAT = "eos_forced_despite_blocking"  # hypothesis rows
 
