@@ -249,6 +249,7 @@ def check_combinations(entry: SearchEntry, gen_cfg: Any, opts: Any, models: Sequ
                 raise FairseqStreamError(f"--search {name} cannot be combined with {flag}: {why}")
         _check_unread_options(name, options_read_by(entry), opts)
         return
+    _check_output_layers(name, gen_cfg, models)
     for is_set, flag in _UNSUPPORTED:
         if is_set(gen_cfg):
             raise FairseqStreamError(f"--search {name} cannot be combined with {flag}; use --search beam for it")
@@ -261,6 +262,28 @@ def check_combinations(entry: SearchEntry, gen_cfg: Any, opts: Any, models: Sequ
     if not caps.nbest and int(gen_cfg.nbest) != 1:
         raise FairseqStreamError(f"--search {name} returns a single output per sentence; --nbest must be 1")
     _check_strategy_options(name, caps.reads, opts)
+
+
+def _check_output_layers(name: str, gen_cfg: Any, models: Sequence[Any]) -> None:
+    """Models whose scores are more than a log-softmax of the decoder's output (an adaptive softmax,
+    their own ``get_normalized_probs``) are scored through fairseq's normalisation by the generic
+    backend; refused in one line where that cannot equal fairseq."""
+    from fairseq_stream.core.model_step import normalizes_itself
+    from fairseq_stream.ops.transformer_step import check_supported
+
+    for model in models:
+        if not normalizes_itself(model):
+            continue
+        decoder = type(getattr(model, "decoder", None)).__name__
+        if check_supported(getattr(model, "decoder", None)) is None:  # would run on our transformer step
+            raise FairseqStreamError(
+                f"{type(model).__name__} normalises its scores itself (its own get_normalized_probs), which "
+                f"fairseq-stream's transformer step does not mirror; decode it with --search beam")
+        if float(gen_cfg.temperature) != 1.0:  # fairseq divides the decoder's raw output, before normalising
+            raise FairseqStreamError(
+                f"--temperature {gen_cfg.temperature} with a {decoder} that normalises its scores itself (adaptive "
+                f"softmax or its own get_normalized_probs): --search {name} applies it to the normalised scores, "
+                "fairseq to the decoder's output; use --search beam or --temperature 1")
 
 
 def _check_models(name: str, wanted: str, models: Sequence[Any]) -> None:

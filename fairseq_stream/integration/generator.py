@@ -95,6 +95,7 @@ class StreamGenerator:
             raise FairseqStreamError(f"--search {self.name} does not support prefix tokens (--prefix-size)")
         if constraints is not None:
             raise FairseqStreamError(f"--search {self.name} does not support --constraints")
+        check_net_input(self.name, sample)
         start = time.perf_counter()
         scheduler = self._scheduler_for(bos_token)
         batch = self.input.batch_for(sample, self.run.source())
@@ -177,3 +178,16 @@ def closing_warnings(extra: Dict[str, float], sentences: int, nbest: int) -> Lis
         lines.append(f"{WARNING}{lost} sentence(s) ended with no hypothesis left (blocking banned every "
                      "candidate); each got the empty hypothesis")
     return lines
+
+
+#: what every encoder gets (``prev_output_tokens`` is the teacher-forcing input: fairseq's generator drops it too)
+NET_INPUT_KEYS = frozenset({"src_tokens", "src_lengths", "prev_output_tokens"})
+
+
+def check_net_input(name: str, sample: Dict[str, Any]) -> None:
+    """A model that needs more than the source tokens and lengths is refused: sentences of several
+    batches stream together, and its extra inputs would be dropped without a word."""
+    extra = sorted(set(sample.get("net_input", {})) - NET_INPUT_KEYS)
+    if extra:
+        raise FairseqStreamError(f"the model's input has {', '.join(extra)} besides src_tokens and src_lengths, which "
+                                 f"--search {name} does not pass to the encoder; decode it with --search beam")

@@ -139,6 +139,11 @@ def _ours(search: str, model: Any, sources: List[torch.Tensor], gen: Dict[str, A
     return generator.generate([model], _batch(sources))
 
 
+#: fairseq normalises in float32 even for a float64 model (``utils.log_softmax(..., dtype=float32)``):
+#: its scores carry float32 rounding (about 1e-7 per token), ours are float64
+SCORE_TOLERANCE = 1e-5
+
+
 def _differences(ours: List[List[Dict[str, Any]]], theirs: List[List[Dict[str, Any]]], nbest: int) -> List[str]:
     out = []
     for i, (mine, ref) in enumerate(zip(ours, theirs)):
@@ -146,8 +151,8 @@ def _differences(ours: List[List[Dict[str, Any]]], theirs: List[List[Dict[str, A
             a, b = mine[rank], ref[rank]
             if a["tokens"].tolist() != b["tokens"].tolist():
                 out.append(f"sentence {i} rank {rank}: {a['tokens'].tolist()} != {b['tokens'].tolist()}")
-            elif abs(float(a["score"]) - float(b["score"])) > 1e-6 or not torch.allclose(
-                    a["positional_scores"].double(), b["positional_scores"].double(), atol=1e-6, rtol=0):
+            elif abs(float(a["score"]) - float(b["score"])) > SCORE_TOLERANCE or not torch.allclose(
+                    a["positional_scores"].double(), b["positional_scores"].double(), atol=SCORE_TOLERANCE, rtol=0):
                 out.append(f"sentence {i} rank {rank}: score {float(a['score'])} != {float(b['score'])}")
     return out
 
@@ -197,3 +202,99 @@ def test_sweep_equals_fairseq(search, gen):
     if search != "fixed-ours" and gen.get("beam", 1) != 1 and (gen.get("nbest", 1) > 1 or gen.get("beam") != 5):
         pytest.skip("the Jacobi strategies are compared with fairseq's greedy once per setting")
     _check(search, gen, n=30, seed=1)
+
+
+# ---- models fairseq normalises itself (issue 38, item 2) ------------------------------------------
+def _probability_model(table):
+    """fairseq's TestIncrementalDecoder idea: ``forward`` returns probabilities (zeros included) and
+    ``get_normalized_probs`` takes their log; unknown prefixes end (EOS)."""
+    from helpers import _TableDecoder
+
+    class ProbabilityDecoder(_TableDecoder):
+        def forward(self, prev_output_tokens, encoder_out=None, incremental_state=None, **kwargs):
+            src = encoder_out["src_tokens"][0]
+            bsz, tlen = prev_output_tokens.shape
+            probs = torch.zeros(bsz, tlen, len(self.dictionary), dtype=torch.float64)
+            for b in range(bsz):
+                key = (int(src[b, -2]), tuple(prev_output_tokens[b, 1:].tolist()))
+                for tok, p in self.table.get(key, {self.dictionary.eos(): 1.0}).items():
+                    probs[b, -1, tok] = p
+            return probs, {"attn": [None]}
+
+        def get_normalized_probs(self, net_output, log_probs, _):
+            return net_output[0].log() if log_probs else net_output[0]
+
+    model = TableModel(D, table)
+    model.decoder = ProbabilityDecoder(D, table)
+    return model.eval()
+
+
+@pytest.mark.parametrize("search", ["fixed-ours", "var-batch"])
+def test_a_probability_returning_decoder_gives_fairseqs_hand_computed_beams(search):
+    # the decoder's probabilities were taken as logits: positional scores -1.124, -1.044 instead of
+    # log .9 = -0.105 and log 1 = 0, and BOS (probability 0) could be emitted as a word
+    model = _probability_model(PEER_TABLE)
+    opts = {"beam_finalize": "fairseq"} if search == "fixed-ours" else {"prune_abs_threshold": math.inf,
+                                                                        "prune_max_cands_per_node": 2,
+                                                                        "beam_finalize": "fairseq"}
+    ours = build_generator(search, fake_task(D), [model], gen_cfg(beam=2, nbest=2), stream_opts(**opts)
+                           ).generate([model], _table_sample([S1, S2]))
+    for sentence, want in enumerate(HAND_CASES["normalized"][1]):
+        for rank, (tokens, probs) in enumerate(want):
+            got = ours[sentence][rank]
+            assert got["tokens"].tolist() == tokens, (sentence, rank, got["tokens"])
+            torch.testing.assert_close(got["positional_scores"].double(),
+                                       torch.tensor(probs, dtype=torch.float64).log(), atol=1e-6, rtol=0)
+
+
+def _adaptive_transformer(seed: int = 0) -> Any:
+    from argparse import Namespace
+
+    from fairseq.models.transformer import TransformerModel, base_architecture
+
+    torch.manual_seed(seed)
+    args = Namespace(
+        encoder_embed_dim=32, decoder_embed_dim=32, encoder_ffn_embed_dim=64, decoder_ffn_embed_dim=64,
+        encoder_layers=1, decoder_layers=2, encoder_attention_heads=4, decoder_attention_heads=4,
+        dropout=0.0, max_source_positions=256, max_target_positions=256, adaptive_softmax_cutoff="10,25",
+        adaptive_softmax_dropout=0.0,
+    )
+    base_architecture(args)
+    return TransformerModel.build_model(args, fake_task(TD)).to(torch.float64).eval()
+
+
+@pytest.mark.parametrize("beam", [1, 4])
+def test_an_adaptive_softmax_transformer_decodes_as_fairseq(beam):
+    # its 32-dimensional features were arg-maxed as if they were the vocabulary (garbage, or an IndexError)
+    model = _adaptive_transformer()
+    assert model.decoder.adaptive_softmax is not None
+    sources = _sources(6, 3)
+    gen = {"beam": beam, "max_len_b": 10}
+    theirs = _fairseq(model, sources, gen)
+    ours = _ours("fixed-ours", model, sources, gen, {"beam_finalize": "fairseq"})
+    assert not _differences(ours, theirs, 1)
+
+
+def test_an_adaptive_softmax_transformer_is_refused_where_it_cannot_equal_fairseq():
+    from fairseq_stream.errors import FairseqStreamError
+
+    model = _adaptive_transformer()
+    with pytest.raises(FairseqStreamError, match="gs-jacobi needs fairseq transformer models"):
+        build_generator("gs-jacobi", fake_task(TD), [model], gen_cfg(beam=1), stream_opts())
+    with pytest.raises(FairseqStreamError, match=r"--temperature 0.5 with a TransformerDecoder\w* that normalises"):
+        build_generator("fixed-ours", fake_task(TD), [model], gen_cfg(beam=2, temperature=0.5), stream_opts())
+
+
+def test_extra_encoder_inputs_are_refused_not_dropped():
+    # fairseq passes the whole net_input; ours passed src_tokens and src_lengths only, silently
+    from fairseq_stream.errors import FairseqStreamError
+
+    model = TableModel(D, PEER_TABLE).eval()
+    sample = _table_sample([S1])
+    sample["net_input"]["fancy_other_input"] = sample["net_input"]["src_tokens"]
+    generator = build_generator("fixed-ours", fake_task(D), [model], gen_cfg(beam=2), stream_opts())
+    with pytest.raises(FairseqStreamError, match="fancy_other_input besides src_tokens and src_lengths"):
+        generator.generate([model], sample)
+    del sample["net_input"]["fancy_other_input"]
+    sample["net_input"]["prev_output_tokens"] = sample["net_input"]["src_tokens"]  # teacher forcing: not an input
+    assert generator.generate([model], sample)[0][0]["tokens"].tolist() == [W1, EOS]
