@@ -260,6 +260,29 @@ def _handle(serial: int) -> int:
     return serial * SLOT_MODULUS
 
 
+def test_the_shipped_demo_checkpoint_records_its_languages():
+    # issue 38 item 7: it recorded none, so --source-lang en --target-lang es on it gave fluent garbage
+    from fairseq_stream.tools.session import TranslationSession
+
+    state = torch.load(CKPT, map_location="cpu", weights_only=False)
+    assert (state["cfg"]["model"].source_lang, state["cfg"]["model"].target_lang) == ("es", "en")
+    with pytest.raises(FairseqStreamError, match="trained for es→en .its saved source_lang/target_lang.*asks for en→es"):
+        TranslationSession.load(DEMO, CKPT, extra_args=["--source-lang", "en", "--target-lang", "es"])
+
+
+def test_without_recorded_languages_the_training_data_names_the_direction(tmp_path):
+    from argparse import Namespace
+
+    from fairseq_stream.integration.task import check_direction
+
+    (tmp_path / "train.es-en.es.bin").write_bytes(b"")
+    old = Namespace(source_lang=None, target_lang=None, data=str(tmp_path))
+    check_direction(old, "es", "en")
+    with pytest.raises(FairseqStreamError, match="trained for es→en .the file names of its training data"):
+        check_direction(old, "en", "es")
+    check_direction(Namespace(source_lang=None, target_lang=None, data="/no/such/dir"), "en", "es")  # nothing to go by
+
+
 def test_a_checkpoint_of_the_other_direction_is_refused(tmp_path):
     from fairseq_stream.errors import FairseqStreamError
     from fairseq_stream.tools.session import TranslationSession
