@@ -195,12 +195,31 @@ def test_tiny_transformer_equals_fairseq(search, gen):
     _check(search, gen, n=6)
 
 
-@pytest.mark.slow  # the whole sweep: ~40 settings × 2 strategies × 30 sentences
-@pytest.mark.parametrize("gen", SWEEP, ids=lambda g: ",".join(f"{k}={v}" for k, v in g.items()))
-@pytest.mark.parametrize("search", ["fixed-ours", "gs-jacobi", "hybrid-jacobi"])
-def test_sweep_equals_fairseq(search, gen):
-    if search != "fixed-ours" and gen.get("beam", 1) != 1 and (gen.get("nbest", 1) > 1 or gen.get("beam") != 5):
-        pytest.skip("the Jacobi strategies are compared with fairseq's greedy once per setting")
+def _greedy_settings() -> List[Dict[str, Any]]:
+    """The sweep's settings at beam 1 (what fairseq's greedy reads), each once."""
+    seen, out = set(), []
+    for gen in SWEEP:
+        greedy = {k: v for k, v in gen.items() if k not in ("beam", "nbest")}
+        if tuple(sorted(greedy.items())) not in seen:
+            seen.add(tuple(sorted(greedy.items())))
+            out.append(greedy)
+    return out
+
+
+def _ids(gen: Dict[str, Any]) -> str:
+    return ",".join(f"{k}={v}" for k, v in gen.items()) or "defaults"
+
+
+@pytest.mark.slow  # the whole sweep: ~40 settings × 30 sentences
+@pytest.mark.parametrize("gen", SWEEP, ids=_ids)
+def test_sweep_fixed_ours_equals_fairseq(gen):
+    _check("fixed-ours", gen, n=30, seed=1)
+
+
+@pytest.mark.slow  # every setting of the sweep at beam 1, against fairseq's greedy
+@pytest.mark.parametrize("gen", _greedy_settings(), ids=_ids)
+@pytest.mark.parametrize("search", ["gs-jacobi", "hybrid-jacobi", "jacobi"])
+def test_sweep_jacobi_equals_fairseq_greedy(search, gen):
     _check(search, gen, n=30, seed=1)
 
 
@@ -263,16 +282,18 @@ def _adaptive_transformer(seed: int = 0) -> Any:
     return TransformerModel.build_model(args, fake_task(TD)).to(torch.float64).eval()
 
 
-@pytest.mark.parametrize("beam", [1, 4])
-def test_an_adaptive_softmax_transformer_decodes_as_fairseq(beam):
+@pytest.mark.parametrize("gen", [{"beam": 1}, {"beam": 4}, pytest.param({"beam": 5, "nbest": 3, "lenpen": 0.6}, marks=pytest.mark.slow),
+                                 pytest.param({"beam": 2, "unkpen": -2.0, "min_len": 3}, marks=pytest.mark.slow),
+                                 pytest.param({"beam": 3, "unnormalized": True}, marks=pytest.mark.slow)], ids=_ids)
+def test_an_adaptive_softmax_transformer_decodes_as_fairseq(gen):
     # its 32-dimensional features were arg-maxed as if they were the vocabulary (garbage, or an IndexError)
     model = _adaptive_transformer()
     assert model.decoder.adaptive_softmax is not None
     sources = _sources(6, 3)
-    gen = {"beam": beam, "max_len_b": 10}
+    gen = dict(gen, max_len_b=10)
     theirs = _fairseq(model, sources, gen)
     ours = _ours("fixed-ours", model, sources, gen, {"beam_finalize": "fairseq"})
-    assert not _differences(ours, theirs, 1)
+    assert not _differences(ours, theirs, int(gen.get("nbest", 1)))
 
 
 def test_an_adaptive_softmax_transformer_is_refused_where_it_cannot_equal_fairseq():
@@ -298,3 +319,23 @@ def test_extra_encoder_inputs_are_refused_not_dropped():
     del sample["net_input"]["fancy_other_input"]
     sample["net_input"]["prev_output_tokens"] = sample["net_input"]["src_tokens"]  # teacher forcing: not an input
     assert generator.generate([model], sample)[0][0]["tokens"].tolist() == [W1, EOS]
+
+
+def test_max_cands_per_node_equals_fairseq_at_2k_not_at_k():
+    """fairseq takes the best 2k candidates whatever their parent: after "w1" (k = 2) the best four
+    are w1's EOS, w1 and w2, and w2's w1: "w1 EOS" is final and both of w1's words stay on
+    fairseq's beam, where "w1 w2" ends best. M = k keeps only two candidates of "w1" (EOS and
+    one word), so "w2 w1" takes the other place and "w1 w2 EOS" is never found; M = 2k equals fairseq."""
+    table = {(S1, ()): {W1: 0.9, W2: 0.1}, (S1, (W1,)): {EOS: 0.4, W1: 0.3, W2: 0.29},
+             (S1, (W2,)): {W1: 0.6, W2: 0.4}, (S1, (W1, W2)): {EOS: 1.0}, (S1, (W1, W1)): {W1: 0.99, EOS: 0.01}}
+    model = TableModel(D, table).eval()
+    theirs = SequenceGenerator([model], D, beam_size=2).forward(_table_sample([S1]))[0]
+    assert [h["tokens"].tolist() for h in theirs] == [[W1, W2, EOS], [W1, EOS]]
+
+    def var_batch(m: int) -> List[List[int]]:
+        opts = stream_opts(prune_abs_threshold=math.inf, prune_max_cands_per_node=m, beam_finalize="fairseq")
+        out = build_generator("var-batch", fake_task(D), [model], gen_cfg(beam=2, nbest=2), opts)
+        return [h["tokens"].tolist() for h in out.generate([model], _table_sample([S1]))[0]]
+
+    assert var_batch(4) == [[W1, W2, EOS], [W1, EOS]]
+    assert var_batch(2) == [[W1, EOS], [W2, W1, EOS]]
