@@ -249,7 +249,7 @@ def check_combinations(entry: SearchEntry, gen_cfg: Any, opts: Any, models: Sequ
                 raise FairseqStreamError(f"--search {name} cannot be combined with {flag}: {why}")
         _check_unread_options(name, options_read_by(entry), opts)
         return
-    _check_output_layers(name, gen_cfg, models)
+    _check_output_layers(name, caps, gen_cfg, models)
     for is_set, flag in _UNSUPPORTED:
         if is_set(gen_cfg):
             raise FairseqStreamError(f"--search {name} cannot be combined with {flag}; use --search beam for it")
@@ -264,7 +264,7 @@ def check_combinations(entry: SearchEntry, gen_cfg: Any, opts: Any, models: Sequ
     _check_strategy_options(name, caps.reads, opts)
 
 
-def _check_output_layers(name: str, gen_cfg: Any, models: Sequence[Any]) -> None:
+def _check_output_layers(name: str, caps: Any, gen_cfg: Any, models: Sequence[Any]) -> None:
     """Models whose scores are more than a log-softmax of the decoder's output (an adaptive softmax,
     their own ``get_normalized_probs``) are scored through fairseq's normalisation by the generic
     backend; refused in one line where that cannot equal fairseq."""
@@ -279,6 +279,11 @@ def _check_output_layers(name: str, gen_cfg: Any, models: Sequence[Any]) -> None
             raise FairseqStreamError(
                 f"{type(model).__name__} normalises its scores itself (its own get_normalized_probs), which "
                 f"fairseq-stream's transformer step does not mirror; decode it with --search beam")
+        if caps.block_steps:  # block steps run on the transformer step only
+            raise FairseqStreamError(
+                f"--search {name} feeds several tokens a step, which only fairseq-stream's transformer step can, and it "
+                f"does not mirror this {decoder}'s output layer (adaptive softmax or its own get_normalized_probs); "
+                "use --search fixed-ours, a var-* strategy or beam")
         if float(gen_cfg.temperature) != 1.0:  # fairseq divides the decoder's raw output, before normalising
             raise FairseqStreamError(
                 f"--temperature {gen_cfg.temperature} with a {decoder} that normalises its scores itself (adaptive "
