@@ -339,3 +339,26 @@ def test_max_cands_per_node_equals_fairseq_at_2k_not_at_k():
 
     assert var_batch(4) == [[W1, W2, EOS], [W1, EOS]]
     assert var_batch(2) == [[W1, EOS], [W2, W1, EOS]]
+
+
+@pytest.mark.parametrize("n", [2, 3, 4])
+def test_ngram_blocking_equals_fairseqs_blocker_given_only_the_filled_tokens(n):
+    """fairseq's CPU blocker reads the padded tail of its token buffer (fairseq issue 4709), so the
+    comparison that holds is with the tokens filled so far (BOS first), which is what ours reads."""
+    from fairseq.ngram_repeat_block import NGramRepeatBlock
+
+    from fairseq_stream.core.processors import NoRepeatNgram, RowContext
+
+    gen = torch.Generator().manual_seed(n)
+    blocker = NGramRepeatBlock(n, use_extension=False)
+    banned = 0
+    for step in range(0, 12):
+        rows = 6
+        tokens = torch.cat([torch.full((rows, 1), EOS), torch.randint(4, 8, (rows, step), generator=gen)], 1)
+        lprobs = torch.randn(rows, 10, generator=gen, dtype=torch.float64)
+        theirs = blocker(tokens, lprobs.clone(), rows, 1, step)
+        ctx = RowContext(steps=torch.full((rows,), step), max_len=torch.full((rows,), 100), history=tokens)
+        ours = NoRepeatNgram(n, EOS).full(lprobs.clone(), ctx)
+        assert torch.equal(torch.isinf(ours), torch.isinf(theirs)), (n, step)
+        banned += int(torch.isinf(ours).sum())
+    assert banned > 20  # the histories repeat: the blockers had work to do
