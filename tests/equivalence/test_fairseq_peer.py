@@ -354,11 +354,11 @@ def test_ngram_blocking_equals_fairseqs_blocker_given_only_the_filled_tokens(n):
     banned = 0
     for step in range(0, 12):
         rows = 6
-        tokens = torch.cat([torch.full((rows, 1), EOS), torch.randint(4, 8, (rows, step), generator=gen)], 1)
+        tokens = torch.cat([torch.full((rows, 1), EOS), torch.randint(4, 6, (rows, step), generator=gen)], 1)
         lprobs = torch.randn(rows, 10, generator=gen, dtype=torch.float64)
         theirs = blocker(tokens, lprobs.clone(), rows, 1, step)
         ctx = RowContext(steps=torch.full((rows,), step), max_len=torch.full((rows,), 100), history=tokens)
         ours = NoRepeatNgram(n, EOS).full(lprobs.clone(), ctx)
         assert torch.equal(torch.isinf(ours), torch.isinf(theirs)), (n, step)
         banned += int(torch.isinf(ours).sum())
-    assert banned > 20  # the histories repeat: the blockers had work to do
+    assert banned > 10  # the histories (two words) repeat: the blockers had work to do
