@@ -74,6 +74,20 @@ def _dictionary_problem(exc: BaseException) -> Optional[str]:
             "dict.SRC.txt and dict.TGT.txt the model was trained with (fairseq-preprocess --srcdict/--tgtdict)")
 
 
+def _checkpoint_file(tb: Optional[TracebackType]) -> Optional[str]:
+    """The file fairseq was reading when it failed (its loaders' own local names), so that the
+    one line names which file of an ensemble ``--path a.pt:b.pt`` is broken."""
+    found = None
+    while tb is not None:
+        code, local = tb.tb_frame.f_code, tb.tb_frame.f_locals
+        if "checkpoint_utils" in code.co_filename:
+            value = local.get("path") if code.co_name == "load_checkpoint_to_cpu" else local.get("filename")
+            if isinstance(value, str):
+                found = value  # the innermost wins
+        tb = tb.tb_next
+    return found
+
+
 def _checkpoint_problem(exc: BaseException, tb: Optional[TracebackType]) -> Optional[str]:
     """A one-line explanation when ``exc`` was raised while fairseq read a checkpoint."""
     loaders = {"load_checkpoint_to_cpu", "load_model_ensemble_and_task"}
@@ -83,15 +97,17 @@ def _checkpoint_problem(exc: BaseException, tb: Optional[TracebackType]) -> Opti
     if isinstance(exc, (FileNotFoundError, IOError)) and "not found" in text.lower():
         flag = _missing_model_flag(text)
         return f"{text} (check {flag}" + ("; several models are separated by ':')" if flag == "--path" else ")")
+    path = _checkpoint_file(tb)
+    where = f"--path: {path}" if path else "--path"
     problem = unpickling_problem(exc)
     if problem:
-        return f"{problem} (--path)"
+        return f"{problem} ({where})"
     problem = _dictionary_problem(exc)
     if problem:
-        return problem
+        return problem + (f" ({path})" if path else "")
     return (
-        f"could not read the checkpoint ({type(exc).__name__}: {text}); "
-        "the file is corrupt, truncated or not a fairseq checkpoint (check --path)"
+        f"could not read the checkpoint {path + ' ' if path else ''}({type(exc).__name__}: {text}); "
+        f"the file is corrupt, truncated or not a fairseq checkpoint (check {where})"
     )
 
 

@@ -135,7 +135,7 @@ def export(work: Path, out: Path) -> None:
     from fairseq_stream.tools.checkpoint import export_inference_checkpoint
 
     best = work / "checkpoints" / "checkpoint_best.pt"
-    size = export_inference_checkpoint(str(best), str(out / "checkpoint.pt"))
+    size = export_inference_checkpoint(str(best), str(out / "checkpoint.pt"), languages=(SRC, TGT))
     print(f"wrote {out / 'checkpoint.pt'} ({size / 2**20:.1f} MiB)")
 
 

@@ -40,6 +40,11 @@ def build_generator(name: str, task: Any, models: List[Any], gen_cfg: Any, opts:
     dtype, history = score_dtype(models), needs_history(processors)
 
     def make_strategy(stats: Any) -> Any:
+        for proc in processors:  # edits that count what they do (n-gram blocking at the maximum length)
+            if hasattr(proc, "bind_stats"):
+                proc.bind_stats(stats)
+        if scorer.note:  # a score edit that can raise a token: how the output layer honours it, said once
+            stats.note_backend("output_layer", scorer.note)
         ctx = StrategyContext(scorer=scorer, eos=tgt_dict.eos(), pad=tgt_dict.pad(), bos=tgt_dict.eos(),
                               dtype=dtype, needs_history=history, stats=stats, step_backend=opts.step_backend)
         return entry.strategy.from_config(config, ctx)

@@ -82,6 +82,8 @@ class InputStream:
         self.eos = eos
         self.nbest = nbest  # --nbest: a shorter list is counted (variable beams may end with fewer)
         self.fewer_than_nbest = 0  # sentences delivered with fewer than ``nbest`` hypotheses
+        self.empty_sources = 0  # of those, empty sources (one empty hypothesis: nothing was searched)
+        self.without_hypothesis = 0  # sentences whose search ended with none (given the empty one)
         self.done = 0  # sentences with their hypotheses, empty sources included
         self.on_done: Optional[Callable[[int], None]] = None  # told ``done`` as it grows (the progress bar)
         self.max_lengths = max_lengths  # source lengths (B,) → maximum target lengths (B,)
@@ -141,6 +143,7 @@ class InputStream:
             batch.hypos[row] = [empty_hypothesis(self.eos)]
             batch.missing -= 1
             self.fewer_than_nbest += self.nbest > 1  # one hypothesis: there is no second way to say nothing
+            self.empty_sources += self.nbest > 1
         self._count_done(batch.size - len(rows))
         if rows:
             keep = torch.tensor(rows)
@@ -197,11 +200,12 @@ class InputStream:
         batch, as fairseq's dicts: this is where hypotheses leave for fairseq."""
         for handle, nbest in finished.items():
             batch, row = self._in_flight.pop(handle // SLOT_MODULUS)
-            if not nbest:  # fairseq would fail on it (IndexError) or drop the sentence silently
-                raise FairseqStreamError(f"internal error: sentence {batch.ids[row]} ended with zero hypotheses; "
-                                         "please report it with the command line")
-            self.fewer_than_nbest += len(nbest) < self.nbest
-            batch.hypos[row] = [h.to_fairseq() for h in nbest]
+            if nbest:
+                batch.hypos[row] = [h.to_fairseq() for h in nbest]
+            else:  # blocking left no candidate: fairseq would fail (IndexError) or drop the sentence
+                batch.hypos[row] = [empty_hypothesis(self.eos)]  # counted, and warned about once at the end
+                self.without_hypothesis += 1
+            self.fewer_than_nbest += max(len(nbest), 1) < self.nbest
             batch.missing -= 1
         self._count_done(len(finished))
 

@@ -163,6 +163,28 @@ class _TransformerBackend:
         return cache.accept(keep, block, width)
 
 
+def normalizes_itself(model: Any) -> bool:
+    """True when ``model``'s scores are not the log-softmax of its decoder's output: an adaptive
+    softmax, or a model or decoder with its own ``get_normalized_probs`` (a decoder returning
+    probabilities, as fairseq's test decoders do). Its scores must come from
+    ``model.get_normalized_probs`` (what fairseq's generator calls); for the others that is
+    ``log_softmax`` of the output, which the output layer computes from the raw scores itself."""
+    from fairseq.models import BaseFairseqModel, FairseqDecoder
+    from fairseq.models.transformer import TransformerModelBase
+
+    decoder = getattr(model, "decoder", None)
+    if decoder is None or not hasattr(model, "get_normalized_probs"):
+        return False  # not a fairseq model (a test's stand-in)
+    if getattr(decoder, "adaptive_softmax", None) is not None:
+        return True
+    # fairseq's transformer re-declares the model's method only to export it to TorchScript (same body)
+    delegating = {BaseFairseqModel.get_normalized_probs, TransformerModelBase.get_normalized_probs}
+    return (getattr(type(model), "get_normalized_probs", None) not in delegating
+            or type(model).get_normalized_probs_scriptable is not BaseFairseqModel.get_normalized_probs_scriptable
+            or type(decoder).get_normalized_probs is not FairseqDecoder.get_normalized_probs
+            or type(decoder).get_normalized_probs_scriptable is not FairseqDecoder.get_normalized_probs_scriptable)
+
+
 def _is_encoder_attention_buffer(name: str, attn_ids: set) -> bool:
     return name.split(".")[0] in attn_ids
 
@@ -186,6 +208,8 @@ class _GenericBackend:
         # An LSTM decoder reads only the last token and has no positions: rows of different
         # lengths may share a step (the paper's suggestion for VAR-STR-FIFO on RNNs).
         self.mixed_lengths = isinstance(model.decoder, LSTMDecoder)
+        # Scores through fairseq's own normalisation where it is more than a log-softmax.
+        self.normalizes_itself = normalizes_itself(model)
         self._enc_attn_ids = {
             m._incremental_state_id
             for m in model.decoder.modules()
@@ -225,6 +249,9 @@ class _GenericBackend:
         enc = self.model.encoder.reorder_encoder_out(memory, rows)
         prefix = torch.cat([state.history, tokens], dim=1)
         out = self.model.decoder.forward(prefix, encoder_out=enc, incremental_state=cache)
+        if self.normalizes_itself:  # adaptive softmax, probabilities: log-probabilities as fairseq gets them
+            last = (out[0][:, -1:, :],) + tuple(out[1:])
+            return self.model.get_normalized_probs(last, log_probs=True), cache, "eager"
         return out[0][:, -1:, :], cache, "eager"
 
     def select(self, cache: Dict[str, Any], rows: Tensor) -> Dict[str, Any]:

@@ -9,6 +9,12 @@ Each edit works on two representations of a step's scores:
   whose ``candidates`` is ``None`` needs the full row (n-gram blocking); the fused path then
   falls back to the full one.
 
+Every edit also declares which tokens it can *raise* (``raises``): the fused path takes each row's
+top candidates on the raw scores, so a token an edit raises (a negative ``--unkpen`` is a bonus for
+``<unk>``) could be missing from that window. ``raises = ()``: the edit only lowers scores (or
+puts in the tokens it needs itself); a tuple of token ids: those tokens join every row's window;
+``None`` (or no declaration at all): any token may rise, and the run uses the full output layer.
+
 :func:`build_processors` turns fairseq's generation options into the list, so ``--unkpen``,
 ``--min-len``, ``--max-len-a/b`` and ``--no-repeat-ngram-size`` mean for our strategies what
 they mean for fairseq's beam search. One deliberate difference: the maximum length
@@ -54,6 +60,7 @@ class Candidates:
 
 class NeverPad:
     extra = 1
+    raises: Optional[tuple] = ()
 
     def __init__(self, pad: int) -> None:
         self.pad = pad
@@ -72,6 +79,7 @@ class UnkPenalty:
 
     def __init__(self, unk: int, penalty: float) -> None:
         self.unk, self.penalty = unk, penalty
+        self.raises: Optional[tuple] = (unk,) if penalty < 0 else ()  # a negative penalty is a bonus
 
     def full(self, lprobs: Tensor, ctx: RowContext) -> Tensor:
         lprobs[:, self.unk] -= self.penalty
@@ -86,6 +94,7 @@ class ForceEosAtMaxLen:
     """At the maximum length only EOS may follow, with the probability the model gives it."""
 
     extra = 0
+    raises: Optional[tuple] = ()  # EOS is put in from the raw scores, not looked for in the window
 
     def __init__(self, eos: int) -> None:
         self.eos = eos
@@ -114,6 +123,7 @@ class ForceEosAtMaxLen:
 
 class MinLength:
     extra = 1
+    raises: Optional[tuple] = ()
 
     def __init__(self, eos: int, min_len: int) -> None:
         self.eos, self.min_len = eos, min_len
@@ -133,21 +143,37 @@ class MinLength:
 
 
 class NoRepeatNgram:
-    """Ban tokens that would repeat an n-gram of the row's history (fairseq's NGramRepeatBlock)."""
+    """Ban tokens that would repeat an n-gram of the row's history (fairseq's NGramRepeatBlock).
+
+    The history starts with BOS, which is EOS: a blocker can ban EOS itself (``n = 1`` always
+    does). At its maximum length a row may only end, so there the forced EOS is not banned: the
+    sentence ends with its best hypothesis instead of none (fairseq's blocker leaves the row no
+    candidate at all). Each such row is counted (``eos_forced_despite_blocking``)."""
 
     extra = 0
+    raises: Optional[tuple] = ()
     candidates = None  # the banned set is arbitrary: needs the full row
+    STAT = "eos_forced_despite_blocking"  # hypothesis rows
 
-    def __init__(self, n: int) -> None:
-        self.n = n
+    def __init__(self, n: int, eos: Optional[int] = None) -> None:
+        self.n, self.eos = n, eos
+        self.stats: Any = None  # the run's DecodeStats, bound by the engine
+
+    def bind_stats(self, stats: Any) -> None:
+        self.stats = stats
 
     def full(self, lprobs: Tensor, ctx: RowContext) -> Tensor:
         n = self.n
+        at_max = (ctx.steps >= ctx.max_len).tolist() if ctx.may_reach_max and self.eos is not None else None
         for r, tokens in enumerate(ctx.history.tolist()):
             if len(tokens) + 1 < n:
                 continue
             prefix = tuple(tokens[len(tokens) - n + 1:]) if n > 1 else ()
             banned = [tokens[i + n - 1] for i in range(len(tokens) - n + 1) if tuple(tokens[i: i + n - 1]) == prefix]
+            if at_max is not None and at_max[r] and self.eos in banned:
+                banned = [t for t in banned if t != self.eos]  # the forced end stays possible
+                if self.stats is not None:
+                    self.stats.add_extra(self.STAT)
             if banned:
                 lprobs[r, banned] = -math.inf
         return lprobs
@@ -162,7 +188,7 @@ def build_processors(gen_cfg: Any, tgt_dict: Any) -> List[Any]:
     if gen_cfg.min_len and gen_cfg.min_len > 0:
         procs.append(MinLength(tgt_dict.eos(), int(gen_cfg.min_len)))
     if gen_cfg.no_repeat_ngram_size and gen_cfg.no_repeat_ngram_size > 0:
-        procs.append(NoRepeatNgram(int(gen_cfg.no_repeat_ngram_size)))
+        procs.append(NoRepeatNgram(int(gen_cfg.no_repeat_ngram_size), tgt_dict.eos()))
     return procs
 
 

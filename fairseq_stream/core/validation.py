@@ -227,13 +227,41 @@ _UNSUPPORTED = (
 )
 
 
+#: Options that act for every --search, fairseq's own generator included: the task reads the input
+#: in this order, and the engine prepares the models (int8 copies, the Linear layers' library).
+EVERY_SEARCH_OPTIONS = frozenset({"search", "stream_input_order", "quantize", "cpu_matmul"})
+#: Options our engine reads for each of its own strategies (the scheduler, the output layer, the
+#: step operators, the statistics file); fairseq's generator reads none of them.
+ENGINE_OPTIONS = frozenset({"stream_epsilon", "stream_capacity", "stream_max_candidates", "stream_oversubscribe",
+                            "stream_max_wait", "stream_per_batch", "stream_stats", "output_layer", "step_backend",
+                            "step_mode"})
+#: fairseq's generation options its own generator accepts and then ignores or fails on (refused for it).
+_UNSUPPORTED_BY_FAIRSEQ_BEAM = (
+    # SequenceGenerator returns no "history": fairseq-generate then fails with KeyError after the first H- line.
+    (lambda g: getattr(g, "retain_iter_history", False), "--retain-iter-history",
+     "it is an option of fairseq's iterative refinement decoders (NAT models); drop it"),
+)
+
+
+def options_read_by(entry: SearchEntry) -> frozenset:
+    """Every option of :class:`StreamDecodingConfig` that ``--search entry.name`` acts on."""
+    if entry.build is not None:  # fairseq's own generator
+        return EVERY_SEARCH_OPTIONS | entry.capabilities.reads
+    return EVERY_SEARCH_OPTIONS | ENGINE_OPTIONS | entry.capabilities.reads
+
+
 def check_combinations(entry: SearchEntry, gen_cfg: Any, opts: Any, models: Sequence[Any],
                        extra_gen_cls_kwargs: Optional[Dict[str, Any]] = None) -> None:
     """Refuse, in one line each, what ``--search entry.name`` cannot run (from its capabilities)."""
     name, caps = entry.name, entry.capabilities
     _check_models(name, caps.models, models)
-    if entry.build is not None:
-        return  # fairseq's generator checks fairseq's options itself
+    if entry.build is not None:  # fairseq's generator checks fairseq's options itself, but not ours
+        for is_set, flag, why in _UNSUPPORTED_BY_FAIRSEQ_BEAM:
+            if is_set(gen_cfg):
+                raise FairseqStreamError(f"--search {name} cannot be combined with {flag}: {why}")
+        _check_unread_options(name, options_read_by(entry), opts)
+        return
+    _check_output_layers(name, caps, gen_cfg, models)
     for is_set, flag in _UNSUPPORTED:
         if is_set(gen_cfg):
             raise FairseqStreamError(f"--search {name} cannot be combined with {flag}; use --search beam for it")
@@ -246,6 +274,33 @@ def check_combinations(entry: SearchEntry, gen_cfg: Any, opts: Any, models: Sequ
     if not caps.nbest and int(gen_cfg.nbest) != 1:
         raise FairseqStreamError(f"--search {name} returns a single output per sentence; --nbest must be 1")
     _check_strategy_options(name, caps.reads, opts)
+
+
+def _check_output_layers(name: str, caps: Any, gen_cfg: Any, models: Sequence[Any]) -> None:
+    """Models whose scores are more than a log-softmax of the decoder's output (an adaptive softmax,
+    their own ``get_normalized_probs``) are scored through fairseq's normalisation by the generic
+    backend; refused in one line where that cannot equal fairseq."""
+    from fairseq_stream.core.model_step import normalizes_itself
+    from fairseq_stream.ops.transformer_step import check_supported
+
+    for model in models:
+        if not normalizes_itself(model):
+            continue
+        decoder = type(getattr(model, "decoder", None)).__name__
+        if check_supported(getattr(model, "decoder", None)) is None:  # would run on our transformer step
+            raise FairseqStreamError(
+                f"{type(model).__name__} normalises its scores itself (its own get_normalized_probs), which "
+                f"fairseq-stream's transformer step does not mirror; decode it with --search beam")
+        if caps.block_steps:  # block steps run on the transformer step only
+            raise FairseqStreamError(
+                f"--search {name} feeds several tokens a step, which only fairseq-stream's transformer step can, and it "
+                f"does not mirror this {decoder}'s output layer (adaptive softmax or its own get_normalized_probs); "
+                "use --search fixed-ours, a var-* strategy or beam")
+        if float(gen_cfg.temperature) != 1.0:  # fairseq divides the decoder's raw output, before normalising
+            raise FairseqStreamError(
+                f"--temperature {gen_cfg.temperature} with a {decoder} that normalises its scores itself (adaptive "
+                f"softmax or its own get_normalized_probs): --search {name} applies it to the normalised scores, "
+                "fairseq to the decoder's output; use --search beam or --temperature 1")
 
 
 def _check_models(name: str, wanted: str, models: Sequence[Any]) -> None:
@@ -270,6 +325,18 @@ def strategy_options() -> Dict[str, List[str]]:
         for option in sorted(get_search(name).capabilities.reads):
             out.setdefault(option, []).append(name)
     return out
+
+
+def _check_unread_options(name: str, reads: frozenset, opts: Any) -> None:
+    """Any of our options set away from its default that ``--search name`` does not read (fairseq's
+    own beam search reads none of the strategies' and the engine's options)."""
+    readers = strategy_options()
+    for f in dataclasses.fields(StreamDecodingConfig):
+        if f.name.startswith("_") or f.name in reads or getattr(opts, f.name, f.default) == f.default:
+            continue
+        whose = f"an option of {', '.join(readers[f.name])}" if f.name in readers else "an option of fairseq-stream's own strategies"
+        raise FairseqStreamError(f"--search {name} (fairseq's own beam search) does not read {_flag(f.name)} "
+                                 f"(it is {whose}); drop it or choose another --search")
 
 
 def _check_strategy_options(name: str, reads: frozenset, opts: Any) -> None:

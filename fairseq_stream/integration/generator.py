@@ -34,12 +34,13 @@ from fairseq_stream.core.interface import SearchStrategy
 from fairseq_stream.integration import interactive_input
 from fairseq_stream.core.model_step import ModelStep
 from fairseq_stream.ops import fused_output
-from fairseq_stream.core.processors import max_lengths
+from fairseq_stream.core.processors import NoRepeatNgram, max_lengths
 from fairseq_stream.integration.run_context import RunContext
 from fairseq_stream.integration.runtime import SentenceProgress
 from fairseq_stream.core.scheduler import SchedulerConfig, StreamingScheduler
 from fairseq_stream.core.stats import DecodeStats
 
+WARNING = "fairseq-stream: warning: "
 logger = logging.getLogger("fairseq_stream")
 
 
@@ -95,6 +96,7 @@ class StreamGenerator:
             raise FairseqStreamError(f"--search {self.name} does not support prefix tokens (--prefix-size)")
         if constraints is not None:
             raise FairseqStreamError(f"--search {self.name} does not support --constraints")
+        check_net_input(self.name, sample)
         start = time.perf_counter()
         scheduler = self._scheduler_for(bos_token)
         batch = self.input.batch_for(sample, self.run.source())
@@ -106,8 +108,9 @@ class StreamGenerator:
         hypos: List[List[Dict[str, Any]]] = batch.hypos  # type: ignore[assignment]
         self.stats.sentences += batch.size
         self.stats.target_tokens += sum(int(h[0]["tokens"].numel()) for h in hypos if h)
-        if self.input.fewer_than_nbest:
-            self.stats.extra["fewer_than_nbest"] = float(self.input.fewer_than_nbest)
+        for name in ("fewer_than_nbest", "empty_sources", "without_hypothesis"):
+            if getattr(self.input, name):
+                self.stats.extra[name] = float(getattr(self.input, name))
         self.stats.wall_seconds += time.perf_counter() - start
         for kernel in fused_output.take_cuda_kernels():  # measured per shape class on CUDA, logged there
             self.stats.note_backend("output_layer", kernel)
@@ -149,11 +152,44 @@ class StreamGenerator:
         if chunked is not None and chunked.chunks_read_ahead:
             self.stats.extra["chunks_read_ahead"] = chunked.chunks_read_ahead
         logger.info("fairseq-stream %s: %s", self.name, self.stats.summary())
-        short = int(self.stats.extra.get("fewer_than_nbest", 0))
-        if short:  # variable-width beams may end a sentence before --nbest hypotheses are final
-            print(f"fairseq-stream: warning: {short} of {self.stats.sentences} sentence(s) got fewer than --nbest "
-                  f"{self.gen_cfg.nbest} hypotheses (a pruned beam ends with what it found; README, Options)",
-                  file=sys.stderr, flush=True)
+        for line in closing_warnings(self.stats.extra, self.stats.sentences, int(self.gen_cfg.nbest)):
+            print(line, file=sys.stderr, flush=True)
         if self.stats_path:
             with open(self.stats_path, "w", encoding="utf-8") as f:
                 json.dump(dict(self.stats.to_dict(with_trace=True), search=self.name), f, indent=1)
+
+
+def closing_warnings(extra: Dict[str, float], sentences: int, nbest: int) -> List[str]:
+    """The warnings a run's statistics call for, one line each, said once at its end."""
+    lines = []
+    short, blank = int(extra.get("fewer_than_nbest", 0)), int(extra.get("empty_sources", 0))
+    if short:  # variable-width beams may end a sentence before --nbest hypotheses are final
+        why = []
+        if blank:
+            why.append(f"{blank} empty source line(s), answered with the one empty hypothesis")
+        if short - blank:
+            why.append(f"{short - blank} pruned beam(s) that ended with what they found")
+        lines.append(f"{WARNING}{short} of {sentences} sentence(s) got fewer than --nbest {nbest} hypotheses: "
+                     f"{'; '.join(why)} (README, Options)")
+    forced = int(extra.get(NoRepeatNgram.STAT, 0))
+    if forced:
+        lines.append(f"{WARNING}--no-repeat-ngram-size banned EOS for {forced} hypothesis row(s) at their maximum "
+                     "length; they ended there with EOS anyway, instead of with no hypothesis")
+    lost = int(extra.get("without_hypothesis", 0))
+    if lost:
+        lines.append(f"{WARNING}{lost} sentence(s) ended with no hypothesis left (blocking banned every "
+                     "candidate); each got the empty hypothesis")
+    return lines
+
+
+#: what every encoder gets (``prev_output_tokens`` is the teacher-forcing input: fairseq's generator drops it too)
+NET_INPUT_KEYS = frozenset({"src_tokens", "src_lengths", "prev_output_tokens"})
+
+
+def check_net_input(name: str, sample: Dict[str, Any]) -> None:
+    """A model that needs more than the source tokens and lengths is refused: sentences of several
+    batches stream together, and its extra inputs would be dropped without a word."""
+    extra = sorted(set(sample.get("net_input", {})) - NET_INPUT_KEYS)
+    if extra:
+        raise FairseqStreamError(f"the model's input has {', '.join(extra)} besides src_tokens and src_lengths, which "
+                                 f"--search {name} does not pass to the encoder; decode it with --search beam")

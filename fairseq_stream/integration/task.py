@@ -120,6 +120,17 @@ def _check_data_dir(cfg: TranslationConfig) -> None:
             raise FairseqStreamError(f"missing dictionary {path!r}; run fairseq-preprocess on this data first")
 
 
+def _training_data_pair(model_cfg: Any) -> Tuple[Optional[str], Optional[str]]:
+    """The language pair of the binarized training data a legacy checkpoint names (``data``), as
+    fairseq infers it (``train.SRC-TGT.SRC.bin``); ``(None, None)`` when it is gone or unnamed."""
+    data = getattr(model_cfg, "data", None)
+    first = utils.split_paths(data)[0] if isinstance(data, str) and data else None
+    if first is None or not os.path.isdir(first):
+        return None, None
+    pair = data_utils.infer_language_pair(first)
+    return (pair[0], pair[1]) if pair and None not in pair else (None, None)
+
+
 def check_direction(model_cfg: Any, source_lang: Optional[str], target_lang: Optional[str]) -> None:
     """Refuse a checkpoint trained for another language pair than the run's, where it records one.
 
@@ -127,11 +138,14 @@ def check_direction(model_cfg: Any, source_lang: Optional[str], target_lang: Opt
     included; reversed languages load fine (same dictionaries) and only give a BLEU of 0.
     """
     saved = (getattr(model_cfg, "source_lang", None), getattr(model_cfg, "target_lang", None))
+    where = "its saved source_lang/target_lang"
+    if None in saved:  # recorded nowhere: the file names of the training data, where they still exist
+        saved, where = _training_data_pair(model_cfg), "the file names of its training data"
     given = (source_lang, target_lang)
     if None in saved or None in given or saved == given:
         return
     raise FairseqStreamError(
-        f"the checkpoint was trained for {saved[0]}→{saved[1]} (its saved source_lang/target_lang), but this run "
+        f"the checkpoint was trained for {saved[0]}→{saved[1]} ({where}), but this run "
         f"asks for {given[0]}→{given[1]} (--source-lang {given[0]} --target-lang {given[1]}); pass "
         f"--source-lang {saved[0]} --target-lang {saved[1]} or use a {given[0]}→{given[1]} checkpoint"
     )

@@ -179,11 +179,23 @@ class OutputScorer:
         self.processors = processors
         self.normalized_input = normalized_input
         blockers = [type(p).__name__ for p in processors if p.candidates is None]
-        self.fused = fused and not blockers and not normalized_input
+        # An edit that may raise any token (or does not say) cannot be honoured on a window of candidates.
+        raisers = [type(p).__name__ for p in processors if getattr(p, "raises", None) is None]
+        self.fused = fused and not blockers and not raisers and not normalized_input
+        #: how the output layer runs, for the run's statistics (``None``: the plain fused or full layer)
+        self.note: Optional[str] = None
         if fused and not self.fused:
-            reason = f"{', '.join(blockers)} needs full rows" if blockers else "an ensemble averages full rows"
+            reason = (f"{', '.join(blockers)} needs full rows" if blockers else
+                      f"{', '.join(raisers)} may raise any token's score" if raisers else "an ensemble averages full rows")
             _log_once(f"fairseq-stream: fused output layer off ({reason}); using the full log-softmax")
+            if raisers and not blockers and not normalized_input:
+                self.note = "full:raising-edit"  # the full layer, for an edit that may raise any token
         self.extra = sum(p.extra for p in processors)
+        #: tokens an edit may raise (a negative --unkpen: <unk>): they join every row's window
+        self.raised = sorted({t for p in processors for t in (getattr(p, "raises", None) or ())})
+        self._raised_ids: Dict[Any, Tensor] = {}
+        if self.fused and self.raised:
+            self.note = "fused+raised:" + "/".join(map(str, self.raised))  # the window holds the raised token(s)
 
     def top(self, scores: Tensor, k: int, ctx: RowContext, *, normalize: bool = True) -> Tuple[Tensor, Tensor, Optional[Tensor]]:
         """(values, tokens, lse) of each row's ``k`` best candidates, best first.
@@ -206,11 +218,25 @@ class OutputScorer:
         else:
             values, tokens = scores.topk(width, dim=-1)
             values, lse = values.float() if values.dtype in (torch.float16, torch.bfloat16) else values, None
+        if self.raised and width < scores.size(-1):
+            values, tokens = self._with_raised(values, tokens, scores, lse)
         cand = Candidates(values, tokens, scores, lse)
         for proc in self.processors:
             cand = proc.candidates(cand, ctx)
         values, order = cand.scores.topk(k, dim=-1)
         return values, cand.tokens.gather(1, order), (lse if lse is not None else None)
+
+    def _with_raised(self, values: Tensor, tokens: Tensor, scores: Tensor,
+                     lse: Optional[Tensor]) -> Tuple[Tensor, Tensor]:
+        """The window plus the tokens an edit may raise (a token already in it: once, the copy at −inf)."""
+        ids = self._raised_ids.get(scores.device)
+        if ids is None:
+            ids = self._raised_ids[scores.device] = torch.tensor(self.raised, device=scores.device)
+        raw = scores.index_select(1, ids)
+        extra = (raw - lse.unsqueeze(1) if lse is not None else raw).to(values.dtype)
+        present = (tokens.unsqueeze(2) == ids.view(1, 1, -1)).any(1)  # (R, m)
+        extra = extra.masked_fill(present, float("-inf"))
+        return torch.cat([values, extra], 1), torch.cat([tokens, ids.unsqueeze(0).expand(tokens.size(0), -1)], 1)
 
     def normaliser(self, scores: Tensor) -> Tensor:
         """``logsumexp`` of rows (zero for already-normalised input and on the full path)."""

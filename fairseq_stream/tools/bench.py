@@ -518,6 +518,8 @@ def check_args(args: argparse.Namespace) -> None:
     for flag, path in (("--src", args.src), ("--ref", args.ref), ("--bpe-codes", args.bpe_codes)):
         if path and not os.path.isfile(path):
             raise UsageError(f"{flag} {path!r}: no such file")
+        if flag != "--bpe-codes" and path and os.path.getsize(path) == 0:  # nothing to time (IndexError later)
+            raise UsageError(f"{flag} {path!r} is empty; give a file with one sentence per line")
     if args.json:
         _check_writable("--json", args.json)
 

@@ -7,13 +7,28 @@ allow-list of exactly those classes is :func:`fairseq_stream.integration.compat.
 from __future__ import annotations
 
 import os
+from typing import Any, Dict, Optional, Tuple
 
 import torch
 
 from fairseq_stream.integration.compat import register_safe_globals
 
 
-def export_inference_checkpoint(src: str, dst: str, half: bool = True) -> int:
+def record_languages(state: Dict[str, Any], source_lang: str, target_lang: str) -> None:
+    """Write the language pair into a checkpoint's configuration (the model's and the task's), so the
+    direction check (``integration.task.check_direction``) can refuse a run of the other direction."""
+    cfg = state["cfg"]
+    for part in (cfg["model"], cfg.get("task")):
+        if part is None:
+            continue
+        if isinstance(part, dict):
+            part["source_lang"], part["target_lang"] = source_lang, target_lang
+        else:  # a legacy argparse Namespace
+            part.source_lang, part.target_lang = source_lang, target_lang
+
+
+def export_inference_checkpoint(src: str, dst: str, half: bool = True,
+                                languages: Optional[Tuple[str, str]] = None) -> int:
     """Write a decoding-only copy of a training checkpoint; return its size in bytes.
 
     Drops the optimizer state and (with ``half``) stores floating-point weights as fp16;
@@ -37,5 +52,7 @@ def export_inference_checkpoint(src: str, dst: str, half: bool = True) -> int:
         "extra_state": {"train_iterator": state.get("extra_state", {}).get("train_iterator")},
         "last_optimizer_state": None,
     }
+    if languages is not None:
+        record_languages(slim, *languages)
     torch.save(slim, dst)
     return os.path.getsize(dst)

@@ -189,12 +189,23 @@ def write_html(trace: JacobiTrace, path: str, png: Optional[str] = None) -> None
         f.write(doc)
 
 
+DEFAULT_OUT = "ddgviz"
+
+
 def _usage_error(message: str) -> "NoReturn":
     """An argument that cannot work: one line and exit status 2 (argparse's status for usage errors)."""
     from fairseq_stream.errors import PREFIX
 
     print(PREFIX + message, file=sys.stderr, flush=True)
     sys.exit(2)
+
+
+def out_prefix(out: str) -> str:
+    """``--out``: a prefix, or a folder (an existing one, or one ending in a separator) that gets
+    ``ddgviz.png`` and ``ddgviz.html``, so ``--out DIR/`` does not write the hidden ``DIR/.png``."""
+    if out.endswith(("/", os.sep)) or os.path.isdir(out):
+        return os.path.join(out, DEFAULT_OUT)
+    return out
 
 
 def _check_out(prefix: str) -> None:
@@ -234,6 +245,15 @@ def check_arguments(args: argparse.Namespace) -> str:
     """Every argument check, before the model loads; returns the sentence to draw (or exits 2)."""
     if args.max_iterations is not None and args.max_iterations < 1:
         _usage_error(f"--max-iterations must be >= 1, got {args.max_iterations}")
+    if getattr(args, "path", None):
+        from fairseq_stream.errors import FairseqStreamError
+        from fairseq_stream.tools.session import check_checkpoint_file
+
+        try:  # a folder given as --path was reported as "not found"
+            check_checkpoint_file(args.path)
+        except FairseqStreamError as exc:
+            _usage_error(str(exc))
+    args.out = out_prefix(args.out)
     _check_out(args.out)
     return _pick_sentence(args)
 
@@ -249,7 +269,8 @@ def main(argv: Optional[Sequence[str]] = None) -> None:
     parser.add_argument("--target-lang", default="en")
     parser.add_argument("--sentence", default=None, help="raw source sentence (default: line --line of the demo test set)")
     parser.add_argument("--line", type=int, default=3, help="0-based line of the demo test set (without --sentence)")
-    parser.add_argument("--out", default="ddgviz", help="output prefix: PREFIX.png and PREFIX.html")
+    parser.add_argument("--out", default=DEFAULT_OUT, help="output prefix: PREFIX.png and PREFIX.html (a folder: "
+                        f"FOLDER/{DEFAULT_OUT}.png and .html)")
     parser.add_argument("--max-iterations", type=int, default=None,
                         help="stop after this many iterations (>= 1); an unconverged run is marked as such")
     args = parser.parse_args(argv)

@@ -23,6 +23,7 @@ import importlib.util
 import itertools
 import json
 import logging
+import math
 import os
 import sys
 from dataclasses import dataclass
@@ -177,6 +178,23 @@ def _parser() -> argparse.ArgumentParser:
     return parser
 
 
+#: the grid's values, with the ranges of the options they become (refused after the baselines otherwise)
+_GRID_RANGES = (
+    ("--deltas", "deltas", "--prune-abs-threshold", lambda x: x >= 0, ">= 0 (inf = off)"),
+    ("--max-cands", "max_cands", "--prune-max-cands-per-node", lambda x: x >= 1, ">= 1"),
+    ("--scales", "scales", "--prune-abs-scale", lambda x: 0 <= x < math.inf, ">= 0 and finite"),
+    ("--max-candidates", "max_candidates", "--stream-max-candidates", lambda x: x >= 1, ">= 1"),
+)
+
+
+def check_grid(args: argparse.Namespace) -> None:
+    """Every value of the grid, before the baselines decode (a bad one used to fail only after them)."""
+    for flag, name, option, ok, wanted in _GRID_RANGES:
+        for value in getattr(args, name):
+            if math.isnan(value) or not ok(value):
+                raise UsageError(f"{flag}: each value (as {option}) must be {wanted}, got {value}")
+
+
 def check_args(args: argparse.Namespace) -> None:
     """The checks argparse cannot express; a :class:`UsageError` before any work."""
     for flag, value in (("--limit", args.limit), ("--repeats", args.repeats), ("--threads", args.threads),
@@ -185,6 +203,7 @@ def check_args(args: argparse.Namespace) -> None:
             raise UsageError(f"{flag} must be >= 1, got {value}")
     if any(k < 1 for k in args.beam):
         raise UsageError(f"--beam must be >= 1, got {args.beam}")
+    check_grid(args)
     for flag, path in (("--path", args.path), ("--src", args.src), ("--ref", args.ref), ("--bpe-codes", args.bpe_codes)):
         if path and not os.path.isfile(path):
             raise UsageError(f"{flag} {path!r}: no such file")

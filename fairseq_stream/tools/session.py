@@ -51,6 +51,17 @@ def _override(config: Any, values: Dict[str, Any], what: str) -> Any:
     return out
 
 
+def check_checkpoint_file(path: str) -> None:
+    """``--path`` names a file: a folder is told apart from a missing file (the fix differs)."""
+    if os.path.isdir(path):
+        found = sorted(n for n in os.listdir(path) if n.endswith(".pt"))[:3]
+        hint = f" (it holds {', '.join(found)})" if found else ""
+        raise FairseqStreamError(f"checkpoint {path!r} is a folder, not a file{hint}; give the checkpoint file "
+                                 "itself to --path")
+    if not os.path.isfile(path):
+        raise FairseqStreamError(f"checkpoint {path!r} not found (check --path)")
+
+
 class TranslationSession:
     """A task, an ensemble and the text pipeline, loaded once."""
 
@@ -83,8 +94,7 @@ class TranslationSession:
         cfg = convert_namespace_to_omegaconf(args)
         task = tasks.setup_task(cfg.task)
         for path in utils.split_paths(checkpoints):
-            if not os.path.isfile(path):
-                raise FairseqStreamError(f"checkpoint {path!r} not found (check --path)")
+            check_checkpoint_file(path)
         models, _ = checkpoint_utils.load_model_ensemble(utils.split_paths(checkpoints), task=task)
         use_cuda = torch.cuda.is_available() and not cpu
         for model in models:

@@ -295,7 +295,11 @@ def manifest_difference(old: Dict[str, object], new: Dict[str, object]) -> List[
     diffs = [f"{key} {before.get(key, '(unset)')!s} -> {after.get(key, '(unset)')!s}".replace("  ", " ")
              for key in sorted(set(before) | set(after)) if before.get(key) != after.get(key)]
     old_files, new_files = old.get("inputs", {}), new.get("inputs", {})
-    changed = sorted(p for p in set(old_files) | set(new_files) if old_files.get(p) != new_files.get(p))  # type: ignore[union-attr]
+    # A file read by one run only follows from an argument that differs (--gen-subset, --path, DATA),
+    # already named: only files both runs read, changed on disk, are news (or any file, if no argument differs).
+    both = set(old_files) & set(new_files)  # type: ignore[arg-type]
+    changed = sorted(p for p in set(old_files) | set(new_files)  # type: ignore[arg-type]
+                     if old_files.get(p) != new_files.get(p) and (p in both or not diffs))  # type: ignore[union-attr]
     if changed:
         diffs.append("input files changed: " + ", ".join(os.path.basename(p) for p in changed[:3])
                      + ("..." if len(changed) > 3 else ""))

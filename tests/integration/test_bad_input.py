@@ -123,6 +123,13 @@ def catalogue(p: Paths) -> Dict[str, Case]:
         "skip-flag-lists-what-it-skips": Case(
             _gen(p, "--max-source-positions", "30", "--search", "var-stream", "--skip-invalid-size-inputs-valid-test"),
             errors=0, rc=0, skips_listed=True),
+        # issue 38: options fairseq's own beam search ignored, its KeyError, the unnamed broken ensemble member,
+        # and --no-repeat-ngram-size 1, which lost every sentence of the run
+        "fairseq-beam-prune-preset": Case(_gen(p, "--prune-preset", "freitag2017"), ["--search beam", "--prune-preset"]),
+        "fairseq-beam-retain-iter-history": Case(_gen(p, "--retain-iter-history"), ["--retain-iter-history"]),
+        "ensemble-broken-member": Case(_gen(p, path=CKPT + ":" + p.random), [p.random, "corrupt"]),
+        "no-repeat-ngram-1": Case(_gen(p, "--search", "var-stream", "--beam", "2", "--no-repeat-ngram-size", "1",
+                                       "--max-len-a", "0", "--max-len-b", "6"), errors=0, rc=0, translated=list(range(N))),
         # 4. fairseq-interactive: a bad line is reported by its line number, the rest translated
         "interactive-bad-lines": Case(
             _interactive(*README_TEXT_FLAGS, "--search", "var-stream", "--buffer-size", "4", "--batch-size", "4"),
@@ -163,7 +170,8 @@ CASE_IDS = [  # the keys of catalogue() (which needs files), listed for parametr
     "average-refused-pickle", "average-corrupt", "random-bytes-checkpoint", "unsafe-pickle", "dictionary-mismatch",
     "missing-lm", "missing-checkpoint", "no-dictionaries", "unknown-search", "impossible-option", "over-long-sentence",
     "tokenizer-without-languages", "skip-flag-lists-what-it-skips", "interactive-bad-lines", "interactive-skip-flag", "ddgviz-readme-command", "demo-help", "bench-help",
-    "demo-files-missing", "interactive-raw-text-without-bpe",
+    "demo-files-missing", "interactive-raw-text-without-bpe", "fairseq-beam-prune-preset",
+    "fairseq-beam-retain-iter-history", "ensemble-broken-member", "no-repeat-ngram-1",
 ]
 
 

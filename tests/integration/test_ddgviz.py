@@ -32,6 +32,25 @@ def test_bad_arguments_are_one_line_and_exit_2(capsys, tmp_path, argv, needle):
     assert code == 2 and len(err) == 1 and err[0].startswith(PREFIX) and needle in err[0], (code, err)
 
 
+def test_a_folder_as_path_is_named_a_folder(capsys, tmp_path):
+    # issue 38 item 9: a folder given as --path was reported as "not found"
+    (tmp_path / "checkpoint_best.pt").write_bytes(b"")
+    code, err = _run(["--path", str(tmp_path), "--out", str(tmp_path / "ddg")], capsys)
+    assert code == 2 and len(err) == 1 and "is a folder, not a file (it holds checkpoint_best.pt)" in err[0], err
+
+
+def test_a_folder_as_out_gets_named_files(tmp_path):
+    # issue 38 item 9: --out DIR/ reported DIR/.png and wrote the hidden DIR/.png.png
+    import argparse
+
+    from fairseq_stream.tools.ddgviz import check_arguments
+
+    for out in (str(tmp_path) + os.sep, str(tmp_path)):
+        args = argparse.Namespace(line=3, max_iterations=None, out=out, sentence="Y la tierra.", source_lang="es")
+        check_arguments(args)
+        assert args.out == os.path.join(str(tmp_path), "ddgviz"), args.out
+
+
 def test_an_unconverged_run_is_marked_not_drawn_as_greedy(demo_session, tmp_path, capsys):
     from fairseq_stream.tools.ddgviz import trace_jacobi, write_html
 

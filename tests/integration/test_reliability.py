@@ -202,16 +202,45 @@ def test_fewer_than_nbest_is_counted_in_the_statistics(demo_session):
     assert all(1 <= len(h) <= 3 for h in result.hypos)
 
 
-def test_a_sentence_with_zero_hypotheses_is_an_internal_error_naming_it():
-    from fairseq_stream.errors import FairseqStreamError
+def test_a_sentence_with_zero_hypotheses_gets_the_empty_one_and_is_counted():
+    # issue 38 item 5: it was an internal error that lost the whole run
     from fairseq_stream.core.input_stream import InputStream
+    from fairseq_stream.integration.generator import closing_warnings
 
     stream = InputStream(pad=1, eos=2, max_lengths=lambda lengths: lengths + 5)
-    stream.batch_for({"id": torch.tensor([41, 42]), "net_input": {"src_tokens": torch.tensor([[5, 6, 2], [7, 8, 2]])}},
-                     None)
+    batch = stream.batch_for({"id": torch.tensor([41, 42]),
+                              "net_input": {"src_tokens": torch.tensor([[5, 6, 2], [7, 8, 2]])}}, None)
     admission = stream.take(2)
-    with pytest.raises(FairseqStreamError, match=r"internal error: sentence 42 ended with zero hypotheses"):
-        stream.deliver({_handle(admission.first + 1): []})
+    stream.deliver({_handle(admission.first + 1): []})
+    assert batch.hypos[1][0]["tokens"].tolist() == [2] and batch.hypos[1][0]["score"] == 0.0
+    assert stream.without_hypothesis == 1 and batch.missing == 1
+    [line] = closing_warnings({"without_hypothesis": 1.0}, 2, 1)
+    assert line.startswith(WARNING + "1 sentence(s) ended with no hypothesis left"), line
+
+
+def test_the_fewer_than_nbest_warning_tells_blank_lines_from_pruned_beams():
+    # issue 38 item 9: blank lines were counted as "pruned beams that ended with what they found"
+    from fairseq_stream.integration.generator import closing_warnings
+
+    [line] = closing_warnings({"fewer_than_nbest": 3.0, "empty_sources": 3.0}, 7, 2)
+    assert "3 empty source line(s)" in line and "pruned" not in line, line
+    [line] = closing_warnings({"fewer_than_nbest": 5.0, "empty_sources": 3.0}, 7, 2)
+    assert line.startswith(WARNING + "5 of 7 sentence(s) got fewer than --nbest 2 hypotheses: 3 empty source line(s)")
+    assert "2 pruned beam(s)" in line, line
+
+
+@pytest.mark.parametrize("search", ["var-stream", "var-batch", "fixed-ours"])
+def test_no_repeat_ngram_1_ends_every_sentence_with_a_hypothesis(demo_session, search):
+    # issue 38 item 6: n = 1 bans BOS = EOS, so no candidate was left at the maximum length:
+    # "internal error: sentence 16 ended with zero hypotheses", 0 of 20 sentences printed
+    sources = read_lines(os.path.join(DEMO, "test.es"), 4)
+    result = demo_session.translate(demo_session.encode(sources), search=search,
+                                    gen={"beam": 2, "no_repeat_ngram_size": 1, "max_len_a": 0, "max_len_b": 8})
+    assert all(h and h[0]["tokens"].numel() == 9 and h[0]["tokens"][-1] == 2 for h in result.hypos)
+    for h in result.hypos:  # the blocker still acts before the end: no word repeats
+        words = h[0]["tokens"][:-1].tolist()
+        assert len(set(words)) == len(words) and math.isfinite(h[0]["score"]), words
+    assert result.stats.extra["eos_forced_despite_blocking"] >= len(sources)
 
 
 @pytest.mark.parametrize("backend", ["reference", "auto"])
@@ -229,6 +258,29 @@ def _handle(serial: int) -> int:
     from fairseq_stream.core.encoder_slots import SLOT_MODULUS
 
     return serial * SLOT_MODULUS
+
+
+def test_the_shipped_demo_checkpoint_records_its_languages():
+    # issue 38 item 7: it recorded none, so --source-lang en --target-lang es on it gave fluent garbage
+    from fairseq_stream.tools.session import TranslationSession
+
+    state = torch.load(CKPT, map_location="cpu", weights_only=False)
+    assert (state["cfg"]["model"].source_lang, state["cfg"]["model"].target_lang) == ("es", "en")
+    with pytest.raises(FairseqStreamError, match="trained for es→en .its saved source_lang/target_lang.*asks for en→es"):
+        TranslationSession.load(DEMO, CKPT, extra_args=["--source-lang", "en", "--target-lang", "es"])
+
+
+def test_without_recorded_languages_the_training_data_names_the_direction(tmp_path):
+    from argparse import Namespace
+
+    from fairseq_stream.integration.task import check_direction
+
+    (tmp_path / "train.es-en.es.bin").write_bytes(b"")
+    old = Namespace(source_lang=None, target_lang=None, data=str(tmp_path))
+    check_direction(old, "es", "en")
+    with pytest.raises(FairseqStreamError, match="trained for es→en .the file names of its training data"):
+        check_direction(old, "en", "es")
+    check_direction(Namespace(source_lang=None, target_lang=None, data="/no/such/dir"), "en", "es")  # nothing to go by
 
 
 def test_a_checkpoint_of_the_other_direction_is_refused(tmp_path):

@@ -141,6 +141,17 @@ def test_changed_input_files_are_a_different_run(shard_data, tmp_path):
         claim_workdir(str(tmp_path), after, fresh=False)
 
 
+def test_another_gen_subset_is_named_without_claiming_changed_files():
+    # issue 38 item 9: the files of the other split were reported as "input files changed"
+    from fairseq_stream.tools.shard import manifest_difference
+
+    old = {"argv": ["DATA", "--gen-subset", "test"], "inputs": {"d/test.es": [1, 1], "d/dict.es.txt": [2, 2]}}
+    new = {"argv": ["DATA", "--gen-subset", "valid"], "inputs": {"d/valid.es": [3, 3], "d/dict.es.txt": [2, 2]}}
+    assert manifest_difference(old, new) == ["--gen-subset test -> valid"]
+    touched = dict(new, inputs=dict(new["inputs"], **{"d/dict.es.txt": [2, 5]}))
+    assert manifest_difference(old, touched) == ["--gen-subset test -> valid", "input files changed: dict.es.txt"]
+
+
 def test_shard_files_without_a_manifest_are_refused(tmp_path):
     from fairseq_stream.tools.shard import claim_workdir
 

@@ -42,6 +42,13 @@ def test_bench_refuses_bad_arguments_before_loading(argv, needle, capsys):
     assert needle in usage_error(bench.main, argv, capsys)
 
 
+def test_bench_refuses_an_empty_source_file(tmp_path, capsys):
+    # issue 38 item 8: an empty --src used to end in an IndexError at hyps[0] after loading the model
+    empty = tmp_path / "empty.es"
+    empty.write_text("")
+    assert f"--src '{empty}' is empty" in usage_error(bench.main, ["--src", str(empty)], capsys)
+
+
 @pytest.mark.parametrize("argv, needle", [
     (["--limit", "0"], "--limit must be >= 1"),
     (["--repeats", "0"], "--repeats must be >= 1"),

@@ -39,6 +39,11 @@ def test_grid_puts_the_baselines_first_and_sweeps_every_combination():
     (["--beam", "0"], "--beam must be >= 1"),
     (["--src", "/nonexistent.es"], "--src '/nonexistent.es': no such file"),
     (["--path", "/nonexistent.pt"], "--path '/nonexistent.pt': no such file"),
+    # issue 38 item 9: these were refused only after the baselines had decoded
+    (["--deltas", "-1"], "--deltas: each value (as --prune-abs-threshold) must be >= 0 (inf = off), got -1.0"),
+    (["--max-cands", "0"], "--max-cands: each value (as --prune-max-cands-per-node) must be >= 1, got 0"),
+    (["--scales", "nan"], "--scales: each value (as --prune-abs-scale) must be >= 0 and finite, got nan"),
+    (["--max-candidates", "0"], "--max-candidates: each value (as --stream-max-candidates) must be >= 1"),
 ])
 def test_frontier_refuses_bad_arguments_in_one_line(argv, needle, capsys, tmp_path):
     with pytest.raises(SystemExit) as exit_info:

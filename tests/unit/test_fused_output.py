@@ -59,6 +59,47 @@ def test_score_edits_on_candidates_equal_edits_on_full_rows(k):
     assert torch.equal(fused[1][finite], full[1][finite])
 
 
+@pytest.mark.parametrize("penalty", [-1.0, -2.0, -3.0, -8.0])
+@pytest.mark.parametrize("k", [1, 2, 5])
+@pytest.mark.parametrize("normalize", [True, False])
+def test_a_negative_unk_penalty_raises_unk_into_the_window(penalty, k, normalize):
+    # issue 38 item 1: the fused top-k took the k best raw scores, so <unk>, raised by the bonus from
+    # well below them, never entered the window
+    pad, unk, eos = 1, 3, 2
+    procs = [NeverPad(pad), UnkPenalty(unk, penalty), ForceEosAtMaxLen(eos), MinLength(eos, 2)]
+    g = torch.Generator().manual_seed(k)
+    scores = torch.randn(6, 40, generator=g, dtype=torch.float64) * 3
+    ranks = torch.argsort(torch.argsort(-scores, dim=1), dim=1)
+    scores[:, unk] = scores.gather(1, (ranks == 8).nonzero()[:, 1:]).squeeze(1)  # ranked 9th raw
+    scores[0, unk] = scores[0].max() + 1  # in the window already: it must not come twice
+    full = OutputScorer(procs, fused=False, normalized_input=False).top(scores.clone(), k, _ctx(6))
+    scorer = OutputScorer(procs, fused=True, normalized_input=False)
+    assert scorer.fused and scorer.raised == [unk] and scorer.note == f"fused+raised:{unk}"
+    values, tokens, lse = scorer.top(scores.clone(), k, _ctx(6), normalize=normalize)
+    if not normalize:
+        values = values - scorer.normaliser(scores).unsqueeze(1)
+    torch.testing.assert_close(values, full[0], rtol=1e-9, atol=1e-9)
+    finite = torch.isfinite(full[0])
+    assert torch.equal(tokens[finite], full[1][finite])
+    for row in tokens.tolist():
+        assert len(set(row)) == len(row)
+
+
+def test_an_edit_that_does_not_say_what_it_raises_turns_the_fused_layer_off():
+    class Bonus:  # a new edit without a declaration: it might raise any token
+        extra = 0
+
+        def full(self, lprobs, ctx):
+            return lprobs + 1
+
+        def candidates(self, cand, ctx):
+            return cand
+
+    scorer = OutputScorer([NeverPad(1), Bonus()], fused=True, normalized_input=False)
+    assert not scorer.fused and scorer.note == "full:raising-edit"
+    assert OutputScorer([NeverPad(1), UnkPenalty(3, 2.0)], fused=True, normalized_input=False).note is None
+
+
 def test_ensembles_and_ngram_blocking_fall_back_and_say_so(caplog):
     from fairseq_stream.core.processors import NoRepeatNgram
 
