@@ -69,7 +69,7 @@ def stream_capacity(opts: Any, gen_cfg: Any, models: Sequence[Any]) -> int:
     """--stream-capacity as given, else the default of the models' device (core/defaults.py)."""
     if opts.stream_capacity is not None:
         return int(opts.stream_capacity)
-    on_cuda = any(p.is_cuda for m in models for p in list(m.parameters())[:1])
+    on_cuda = any(p.is_cuda for m in models if hasattr(m, "parameters") for p in list(m.parameters())[:1])
     return default_capacity(int(gen_cfg.beam), on_cuda)
 
 
