@@ -98,3 +98,15 @@ def test_an_installed_package_finds_the_demo_files_under_its_prefix(monkeypatch,
     monkeypatch.setattr(demo_files, "_REPO_DIR", str(tmp_path / "site-packages"))  # no checkout around it
     monkeypatch.setattr(demo_files.sys, "prefix", str(tmp_path / "prefix"))
     assert demo_files.find_demo_dir() == str(installed)
+
+
+def test_the_load_meter_counts_other_processes_only():
+    """The machine's busy time less this process's own CPU time, over the wall time."""
+    reads = iter([(1_000, 10_000), (1_000 + 300, 10_400)])  # 300 busy ticks = 3 core-seconds at 100 Hz
+    own = iter([5.0, 6.0])  # of which this process used 1 s
+    clock = iter([0.0, 2.0])
+    meter = runtime.LoadMeter(read=lambda: next(reads), own=lambda: next(own), clock=lambda: next(clock),
+                              ticks_per_second=100).start()
+    assert meter.stop() == pytest.approx(1.0)  # (3 − 1) core-seconds over 2 s: one other core busy
+    missing = runtime.LoadMeter(read=lambda: None, own=lambda: 0.0, ticks_per_second=100).start()
+    assert missing.stop() is None
