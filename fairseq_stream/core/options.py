@@ -154,7 +154,7 @@ class StreamDecodingConfig(FairseqDataclass):
                   "the results), 'cpp', 'triton'; a backend that cannot run falls back to the reference with one "
                   "warning line, and the closing statistics name the backend each operator ran on"},
     )
-    # ---- int8 weights (fairseq_stream.core.quantize) ----
+    # ---- int8 weights (fairseq_stream.ops.quantize) ----
     quantize: str = field(
         default="none",
         metadata={"help": "'int8': decode with int8 weights in every Linear layer (encoder, decoder, output "

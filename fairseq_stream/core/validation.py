@@ -24,7 +24,7 @@ from fairseq_stream.core.quantize import check_choice as check_quantize
 from fairseq_stream.core.registry import SearchEntry, StrategyConfig, get_search, search_names, stream_epsilon
 from fairseq_stream.core.scheduler import SchedulerConfig
 from fairseq_stream.errors import FairseqStreamError
-from fairseq_stream.ib.model import is_ib_model
+from fairseq_stream.core.registry import is_ib_model
 from fairseq_stream.ops.backends import CHOICES as STEP_BACKENDS
 
 

@@ -39,7 +39,7 @@ from fairseq.tasks.translation import TranslationConfig, TranslationTask
 
 from fairseq_stream.integration import interactive_input
 from fairseq_stream.integration.generator import StreamGenerator
-from fairseq_stream.core.engine import build_generator
+from fairseq_stream.integration.engine import build_generator
 from fairseq_stream.errors import FairseqStreamError
 from fairseq_stream.integration.cli import add_dataclass_args, fairseq_cli_name
 from fairseq_stream.integration.input_checks import InputBuffer, UnknownWords, is_blank, raise_or_warn, report_skipped, too_long, undecodable

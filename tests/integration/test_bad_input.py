@@ -260,7 +260,7 @@ def test_ib_beam_at_the_smallest_length_limit_gives_finite_hypotheses(h, c, limi
     """ib-beam emits h·c words a step: a limit that is not a multiple still ends every sentence."""
     from helpers import fake_task, gen_cfg, make_dictionary, sample_for, stream_opts, tiny_ib_model
 
-    from fairseq_stream.core.engine import build_generator
+    from fairseq_stream.integration.engine import build_generator
 
     d = make_dictionary([f"w{i}" for i in range(30)])
     model = tiny_ib_model(d, h=h, c=c)
