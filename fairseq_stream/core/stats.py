@@ -34,6 +34,9 @@ class DecodeStats:
     peak_step_rows: int = 0  # the most hypotheses one decoder call fed (bounded by C when over-subscribed)
     step_backends: Dict[str, List[str]] = field(default_factory=dict)  # fused operator → the backends that ran it
     trace: Optional[List[Dict[str, Any]]] = None  # per-step active batch, when requested
+    # Settings that change what or how the run decodes, set away from their defaults and in
+    # effect ({"quantize": "int8", "input order": "as-given"}): the closing line confirms them.
+    settings: Dict[str, str] = field(default_factory=dict)
     extra: Dict[str, float] = field(default_factory=dict)
 
     def add_step(self, *, sentences: int, rows: int, length: Optional[int] = None,
@@ -77,6 +80,7 @@ class DecodeStats:
         for op, names in other.step_backends.items():
             for name in names:
                 self.note_backend(op, name)
+        self.settings.update(other.settings)
 
     def add_extra(self, name: str, value: float = 1.0) -> None:
         """Add to a strategy's own counter in ``extra`` (summed over a run, like the others)."""
@@ -142,6 +146,8 @@ class DecodeStats:
             line += f", {self.sentences_per_second:.1f} sentences/s"
         if self.step_backends:
             line += ", step operators: " + describe_backends(self.step_backends, sep=", ")
+        if self.settings:
+            line += ", " + ", ".join(f"{name}={value}" for name, value in self.settings.items())
         if self.autoregressive_steps:
             iterations = int(self.extra.get("sentence_iterations") or self.timesteps)
             line += (

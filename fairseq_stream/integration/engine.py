@@ -11,7 +11,7 @@ core, below, knows neither fairseq's generator nor the strategies.
 """
 from __future__ import annotations
 
-from typing import Any, List
+from typing import Any, Dict, List
 
 import torch
 
@@ -21,7 +21,7 @@ from fairseq_stream.core.validation import validate_run
 from fairseq_stream.integration.generator import StreamGenerator
 from fairseq_stream.ops import linear_kernels
 from fairseq_stream.ops.fused_output import OutputScorer
-from fairseq_stream.ops.quantize import prepare_models
+from fairseq_stream.ops.quantize import count_linears, prepare_models
 
 import fairseq_stream.strategies  # noqa: F401,E402  (registers the package's strategies)
 
@@ -52,7 +52,19 @@ def build_generator(name: str, task: Any, models: List[Any], gen_cfg: Any, opts:
                                 stats_path=opts.stream_stats, config=config)
     if entry.capabilities.block_steps:
         generator.model.require_block_steps(f"--search {name}")
+    generator.stats.settings.update(run_settings(models, opts))
     return generator
+
+
+def run_settings(models: List[Any], opts: Any) -> Dict[str, str]:
+    """The settings the closing statistics line confirms: int8 weights where the models carry them
+    (counted in the copies decoded), the input's own order where asked for."""
+    settings = {}
+    if any(count_linears(model)[1] for model in models):
+        settings["quantize"] = "int8"
+    if getattr(opts, "stream_input_order", "sorted") != "sorted":
+        settings["input order"] = str(opts.stream_input_order)
+    return settings
 
 
 def score_dtype(models: List[Any]) -> torch.dtype:

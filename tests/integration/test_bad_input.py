@@ -171,6 +171,7 @@ def hypothesis_ids(stdout: str) -> List[int]:
     return sorted(int(m.group(1)) for m in re.finditer(r"^H-(\d+)\t", stdout, re.M))
 
 
+@pytest.mark.quick_every_case  # every case is a CLI contract; all run in the one fixture above
 @pytest.mark.parametrize("name", CASE_IDS)
 def test_bad_input(results, name):
     paths, table = results
@@ -199,9 +200,11 @@ def test_the_catalogue_lists_every_case(results):
 
 
 def test_the_readme_ddgviz_command_writes_the_png_and_the_html(results):
-    paths, _ = results
+    paths, table = results
     for ext in ("png", "html"):
         assert os.path.getsize(os.path.join(paths.root, f"ddg.{ext}")) > 1000
+    stderr = table["ddgviz-readme-command"][1]["stderr"]
+    assert "DEBUG:" not in stderr, stderr  # matplotlib logs its import at DEBUG (integration/quiet.py)
 
 
 def test_interactive_reports_input_line_numbers(results):
