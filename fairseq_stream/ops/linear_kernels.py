@@ -5,7 +5,7 @@ path by CPU *vendor*: on AMD processors it runs its AVX2 kernels even where the 
 AVX-512, while oneDNN (also inside every x86 wheel: ``torch.backends.mkldnn``) dispatches on
 the instruction set. On this project's AMD EPYC (Zen 5, AVX-512) oneDNN's packed-weight
 product is 2.2-2.5x faster at every shape a decoder step has (5 to 3,500 rows of 256-1,024
-inputs; ``scripts/int8_kernels.py``), and it is what CTranslate2 uses on such CPUs.
+inputs; ``scripts/experiments/int8_kernels.py``), and it is what CTranslate2 uses on such CPUs.
 
 oneDNN's product is also *batch-invariant*: a row's result does not depend on how many rows
 share the call (checked bit for bit at 1-400 rows, 1 and 2 threads), where MKL switches

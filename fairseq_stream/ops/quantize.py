@@ -10,7 +10,7 @@ the matrix product run by fbgemm's int8 kernels (x86). Embeddings and layer norm
 the logits come back as float32, so the fused top-k output layer runs on them unchanged.
 
 Why PyTorch's dynamic quantisation and not ``torchao`` (measured on the demo model's layers,
-1 thread, ``scripts/int8_kernels.py``; README, "Against CTranslate2"): fbgemm's eager int8
+1 thread, ``scripts/experiments/int8_kernels.py``; README, "Against CTranslate2"): fbgemm's eager int8
 Linear beats float32 at the row counts of a decoder step (5-50 hypotheses: about 2x on a
 feed-forward layer, 3-13x on the 6024-word output projection; about even at 320 rows), while
 torchao 0.18's ``Int8DynamicActivationInt8WeightConfig`` runs 10-30x *slower* than float32 in

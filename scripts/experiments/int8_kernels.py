@@ -6,7 +6,7 @@ decoding shapes (rows = hypotheses in a step) in float32, PyTorch's dynamic int8
 (fbgemm, :mod:`fairseq_stream.ops.quantize`) and, when installed, torchao's int8 dynamic-activation
 and weight-only configurations (eager mode). Prints microseconds per call (median of repeats).
 
-    OMP_NUM_THREADS=1 python scripts/int8_kernels.py [--rows 5 50 320] [--calls 100]
+    OMP_NUM_THREADS=1 python scripts/experiments/int8_kernels.py [--rows 5 50 320] [--calls 100]
 """
 from __future__ import annotations
 
@@ -20,7 +20,7 @@ from typing import Any, Callable, Dict, List
 
 import torch
 
-REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+REPO = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 sys.path.insert(0, REPO)
 
 
