@@ -68,7 +68,7 @@ output-layer() {  # Hoang2018 Tables 2-3: the output layer per step, and end to 
     PYTHONPATH=. "$PYTHON" scripts/bench_output_layer.py --threads "$THREADS" --end-to-end 200 | tee "$OUT/output_layer.md"
 }
 
-demo() { PYTHONPATH=. "$PYTHON" -m fairseq_stream.tools.demo | tee "$OUT/demo.md"; }
+demo() { PYTHONPATH=. "$PYTHON" -m fairseq_stream.tools.demo --full | tee "$OUT/demo.md"; }
 
 engine() {  # the GPU engine's proxies, measurable anywhere: host reads and aten ops per decoder step
     bench --limit 100 --repeats 1 --costs --json "$OUT/engine.json" \

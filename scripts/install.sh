@@ -61,7 +61,7 @@ stage "fairseq-stream" "${pip[@]}" --no-build-isolation --no-deps --force-reinst
 # otherwise the first decoding run stops for each in turn (~40 s each on an idle core).
 # From / so that the installed package is built, not a checkout's working tree.
 build_kernels() {  # from / so that the installed package is built, not a checkout's working tree
-    (cd / && "$python" -c 'import sys; from fairseq_stream.ops.extension import prebuild
+    (cd / && "$python" -c 'import sys; from fairseq_stream.ops.kernels import prebuild
 prebuild(write=lambda m: "FAILED" in m and print("\n  " + m, end="", file=sys.stderr))')
 }
 stage "C++ kernels (once per machine)" build_kernels
