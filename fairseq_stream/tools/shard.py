@@ -577,7 +577,9 @@ def merged_score(lines: Sequence[str], generate_args: Sequence[str]) -> Optional
     Each shard prints its own ``Generate ... BLEU4 = ...`` over its sentences; this is the line
     one process would print: every sentence's ``T-`` line against its first ``D-`` line (the
     strings fairseq-generate scores), through fairseq's own scorer (``--scoring bleu``, the
-    default, or ``sacrebleu``). None without targets or under another ``--scoring``.
+    default, or ``sacrebleu``). None without targets, under another ``--scoring``, or where
+    fairseq scores token ids that the printed lines do not show (``--tokenizer``/``--bpe``
+    without ``--remove-bpe``).
     """
     refs: Dict[int, str] = {}
     hyps: Dict[int, str] = {}
@@ -590,6 +592,9 @@ def merged_score(lines: Sequence[str], generate_args: Sequence[str]) -> Optional
     scoring = _option_value(generate_args, "--scoring") or "bleu"
     if not refs or set(refs) != set(hyps) or scoring not in ("bleu", "sacrebleu"):
         return None
+    given = lambda *flags: any(a.split("=", 1)[0] in flags for a in generate_args)  # noqa: E731
+    if scoring == "bleu" and not given("--remove-bpe", "--post-process") and given("--tokenizer", "--bpe"):
+        return None  # fairseq scores the token ids then, which the detokenised lines no longer show
     from fairseq.scoring import bleu
 
     if scoring == "sacrebleu":

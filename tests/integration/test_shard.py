@@ -341,6 +341,8 @@ def test_the_merged_score_is_fairseqs_scorer_over_every_sentence():
     assert merged_score(unk, ["data"]).split(", ")[1].startswith("75.0/")  # fairseq never matches <unk>
     assert merged_score(lines, ["data", "--scoring", "chrf"]) is None  # another scorer: no line of ours
     assert merged_score(["S-0\tx\n", "D-0\t0\ty\n"], ["data"]) is None  # no targets
+    assert merged_score(lines, ["data", "--bpe", "subword_nmt"]) is None  # fairseq would score token ids
+    assert merged_score(lines, ["data", "--bpe", "subword_nmt", "--remove-bpe"]) is not None
 
 
 @pytest.mark.slow  # two fairseq-generate processes and one single-process run
