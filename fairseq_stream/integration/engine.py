@@ -59,10 +59,10 @@ def build_generator(name: str, task: Any, models: List[Any], gen_cfg: Any, opts:
 def run_settings(models: List[Any], opts: Any) -> Dict[str, str]:
     """The settings the closing statistics line confirms: int8 weights where the models carry them
     (counted in the copies decoded), the input's own order where asked for."""
-    settings = {}
+    settings: Dict[str, str] = {}
     if any(count_linears(model)[1] for model in models):
         settings["quantize"] = "int8"
-    if getattr(opts, "stream_input_order", "sorted") != "sorted":
+    if opts.stream_input_order != "sorted":
         settings["input order"] = str(opts.stream_input_order)
     return settings
 
