@@ -42,3 +42,20 @@ def test_the_demo_runs_its_default_rows_with_progress_and_a_table():
     progress = [line for line in proc.stderr.splitlines() if line.startswith("[")]
     assert [line.split("]")[0] for line in progress] == [f"[{i}/{len(rows)}" for i in range(1, len(rows) + 1)]
     assert proc.stderr.count("put back") <= 1  # said once a run, not once a pass
+
+
+def test_the_demo_applies_the_command_line_thread_rule_before_it_measures(monkeypatch, capsys):
+    """The CLIs drop to the idle cores' worth of torch threads on a busy CPU; the demo measured with all of them."""
+    from fairseq_stream.integration import runtime
+
+    calls = []
+    monkeypatch.setattr(runtime, "avoid_oversubscription", lambda on_cpu: calls.append(("threads", on_cpu)))
+
+    def benchmark(*args, **kwargs):
+        calls.append(("benchmark", len(args[3])))
+        return []
+
+    monkeypatch.setattr(demo, "run_benchmark", benchmark)
+    monkeypatch.setattr(demo, "format_table", lambda rows: "")
+    demo.main(["--limit", "2", "--examples", "1"])
+    assert calls == [("threads", True), ("benchmark", len(demo.QUICK_RUNS))]
