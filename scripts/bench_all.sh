@@ -31,7 +31,7 @@ var() {  # Yang2020 Tables 4-7 on the demo model: k = 5 and k = 50, 500 sentence
         --run beam:beam=50,label=fairseq-beam --run fixed-ours:beam=50,stream_capacity=16 \
         --run var-batch:beam=50,stream_capacity=16 --run var-stream:beam=50,stream_capacity=16 \
         --run var-fifo:beam=50,stream_capacity=16 --run beam:beam=1,label=fairseq-greedy | tee "$OUT/k50.md"
-    "$PYTHON" scripts/step_cost.py "$OUT"/traces_k5/*.json "$OUT"/traces_k50/*.json | tee "$OUT/step_cost.md"
+    "$PYTHON" scripts/experiments/step_cost.py "$OUT"/traces_k5/*.json "$OUT"/traces_k50/*.json | tee "$OUT/step_cost.md"
 }
 
 zsweep() {  # --beam-final-count at k = 50 (the App. A.1 rule ends a sentence after Z finals)
@@ -68,7 +68,7 @@ output-layer() {  # Hoang2018 Tables 2-3: the output layer per step, and end to 
     PYTHONPATH=. "$PYTHON" scripts/bench_output_layer.py --threads "$THREADS" --end-to-end 200 | tee "$OUT/output_layer.md"
 }
 
-demo() { PYTHONPATH=. "$PYTHON" -m fairseq_stream.tools.demo | tee "$OUT/demo.md"; }
+demo() { PYTHONPATH=. "$PYTHON" -m fairseq_stream.tools.demo --full | tee "$OUT/demo.md"; }
 
 engine() {  # the GPU engine's proxies, measurable anywhere: host reads and aten ops per decoder step
     bench --limit 100 --repeats 1 --costs --json "$OUT/engine.json" \

@@ -97,7 +97,7 @@ def prepare(corpus: Path, work: Path, bpe_merges: int) -> None:
 
 def train(work: Path, hours: float, max_update: int = 0, save_every: int = 0) -> None:
     """``save_every`` > 0 keeps a checkpoint every that many updates (the early checkpoints
-    of ``scripts/var_width_quality.py``); ``max_update`` > 0 stops there."""
+    of ``scripts/experiments/var_width_quality.py``); ``max_update`` > 0 stops there."""
     keep = ["--save-interval-updates", str(save_every), "--keep-interval-updates", "-1"] if save_every else \
         ["--save-interval-updates", "500", "--keep-interval-updates", "1"]
     subprocess.run(
@@ -150,7 +150,7 @@ def main() -> None:
     parser.add_argument("--train-hours", type=float, default=None, help="wall-clock budget of training (default 1)")
     parser.add_argument("--max-update", type=int, default=0, help="stop after this many updates (0: --train-hours)")
     parser.add_argument("--save-every", type=int, default=0,
-                        help="keep a checkpoint every N updates (early checkpoints for scripts/var_width_quality.py)")
+                        help="keep a checkpoint every N updates (early checkpoints for scripts/experiments/var_width_quality.py)")
     args = parser.parse_args()
     if args.train_hours is not None and args.max_update:
         parser.error("--train-hours and --max-update exclude each other: a run with --max-update has no time limit")

@@ -10,13 +10,27 @@
 # in a venv made with --system-site-packages): neither the torch pin nor the triton pin is applied
 # then, since either would replace it (or its matching triton) with this project's CPU pins.
 set -euo pipefail
+# One line per stage on stderr, with its time (pip itself stays quiet: -q), so a slow stage
+# shows where it is: "install: [3/7] fairseq-fixed 0.12.3.1 (built from source) ... 95 s".
+stages=7 stage_no=0 install_start=$SECONDS
+stage() {  # stage "what" command...: runs the command, then prints its line
+    local what=$1 start=$SECONDS
+    shift
+    stage_no=$((stage_no + 1))
+    printf 'install: [%d/%d] %s ...' "$stage_no" "$stages" "$what" >&2
+    "$@"
+    printf ' %d s\n' "$((SECONDS - start))" >&2
+}
 repo="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 venv="${FAIRSEQ_STREAM_VENV:-$repo/.venv}"
 python="${PYTHON:-python3}"
 
 if [ "$venv" != "none" ]; then
-    [ -x "$venv/bin/python" ] || "$python" -m venv "$venv"
+    [ -x "$venv/bin/python" ] && stage "virtual environment $venv (exists)" true \
+        || stage "virtual environment $venv" "$python" -m venv "$venv"
     python="$venv/bin/python"
+else
+    stage "no virtual environment: $python" true
 fi
 pip=("$python" -m pip install --disable-pip-version-check -q)
 
@@ -27,14 +41,28 @@ if [ "${FAIRSEQ_STREAM_KEEP_TORCH:-0}" = 1 ] && "$python" -c "import torch" 2>/d
     torch_pin=()
     if "$python" -c "import triton" 2>/dev/null; then triton_pin=(); fi
 fi
-"${pip[@]}" "${torch_pin[@]}" cython==3.3.1 numpy==2.4.6 setuptools==84.2.1 wheel==0.48.0
-"$python" -c "import fairseq" 2>/dev/null || "${pip[@]}" --no-build-isolation fairseq-fixed==0.12.3.1
-"${pip[@]}" sacremoses==0.2.0 subword-nmt==0.3.8 sacrebleu==2.6.0 ninja==1.13.2 pytest==9.2.0 hypothesis==6.170.15 matplotlib==3.10.8
+stage "torch${torch_pin[*]+ ${torch_pin[*]#torch==}} and build tools" \
+    "${pip[@]}" ${torch_pin[@]+"${torch_pin[@]}"} cython==3.3.1 numpy==2.4.6 setuptools==84.2.1 wheel==0.48.0
+if "$python" -c "import fairseq" 2>/dev/null; then
+    stage "fairseq (installed)" true
+else
+    stage "fairseq-fixed 0.12.3.1 (built from source)" "${pip[@]}" --no-build-isolation fairseq-fixed==0.12.3.1
+fi
+stage "text tools, pytest, matplotlib" "${pip[@]}" sacremoses==0.2.0 subword-nmt==0.3.8 sacrebleu==2.6.0 ninja==1.13.2 \
+    pytest==9.2.0 hypothesis==6.170.15 matplotlib==3.10.8
 # Triton: the GPU output-layer kernels; on a CPU only its interpreter runs them (the tests).
-[ ${#triton_pin[@]} -eq 0 ] || "${pip[@]}" "${triton_pin[@]}"
+if [ ${#triton_pin[@]} -eq 0 ]; then stage "triton (kept)" true; else stage "triton" "${pip[@]}" "${triton_pin[@]}"; fi
 # A regular (not editable) install: fairseq finds --user-dir fairseq_stream in site-packages
 # from any directory. --no-deps: everything it needs is installed above. setuptools builds in
 # build/ and would ship modules left there by an older layout: start from an empty one.
 rm -rf "$repo/build"
-"${pip[@]}" --no-build-isolation --no-deps --force-reinstall "$repo"
-echo "fairseq-stream installed in $("$python" -c 'import sys; print(sys.prefix)')" >&2
+stage "fairseq-stream" "${pip[@]}" --no-build-isolation --no-deps --force-reinstall "$repo"
+# The C++ kernels (ops/csrc), built once per machine into ~/.cache/fairseq_stream, in parallel:
+# otherwise the first decoding run stops for each in turn (~40 s each on an idle core).
+# From / so that the installed package is built, not a checkout's working tree.
+build_kernels() {  # from / so that the installed package is built, not a checkout's working tree
+    (cd / && "$python" -c 'import sys; from fairseq_stream.ops.kernels import prebuild
+prebuild(write=lambda m: "FAILED" in m and print("\n  " + m, end="", file=sys.stderr))')
+}
+stage "C++ kernels (once per machine)" build_kernels
+echo "install: fairseq-stream installed in $("$python" -c 'import sys; print(sys.prefix)') in $((SECONDS - install_start)) s" >&2

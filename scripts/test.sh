@@ -1,19 +1,28 @@
 #!/usr/bin/env bash
-# Install (see scripts/install.sh), then run the tests. By default the fast tier (pytest -m "not slow");
-# --all, or FAIRSEQ_STREAM_TEST_ALL=1, runs every test, as CI does. Other arguments go to pytest.
+# Install (see scripts/install.sh), then run the tests, one tier of three:
+#   (default) or --quick: the quick tier (pytest -m quick): the fast tier with a parametrized test's
+#             first case only: one case of every exactness test and every CLI contract;
+#   --fast:   the fast tier (pytest -m "not slow"): every case, no model training, no whole scripts;
+#   --all:    every test, as CI does (.ci/run); FAIRSEQ_STREAM_TEST_ALL=1 does the same.
+# Their times: README.md ("Tests"). Other arguments go to pytest; a -m of the caller's comes after the tier's and wins.
 set -euo pipefail
 repo="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
-tier=(-m "not slow")
+tier=(-m quick) name="quick tier (-m quick; --fast, --all for more)"
 args=()
 for arg in "$@"; do
-  if [ "$arg" = "--all" ]; then tier=(); else args+=("$arg"); fi
+  case "$arg" in
+    --quick) tier=(-m quick) name="quick tier (-m quick)" ;;
+    --fast) tier=(-m "not slow") name="fast tier (-m \"not slow\")" ;;
+    --all) tier=() name="every test" ;;
+    *) args+=("$arg") ;;
+  esac
 done
-[ "${FAIRSEQ_STREAM_TEST_ALL:-0}" = "1" ] && tier=()
+[ "${FAIRSEQ_STREAM_TEST_ALL:-0}" = "1" ] && tier=() name="every test"
 bash "$repo/scripts/install.sh"
 venv="${FAIRSEQ_STREAM_VENV:-$repo/.venv}"
 python="$venv/bin/python"
 [ "$venv" = "none" ] && python="${PYTHON:-python3}"
 cd "$repo"
+echo "test.sh: $name" >&2
 # pytest exits with 5 when it collects no tests; set -e turns that into a failure too.
-# A -m of the caller's comes after the tier's and wins.
 exec "$python" -m pytest tests -q ${tier[@]+"${tier[@]}"} ${args[@]+"${args[@]}"}

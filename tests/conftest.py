@@ -16,8 +16,10 @@ sys.path.insert(0, REPO)  # test the working tree, not an installed copy
 logging.getLogger("fairseq").setLevel(logging.WARNING)
 
 
+@pytest.hookimpl(tryfirst=True)  # before -m deselects: "quick" is added here
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
-    """Tests marked ``gpu`` are skipped where torch sees no CUDA device."""
+    """Tests marked ``gpu`` are skipped where torch sees no CUDA device; the quick tier is marked."""
+    mark_quick_tier(items)
     import torch
 
     if torch.cuda.is_available():
@@ -26,6 +28,25 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
     for item in items:
         if item.get_closest_marker("gpu"):
             item.add_marker(skip)
+
+
+def mark_quick_tier(items: list[pytest.Item]) -> None:
+    """Mark the quick tier (``bash scripts/test.sh``: ``-m quick``): every test of the fast tier, but of
+    a parametrized test only its first case, since the others repeat its contract with other settings.
+
+    ``@pytest.mark.quick_every_case`` keeps every case (each is a contract of its own, or all run
+    in one shared fixture anyway); ``@pytest.mark.not_quick`` leaves a test out (its contract has a
+    cheaper test in the quick tier). ``slow`` tests are never quick.
+    """
+    seen: set = set()
+    for item in items:
+        function = item.nodeid.split("[", 1)[0]
+        first = function not in seen
+        seen.add(function)
+        if item.get_closest_marker("slow") or item.get_closest_marker("not_quick"):
+            continue
+        if first or item.get_closest_marker("quick_every_case"):
+            item.add_marker(pytest.mark.quick)
 
 
 def read_lines(path: str, limit: int | None = None) -> list[str]:

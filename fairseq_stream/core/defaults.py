@@ -11,10 +11,8 @@ DEFAULT_ABS_THRESHOLD = 1.5
 DEFAULT_ABS_SCALE = None
 #: M, the maximum candidates per node of Yang2020 §4.1 (Freitag2017's mc).
 DEFAULT_MAX_CANDS_PER_NODE = 5
-#: What δ is measured from. Yang2020 measures from the best candidate or finished hypothesis by
-#: log-probability ("final"); on weak models that loses up to 1.6 BLEU, so the default compares
-#: length-normalised scores ("normalized"). See docs/reproduction.md for the paper's rule.
-DEFAULT_REFERENCE = "normalized"
+#: What δ is measured from ("normalized"): defined with the pruning primitives (ops/pruning.py).
+from fairseq_stream.ops.pruning import DEFAULT_REFERENCE  # noqa: E402,F401
 #: The finalisation rule of the beams: Yang2020 App. A.1 ("ours"); "fairseq" and "shrink"
 #: (Freitag2017's baseline) are the others (--beam-finalize).
 DEFAULT_FINALIZE = "ours"

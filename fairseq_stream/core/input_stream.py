@@ -17,7 +17,7 @@ from __future__ import annotations
 
 from collections import deque
 from dataclasses import dataclass, field
-from typing import Any, Callable, Deque, Dict, List, Optional, Tuple
+from typing import Any, Callable, Deque, Dict, List, Optional, Protocol, Tuple
 
 import torch
 import torch.nn.functional as F
@@ -27,7 +27,21 @@ from torch import Tensor
 from fairseq_stream.core.encoder_slots import SLOT_MODULUS
 from fairseq_stream.errors import FairseqStreamError
 from fairseq_stream.core.interface import Hypothesis
-from fairseq_stream.integration.lookahead import Batch, Lookahead
+
+Batch = Dict[str, Any]  # a collated fairseq sample
+
+
+class Lookahead(Protocol):
+    """What the stream needs of fairseq's iterator read ahead (``integration/lookahead.Lookahead``
+    implements it; declared here so that core imports nothing of the fairseq glue above it)."""
+
+    def peek(self, ticket: int) -> Optional[Batch]:
+        """Batch ``ticket`` (0-based) if not handed to fairseq's loop yet; None past the end."""
+        ...
+
+    def ticket_of(self, sample: Batch) -> Optional[int]:
+        """The ticket of the batch handed out last, if ``sample`` is it."""
+        ...
 
 
 @dataclass(eq=False)

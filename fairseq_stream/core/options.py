@@ -162,7 +162,7 @@ class StreamDecodingConfig(FairseqDataclass):
                   "'graph' (the static step captured once per bucket as a CUDA graph and replayed; CUDA only), "
                   "'auto' (graph on CUDA, eager on a CPU); the closing statistics count the steps of each kind"},
     )
-    # ---- int8 weights (fairseq_stream.core.quantize) ----
+    # ---- int8 weights (fairseq_stream.ops.quantize) ----
     quantize: str = field(
         default="none",
         metadata={"help": "'int8': decode with int8 weights in every Linear layer (encoder, decoder, output "

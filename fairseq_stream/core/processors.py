@@ -24,38 +24,14 @@ the batch), so a sentence's output does not depend on which sentences share its 
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass
-from typing import Any, List, Optional
+from typing import Any, List
 
 import torch
 from torch import Tensor
 
-
-@dataclass
-class RowContext:
-    steps: Tensor  # (R,) tokens generated so far by each row (fairseq's ``step``)
-    max_len: Tensor  # (R,) maximum generated tokens before EOS is forced
-    history: Optional[Any] = None  # (R, 1 + steps) fed tokens, BOS first (n-gram blocking)
-    may_reach_max: bool = True  # host: False when no row can be at its maximum length yet
-    min_steps: int = 0  # host: a lower bound of ``steps`` (edits that cannot apply are skipped)
-
-
-@dataclass
-class Candidates:
-    """A row's best candidates: scores ``(R, c)`` with token ids, plus the row's raw scores.
-
-    ``scores`` are log-probabilities when ``lse`` is given (``scores = logit − lse``) and raw
-    logits otherwise (ranking is the same); ``logits`` (R, V) lets an edit read any token.
-    """
-
-    scores: Tensor
-    tokens: Tensor
-    logits: Tensor
-    lse: Optional[Tensor]
-
-    def score_of(self, token: int, rows: Tensor) -> Tensor:
-        value = self.logits[rows, token]
-        return value - self.lse[rows] if self.lse is not None else value
+# The declarations an edit works on live in ops (the fused output layer applies the edits);
+# imported here under their old names.
+from fairseq_stream.ops.score_edits import Candidates, RowContext, apply_full  # noqa: F401
 
 
 class NeverPad:
@@ -200,10 +176,3 @@ def max_lengths(src_lengths: Tensor, gen_cfg: Any, max_positions: int) -> Tensor
     """Per-sentence maximum target length ``min(a·|x| + b, max_positions − 1)`` (fairseq's rule)."""
     limit = (float(gen_cfg.max_len_a) * src_lengths.double() + float(gen_cfg.max_len_b)).long()
     return limit.clamp(max=max_positions - 1)
-
-
-def apply_full(procs: List[Any], lprobs: Tensor, ctx: RowContext) -> Tensor:
-    for proc in procs:
-        lprobs = proc.full(lprobs, ctx)
-    return lprobs
-

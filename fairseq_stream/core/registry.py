@@ -1,7 +1,7 @@
 """The ``--search`` registry: every decoding strategy of the package under one name.
 
 A strategy registers its class, its configuration dataclass and its :class:`Capabilities`;
-:func:`fairseq_stream.core.engine.build_generator` turns them into an object with fairseq's
+:func:`fairseq_stream.integration.engine.build_generator` turns them into an object with fairseq's
 generator interface (``generate(models, sample, **kwargs)``). ``beam`` is fairseq's own
 ``SequenceGenerator``, the baseline every other strategy is measured against. This module
 sits below the strategies and the engine: it imports neither.
@@ -29,6 +29,22 @@ class Capabilities:
     block_steps: bool = False  # feeds several tokens per row in one step (transformer decoders only)
     selection: str = "min-length"  # which groups step together: "min-length" (VAR-STREAM) or "all"
     reads: FrozenSet[str] = frozenset()  # the strategy-specific options it reads (others are refused)
+
+
+#: A model's decoder class names its family (what ``Capabilities.models`` matches) with this class
+#: attribute; ``"standard"`` where it has none. A capability the model declares, so that the
+#: validation in core needs no import of a model class (``ib/model.py`` sets ``"ib"``).
+MODEL_FAMILY = "stream_model_family"
+
+
+def model_family(model: Any) -> str:
+    """``"ib"`` for an IBDecoder-family model, ``"standard"`` for every other."""
+    family = getattr(type(getattr(model, "decoder", None)), MODEL_FAMILY, "standard")
+    return family if isinstance(family, str) else "standard"
+
+
+def is_ib_model(model: Any) -> bool:
+    return model_family(model) == "ib"
 
 
 class StrategyConfig(Protocol):

@@ -37,6 +37,9 @@ class DecodeStats:
     # (ops/static_step.StepModeStats.as_dict)
     step_mode: Dict[str, Any] = field(default_factory=dict)
     trace: Optional[List[Dict[str, Any]]] = None  # per-step active batch, when requested
+    # Settings that change what or how the run decodes, set away from their defaults and in
+    # effect ({"quantize": "int8", "input order": "as-given"}): the closing line confirms them.
+    settings: Dict[str, str] = field(default_factory=dict)
     extra: Dict[str, float] = field(default_factory=dict)
 
     def add_step(self, *, sentences: int, rows: int, length: Optional[int] = None,
@@ -85,6 +88,7 @@ class DecodeStats:
                 self.step_mode[key] = self.step_mode.get(key, 0) + value
             elif key not in self.step_mode:
                 self.step_mode[key] = value
+        self.settings.update(other.settings)
 
     def add_extra(self, name: str, value: float = 1.0) -> None:
         """Add to a strategy's own counter in ``extra`` (summed over a run, like the others)."""
@@ -152,6 +156,8 @@ class DecodeStats:
             line += ", step operators: " + describe_backends(self.step_backends, sep=", ")
         if self.step_mode and (self.step_mode.get("mode") != "eager" or self.step_mode.get("fallbacks")):
             line += ", " + describe_step_mode(self.step_mode)
+        if self.settings:
+            line += ", " + ", ".join(f"{name}={value}" for name, value in self.settings.items())
         if self.autoregressive_steps:
             iterations = int(self.extra.get("sentence_iterations") or self.timesteps)
             line += (

@@ -1,6 +1,6 @@
 """The one validation of a decoding run: every option and combination, one line per refusal.
 
-:func:`validate_run` is called by :func:`fairseq_stream.core.engine.build_generator` (so by
+:func:`validate_run` is called by :func:`fairseq_stream.integration.engine.build_generator` (so by
 fairseq-generate, fairseq-interactive, the Python session and the benchmark harness alike). It
 checks, in this order: the decoding options alone (:func:`check_options`, also called by the
 task before any data is loaded), fairseq's generation options (:func:`check_generation`), what
@@ -25,7 +25,7 @@ from fairseq_stream.core.registry import SearchEntry, StrategyConfig, get_search
 from fairseq_stream.core.scheduler import SchedulerConfig
 from fairseq_stream.errors import FairseqStreamError
 from fairseq_stream.ops.static_step import STEP_MODES
-from fairseq_stream.ib.model import is_ib_model
+from fairseq_stream.core.registry import is_ib_model
 from fairseq_stream.ops.backends import CHOICES as STEP_BACKENDS
 
 

@@ -21,6 +21,7 @@ from torch import Tensor, nn
 from fairseq.models import register_model, register_model_architecture
 from fairseq.models.transformer import TransformerDecoderBase, TransformerModel, base_architecture
 
+from fairseq_stream.core import registry
 from fairseq_stream.ib import order as ib_order
 from fairseq_stream.errors import FairseqStreamError
 
@@ -70,6 +71,7 @@ class IBSpec:
 class TransformerIBDecoder(TransformerDecoderBase):
     """A fairseq transformer decoder fed in the IBDecoder family's order (see module doc)."""
 
+    stream_model_family = "ib"  # registry.MODEL_FAMILY: what --search ib-beam decodes (core/validation.py)
     ib: IBSpec
     direction_embed: Optional[nn.Embedding]
 
@@ -157,8 +159,7 @@ class TransformerIBDecoder(TransformerDecoderBase):
         return x, {"attn": [attn], "inner_states": inner_states}
 
 
-def is_ib_model(model: Any) -> bool:
-    return isinstance(getattr(model, "decoder", None), TransformerIBDecoder)
+is_ib_model = registry.is_ib_model  # the old name: the decoder's class declares the family (below)
 
 
 @register_model("transformer_ib")

@@ -12,11 +12,11 @@ from __future__ import annotations
 
 import weakref
 from collections import deque
-from typing import Any, Callable, Deque, Dict, Optional, Tuple
+from typing import Any, Callable, Deque, Optional, Tuple
 
 from fairseq.data.iterators import CountingIterator
 
-Batch = Dict[str, Any]  # a collated fairseq sample
+from fairseq_stream.core.input_stream import Batch  # noqa: F401  (a collated fairseq sample)
 
 
 def same_batch(a: Batch, b: Batch) -> bool:

@@ -50,3 +50,5 @@ def silence_known_noise() -> None:
         if _FILTER not in logger.filters:
             logger.addFilter(_FILTER)
     logging.getLogger("hydra").setLevel(logging.WARNING)  # its DEBUG lines while composing fairseq's config
+    # matplotlib logs DEBUG lines as it is imported (ddgviz's picture): its data path, CONFIGDIR, ...
+    logging.getLogger("matplotlib").setLevel(logging.WARNING)

@@ -95,6 +95,42 @@ def busy_cores(interval: float = 0.25, read: Callable[[], Optional[Tuple[int, in
     return share * (os.cpu_count() or 1)
 
 
+def _own_cpu_seconds() -> float:
+    """CPU seconds of this process and of the children it has waited for (the C++ kernels' compiler)."""
+    t = os.times()
+    return t.user + t.system + t.children_user + t.children_system
+
+
+class LoadMeter:
+    """Cores that *other* processes kept busy while this one worked, on average over a stretch.
+
+    :func:`busy_cores` looks once, for a quarter second; a benchmark's timings need the load
+    during the whole measurement: the machine's busy time (``/proc/stat``) less this process's
+    own CPU time, over the wall time. ``stop()`` gives None where ``/proc/stat`` is missing.
+    """
+
+    def __init__(self, read: Callable[[], Optional[Tuple[int, int]]] = _cpu_times,
+                 own: Callable[[], float] = _own_cpu_seconds, clock: Callable[[], float] = time.perf_counter,
+                 ticks_per_second: Optional[float] = None) -> None:
+        self.read, self.own, self.clock = read, own, clock
+        self.hz = ticks_per_second or float(os.sysconf("SC_CLK_TCK") if hasattr(os, "sysconf") else 100)
+        self.start_at: Optional[Tuple[Optional[Tuple[int, int]], float, float]] = None
+
+    def start(self) -> "LoadMeter":
+        self.start_at = (self.read(), self.own(), self.clock())
+        return self
+
+    def stop(self) -> Optional[float]:
+        if self.start_at is None:
+            raise RuntimeError("LoadMeter.stop() before start()")
+        (first, own0, t0), second = self.start_at, self.read()
+        wall = self.clock() - t0
+        if first is None or second is None or wall <= 0:
+            return None
+        machine = (second[0] - first[0]) / self.hz  # busy core-seconds of every process
+        return max(machine - (self.own() - own0), 0.0) / wall
+
+
 _threads_checked = False
 
 

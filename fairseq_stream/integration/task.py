@@ -39,7 +39,7 @@ from fairseq.tasks.translation import TranslationConfig, TranslationTask
 
 from fairseq_stream.integration import interactive_input
 from fairseq_stream.integration.generator import StreamGenerator
-from fairseq_stream.core.engine import build_generator
+from fairseq_stream.integration.engine import build_generator
 from fairseq_stream.errors import FairseqStreamError
 from fairseq_stream.integration.cli import add_dataclass_args, fairseq_cli_name
 from fairseq_stream.integration.input_checks import InputBuffer, UnknownWords, is_blank, raise_or_warn, report_skipped, too_long, undecodable
@@ -47,7 +47,6 @@ from fairseq_stream.integration.lookahead import read_ahead
 from fairseq_stream.integration.run_context import RunContext
 from fairseq_stream.core.options import StreamDecodingConfig
 from fairseq_stream.core.validation import check_options, stream_capacity
-from fairseq_stream.tools.text import with_typographic_quotes
 from fairseq_stream.integration.runtime import SentenceProgress, avoid_oversubscription, wants_progress, warn_about_resources
 
 logger = logging.getLogger(__name__)
@@ -58,6 +57,9 @@ def _generation_cli() -> bool:
     return fairseq_cli_name() in ("generate", "interactive")
 
 
+_said_put_back = False
+
+
 def restore_dropped_batches(batches: List[np.ndarray], indices: np.ndarray) -> List[np.ndarray]:
     """Append, as one last batch, the indices that ``batch_by_size`` left out (keeping order)."""
     kept = sum(len(b) for b in batches)
@@ -65,7 +67,10 @@ def restore_dropped_batches(batches: List[np.ndarray], indices: np.ndarray) -> L
         return batches
     seen = np.concatenate(batches) if batches else np.empty(0, dtype=np.int64)
     missing = np.asarray(indices)[~np.isin(indices, seen)]
-    logger.info("put back %d sentence(s) that fairseq's batch_by_size dropped", len(missing))
+    global _said_put_back
+    if not _said_put_back:  # once a run: a benchmark builds its batches once a pass
+        _said_put_back = True
+        logger.info("put back %d sentence(s) that fairseq's batch_by_size dropped", len(missing))
     return list(batches) + [missing.astype(np.int64)]
 
 
@@ -224,7 +229,10 @@ class TranslationStreamTask(TranslationTask):
         return tokens, lengths
 
     def build_tokenizer(self, args: Any) -> Any:
-        # fairseq's Moses decoding leaves typographic quotes spaced out ("light. ”").
+        # fairseq's Moses decoding leaves typographic quotes spaced out ("light. ”"). Imported
+        # here: a module-level import made `python -m fairseq_stream.tools.text` warn (runpy).
+        from fairseq_stream.tools.text import with_typographic_quotes
+
         return with_typographic_quotes(super().build_tokenizer(args))
 
     def build_bpe(self, args: Any) -> Any:

@@ -33,7 +33,7 @@ import torch
 from torch import Tensor
 
 from fairseq_stream.ops import backends, packets
-from fairseq_stream.strategies.beam_rules import (
+from fairseq_stream.ops.pruning import (
     AbsoluteThreshold, RelativeLocalThreshold, RelativeThreshold, SurprisalScaledThreshold,
 )
 

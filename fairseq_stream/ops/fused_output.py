@@ -42,7 +42,7 @@ from torch import Tensor
 from fairseq_stream.errors import FairseqStreamError
 from fairseq_stream.ops import extension
 from fairseq_stream.ops.extension import compiler_version, cpu_features, kernel_cache_key  # noqa: F401
-from fairseq_stream.core.processors import Candidates, RowContext, apply_full
+from fairseq_stream.ops.score_edits import Candidates, RowContext, apply_full
 
 _log_once = extension.log_once
 _warned = extension._warned  # messages logged once (tests clear it)

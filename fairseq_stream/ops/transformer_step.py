@@ -29,8 +29,8 @@ import torch.nn.functional as F
 from torch import Tensor
 
 from fairseq_stream.errors import FairseqStreamError
-from fairseq_stream.core.linear_kernels import OneDnnLinear
-from fairseq_stream.core.quantize import is_quantized_linear, stacked_linear, weight_key
+from fairseq_stream.ops.linear_kernels import OneDnnLinear
+from fairseq_stream.ops.quantize import is_quantized_linear, stacked_linear, weight_key
 from fairseq_stream.ops import decode_attention
 from fairseq_stream.ops.static_step import Lease, StaticCachePool, StepGraphs, _next_pow2, length_bucket, row_bucket
 

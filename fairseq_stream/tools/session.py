@@ -25,7 +25,7 @@ from fairseq_stream.errors import FairseqStreamError
 from fairseq_stream.integration.input_checks import is_blank
 from fairseq_stream.integration.lookahead import Lookahead
 from fairseq_stream.integration.run_context import RunContext
-from fairseq_stream.core.engine import build_generator
+from fairseq_stream.integration.engine import build_generator
 from fairseq_stream.core.stats import DecodeStats
 from fairseq_stream.tools.text import BpeCodes, detokenize, tokenize
 

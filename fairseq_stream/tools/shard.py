@@ -15,7 +15,15 @@ it runs with ``--cpu`` and ``OMP_NUM_THREADS = cores / N``. The command then pri
 S-/T-/H-/D-/P- lines of every sentence once, in id order (the ids of the whole input), after
 checking that no id is missing or repeated; each process's log lines go to stderr.
 
-The shards write into ``--workdir`` (a new temporary folder by default): ``shardI.out``
+Without ``--batch-size`` or ``--max-tokens`` the shards read batches of ⌈n / N⌉ sentences
+(under fairseq-generate's default token budget), so the sentences are dealt evenly (10 over 2:
+5 and 5; fairseq's default cut 10 short sentences 8 + 2); batch options of the user's are
+kept. After the sentence lines comes fairseq-generate's score line for the whole input
+(``Generate test with beam=5: BLEU4 = ...``, the T- lines against the D- lines through
+fairseq's own scorer), as one process would print it; each shard's own line goes to stderr.
+
+The shards write into ``--workdir`` (a new temporary folder by default, removed after a run
+that succeeded; a failed run keeps it for the resume command it prints): ``shardI.out``
 once process I finished, ``shardI.log`` (its command and stderr) and ``shardI.pid`` while it
 runs, and ``manifest.json``: the arguments and the sizes and modification times of the input
 files (the split, the dictionaries, the checkpoints). A workdir made by another run (other
@@ -50,13 +58,14 @@ import json
 import os
 import re
 import shlex
+import shutil
 import signal
 import subprocess
 import sys
 import tempfile
 import time
 from dataclasses import dataclass
-from typing import Callable, Dict, List, Optional, Sequence
+from typing import Any, Callable, Dict, List, Optional, Sequence
 
 import numpy as np
 
@@ -329,12 +338,8 @@ def claim_workdir(workdir: str, manifest: Dict[str, object], fresh: bool) -> Non
 
 
 # ---- no empty shard: as many processes as batches at most ---------------------------------
-def count_batches(generate_args: Sequence[str]) -> Optional[int]:
-    """The batches fairseq-generate cuts the split into (None when it cannot be told up front).
-
-    The same sizes, order (target then source length) and ``batch_by_size`` as the task, the
-    dropped tail put back; sentences the model's positions filter out are not known here.
-    """
+def split_sizes(generate_args: Sequence[str]) -> "Optional[tuple[np.ndarray, np.ndarray]]":
+    """(source, target) lengths of the split's sentences, read from its binarized files (None: not found)."""
     from fairseq.data import data_utils, indexed_dataset
 
     folder, subset = generate_args[0].split(":")[0], _option_value(generate_args, "--gen-subset") or "test"
@@ -348,9 +353,45 @@ def count_batches(generate_args: Sequence[str]) -> Optional[int]:
             dataset = indexed_dataset.make_dataset(prefix, impl="mmap")
             sizes.append(np.array(dataset.sizes, dtype=np.int64, copy=True))  # a copy: the memory map closes with it
             del dataset
-    if not sizes:
+    return (sizes[0], sizes[-1]) if sizes else None
+
+
+def even_batching(nprocs: int, generate_args: Sequence[str]) -> List[str]:
+    """Batch options that deal the input evenly to ``nprocs`` processes, where the user chose none.
+
+    fairseq deals whole batches round-robin, and its default batching (``--max-tokens 12000``, a
+    multiple of 8 sentences) cut 10 short sentences 8 + 2. Without ``--batch-size``/``--max-tokens``
+    the shards get batches of ⌈n / nprocs⌉ sentences (under fairseq's default token budget, so a
+    batch is never larger than it would have been) cut at any size: 10 sentences over 2 → 5 / 5.
+    The user's own batch options are kept as given (a shard then equals one process to the bit).
+    """
+    if nprocs <= 1 or _option_value(generate_args, "--batch-size", "--max-sentences", "--max-tokens") is not None:
+        return []
+    try:
+        sizes = split_sizes(generate_args)
+    except Exception:  # an unusual data layout: fairseq-generate's own checks will speak
+        return []
+    if sizes is None or len(sizes[0]) == 0:
+        return []
+    per_process = -(-len(sizes[0]) // nprocs)
+    extra = ["--max-tokens", "12000", "--batch-size", str(per_process)]
+    if _option_value(generate_args, "--required-batch-size-multiple") is None:
+        extra += ["--required-batch-size-multiple", "1"]
+    return extra
+
+
+def count_batches(generate_args: Sequence[str]) -> Optional[int]:
+    """The batches fairseq-generate cuts the split into (None when it cannot be told up front).
+
+    The same sizes, order (target then source length) and ``batch_by_size`` as the task, the
+    dropped tail put back; sentences the model's positions filter out are not known here.
+    """
+    from fairseq.data import data_utils
+
+    sizes = split_sizes(generate_args)
+    if sizes is None:
         return None
-    src_sizes, tgt_sizes = sizes[0], sizes[-1]
+    src_sizes, tgt_sizes = sizes
     indices = np.arange(len(src_sizes), dtype=np.int64)
     indices = indices[np.argsort(tgt_sizes[indices], kind="mergesort")]
     indices = indices[np.argsort(src_sizes[indices], kind="mergesort")]
@@ -504,6 +545,7 @@ def run_rank(args: argparse.Namespace, generate_args: List[str], argv: List[str]
                 os.remove(os.path.join(workdir, name))
 
     claim_together(ranks, args.shard_timeout, claim)
+    generate_args = generate_args + even_batching(world, generate_args)  # as a local run with --nprocs world
     try:
         batches = count_batches(generate_args)
     except Exception:  # an unusual data layout: fairseq-generate's own checks will speak
@@ -522,7 +564,7 @@ def run_rank(args: argparse.Namespace, generate_args: List[str], argv: List[str]
         print(f"fairseq-stream-shard: rank {ranks.rank} of {world}: shard done ({mine.out})", file=sys.stderr)
         return
     wait_for_shards(shards, args.shard_timeout, lambda s: _reported_failure(s, shards, world, argv, workdir))
-    print_merged(shards, workdir)
+    print_merged(shards, workdir, generate_args)
 
 
 def _reported_failure(shard: Shard, shards: List[Shard], world: int, argv: Sequence[str], workdir: str) -> str:
@@ -533,8 +575,52 @@ def _reported_failure(shard: Shard, shards: List[Shard], world: int, argv: Seque
             + f"); re-run it alone (finished shards are re-used): {_resume_command(argv, workdir, world)}")
 
 
-def print_merged(shards: List[Shard], workdir: str) -> None:
-    """Every shard's sentence lines once, in id order, on stdout; their other lines on stderr."""
+def merged_score(lines: Sequence[str], generate_args: Sequence[str]) -> Optional[str]:
+    """fairseq-generate's closing score line for the whole input, from the merged lines.
+
+    Each shard prints its own ``Generate ... BLEU4 = ...`` over its sentences; this is the line
+    one process would print: every sentence's ``T-`` line against its first ``D-`` line (the
+    strings fairseq-generate scores), through fairseq's own scorer (``--scoring bleu``, the
+    default, or ``sacrebleu``). None without targets, under another ``--scoring``, or where
+    fairseq scores token ids that the printed lines do not show (``--tokenizer``/``--bpe``
+    without ``--remove-bpe``).
+    """
+    refs: Dict[int, str] = {}
+    hyps: Dict[int, str] = {}
+    for line in lines:
+        m = _SENTENCE_LINE.match(line)
+        if m and m.group(1) == "T":
+            refs[int(m.group(2))] = line.rstrip("\n").split("\t", 1)[1]
+        elif m and m.group(1) == "D":
+            hyps.setdefault(int(m.group(2)), line.rstrip("\n").split("\t", 2)[-1])
+    scoring = _option_value(generate_args, "--scoring") or "bleu"
+    if not refs or set(refs) != set(hyps) or scoring not in ("bleu", "sacrebleu"):
+        return None
+    given = lambda *flags: any(a.split("=", 1)[0] in flags for a in generate_args)  # noqa: E731
+    if scoring == "bleu" and not given("--remove-bpe", "--post-process") and given("--tokenizer", "--bpe"):
+        return None  # fairseq scores the token ids then, which the detokenised lines no longer show
+    from fairseq.scoring import bleu
+
+    if scoring == "sacrebleu":
+        scorer: Any = bleu.SacrebleuScorer(bleu.SacrebleuConfig(
+            sacrebleu_tokenizer=_option_value(generate_args, "--sacrebleu-tokenizer") or "13a"))
+        for sid in sorted(refs):
+            scorer.add_string(refs[sid], hyps[sid])
+    else:  # as fairseq-generate does after --remove-bpe: both strings encoded by one dictionary
+        from fairseq.data import Dictionary
+
+        words = Dictionary()
+        scorer = bleu.Scorer(bleu.BleuConfig(pad=words.pad(), eos=words.eos(), unk=words.unk()))
+        for sid in sorted(refs):
+            scorer.add(words.encode_line(refs[sid], add_if_not_exist=True),
+                       words.encode_line(hyps[sid], add_if_not_exist=True))
+    subset = _option_value(generate_args, "--gen-subset") or "test"
+    return f"Generate {subset} with beam={_option_value(generate_args, '--beam') or 5}: {scorer.result_string()}"
+
+
+def print_merged(shards: List[Shard], workdir: str, generate_args: Sequence[str] = (), kept: bool = True) -> None:
+    """Every shard's sentence lines once, in id order, on stdout, then the score of the whole input;
+    their other lines (each shard's own score among them) on stderr."""
     # fairseq logs to stdout or stderr depending on who configured logging first.
     translated = sum(max(_translated(s.out), _translated(s.log)) for s in shards)
     lines, other = merge_outputs([s.out for s in shards], translated)
@@ -544,8 +630,12 @@ def print_merged(shards: List[Shard], workdir: str) -> None:
         print(f"fairseq-stream-shard: warning: shard(s) {empty} got no sentences: fairseq shards whole batches; "
               "pass a smaller --batch-size or --max-tokens to use every process", file=sys.stderr)
     sys.stdout.writelines(lines)
-    print(f"fairseq-stream-shard: {translated} sentences from {len(shards)} shards (outputs in {workdir})",
-          file=sys.stderr)
+    score = merged_score(lines, generate_args) if generate_args else None
+    if score is not None:
+        print(score)
+    where = f"outputs in {workdir}" if kept else "temporary outputs removed; --workdir DIR keeps them"
+    split = " + ".join(str(_sentences_in(s.out)) for s in shards)
+    print(f"fairseq-stream-shard: {translated} sentences from {len(shards)} shards ({split}; {where})", file=sys.stderr)
 
 
 def main(argv: Optional[Sequence[str]] = None) -> None:
@@ -563,12 +653,15 @@ def main(argv: Optional[Sequence[str]] = None) -> None:
         manifest = {"argv": ["--nprocs", str(args.nprocs), "--devices", args.devices, *generate_args],
                     "inputs": fingerprint(generate_args)}
         claim_workdir(workdir, manifest, args.fresh)
+        generate_args = generate_args + even_batching(args.nprocs, generate_args)
         nprocs = capped_nprocs(args.nprocs, generate_args)
         shards = plan_shards(nprocs, generate_args, workdir, _visible_gpus(args.devices))
         codes = run_shards(shards)
-        if any(codes.values()):
+        if any(codes.values()):  # the workdir stays: the failure line's command re-uses its finished shards
             raise FairseqStreamError(failure_message(shards, codes, nprocs, argv, workdir))
-        print_merged(shards, workdir)
+        print_merged(shards, workdir, generate_args, kept=args.workdir is not None)
+        if args.workdir is None:  # a folder of our own making: nothing to resume from it
+            shutil.rmtree(workdir, ignore_errors=True)
     except FairseqStreamError as exc:
         print(PREFIX + str(exc), file=sys.stderr)
         sys.exit(1)

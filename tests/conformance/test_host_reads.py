@@ -100,7 +100,7 @@ def test_the_counter_sees_host_to_device_copies():
 
 
 #: aten operations per decoder step of ``var-stream`` k = 5 on the demo model before the fused
-#: beam step (commit 949fa6b, ``python scripts/engine_counts.py --phases``: 272.6); the
+#: beam step (commit 949fa6b, ``python scripts/experiments/engine_counts.py --phases``: 272.6); the
 #: target is at most half.
 OPS_BEFORE_FUSED_STEP = 272.6
 

@@ -28,7 +28,7 @@ import torch
 from fairseq.data import data_utils
 from fairseq.sequence_generator import SequenceGenerator
 
-from fairseq_stream.core.engine import build_generator
+from fairseq_stream.integration.engine import build_generator
 from helpers import TableModel, fake_task, gen_cfg, make_dictionary, stream_opts, tiny_transformer
 
 D = make_dictionary(("w1", "w2", "s1", "s2"))

@@ -1,4 +1,6 @@
 """VAR-STREAM changes who shares a batch, never a sentence's search (Yang2020 §3), on the trained demo model."""
+from types import SimpleNamespace
+
 import pytest
 
 N = 60  # held-out sentences per run
@@ -85,15 +87,20 @@ def test_oversubscribed_fifo_equals_var_batch(demo_session64, data64, var_batch6
     assert out.stats.extra["oversubscribed_steps"] > 0
 
 
-def test_fixed_stream_and_topup_equal_fixed_ours(demo_session64, demo_sources, data64):
-    ref = demo_session64.translate(data64, search="fixed-ours", gen=GEN, opts={"stream_capacity": 20})
-    for search, opts in [("fixed-stream", {"stream_capacity": 13}), ("topup", {"stream_capacity": 8})]:
-        assert_same_nbest(ref, demo_session64.translate(data64, search=search, gen=GEN, opts=opts))
-    # top-up without length sorting (Hoang2018's setting), on the first 20 sentences
-    part = demo_session64.translate(demo_session64.encode(demo_sources[:20]), search="topup", gen=GEN,
-                                    opts={"stream_capacity": 8, "stream_input_order": "as-given"})
-    ref.hypos = ref.hypos[:20]
-    assert_same_nbest(ref, part)
+@pytest.fixture(scope="module")
+def fixed_ours64(demo_session64, data64):
+    return demo_session64.translate(data64, search="fixed-ours", gen=GEN, opts={"stream_capacity": 20})
+
+
+@pytest.mark.parametrize("search,opts,first", [  # one case each (the quick tier runs the first)
+    ("fixed-stream", {"stream_capacity": 13}, N),
+    ("topup", {"stream_capacity": 8}, N),
+    ("topup", {"stream_capacity": 8, "stream_input_order": "as-given"}, 20),  # Hoang2018's setting: no sorting
+])
+def test_fixed_stream_and_topup_equal_fixed_ours(demo_session64, demo_sources, data64, fixed_ours64, search, opts, first):
+    data = data64 if first == N else demo_session64.encode(demo_sources[:first])
+    ref = SimpleNamespace(hypos=fixed_ours64.hypos[:first])
+    assert_same_nbest(ref, demo_session64.translate(data, search=search, gen=GEN, opts=opts))
 
 
 @pytest.mark.slow  # every strategy on shuffled input
@@ -119,11 +126,11 @@ def test_float32_agreement_rate(demo_session, demo_sources, record_property):
     assert rate >= 0.97
 
 
-def test_fused_output_layer_gives_the_same_hypotheses(demo_session64, data64):
-    for name in ("var-stream", "fixed-ours"):
-        full = demo_session64.translate(data64, search=name, gen=GEN, opts={"output_layer": "full"})
-        fused = demo_session64.translate(data64, search=name, gen=GEN, opts={"output_layer": "fused"})
-        assert_same_nbest(full, fused)
+@pytest.mark.parametrize("name", ["var-stream", "fixed-ours"])
+def test_fused_output_layer_gives_the_same_hypotheses(demo_session64, data64, name):
+    full = demo_session64.translate(data64, search=name, gen=GEN, opts={"output_layer": "full"})
+    fused = demo_session64.translate(data64, search=name, gen=GEN, opts={"output_layer": "fused"})
+    assert_same_nbest(full, fused)
 
 
 @pytest.mark.slow  # agreement and BLEU over 200 sentences, three decodings

@@ -179,6 +179,7 @@ def hypothesis_ids(stdout: str) -> List[int]:
     return sorted(int(m.group(1)) for m in re.finditer(r"^H-(\d+)\t", stdout, re.M))
 
 
+@pytest.mark.quick_every_case  # every case is a CLI contract; all run in the one fixture above
 @pytest.mark.parametrize("name", CASE_IDS)
 def test_bad_input(results, name):
     paths, table = results
@@ -207,9 +208,11 @@ def test_the_catalogue_lists_every_case(results):
 
 
 def test_the_readme_ddgviz_command_writes_the_png_and_the_html(results):
-    paths, _ = results
+    paths, table = results
     for ext in ("png", "html"):
         assert os.path.getsize(os.path.join(paths.root, f"ddg.{ext}")) > 1000
+    stderr = table["ddgviz-readme-command"][1]["stderr"]
+    assert "DEBUG:" not in stderr, stderr  # matplotlib logs its import at DEBUG (integration/quiet.py)
 
 
 def test_interactive_reports_input_line_numbers(results):
@@ -268,7 +271,7 @@ def test_ib_beam_at_the_smallest_length_limit_gives_finite_hypotheses(h, c, limi
     """ib-beam emits h·c words a step: a limit that is not a multiple still ends every sentence."""
     from helpers import fake_task, gen_cfg, make_dictionary, sample_for, stream_opts, tiny_ib_model
 
-    from fairseq_stream.core.engine import build_generator
+    from fairseq_stream.integration.engine import build_generator
 
     d = make_dictionary([f"w{i}" for i in range(30)])
     model = tiny_ib_model(d, h=h, c=c)

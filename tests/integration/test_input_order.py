@@ -31,3 +31,15 @@ def test_the_task_reads_the_option_from_its_config(demo_session, demo_sources):
     finally:
         with open_dict(cfg):
             cfg.stream_input_order = "sorted"
+
+
+def test_the_closing_line_confirms_int8_weights_and_the_input_order(demo_session, demo_sources):
+    """Nothing else in a run's output shows that --quantize int8 or --stream-input-order as-given acted."""
+    data = demo_session.encode(demo_sources[:3])
+    plain = demo_session.translate(data, search="var-stream", gen={"beam": 2}, postprocess=False)
+    assert plain.stats.settings == {} and "quantize" not in plain.stats.summary()
+    changed = demo_session.translate(data, search="var-stream", gen={"beam": 2}, postprocess=False,
+                                     opts={"quantize": "int8", "stream_input_order": "as-given"})
+    line = changed.stats.summary()
+    assert line.endswith("quantize=int8, input order=as-given"), line
+    assert changed.stats.to_dict()["settings"] == {"quantize": "int8", "input order": "as-given"}

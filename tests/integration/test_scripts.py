@@ -163,7 +163,7 @@ def test_step_cost_fit_recovers_a_linear_cost(tmp_path):
              for i, (r, n) in enumerate((r, n) for r in (1, 4, 9, 16) for n in (1, 5, 20))]
     path = tmp_path / "run.json"
     path.write_text(json.dumps({"search": "var-stream", "trace": trace}))
-    out = run_python(["scripts/step_cost.py", str(path)])
+    out = run_python(["scripts/experiments/step_cost.py", str(path)])
     row = [cell.strip() for cell in out.splitlines()[-1].split("|")]
     assert row[1] == "var-stream" and row[2] == "12"
     assert (row[6], row[7], row[8]) == ("2.00", "500", "10000")
@@ -231,7 +231,7 @@ def test_ib_search_ablation_script_on_a_tiny_ib_model(tmp_path):
     ):
         proc = subprocess.run(cmd, cwd=REPO, capture_output=True, text=True, env=env, timeout=300)
         assert proc.returncode == 0, proc.stdout[-2000:] + proc.stderr[-3000:]
-    out = run_python(["scripts/ib_search_ablation.py", f"tiny={tmp_path / 'ckpt' / 'checkpoint_last.pt'}",
+    out = run_python(["scripts/experiments/ib_search_ablation.py", f"tiny={tmp_path / 'ckpt' / 'checkpoint_last.pt'}",
                       "--sentences", "5", "--beam", "2"])
     rows = [line.split("|") for line in out.splitlines() if line.startswith("| tiny |")]
     assert [r[2].strip() for r in rows] == ["greedy", "beam, --ib-finalize all", "beam, --ib-finalize top",
@@ -240,11 +240,11 @@ def test_ib_search_ablation_script_on_a_tiny_ib_model(tmp_path):
 
 
 def test_var_width_quality_bootstrap_tells_chance_from_a_real_difference(demo_references):
-    """scripts/var_width_quality.py's p-value: identical outputs are chance (p = 1), outputs
+    """scripts/experiments/var_width_quality.py's p-value: identical outputs are chance (p = 1), outputs
     with a word dropped from most sentences are not."""
     import importlib.util
 
-    spec = importlib.util.spec_from_file_location("var_width_quality", os.path.join(REPO, "scripts", "var_width_quality.py"))
+    spec = importlib.util.spec_from_file_location("var_width_quality", os.path.join(REPO, "scripts", "experiments", "var_width_quality.py"))
     script = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(script)
     refs = demo_references[:100]
@@ -264,6 +264,7 @@ def test_gpu_check_refuses_bad_dtypes_in_one_line(tmp_path, args, message):
     assert proc.returncode == 2 and message in proc.stderr and len(proc.stderr.strip().splitlines()) == 1, proc.stderr
 
 
+@pytest.mark.not_quick  # the GPU check's whole script (~30 s of CPU); the fast tier runs it
 def test_gpu_check_dry_run_writes_one_report(tmp_path):
     """The GPU check's flow on the CPU (its rows, the output layer, the profile; the slow test below adds the
     training speed, the frontier and CTranslate2): every row of ours eager and static side by side."""
@@ -380,3 +381,19 @@ def test_topup_batching_on_the_demo(tmp_path):
     # the input order changes who shares a batch, never an output; top-up's searches are the batches'
     assert bleu["batches (sorted)"] == bleu["batches (unsorted)"] == bleu["top-up (sorted)"] == bleu["top-up (unsorted)"]
     assert bleu["var-stream (sorted)"] == bleu["var-stream (unsorted)"]
+
+
+def test_every_experiment_says_what_it_measures_and_is_listed():
+    """scripts/experiments/: a docstring whose first line says what it measures, and a row in its README."""
+    import ast
+
+    folder = os.path.join(REPO, "scripts", "experiments")
+    with open(os.path.join(folder, "README.md"), encoding="utf-8") as f:
+        readme = f.read()
+    scripts = sorted(n for n in os.listdir(folder) if n.endswith(".py"))
+    assert scripts
+    for name in scripts:
+        with open(os.path.join(folder, name), encoding="utf-8") as f:
+            doc = ast.get_docstring(ast.parse(f.read()))
+        assert doc and doc.splitlines()[0].strip(), f"{name} has no header line"
+        assert f"| `{name}` |" in readme, f"{name} is not listed in scripts/experiments/README.md"

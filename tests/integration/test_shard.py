@@ -320,3 +320,54 @@ def test_the_resume_line_of_a_torchrun_rank_names_nprocs(tmp_path):
 
     line = _resume_command(["--workdir", "W", "data", "--beam", "2"], "W", 4)
     assert line.endswith("--nprocs 4 --workdir W data --beam 2")
+
+
+# ---- an even split, one score line for the whole input, no leftovers in /tmp (issue 42) ----------
+@pytest.fixture(scope="module")
+def ten_bin(tmp_path_factory):
+    return binarize(str(tmp_path_factory.mktemp("ten_bin")), {"test": 10})
+
+
+def test_without_batch_options_ten_sentences_split_five_and_five(ten_bin):
+    from fairseq_stream.tools.shard import count_batches, even_batching
+
+    plain = [ten_bin, "--gen-subset", "test"]
+    assert count_batches(plain) == 2  # fairseq's default cut: 8 + the 2 put back, dealt 8 / 2
+    extra = even_batching(2, plain)
+    assert extra == ["--max-tokens", "12000", "--batch-size", "5", "--required-batch-size-multiple", "1"]
+    assert count_batches(plain + extra) == 2  # two batches of 5, one per process
+    assert even_batching(2, plain + ["--batch-size", "8"]) == []  # the user's batching is kept
+    assert even_batching(1, plain) == []
+
+
+def test_the_merged_score_is_fairseqs_scorer_over_every_sentence():
+    from fairseq_stream.tools.shard import merged_score
+
+    lines = ["S-0\tx\n", "T-0\tthe cat sat on the mat\n", "H-0\t-0.5\tthe cat sat on a mat\n",
+             "D-0\t-0.5\tthe cat sat on a mat\n", "T-1\ta b c d e\n", "D-1\t-0.1\ta b c d e\n", "D-1\t-0.9\tother\n"]
+    line = merged_score(lines, ["data", "--beam", "2"])
+    assert line == ("Generate test with beam=2: BLEU4 = 74.19, 90.9/77.8/71.4/60.0 "
+                    "(BP=1.000, ratio=1.000, syslen=11, reflen=11)")  # fairseq's Scorer, n-best's first D- line
+    unk = ["T-0\t<unk> b c d\n", "D-0\t0\t<unk> b c d\n"]
+    assert merged_score(unk, ["data"]).split(", ")[1].startswith("75.0/")  # fairseq never matches <unk>
+    assert merged_score(lines, ["data", "--scoring", "chrf"]) is None  # another scorer: no line of ours
+    assert merged_score(["S-0\tx\n", "D-0\t0\ty\n"], ["data"]) is None  # no targets
+    assert merged_score(lines, ["data", "--bpe", "subword_nmt"]) is None  # fairseq would score token ids
+    assert merged_score(lines, ["data", "--bpe", "subword_nmt", "--remove-bpe"]) is not None
+
+
+@pytest.mark.slow  # two fairseq-generate processes and one single-process run
+def test_shards_split_evenly_print_one_score_and_leave_no_temporary_folder(ten_bin, tmp_path):
+    args = [ten_bin, "--user-dir", "fairseq_stream", "--path", os.path.join(DEMO, "checkpoint.pt"), "--gen-subset",
+            "test", "--search", "var-stream", "--beam", "2", "--max-len-a", "1.2", "--max-len-b", "10"]
+    env = dict(ENV, TMPDIR=str(tmp_path))
+    proc = subprocess.run([sys.executable, "-m", "fairseq_stream.tools.shard", "--nprocs", "2", *args], cwd=REPO,
+                          capture_output=True, text=True, env=env)
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    left = [n for n in os.listdir(tmp_path) if n.startswith("fairseq-stream-shard.")]  # (pymp-*: Python's own)
+    assert not left, f"the temporary workdir was left behind: {left}"
+    assert "10 sentences from 2 shards (5 + 5; temporary outputs removed" in proc.stderr, proc.stderr[-2000:]
+    single = run_cli(["fairseq-generate", *args, "--cpu"], env_extra={"OMP_NUM_THREADS": "1"})
+    assert single.returncode == 0, single.stderr[-2000:]
+    expected = [line for line in single.stdout.splitlines() if line.startswith("Generate test")]
+    assert [line for line in proc.stdout.splitlines() if line.startswith("Generate test")] == expected

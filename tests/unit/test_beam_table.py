@@ -7,7 +7,7 @@ from fairseq.sequence_generator import SequenceGenerator
 
 from fairseq_stream.errors import FairseqStreamError
 from fairseq_stream.strategies.beam import REFERENCES
-from fairseq_stream.core.engine import build_generator
+from fairseq_stream.integration.engine import build_generator
 from helpers import TableModel, fake_task, gen_cfg, make_dictionary, sample_for, stream_opts
 
 D = make_dictionary()

@@ -11,7 +11,7 @@ import torch
 from torch import Tensor
 
 import fairseq_stream  # noqa: F401  (registers the strategies)
-from fairseq_stream.core.engine import build_generator
+from fairseq_stream.integration.engine import build_generator
 from fairseq_stream.errors import FairseqStreamError
 from fairseq_stream.core.interface import Hypothesis, StepOutcome
 from fairseq_stream.core.processors import RowContext

@@ -204,7 +204,7 @@ def test_ib_finalize_top_ignores_ended_continuations_outside_the_beam(finalize):
 def test_ib_checkpoint_with_another_search_is_refused(name):
     from fairseq_stream.errors import FairseqStreamError
     import fairseq_stream  # noqa: F401  (registers the strategies)
-    from fairseq_stream.core.engine import build_generator
+    from fairseq_stream.integration.engine import build_generator
     from helpers import fake_task, gen_cfg, stream_opts
 
     model = tiny_ib_model(D).eval()

@@ -4,8 +4,8 @@ from __future__ import annotations
 import pytest
 import torch
 
-from fairseq_stream.core import linear_kernels as lk
-from fairseq_stream.core.quantize import stacked_linear
+from fairseq_stream.ops import linear_kernels as lk
+from fairseq_stream.ops.quantize import stacked_linear
 from fairseq_stream.errors import FairseqStreamError
 from helpers import make_dictionary, tiny_transformer
 
@@ -65,7 +65,7 @@ def test_onednn_rows_do_not_depend_on_the_batch():
 def test_fused_relu_equals_relu_after_the_product(quantize):
     from types import SimpleNamespace
 
-    from fairseq_stream.core.quantize import prepare_models
+    from fairseq_stream.ops.quantize import prepare_models
     from fairseq_stream.ops.transformer_step import _fc1_activation
 
     model = tiny_transformer(D, dtype=torch.float32)

@@ -36,12 +36,12 @@ TOGETHER = {"stream_oversubscribe": {"stream_max_candidates": 16}}
 #: options that act outside the strategy's and the scheduler's configuration, and where
 OUTSIDE_THE_PLAN = {
     "stream_input_order": "the task's batch iterator (integration/task.py)",
-    "quantize": "the engine's int8 copies of the models (core/engine.py)",
-    "cpu_matmul": "the engine's Linear layers (core/engine.py)",
+    "quantize": "the engine's int8 copies of the models (integration/engine.py)",
+    "cpu_matmul": "the engine's Linear layers (integration/engine.py)",
     "stream_per_batch": "the task attaches the generator per batch (integration/task.py)",
     "stream_stats": "the generator writes the statistics file (integration/generator.py)",
-    "output_layer": "the engine's OutputScorer (core/engine.py)",
-    "step_backend": "the strategy context (core/engine.py)",
+    "output_layer": "the engine's OutputScorer (integration/engine.py)",
+    "step_backend": "the strategy context (integration/engine.py)",
     "step_mode": "the generator's ModelStep (integration/generator.py; tests/equivalence/test_static_step.py)",
 }
 

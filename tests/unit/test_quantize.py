@@ -9,7 +9,7 @@ import torch
 
 from fairseq_stream.errors import FairseqStreamError
 from fairseq_stream.core.validation import check_options as validate
-from fairseq_stream.core.quantize import count_linears, is_quantized_linear, prepare_models, stacked_linear
+from fairseq_stream.ops.quantize import count_linears, is_quantized_linear, prepare_models, stacked_linear
 from helpers import fake_task, gen_cfg, make_dictionary, sample_for, stream_opts, tiny_ib_model
 
 
@@ -75,7 +75,7 @@ def test_int8_ensemble_of_one_model_twice_decodes_as_the_model(demo_session, dem
 
 
 def test_int8_ib_beam_runs_on_an_ib_model():
-    from fairseq_stream.core.engine import build_generator
+    from fairseq_stream.integration.engine import build_generator
 
     D = make_dictionary()
     model = tiny_ib_model(D, dtype=torch.float32)

@@ -54,7 +54,7 @@ def _help_epsilon_defaults():
 
 
 def test_stream_epsilon_help_states_what_each_strategy_uses():
-    from fairseq_stream.core.engine import build_generator
+    from fairseq_stream.integration.engine import build_generator
     from helpers import TableModel, fake_task, gen_cfg, make_dictionary, stream_opts, tiny_transformer
 
     claims = _help_epsilon_defaults()
@@ -145,7 +145,7 @@ def test_help_defaults_are_what_every_strategy_does():
     defaults uses; a new option must be added to the table above (no silent drift)."""
     import dataclasses
 
-    from fairseq_stream.core.engine import build_generator
+    from fairseq_stream.integration.engine import build_generator
     from fairseq_stream.core.options import StreamDecodingConfig
     from helpers import TableModel, fake_task, gen_cfg, make_dictionary, stream_opts, tiny_ib_model, tiny_transformer
 

@@ -108,3 +108,15 @@ def test_a_checkout_finds_its_own_demo_files_without_an_install(monkeypatch):
     here = os.path.join(REPO, "user_dir_examples", "demo")
     assert demo_files.candidates()[0] == here
     assert demo_files.find_demo_dir() == here
+
+
+def test_the_load_meter_counts_other_processes_only():
+    """The machine's busy time less this process's own CPU time, over the wall time."""
+    reads = iter([(1_000, 10_000), (1_000 + 300, 10_400)])  # 300 busy ticks = 3 core-seconds at 100 Hz
+    own = iter([5.0, 6.0])  # of which this process used 1 s
+    clock = iter([0.0, 2.0])
+    meter = runtime.LoadMeter(read=lambda: next(reads), own=lambda: next(own), clock=lambda: next(clock),
+                              ticks_per_second=100).start()
+    assert meter.stop() == pytest.approx(1.0)  # (3 − 1) core-seconds over 2 s: one other core busy
+    missing = runtime.LoadMeter(read=lambda: None, own=lambda: 0.0, ticks_per_second=100).start()
+    assert missing.stop() is None

@@ -271,3 +271,14 @@ def test_every_kernel_source_ships_with_the_package():
     patterns = [p.strip().strip('"') for p in globs.split(",")]
     for name in os.listdir(extension.CSRC):
         assert any(fnmatch.fnmatch(f"csrc/{name}", p) for p in patterns), name
+
+
+def test_the_install_prebuilds_every_kernel_under_csrc(monkeypatch):
+    """``kernels.prebuild`` (scripts/install.sh) knows every C++ source, so none is left to a first run."""
+    sources = {name for name in os.listdir(extension.CSRC) if name.endswith(".cpp")}
+    from fairseq_stream.ops import kernels
+
+    assert set(kernels.all_kernels()) == sources
+    said = []
+    monkeypatch.setenv("FAIRSEQ_STREAM_NO_KERNEL", "1")
+    assert kernels.prebuild(write=said.append) == 0 and said == ["C++ kernels: not built (FAIRSEQ_STREAM_NO_KERNEL is set)"]

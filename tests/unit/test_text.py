@@ -97,3 +97,12 @@ def test_fairseq_moses_tokenizer_attaches_the_closing_curly_quote():
     assert tokenizer.encode("Y dijo Dios: «Sea la luz».") == encoders.build_tokenizer(args).encode(
         "Y dijo Dios: «Sea la luz».")
     assert task.build_tokenizer(Namespace(tokenizer=None)) is None
+
+
+def test_the_documented_module_command_prints_no_runpy_warning():
+    """``python -m fairseq_stream.tools.text`` (the README's recipe): the package import must not import
+    the module first, or runpy warns that it was "found in sys.modules" on every call."""
+    proc = subprocess.run([sys.executable, "-m", "fairseq_stream.tools.text", "tokenize", "--lang", "es"], cwd=REPO,
+                          input="Y dijo Dios: Sea la luz.\n", capture_output=True, text=True, timeout=120)
+    assert proc.returncode == 0 and proc.stdout == "Y dijo Dios : Sea la luz .\n"
+    assert "RuntimeWarning" not in proc.stderr, proc.stderr

@@ -14,7 +14,7 @@ the coefficients, the share of the total time the fixed part explains, and the t
 streaming and batched runs differ by (steps, rows, mean rows per step).
 
     python -m fairseq_stream.tools.bench --run var-batch:beam=5 --run var-stream:beam=5 --trace-dir traces
-    python scripts/step_cost.py traces/*.json
+    python scripts/experiments/step_cost.py traces/*.json
 """
 from __future__ import annotations
 

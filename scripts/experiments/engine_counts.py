@@ -1,9 +1,9 @@
 #!/usr/bin/env python
 """Host reads and aten operations per decoder step over whole runs (the README's engine table).
 
-    python scripts/engine_counts.py [REPO]
-    python scripts/engine_counts.py --phases
-    python scripts/engine_counts.py --phases --ib CHECKPOINT
+    python scripts/experiments/engine_counts.py [REPO]
+    python scripts/experiments/engine_counts.py --phases
+    python scripts/experiments/engine_counts.py --phases --ib CHECKPOINT
 
 counts, for the fairseq-stream tree at REPO (default: this checkout), what a GPU pays for per
 decoder step (see :mod:`fairseq_stream.core.profiling`): 100 demo sentences, fp32, 1 thread. To
@@ -24,7 +24,7 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import Dict, Iterator
 
-HERE = Path(__file__).resolve().parent.parent
+HERE = Path(__file__).resolve().parents[2]
 PHASES = "--phases" in sys.argv[1:]
 IB = sys.argv[sys.argv.index("--ib") + 1] if "--ib" in sys.argv[1:] else None
 ARGS = [a for i, a in enumerate(sys.argv[1:], 1) if a not in ("--phases", "--ib") and sys.argv[i - 1] != "--ib"]

@@ -13,7 +13,7 @@ and how the beam searches ended: the sentences whose beam emptied before
 became final ("first final won"). Early checkpoints come from ``scripts/build_demo_model.py --save-every``:
 
     python scripts/build_demo_model.py --corpus DIR --stages prep,train --max-update 1500 --save-every 100
-    python scripts/var_width_quality.py --limit 500 \\
+    python scripts/experiments/var_width_quality.py --limit 500 \\
         --checkpoint 300=work/demo_build/checkpoints/checkpoint_2_300.pt \\
         --checkpoint final=user_dir_examples/demo/checkpoint.pt
 
@@ -28,7 +28,7 @@ import os
 import sys
 from typing import Any, Dict, List
 
-REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+REPO = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 sys.path.insert(0, REPO)
 
 import torch  # noqa: E402

@@ -12,7 +12,7 @@ paths do to every batch besides the layers themselves:
     mask             the self-attention mask (M(h, c) of Eq. 4 vs fairseq's buffered causal mask)
     decoder inputs   a 0-layer decoder's extract_features: token embeddings + positions + mask
 
-    python scripts/ib_batch_cost.py --sentences 128 --length 32 --h 2 --c 1
+    python scripts/experiments/ib_batch_cost.py --sentences 128 --length 32 --h 2 --c 1
 
 The script only calls APIs present before and after the vectorised rewrite, so "before"
 numbers come from running it against an older checkout (``git stash`` or a copy).
@@ -28,7 +28,7 @@ from typing import Any, Callable, Dict
 
 import torch
 
-sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
 
 from fairseq.data import Dictionary  # noqa: E402
 from fairseq.models.transformer import TransformerModel, base_architecture  # noqa: E402

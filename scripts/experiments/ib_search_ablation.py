@@ -10,7 +10,7 @@ demo test sentences with ``--search ib-beam`` in these settings and prints one m
 BLEU is sacreBLEU on detokenised output; "length" is hypothesis / reference length (sacreBLEU's
 sys_len / ref_len): above 1 the outputs run on, below 1 they stop short.
 
-    python scripts/ib_search_ablation.py single=work/ib_exp/ib/checkpoint_best.pt \\
+    python scripts/experiments/ib_search_ablation.py single=work/ib_exp/ib/checkpoint_best.pt \\
         step=work/ib_exp3/ib/checkpoint_best.pt --sentences 300
 """
 from __future__ import annotations
@@ -20,7 +20,7 @@ import sys
 from pathlib import Path
 from typing import Dict, List, Tuple
 
-REPO = Path(__file__).resolve().parent.parent
+REPO = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(REPO))
 DEMO = REPO / "user_dir_examples" / "demo"
 

@@ -3,10 +3,10 @@
 
 Times one feed-forward layer (``fc1``) and the output projection of the demo model at
 decoding shapes (rows = hypotheses in a step) in float32, PyTorch's dynamic int8
-(fbgemm, :mod:`fairseq_stream.core.quantize`) and, when installed, torchao's int8 dynamic-activation
+(fbgemm, :mod:`fairseq_stream.ops.quantize`) and, when installed, torchao's int8 dynamic-activation
 and weight-only configurations (eager mode). Prints microseconds per call (median of repeats).
 
-    OMP_NUM_THREADS=1 python scripts/int8_kernels.py [--rows 5 50 320] [--calls 100]
+    OMP_NUM_THREADS=1 python scripts/experiments/int8_kernels.py [--rows 5 50 320] [--calls 100]
 """
 from __future__ import annotations
 
@@ -20,7 +20,7 @@ from typing import Any, Callable, Dict, List
 
 import torch
 
-REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+REPO = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 sys.path.insert(0, REPO)
 
 
@@ -57,7 +57,7 @@ def main(argv: List[str] = None) -> None:
     torch.set_num_threads(1)
 
     from fairseq_stream.tools.demo_files import find_demo_dir
-    from fairseq_stream.core.quantize import prepare_models
+    from fairseq_stream.ops.quantize import prepare_models
     from fairseq_stream.tools.session import TranslationSession
 
     demo = find_demo_dir()

@@ -1,0 +1,80 @@
+"""The one builder: ``--search NAME`` + fairseq's generation config + our options → a generator.
+
+Every registered strategy is built here (:func:`build_generator`): the run is validated once
+(:func:`fairseq_stream.core.validation.validate_run`: every option, every combination, the
+strategy's and the scheduler's configurations), and the engine adds what every strategy
+shares: the output layer and logits processors, the score dtype, the scheduler and fairseq's
+generator interface. Strategies sit below this module and import none of it. It lives in
+``integration/`` because what it builds is the generator fairseq calls
+(:class:`~fairseq_stream.integration.generator.StreamGenerator`) around a registered strategy:
+core, below, knows neither fairseq's generator nor the strategies.
+"""
+from __future__ import annotations
+
+from typing import Any, Dict, List
+
+import torch
+
+from fairseq_stream.core.interface import StrategyContext
+from fairseq_stream.core.processors import build_processors, needs_history
+from fairseq_stream.core.validation import validate_run
+from fairseq_stream.integration.generator import StreamGenerator
+from fairseq_stream.ops import linear_kernels
+from fairseq_stream.ops.fused_output import OutputScorer
+from fairseq_stream.ops.quantize import count_linears, prepare_models
+
+import fairseq_stream.strategies  # noqa: F401,E402  (registers the package's strategies)
+
+
+def build_generator(name: str, task: Any, models: List[Any], gen_cfg: Any, opts: Any, **fairseq_kwargs: Any) -> Any:
+    """The fairseq generator of ``--search name`` (``opts``: the task's decoding options)."""
+    plan = validate_run(name, gen_cfg, opts, models, task.target_dictionary, fairseq_kwargs.get("extra_gen_cls_kwargs"))
+    entry, config = plan.entry, plan.config
+    quantize = getattr(opts, "quantize", "none")
+    models = prepare_models(models, quantize)  # --quantize int8: int8 copies
+    if quantize == "none":  # --cpu-matmul: float32 Linear layers on oneDNN (copies) or as loaded
+        library = linear_kernels.resolve(getattr(opts, "cpu_matmul", "auto"), models, fairseq_search=entry.build is not None)
+        models = linear_kernels.prepare(models, library)
+    if entry.build is not None:  # fairseq's own generator
+        return entry.build(task, models, gen_cfg, opts, **fairseq_kwargs)
+    tgt_dict = task.target_dictionary
+    processors = build_processors(gen_cfg, tgt_dict)
+    scorer = OutputScorer(processors, fused=opts.output_layer == "fused", normalized_input=len(models) > 1)
+    dtype, history = score_dtype(models), needs_history(processors)
+
+    def make_strategy(stats: Any) -> Any:
+        for proc in processors:  # edits that count what they do (n-gram blocking at the maximum length)
+            if hasattr(proc, "bind_stats"):
+                proc.bind_stats(stats)
+        if scorer.note:  # a score edit that can raise a token: how the output layer honours it, said once
+            stats.note_backend("output_layer", scorer.note)
+        ctx = StrategyContext(scorer=scorer, eos=tgt_dict.eos(), pad=tgt_dict.pad(), bos=tgt_dict.eos(),
+                              dtype=dtype, needs_history=history, stats=stats, step_backend=opts.step_backend)
+        return entry.strategy.from_config(config, ctx)
+
+    generator = StreamGenerator(models, tgt_dict, name=name, make_strategy=make_strategy, scheduler=plan.scheduler,
+                                gen_cfg=gen_cfg, rows_per_sentence=config.rows_per_sentence,
+                                stats_path=opts.stream_stats, config=config,
+                                step_mode=getattr(opts, "step_mode", "auto"))
+    if entry.capabilities.block_steps:
+        generator.model.require_block_steps(f"--search {name}")
+    generator.stats.settings.update(run_settings(models, opts))
+    return generator
+
+
+def run_settings(models: List[Any], opts: Any) -> Dict[str, str]:
+    """The settings the closing statistics line confirms: int8 weights where the models carry them
+    (counted in the copies decoded), the input's own order where asked for."""
+    settings: Dict[str, str] = {}
+    if any(count_linears(model)[1] for model in models):
+        settings["quantize"] = "int8"
+    if opts.stream_input_order != "sorted":
+        settings["input order"] = str(opts.stream_input_order)
+    return settings
+
+
+def score_dtype(models: List[Any]) -> torch.dtype:
+    """The dtype hypothesis scores are kept in: the models' (float32 for half precision)."""
+    param = next(models[0].parameters(), None)
+    dtype = torch.float32 if param is None else param.dtype
+    return torch.float32 if dtype in (torch.float16, torch.bfloat16) else dtype

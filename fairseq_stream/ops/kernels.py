@@ -1,0 +1,58 @@
+"""Every C++ kernel of the package, and building them all at once (what ``scripts/install.sh`` runs).
+
+Apart from :mod:`fairseq_stream.ops.extension` (which builds one kernel on first use) because it
+reads the kernels' flags from the modules that use them, which import the builder.
+"""
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+import time
+from typing import Any, Dict, Tuple
+
+from fairseq_stream.ops import decode_attention, extension, fused_output
+
+
+def all_kernels() -> Dict[str, Tuple[str, Tuple[str, ...], str]]:
+    """Every C++ kernel of the package: source → (source, flags, what), the step operators' and the others'."""
+    kernels = {"decode_attention.cpp": (decode_attention._SOURCE, tuple(decode_attention.KERNEL_FLAGS), "attention"),
+               "fused_topk.cpp": (fused_output._SOURCE, tuple(fused_output.KERNEL_FLAGS), "output-layer")}
+    kernels.update({source: (source, flags, what) for source, flags, what in extension.OPERATORS.values()})
+    return kernels
+
+
+def prebuild(jobs: int = 0, write: Any = print) -> int:
+    """Build every kernel not built yet, ``jobs`` at a time (0: one per core), each in its own process.
+
+    What ``scripts/install.sh`` runs, so that the first decoding run does not stop for ~40 s per
+    kernel, one after the other, halfway through its first pass. Returns how many failed (their
+    callers then use the PyTorch path, which is exact too).
+    """
+    if os.environ.get("FAIRSEQ_STREAM_NO_KERNEL"):
+        write("C++ kernels: not built (FAIRSEQ_STREAM_NO_KERNEL is set)")
+        return 0
+    cpu, todo = extension.cpu_features(), []
+    for source, (_, flags, what) in all_kernels().items():
+        name, folder = extension.build_dir(source, flags, cpu)
+        if not os.path.exists(os.path.join(folder, f"{name}.so")):
+            todo.append((source, what))
+    running: Dict[str, Tuple[subprocess.Popen, float, str]] = {}
+    failed, jobs = 0, jobs or os.cpu_count() or 1
+    while todo or running:
+        while todo and len(running) < jobs:
+            source, what = todo.pop(0)
+            code = ("from fairseq_stream.ops import extension as e, kernels as k; import sys; "
+                    f"sys.exit(None if e.load(*k.all_kernels()[{source!r}]) else e.failures.get({source!r}, 'not built'))")
+            running[source] = (subprocess.Popen([sys.executable, "-c", code], stderr=subprocess.PIPE, text=True),
+                               time.perf_counter(), what)
+        for source, (proc, start, what) in list(running.items()):
+            if proc.poll() is None:
+                continue
+            del running[source]
+            err = proc.stderr.read().strip().splitlines() if proc.stderr else []
+            failed += proc.returncode != 0
+            why = "" if proc.returncode == 0 else f" FAILED ({err[-1] if err else 'no message'}; the PyTorch path is used)"
+            write(f"C++ {what} kernel: built in {time.perf_counter() - start:.0f} s{why}")
+        time.sleep(0.2)
+    return failed
