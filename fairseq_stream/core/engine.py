@@ -41,7 +41,8 @@ def build_generator(name: str, task: Any, models: List[Any], gen_cfg: Any, opts:
 
     def make_strategy(stats: Any) -> Any:
         ctx = StrategyContext(scorer=scorer, eos=tgt_dict.eos(), pad=tgt_dict.pad(), bos=tgt_dict.eos(),
-                              dtype=dtype, needs_history=history, stats=stats, step_backend=opts.step_backend)
+                              dtype=dtype, needs_history=history, stats=stats, step_backend=opts.step_backend,
+                              task=task, load_models=lambda paths: load_models_like(paths, task, models, opts))
         return entry.strategy.from_config(config, ctx)
 
     generator = StreamGenerator(models, tgt_dict, name=name, make_strategy=make_strategy, scheduler=plan.scheduler,
@@ -50,6 +51,24 @@ def build_generator(name: str, task: Any, models: List[Any], gen_cfg: Any, opts:
     if entry.capabilities.block_steps:
         generator.model.require_block_steps(f"--search {name}")
     return generator
+
+
+def load_models_like(paths: str, task: Any, like: List[Any], opts: Any) -> List[Any]:
+    """Checkpoints ``paths`` (``a.pt:b.pt``) loaded with ``task`` and prepared as the run's models
+    ``like``: their device and dtype, ``--quantize`` and ``--cpu-matmul`` (a speculative draft)."""
+    from fairseq import checkpoint_utils, utils
+
+    loaded, _ = checkpoint_utils.load_model_ensemble(utils.split_paths(paths), task=task)
+    param = next(like[0].parameters())
+    for model in loaded:
+        model.eval()
+        model.to(device=param.device, dtype=param.dtype)
+    quantize = getattr(opts, "quantize", "none")
+    loaded = prepare_models(loaded, quantize)
+    if quantize == "none":
+        loaded = linear_kernels.prepare(loaded, linear_kernels.resolve(getattr(opts, "cpu_matmul", "auto"), loaded,
+                                                                       fairseq_search=False))
+    return loaded
 
 
 def score_dtype(models: List[Any]) -> torch.dtype:
