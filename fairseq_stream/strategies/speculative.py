@@ -42,7 +42,6 @@ from torch import Tensor
 
 from fairseq_stream.core.interface import StepOutcome, StrategyContext
 from fairseq_stream.core.model_step import DecoderState, ModelStep
-from fairseq_stream.core.processors import RowContext
 from fairseq_stream.core.registry import Capabilities, lenpen_of, register_search
 from fairseq_stream.core.state import PAD, StrategyState, host, per_sentence
 from fairseq_stream.errors import FairseqStreamError
@@ -253,7 +252,7 @@ class SpeculativeDecoding:
         entered = time.perf_counter()
         if self._left_step is not None:  # the target's block call, timed from the host (CPU)
             self.stats.add_extra("verify_seconds", entered - self._left_step)
-        pred, score = self._greedy(state.verify, scores)
+        pred, score = self.verifier.predictions(state.verify, scores)
         before = self.stats.accepted_tokens
         out = self.verifier.iterate(state.verify, pred, score)  # the one host read (packet)
         accepted = self.stats.accepted_tokens - before
@@ -279,16 +278,6 @@ class SpeculativeDecoding:
         self.stats.add_extra("speculative_step_seconds", self._left_step - entered)
         return replace(out, state=SpeculativeState(verify, proposal.draft, rows), feed=feed)
 
-    def _greedy(self, state: JacobiState, scores: Tensor) -> Tuple[Tensor, Tensor]:
-        """(S, b) the target's arg-max after each fed position and its log-probability, with
-        fairseq's score edits (min/max length, unk penalty) at each position's target index."""
-        s, b, v = scores.shape
-        pos = state.verified.unsqueeze(1) + torch.arange(b, device=scores.device)  # (S, b)
-        ctx = RowContext(steps=pos.reshape(-1), max_len=state.max_len.repeat_interleave(b, output_size=s * b),
-                         may_reach_max=state.high + b - 1 >= state.shortest, min_steps=state.low)
-        score, top, _ = self.verifier.scorer.top(scores.reshape(s * b, v), 1, ctx)
-        return top[:, 0].view(s, b), score[:, 0].view(s, b)
-
     # ---- the draft -------------------------------------------------------------------------
     def _catch_up(self, state: SpeculativeState, pred: Tensor, accept: Tensor, longest: int,
                   accepted: int) -> Tuple[DecoderState, Tensor]:
@@ -305,15 +294,16 @@ class SpeculativeDecoding:
         keep = torch.minimum(accept - 1, rows.unverified)  # proposals that stay in the cache
         if rows.most > 0:
             # ``accept`` reads keep + (block − unverified) of a block of ``most``: rows of another γ too
-            exact = longest - accepted + 1 + min(accepted - 1, rows.most) if state.size == 1 else longest
-            dec = self.draft.accept(dec, keep + (rows.most - rows.unverified), rows.most, exact)
+            # the host's bound of the new lengths: exact for one row (a cache of one row is uniform)
+            bound = longest - accepted + 1 + min(accepted - 1, rows.most) if state.size == 1 else longest
+            dec = self.draft.accept(dec, keep + (rows.most - rows.unverified), rows.most, min(bound, dec.max_length))
         pending = accept - keep  # (S,) 1 or 2 verified tokens the draft has not seen
         last = pred.gather(1, (accept - 1).unsqueeze(1))  # the target's token
         before = pred.gather(1, (accept - 2).clamp(min=0).unsqueeze(1))  # the last accepted proposal
         two = pending.unsqueeze(1) == 2
         feed = torch.cat([torch.where(two, before, last), torch.where(two, last, torch.full_like(last, self.pad))], 1)
         logits, dec = self.draft.step(self.memory, dec, feed)  # (S, 2, V)
-        dec = self.draft.accept(dec, pending, 2, longest + 1)
+        dec = self.draft.accept(dec, pending, 2, min(longest + 1, dec.max_length))
         first = logits.gather(1, (pending - 1).view(-1, 1, 1).expand(-1, 1, logits.size(2))).squeeze(1).argmax(-1)
         self.stats.add_extra("draft_calls")
         return dec, first
