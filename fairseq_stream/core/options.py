@@ -194,6 +194,12 @@ class StreamDecodingConfig(FairseqDataclass):
                   "model: docs/results.md), or 'auto': γ before each verification from the recent acceptance rate "
                   "and the measured draft/verification cost (Leviathan et al. 2023, Theorem 3.8), up to 8"},
     )
+    # ---- lookahead decoding (Fu et al. 2024) ----
+    lookahead_ngram: int = field(
+        default=4,
+        metadata={"help": "lookahead: N, the n-gram size of the pool (a token and the N - 1 tokens that followed it "
+                  "in the run's greedy outputs); a step verifies N positions"},
+    )
     # ---- IBDecoder family (Zhang2020) ----
     ib_dedup: bool = field(
         default=False, metadata={"help": "ib-beam: remove immediately repeated n-grams (n <= 4) from outputs (Zhang2020 §5.1)"}

@@ -176,6 +176,16 @@ class JacobiDecoding(StateOps):
             feed = feed.masked_fill(torch.arange(b, device=feed.device) >= state.width.unsqueeze(1), self.pad)
         return replace(state, feed=feed)
 
+    def with_guesses(self, state: JacobiState, guesses: Tensor, most: int) -> JacobiState:
+        """``state`` whose next feed guesses ``guesses`` (S, ≥ most) instead of Jacobi's own,
+        in windows of at most ``most + 1`` positions (speculative and lookahead decoding verify
+        another proposer's tokens with this iteration; the verification reads ``state.feed``)."""
+        width = state.width.clamp(max=most + 1)  # (S,)
+        b = min(state.feed.size(1), most + 1)
+        feed = torch.cat([state.feed[:, :1], guesses[:, : b - 1]], dim=1)
+        feed = feed.masked_fill(torch.arange(b, device=feed.device) >= width.unsqueeze(1), self.pad)
+        return replace(state, feed=feed.contiguous(), width=width.contiguous())
+
     # ---- one iteration -----------------------------------------------------------------
     def step(self, state: JacobiState, scores: Tensor) -> StepOutcome:
         """Predictions for every fed position → verified prefix, new draft, finished sentences."""

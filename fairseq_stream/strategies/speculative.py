@@ -218,11 +218,11 @@ class SpeculativeDecoding:
         first, dec = self._draft_call(dec, out.feed[:, :1])  # BOS
         proposal = self._continue(first, dec, gamma)
         self.stats.add_extra("draft_seconds", time.perf_counter() - start)
-        state, feed = self._with_proposal(out.state, proposal, gamma)
+        state = self.verifier.with_guesses(out.state, proposal.tokens, gamma)
         rows = DraftRows(sentences=state.sentences.clone(), unverified=torch.full_like(sentences, gamma - 1),
                          most=gamma - 1)
         self._left_step = time.perf_counter()
-        return StepOutcome(state=SpeculativeState(state, proposal.draft, rows), parents=None, feed=feed)
+        return StepOutcome(state=SpeculativeState(state, proposal.draft, rows), parents=None, feed=state.feed)
 
     def sentences(self, state: SpeculativeState) -> int:
         return state.size
@@ -271,12 +271,12 @@ class SpeculativeDecoding:
             first = first.index_select(0, out.parents)
         proposal = self._continue(first, dec, gamma)
         self.stats.add_extra("draft_seconds", time.perf_counter() - start)
-        verify, feed = self._with_proposal(out.state, proposal, gamma)
+        verify = self.verifier.with_guesses(out.state, proposal.tokens, gamma)
         rows = DraftRows(sentences=verify.sentences, unverified=torch.full_like(verify.sentences, gamma - 1),
                          most=gamma - 1)
         self._left_step = time.perf_counter()
         self.stats.add_extra("speculative_step_seconds", self._left_step - entered)
-        return replace(out, state=SpeculativeState(verify, proposal.draft, rows), feed=feed)
+        return replace(out, state=SpeculativeState(verify, proposal.draft, rows), feed=verify.feed)
 
     # ---- the draft -------------------------------------------------------------------------
     def _catch_up(self, state: SpeculativeState, pred: Tensor, accept: Tensor, longest: int,
@@ -323,15 +323,6 @@ class SpeculativeDecoding:
             nxt, dec = self._draft_call(dec, tokens[-1].unsqueeze(1))
             tokens.append(nxt)
         return Proposal(torch.stack(tokens, 1), dec)
-
-    def _with_proposal(self, state: JacobiState, proposal: Proposal, gamma: int) -> Tuple[JacobiState, Tensor]:
-        """The verifier's next feed: its last verified token, then the proposal, up to each row's
-        window (``min(γ + 1, positions left)``)."""
-        width = state.width.clamp(max=gamma + 1)  # (S,)
-        b = min(state.feed.size(1), gamma + 1)
-        feed = torch.cat([state.feed[:, :1], proposal.tokens[:, : b - 1]], dim=1)
-        feed = feed.masked_fill(torch.arange(b, device=feed.device) >= width.unsqueeze(1), self.pad)
-        return replace(state, feed=feed.contiguous(), width=width.contiguous()), feed
 
     # ---- γ and the statistics ---------------------------------------------------------------
     def _next_gamma(self) -> int:
