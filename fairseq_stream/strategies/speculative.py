@@ -333,13 +333,17 @@ class SpeculativeDecoding:
         return self.gamma
 
     def _record(self, accept: Tensor, rows: int, accepted: int, gamma: int) -> None:
-        """Accepted tokens per row and verification: the histogram on the device (read once per
-        batch, :meth:`_flush_histogram`), the totals on the host (from the packet)."""
+        """Accepted tokens per row and verification: totals from the packet; the histogram on the
+        host for one row (the packet's total is that row's), else on the device, read once per
+        group that empties (:meth:`_flush_histogram`)."""
         self.stats.add_extra("verify_steps")
         self.stats.add_extra("verify_rows", rows)
         self.stats.add_extra("verify_accepted", accepted)
         if self.tuner is not None:
             self.tuner.observe(accepted / max(rows, 1) - 1, gamma - 1)
+        if rows == 1:
+            self.stats.add_extra(f"accepted_{accepted}")
+            return
         size = AUTO_MAX_DRAFT_TOKENS + 2 if self.tuner is not None else self.cfg.most_draft_tokens + 2
         counts = torch.bincount(accept.clamp(max=size - 1), minlength=size)
         self.histogram = counts if self.histogram is None else self.histogram + counts

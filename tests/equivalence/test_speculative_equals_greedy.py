@@ -100,7 +100,7 @@ def test_batched_equals_batch_one(demo_session64, data64, drafts):
 
 
 @pytest.mark.parametrize("gen", [
-    dict(GEN, min_len=12),
+    dict(GEN, min_len=9),
     dict(GEN, unkpen=5.0),
     dict(GEN, max_len_a=0.0, max_len_b=6),  # many sentences end at the length limit, inside a block
 ])
@@ -143,3 +143,19 @@ def test_bad_options(demo_session, gen, opts, message):
 def test_other_strategies_refuse_the_draft(demo_session):
     with pytest.raises(FairseqStreamError, match="does not read --draft-path"):
         demo_session.build_generator("gs-jacobi", {"beam": 1}, {"draft_path": SHIPPED_DRAFT})
+
+
+# ---- lookahead decoding (Fu et al. 2024): no draft model, guesses from an n-gram pool ----
+@pytest.mark.parametrize("opts", [
+    {"lookahead_ngram": 4, "stream_capacity": 1},
+    {"lookahead_ngram": 3, "stream_capacity": 5, "stream_epsilon": 0.5},
+])
+def test_lookahead_identical_to_greedy(demo_session64, data64, greedy64, opts):
+    out = demo_session64.translate(data64, search="lookahead", gen=GEN, opts=opts)
+    _same(greedy64, out)
+    assert out.stats.extra["sentence_iterations"] < out.stats.autoregressive_steps  # guesses were accepted
+
+
+def test_lookahead_bad_ngram(demo_session):
+    with pytest.raises(FairseqStreamError, match="--lookahead-ngram must be in"):
+        demo_session.build_generator("lookahead", {"beam": 1}, {"lookahead_ngram": 1})
