@@ -299,6 +299,11 @@ class SpeculativeDecoding:
             dec = self.draft.accept(dec, keep + (rows.most - rows.unverified), rows.most, min(bound, dec.max_length))
         pending = accept - keep  # (S,) 1 or 2 verified tokens the draft has not seen
         last = pred.gather(1, (accept - 1).unsqueeze(1))  # the target's token
+        if state.size == 1 and accepted - min(accepted - 1, rows.most) == 1:
+            # one row, known on the host to need one token (the packet's total is its own): a
+            # single-token call instead of a block (cheaper on a CPU: the one-query attention kernel)
+            first, dec = self._draft_call(dec, last)
+            return dec, first
         before = pred.gather(1, (accept - 2).clamp(min=0).unsqueeze(1))  # the last accepted proposal
         two = pending.unsqueeze(1) == 2
         feed = torch.cat([torch.where(two, before, last), torch.where(two, last, torch.full_like(last, self.pad))], 1)
