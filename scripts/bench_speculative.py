@@ -41,6 +41,7 @@ def main() -> None:
     parser.add_argument("--limit", type=int, default=100)
     parser.add_argument("--capacity", type=int, default=1)
     parser.add_argument("--gammas", default="2,3,4,6,auto", help="--draft-tokens values, one row each")
+    parser.add_argument("--lookahead", default="4", help="--lookahead-ngram values, one row each ('' = none)")
     parser.add_argument("--repeats", type=int, default=3)
     args = parser.parse_args()
     session = TranslationSession.load(DEMO, args.path, bpe_codes=os.path.join(DEMO, "bpe.codes"),
@@ -51,8 +52,12 @@ def main() -> None:
     for g in args.gammas.split(","):
         rows.append({"label": f"speculative --draft-tokens {g}", "search": "speculative",
                      "opts": {"draft_path": args.draft, "draft_tokens": g}})
+    for n in filter(None, args.lookahead.split(",")):
+        rows.append({"label": f"lookahead --lookahead-ngram {n}", "search": "lookahead",
+                     "opts": {"lookahead_ngram": int(n)}})
+    warm = session.encode(_read(args.src, 8))
     for row in rows:  # warm-up: kernel builds, first-call allocations
-        session.translate(data, search=row["search"], gen=gen, opts=dict(row["opts"], stream_capacity=args.capacity),
+        session.translate(warm, search=row["search"], gen=gen, opts=dict(row["opts"], stream_capacity=args.capacity),
                           postprocess=False)
     for _ in range(args.repeats):
         for row in rows:
@@ -71,7 +76,8 @@ def main() -> None:
         out, t = row["out"], statistics.median(row["times"])
         same = sum(a[0]["tokens"].tolist() == b[0]["tokens"].tolist() for a, b in zip(greedy.hypos, out.hypos))
         extra = out.stats.extra
-        per_verify = (f"{extra['verify_accepted'] / extra['verify_rows']:.2f}" if extra.get("verify_rows") else "—")
+        iterations = extra.get("sentence_iterations")
+        per_verify = f"{out.stats.autoregressive_steps / iterations:.2f}" if iterations else "—"
         gamma = (f"{extra['draft_tokens_proposed'] / extra['draft_proposals']:.2f}" if extra.get("draft_proposals")
                  else "—")
         share = (f"{100 * extra['draft_seconds'] / out.stats.wall_seconds:.0f}%" if extra.get("draft_seconds") else "—")

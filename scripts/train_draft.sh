@@ -15,6 +15,8 @@
 #   SRC_LANG=es TGT_LANG=en  BPE_CODES=MODEL_DIR/bpe.codes (empty: sources are already BPE'd)
 #   KD_LINES=12000 (sources to distil)  DIM=128 FFN=512 HEADS=4 ENC_LAYERS=2 DEC_LAYERS=1
 #   TRAIN_MINUTES=12  WORK=./work/draft  THREADS=1
+#   STAGES=distil,train,export (a subset reruns only those; RESUME=1: train on from WORK's last
+#   checkpoint until TRAIN_MINUTES of training in all, fairseq-train's --stop-time-hours)
 #
 # Time on this machine (2 shared CPU cores, four people working, 1 thread), the shipped demo
 # draft user_dir_examples/demo/draft.pt (see its README line there for the exact command):
@@ -23,7 +25,7 @@
 set -euo pipefail
 
 if [ $# -ne 4 ]; then
-    sed -n '2,21p' "$0" | sed 's/^# \{0,1\}//'
+    sed -n '2,23p' "$0" | sed 's/^# \{0,1\}//'
     exit 2
 fi
 MODEL_DIR=$1 CHECKPOINT=$2 SOURCES=$3 OUT=$4
@@ -38,6 +40,10 @@ WORK=${WORK:-./work/draft} THREADS=${THREADS:-1}
 export OMP_NUM_THREADS=$THREADS
 mkdir -p "$WORK/kd"
 
+STAGES=${STAGES:-distil,train,export} RESUME=${RESUME:-0}
+stage() { [[ ",$STAGES," == *",$1,"* ]]; }
+
+if stage distil; then
 echo "== 1. distil: greedy translations of $KD_LINES sources ($(date -u +%T))"
 start=$(date +%s)
 head -n "$KD_LINES" "$SOURCES" > "$WORK/kd/sources.txt"
@@ -66,8 +72,11 @@ print(f"distilled {len(keep)} pairs ({out.stats.sentences_per_second:.1f} senten
 EOF
 echo "   $(( $(date +%s) - start )) s"
 
+fi
+
+if stage train; then
 echo "== 2. binarize with the model's dictionaries"
-rm -rf "$WORK/bin"
+[ "$RESUME" = 1 ] || rm -rf "$WORK/bin"
 "$BIN/fairseq-preprocess" --source-lang "$SRC_LANG" --target-lang "$TGT_LANG" --trainpref "$WORK/kd/train" \
     --destdir "$WORK/bin" --srcdict "$MODEL_DIR/dict.$SRC_LANG.txt" --tgtdict "$MODEL_DIR/dict.$TGT_LANG.txt" \
     --workers 1 > "$WORK/preprocess.log"
@@ -76,7 +85,7 @@ cmp -s "$MODEL_DIR/dict.$SRC_LANG.txt" "$MODEL_DIR/dict.$TGT_LANG.txt" && SHARE=
 
 echo "== 3. train the draft for $TRAIN_MINUTES minutes ($(date -u +%T))"
 start=$(date +%s)
-rm -rf "$WORK/checkpoints"
+[ "$RESUME" = 1 ] || rm -rf "$WORK/checkpoints"
 "$BIN/fairseq-train" "$WORK/bin" --user-dir "$REPO/fairseq_stream" --cpu --arch transformer "${SHARE[@]}" \
     --encoder-layers "$ENC_LAYERS" --decoder-layers "$DEC_LAYERS" \
     --encoder-embed-dim "$DIM" --decoder-embed-dim "$DIM" --encoder-ffn-embed-dim "$FFN" --decoder-ffn-embed-dim "$FFN" \
@@ -90,6 +99,9 @@ rm -rf "$WORK/checkpoints"
 tail -n 3 "$WORK/train.log"
 echo "   $(( $(date +%s) - start )) s"
 
+fi
+
+if stage export; then
 echo "== 4. export a decoding-only fp16 checkpoint"
 "$PY" - "$REPO" "$WORK/checkpoints/checkpoint_last.pt" "$OUT" <<'EOF'
 import sys
@@ -98,3 +110,4 @@ from fairseq_stream.tools.checkpoint import export_inference_checkpoint
 size = export_inference_checkpoint(sys.argv[2], sys.argv[3])
 print(f"wrote {sys.argv[3]} ({size / 2**20:.1f} MiB)")
 EOF
+fi
