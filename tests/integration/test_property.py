@@ -68,6 +68,9 @@ OPT_SPACE: Dict[str, Tuple[List[Any], List[Any]]] = {
     "step_backend": (["reference", "cpp", "triton"], ["bogus", "cuda"]),  # triton on a CPU: a warned fallback
     "quantize": (["int8"], ["int4", "bogus"]),
     "cpu_matmul": (["torch"], ["mkl", "bogus"]),  # onednn: float32 models only (test_linear_kernels)
+    "draft_path": ([os.path.join(DEMO, "draft.pt")], ["/nonexistent/draft.pt"]),
+    "draft_tokens": (["2", "auto"], ["0", "bogus"]),
+    "lookahead_ngram": ([2, 6], [1]),
     "jacobi_block": ([1, 2], [0]),
     "jacobi_max_parallel_len": ([0, 4], [-1]),
     "jacobi_init": (["tail"], ["bogus"]),
