@@ -188,10 +188,10 @@ class StreamDecodingConfig(FairseqDataclass):
                   "the output is the model's greedy output whatever the draft"},
     )
     draft_tokens: str = field(
-        default="4",
+        default="2",
         metadata={"help": "speculative: γ, the tokens the draft proposes per verification (the model verifies "
-                  "γ + 1 positions in one block step), an integer in [1, 64] (default 4, the fastest on the demo "
-                  "model: docs/results.md), or 'auto': γ before each verification from the recent acceptance rate "
+                  "γ + 1 positions in one block step), an integer in [1, 64] (default 2, the fastest with the demo "
+                  "model's draft on a CPU: docs/results.md), or 'auto': γ before each verification from the recent acceptance rate "
                   "and the measured draft/verification cost (Leviathan et al. 2023, Theorem 3.8), up to 8"},
     )
     # ---- lookahead decoding (Fu et al. 2024) ----

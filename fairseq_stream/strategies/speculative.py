@@ -49,7 +49,7 @@ from fairseq_stream.ops.transformer_step import SentenceIndex
 from fairseq_stream.strategies.jacobi import JacobiConfig, JacobiDecoding, JacobiState
 
 #: ``--draft-tokens`` without a value: the γ measured fastest on the demo model (docs/results.md).
-DEFAULT_DRAFT_TOKENS = "4"
+DEFAULT_DRAFT_TOKENS = "2"
 #: The largest γ ``auto`` considers.
 AUTO_MAX_DRAFT_TOKENS = 8
 
@@ -185,7 +185,7 @@ class SpeculativeDecoding:
         self.memory = draft.slots()  # the draft's encodings of the sentences in flight
         self.eos, self.pad, self.bos = eos, pad, bos
         self.stats = stats
-        self.gamma = cfg.most_draft_tokens if cfg.draft_tokens is not None else int(DEFAULT_DRAFT_TOKENS)
+        self.gamma = cfg.draft_tokens if cfg.draft_tokens is not None else int(DEFAULT_DRAFT_TOKENS)
         self.tuner = GammaTuner(cfg.most_draft_tokens) if cfg.draft_tokens is None else None
         self.histogram = None  # (γ_max + 2,) rows that accepted k tokens in a verification, on the device
         self._left_step: Optional[float] = None  # when the last step returned (the verification's start)
@@ -345,7 +345,7 @@ class SpeculativeDecoding:
         self.stats.add_extra("verify_rows", rows)
         self.stats.add_extra("verify_accepted", accepted)
         if self.tuner is not None:
-            self.tuner.observe(accepted / max(rows, 1) - 1, gamma - 1)
+            self.tuner.observe(accepted / max(rows, 1) - 1, gamma)  # drafts accepted per row, of γ
         if rows == 1:
             self.stats.add_extra(f"accepted_{accepted}")
             return
