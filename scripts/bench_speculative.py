@@ -82,6 +82,10 @@ def main() -> None:
                  else "—")
         share = (f"{100 * extra['draft_seconds'] / out.stats.wall_seconds:.0f}%" if extra.get("draft_seconds") else "—")
         print(f"| {row['label']} | {t:.2f} | {t / base:.2f}× | {same}/{len(out.hypos)} | {per_verify} | {gamma} | {share} |")
+    for row in rows:  # accepted tokens per row and verification (speculative's closing statistics)
+        hist = sorted((int(k.split("_")[1]), int(v)) for k, v in row["out"].stats.extra.items() if k.startswith("accepted_"))
+        if hist:
+            print(f"{row['label']}: tokens accepted per verification " + " ".join(f"{k}:{n}" for k, n in hist))
 
 
 if __name__ == "__main__":
