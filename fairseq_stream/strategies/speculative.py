@@ -31,11 +31,10 @@ change its cost.
 """
 from __future__ import annotations
 
-import math
 import os
 import time
 from dataclasses import dataclass, replace
-from typing import Any, Callable, List, Optional, Sequence, Tuple
+from typing import Any, Optional, Sequence, Tuple
 
 import torch
 from torch import Tensor
@@ -43,7 +42,7 @@ from torch import Tensor
 from fairseq_stream.core.interface import StepOutcome, StrategyContext
 from fairseq_stream.core.model_step import DecoderState, ModelStep
 from fairseq_stream.core.registry import Capabilities, lenpen_of, register_search
-from fairseq_stream.core.state import PAD, StrategyState, host, per_sentence
+from fairseq_stream.core.state import StrategyState, host, per_sentence
 from fairseq_stream.errors import FairseqStreamError
 from fairseq_stream.ops.transformer_step import SentenceIndex
 from fairseq_stream.strategies.jacobi import JacobiConfig, JacobiDecoding, JacobiState
@@ -131,15 +130,18 @@ def _compare_dictionary_files(path: str, state: Any, task: Any) -> None:
         for folder in folders:
             file = os.path.join(folder, f"dict.{lang}.txt")
             if lang and os.path.isfile(file):
-                with open(file, encoding="utf-8") as f:
-                    words = [line.rsplit(" ", 1)[0] for line in f.read().splitlines() if line.strip()]
-                ours = dictionary.symbols[dictionary.nspecial:]
-                words = [w.rsplit(" ", 1)[0] for w in words][: len(ours)]
-                if words != list(ours[: len(words)]):
+                if _words(file) != list(dictionary.symbols[dictionary.nspecial:]):
                     raise FairseqStreamError(
                         f"--draft-path {path}: its {lang} dictionary ({file}) is not the model's; a draft must "
                         "share the model's dictionaries")
                 break
+
+
+def _words(file: str) -> list:
+    """The symbols of a fairseq ``dict.txt`` (``word count [#fairseq:overwrite]`` a line), in order."""
+    with open(file, encoding="utf-8") as f:
+        lines = [line.replace(" #fairseq:overwrite", "") for line in f.read().splitlines() if line.strip()]
+    return [line.rsplit(" ", 1)[0] for line in lines]
 
 
 # ---- the state -----------------------------------------------------------------------------------

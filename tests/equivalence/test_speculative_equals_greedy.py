@@ -128,6 +128,18 @@ def test_a_draft_with_another_dictionary_is_one_clear_error(demo_session, drafts
         demo_session.build_generator("speculative", {"beam": 1}, {"draft_path": drafts["smaller"]})
 
 
+def test_a_draft_whose_dictionary_files_differ_is_one_clear_error(demo_session, tmp_path):
+    """Same sizes, other words (two swapped): found by the dictionary files beside the draft."""
+    os.symlink(SHIPPED_DRAFT, tmp_path / "draft.pt")
+    for lang in ("es", "en"):
+        lines = open(os.path.join(DEMO, f"dict.{lang}.txt"), encoding="utf-8").read().splitlines()
+        if lang == "en":
+            lines[10], lines[11] = lines[11], lines[10]
+        (tmp_path / f"dict.{lang}.txt").write_text("\n".join(lines) + "\n", encoding="utf-8")
+    with pytest.raises(FairseqStreamError, match="its en dictionary .* is not the model's"):
+        demo_session.build_generator("speculative", {"beam": 1}, {"draft_path": str(tmp_path / "draft.pt")})
+
+
 @pytest.mark.parametrize("gen,opts,message", [
     ({"beam": 1}, {}, "needs --draft-path"),
     ({"beam": 1}, {"draft_path": "/nonexistent/draft.pt"}, "no such file"),
