@@ -33,6 +33,8 @@ DEMO_RUNS: List[RunSpec] = [
     RunSpec("fairseq greedy", "beam", gen=dict(_LEN, beam=1)),
     RunSpec("gs-jacobi b=3", "gs-jacobi", gen=dict(_LEN, beam=1), opts={"stream_capacity": 32}),
     RunSpec("hybrid-jacobi b=3", "hybrid-jacobi", gen=dict(_LEN, beam=1), opts={"stream_capacity": 32}),
+    RunSpec("speculative γ=2", "speculative", gen=dict(_LEN, beam=1), opts={"draft_path": os.path.join(DEMO_DIR, "draft.pt")}),
+    RunSpec("lookahead N=4", "lookahead", gen=dict(_LEN, beam=1), opts={"lookahead_ngram": 4}),
 ]
 
 
