@@ -15,6 +15,9 @@ answers these calls:
 * ``sentences(state)`` — how many sentences the state still holds (refill reads it);
 * ``length(state)`` — how many tokens its rows have been fed (the key of VAR-STREAM's
   selection of the shortest groups);
+* ``admit(src_tokens, src_lengths, free, size, pad=, eos=, left_pad=)`` — optional: a strategy
+  with models of its own (a speculative draft) encodes the sentences a refill admits, into the
+  same slots as the scheduler's models;
 * ``split(state, sentences, rows)`` and ``row_counts(state)`` — the first ``sentences``
   sentences (their ``rows`` rows) and the rest; the rows of each sentence (on the device):
   over-subscription steps only part of a group (:class:`~fairseq_stream.core.state.StateOps`
@@ -26,7 +29,7 @@ keeps beside it has the same rows in the same order.
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Any, Dict, List, Optional, Protocol, Sequence
+from typing import Any, Callable, Dict, List, Optional, Protocol, Sequence
 
 import torch
 from torch import Tensor
@@ -57,6 +60,10 @@ class StrategyContext:
     needs_history: bool  # a processor reads each row's tokens (n-gram blocking)
     stats: Any  # DecodeStats of the run
     step_backend: str = "auto"  # --step-backend: who runs the fused step operators (ops/backends.py)
+    task: Any = None  # fairseq's task (its dictionaries), for a strategy with models of its own
+    # checkpoints (fairseq's ``a.pt:b.pt``) → models loaded with the task and prepared as the run's
+    # (device, dtype, --quantize, --cpu-matmul): a speculative draft
+    load_models: Optional[Callable[[str], List[Any]]] = None
 
 
 @dataclass

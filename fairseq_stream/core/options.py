@@ -188,6 +188,26 @@ class StreamDecodingConfig(FairseqDataclass):
         metadata={"help": "initial draft of a block: 'pad' (Santilli2023) or 'tail' (slide the block and keep "
                   "the previous iteration's unverified predictions as the draft)"},
     )
+    # ---- speculative decoding (Leviathan et al. 2023; Xia et al. 2023) ----
+    draft_path: Optional[str] = field(
+        default=None,
+        metadata={"help": "speculative: the draft model's checkpoint (a.pt:b.pt = an ensemble draft), a small "
+                  "fairseq transformer with the model's dictionaries (scripts/train_draft.sh distils one); "
+                  "the output is the model's greedy output whatever the draft"},
+    )
+    draft_tokens: str = field(
+        default="2",
+        metadata={"help": "speculative: γ, the tokens the draft proposes per verification (the model verifies "
+                  "γ + 1 positions in one block step), an integer in [1, 64] (default 2, the fastest with the demo "
+                  "model's draft on a CPU: docs/results.md), or 'auto': γ before each verification from the recent acceptance rate "
+                  "and the measured draft/verification cost (Leviathan et al. 2023, Theorem 3.8), up to 8"},
+    )
+    # ---- lookahead decoding (Fu et al. 2024) ----
+    lookahead_ngram: int = field(
+        default=4,
+        metadata={"help": "lookahead: N, the n-gram size of the pool (a token and the N - 1 tokens that followed it "
+                  "in the run's greedy outputs); a step verifies N positions"},
+    )
     # ---- IBDecoder family (Zhang2020) ----
     ib_dedup: bool = field(
         default=False, metadata={"help": "ib-beam: remove immediately repeated n-grams (n <= 4) from outputs (Zhang2020 §5.1)"}

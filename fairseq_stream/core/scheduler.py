@@ -186,6 +186,10 @@ class StreamingScheduler:
         src_lengths = admission.src_lengths.to(dev)
         self.model.admit(self.memory, admission.src_tokens.to(dev), src_lengths, free,
                          pad=self.pad, eos=self.eos, left_pad=admission.left_pad)
+        admit = getattr(self.strategy, "admit", None)
+        if admit is not None:  # a strategy with models of its own (a speculative draft) encodes them too
+            admit(admission.src_tokens.to(dev), src_lengths, free, self.memory.size, pad=self.pad, eos=self.eos,
+                  left_pad=admission.left_pad)
         handles = torch.arange(admission.first, admission.first + m, device=dev) * self.memory.modulus + free
         out = self.strategy.init_state(handles, admission.max_len.to(dev), src_lengths,
                                        longest=max(admission.limits), shortest=min(admission.limits))

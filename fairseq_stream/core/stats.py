@@ -165,7 +165,23 @@ class DecodeStats:
                 f" ({self.iteration_speedup:.2f}x), {self.accepted_tokens / max(iterations, 1):.2f} tokens"
                 " accepted per iteration"
             )
+        if self.extra.get("verify_steps"):
+            line += ", " + speculative_summary(self.extra, self.wall_seconds)
         return line
+
+
+def speculative_summary(extra: Dict[str, float], wall_seconds: float) -> str:
+    """Speculative decoding's figures (strategies/speculative.py): tokens accepted per row and
+    verification, their histogram, the mean γ, and the draft's and the verification's time shares."""
+    rows = extra.get("verify_rows", 0.0)
+    hist = sorted((int(k.split("_")[1]), int(v)) for k, v in extra.items() if k.startswith("accepted_") and v)
+    line = (f"speculative: {extra.get('verify_accepted', 0.0) / max(rows, 1):.2f} tokens accepted per verification "
+            f"(" + " ".join(f"{k}:{n}" for k, n in hist) + f"), mean γ "
+            f"{extra.get('draft_tokens_proposed', 0.0) / max(extra.get('draft_proposals', 1.0), 1):.2f}")
+    if wall_seconds:
+        line += (f", draft {100 * extra.get('draft_seconds', 0.0) / wall_seconds:.0f}% and verification "
+                 f"{100 * extra.get('verify_seconds', 0.0) / wall_seconds:.0f}% of the time")
+    return line
 
 
 def describe_backends(backends: Dict[str, Any], sep: str = " ") -> str:

@@ -49,7 +49,8 @@ def build_generator(name: str, task: Any, models: List[Any], gen_cfg: Any, opts:
         if scorer.note:  # a score edit that can raise a token: how the output layer honours it, said once
             stats.note_backend("output_layer", scorer.note)
         ctx = StrategyContext(scorer=scorer, eos=tgt_dict.eos(), pad=tgt_dict.pad(), bos=tgt_dict.eos(),
-                              dtype=dtype, needs_history=history, stats=stats, step_backend=opts.step_backend)
+                              dtype=dtype, needs_history=history, stats=stats, step_backend=opts.step_backend,
+                              task=task, load_models=lambda paths: load_models_like(paths, task, models, opts))
         return entry.strategy.from_config(config, ctx)
 
     generator = StreamGenerator(models, tgt_dict, name=name, make_strategy=make_strategy, scheduler=plan.scheduler,
@@ -60,6 +61,24 @@ def build_generator(name: str, task: Any, models: List[Any], gen_cfg: Any, opts:
         generator.model.require_block_steps(f"--search {name}")
     generator.stats.settings.update(run_settings(models, opts))
     return generator
+
+
+def load_models_like(paths: str, task: Any, like: List[Any], opts: Any) -> List[Any]:
+    """Checkpoints ``paths`` (``a.pt:b.pt``) loaded with ``task`` and prepared as the run's models
+    ``like``: their device and dtype, ``--quantize`` and ``--cpu-matmul`` (a speculative draft)."""
+    from fairseq import checkpoint_utils, utils
+
+    loaded, _ = checkpoint_utils.load_model_ensemble(utils.split_paths(paths), task=task)
+    param = next(like[0].parameters())
+    for model in loaded:
+        model.eval()
+        model.to(device=param.device, dtype=param.dtype)
+    quantize = getattr(opts, "quantize", "none")
+    loaded = prepare_models(loaded, quantize)
+    if quantize == "none":
+        loaded = linear_kernels.prepare(loaded, linear_kernels.resolve(getattr(opts, "cpu_matmul", "auto"), loaded,
+                                                                       fairseq_search=False))
+    return loaded
 
 
 def run_settings(models: List[Any], opts: Any) -> Dict[str, str]:

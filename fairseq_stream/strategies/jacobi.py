@@ -176,9 +176,24 @@ class JacobiDecoding(StateOps):
             feed = feed.masked_fill(torch.arange(b, device=feed.device) >= state.width.unsqueeze(1), self.pad)
         return replace(state, feed=feed)
 
+    def with_guesses(self, state: JacobiState, guesses: Tensor, most: int) -> JacobiState:
+        """``state`` whose next feed guesses ``guesses`` (S, ≥ most) instead of Jacobi's own,
+        in windows of at most ``most + 1`` positions (speculative and lookahead decoding verify
+        another proposer's tokens with this iteration; the verification reads ``state.feed``)."""
+        width = state.width.clamp(max=most + 1)  # (S,)
+        b = min(state.feed.size(1), most + 1)
+        feed = torch.cat([state.feed[:, :1], guesses[:, : b - 1]], dim=1)
+        feed = feed.masked_fill(torch.arange(b, device=feed.device) >= width.unsqueeze(1), self.pad)
+        return replace(state, feed=feed.contiguous(), width=width.contiguous())
+
     # ---- one iteration -----------------------------------------------------------------
     def step(self, state: JacobiState, scores: Tensor) -> StepOutcome:
         """Predictions for every fed position → verified prefix, new draft, finished sentences."""
+        return self.iterate(state, *self.predictions(state, scores))
+
+    def predictions(self, state: JacobiState, scores: Tensor) -> "tuple[Tensor, Tensor]":
+        """(S, b) the arg-max after each fed position and its log-probability, with the score
+        edits (min/max length, unk penalty) at each position's target index."""
         s, b, v = scores.shape
         offsets = torch.arange(b, device=scores.device)
         pos = state.verified.unsqueeze(1) + offsets  # (S, b) target index of each prediction
@@ -186,8 +201,7 @@ class JacobiDecoding(StateOps):
                          may_reach_max=state.high + b - 1 >= state.shortest, min_steps=state.low)
         # Arg-max with its log-probability: top-1 and the normaliser in one pass (Hoang2018).
         score, top, _ = self.scorer.top(scores.reshape(s * b, v), 1, ctx)
-        pred, score = top[:, 0].view(s, b), score[:, 0].view(s, b)
-        return self.iterate(state, pred, score)
+        return top[:, 0].view(s, b), score[:, 0].view(s, b)
 
     def iterate(self, state: JacobiState, pred: Tensor, score: Tensor) -> StepOutcome:
         """The iteration after the output layer, from the block's predictions ``pred`` and their

@@ -7,11 +7,16 @@ call of the scheduler's step (decoder call, strategy step, cache reorder) and th
 the finished hypotheses; not counted: fairseq's batching and the encoder calls of refills
 (once per refill, fairseq's code).
 """
+import os
+
 import pytest
+
+from conftest import DEMO
 
 from fairseq_stream.core.profiling import CostCounter, CostCounts, count_decoder_steps
 
 N = 24
+DRAFT = os.path.join(DEMO, "draft.pt")
 
 
 def _count_steps(session, data, search, gen, opts):
@@ -26,13 +31,18 @@ def _count_steps(session, data, search, gen, opts):
     ("var-fifo", {"beam": 5}, {"stream_capacity": 8}),
     pytest.param("gs-jacobi", {"beam": 1}, {"jacobi_block": 3, "stream_capacity": 8}, marks=pytest.mark.slow),
     ("gs-jacobi", {"beam": 1}, {"jacobi_block": 3, "stream_capacity": 1}),
+    ("speculative", {"beam": 1}, {"draft_path": DRAFT, "stream_capacity": 8}),
+    ("speculative", {"beam": 1}, {"draft_path": DRAFT, "stream_capacity": 1, "draft_tokens": "auto"}),
+    ("lookahead", {"beam": 1}, {"stream_capacity": 8}),
 ])
 def test_at_most_one_host_read_per_step_on_the_demo_model(demo_session, demo_sources, search, gen, opts):
     data = demo_session.encode(demo_sources[:N])
     out, counts = _count_steps(demo_session, data, search, gen, opts)
     steps = out.stats.timesteps
     assert steps > 20 and len(out.hypos) == N
-    assert counts.host_reads <= steps, (counts.host_reads, steps, dict(counts.reads_by_op))
+    # speculative decoding reads its acceptance histogram once per batch when batches have several rows
+    allowed = steps + (out.stats.refills if search == "speculative" and opts["stream_capacity"] > 1 else 0)
+    assert counts.host_reads <= allowed, (counts.host_reads, steps, dict(counts.reads_by_op))
 
 
 def test_the_counter_sees_host_reads():

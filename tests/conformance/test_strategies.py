@@ -1,6 +1,10 @@
 """Every registered strategy: fairseq's output contract, its declared capabilities, clear refusals."""
+import os
+
 import pytest
 import torch
+
+from conftest import DEMO
 
 from fairseq_stream.errors import FairseqStreamError
 from fairseq_stream.core.registry import get_search, search_names
@@ -13,10 +17,15 @@ def gen_for(name: str) -> dict:
     return {"beam": 1 if not get_search(name).capabilities.beam else 3, "max_len_a": 1.2, "max_len_b": 10}
 
 
+def opts_for(name: str) -> dict:
+    """What a strategy cannot run without: speculative decoding's draft (the demo's)."""
+    return {"draft_path": os.path.join(DEMO, "draft.pt")} if name == "speculative" else {}
+
+
 @pytest.mark.parametrize("name", STANDARD)
 def test_output_contract_on_the_trained_model(demo_session, demo_sources, name):
     data = demo_session.encode(demo_sources[:N])
-    result = demo_session.translate(data, search=name, gen=gen_for(name), batch_size=4)
+    result = demo_session.translate(data, search=name, gen=gen_for(name), opts=opts_for(name), batch_size=4)
     assert len(result.hypos) == N
     eos = demo_session.task.target_dictionary.eos()
     for nbest in result.hypos:
@@ -32,7 +41,7 @@ def test_output_contract_on_the_trained_model(demo_session, demo_sources, name):
 
 @pytest.mark.parametrize("name", [n for n in STANDARD if not get_search(n).capabilities.beam])
 def test_strategies_without_beam_refuse_it_with_the_reason(demo_session, name):
-    with pytest.raises(FairseqStreamError, match="--beam 5.*(fixed point|Limitations)"):
+    with pytest.raises(FairseqStreamError, match="--beam 5.*(fixed point|Limitations|one prefix per sentence)"):
         demo_session.build_generator(name, {"beam": 5}, {})
 
 

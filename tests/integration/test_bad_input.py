@@ -259,8 +259,11 @@ def test_impossible_generation_options_are_refused_for_every_strategy(demo_sessi
 @pytest.mark.parametrize("search", [s for s in _all_searches() if s != "ib-beam"])  # ib-beam needs an IB model
 def test_the_smallest_length_limit_gives_every_sentence_a_finite_hypothesis(demo_session, search):
     sources = read_lines(os.path.join(DEMO, "test.es"), 5)
-    gen = {"max_len_a": 0, "max_len_b": 1, "beam": 1 if "jacobi" in search else 3}
-    result = demo_session.translate(demo_session.encode(sources), search=search, gen=gen)
+    from fairseq_stream.core.registry import get_search
+
+    gen = {"max_len_a": 0, "max_len_b": 1, "beam": 3 if get_search(search).capabilities.beam else 1}
+    opts = {"draft_path": os.path.join(DEMO, "draft.pt")} if search == "speculative" else {}
+    result = demo_session.translate(demo_session.encode(sources), search=search, gen=gen, opts=opts)
     assert len(result.hypos) == len(sources)
     for nbest in result.hypos:
         assert nbest and nbest[0]["tokens"].numel() <= 2 and torch.isfinite(torch.as_tensor(nbest[0]["score"]))

@@ -69,6 +69,9 @@ OPT_SPACE: Dict[str, Tuple[List[Any], List[Any]]] = {
     "step_mode": (["eager", "static", "auto"], ["graph", "bogus"]),  # graph: CUDA only
     "quantize": (["int8"], ["int4", "bogus"]),
     "cpu_matmul": (["torch"], ["mkl", "bogus"]),  # onednn: float32 models only (test_linear_kernels)
+    "draft_path": ([os.path.join(DEMO, "draft.pt")], ["/nonexistent/draft.pt"]),
+    "draft_tokens": (["2", "auto"], ["0", "bogus"]),
+    "lookahead_ngram": ([2, 6], [1]),
     "jacobi_block": ([1, 2], [0]),
     "jacobi_max_parallel_len": ([0, 4], [-1]),
     "jacobi_init": (["tail"], ["bogus"]),

@@ -397,3 +397,23 @@ def test_every_experiment_says_what_it_measures_and_is_listed():
             doc = ast.get_docstring(ast.parse(f.read()))
         assert doc and doc.splitlines()[0].strip(), f"{name} has no header line"
         assert f"| `{name}` |" in readme, f"{name} is not listed in scripts/experiments/README.md"
+
+
+@pytest.mark.slow  # distils 16 sentences and trains for a few seconds with fairseq-train
+def test_train_draft_makes_a_draft_that_speculative_decoding_loads(tmp_path, demo_sources):
+    sources = tmp_path / "train.es"
+    sources.write_text("\n".join(demo_sources[:16]) + "\n", encoding="utf-8")
+    draft = tmp_path / "draft.pt"
+    env = dict(os.environ, PYTHON=sys.executable, WORK=str(tmp_path / "work"), KD_LINES="16", TRAIN_MINUTES="0.1",
+               DIM="32", FFN="64", HEADS="2", OMP_NUM_THREADS="1")
+    proc = subprocess.run(["bash", os.path.join(REPO, "scripts", "train_draft.sh"), DEMO, os.path.join(DEMO, "checkpoint.pt"),
+                           str(sources), str(draft)], capture_output=True, text=True, env=env, cwd=str(tmp_path))
+    assert proc.returncode == 0, proc.stdout[-2000:] + proc.stderr[-2000:]
+    assert "distilled 16 pairs" in proc.stdout and draft.is_file()
+    from conftest import _load_demo
+
+    session = _load_demo()
+    data = session.encode(demo_sources[:4])
+    greedy = session.translate(data, search="fixed-ours", gen={"beam": 1})
+    out = session.translate(data, search="speculative", gen={"beam": 1}, opts={"draft_path": str(draft)})
+    assert [h[0]["tokens"].tolist() for h in out.hypos] == [h[0]["tokens"].tolist() for h in greedy.hypos]

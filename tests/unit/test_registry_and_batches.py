@@ -127,6 +127,9 @@ _EFFECTIVE = {
     "jacobi_block": lambda g, s: g.config.block,
     "jacobi_max_parallel_len": lambda g, s: g.config.max_parallel_len,
     "jacobi_init": lambda g, s: g.config.init,
+    "draft_path": lambda g, s: g.config.draft_path or None,
+    "draft_tokens": lambda g, s: str(g.config.draft_tokens),
+    "lookahead_ngram": lambda g, s: g.config.ngram,
     "ib_dedup": lambda g, s: s.dedup,
     "ib_finalize": lambda g, s: s.finalize,
 }
@@ -156,7 +159,10 @@ def test_help_defaults_are_what_every_strategy_does():
     for name in search_names():
         if get_search(name).build is not None:
             continue  # fairseq's own beam reads none of our options
-        model = models["ib"] if name == "ib-beam" else models["jacobi"] if "jacobi" in name else TableModel(d, {})
+        if name == "speculative":  # no draft by default (one is required): its γ is checked below
+            continue
+        block = "jacobi" in name or name == "lookahead"
+        model = models["ib"] if name == "ib-beam" else models["jacobi"] if block else TableModel(d, {})
         g = build_generator(name, fake_task(d), [model], gen_cfg(beam=2 if get_search(name).capabilities.beam else 1),
                             stream_opts())
         strategy = g.make_strategy(g.stats)
@@ -164,3 +170,7 @@ def test_help_defaults_are_what_every_strategy_does():
         assert reads <= set(_EFFECTIVE), name
         for option in reads:
             assert _EFFECTIVE[option](g, strategy) == _stated_default(option, name), (name, option)
+    from fairseq_stream.strategies.speculative import SpeculativeConfig
+
+    spec = SpeculativeConfig.from_options("speculative", gen_cfg(beam=1), stream_opts(draft_path=__file__))
+    assert str(spec.draft_tokens) == _stated_default("draft_tokens", "speculative")

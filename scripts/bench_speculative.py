@@ -1,0 +1,92 @@
+#!/usr/bin/env python
+"""Speculative decoding against our own greedy: decode time, identical output, acceptance.
+
+One process, the demo model (float32) and its shipped draft, held-out ``test.es``; each row is
+run ``--repeats`` times interleaved with the others (a shared machine slows all alike) and the
+table gives the median decode time and its ratio to our greedy (``fixed-ours --beam 1``) at
+the same capacity, how many sentences' tokens equal greedy's, tokens accepted per verification,
+the mean γ and the draft's share of the time.
+
+    OMP_NUM_THREADS=1 python scripts/bench_speculative.py --limit 100 --capacity 1 --repeats 3
+    OMP_NUM_THREADS=1 python scripts/bench_speculative.py --limit 300 --capacity 64 --repeats 3
+"""
+from __future__ import annotations
+
+import argparse
+import os
+import statistics
+import sys
+import time
+from typing import Any, Dict, List
+
+REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+DEMO = os.path.join(REPO, "user_dir_examples", "demo")
+sys.path.insert(0, REPO)
+
+import torch  # noqa: E402
+
+from fairseq_stream.tools.session import TranslationSession  # noqa: E402
+
+
+def _read(path: str, limit: int) -> List[str]:
+    with open(path, encoding="utf-8") as f:
+        return [line.rstrip("\n") for line in f][:limit]
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--path", default=os.path.join(DEMO, "checkpoint.pt"))
+    parser.add_argument("--draft", default=os.path.join(DEMO, "draft.pt"))
+    parser.add_argument("--src", default=os.path.join(DEMO, "test.es"))
+    parser.add_argument("--limit", type=int, default=100)
+    parser.add_argument("--capacity", type=int, default=1)
+    parser.add_argument("--gammas", default="2,3,4,6,auto", help="--draft-tokens values, one row each")
+    parser.add_argument("--lookahead", default="4", help="--lookahead-ngram values, one row each ('' = none)")
+    parser.add_argument("--repeats", type=int, default=3)
+    args = parser.parse_args()
+    session = TranslationSession.load(DEMO, args.path, bpe_codes=os.path.join(DEMO, "bpe.codes"),
+                                      extra_args=["--source-lang", "es", "--target-lang", "en"])
+    data = session.encode(_read(args.src, args.limit))
+    gen = {"beam": 1}
+    rows: List[Dict[str, Any]] = [{"label": "greedy (fixed-ours --beam 1)", "search": "fixed-ours", "opts": {}}]
+    for g in args.gammas.split(","):
+        rows.append({"label": f"speculative --draft-tokens {g}", "search": "speculative",
+                     "opts": {"draft_path": args.draft, "draft_tokens": g}})
+    for n in filter(None, args.lookahead.split(",")):
+        rows.append({"label": f"lookahead --lookahead-ngram {n}", "search": "lookahead",
+                     "opts": {"lookahead_ngram": int(n)}})
+    warm = session.encode(_read(args.src, 8))
+    for row in rows:  # warm-up: kernel builds, first-call allocations
+        session.translate(warm, search=row["search"], gen=gen, opts=dict(row["opts"], stream_capacity=args.capacity),
+                          postprocess=False)
+    for _ in range(args.repeats):
+        for row in rows:
+            start = time.perf_counter()
+            out = session.translate(data, search=row["search"], gen=gen,
+                                    opts=dict(row["opts"], stream_capacity=args.capacity), postprocess=False)
+            row.setdefault("times", []).append(time.perf_counter() - start)
+            row["out"] = out
+    greedy = rows[0]["out"]
+    base = statistics.median(rows[0]["times"])
+    print(f"{len(data)} sentences, capacity {args.capacity}, {torch.get_num_threads()} thread(s), "
+          f"median of {args.repeats} interleaved runs")
+    print("| row | decode s | vs greedy | identical to greedy | tokens/verification | mean γ | draft time |")
+    print("|---|---|---|---|---|---|---|")
+    for row in rows:
+        out, t = row["out"], statistics.median(row["times"])
+        same = sum(a[0]["tokens"].tolist() == b[0]["tokens"].tolist() for a, b in zip(greedy.hypos, out.hypos))
+        extra = out.stats.extra
+        iterations = extra.get("sentence_iterations")
+        per_verify = f"{out.stats.autoregressive_steps / iterations:.2f}" if iterations else "—"
+        gamma = (f"{extra['draft_tokens_proposed'] / extra['draft_proposals']:.2f}" if extra.get("draft_proposals")
+                 else "—")
+        share = (f"{100 * extra['draft_seconds'] / out.stats.wall_seconds:.0f}%" if extra.get("draft_seconds") else "—")
+        print(f"| {row['label']} | {t:.2f} | {t / base:.2f}× | {same}/{len(out.hypos)} | {per_verify} | {gamma} | {share} |")
+    for row in rows:  # accepted tokens per row and verification (speculative's closing statistics)
+        hist = sorted((int(k.split("_")[1]), int(v)) for k, v in row["out"].stats.extra.items() if k.startswith("accepted_"))
+        if hist:
+            print(f"{row['label']}: tokens accepted per verification " + " ".join(f"{k}:{n}" for k, n in hist))
+
+
+if __name__ == "__main__":
+    main()
