@@ -68,6 +68,9 @@ def load_models_like(paths: str, task: Any, like: List[Any], opts: Any) -> List[
     ``like``: their device and dtype, ``--quantize`` and ``--cpu-matmul`` (a speculative draft)."""
     from fairseq import checkpoint_utils, utils
 
+    from fairseq_stream.integration.draft import check_draft_vocabulary
+
+    check_draft_vocabulary(paths, task)  # one clear line for a draft with other dictionaries
     loaded, _ = checkpoint_utils.load_model_ensemble(utils.split_paths(paths), task=task)
     param = next(like[0].parameters())
     for model in loaded:

@@ -9,6 +9,7 @@ outside it (read by the task, the engine or the generator directly) are listed b
 from __future__ import annotations
 
 import dataclasses
+import os
 from types import SimpleNamespace
 
 import pytest
@@ -19,6 +20,7 @@ from fairseq_stream.core.options import StreamDecodingConfig
 from fairseq_stream.core.registry import get_search, search_names
 from fairseq_stream.core.validation import options_read_by, validate_run
 from fairseq_stream.errors import FairseqStreamError
+from conftest import DEMO
 
 #: a valid value away from the default for every option (a new option must be added here)
 AWAY = {
@@ -29,8 +31,10 @@ AWAY = {
     "beam_final_count": 1, "beam_finalize": "shrink", "prune_preset": "freitag2017", "output_layer": "full",
     "step_backend": "reference", "quantize": "int8", "cpu_matmul": "torch", "jacobi_block": 4,
     "jacobi_max_parallel_len": 32, "jacobi_init": "tail", "ib_dedup": True, "ib_finalize": "all",
-    "step_mode": "static",
+    "step_mode": "static", "draft_path": "DRAFT", "draft_tokens": "3", "lookahead_ngram": 3,
 }
+#: what a strategy needs to be built at all (speculative: a draft; the walk then changes it to DRAFT)
+BASE = {"speculative": {"draft_path": "CHECKPOINT"}}
 #: options set together with the one walked (they mean nothing alone)
 TOGETHER = {"stream_oversubscribe": {"stream_max_candidates": 16}}
 #: options that act outside the strategy's and the scheduler's configuration, and where
@@ -54,8 +58,10 @@ def _configs(search: str, changes: dict, tmp_path):
     caps = get_search(search).capabilities
     gen = OmegaConf.structured(GenerationConfig(beam=4 if caps.beam else 1, max_len_b=20))
     opts = StreamDecodingConfig(search=search)
-    for name, value in changes.items():
-        setattr(opts, name, str(tmp_path / "stats.json") if value == "STATS" else value)
+    named = {"STATS": str(tmp_path / "stats.json"), "DRAFT": os.path.join(DEMO, "draft.pt"),
+             "CHECKPOINT": os.path.join(DEMO, "checkpoint.pt")}
+    for name, value in dict(BASE.get(search, {}), **changes).items():
+        setattr(opts, name, named.get(value, value) if isinstance(value, str) else value)
     return gen, opts
 
 
@@ -104,7 +110,8 @@ def _refused_for_its_value(search: str, option: str) -> bool:
     """Read, but refused in this combination for a stated reason (checked by the strategies' own tests)."""
     return (search, option) in {("var-batch", "stream_epsilon"), ("fixed-ours", "stream_epsilon"),
                                 ("jacobi", "stream_oversubscribe"), ("gs-jacobi", "stream_oversubscribe"),
-                                ("hybrid-jacobi", "stream_oversubscribe"), ("ib-beam", "stream_oversubscribe")}
+                                ("hybrid-jacobi", "stream_oversubscribe"), ("ib-beam", "stream_oversubscribe"),
+                                ("speculative", "stream_oversubscribe"), ("lookahead", "stream_oversubscribe")}
 
 
 @pytest.mark.parametrize("option", ["prune_preset", "prune_abs_threshold", "beam_finalize", "beam_final_count",
