@@ -6,11 +6,14 @@ below the input), finished sentences, variable beam widths (var-*), finals waiti
 (rule ``ours``), Jacobi blocks, ensembles. float64: identical tokens and scores within 1e-9;
 float32: identical tokens. ``graph`` ≡ ``eager`` is the gpu-marked part below.
 """
+import os
 from collections import defaultdict
 from typing import Dict, List, Tuple
 
 import pytest
 import torch
+
+from conftest import DEMO
 
 N = 24
 CASES = {  # name → (search, gen, opts); all with refills (capacity < N)
@@ -28,6 +31,9 @@ CASES = {  # name → (search, gen, opts); all with refills (capacity < N)
     "oversubscribed": ("var-stream", {"beam": 5}, {"stream_capacity": 8, "stream_max_candidates": 20,
                                                    "stream_oversubscribe": True}),
     "ngram-blocking": ("var-stream", {"beam": 5, "no_repeat_ngram_size": 2, "min_len": 3}, {"stream_capacity": 8}),
+    # the verifier's ragged blocks (the draft's own steps stay eager)
+    "speculative": ("speculative", {"beam": 1}, {"draft_path": os.path.join(DEMO, "draft.pt"), "stream_capacity": 8}),
+    "lookahead": ("lookahead", {"beam": 1}, {"stream_capacity": 8}),
 }
 FAST = ("var-stream", "fixed-ours", "topup", "gs-jacobi")  # the issue's four; the others in the slow tier
 
