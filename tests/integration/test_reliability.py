@@ -181,15 +181,19 @@ FAST_SEARCHES = ["beam", "var-stream", "gs-jacobi"]  # fairseq's generator, a be
 @pytest.mark.parametrize("search", [s if s in FAST_SEARCHES else pytest.param(s, marks=pytest.mark.slow)
                                     for s in _searches()])
 def test_blank_sources_get_the_empty_hypothesis_without_a_model_call(demo_session, search):
+    from fairseq_stream.core.registry import get_search
+
     eos = demo_session.task.target_dictionary.eos()
-    gen = {"beam": 1, "max_len_b": 20} if "jacobi" in search else {"beam": 2, "nbest": 2, "max_len_b": 20}
-    only_blank = demo_session.translate(demo_session.encode(BLANK), search=search, gen=gen)
+    caps = get_search(search).capabilities
+    gen = {"beam": 2, "nbest": 2, "max_len_b": 20} if caps.beam and caps.nbest else {"beam": 1, "max_len_b": 20}
+    opts = {"draft_path": os.path.join(DEMO, "draft.pt")} if search == "speculative" else {}
+    only_blank = demo_session.translate(demo_session.encode(BLANK), search=search, gen=gen, opts=opts)
     assert only_blank.stats.timesteps == 0  # no decoder call at all
     for nbest in only_blank.hypos:
         assert len(nbest) == 1 and nbest[0]["tokens"].tolist() == [eos] and nbest[0]["score"] == 0
     assert only_blank.strings == [""] * len(BLANK)
-    mixed = demo_session.translate(demo_session.encode(["", GOOD[0], "\x00"]), search=search, gen=gen)
-    alone = demo_session.translate(demo_session.encode(GOOD[:1]), search=search, gen=gen)
+    mixed = demo_session.translate(demo_session.encode(["", GOOD[0], "\x00"]), search=search, gen=gen, opts=opts)
+    alone = demo_session.translate(demo_session.encode(GOOD[:1]), search=search, gen=gen, opts=opts)
     assert mixed.strings == ["", alone.strings[0], ""]  # the other sentence: unchanged
 
 
