@@ -61,7 +61,8 @@ bpe = BpeCodes(codes) if codes else None
 prepared = [bpe.apply(tokenize(s, src)) if bpe else s for s in lines]
 session = TranslationSession.load(model_dir, ckpt, bpe_codes=codes or None,
                                  extra_args=["--source-lang", src, "--target-lang", tgt])
-out = session.translate(session.encode(lines),  # tokenised and BPE'd as `prepared` search="fixed-ours", gen={"beam": 1},
+# tokenised and BPE'd as `prepared`; the model's greedy output (our fixed beam at width 1)
+out = session.translate(session.encode(lines), search="fixed-ours", gen={"beam": 1},
                         opts={"stream_capacity": 64}, postprocess=False)
 tgt_dict = session.task.target_dictionary
 keep = [(s, tgt_dict.string(h[0]["tokens"][:-1].int().cpu())) for s, h in zip(prepared, out.hypos)]
