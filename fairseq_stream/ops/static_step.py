@@ -26,7 +26,7 @@ import logging
 import time
 import weakref
 from dataclasses import dataclass, field
-from typing import Any, Callable, Dict, List, Optional, Tuple
+from typing import Any, Callable, Dict, List, Tuple
 
 import torch
 from torch import Tensor
@@ -101,10 +101,6 @@ class Lease:
     def rows(self) -> int:
         return self.buffer.size(0)
 
-    @property
-    def capacity(self) -> int:
-        return self.buffer.size(3)
-
 
 class StaticCachePool:
     """Stacked self-attention buffers ``(rows, 2·layers, H, slots, hd)``, recycled per bucket.
@@ -117,7 +113,6 @@ class StaticCachePool:
 
     def __init__(self) -> None:
         self.free: Dict[Tuple[Any, ...], List[Tensor]] = {}
-        self.allocated_bytes = 0
 
     def acquire(self, rows: int, capacity: int, like: Tensor, layers: int, heads: int, head_dim: int) -> Lease:
         key = (rows, capacity, layers, heads, head_dim, like.dtype, like.device)
@@ -126,7 +121,6 @@ class StaticCachePool:
             buffer = spare.pop()
         else:
             buffer = like.new_zeros(rows, 2 * layers, heads, capacity, head_dim)
-            self.allocated_bytes += buffer.numel() * buffer.element_size()
         return Lease(self, key, buffer)
 
     def release(self, key: Tuple[Any, ...], buffer: Tensor) -> None:
@@ -199,15 +193,3 @@ class StepGraphs:
             self._warned = True
             logger.warning("fairseq-stream: --step-mode graph: a step runs uncaptured (static shapes, eager "
                            "launches): %s", why)
-
-    def forget(self, predicate: Callable[[Tuple[Any, ...]], bool]) -> None:
-        """Drop the graphs whose key ``predicate`` accepts (their buffers were replaced)."""
-        for key in [k for k in self.graphs if predicate(k)]:
-            del self.graphs[key]
-
-
-def pad_rows(values: Tensor, rows: int, fill: Tensor) -> Tensor:
-    """``values`` (r, F) over ``rows`` ≥ r rows, the rest copies of ``fill`` (F,) (between steps)."""
-    out = fill.expand(rows, fill.numel()).clone()
-    out[: values.size(0)] = values
-    return out

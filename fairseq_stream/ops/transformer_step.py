@@ -198,10 +198,6 @@ class RowCache:
     def with_capacity(self, capacity: int) -> "RowCache":
         if capacity <= self.capacity:
             return self
-        if self.lease is not None:
-            grown = RowCache.static(self.pool, self.lease, self.lens, self.width, self.uniform)  # type: ignore[arg-type]
-            grown.reserve(capacity - self.width)
-            return grown
         return RowCache.of([_grown(k, self.capacity, capacity) for k in self.keys],
                            [_grown(v, self.capacity, capacity) for v in self.values], self.lens, self.width, self.uniform)
 
