@@ -1,25 +1,42 @@
-"""``--quantize int8``: int8 weights for every ``nn.Linear`` of an ensemble, for CPU decoding.
+"""``--quantize int8``: int8 weights for every ``nn.Linear`` of an ensemble, for CPU decoding,
+with one activation scale per row, so that a row's result never depends on its batch.
 
 One entry point, :func:`prepare_models`, called by :func:`fairseq_stream.integration.engine.build_generator`
 for every ``--search`` (fairseq's own ``beam`` included): it returns the models the generator
 decodes with. Under ``int8`` each model is replaced by a copy whose ``nn.Linear`` layers —
 attention projections, feed-forward layers and the output projection of the encoder and the
-decoder — are PyTorch's dynamically quantised ``Linear`` (``torch.ao.quantization.quantize_dynamic``):
-weights stored as int8 with one scale per output row, activations quantised per call, and
-the matrix product run by fbgemm's int8 kernels (x86). Embeddings and layer norms stay float32;
-the logits come back as float32, so the fused top-k output layer runs on them unchanged.
+decoder — are :class:`RowInt8Linear`: weights stored as int8 with one scale per output channel
+(symmetric), activations quantised per call with **one scale per row**, the product run by
+fbgemm's u8s8 kernel (x86, integer accumulation) through the weights' packed parameters.
+Embeddings and layer norms stay float32; the logits come back as float32, so the fused top-k
+output layer runs on them unchanged.
 
-Why PyTorch's dynamic quantisation and not ``torchao`` (measured on the demo model's layers,
-1 thread, ``scripts/experiments/int8_kernels.py``; README, "Against CTranslate2"): fbgemm's eager int8
-Linear beats float32 at the row counts of a decoder step (5-50 hypotheses: about 2x on a
-feed-forward layer, 3-13x on the 6024-word output projection; about even at 320 rows), while
-torchao 0.18's ``Int8DynamicActivationInt8WeightConfig`` runs 10-30x *slower* than float32 in
-eager mode on a CPU (its int8 tensors are designed for ``torch.compile``, not tried here:
-our decoder step's shapes change at every call) and its weight-only int8 is no faster than
-float32. PyTorch marks ``torch.ao.quantization`` as deprecated in favour of torchao; it still
-ships (and is how fbgemm's kernels are reached) in the pinned torch 2.13, and the deprecation
-warning is silenced here. Scales are per output channel (not per tensor): the query/key/value
-rows then stack into one product exactly (:func:`stacked_linear`, used by
+Why per row (issue 40): PyTorch's dynamic int8 ``Linear`` scales the activations by the
+minimum and maximum of the whole input, so a hypothesis's scores changed with the rows that
+shared its call: ``--stream-per-batch`` gave other translations at ``--batch-size 1`` and 8, and
+Jacobi decoding stopped equalling greedy. Here each row is divided by its own largest magnitude
+``m_r`` (every row then spans [-1, 1]), quantised with one fixed scale, multiplied in integers
+(exact) and multiplied back by ``m_r`` before the bias: every step is per element or per row, so
+a row's numbers are the same in any batch, and every exactness promise (stream ≡ batch,
+Jacobi ≡ greedy, batch size 1 ≡ 8) holds under int8 as in float32. It is also closer to
+float32 (a row's 8 bits span its own range, not the batch's), and as fast as the dynamic Linear
+(``scripts/experiments/int8_kernels.py``). The C++ operator ``int8_row_linear``
+(``ops/csrc/int8_rows.cpp``) does the three passes in one call; where it cannot be built, the
+same arithmetic runs as PyTorch operations (identical numbers).
+
+Activation bits: 8 on CPUs with AVX-512 VNNI (fbgemm multiplies with ``vpdpbusd``, 32-bit
+sums), 7 elsewhere: fbgemm's AVX2 kernel adds pairs of u8 × s8 products in 16 bits, which
+saturate with 8-bit activations (PyTorch's ``reduce_range`` for the same reason).
+
+Why fbgemm and not ``torchao`` or oneDNN's int8 (measured on the demo model's layers, 1 thread,
+``scripts/experiments/int8_kernels.py``; README, "Against CTranslate2"): fbgemm's int8 product
+beats float32 at the row counts of a decoder step (5-50 hypotheses: about 2x on a feed-forward
+layer, 3x on the 6024-word output projection); ``torch._int_mm`` (oneDNN's s8s8 product) repacks
+its weight at every call and is 1.5-2x slower than fbgemm at 5-50 rows; torchao 0.18's eager
+int8 runs 10-30x slower than float32 (its tensors are designed for ``torch.compile``).
+PyTorch marks ``torch.ao.quantization`` deprecated in favour of torchao; fbgemm's packed
+parameters still ship in the pinned torch 2.13. Scales are per output channel: the
+query/key/value rows stack into one product exactly (:func:`stacked_linear`, used by
 :mod:`fairseq_stream.ops.transformer_step`).
 
 The quantised copy is made once per float model and reused by every generator built from it
@@ -28,8 +45,10 @@ float32 and int8 runs can share one process.
 """
 from __future__ import annotations
 
+import contextlib
+import copy
 import warnings
-from typing import Any, List, Optional, Sequence, Tuple
+from typing import Any, Iterator, List, Optional, Sequence, Tuple
 
 import torch
 from torch import Tensor, nn
@@ -77,22 +96,116 @@ def _int8_copy(model: nn.Module) -> nn.Module:
 
 
 def _quantized(model: nn.Module) -> nn.Module:
-    with warnings.catch_warnings():  # torch.ao.quantization's deprecation notice (module docstring)
+    # The copy shares every parameter and buffer with the model (only the modules are new).
+    memo = {id(t): t for t in list(model.parameters()) + list(model.buffers())}
+    out = copy.deepcopy(model, memo)
+    for parent in list(out.modules()):
+        for name, child in list(parent.named_children()):
+            if type(child) is nn.Linear:
+                setattr(parent, name, RowInt8Linear.of(child))
+    return out
+
+
+def activation_bits() -> int:
+    """8 where fbgemm multiplies with AVX-512 VNNI (32-bit sums), else 7 (module docstring)."""
+    global _bits
+    if _bits is None:
+        from fairseq_stream.ops.extension import cpu_features
+
+        _bits = 8 if "avx512_vnni" in cpu_features().split() else 7
+    return _bits
+
+
+_bits: Optional[int] = None
+_KERNEL_FLAGS: Tuple[str, ...] = ("-O3", "-fopenmp", "-march=native", "-ffp-contract=off")
+
+
+def _kernel() -> Any:
+    from fairseq_stream.ops import extension
+
+    return extension.load("int8_rows.cpp", _KERNEL_FLAGS, "int8")
+
+
+def kernel_name() -> str:
+    """What multiplies the int8 layers here, for the statistics."""
+    where = "C++ row scaling" if _kernel() is not None else "PyTorch row scaling"
+    return f"fbgemm u8s8, per-row {activation_bits()}-bit activations ({where})"
+
+
+class RowInt8Linear(nn.Module):
+    """``nn.Linear`` with int8 per-channel weights and per-row activation scales (inference only).
+
+    ``y_r = m_r · (Q(x_r / m_r) · W_q) · s_w + b`` with ``m_r = max |x_r|`` and ``Q`` one fixed
+    scale mapping [-1, 1] onto the activation bits: the result of a row never depends on the
+    other rows of the call (module docstring).
+    """
+
+    def __init__(self, qweight: Tensor, bias: Optional[Tensor]) -> None:
+        super().__init__()
+        self.out_features, self.in_features = qweight.shape
+        self.qweight = qweight
+        self.bias = None if bias is None else bias.detach().float().contiguous()
+        with _quiet():
+            self.packed = torch.ops.quantized.linear_prepack(qweight, None)
+        levels = 2 ** (activation_bits() - 1)  # 128 or 64: [-1, 1] → [1, 2·levels - 1]
+        self.scale, self.zero_point = 1.0 / (levels - 1), levels
+
+    @staticmethod
+    def of(linear: nn.Linear) -> "RowInt8Linear":
+        return RowInt8Linear(quantize_weight(linear.weight.detach().float()), linear.bias)
+
+    def forward(self, x: Tensor, relu: bool = False) -> Tensor:
+        """``self(x)``; ``relu=True`` gives ``relu(self(x))`` in the same pass."""
+        if _kernel() is not None and x.dtype == torch.float32:
+            return torch.ops.fairseq_stream.int8_row_linear(x, self.packed, self.bias, relu, self.scale,
+                                                            self.zero_point)
+        return self._reference(x, relu)
+
+    def _reference(self, x: Tensor, relu: bool) -> Tensor:
+        """The operator's arithmetic in PyTorch operations (the same numbers)."""
+        flat = x.reshape(-1, x.size(-1)).float()
+        m = flat.abs().amax(dim=1, keepdim=True)
+        m = torch.where(m > 0, m, torch.ones_like(m))
+        y = torch.ops.quantized.linear_with_input_q_dq_qweight_dq_output_fp32(flat / m, self.scale, self.zero_point,
+                                                                             self.packed)
+        y = y * m
+        if self.bias is not None:
+            y = y + self.bias
+        if relu:
+            y = torch.relu(y)
+        return y.view(*x.shape[:-1], self.out_features)
+
+    def extra_repr(self) -> str:
+        return (f"in_features={self.in_features}, out_features={self.out_features}, bias={self.bias is not None}, "
+                f"activation_bits={activation_bits()}")
+
+
+def quantize_weight(weight: Tensor) -> Tensor:
+    """int8 weights with one symmetric scale per output channel (PyTorch's per-channel weight observer)."""
+    from torch.ao.quantization.observer import PerChannelMinMaxObserver
+
+    observer = PerChannelMinMaxObserver(ch_axis=0, dtype=torch.qint8, qscheme=torch.per_channel_symmetric)
+    observer(weight)
+    scale, zero_point = observer.calculate_qparams()
+    with _quiet():
+        return torch.quantize_per_channel(weight, scale.double(), zero_point.long(), 0, torch.qint8)
+
+
+@contextlib.contextmanager
+def _quiet() -> Iterator[None]:
+    """Without PyTorch's deprecation notices of its quantised tensors (module docstring)."""
+    with warnings.catch_warnings():
         warnings.simplefilter("ignore", DeprecationWarning)
         warnings.filterwarnings("ignore", message=".*quantized tensor creation functions", category=UserWarning)
-        from torch.ao.quantization import per_channel_dynamic_qconfig, quantize_dynamic
-
-        return quantize_dynamic(model, {nn.Linear: per_channel_dynamic_qconfig}, dtype=torch.qint8, inplace=False)
+        yield
 
 
 def is_quantized_linear(module: Any) -> bool:
-    from torch.ao.nn.quantized.dynamic import Linear as DynamicLinear
-
-    return isinstance(module, DynamicLinear)
+    return isinstance(module, RowInt8Linear)
 
 
 def count_linears(model: nn.Module) -> Tuple[int, int]:
-    """(float ``nn.Linear`` layers, int8 dynamic ``Linear`` layers) in ``model``."""
+    """(float ``nn.Linear`` layers, int8 ``Linear`` layers) in ``model``."""
     modules = list(model.modules())
     return (sum(type(m) is nn.Linear for m in modules), sum(is_quantized_linear(m) for m in modules))
 
@@ -100,8 +213,7 @@ def count_linears(model: nn.Module) -> Tuple[int, int]:
 def weight_key(linear: Any) -> Tuple[Any, ...]:
     """Identifies a Linear's current weights (float or int8), to know when derived copies are stale."""
     if is_quantized_linear(linear):
-        packed = linear._packed_params._packed_params
-        return ("int8", id(packed))
+        return ("int8", id(linear.packed))
     weight = linear.weight
     return (weight.data_ptr(), weight.dtype, weight.device, type(linear).__name__)
 
@@ -126,27 +238,17 @@ class _FloatLinear:
         return torch.nn.functional.linear(x, self.weight, self.bias)
 
 
-def _stacked_int8(linears: Sequence[Any]) -> Any:
+def _stacked_int8(linears: Sequence[RowInt8Linear]) -> RowInt8Linear:
     """The rows of per-channel int8 weights stacked: each row keeps its own scale, so the
-    product equals the separate ones (the input is quantised once, the same for all)."""
-    weights, biases = zip(*(l._weight_bias() for l in linears))
-    if any(w.qscheme() != torch.per_channel_affine for w in weights):
-        raise FairseqStreamError("stacking int8 projections needs per-channel weights (quantize with fairseq_stream.ops.quantize)")
-    with warnings.catch_warnings():
-        warnings.filterwarnings("ignore", message=".*quantized tensor creation functions", category=UserWarning)
-        return _stacked_int8_module(weights, biases)
-
-
-def _stacked_int8_module(weights: Sequence[Tensor], biases: Sequence[Optional[Tensor]]) -> Any:
-    from torch.ao.nn.quantized.dynamic import Linear as DynamicLinear
-
-    qweight = torch._make_per_channel_quantized_tensor(
-        torch.cat([w.int_repr() for w in weights]),
-        torch.cat([w.q_per_channel_scales() for w in weights]).double(),
-        torch.cat([w.q_per_channel_zero_points() for w in weights]).long(),
-        0,
-    )
-    bias = None if any(b is None for b in biases) else torch.cat([b.detach() for b in biases])
-    out = DynamicLinear(qweight.size(1), qweight.size(0), dtype=torch.qint8)
-    out.set_weight_bias(qweight, bias)
-    return out
+    product equals the separate ones (every input row is scaled once, the same for all)."""
+    weights = [l.qweight for l in linears]
+    with _quiet():
+        qweight = torch._make_per_channel_quantized_tensor(
+            torch.cat([w.int_repr() for w in weights]),
+            torch.cat([w.q_per_channel_scales() for w in weights]).double(),
+            torch.cat([w.q_per_channel_zero_points() for w in weights]).long(),
+            0,
+        )
+    biases = [l.bias for l in linears]
+    bias = None if any(b is None for b in biases) else torch.cat(biases)
+    return RowInt8Linear(qweight, bias)

@@ -781,13 +781,13 @@ def _static_encoder_attention(attn: Any, query: Tensor, memory: EncoderMemory, l
 
 def _fc1_activation(layer: Any, x: Tensor) -> Tensor:
     """``activation_fn(fc1(x))``; a ReLU is computed inside the product where the kernel can (oneDNN's
-    post-op, fbgemm's ``linear_relu_dynamic``): the same numbers without a pass over the hidden layer."""
+    post-op, the int8 row operator's): the same numbers without a pass over the hidden layer."""
     fc1 = layer.fc1
     if layer.activation_fn is F.relu and x.device.type == "cpu":
         if isinstance(fc1, OneDnnLinear) and x.dtype == torch.float32:
             return torch.ops.mkldnn._linear_pointwise(x, fc1.packed, fc1.bias, "relu", [], "")
-        if is_quantized_linear(fc1) and (fc1.version or 0) >= 4 and fc1._packed_params.dtype == torch.qint8:
-            return torch.ops.quantized.linear_relu_dynamic(x, fc1._packed_params._packed_params, reduce_range=True)
+        if is_quantized_linear(fc1):
+            return fc1(x, relu=True)
     return layer.activation_fn(fc1(x))
 
 

@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 import copy
+import warnings
 
 import pytest
 import sacrebleu
@@ -94,3 +95,43 @@ def test_int8_is_refused_for_half_precision_and_unknown_values(demo_session):
     assert "\n" not in str(err.value)
     with pytest.raises(FairseqStreamError, match="--quantize must be one of none, int8"):
         validate(stream_opts(quantize="int4"))
+
+
+def _int8_layer(seed: int = 0, inputs: int = 64, outputs: int = 48):
+    from fairseq_stream.ops.quantize import RowInt8Linear
+
+    torch.manual_seed(seed)
+    linear = torch.nn.Linear(inputs, outputs)
+    return linear, RowInt8Linear.of(linear)
+
+
+def test_an_int8_row_does_not_depend_on_its_batch():
+    # What keeps stream = batch and Jacobi = greedy exact under int8: one activation scale per row.
+    _, layer = _int8_layer()
+    x = torch.randn(70, 64) * torch.rand(70, 1) * 4
+    for relu in (False, True):
+        whole = layer(x, relu=relu)
+        for lo, hi in ((0, 1), (5, 6), (3, 11), (20, 70)):
+            assert torch.equal(layer(x[lo:hi], relu=relu), whole[lo:hi]), (lo, hi, relu)
+        assert torch.equal(layer._reference(x, relu), whole)  # the C++ operator = its PyTorch arithmetic
+    assert torch.equal(layer(x, relu=True), torch.relu(layer(x)))
+    assert torch.equal(layer(x.view(7, 10, 64)).view(70, -1), layer(x))
+
+
+def test_int8_rows_keep_their_own_precision():
+    # A per-tensor activation scale (PyTorch's dynamic Linear) spends the 8 bits on the largest
+    # row; per row, a small row keeps its precision.
+    from torch.ao.quantization import per_channel_dynamic_qconfig, quantize_dynamic
+
+    linear, layer = _int8_layer(1)
+    x = torch.randn(8, 64)
+    x[0] *= 100.0  # one loud row
+    with warnings.catch_warnings():  # torch.ao.quantization's deprecation notices
+        warnings.simplefilter("ignore")
+        dynamic = quantize_dynamic(torch.nn.Sequential(linear), {torch.nn.Linear: per_channel_dynamic_qconfig},
+                                   dtype=torch.qint8)[0]
+    exact = linear(x).detach()
+    ours = (layer(x) - exact)[1:].abs().max()
+    theirs = (dynamic(x) - exact)[1:].abs().max()
+    assert ours < theirs / 5, (ours, theirs)
+
