@@ -352,10 +352,12 @@ def _encoder_attention(attn: Any, query: Tensor, memory: EncoderMemory, layer: i
     q = attn.q_proj(query)  # (R, b, d)
     r, b, d = q.shape
     hd = d // heads
-    if b == 1 and decode_attention.usable(q):  # one query per row: the kernel reads each row's sentence
-        out = decode_attention.attend(q.view(r, heads, hd), memory.keys[layer], memory.values[layer], attn.scaling,
-                                      kv_row=index.memory_rows(memory.modulus), key_padding=memory.padding)
-        return attn.out_proj(out.view(r, 1, d))
+    if decode_attention.usable(q):  # the kernel reads each query's sentence (a block: b queries per row)
+        kv_row = index.memory_rows(memory.modulus)
+        out = decode_attention.attend(q.reshape(r * b, heads, hd), memory.keys[layer], memory.values[layer],
+                                      attn.scaling, kv_row=kv_row if b == 1 else kv_row.repeat_interleave(b),
+                                      key_padding=memory.padding)
+        return attn.out_proj(out.view(r, b, d))
     keys = index.gather(memory.keys[layer], memory.modulus)  # (n, H, S, hd)
     values = index.gather(memory.values[layer], memory.modulus)
     visible = None if memory.padding is None else index.visible(memory.padding, memory.modulus)  # (n, 1, 1, S)
@@ -372,13 +374,16 @@ def _encoder_attention(attn: Any, query: Tensor, memory: EncoderMemory, layer: i
 
 
 def _self_attention(attn: Any, qkv: Callable[[Tensor], Tensor], x: Tensor, cache: RowCache, i: int,
-                    mask: Optional[Tensor], write: Optional[Tensor]) -> Tensor:
+                    mask: Optional[Tensor], write: Optional[Tensor], causal: bool = False) -> Tensor:
     """Self-attention of a block ``x`` (R, b, d) over layer ``i``'s cache plus the block itself.
 
     The block's keys and values are written into the cache in place (no copy of the past):
     at slots ``[width, width + b)`` when every row has ``width`` tokens, else at each row's own
     ``lens[r] + j`` (``write``: (R, H, b, hd) slot indices). ``qkv`` is the query/key/value
     projections stacked into one product (float or int8, :func:`fairseq_stream.core.quantize.stacked_linear`). ``mask`` is additive, broadcastable to (R, H, b, width + b).
+    ``causal``: ``mask`` is the causal one (query ``j`` sees the slots up to its own), which the CPU
+    kernel then computes as ``b`` queries of one row each: a block's query gets the bits of the
+    single-query step at its position (Jacobi and speculative decoding ≡ greedy, in float32 and int8).
     """
     heads = attn.num_heads
     b = x.size(1)
@@ -400,6 +405,13 @@ def _self_attention(attn: Any, qkv: Callable[[Tensor], Tensor], x: Tensor, cache
         r, _, _, hd = q.shape  # explicit sizes: a step may have no rows
         out = decode_attention.attend(q.view(r, heads, hd), k, v, attn.scaling, last=last)
         return attn.out_proj(out.view(r, 1, heads * hd))
+    if causal and decode_attention.usable(q):
+        r, _, _, hd = q.shape
+        base = cache.lens if write is not None else torch.full((r,), start, dtype=torch.long, device=q.device)
+        last = (base.unsqueeze(1) + torch.arange(b, device=q.device)).reshape(r * b)  # (R·b,) each query's slot
+        out = decode_attention.attend(q.transpose(1, 2).reshape(r * b, heads, hd), k, v, attn.scaling,
+                                      kv_row=torch.arange(r, device=q.device).repeat_interleave(b), last=last)
+        return attn.out_proj(out.view(r, b, heads * hd))
     return attn.out_proj(_merge_heads(_attend(q, k, v, mask, attn.scaling)))
 
 
@@ -517,10 +529,12 @@ class TransformerStepper:
         cache.reserve(b)
         mask, write = self._attention_mask(cache, b, block_mask, x)
         self._refresh_stacked()
+        causal = block_mask is None
         for i, layer in enumerate(self.decoder.layers):
             x = self._layer(
                 layer, x,
-                lambda h, i=i, attn=layer.self_attn: _self_attention(attn, self._qkv[i], h, cache, i, mask, write),
+                lambda h, i=i, attn=layer.self_attn: _self_attention(attn, self._qkv[i], h, cache, i, mask, write,
+                                                                     causal),
                 lambda h, i=i, attn=layer.encoder_attn: _encoder_attention(attn, h, memory, i, index))
         return self._output(x), cache.advanced(b)
 

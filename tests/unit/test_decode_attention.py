@@ -52,3 +52,27 @@ def test_bad_shapes_are_refused():
         da.attend(q, k[:2], v[:2], 0.1)
     with pytest.raises(RuntimeError, match="float32"):
         da.attend(q.double(), k.double(), v.double(), 0.1)
+
+
+def test_a_query_depends_on_its_visible_keys_only():
+    # Where a sentence's keys sit in a slot buffer (left padding, a wider buffer) and how many
+    # queries share a block must not change a bit: the kernel reads the visible span from its start.
+    q, k, v = _inputs(1, 1, 6, 6, seed=3)
+    alone = da.attend(q, k, v, 0.2)
+    for before, after in ((0, 3), (5, 0), (2, 9), (7, 1)):
+        pad_k = torch.randn(1, 4, before + 6 + after, 16)
+        pad_v = torch.randn(1, 4, before + 6 + after, 16)
+        pad_k[:, :, before: before + 6], pad_v[:, :, before: before + 6] = k, v
+        padding = torch.ones(1, before + 6 + after, dtype=torch.bool)
+        padding[:, before: before + 6] = False
+        assert torch.equal(da.attend(q, pad_k, pad_v, 0.2, key_padding=padding), alone), (before, after)
+
+
+def test_a_block_query_equals_the_single_query_step_at_its_position():
+    # Jacobi and speculative blocks: query j of a row, with `last`, gets the bits of the
+    # one-query step over the keys up to its own position.
+    q, k, v = _inputs(5, 1, 13, 13, seed=4)
+    block = da.attend(q, k, v, 0.3, kv_row=torch.zeros(5, dtype=torch.long), last=torch.arange(8, 13))
+    for j in range(5):
+        step = da.attend(q[j: j + 1], k[:, :, : 8 + j + 1], v[:, :, : 8 + j + 1], 0.3)
+        assert torch.equal(block[j: j + 1], step), j

@@ -1,4 +1,5 @@
-// Attention of one query per row and head, as a decoder step asks it (b = 1): for row r and
+// Attention of one query per row and head, as a decoder step asks it (b = 1; a causal block of b
+// queries comes as b rows sharing their keys, each with its own `last`): for row r and
 // head h, softmax(scale * q[r,h] . K[n,h,j]) over the visible keys j, times V[n,h,j], where
 // n = kv_row[r] (the row's own cache for self-attention, its sentence's encoder states for
 // encoder attention, shared by all the sentence's rows without a copy). Keys are visible for
@@ -24,6 +25,21 @@ static inline bool hidden(int64_t j, int64_t last, const bool* padding) {
 
 static void attend_one(const float* q, const float* K, const float* V, int64_t key_stride, int64_t L, int64_t D,
                        float scale, const bool* padding, int64_t last, float* out, std::vector<float>& scores) {
+  // Only the span from the first to the last visible key is read, counted from its first key:
+  // the result depends on the visible keys alone, never on where they sit in the buffer or on
+  // its length (the same vector groups and tails). A query at position t then gets the bits of
+  // the decoder step at t inside a block (Jacobi, speculative), and a sentence's encoder states
+  // the same bits whatever the block it was encoded in and the slot buffer's width.
+  int64_t lo = 0, hi = last >= 0 ? std::min(L, last + 1) : L;
+  if (padding != nullptr) {
+    while (lo < hi && padding[lo]) ++lo;
+    while (hi > lo && padding[hi - 1]) --hi;
+    padding += lo;
+  }
+  K += lo * key_stride;
+  V += lo * key_stride;
+  L = std::max<int64_t>(hi - lo, 0);
+  last = -1;  // the span ends at the last visible key
   scores.resize(L);
   float* s = scores.data();
   // Scores, four keys at a time: independent sums keep the vector units busy (one key's sum
