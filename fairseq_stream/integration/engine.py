@@ -22,6 +22,7 @@ from fairseq_stream.integration.generator import StreamGenerator
 from fairseq_stream.ops import linear_kernels
 from fairseq_stream.ops.fused_output import OutputScorer
 from fairseq_stream.ops.quantize import count_linears, prepare_models
+from fairseq_stream.ops.quantize import kernel_name as int8_kernel_name
 
 import fairseq_stream.strategies  # noqa: F401,E402  (registers the package's strategies)
 
@@ -89,7 +90,7 @@ def run_settings(models: List[Any], opts: Any) -> Dict[str, str]:
     (counted in the copies decoded), the input's own order where asked for."""
     settings: Dict[str, str] = {}
     if any(count_linears(model)[1] for model in models):
-        settings["quantize"] = "int8"
+        settings["quantize"] = f"int8 ({int8_kernel_name()})"
     if opts.stream_input_order != "sorted":
         settings["input order"] = str(opts.stream_input_order)
     return settings

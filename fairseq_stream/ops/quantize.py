@@ -128,8 +128,8 @@ def _kernel() -> Any:
 
 def kernel_name() -> str:
     """What multiplies the int8 layers here, for the statistics."""
-    where = "C++ row scaling" if _kernel() is not None else "PyTorch row scaling"
-    return f"fbgemm u8s8, per-row {activation_bits()}-bit activations ({where})"
+    where = "" if _kernel() is not None else " through PyTorch ops"
+    return f"fbgemm u8s8 with per-row {activation_bits()}-bit activations{where}"
 
 
 class RowInt8Linear(nn.Module):
