@@ -129,37 +129,6 @@ def _rounded(width: int) -> int:
     return -(-width // _WIDTH_STEP) * _WIDTH_STEP
 
 
-def length_groups(net_input: Dict[str, Tensor], *, left_pad: bool) -> List[Tuple[Dict[str, Tensor], Optional[Tensor]]]:
-    """The sources of a refill as blocks of one length each, unpadded: ``(net_input, rows)``
-    pairs (``rows``: their places in the refill; ``None``: the whole refill, already one length).
-
-    A sentence's encoding then never depends on the sentences it was admitted with (fairseq's
-    encoder attends over the padded block, and the padding changes the last bits of every
-    sum): with the row-invariant products (oneDNN float32, per-row int8) and the decoder
-    kernel that reads only a sentence's own positions, ``var-stream`` ≡ ``var-batch`` and
-    batch size 1 ≡ 8 hold bit for bit in float32 and int8, not only in float64. It also drops
-    the padding's share of the encoder's work (issue 40's 27-46% in refill blocks). On a GPU
-    the refill stays one block (its products are not row-invariant anyway, and the grouping
-    reads the lengths on the host).
-    """
-    tokens, lengths = net_input["src_tokens"], net_input["src_lengths"]
-    if tokens.device.type != "cpu" or tokens.size(0) <= 1:
-        return [(net_input, None)]
-    width = tokens.size(1)
-    by_length: Dict[int, List[int]] = {}
-    for row, n in enumerate(lengths.tolist()):  # a refill's lengths, on the host already
-        by_length.setdefault(int(n), []).append(row)
-    if len(by_length) == 1 and next(iter(by_length)) == width:
-        return [(net_input, None)]
-    groups = []
-    for n, rows in sorted(by_length.items()):
-        index = torch.tensor(rows, dtype=torch.long)
-        block = tokens.index_select(0, index)
-        block = block[:, width - n:] if left_pad else block[:, :n]
-        groups.append(({"src_tokens": block, "src_lengths": lengths.index_select(0, index)}, index))
-    return groups
-
-
 def write_memory(slots: Optional[EncoderMemory], block: EncoderMemory, free: Tensor, size: int,
                  meter: LiveBytes, *, width_of: Callable[[int], int] = _rounded,
                  alloc: Allocator = _new_full) -> EncoderMemory:

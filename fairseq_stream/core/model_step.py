@@ -26,9 +26,9 @@ from typing import Any, Dict, List, Optional, Sequence, Tuple, Union
 import torch
 from torch import Tensor
 
-from fairseq_stream.core.encoder_slots import (SLOT_MODULUS, EncoderSlots, LiveBytes, SourceTable, length_groups, tensors_in,
-                                               write_memory)
+from fairseq_stream.core.encoder_slots import SLOT_MODULUS, EncoderSlots, LiveBytes, SourceTable, tensors_in, write_memory
 from fairseq_stream.errors import FairseqStreamError
+from fairseq_stream.ops.transformer_encode import encoder_out
 from fairseq_stream.ops.static_step import (
     STEP_MODES, StepGraphs, StepModeStats, length_bucket, resolve_step_mode, row_bucket,
 )
@@ -115,22 +115,16 @@ class _TransformerBackend:
             self.graphs = self.stepper.graphs
 
     def encode(self, net_input: Dict[str, Tensor]) -> Any:
-        return self.stepper.encoder_memory(self.model.encoder.forward_torchscript(net_input))
+        return self.stepper.encoder_memory(encoder_out(self.model.encoder, net_input))
 
     def admit(self, memory: Any, net_input: Dict[str, Tensor], free: Tensor, size: int, meter: LiveBytes,
               *, pad: int, eos: int, left_pad: bool) -> Any:
-        """Encode only the admitted sentences, in blocks of one length (:func:`length_groups`),
-        and write their keys/values into their slots."""
-        for part, rows in length_groups(net_input, left_pad=left_pad):
-            block = self.stepper.encoder_memory(self.model.encoder.forward_torchscript(part), keep_padding=True)
-            meter.track(block.keys + block.values + ([] if block.padding is None else [block.padding]))
-            where = free if rows is None else free.index_select(0, rows.to(free.device))
-            if self.static:  # slot buffers of doubling widths, kept by the stepper: graphs bind to them
-                memory = write_memory(memory, block, where, size, meter, width_of=length_bucket,
-                                      alloc=self.stepper.memory_buffer)
-            else:
-                memory = write_memory(memory, block, where, size, meter)
-        return memory
+        """Encode only the admitted sentences and write their keys/values into their slots."""
+        block = self.stepper.encoder_memory(encoder_out(self.model.encoder, net_input), keep_padding=True)
+        meter.track(block.keys + block.values + ([] if block.padding is None else [block.padding]))
+        if self.static:  # slot buffers of doubling widths, kept by the stepper: graphs bind to them
+            return write_memory(memory, block, free, size, meter, width_of=length_bucket, alloc=self.stepper.memory_buffer)
+        return write_memory(memory, block, free, size, meter)
 
     def initial(self, memory: Any, sentences: Tensor) -> RowCache:
         return self.stepper.empty_cache(len(sentences), memory.keys[0], static=self.static)
