@@ -117,13 +117,15 @@ def activation_bits() -> int:
 
 
 _bits: Optional[int] = None
-_KERNEL_FLAGS: Tuple[str, ...] = ("-O3", "-fopenmp", "-march=native", "-ffp-contract=off")
+#: The C++ operator of the per-row passes; no -ffast-math (a NaN row stays NaN), no fused multiply-adds.
+KERNEL_SOURCE = "int8_rows.cpp"
+KERNEL_FLAGS: Tuple[str, ...] = ("-O3", "-fopenmp", "-march=native", "-ffp-contract=off")
 
 
 def _kernel() -> Any:
     from fairseq_stream.ops import extension
 
-    return extension.load("int8_rows.cpp", _KERNEL_FLAGS, "int8")
+    return extension.load(KERNEL_SOURCE, KERNEL_FLAGS, "int8")
 
 
 def kernel_name() -> str:

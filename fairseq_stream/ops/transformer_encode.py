@@ -67,37 +67,54 @@ def encoder_out(encoder: Any, net_input: Dict[str, Tensor]) -> Dict[str, List[Te
 
 def encode(encoder: Any, src_tokens: Tensor) -> Tuple[Tensor, Tensor]:
     """(encoder states (S, N, d), padding (N, S)) of ``src_tokens`` (N, S): fairseq's
-    ``TransformerEncoderBase.forward_scriptable`` in eval mode, attention by the CPU kernel."""
+    ``TransformerEncoderBase.forward_scriptable`` in eval mode, attention by the CPU kernel.
+
+    Only the source tokens are computed (issue 40: refill blocks were 27-46% padding): the
+    positions are packed into ``T`` rows for every per-position operation, and the keys and
+    values scattered into the padded ``(N, H, S, hd)`` layout the kernel reads. Padded
+    positions of the output are zeros (fairseq computes them; nothing reads them).
+    """
     from fairseq_stream.ops.transformer_step import _fc1_activation
 
     padding = src_tokens.eq(encoder.padding_idx)
+    n, s = src_tokens.shape
     x = encoder.embed_scale * encoder.embed_tokens(src_tokens)
     if encoder.embed_positions is not None:
         x = x + encoder.embed_positions(src_tokens)
+    d = x.size(-1)
+    keep = (~padding).view(-1).nonzero().squeeze(1)  # (T,) the source positions, sentence by sentence
+    x = x.view(n * s, d).index_select(0, keep)  # (T, d)
     if encoder.layernorm_embedding is not None:
         x = encoder.layernorm_embedding(x)
-    x = x * (1 - padding.unsqueeze(-1).type_as(x))  # fairseq zeroes padded positions (x * 1 is exact)
-    n, s, d = x.shape
-    kv_row = torch.arange(n, device=x.device).repeat_interleave(s)  # each position's sentence
+    kv_row = torch.arange(n, device=x.device).repeat_interleave(s).index_select(0, keep)  # each position's sentence
+    packed = (keep, kv_row, padding)
     for layer in encoder.layers:
         pre = layer.normalize_before
         residual = x
-        h = _self_attention(layer.self_attn, layer.self_attn_layer_norm(x) if pre else x, padding, kv_row)
+        h = _self_attention(layer.self_attn, layer.self_attn_layer_norm(x) if pre else x, packed)
         x = residual + h if pre else layer.self_attn_layer_norm(residual + h)
         residual = x
         h = layer.fc2(_fc1_activation(layer, layer.final_layer_norm(x) if pre else x))
         x = residual + h if pre else layer.final_layer_norm(residual + h)
     if encoder.layer_norm is not None:
         x = encoder.layer_norm(x)
-    return x.transpose(0, 1), padding
+    out = x.new_zeros(n * s, d).index_copy_(0, keep, x)
+    return out.view(n, s, d).transpose(0, 1), padding
 
 
-def _self_attention(attn: Any, x: Tensor, padding: Tensor, kv_row: Tensor) -> Tensor:
-    n, s, d = x.shape
+def _self_attention(attn: Any, x: Tensor, packed: Tuple[Tensor, Tensor, Tensor]) -> Tensor:
+    """Self-attention of the packed positions ``x`` (T, d) within their sentences."""
+    keep, kv_row, padding = packed
+    n, s = padding.shape
+    t, d = x.shape
     heads = attn.num_heads
     hd = d // heads
-    q = attn.q_proj(x).reshape(n * s, heads, hd)
-    k = attn.k_proj(x).view(n, s, heads, hd).transpose(1, 2).contiguous()  # (N, H, S, hd)
-    v = attn.v_proj(x).view(n, s, heads, hd).transpose(1, 2).contiguous()
-    out = decode_attention.attend(q, k, v, attn.scaling, kv_row=kv_row, key_padding=padding)
-    return attn.out_proj(out.view(n, s, d))
+
+    def padded(y: Tensor) -> Tensor:  # (T, d) → (N, H, S, hd), zeros at padded positions
+        full = y.new_zeros(n * s, d).index_copy_(0, keep, y)
+        return full.view(n, s, heads, hd).transpose(1, 2).contiguous()
+
+    q = attn.q_proj(x).view(t, heads, hd)
+    out = decode_attention.attend(q, padded(attn.k_proj(x)), padded(attn.v_proj(x)), attn.scaling, kv_row=kv_row,
+                                  key_padding=padding)
+    return attn.out_proj(out.view(t, d))
