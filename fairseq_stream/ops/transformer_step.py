@@ -615,7 +615,8 @@ class TransformerStepper:
         x = self.embed(tokens, positions, slots - 1)  # (R, b, d)
         ends = lens.unsqueeze(1) + torch.arange(b, device=ints.device)  # (R, b): each query's own slot
         write = ends.view(rows, 1, b, 1).expand(rows, self.heads, b, self.head_dim)
-        kernel = b == 1 and decode_attention.usable(x)  # a CPU's float32 decode step: the C++ kernel
+        # a CPU's float32 causal step (one query or a causal block per row): the C++ kernel, as the eager step
+        kernel = decode_attention.usable(x) and io.mask is None
         if kernel:
             mask = None
         elif io.mask is not None:
@@ -628,7 +629,7 @@ class TransformerStepper:
             x = self._layer(
                 layer, x,
                 lambda h, i=i, attn=layer.self_attn, k=keys, v=values: _static_self_attention(
-                    attn, self._qkv[i], h, k, v, write, mask, lens if kernel else None),
+                    attn, self._qkv[i], h, k, v, write, mask, ends if kernel else None),
                 lambda h, i=i, attn=layer.encoder_attn: _static_encoder_attention(attn, h, memory, i, kv_row, layout))
         io.out.copy_(self.logits(self._output(x)))
 
@@ -758,32 +759,35 @@ def _static_self_attention(attn: Any, qkv: Callable[[Tensor], Tensor], x: Tensor
                            write: Tensor, mask: Optional[Tensor], last: Optional[Tensor]) -> Tensor:
     """Self-attention of a block ``x`` (R, b, d) over a whole slot bucket: the block's keys and values
     are written at each row's own slots (``write``), then every slot is read under ``mask``
-    (or, ``last`` given, by the CPU kernel up to each row's last slot)."""
+    (or, ``last`` (R, b) given, by the CPU kernel up to each query's last slot)."""
     heads = attn.num_heads
     rows = x.size(0)
     q, k_new, v_new = qkv(x).chunk(3, dim=-1)
     q = _split_heads(q, heads)  # (R, H, b, hd)
     keys.scatter_(2, write, _split_heads(k_new, heads))
     values.scatter_(2, write, _split_heads(v_new, heads))
-    if last is not None:
-        hd = q.size(-1)
-        out = decode_attention.attend(q.view(rows, heads, hd), keys, values, attn.scaling, last=last)
-        return attn.out_proj(out.view(rows, 1, heads * hd))
+    if last is not None:  # (R, b): each query's last slot; a block runs as one query per row
+        hd, b = q.size(-1), q.size(2)
+        qrow = None if b == 1 else torch.arange(rows, device=q.device).repeat_interleave(b)
+        out = decode_attention.attend(q.transpose(1, 2).reshape(rows * b, heads, hd), keys, values, attn.scaling,
+                                      kv_row=qrow, last=last.reshape(rows * b))
+        return attn.out_proj(out.view(rows, b, heads * hd))
     return attn.out_proj(_merge_heads(_attend(q, keys, values, mask, attn.scaling)))
 
 
 def _static_encoder_attention(attn: Any, query: Tensor, memory: EncoderMemory, layer: int, kv_row: Tensor,
                               layout: Optional[Tuple[Tensor, int, Optional[Tensor]]]) -> Tensor:
     """Encoder attention of ``query`` (R, b, d) in the slot layout of :func:`_slot_layout` (or, with
-    no layout, one query per row through the CPU kernel, as the eager step)."""
+    no layout, each query through the CPU kernel, as the eager step)."""
     heads = attn.num_heads
     q = attn.q_proj(query)  # (R, b, d)
     rows, b, d = q.shape
     hd = d // heads
     if layout is None:
-        out = decode_attention.attend(q.view(rows, heads, hd), memory.keys[layer], memory.values[layer], attn.scaling,
-                                      kv_row=kv_row, key_padding=memory.padding)
-        return attn.out_proj(out.view(rows, 1, d))
+        out = decode_attention.attend(q.reshape(rows * b, heads, hd), memory.keys[layer], memory.values[layer],
+                                      attn.scaling, kv_row=kv_row if b == 1 else kv_row.repeat_interleave(b),
+                                      key_padding=memory.padding)
+        return attn.out_proj(out.view(rows, b, d))
     flat, width, visible = layout
     n = memory.keys[layer].size(0)
     qp = q.new_zeros(n * width, heads, hd).index_copy_(0, flat, q.reshape(rows * b, heads, hd))

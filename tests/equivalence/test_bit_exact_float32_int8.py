@@ -1,5 +1,5 @@
 """The exactness promises bit for bit in float32 and under ``--quantize int8`` (issue 40), on the
-trained demo model: Jacobi and speculative decoding ≡ greedy, ``var-stream`` ≡ ``var-batch``,
+trained demo model: Jacobi and speculative decoding ≡ greedy, ``var-stream`` ≡ ``var-batch``, static ≡ eager step,
 batch size 1 ≡ 8. Tokens and every position's score are *equal*, not close; the sentence score
 too, except that the block strategies (Jacobi, speculative, lookahead) sum a sentence's per-token
 scores in double (as PyTorch's cumsum) where greedy adds them step by step in float32: those
@@ -91,3 +91,15 @@ def test_var_stream_equals_var_batch(demo_session, data, quantize):
     stream = demo_session.translate(data, search="var-stream", gen={"beam": 5},
                                     opts={"stream_capacity": 7, "stream_epsilon": 0.5, "quantize": quantize})
     _assert_identical(batch, stream)
+
+
+@pytest.mark.parametrize("quantize", PRECISIONS)
+@pytest.mark.parametrize("search,gen,opts", [
+    ("var-stream", {"beam": 5}, {}),
+    ("gs-jacobi", GREEDY, {"jacobi_block": 3, "stream_capacity": 7}),
+], ids=["var-stream", "gs-jacobi"])
+def test_the_static_step_equals_the_eager_one(demo_session, data, quantize, search, gen, opts):
+    # --step-mode static: padded rows and slot buckets, the same kernel: the same bits
+    eager = demo_session.translate(data, search=search, gen=gen, opts=dict(opts, quantize=quantize))
+    static = demo_session.translate(data, search=search, gen=gen, opts=dict(opts, quantize=quantize, step_mode="static"))
+    _assert_identical(eager, static)
