@@ -2,9 +2,11 @@
 """Which int8 Linear kernels pay off on this CPU: the measurement behind ``--quantize int8``.
 
 Times one feed-forward layer (``fc1``) and the output projection of the demo model at
-decoding shapes (rows = hypotheses in a step) in float32, PyTorch's dynamic int8
-(fbgemm, :mod:`fairseq_stream.ops.quantize`) and, when installed, torchao's int8 dynamic-activation
-and weight-only configurations (eager mode). Prints microseconds per call (median of repeats).
+decoding shapes (rows = hypotheses in a step) in float32 (PyTorch's and oneDNN's product),
+PyTorch's dynamic int8 (fbgemm, one activation scale per call), ours (fbgemm's product with one
+activation scale per row, :mod:`fairseq_stream.ops.quantize`) and, when installed, torchao's int8
+dynamic-activation and weight-only configurations (eager mode). Prints microseconds per call
+(median of repeats).
 
     OMP_NUM_THREADS=1 python scripts/experiments/int8_kernels.py [--rows 5 50 320] [--calls 100]
 """
@@ -35,8 +37,19 @@ def per_call_us(layer: Callable[[torch.Tensor], Any], x: torch.Tensor, calls: in
     return statistics.median(times)
 
 
-def variants(linear: torch.nn.Linear, fbgemm: Any) -> Dict[str, Any]:
-    out: Dict[str, Any] = {"float32": linear, "fbgemm int8": fbgemm}
+def variants(linear: torch.nn.Linear, ours: Any) -> Dict[str, Any]:
+    import warnings
+
+    from torch.ao.quantization import per_channel_dynamic_qconfig, quantize_dynamic
+
+    from fairseq_stream.ops.linear_kernels import OneDnnLinear
+
+    with warnings.catch_warnings():  # torch.ao.quantization's deprecation notices
+        warnings.simplefilter("ignore")
+        dynamic = quantize_dynamic(torch.nn.Sequential(linear), {torch.nn.Linear: per_channel_dynamic_qconfig},
+                                   dtype=torch.qint8)[0]
+    out: Dict[str, Any] = {"float32": linear, "float32 oneDNN": OneDnnLinear.of(linear),
+                           "fbgemm int8 per call": dynamic, "ours: fbgemm int8 per row": ours}
     try:
         from torchao.quantization import Int8DynamicActivationInt8WeightConfig, Int8WeightOnlyConfig, quantize_
     except ImportError:
@@ -70,10 +83,10 @@ def main(argv: List[str] = None) -> None:
     print("| layer | rows | " + " | ".join(variants(*layers["fc1"])) + " |")
     print("|---|---|" + "---|" * len(variants(*layers["fc1"])))
     with torch.no_grad():
-        for name, (linear, fbgemm) in layers.items():
+        for name, (linear, ours) in layers.items():
             for rows in args.rows:
                 x = torch.randn(rows, linear.in_features)
-                cells = [f"{per_call_us(m, x, args.calls):.0f} µs" for m in variants(linear, fbgemm).values()]
+                cells = [f"{per_call_us(m, x, args.calls):.0f} µs" for m in variants(linear, ours).values()]
                 print(f"| {name} {linear.in_features}→{linear.out_features} | {rows} | " + " | ".join(cells) + " |")
 
 
