@@ -16,21 +16,20 @@ namespace {
 
 using torch::Tensor;
 
-// y[r, :] = relu?(y[r, :] * m[r] + bias), in place.
-void rescale_rows(Tensor& y, const Tensor& m, const c10::optional<Tensor>& bias, bool relu) {
+// out[r, :] = relu?(y[r, :] * m[r] + bias) for the rows of y (out may be y: in place).
+void rescale_rows(const Tensor& y, float* out, const float* scale, const float* b, bool relu) {
   const int64_t rows = y.size(0), cols = y.size(1);
-  float* out = y.data_ptr<float>();
-  const float* scale = m.data_ptr<float>();
-  const float* b = bias.has_value() ? bias->data_ptr<float>() : nullptr;
+  const float* in = y.data_ptr<float>();
   for (int64_t r = 0; r < rows; ++r) {
+    const float* src = in + r * cols;
     float* row = out + r * cols;
     const float s = scale[r];
     if (b != nullptr) {
 #pragma omp simd
-      for (int64_t c = 0; c < cols; ++c) row[c] = row[c] * s + b[c];
+      for (int64_t c = 0; c < cols; ++c) row[c] = src[c] * s + b[c];
     } else {
 #pragma omp simd
-      for (int64_t c = 0; c < cols; ++c) row[c] = row[c] * s;
+      for (int64_t c = 0; c < cols; ++c) row[c] = src[c] * s;
     }
     if (relu) {
 #pragma omp simd
@@ -38,6 +37,11 @@ void rescale_rows(Tensor& y, const Tensor& m, const c10::optional<Tensor>& bias,
     }
   }
 }
+
+// fbgemm's product keeps a 32-bit sum per output element besides the output: large calls (a
+// k = 50 step's output layer: thousands of rows by the vocabulary) run in chunks of rows, so
+// that buffer stays small. Rows are independent, so chunking changes no bit.
+constexpr int64_t kChunkRows = 256;
 
 // x (..., K) float32 → (..., N): see the file's comment. `scale`/`zero_point` quantise [-1, 1].
 Tensor int8_row_linear(const Tensor& x, const c10::intrusive_ptr<LinearPackedParamsBase>& weight,
@@ -63,10 +67,21 @@ Tensor int8_row_linear(const Tensor& x, const c10::intrusive_ptr<LinearPackedPar
 #pragma omp simd
     for (int64_t k = 0; k < K; ++k) dst[k] = row[k] / mr;
   }
-  Tensor y = weight->apply_with_input_q_dq_qweight_dq_output_fp32(normed, scale, zero_point);
-  y = y.contiguous();
   if (bias.has_value()) TORCH_CHECK(bias->is_contiguous() && bias->scalar_type() == at::kFloat, "int8_row_linear: bias");
-  rescale_rows(y, m, bias, relu);
+  const float* b = bias.has_value() ? bias->data_ptr<float>() : nullptr;
+  Tensor y;
+  if (rows <= kChunkRows) {
+    y = weight->apply_with_input_q_dq_qweight_dq_output_fp32(normed, scale, zero_point).contiguous();
+    rescale_rows(y, y.data_ptr<float>(), ms, b, relu);
+  } else {
+    for (int64_t r0 = 0; r0 < rows; r0 += kChunkRows) {
+      const int64_t n = std::min(kChunkRows, rows - r0);
+      Tensor part = weight->apply_with_input_q_dq_qweight_dq_output_fp32(normed.narrow(0, r0, n), scale, zero_point)
+                        .contiguous();
+      if (!y.defined()) y = at::empty({rows, part.size(1)}, part.options());
+      rescale_rows(part, y.data_ptr<float>() + r0 * y.size(1), ms + r0, b, relu);
+    }
+  }
   auto shape = x.sizes().vec();
   shape.back() = y.size(1);
   return y.view(shape);
