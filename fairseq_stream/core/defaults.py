@@ -59,7 +59,7 @@ PRUNE_AUTO_LADDER = ((1.0, 5), (1.5, 5), (2.0, 5), (3.0, 5), (3.0, 10))
 PRUNE_AUTO_CONSERVATIVE = (3.0, 5)
 #: the largest mean loss of the best hypothesis's length-normalised model score (nats per token,
 #: fairseq's score) against the fixed beam's that a setting may have on the calibration sample.
-PRUNE_AUTO_TOLERANCE = 0.01
+PRUNE_AUTO_TOLERANCE = 0.005
 #: the calibration sample: PRUNE_AUTO_SAMPLE sentences or PRUNE_AUTO_SHARE of the input, whichever
 #: is larger, at most PRUNE_AUTO_MAX_SAMPLE; an input shorter than twice the sample is not calibrated.
 PRUNE_AUTO_SAMPLE, PRUNE_AUTO_SHARE, PRUNE_AUTO_MAX_SAMPLE = 32, 0.02, 256
