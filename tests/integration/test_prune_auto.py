@@ -129,3 +129,17 @@ def test_fairseq_generate_prints_the_choice_and_writes_it_to_the_stats_file(demo
     info = json.loads(stats.read_text())["prune_auto"]
     assert info["calibrated"] and info["sample"] == 32 and info["mean_score_loss"] is not None
     assert len([line for line in proc.stdout.splitlines() if line.startswith("H-")]) == 100
+
+
+@pytest.mark.slow  # a fairseq-interactive subprocess; the fallback's statistics are held by the small-input test
+def test_fairseq_interactive_takes_the_conservative_setting_and_says_so():
+    lines = ["Y dijo Dios: Sea la luz.", "En el principio crió Dios los cielos y la tierra."] * 40
+    proc = run_cli(["fairseq-interactive", DEMO, "--user-dir", "fairseq_stream", "--path", CKPT, "--cpu",
+                    "--source-lang", "es", "--target-lang", "en", "--tokenizer", "moses", "--bpe", "subword_nmt",
+                    "--bpe-codes", os.path.join(DEMO, "bpe.codes"), "--search", "var-stream", "--beam", "4",
+                    "--buffer-size", "80", "--batch-size", "80", "--prune-auto"], stdin="\n".join(lines) + "\n")
+    assert proc.returncode == 0, proc.stderr[-2000:]
+    said = [line for line in proc.stderr.splitlines() if line.startswith("fairseq-stream: --prune-auto: ")]
+    assert said == ["fairseq-stream: --prune-auto: δ 3, M 5, not calibrated: fairseq-interactive reads its input "
+                    "in chunks"], proc.stderr[-2000:]
+    assert len([line for line in proc.stdout.splitlines() if line.startswith("H-")]) == len(lines)
