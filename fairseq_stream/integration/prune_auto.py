@@ -69,10 +69,11 @@ OFF = Setting(math.inf, None)
 def ladder(beam: int, rungs: Sequence[Tuple[float, int]] = PRUNE_AUTO_LADDER) -> List[Setting]:
     """The rungs for ``--beam beam``, fastest first; an M ≥ k limits nothing, so rungs equal at this k are tried once."""
     out: List[Setting] = []
+    seen = set()
     for delta, m in rungs:
-        setting = Setting(float(delta), int(m) if m < beam else None)
-        if setting not in out:
-            out.append(setting)
+        if (float(delta), min(int(m), beam)) not in seen:
+            seen.add((float(delta), min(int(m), beam)))
+            out.append(Setting(float(delta), int(m)))
     return out
 
 

@@ -37,7 +37,7 @@ def _explicit(setting: Setting):
 
 def test_ladder_is_fastest_first_and_drops_rungs_equal_at_this_k():
     assert ladder(50)[0] == Setting(1.0, 5) and ladder(50)[-1] == Setting(3.0, 10)
-    assert ladder(5) == [Setting(1.0, None), Setting(1.5, None), Setting(2.0, None), Setting(3.0, None)]
+    assert ladder(5) == [Setting(1.0, 5), Setting(1.5, 5), Setting(2.0, 5), Setting(3.0, 5)]  # M 10 = M 5 at k = 5
     assert sample_size(300) == 32 and sample_size(5000) == 100 and sample_size(10 ** 6) == 256
     assert OFF.label() == "off (the fixed beam's width)"
 
