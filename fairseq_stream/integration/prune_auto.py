@@ -118,6 +118,7 @@ class Choice:
     sample: int = 0
     tolerance: float = PRUNE_AUTO_TOLERANCE
     fixed_expansions: int = 0
+    fixed_mean_score: Optional[float] = None  # the fixed beam's mean best normalised score on the sample (its scale)
     measured: List[Measured] = field(default_factory=list)
 
     @property
@@ -143,6 +144,7 @@ class Choice:
         return {"setting": self.setting.label(), "delta": self.setting.delta, "max_cands": self.setting.max_cands,
                 "calibrated": self.calibrated, "fallback": self.why or None, "sample": self.sample,
                 "tolerance": self.tolerance, "fixed_expansions": self.fixed_expansions,
+                "fixed_mean_score": None if self.fixed_mean_score is None else round(self.fixed_mean_score, 6),
                 "mean_score_loss": round(kept.mean_loss, 6) if kept else None,
                 "changed": kept.changed if kept else None,
                 "tried": [m.as_dict(self.fixed_expansions) for m in self.measured]}
@@ -196,8 +198,9 @@ class Calibration:
 
     def choose(self, models: Any, bos_token: Optional[int]) -> Choice:
         """The fastest rung within the tolerance (rungs are tried fastest first; the first that passes stops the walk)."""
+        scores = [_score(nbest) for _, fixed in self.parts for nbest in fixed]
         choice = Choice(OFF, True, "", sample=self.taken, tolerance=self.tolerance,
-                        fixed_expansions=self.fixed.stats.expansions)
+                        fixed_expansions=self.fixed.stats.expansions, fixed_mean_score=sum(scores) / len(scores))
         for setting in ladder(self.config.beam):
             generator = self.spawn(dataclasses.replace(self.config, pruning=setting.pruning(self.config.pruning)))
             self.helpers.append(generator)
