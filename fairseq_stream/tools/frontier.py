@@ -124,7 +124,9 @@ def auto_label(row: Dict[str, Any]) -> str:
     if not auto.get("calibrated"):
         return f"{row['label']}: {auto['setting']} (not calibrated)"
     loss = auto.get("mean_score_loss")
-    return (f"{row['label']}: {auto['setting']} (score loss {_num(loss, '.4f')}, "
+    if loss is None:
+        return f"{row['label']}: {auto['setting']} (no rung within the tolerance on {auto.get('sample')} sentences)"
+    return (f"{row['label']}: {auto['setting']} (score loss {loss:.4f}, "
             f"{auto.get('changed')}/{auto.get('sample')} changed)")
 
 

@@ -46,6 +46,9 @@ def test_the_auto_point_is_labelled_with_its_choice():
     fallback = {"label": "auto", "stats": {"prune_auto": {"setting": "δ 3, M 5", "calibrated": False}}}
     assert auto_label(fallback) == "auto: δ 3, M 5 (not calibrated)"
     assert auto_label({"label": "default", "stats": {}}) == "default"
+    off = {"label": "auto", "stats": {"prune_auto": {"setting": "off (the fixed beam's width)", "calibrated": True,
+                                                  "sample": 32, "mean_score_loss": None}}}
+    assert auto_label(off) == "auto: off (the fixed beam's width) (no rung within the tolerance on 32 sentences)"
 
 
 @pytest.mark.parametrize("argv, needle", [
