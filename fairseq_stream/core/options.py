@@ -155,8 +155,9 @@ class StreamDecodingConfig(FairseqDataclass):
     prune_auto_tolerance: Optional[float] = field(
         default=None,
         metadata={"help": "with --prune-auto: the largest mean loss of the best hypothesis's length-normalised "
-                  f"model score against the fixed beam's (nats per token) a setting may have (default "
-                  f"{PRUNE_AUTO_TOLERANCE:g})"},
+                  "model score against the fixed beam's a setting may have, as a fraction of the fixed beam's mean "
+                  f"|score| on the sample (default {PRUNE_AUTO_TOLERANCE:g}); a setting must also change at most half "
+                  "of the sample's best hypotheses"},
     )
     # ---- the output layer (Hoang2018 §3.1) ----
     output_layer: str = field(

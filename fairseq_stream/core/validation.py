@@ -157,7 +157,7 @@ def check_prune_auto(opts: Any) -> None:
             raise FairseqStreamError("--prune-auto-tolerance is the tolerance of --prune-auto; add --prune-auto or drop it")
         return
     if tolerance is not None and not tolerance >= 0:
-        raise FairseqStreamError(f"--prune-auto-tolerance must be >= 0 (nats per token), got {tolerance}")
+        raise FairseqStreamError(f"--prune-auto-tolerance must be >= 0 (a fraction of the fixed beam's mean |score|), got {tolerance}")
     for option in _AUTO_EXCLUDES:
         if getattr(opts, option, None) is not None:
             raise FairseqStreamError(f"--prune-auto chooses the pruning itself; {_flag(option)} fixes it: drop one of "

@@ -12,7 +12,10 @@ measures it on its own input:
    beam (``fixed-ours`` at the same ``--beam``), and that is their output: no sentence is decoded
    worse for being in the sample;
 2. the ladder of (δ, M) (:data:`~fairseq_stream.core.defaults.PRUNE_AUTO_LADDER`) is tried on the
-   same sentences from the fastest setting on; the first whose mean loss is within the tolerance
+   same sentences from the fastest setting on; the first that passes is kept: its mean loss is at
+   most ``--prune-auto-tolerance`` of the fixed beam's mean |score| on the sample (a relative loss:
+   a weak model's per-token scores, and the losses of the same pruning, are several times a strong
+   one's), and it changes at most half of the sample's best hypotheses
    is kept (expansions, not time, decide which is faster: the choice is deterministic); if none is,
    pruning is off (the fixed beam's width, with the variable beam's finalisation);
 3. the rest of the input is decoded by the run's strategy with that setting; streamed from the
@@ -34,8 +37,8 @@ from typing import Any, Callable, Dict, List, Optional, Sequence, Tuple
 import torch
 
 from fairseq_stream.core.defaults import (
-    PRUNE_AUTO_CONSERVATIVE, PRUNE_AUTO_LADDER, PRUNE_AUTO_MAX_SAMPLE, PRUNE_AUTO_SAMPLE, PRUNE_AUTO_SHARE,
-    PRUNE_AUTO_TOLERANCE,
+    PRUNE_AUTO_CONSERVATIVE, PRUNE_AUTO_LADDER, PRUNE_AUTO_MAX_CHANGED, PRUNE_AUTO_MAX_SAMPLE, PRUNE_AUTO_SAMPLE,
+    PRUNE_AUTO_SHARE, PRUNE_AUTO_TOLERANCE,
 )
 from fairseq_stream.core.stats import DecodeStats
 from fairseq_stream.integration.cli import fairseq_cli_name
@@ -91,15 +94,26 @@ class Measured:
     def mean_loss(self) -> float:
         return self.score_loss / self.sentences if self.sentences else 0.0
 
+    def passes(self, tolerance: float, fixed_mean_score: float) -> bool:
+        """Within the tolerance, relative to the scale of the fixed beam's scores, and changing at most
+        PRUNE_AUTO_MAX_CHANGED of the best hypotheses."""
+        return (self.mean_loss <= tolerance * max(abs(fixed_mean_score), 1e-9)
+                and self.changed <= PRUNE_AUTO_MAX_CHANGED * self.sentences)
+
+    def relative_loss(self, fixed_mean_score: Optional[float]) -> Optional[float]:
+        return self.mean_loss / abs(fixed_mean_score) if fixed_mean_score else None
+
     def add(self, fixed: Hypos, hypos: Hypos) -> None:
         for ref, got in zip(fixed, hypos):
             self.sentences += 1
             self.score_loss += _score(ref) - _score(got)
             self.changed += not torch.equal(ref[0]["tokens"].cpu(), got[0]["tokens"].cpu())
 
-    def as_dict(self, fixed_expansions: int) -> Dict[str, Any]:
+    def as_dict(self, fixed_expansions: int, fixed_mean_score: Optional[float] = None) -> Dict[str, Any]:
+        relative = self.relative_loss(fixed_mean_score)
         return {"setting": self.setting.label(), "delta": self.setting.delta, "max_cands": self.setting.max_cands,
                 "mean_score_loss": round(self.mean_loss, 6), "changed": self.changed, "sentences": self.sentences,
+                "relative_loss": None if relative is None else round(relative, 6),
                 "expansions": self.expansions,
                 "expansions_vs_fixed": round(self.expansions / fixed_expansions, 4) if fixed_expansions else None}
 
@@ -131,11 +145,13 @@ class Choice:
             return f"{PREFIX}{self.setting.label()}, not calibrated: {self.why}"
         kept = self.kept
         if kept is None:
-            tried = "; ".join(f"{m.setting.label()}: {m.mean_loss:.4f}" for m in self.measured)
+            tried = "; ".join(f"{m.setting.label()}: {100 * (m.relative_loss(self.fixed_mean_score) or 0):.2f}%, "
+                              f"{m.changed} changed" for m in self.measured)
             return (f"{PREFIX}{self.setting.label()}: no setting was within --prune-auto-tolerance {self.tolerance:g} "
                     f"on {self.sample} sentences (mean score loss {tried})")
         return (f"{PREFIX}{self.setting.label()}, calibrated on {self.sample} sentences: mean score loss "
-                f"{kept.mean_loss:.4f} nats/token (tolerance {self.tolerance:g}), {kept.changed}/{kept.sentences} "
+                f"{kept.mean_loss:.4f} nats/token = {100 * (kept.relative_loss(self.fixed_mean_score) or 0):.2f}% of "
+                f"the fixed beam's (tolerance {100 * self.tolerance:g}%), {kept.changed}/{kept.sentences} "
                 f"best hypotheses changed, {kept.expansions / max(self.fixed_expansions, 1):.2f}x the fixed beam's "
                 "expansions")
 
@@ -146,8 +162,9 @@ class Choice:
                 "tolerance": self.tolerance, "fixed_expansions": self.fixed_expansions,
                 "fixed_mean_score": None if self.fixed_mean_score is None else round(self.fixed_mean_score, 6),
                 "mean_score_loss": round(kept.mean_loss, 6) if kept else None,
+                "relative_loss": kept.as_dict(0, self.fixed_mean_score)["relative_loss"] if kept else None,
                 "changed": kept.changed if kept else None,
-                "tried": [m.as_dict(self.fixed_expansions) for m in self.measured]}
+                "tried": [m.as_dict(self.fixed_expansions, self.fixed_mean_score) for m in self.measured]}
 
 
 def sample_size(total: int) -> int:
@@ -209,7 +226,7 @@ class Calibration:
                 measured.add(fixed, generator.generate(models, part, bos_token=bos_token))
             measured.expansions = generator.stats.expansions
             choice.measured.append(measured)
-            if measured.mean_loss <= self.tolerance:
+            if measured.passes(self.tolerance, choice.fixed_mean_score or 0.0):
                 choice.setting = setting
                 break
         return choice

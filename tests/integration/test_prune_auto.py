@@ -91,10 +91,15 @@ def test_a_small_input_takes_the_conservative_setting_and_says_so(demo_session, 
 def test_a_tolerance_nothing_meets_turns_pruning_off():
     from fairseq_stream.integration.prune_auto import Choice, Measured
 
-    choice = Choice(OFF, True, "", sample=32, tolerance=0.0, fixed_expansions=100,
-                    measured=[Measured(Setting(1.0, 5), sentences=32, expansions=40, score_loss=0.5)])
-    assert "off (the fixed beam's width): no setting was within --prune-auto-tolerance 0" in choice.line()
+    measured = Measured(Setting(1.0, 5), sentences=32, expansions=40, score_loss=0.64, changed=4)  # 0.02 a sentence
+    choice = Choice(OFF, True, "", sample=32, tolerance=0.015, fixed_expansions=100, fixed_mean_score=-1.0,
+                    measured=[measured])
+    assert not measured.passes(0.015, -1.0) and measured.passes(0.015, -2.0)  # relative to the scores' scale
+    assert not Measured(Setting(1.0, 5), sentences=32, changed=17).passes(0.015, -1.0)  # more than half changed
+    assert ("off (the fixed beam's width): no setting was within --prune-auto-tolerance 0.015 on 32 sentences "
+            "(mean score loss δ 1, M 5: 2.00%, 4 changed)") in choice.line()
     assert choice.as_dict()["mean_score_loss"] is None and choice.as_dict()["tried"][0]["expansions_vs_fixed"] == 0.4
+    assert choice.as_dict()["tried"][0]["relative_loss"] == 0.02
     assert math.isinf(choice.as_dict()["delta"])
 
 
