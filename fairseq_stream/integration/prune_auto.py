@@ -1,6 +1,7 @@
 """``--prune-auto``: the variable-width beam calibrates its own δ and M on its first sentences.
 
-The pruning heuristics are Freitag2017's (§3: ap, mc) as Yang2020 uses them (§4.1: δ, M); the
+The pruning heuristics are Freitag2017's (../shared/papers/001_bc8bd45af631ec7d.txt, §3: ap, mc)
+as Yang2020 uses them (000_f9d0b42d6ea9d886.txt, §4.1: δ, M); the
 frontier (docs/results.md) shows that no single (δ, M) suits every model: the same δ gains BLEU
 on one checkpoint and loses it on another. The search error of a setting can be measured without
 references, as the loss of model score of its best hypothesis against the fixed beam's (Freitag2017
@@ -15,9 +16,9 @@ measures it on its own input:
    same sentences from the fastest setting on; the first that passes is kept: its mean loss is at
    most ``--prune-auto-tolerance`` of the fixed beam's mean |score| on the sample (a relative loss:
    a weak model's per-token scores, and the losses of the same pruning, are several times a strong
-   one's), and it changes at most half of the sample's best hypotheses
-   is kept (expansions, not time, decide which is faster: the choice is deterministic); if none is,
-   pruning is off (the fixed beam's width, with the variable beam's finalisation);
+   one's), and it changes at most half of the sample's best hypotheses (the rungs are ordered by
+   the expansions they cost; the choice reads model scores, never a clock: it is deterministic);
+   if none passes, pruning is off (the fixed beam's width, with the variable beam's finalisation);
 3. the rest of the input is decoded by the run's strategy with that setting; streamed from the
    first sentence after the sample on, so ``var-stream`` ≡ ``var-batch`` holds for it.
 
