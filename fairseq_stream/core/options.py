@@ -13,6 +13,7 @@ from fairseq.dataclass import FairseqDataclass
 
 from fairseq_stream.core.defaults import (
     DEFAULT_ABS_SCALE, DEFAULT_ABS_THRESHOLD, DEFAULT_FINALIZE, DEFAULT_MAX_CANDS_PER_NODE, DEFAULT_REFERENCE,
+    PRUNE_AUTO_CONSERVATIVE, PRUNE_AUTO_SAMPLE, PRUNE_AUTO_TOLERANCE,
 )
 from fairseq_stream.core.registry import epsilon_defaults_help, search_names
 
@@ -141,6 +142,22 @@ class StreamDecodingConfig(FairseqDataclass):
                   "(rp 0.6, ap 2.5, rpl 0.02, mc 3, measured from the best active candidate, --beam-finalize "
                   "shrink); 'freitag2017-k14' = its beam-14 row (rp 0.3, ap 2.5, rpl 0.3, mc 3, same rule); an "
                   "option left unset takes the preset's value, one given another value is refused"},
+    )
+    prune_auto: bool = field(
+        default=False,
+        metadata={"help": "var-*: calibrate δ and M on the run's own first sentences, without references: they are "
+                  "decoded by the fixed beam (their output) and by a ladder of (δ, M); the rest of the input is "
+                  "decoded by the fastest setting whose model-score loss against the fixed beam is within "
+                  f"--prune-auto-tolerance; an input under twice the sample ({PRUNE_AUTO_SAMPLE} sentences or 2%) "
+                  f"and fairseq-interactive get δ {PRUNE_AUTO_CONSERVATIVE[0]:g}, M {PRUNE_AUTO_CONSERVATIVE[1]} "
+                  "(the statistics say which); refused with an explicit pruning option"},
+    )
+    prune_auto_tolerance: Optional[float] = field(
+        default=None,
+        metadata={"help": "with --prune-auto: the largest mean loss of the best hypothesis's length-normalised "
+                  "model score against the fixed beam's a setting may have, as a fraction of the fixed beam's mean "
+                  f"|score| on the sample (default {PRUNE_AUTO_TOLERANCE:g}); a setting must also change at most half "
+                  "of the sample's best hypotheses"},
     )
     # ---- the output layer (Hoang2018 §3.1) ----
     output_layer: str = field(

@@ -41,6 +41,9 @@ class DecodeStats:
     # effect ({"quantize": "int8", "input order": "as-given"}): the closing line confirms them.
     settings: Dict[str, str] = field(default_factory=dict)
     extra: Dict[str, float] = field(default_factory=dict)
+    # --prune-auto: the setting chosen, the search error measured and the settings tried
+    # (integration/prune_auto.Choice.as_dict)
+    prune_auto: Dict[str, Any] = field(default_factory=dict)
 
     def add_step(self, *, sentences: int, rows: int, length: Optional[int] = None,
                  seconds: Optional[float] = None) -> None:
@@ -89,6 +92,8 @@ class DecodeStats:
             elif key not in self.step_mode:
                 self.step_mode[key] = value
         self.settings.update(other.settings)
+        if other.prune_auto and not self.prune_auto:
+            self.prune_auto = dict(other.prune_auto)
 
     def add_extra(self, name: str, value: float = 1.0) -> None:
         """Add to a strategy's own counter in ``extra`` (summed over a run, like the others)."""
@@ -156,6 +161,10 @@ class DecodeStats:
             line += ", step operators: " + describe_backends(self.step_backends, sep=", ")
         if self.step_mode and (self.step_mode.get("mode") != "eager" or self.step_mode.get("fallbacks")):
             line += ", " + describe_step_mode(self.step_mode)
+        if self.prune_auto:
+            line += f", --prune-auto {self.prune_auto['setting']}" + (
+                f" (calibrated on {self.prune_auto['sample']} sentences)" if self.prune_auto.get("calibrated")
+                else f" (not calibrated: {self.prune_auto.get('fallback')})")
         if self.settings:
             line += ", " + ", ".join(f"{name}={value}" for name, value in self.settings.items())
         if self.autoregressive_steps:

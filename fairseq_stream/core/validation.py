@@ -143,12 +143,34 @@ def check_preset(opts: Any) -> None:
                                      f"{_flag(option)} {given} contradicts it: drop one of them")
 
 
+#: the pruning options --prune-auto chooses itself (δ, M) or that would change what it measured
+_AUTO_EXCLUDES = ("prune_preset", "prune_abs_threshold", "prune_max_cands_per_node", "prune_abs_scale",
+                  "prune_rel_threshold", "prune_rel_local_threshold", "prune_rules")
+
+
+def check_prune_auto(opts: Any) -> None:
+    """``--prune-auto`` chooses δ and M itself: an explicit pruning setting is refused (not silently
+    overridden); ``--prune-auto-tolerance`` means nothing without it."""
+    tolerance = getattr(opts, "prune_auto_tolerance", None)
+    if not getattr(opts, "prune_auto", False):
+        if tolerance is not None:
+            raise FairseqStreamError("--prune-auto-tolerance is the tolerance of --prune-auto; add --prune-auto or drop it")
+        return
+    if tolerance is not None and not tolerance >= 0:
+        raise FairseqStreamError(f"--prune-auto-tolerance must be >= 0 (a fraction of the fixed beam's mean |score|), got {tolerance}")
+    for option in _AUTO_EXCLUDES:
+        if getattr(opts, option, None) is not None:
+            raise FairseqStreamError(f"--prune-auto chooses the pruning itself; {_flag(option)} fixes it: drop one of "
+                                     "them (a fixed setting given explicitly decodes exactly as before)")
+
+
 def check_options(opts: Any) -> None:
     """The decoding options alone, before any data or model is loaded (the task calls it up front too)."""
     get_search(opts.search)
     _refuse_nan(opts)
     _check_rule_arguments(opts.prune_rules)
     check_preset(opts)
+    check_prune_auto(opts)
     if opts.stream_input_order not in INPUT_ORDERS:
         raise FairseqStreamError(f"--stream-input-order must be one of {', '.join(INPUT_ORDERS)}, "
                                  f"got {opts.stream_input_order!r}")

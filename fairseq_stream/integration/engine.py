@@ -38,12 +38,25 @@ def build_generator(name: str, task: Any, models: List[Any], gen_cfg: Any, opts:
         models = linear_kernels.prepare(models, library)
     if entry.build is not None:  # fairseq's own generator
         return entry.build(task, models, gen_cfg, opts, **fairseq_kwargs)
+    if getattr(opts, "prune_auto", False):  # the run calibrates its own δ and M (integration/prune_auto.py)
+        from fairseq_stream.integration.prune_auto import AutoPruneGenerator
+
+        return AutoPruneGenerator.build(lambda config, cls=StreamGenerator, **kw: _generator(
+            name, plan, config, task, models, gen_cfg, opts, cls=cls, **kw), plan.config, opts)
+    return _generator(name, plan, config, task, models, gen_cfg, opts)
+
+
+def _generator(name: str, plan: Any, config: Any, task: Any, models: List[Any], gen_cfg: Any, opts: Any, *,
+               cls: type = StreamGenerator, stats_path: Any = "", **extra: Any) -> Any:
+    """``cls`` (a StreamGenerator) decoding ``plan``'s strategy with ``config`` over the prepared ``models``
+    (``stats_path=None``: no statistics file, for the calibration's own decodes)."""
+    entry = plan.entry
     tgt_dict = task.target_dictionary
     processors = build_processors(gen_cfg, tgt_dict)
     scorer = OutputScorer(processors, fused=opts.output_layer == "fused", normalized_input=len(models) > 1)
     dtype, history = score_dtype(models), needs_history(processors)
 
-    def make_strategy(stats: Any) -> Any:
+    def make_strategy(stats: Any, config: Any = config) -> Any:
         for proc in processors:  # edits that count what they do (n-gram blocking at the maximum length)
             if hasattr(proc, "bind_stats"):
                 proc.bind_stats(stats)
@@ -54,10 +67,10 @@ def build_generator(name: str, task: Any, models: List[Any], gen_cfg: Any, opts:
                               task=task, load_models=lambda paths: load_models_like(paths, task, models, opts))
         return entry.strategy.from_config(config, ctx)
 
-    generator = StreamGenerator(models, tgt_dict, name=name, make_strategy=make_strategy, scheduler=plan.scheduler,
-                                gen_cfg=gen_cfg, rows_per_sentence=config.rows_per_sentence,
-                                stats_path=opts.stream_stats, config=config,
-                                step_mode=getattr(opts, "step_mode", "auto"))
+    generator = cls(models, tgt_dict, name=name, make_strategy=make_strategy, scheduler=plan.scheduler,
+                    gen_cfg=gen_cfg, rows_per_sentence=config.rows_per_sentence,
+                    stats_path=opts.stream_stats if stats_path == "" else stats_path, config=config,
+                    step_mode=getattr(opts, "step_mode", "auto"), **extra)
     if entry.capabilities.block_steps:
         generator.model.require_block_steps(f"--search {name}")
     generator.stats.settings.update(run_settings(models, opts))

@@ -40,7 +40,7 @@ from typing import Any, Dict, List, Optional, Sequence, Tuple
 import torch
 from torch import Tensor
 
-from fairseq_stream.core.defaults import DEFAULT_ABS_SCALE, DEFAULT_ABS_THRESHOLD, DEFAULT_FINALIZE, DEFAULT_MAX_CANDS_PER_NODE, PRESETS
+from fairseq_stream.core.defaults import DEFAULT_ABS_SCALE, DEFAULT_ABS_THRESHOLD, DEFAULT_FINALIZE, DEFAULT_MAX_CANDS_PER_NODE, PRESETS, PRUNE_AUTO_CONSERVATIVE
 from fairseq_stream.errors import FairseqStreamError
 from fairseq_stream.core.interface import Hypothesis, StepOutcome, StrategyContext
 from fairseq_stream.ops import beam_step as fused
@@ -181,6 +181,8 @@ class VariableBeamConfig(BeamConfig):
     @staticmethod
     def pruning_from_options(opts: Any) -> Pruning:
         ap, mc = option_value(opts, "prune_abs_threshold"), option_value(opts, "prune_max_cands_per_node")
+        if getattr(opts, "prune_auto", False):  # the setting before (or instead of) the calibration
+            ap, mc = PRUNE_AUTO_CONSERVATIVE
         scale = option_value(opts, "prune_abs_scale")
         if scale is None and ap is None:  # an explicit δ (Yang2020's rule, the presets) stays fixed
             scale = DEFAULT_ABS_SCALE

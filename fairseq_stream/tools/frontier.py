@@ -6,7 +6,8 @@
 For each beam width ``k`` this decodes the same sentences, in one process and on one thread,
 with fairseq's ``beam`` and ``fixed-ours`` (the points to beat) and the grid of pruning settings
 of ``--search`` (var-stream by default): every δ × M × reference × α (``--prune-abs-scale``) of
-the lists, the default setting, the default with ``--stream-max-candidates C`` (and with
+the lists, the default setting, ``--prune-auto`` (its label names the setting it chose and the
+search error it measured; ``--no-auto`` leaves it out), the default with ``--stream-max-candidates C`` (and with
 over-subscription) for each ``--max-candidates C``, and any ``--run`` spec. It reports BLEU,
 its change against ``fixed-ours`` with a paired-bootstrap p-value (Koehn 2004: the share of
 resampled test sets on which the point is not worse; below 0.05 a loss is real), the length
@@ -62,11 +63,14 @@ class Grid:
     scales: Sequence[float]
     max_candidates: Sequence[int]
     runs: Sequence[str]
+    auto: bool = True  # the --prune-auto point (its calibration included in its time and output)
 
     def specs(self, k: int, fairseq_beam: bool = True) -> List[str]:
         """``--run`` specs of the bench harness: the two baselines first, then the grid."""
         specs = ([f"beam:beam={k},label=fairseq beam"] if fairseq_beam else []) + [f"fixed-ours:beam={k},label=fixed-ours"]
         specs.append(f"{self.search}:beam={k},label=default")
+        if self.auto:
+            specs.append(f"{self.search}:beam={k},prune_auto=true,label=auto")
         for delta, m, ref, scale in itertools.product(self.deltas, self.max_cands, self.references, self.scales):
             label = f"δ={delta:g} M={m} {ref}" + (f" α={scale:g}" if scale else "")
             specs.append(f"{self.search}:beam={k},prune_abs_threshold={delta},prune_max_cands_per_node={m},"
@@ -105,11 +109,25 @@ def format_table(rows: List[Dict[str, Any]]) -> str:
             "× fixed-ours", "expansions × fixed", "frontier"]
     lines = ["| " + " | ".join(head) + " |", "|" + "|".join(["---"] * len(head)) + "|"]
     for r in rows:
-        lines.append(f"| {r.get('model', '')} | {r['k']} | {r['label']} | {r['bleu']:.2f} | {r['delta_bleu']:+.2f} | "
+        lines.append(f"| {r.get('model', '')} | {r['k']} | {auto_label(r)} | {r['bleu']:.2f} | {r['delta_bleu']:+.2f} | "
                      f"{_num(r['p_vs_fixed'], '.3f')} | {r['length_ratio']:.3f} | {r['wall_median']:.2f} | "
                      f"{_num(r['time_vs_fixed'], '.2f')} | {_num(r['expansions_vs_fixed'], '.2f')} | "
                      f"{'★' if r['frontier'] else ''} |")
     return "\n".join(lines)
+
+
+def auto_label(row: Dict[str, Any]) -> str:
+    """A row's label; the --prune-auto point's says what it chose and the search error it measured."""
+    auto = (row.get("stats") or {}).get("prune_auto")
+    if not auto:
+        return row["label"]
+    if not auto.get("calibrated"):
+        return f"{row['label']}: {auto['setting']} (not calibrated)"
+    loss = auto.get("mean_score_loss")
+    if loss is None:
+        return f"{row['label']}: {auto['setting']} (no rung within the tolerance on {auto.get('sample')} sentences)"
+    return (f"{row['label']}: {auto['setting']} (score loss {loss:.4f}, "
+            f"{auto.get('changed')}/{auto.get('sample')} changed)")
 
 
 def plot(rows: List[Dict[str, Any]], path: str, title: str) -> None:
@@ -124,7 +142,7 @@ def plot(rows: List[Dict[str, Any]], path: str, title: str) -> None:
     fig, axes = plt.subplots(1, len(ks), figsize=(6.5 * len(ks), 4.8), squeeze=False)
     for ax, k in zip(axes[0], ks):
         at_k = [r for r in rows if r["k"] == k]
-        grid = [r for r in at_k if r["search"] not in ("beam", "fixed-ours")]
+        grid = [r for r in at_k if r["search"] not in ("beam", "fixed-ours") and r["label"] != "auto"]
         ax.scatter([r["time_vs_fixed"] for r in grid], [r["bleu"] for r in grid], s=18, color="tab:blue",
                    label="variable-width settings")
         front = sorted((r for r in at_k if r["frontier"]), key=lambda r: r["time_vs_fixed"])
@@ -134,6 +152,10 @@ def plot(rows: List[Dict[str, Any]], path: str, title: str) -> None:
             if r["frontier"] or r["label"] == "default":
                 ax.annotate(r["label"], (r["time_vs_fixed"], r["bleu"]), fontsize=7, xytext=(3, 3),
                             textcoords="offset points")
+        for r in (r for r in at_k if r["label"] == "auto"):
+            ax.scatter([r["time_vs_fixed"]], [r["bleu"]], marker="*", s=160, color="tab:orange", label="--prune-auto")
+            ax.annotate(auto_label(r), (r["time_vs_fixed"], r["bleu"]), fontsize=7, xytext=(3, -10),
+                        textcoords="offset points")
         for search, marker, color in (("fixed-ours", "X", "tab:red"), ("beam", "s", "black")):
             for r in (r for r in at_k if r["search"] == search):
                 ax.scatter([r["time_vs_fixed"]], [r["bleu"]], marker=marker, s=70, color=color, label=r["label"])
@@ -165,6 +187,7 @@ def _parser() -> argparse.ArgumentParser:
                         help="α values of --prune-abs-scale (0 = a fixed δ)")
     parser.add_argument("--max-candidates", type=int, nargs="*", default=[],
                         help="--stream-max-candidates values, each with and without over-subscription")
+    parser.add_argument("--no-auto", action="store_true", help="leave the --prune-auto point out")
     parser.add_argument("--run", action="append", default=[],
                         help="another point, a bench spec ('{k}' is replaced by the beam width); repeatable")
     parser.add_argument("--repeats", type=int, default=1, help="timed runs per point; the median counts")
@@ -260,7 +283,8 @@ def main(argv: Optional[Sequence[str]] = None) -> None:
     extra = ["--source-lang", os.path.splitext(args.src)[1][1:], "--target-lang", os.path.splitext(args.ref)[1][1:]]
     session = TranslationSession.load(args.data, args.path, bpe_codes=args.bpe_codes, extra_args=extra,
                                       cpu=args.device == "cpu", dtype=getattr(torch, args.dtype))
-    grid = Grid(args.search, args.deltas, args.max_cands, args.references, args.scales, args.max_candidates, args.run)
+    grid = Grid(args.search, args.deltas, args.max_cands, args.references, args.scales, args.max_candidates, args.run,
+                auto=not args.no_auto)
     model = args.model or os.path.basename(args.path)
     rows = sweep(session, sources, refs, grid, args.beam, repeats=args.repeats, batch_size=args.batch_size,
                  fairseq_beam=not args.no_fairseq_beam, model=model, warmup=int(args.device == "cuda"))

@@ -12,7 +12,10 @@ def test_frontier_sweep_writes_table_json_and_plot(tmp_path, capsys):
     with open(out + ".json", encoding="utf-8") as f:
         rows = json.load(f)["rows"]
     labels = [r["label"] for r in rows]
-    assert labels == ["fairseq beam", "fixed-ours", "default", "δ=1.5 M=5 normalized", "δ=1.5 M=5 normalized α=3"]
+    assert labels == ["fairseq beam", "fixed-ours", "default", "auto", "δ=1.5 M=5 normalized",
+                      "δ=1.5 M=5 normalized α=3"]
+    auto = rows[3]["stats"]["prune_auto"]  # 3 sentences: the conservative setting, said in the row (issue 41)
+    assert not auto["calibrated"] and auto["setting"] == "δ 3, M 5"
     fixed = rows[1]
     assert fixed["delta_bleu"] == 0 and fixed["time_vs_fixed"] == 1 and fixed["p_vs_fixed"] is None
     assert all(0 <= r["p_vs_fixed"] <= 1 for r in rows if r is not fixed)

@@ -63,6 +63,8 @@ OPT_SPACE: Dict[str, Tuple[List[Any], List[Any]]] = {
     "beam_final_count": ([1], [-1, 9]),
     "beam_finalize": (["ours", "fairseq", "shrink"], ["bogus"]),
     "prune_preset": (["freitag2017", "freitag2017-k14"], ["bogus"]),
+    "prune_auto": ([True], []),
+    "prune_auto_tolerance": ([0.0, 0.01], [-1.0, nan]),
     "stream_input_order": (["as-given"], ["shuffled"]),
     "output_layer": (["full"], ["bogus"]),
     "step_backend": (["reference", "cpp", "triton"], ["bogus", "cuda"]),  # triton on a CPU: a warned fallback

@@ -26,12 +26,29 @@ def test_grid_puts_the_baselines_first_and_sweeps_every_combination():
     specs = grid.specs(50)
     assert specs[:3] == ["beam:beam=50,label=fairseq beam", "fixed-ours:beam=50,label=fixed-ours",
                          "var-batch:beam=50,label=default"]
-    assert len(specs) == 3 + 2 * 2 * 2 + 2 + 1
+    assert specs[3] == "var-batch:beam=50,prune_auto=true,label=auto"  # issue 41: the --prune-auto point
+    assert len(specs) == 4 + 2 * 2 * 2 + 2 + 1
     assert "var-batch:beam=50,prune_abs_threshold=3,prune_max_cands_per_node=5,prune_reference=final," \
            "prune_abs_scale=2,label=δ=3 M=5 final α=2" in specs
     assert any("stream_max_candidates=40,stream_oversubscribe=true" in s for s in specs)
     assert specs[-1] == "var-stream:beam=50,label=mine"
     assert grid.specs(5, fairseq_beam=False)[0].startswith("fixed-ours:beam=5")
+    no_auto = Grid("var-batch", deltas=[], max_cands=[], references=[], scales=[], max_candidates=[], runs=[], auto=False)
+    assert not any("prune_auto" in spec for spec in no_auto.specs(5))
+
+
+def test_the_auto_point_is_labelled_with_its_choice():
+    from fairseq_stream.tools.frontier import auto_label
+
+    row = {"label": "auto", "stats": {"prune_auto": {"setting": "δ 2, M 5", "calibrated": True, "sample": 32,
+                                                      "mean_score_loss": 0.004, "changed": 3}}}
+    assert auto_label(row) == "auto: δ 2, M 5 (score loss 0.0040, 3/32 changed)"
+    fallback = {"label": "auto", "stats": {"prune_auto": {"setting": "δ 3, M 5", "calibrated": False}}}
+    assert auto_label(fallback) == "auto: δ 3, M 5 (not calibrated)"
+    assert auto_label({"label": "default", "stats": {}}) == "default"
+    off = {"label": "auto", "stats": {"prune_auto": {"setting": "off (the fixed beam's width)", "calibrated": True,
+                                                  "sample": 32, "mean_score_loss": None}}}
+    assert auto_label(off) == "auto: off (the fixed beam's width) (no rung within the tolerance on 32 sentences)"
 
 
 @pytest.mark.parametrize("argv, needle", [

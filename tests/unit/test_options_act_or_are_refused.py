@@ -32,11 +32,12 @@ AWAY = {
     "step_backend": "reference", "quantize": "int8", "cpu_matmul": "torch", "jacobi_block": 4,
     "jacobi_max_parallel_len": 32, "jacobi_init": "tail", "ib_dedup": True, "ib_finalize": "all",
     "step_mode": "static", "draft_path": "DRAFT", "draft_tokens": "3", "lookahead_ngram": 3,
+    "prune_auto": True, "prune_auto_tolerance": 0.05,
 }
 #: what a strategy needs to be built at all (speculative: a draft; the walk then changes it to DRAFT)
 BASE = {"speculative": {"draft_path": "CHECKPOINT"}}
 #: options set together with the one walked (they mean nothing alone)
-TOGETHER = {"stream_oversubscribe": {"stream_max_candidates": 16}}
+TOGETHER = {"stream_oversubscribe": {"stream_max_candidates": 16}, "prune_auto_tolerance": {"prune_auto": True}}
 #: options that act outside the strategy's and the scheduler's configuration, and where
 OUTSIDE_THE_PLAN = {
     "stream_input_order": "the task's batch iterator (integration/task.py)",
@@ -46,6 +47,7 @@ OUTSIDE_THE_PLAN = {
     "stream_stats": "the generator writes the statistics file (integration/generator.py)",
     "output_layer": "the engine's OutputScorer (integration/engine.py)",
     "step_backend": "the strategy context (integration/engine.py)",
+    "prune_auto_tolerance": "the calibration's choice of δ and M (integration/prune_auto.py; tests/integration/test_prune_auto.py)",
     "step_mode": "the generator's ModelStep (integration/generator.py; tests/equivalence/test_static_step.py)",
 }
 

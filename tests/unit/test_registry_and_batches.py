@@ -124,6 +124,8 @@ _EFFECTIVE = {
     "beam_final_count": lambda g, s: 0 if s.done_at == g.config.beam else s.done_at,  # "0 = --beam"
     "beam_finalize": lambda g, s: s.finalizer.name,
     "prune_preset": lambda g, s: _preset_in_effect(g.config),
+    "prune_auto": lambda g, s: hasattr(g, "calibration"),  # integration/prune_auto.AutoPruneGenerator
+    "prune_auto_tolerance": lambda g, s: g.calibration.tolerance if hasattr(g, "calibration") else None,
     "jacobi_block": lambda g, s: g.config.block,
     "jacobi_max_parallel_len": lambda g, s: g.config.max_parallel_len,
     "jacobi_init": lambda g, s: g.config.init,
