@@ -148,7 +148,7 @@ class StreamDecodingConfig(FairseqDataclass):
         metadata={"help": "var-*: calibrate δ and M on the run's own first sentences, without references: they are "
                   "decoded by the fixed beam (their output) and by a ladder of (δ, M); the rest of the input is "
                   "decoded by the fastest setting whose model-score loss against the fixed beam is within "
-                  f"--prune-auto-tolerance; an input under twice the sample ({PRUNE_AUTO_SAMPLE} sentences or 2%) "
+                  f"--prune-auto-tolerance; an input under twice the sample ({PRUNE_AUTO_SAMPLE} sentences or 2%%) "
                   f"and fairseq-interactive get δ {PRUNE_AUTO_CONSERVATIVE[0]:g}, M {PRUNE_AUTO_CONSERVATIVE[1]} "
                   "(the statistics say which); refused with an explicit pruning option"},
     )
