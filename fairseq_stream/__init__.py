@@ -11,11 +11,13 @@ from fairseq_stream.integration.quiet import silence_known_noise
 
 silence_known_noise()  # before fairseq is imported: its import already logs
 
-from fairseq_stream import strategies  # noqa: E402,F401  (registers --search names; before options)
+# Registration, in this order: every --search name before engine/options.py lists them in its help.
+from fairseq_stream import search  # noqa: E402,F401  (registers the strategies of search/)
+from fairseq_stream.integration import fairseq_beam  # noqa: E402,F401  (registers --search beam: fairseq's own)
 from fairseq_stream.integration import compat  # noqa: E402
 from fairseq_stream.errors import FairseqStreamError  # noqa: E402
-from fairseq_stream.ib import model, task  # noqa: E402,F401  (registers transformer_ib, translation_ib)
-from fairseq_stream.integration import task as _stream_task  # noqa: E402,F401  (registers translation_stream)
+from fairseq_stream.integration import ib_model, ib_task  # noqa: E402,F401  (registers transformer_ib, translation_ib)
+from fairseq_stream.integration import task  # noqa: E402,F401  (registers translation_stream)
 
 __version__ = "0.1.0"
 __all__ = ["FairseqStreamError", "__version__"]

@@ -145,7 +145,7 @@ def systems_for(session: Any, model_dir: Optional[str], tokens: List[List[str]],
     as graphs (:func:`gpu_systems`) and CTranslate2 float16 / int8_float16."""
     from fairseq.data.data_utils import post_process
 
-    from fairseq_stream.tools.text import detokenize
+    from fairseq_stream.integration.text import detokenize
 
     def detok(subwords: List[str]) -> str:
         return detokenize(post_process(" ".join(subwords), "subword_nmt"), session.target_lang)
@@ -252,7 +252,7 @@ def main(argv: Optional[Sequence[str]] = None) -> None:
     from fairseq_stream.integration.compat import install_excepthook
     from fairseq_stream.tools.bench import read_lines
     from fairseq_stream.tools.session import TranslationSession
-    from fairseq_stream.tools.text import tokenize
+    from fairseq_stream.integration.text import tokenize
 
     install_excepthook()
     src_lang, tgt_lang = os.path.splitext(args.src)[1].lstrip("."), os.path.splitext(args.ref)[1].lstrip(".")

@@ -33,7 +33,7 @@ from typing import List
 REPO = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(REPO))
 
-from fairseq_stream.tools.text import BpeCodes, tokenize  # noqa: E402
+from fairseq_stream.integration.text import BpeCodes, tokenize  # noqa: E402
 
 SRC, TGT = "es", "en"
 HELDOUT_EVERY = 30

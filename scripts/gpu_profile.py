@@ -47,7 +47,7 @@ def _top(events: List[Any], key: str, n: int, total: float) -> List[str]:
 def profile_run(session: Any, data: Any, search: str, opts: Dict[str, Any], device: str, top: int) -> List[str]:
     from torch.profiler import ProfilerActivity, profile
 
-    from fairseq_stream.core.profiling import CostCounts, count_decoder_steps
+    from fairseq_stream.engine.profiling import CostCounts, count_decoder_steps
 
     kw = dict(search=search, gen={"beam": 5}, opts=opts, postprocess=False)
     session.translate(data, **kw)  # warm-up: kernels compiled, output-layer kernels chosen

@@ -28,7 +28,7 @@ DEMO = REPO / "user_dir_examples" / "demo"
 def prepare(work: Path, limit: int) -> Path:
     """The demo sample as fairseq binary data (train = the sample; no validation)."""
     sys.path.insert(0, str(REPO))
-    from fairseq_stream.tools.text import BpeCodes, tokenize
+    from fairseq_stream.integration.text import BpeCodes, tokenize
 
     raw, data = work / "raw", work / "bin"
     raw.mkdir(parents=True, exist_ok=True)

@@ -5,7 +5,7 @@
         --model Transformer=beam:ckpt_a.pt --model IBDecoder+KD=ib-beam:ckpt_b.pt --beams 4 1
 
 For every model and beam size B: the test set is decoded with ``--nbest B`` and each n-best list
-re-ranked by GNMT's penalty ``((5 + |Y|) / 6)^α`` (:mod:`fairseq_stream.core.rescore`; α = 0.6 as in
+re-ranked by GNMT's penalty ``((5 + |Y|) / 6)^α`` (:mod:`fairseq_stream.search.rescore`; α = 0.6 as in
 the paper), then detokenised and scored with sacreBLEU. Latency (Zhang2020: "decoding the test
 set with a batch size of 1, averaged over three runs") is the mean wall time per sentence at
 batch size 1 over ``--runs`` runs of the benchmark harness; the speedup is relative to the first
@@ -42,7 +42,7 @@ def bleu_gnmt(session: Any, dataset: Any, search: str, gen: Dict[str, Any], alph
               ib_finalize: str = "top") -> float:
     import sacrebleu
 
-    from fairseq_stream.core.rescore import rerank_all
+    from fairseq_stream.search.rescore import rerank_all
 
     opts = search_options(search, 64, ib_finalize)
     result = session.translate(dataset, search=search, gen=gen, opts=opts, postprocess=False)

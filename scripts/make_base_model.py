@@ -59,7 +59,7 @@ def main() -> None:
     if args.layers < 1 or args.dim < 64 or args.dim % 64:
         parser.error("--layers must be >= 1 and --dim a multiple of 64 (8 heads of 64 at 512)")
 
-    from fairseq_stream.integration.compat import register_safe_globals
+    from fairseq_stream.integration.checkpoints import register_safe_globals
     from fairseq import checkpoint_utils, tasks
 
     register_safe_globals()
@@ -74,7 +74,7 @@ def main() -> None:
     if args.ib:  # the IB task's options at their defaults (h = 2, c = 1), as fairseq-train would store them
         from dataclasses import asdict
 
-        from fairseq_stream.ib.task import TranslationIBConfig
+        from fairseq_stream.integration.ib_task import TranslationIBConfig
 
         defaults = asdict(TranslationIBConfig())
         cfg["task"].update({k: v for k, v in defaults.items() if k.startswith("ib_")}, _name="translation_ib")

@@ -18,7 +18,7 @@ sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
 import torch  # noqa: E402
 
-from fairseq_stream.integration.compat import register_safe_globals  # noqa: E402
+from fairseq_stream.integration.checkpoints import register_safe_globals  # noqa: E402
 from fairseq_stream.tools.checkpoint import record_languages  # noqa: E402
 
 

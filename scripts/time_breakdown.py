@@ -37,14 +37,16 @@ PARTS = [("encoder", "encoder"), ("decoder layers", "decoder"), ("output project
 @contextmanager
 def timers(totals: Dict[str, float], search_class: type) -> Iterator[None]:
     """Patch the timed functions (restored on exit); their seconds accumulate in ``totals``."""
-    from fairseq_stream.core import model_step
-    from fairseq_stream.ops import backends, fused_output, transformer_step
+    from fairseq_stream.model import model_step
+    from fairseq_stream.model import decoder_step
+    from fairseq_stream.ops import backends
+    from fairseq_stream.search import output
 
     targets = [(model_step.ModelStep, "encode", "encoder"), (model_step.ModelStep, "admit", "encoder"),
                (model_step.ModelStep, "select", "reorder"), (model_step.ModelStep, "accept", "reorder"),
-               (transformer_step.TransformerStepper, "forward", "decoder"),
-               (transformer_step.TransformerStepper, "logits", "logits"),
-               (fused_output.OutputScorer, "top", "topk"), (backends.StepRunner, "run", "operator"),
+               (decoder_step.TransformerStepper, "forward", "decoder"),
+               (decoder_step.TransformerStepper, "logits", "logits"),
+               (output.OutputScorer, "top", "topk"), (backends.StepRunner, "run", "operator"),
                (search_class, "step", "strategy")]
     saved = [(owner, name, getattr(owner, name)) for owner, name, _ in targets]
 
@@ -67,7 +69,7 @@ def timers(totals: Dict[str, float], search_class: type) -> Iterator[None]:
 
 
 def breakdown(session: Any, dataset: Any, search: str, beam: int, quantize: str) -> Tuple[float, Dict[str, float]]:
-    from fairseq_stream.core.registry import get_search
+    from fairseq_stream.search.registry import get_search
 
     opts = {"quantize": quantize}
     session.translate(dataset, search=search, gen={"beam": beam}, opts=opts)  # warm-up, untimed
@@ -80,7 +82,7 @@ def breakdown(session: Any, dataset: Any, search: str, beam: int, quantize: str)
 def ctranslate2_total(session: Any, sources: List[str], beam: int, compute_type: str, model_dir: str) -> float:
     import ctranslate2
 
-    from fairseq_stream.tools.text import tokenize
+    from fairseq_stream.integration.text import tokenize
 
     tokens = [session._bpe.apply(tokenize(s, session.source_lang)).split() for s in sources]
     translator = ctranslate2.Translator(model_dir, device="cpu", compute_type=compute_type, intra_threads=1,

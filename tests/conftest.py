@@ -106,7 +106,7 @@ def _write(path: str, lines: list[str]) -> None:
 
 def binarize(dest: str, splits: dict[str, int], offset: int = 0) -> str:
     """Binarize the first N demo test pairs per split (BPE with the demo codes, demo dictionaries)."""
-    from fairseq_stream.tools.text import BpeCodes, tokenize
+    from fairseq_stream.integration.text import BpeCodes, tokenize
 
     bpe = BpeCodes(os.path.join(DEMO, "bpe.codes"))
     raw = os.path.join(dest, "raw")

@@ -14,7 +14,7 @@ from fairseq.dataclass.configs import GenerationConfig
 from fairseq.models import FairseqEncoder, FairseqEncoderDecoderModel, FairseqIncrementalDecoder
 from omegaconf import OmegaConf
 
-from fairseq_stream.core.options import StreamDecodingConfig
+from fairseq_stream.engine.options import StreamDecodingConfig
 
 Table = Dict[Tuple[int, Tuple[int, ...]], Dict[int, float]]
 
@@ -123,7 +123,7 @@ def tiny_ib_model(dictionary: Dictionary, *, h: int = 2, c: int = 1, mask: str =
 
     from fairseq.models.transformer import base_architecture
 
-    from fairseq_stream.ib.model import TransformerIBModel
+    from fairseq_stream.integration.ib_model import TransformerIBModel
 
     torch.manual_seed(seed)
     args = Namespace(

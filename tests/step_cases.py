@@ -12,11 +12,11 @@ from typing import Any, Dict, List, Tuple
 
 import torch
 
-from fairseq_stream.ib.model import IBSpec
-from fairseq_stream.core.stats import DecodeStats
-from fairseq_stream.strategies.beam import BeamConfig, BeamSearch, Pruning
-from fairseq_stream.strategies.ib_beam import FinishedIB, IBBeamSearch
-from fairseq_stream.strategies.jacobi import JacobiConfig, JacobiDecoding
+from fairseq_stream.search.ib_order import IBSpec
+from fairseq_stream.engine.stats import DecodeStats
+from fairseq_stream.search.beam import BeamConfig, BeamSearch, Pruning
+from fairseq_stream.search.ib_beam import FinishedIB, IBBeamSearch
+from fairseq_stream.search.jacobi import JacobiConfig, JacobiDecoding
 
 EOS, PAD, BOS, V = 2, 1, 0, 12
 

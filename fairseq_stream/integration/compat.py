@@ -4,7 +4,7 @@ Importing the package calls :func:`install`. For every process (library use incl
 
 * allow-lists the plain-data classes fairseq checkpoints hold, so that torch ≥ 2.6's
   ``torch.load(weights_only=True)`` reads them (https://github.com/facebookresearch/fairseq/issues/5610) while a pickle naming
-  anything else is still refused (:func:`register_safe_globals`);
+  anything else is still refused (:func:`fairseq_stream.integration.checkpoints.register_safe_globals`);
 * routes ``--task translation`` to :class:`~fairseq_stream.integration.task.TranslationStreamTask`
   (:func:`route_translation_task`): fairseq builds its task options from
   ``TASK_REGISTRY[--task]`` after importing the user dir and ``--task`` defaults to
@@ -46,11 +46,10 @@ from types import TracebackType
 from typing import Any, List, Optional, Type
 
 import fairseq.options
-import numpy as np
-import torch
 from fairseq.dataclass.utils import gen_parser_from_dataclass
 
 from fairseq_stream.integration import input_checks
+from fairseq_stream.integration.checkpoints import register_safe_globals
 from fairseq_stream.errors import format_error
 from fairseq_stream.integration.cli import fairseq_cli_name
 
@@ -67,34 +66,6 @@ def install() -> None:
         if cli == "interactive":
             exit_nonzero_after_skipped_lines()
             read_interactive_input_ahead()
-
-
-# ---- torch: checkpoints under weights_only=True ----
-
-def _numpy_globals() -> List[object]:
-    """numpy scalars and dtypes as they appear in fairseq's ``extra_state`` (e.g. best loss)."""
-    found: List[object] = [np.dtype]
-    for module_name in ("numpy._core.multiarray", "numpy.core.multiarray"):
-        try:
-            module = __import__(module_name, fromlist=["scalar"])
-        except ImportError:
-            continue
-        found.append(module.scalar)
-        break
-    dtypes = getattr(np, "dtypes", None)
-    if dtypes is not None:
-        found += [getattr(dtypes, n) for n in ("Float64DType", "Float32DType", "Int64DType") if hasattr(dtypes, n)]
-    return found
-
-
-#: Every global a stock fairseq checkpoint needs: ``cfg.model`` of a legacy (argparse)
-#: architecture is an ``argparse.Namespace``; ``extra_state`` may hold numpy scalars.
-SAFE_CHECKPOINT_GLOBALS: List[object] = [argparse.Namespace, *_numpy_globals()]
-
-
-def register_safe_globals() -> None:
-    """Allow-list :data:`SAFE_CHECKPOINT_GLOBALS` for ``torch.load(weights_only=True)``."""
-    torch.serialization.add_safe_globals(SAFE_CHECKPOINT_GLOBALS)
 
 
 # ---- fairseq: the task registry and the generation parsers ----
@@ -118,7 +89,7 @@ def route_translation_task() -> None:
 
 def add_stream_decoding_args(parser: argparse.ArgumentParser) -> None:
     """Add ``--search`` and the strategy options to ``parser`` unless it has them already."""
-    from fairseq_stream.core.options import StreamDecodingConfig
+    from fairseq_stream.engine.options import StreamDecodingConfig
 
     if "--search" in parser._option_string_actions:
         return

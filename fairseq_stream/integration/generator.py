@@ -8,10 +8,10 @@ the batch's sentences (unless a refill already read them ahead), steps until eve
 them finished and returns their hypotheses; sentences of later batches that joined in the
 meantime stay in flight for the next call, and the last batch drains the stream. A refill
 that wants more sentences than are queued reads the next batches ahead from fairseq's
-iterator (:mod:`fairseq_stream.integration.lookahead`, reached through the task's or the session's
+iterator (:mod:`fairseq_stream.integration.read_ahead`, reached through the task's or the session's
 :class:`~fairseq_stream.integration.run_context.RunContext`), encodes only
 the sentences it admits, and memory holds the encoder states of the sentences in flight,
-never of the input (:mod:`fairseq_stream.core.encoder_slots`). Without an attached iterator, or
+never of the input (:mod:`fairseq_stream.model.encoder_slots`). Without an attached iterator, or
 with ``--stream-per-batch``, each batch is decoded on its own (the stream drains per batch).
 The statistics of the whole run are logged when the process ends and, with
 ``--stream-stats``, written as JSON.
@@ -29,16 +29,16 @@ import torch
 
 from fairseq_stream.errors import FairseqStreamError
 from fairseq_stream.integration.cli import fairseq_cli_name
-from fairseq_stream.core.input_stream import InputStream, QueuedBatch
-from fairseq_stream.core.interface import SearchStrategy
+from fairseq_stream.engine.input_stream import InputStream, QueuedBatch
+from fairseq_stream.search.interface import SearchStrategy
 from fairseq_stream.integration import interactive_input
-from fairseq_stream.core.model_step import ModelStep
+from fairseq_stream.model.model_step import ModelStep
 from fairseq_stream.ops import fused_output
-from fairseq_stream.core.processors import NoRepeatNgram, max_lengths
+from fairseq_stream.search.score_edits import NoRepeatNgram, max_lengths
 from fairseq_stream.integration.run_context import RunContext
 from fairseq_stream.integration.runtime import SentenceProgress
-from fairseq_stream.core.scheduler import SchedulerConfig, StreamingScheduler
-from fairseq_stream.core.stats import DecodeStats
+from fairseq_stream.engine.scheduler import SchedulerConfig, StreamingScheduler
+from fairseq_stream.engine.stats import DecodeStats
 
 WARNING = "fairseq-stream: warning: "
 logger = logging.getLogger("fairseq_stream")

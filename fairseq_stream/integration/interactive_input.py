@@ -2,7 +2,7 @@
 
 fairseq-interactive reads ``--buffer-size`` lines (a *chunk*), batches them, translates the
 batches and prints the chunk before it reads the next one. Our generators keep sentences in
-flight across fairseq's batches (:mod:`fairseq_stream.core.input_stream`, Yang2020 Algorithm 1
+flight across fairseq's batches (:mod:`fairseq_stream.engine.input_stream`, Yang2020 Algorithm 1
 over the whole input); across chunks they need the next chunk's batches before fairseq's loop
 asks for them. :class:`ChunkedInput` reads the input on a thread. When a refill runs out of
 queued sentences it batches the next chunk with fairseq's own ``make_batches``, but only if
@@ -26,7 +26,8 @@ import threading
 from collections import deque
 from typing import Any, Callable, Deque, Dict, Iterator, List, Optional, Tuple
 
-from fairseq_stream.integration.lookahead import Batch, same_batch
+from fairseq_stream.engine.input_stream import Batch
+from fairseq_stream.integration.read_ahead import same_batch
 
 _END = object()
 
@@ -116,7 +117,7 @@ MakeBatches = Callable[..., Iterator[Any]]
 
 
 class ChunkedInput:
-    """fairseq-interactive's chunks and their batches, with a :class:`~fairseq_stream.integration.lookahead.Lookahead`'s
+    """fairseq-interactive's chunks and their batches, with a :class:`~fairseq_stream.integration.read_ahead.Lookahead`'s
     ``peek``/``ticket_of`` over every chunk's batches: batch ``t`` of the run is ticket ``t``."""
 
     def __init__(self, lines: LineReader, buffer_size: int, make_batches: MakeBatches) -> None:

@@ -9,10 +9,10 @@ report "fan out" and BLEU; the score loss is the reference-free half of their co
 measures it on its own input:
 
 1. the first ``N`` sentences the engine sees (``N`` = 32 or 2% of the input, whichever is larger,
-   at most 256: :data:`~fairseq_stream.core.defaults.PRUNE_AUTO_SAMPLE`) are decoded by the fixed
+   at most 256: :data:`~fairseq_stream.search.defaults.PRUNE_AUTO_SAMPLE`) are decoded by the fixed
    beam (``fixed-ours`` at the same ``--beam``), and that is their output: no sentence is decoded
    worse for being in the sample;
-2. the ladder of (δ, M) (:data:`~fairseq_stream.core.defaults.PRUNE_AUTO_LADDER`) is tried on the
+2. the ladder of (δ, M) (:data:`~fairseq_stream.search.defaults.PRUNE_AUTO_LADDER`) is tried on the
    same sentences from the fastest setting on; the first that passes is kept: its mean loss is at
    most ``--prune-auto-tolerance`` of the fixed beam's mean |score| on the sample (a relative loss:
    a weak model's per-token scores, and the losses of the same pruning, are several times a strong
@@ -23,7 +23,7 @@ measures it on its own input:
    first sentence after the sample on, so ``var-stream`` ≡ ``var-batch`` holds for it.
 
 An input shorter than twice the sample, and fairseq-interactive (it reads its input in chunks), are
-not calibrated: they decode with :data:`~fairseq_stream.core.defaults.PRUNE_AUTO_CONSERVATIVE`,
+not calibrated: they decode with :data:`~fairseq_stream.search.defaults.PRUNE_AUTO_CONSERVATIVE`,
 and the statistics say so.
 """
 from __future__ import annotations
@@ -37,14 +37,13 @@ from typing import Any, Callable, Dict, List, Optional, Sequence, Tuple
 
 import torch
 
-from fairseq_stream.core.defaults import (
-    PRUNE_AUTO_CONSERVATIVE, PRUNE_AUTO_LADDER, PRUNE_AUTO_MAX_CHANGED, PRUNE_AUTO_MAX_SAMPLE, PRUNE_AUTO_SAMPLE,
-    PRUNE_AUTO_SHARE, PRUNE_AUTO_TOLERANCE,
+from fairseq_stream.search.defaults import (
+    PRUNE_AUTO_CONSERVATIVE, PRUNE_AUTO_LADDER, PRUNE_AUTO_MAX_CHANGED, PRUNE_AUTO_MAX_SAMPLE, PRUNE_AUTO_SAMPLE, PRUNE_AUTO_SHARE, PRUNE_AUTO_TOLERANCE,
 )
-from fairseq_stream.core.stats import DecodeStats
+from fairseq_stream.engine.stats import DecodeStats
 from fairseq_stream.integration.cli import fairseq_cli_name
 from fairseq_stream.integration.generator import StreamGenerator
-from fairseq_stream.strategies.beam import BeamConfig, Pruning
+from fairseq_stream.search.beam import BeamConfig, Pruning
 
 Hypos = List[List[Dict[str, Any]]]  # fairseq's n-best lists, one per sentence
 PREFIX = "fairseq-stream: --prune-auto: "
@@ -241,8 +240,8 @@ class AutoPruneGenerator(StreamGenerator):
 
     @classmethod
     def build(cls, make: Callable[..., StreamGenerator], config: BeamConfig, opts: Any) -> "AutoPruneGenerator":
-        """``make(config, cls=..., stats_path=...)`` builds a generator of the run's strategy (integration/engine.py)."""
-        generator = make(config, cls=cls)  # starts with the conservative setting (strategies/beam.py)
+        """``make(config, cls=..., stats_path=...)`` builds a generator of the run's strategy (integration/build.py)."""
+        generator = make(config, cls=cls)  # starts with the conservative setting (search/beam.py)
         assert isinstance(generator, AutoPruneGenerator)
         tolerance = opts.prune_auto_tolerance
         generator.calibration = Calibration(

@@ -3,7 +3,7 @@
 fairseq builds the batch iterator and the generator at different times: fairseq-generate the
 iterator first, fairseq-interactive one iterator per ``--buffer-size`` chunk, after the
 generator. A :class:`RunContext` is the one place both sides meet: the task records each new
-:class:`~fairseq_stream.integration.lookahead.Lookahead` (or fairseq-interactive's read-ahead
+:class:`~fairseq_stream.integration.read_ahead.Lookahead` (or fairseq-interactive's read-ahead
 over chunks is current), the generator asks it for the input to read ahead from, and the
 progress bar lives here, advanced once, by the generator's input stream.
 """
@@ -12,7 +12,7 @@ from __future__ import annotations
 from typing import Any, Optional
 
 from fairseq_stream.integration import interactive_input
-from fairseq_stream.integration.lookahead import Lookahead
+from fairseq_stream.integration.read_ahead import Lookahead
 from fairseq_stream.integration.runtime import SentenceProgress
 
 

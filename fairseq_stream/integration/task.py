@@ -18,11 +18,11 @@ It differs from ``translation`` in six ways only:
   sentence progress bar and a thread count that does not oversubscribe a busy CPU
   (:mod:`fairseq_stream.integration.runtime`);
 * under fairseq-generate and fairseq-interactive its batch iterators can be read ahead
-  (:mod:`fairseq_stream.integration.lookahead`; fairseq-interactive's input across ``--buffer-size``
+  (:mod:`fairseq_stream.integration.read_ahead`; fairseq-interactive's input across ``--buffer-size``
   chunks: :mod:`fairseq_stream.integration.interactive_input`), so that our generators stream across
   fairseq's batches instead of draining at each one's end (unless ``--stream-per-batch``);
 * ``--tokenizer moses`` detokenises typographic quotes and apostrophes as the package's own text
-  pipeline does (:class:`fairseq_stream.tools.text.TypographicMoses`).
+  pipeline does (:class:`fairseq_stream.integration.text.TypographicMoses`).
 """
 
 import logging
@@ -39,14 +39,14 @@ from fairseq.tasks.translation import TranslationConfig, TranslationTask
 
 from fairseq_stream.integration import interactive_input
 from fairseq_stream.integration.generator import StreamGenerator
-from fairseq_stream.integration.engine import build_generator
+from fairseq_stream.integration.build import build_generator
 from fairseq_stream.errors import FairseqStreamError
 from fairseq_stream.integration.cli import add_dataclass_args, fairseq_cli_name
 from fairseq_stream.integration.input_checks import InputBuffer, UnknownWords, is_blank, raise_or_warn, report_skipped, too_long, undecodable
-from fairseq_stream.integration.lookahead import read_ahead
+from fairseq_stream.integration.read_ahead import read_ahead
 from fairseq_stream.integration.run_context import RunContext
-from fairseq_stream.core.options import StreamDecodingConfig
-from fairseq_stream.core.validation import check_options, stream_capacity
+from fairseq_stream.engine.options import StreamDecodingConfig
+from fairseq_stream.engine.validation import check_options, stream_capacity
 from fairseq_stream.integration.runtime import SentenceProgress, avoid_oversubscription, wants_progress, warn_about_resources
 
 logger = logging.getLogger(__name__)
@@ -231,7 +231,7 @@ class TranslationStreamTask(TranslationTask):
     def build_tokenizer(self, args: Any) -> Any:
         # fairseq's Moses decoding leaves typographic quotes spaced out ("light. ”"). Imported
         # here: a module-level import made `python -m fairseq_stream.tools.text` warn (runpy).
-        from fairseq_stream.tools.text import with_typographic_quotes
+        from fairseq_stream.integration.text import with_typographic_quotes
 
         return with_typographic_quotes(super().build_tokenizer(args))
 

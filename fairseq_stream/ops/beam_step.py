@@ -1,6 +1,6 @@
 """The fused beam step: a whole beam-search step of a group as one operator (one host read per step: docs/architecture.md).
 
-:class:`~fairseq_stream.strategies.beam.BeamSearch` describes a step (Yang2020 Algorithm 1,
+:class:`~fairseq_stream.search.beam.BeamSearch` describes a step (Yang2020 Algorithm 1,
 lines 14–17; App. A.1; Freitag2017 §3) in PyTorch operations: ~150 of them per step, each a
 kernel launch on a GPU and a dispatch on a CPU, for a few hundred numbers. This module runs
 the same step as **one** operator, ``torch.ops.fairseq_stream.beam_step`` (C++,

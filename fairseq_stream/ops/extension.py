@@ -1,7 +1,7 @@
 """Build and load the package's C++ CPU kernels (``ops/csrc/*.cpp``), once per machine.
 
 Each kernel registers its operators with the dispatcher (``TORCH_LIBRARY(fairseq_stream, ...)``),
-so a call is one aten-level operation, visible to :mod:`fairseq_stream.core.profiling` like any
+so a call is one aten-level operation, visible to :mod:`fairseq_stream.engine.profiling` like any
 other (a GPU would launch it as one kernel). Sources are built with
 ``torch.utils.cpp_extension`` into ``~/.cache/fairseq_stream`` (``FAIRSEQ_STREAM_KERNEL_DIR``
 elsewhere; ~40 s) under a name that changes with every file under ``csrc/`` (a source and the

@@ -10,10 +10,8 @@ top-2k over beam × vocabulary is taken from those rows' winners (a candidate ou
 row's top-2k can never be in the global top-2k). Greedy Jacobi asks for the arg-max only and
 normalises just the tokens it keeps (Algorithm 3).
 
-fairseq's score edits (pad, unknown-word penalty, min/max length) act on the candidates
-(:mod:`fairseq_stream.core.processors`); an edit that needs the whole row (n-gram blocking) or an
-ensemble (whose average of probabilities needs every row in full) falls back to the full
-log-softmax, logged once.
+The search side, :class:`fairseq_stream.search.output.OutputScorer`, applies fairseq's score
+edits to the candidates and falls back to the full log-softmax where an edit needs whole rows.
 
 Three implementations sit behind :func:`topk_with_normaliser`, chosen at run time:
 
@@ -34,21 +32,19 @@ from __future__ import annotations
 
 import os
 import time
-from typing import Any, Callable, Dict, List, Optional, Set, Tuple
+from typing import Any, Callable, Dict, List, Set, Tuple
 
 import torch
 from torch import Tensor
 
 from fairseq_stream.errors import FairseqStreamError
 from fairseq_stream.ops import extension
-from fairseq_stream.ops.extension import compiler_version, cpu_features, kernel_cache_key  # noqa: F401
-from fairseq_stream.ops.score_edits import Candidates, RowContext, apply_full
-
-_log_once = extension.log_once
-_warned = extension._warned  # messages logged once (tests clear it)
+from fairseq_stream.ops.extension import cpu_features, log_once
 
 
-def _topk_lse(scores: Tensor, k: int) -> Tuple[Tensor, Tensor, Tensor]:
+
+def reference_topk_lse(scores: Tensor, k: int) -> Tuple[Tensor, Tensor, Tensor]:
+    """PyTorch's ``topk`` + ``logsumexp``: the reference every kernel equals, and the fallback."""
     if scores.dtype in (torch.float16, torch.bfloat16):  # PyTorch's ops normalise in float32 (a copy)
         scores = scores.float()
     values, tokens = scores.topk(k, dim=-1)
@@ -81,11 +77,11 @@ def topk_with_normaliser(scores: Tensor, k: int) -> Tuple[Tensor, Tensor, Tensor
         key = (int(scores.size(1)), _bucket(int(scores.size(0))), int(k))
         if key not in _cuda_choice:  # once per shape class: measured, or FAIRSEQ_STREAM_OUTPUT_KERNEL
             _cuda_choice[key] = _choose(_cuda_candidates(), scores, k)
-            _log_once(f"fairseq-stream: output layer (V={key[0]}, rows<={key[1]}, k={k}) on the GPU: "
+            log_once(f"fairseq-stream: output layer (V={key[0]}, rows<={key[1]}, k={k}) on the GPU: "
                       f"{_cuda_choice[key].__name__}")
         _cuda_used.add(key)
         return _cuda_choice[key](scores, k)
-    return _topk_lse(scores, k)
+    return reference_topk_lse(scores, k)
 
 
 _cuda_choice: Dict[Tuple[int, int, int], Callable[..., Any]] = {}
@@ -137,11 +133,11 @@ def _cuda_candidates() -> Dict[str, Callable[..., Any]]:
     if _cuda_candidates_cache:
         return _cuda_candidates_cache
     out = _cuda_candidates_cache
-    out["torch"] = _topk_lse
+    out["torch"] = reference_topk_lse
     try:
         from fairseq_stream.ops.triton_output import topk_lse as triton_topk_lse
     except Exception as exc:  # no Triton: PyTorch's ops are exact too
-        _log_once(f"fairseq-stream: Triton output-layer kernel unavailable ({type(exc).__name__}); using PyTorch ops")
+        log_once(f"fairseq-stream: Triton output-layer kernel unavailable ({type(exc).__name__}); using PyTorch ops")
     else:
         out["triton"] = triton_topk_lse
     return out
@@ -157,7 +153,7 @@ def pick_fastest(candidates: Dict[str, Callable[..., Any]], scores: Tensor, k: i
         try:
             fn(scores, k)
         except Exception as exc:  # a kernel that fails here is not used
-            _log_once(f"fairseq-stream: output-layer candidate {getattr(fn, '__name__', fn)} failed ({type(exc).__name__})")
+            log_once(f"fairseq-stream: output-layer candidate {getattr(fn, '__name__', fn)} failed ({type(exc).__name__})")
             continue
         times = []
         for _ in range(repeats):
@@ -169,77 +165,4 @@ def pick_fastest(candidates: Dict[str, Callable[..., Any]], scores: Tensor, k: i
         median = sorted(times)[len(times) // 2]
         if median < best_time:
             best, best_time = fn, median
-    return best if best is not None else _topk_lse
-
-
-class OutputScorer:
-    """A step's raw scores → each row's best candidates after fairseq's score edits."""
-
-    def __init__(self, processors: List[Any], *, fused: bool, normalized_input: bool) -> None:
-        self.processors = processors
-        self.normalized_input = normalized_input
-        blockers = [type(p).__name__ for p in processors if p.candidates is None]
-        # An edit that may raise any token (or does not say) cannot be honoured on a window of candidates.
-        raisers = [type(p).__name__ for p in processors if getattr(p, "raises", None) is None]
-        self.fused = fused and not blockers and not raisers and not normalized_input
-        #: how the output layer runs, for the run's statistics (``None``: the plain fused or full layer)
-        self.note: Optional[str] = None
-        if fused and not self.fused:
-            reason = (f"{', '.join(blockers)} needs full rows" if blockers else
-                      f"{', '.join(raisers)} may raise any token's score" if raisers else "an ensemble averages full rows")
-            _log_once(f"fairseq-stream: fused output layer off ({reason}); using the full log-softmax")
-            if raisers and not blockers and not normalized_input:
-                self.note = "full:raising-edit"  # the full layer, for an edit that may raise any token
-        self.extra = sum(p.extra for p in processors)
-        #: tokens an edit may raise (a negative --unkpen: <unk>): they join every row's window
-        self.raised = sorted({t for p in processors for t in (getattr(p, "raises", None) or ())})
-        self._raised_ids: Dict[Any, Tensor] = {}
-        if self.fused and self.raised:
-            self.note = "fused+raised:" + "/".join(map(str, self.raised))  # the window holds the raised token(s)
-
-    def top(self, scores: Tensor, k: int, ctx: RowContext, *, normalize: bool = True) -> Tuple[Tensor, Tensor, Optional[Tensor]]:
-        """(values, tokens, lse) of each row's ``k`` best candidates, best first.
-
-        Values are log-probabilities, or raw logits (same ranking) when ``normalize`` is False
-        on the fused path; then ``lse`` is None and :meth:`normaliser` gives it on demand.
-        """
-        if scores.dtype in (torch.float16, torch.bfloat16) and not (self.fused and scores.is_cuda):
-            scores = scores.float()  # on CUDA the fused kernels read half precision as it is (no full copy)
-        k = min(k, scores.size(-1))
-        if not self.fused:
-            lprobs = scores.clone() if self.normalized_input else torch.log_softmax(scores, dim=-1)
-            lprobs = apply_full(self.processors, lprobs, ctx)
-            values, tokens = lprobs.topk(k, dim=-1)
-            return values, tokens, torch.zeros_like(values[:, 0])
-        width = min(k + self.extra, scores.size(-1))
-        if normalize:
-            raw, tokens, lse = topk_with_normaliser(scores, width)
-            values = raw - lse.unsqueeze(1)
-        else:
-            values, tokens = scores.topk(width, dim=-1)
-            values, lse = values.float() if values.dtype in (torch.float16, torch.bfloat16) else values, None
-        if self.raised and width < scores.size(-1):
-            values, tokens = self._with_raised(values, tokens, scores, lse)
-        cand = Candidates(values, tokens, scores, lse)
-        for proc in self.processors:
-            cand = proc.candidates(cand, ctx)
-        values, order = cand.scores.topk(k, dim=-1)
-        return values, cand.tokens.gather(1, order), (lse if lse is not None else None)
-
-    def _with_raised(self, values: Tensor, tokens: Tensor, scores: Tensor,
-                     lse: Optional[Tensor]) -> Tuple[Tensor, Tensor]:
-        """The window plus the tokens an edit may raise (a token already in it: once, the copy at −inf)."""
-        ids = self._raised_ids.get(scores.device)
-        if ids is None:
-            ids = self._raised_ids[scores.device] = torch.tensor(self.raised, device=scores.device)
-        raw = scores.index_select(1, ids)
-        extra = (raw - lse.unsqueeze(1) if lse is not None else raw).to(values.dtype)
-        present = (tokens.unsqueeze(2) == ids.view(1, 1, -1)).any(1)  # (R, m)
-        extra = extra.masked_fill(present, float("-inf"))
-        return torch.cat([values, extra], 1), torch.cat([tokens, ids.unsqueeze(0).expand(tokens.size(0), -1)], 1)
-
-    def normaliser(self, scores: Tensor) -> Tensor:
-        """``logsumexp`` of rows (zero for already-normalised input and on the full path)."""
-        if not self.fused:
-            return scores.new_zeros(scores.shape[:-1], dtype=torch.float32 if scores.dtype in (torch.float16, torch.bfloat16) else scores.dtype)
-        return torch.logsumexp(scores.float() if scores.dtype in (torch.float16, torch.bfloat16) else scores, dim=-1)
+    return best if best is not None else reference_topk_lse

@@ -1,6 +1,6 @@
 """The fused step of the IBDecoder family's multi-word beam search, as one operator.
 
-:class:`~fairseq_stream.strategies.ib_beam.IBBeamSearch` describes a step (Zhang2020,
+:class:`~fairseq_stream.search.ib_beam.IBBeamSearch` describes a step (Zhang2020,
 Algorithm 1, lines 8–27) in ~130 PyTorch operations; ``torch.ops.fairseq_stream.ib_step``
 (``csrc/ib_step.cpp``) runs it as one, with the same arithmetic, so its outputs are
 bit-identical to the PyTorch reference (``tests/unit/test_step_backends.py``).

@@ -1,6 +1,6 @@
 """The fused Jacobi iteration: verification, draft update and the next feed as one operator.
 
-:class:`~fairseq_stream.strategies.jacobi.JacobiDecoding` describes an iteration (Santilli2023,
+:class:`~fairseq_stream.search.jacobi.JacobiDecoding` describes an iteration (Santilli2023,
 Algorithms 1–3) in ~70 PyTorch operations; ``torch.ops.fairseq_stream.jacobi_step``
 (``csrc/jacobi_step.cpp``) runs it as one, with the same arithmetic, so its outputs are
 bit-identical to the PyTorch reference (``tests/unit/test_step_backends.py``).

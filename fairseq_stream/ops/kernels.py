@@ -11,14 +11,14 @@ import sys
 import time
 from typing import Any, Dict, Tuple
 
-from fairseq_stream.ops import decode_attention, extension, fused_output, quantize
+from fairseq_stream.ops import decode_attention, extension, fused_output, int8_rows
 
 
 def all_kernels() -> Dict[str, Tuple[str, Tuple[str, ...], str]]:
     """Every C++ kernel of the package: source → (source, flags, what), the step operators' and the others'."""
     kernels = {"decode_attention.cpp": (decode_attention._SOURCE, tuple(decode_attention.KERNEL_FLAGS), "attention"),
                "fused_topk.cpp": (fused_output._SOURCE, tuple(fused_output.KERNEL_FLAGS), "output-layer"),
-               quantize.KERNEL_SOURCE: (quantize.KERNEL_SOURCE, quantize.KERNEL_FLAGS, "int8")}
+               int8_rows.KERNEL_SOURCE: (int8_rows.KERNEL_SOURCE, int8_rows.KERNEL_FLAGS, "int8")}
     kernels.update({source: (source, flags, what) for source, flags, what in extension.OPERATORS.values()})
     return kernels
 

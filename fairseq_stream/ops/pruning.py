@@ -1,7 +1,7 @@
 """The pruning primitives of the variable-width beams: a step's view, the rule protocol, the built-in thresholds.
 
 The rules' registry, ``--prune-rules`` parsing and the finalisation rules are in
-:mod:`fairseq_stream.strategies.beam_rules` (which re-exports these under their old names); the
+:mod:`fairseq_stream.search.beam_rules` (which re-exports these under their old names); the
 primitives are here, at the bottom layer, because the fused beam-step operator
 (:mod:`fairseq_stream.ops.beam_step`) recognises the built-in thresholds and runs them in one
 operator, and ops imports nothing above it. See beam_rules for what each rule means.
@@ -18,7 +18,7 @@ from torch import Tensor
 #: What δ is measured from. Yang2020 measures from the best candidate or finished hypothesis by
 #: log-probability ("final"); on weak models that loses up to 1.6 BLEU, so the default compares
 #: length-normalised scores ("normalized"). See docs/reproduction.md for the paper's rule.
-#: (``core/defaults.py`` re-exports it with the other defaults.)
+#: (``search/defaults.py`` re-exports it with the other defaults.)
 DEFAULT_REFERENCE = "normalized"
 REFERENCES = ("final", "active", "normalized")
 

@@ -2,7 +2,7 @@
 
 The GPU counterpart of ``csrc/beam_step.cpp`` (see :mod:`fairseq_stream.ops.beam_step` for
 what a step does and the contract). On CUDA the PyTorch reference of
-:class:`~fairseq_stream.strategies.beam.BeamSearch` is ~150 kernel launches per step; here:
+:class:`~fairseq_stream.search.beam.BeamSearch` is ~150 kernel launches per step; here:
 
 1. :func:`_sentence_step` — one program per sentence: the pool of ``k·c`` expansions and the
    carried ended candidates, the best ``W`` (ties: the lower pool index), finalisation, final

@@ -17,7 +17,7 @@ from typing import Any, Dict, List
 
 import torch
 
-from fairseq_stream.integration.compat import register_safe_globals
+from fairseq_stream.integration.checkpoints import register_safe_globals
 from fairseq_stream.errors import FairseqStreamError, unpickling_problem
 
 

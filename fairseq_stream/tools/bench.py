@@ -45,7 +45,7 @@ import torch
 
 from fairseq_stream.tools.demo_files import find_demo_dir
 from fairseq_stream.errors import FairseqStreamError, UsageError, usage_errors
-from fairseq_stream.core.stats import describe_backends
+from fairseq_stream.engine.stats import describe_backends
 
 DTYPES = {"float32": None, "float16": torch.float16, "bfloat16": torch.bfloat16}  # None: as loaded
 REPO_DIR = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
@@ -165,7 +165,7 @@ def own_baselines(runs: List[RunSpec], default_beam: int) -> List[RunSpec]:
     comparison has a baseline from the engine it measures beside fairseq's. Each added row
     takes the ``stream_capacity`` of the first of our rows at its width. Runs of IBDecoder
     checkpoints (``ib-beam``) get none: ``fixed-ours`` does not decode those models."""
-    from fairseq_stream.core.registry import get_search
+    from fairseq_stream.search.registry import get_search
 
     if any(get_search(r.search).capabilities.models != "standard" for r in runs):
         return list(runs)
@@ -268,7 +268,7 @@ def translate_with_lengths(session: Any, dataset: Any, run: RunSpec, opts: Dict[
     statistics are the groups' sums, computed outside the reference row's timing.
     """
     from fairseq_stream.tools.session import TranslationResult
-    from fairseq_stream.core.stats import DecodeStats
+    from fairseq_stream.engine.stats import DecodeStats
 
     groups: Dict[int, List[int]] = {}
     for i, hypos in enumerate(reference.hypos):
@@ -409,7 +409,7 @@ def measure_costs(session: Any, sources: List[str], runs: List[RunSpec], rows: L
     wall time) and ``kernels/step`` (kernels run over the whole run / decoder steps); on CPU
     they are None (shown n/a): nothing there measures them.
     """
-    from fairseq_stream.core.profiling import CostCounter, CostCounts, PeakMemory, count_decoder_steps, gpu_profile
+    from fairseq_stream.engine.profiling import CostCounter, CostCounts, PeakMemory, count_decoder_steps, gpu_profile
 
     dataset = session.encode(sources)
     for run, row in zip(runs, rows):
@@ -529,7 +529,7 @@ def parse_runs(session: Any, specs: Sequence[str]) -> List[RunSpec]:
     from fairseq.dataclass.configs import GenerationConfig
     from fairseq.tasks import TASK_DATACLASS_REGISTRY
 
-    from fairseq_stream.core.registry import search_names
+    from fairseq_stream.search.registry import search_names
 
     gen = option_kinds(GenerationConfig, session.cfg.generation.keys())
     opt = option_kinds(TASK_DATACLASS_REGISTRY.get(session.cfg.task.get("_name")), session.cfg.task.keys())

@@ -2,7 +2,7 @@
 
 torch ≥ 2.6 refuses to unpickle any global that is not on its allow-list, and fairseq
 checkpoints hold a few plain-data classes besides tensors (https://github.com/facebookresearch/fairseq/issues/5610); the
-allow-list of exactly those classes is :func:`fairseq_stream.integration.compat.register_safe_globals`.
+allow-list of exactly those classes is :func:`fairseq_stream.integration.checkpoints.register_safe_globals`.
 """
 from __future__ import annotations
 
@@ -11,7 +11,7 @@ from typing import Any, Dict, Optional, Tuple
 
 import torch
 
-from fairseq_stream.integration.compat import register_safe_globals
+from fairseq_stream.integration.checkpoints import register_safe_globals
 
 
 def record_languages(state: Dict[str, Any], source_lang: str, target_lang: str) -> None:

@@ -53,8 +53,8 @@ class JacobiTrace:
 
 def trace_jacobi(session, sentence: str, max_iterations: Optional[int] = None) -> JacobiTrace:
     """Run PJ on one sentence with ``session``'s (first) model and record every iteration."""
-    from fairseq_stream.core.model_step import ModelStep
-    from fairseq_stream.core.processors import max_lengths
+    from fairseq_stream.model.model_step import ModelStep
+    from fairseq_stream.search.score_edits import max_lengths
 
     task = session.task
     tgt = task.target_dictionary

@@ -23,11 +23,11 @@ from omegaconf import open_dict
 from fairseq_stream.integration.generator import StreamGenerator
 from fairseq_stream.errors import FairseqStreamError
 from fairseq_stream.integration.input_checks import is_blank
-from fairseq_stream.integration.lookahead import Lookahead
+from fairseq_stream.integration.read_ahead import Lookahead
 from fairseq_stream.integration.run_context import RunContext
-from fairseq_stream.integration.engine import build_generator
-from fairseq_stream.core.stats import DecodeStats
-from fairseq_stream.tools.text import BpeCodes, detokenize, tokenize
+from fairseq_stream.integration.build import build_generator
+from fairseq_stream.engine.stats import DecodeStats
+from fairseq_stream.integration.text import BpeCodes, detokenize, tokenize
 
 PACKAGE_DIR = os.path.dirname(os.path.abspath(__file__))
 

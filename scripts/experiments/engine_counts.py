@@ -6,8 +6,8 @@
     python scripts/experiments/engine_counts.py --phases --ib CHECKPOINT
 
 counts, for the fairseq-stream tree at REPO (default: this checkout), what a GPU pays for per
-decoder step (see :mod:`fairseq_stream.core.profiling`): 100 demo sentences, fp32, 1 thread. To
-compare with an older tree, check it out elsewhere and copy ``fairseq_stream/core/profiling.py``
+decoder step (see :mod:`fairseq_stream.engine.profiling`): 100 demo sentences, fp32, 1 thread. To
+compare with an older tree, check it out elsewhere and copy ``fairseq_stream/engine/profiling.py``
 into it. Counting slows the run; it is not a timing.
 
 ``--phases`` splits the operations of the scheduler's steps by where they run: the decoder
@@ -33,7 +33,7 @@ sys.path.insert(0, str(REPO))
 
 import torch  # noqa: E402
 
-from fairseq_stream.core.profiling import CostCounter, CostCounts, count_decoder_steps  # noqa: E402
+from fairseq_stream.engine.profiling import CostCounter, CostCounts, count_decoder_steps  # noqa: E402
 from fairseq_stream.tools.session import TranslationSession  # noqa: E402
 
 DEMO = HERE / "user_dir_examples" / "demo"
@@ -56,7 +56,7 @@ RUNS = IB_RUNS if IB else RUNS
 @contextmanager
 def count_phases(counts: Dict[str, CostCounts]) -> Iterator[None]:
     """Count the model's calls inside the scheduler's steps apart (``counts["steps"]`` holds all)."""
-    from fairseq_stream.core.model_step import ModelStep
+    from fairseq_stream.model.model_step import ModelStep
 
     originals = {name: getattr(ModelStep, name) for name in ("step", "select", "accept")}
 

@@ -33,8 +33,8 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
 from fairseq.data import Dictionary  # noqa: E402
 from fairseq.models.transformer import TransformerModel, base_architecture  # noqa: E402
 
-from fairseq_stream.ib.model import TransformerIBModel  # noqa: E402
-from fairseq_stream.ib.task import TranslationIBConfig, TranslationIBTask  # noqa: E402
+from fairseq_stream.integration.ib_model import TransformerIBModel  # noqa: E402
+from fairseq_stream.integration.ib_task import TranslationIBConfig, TranslationIBTask  # noqa: E402
 
 
 def batch(sentences: int, length: int, vocab: int, seed: int) -> Dict[str, Any]:

@@ -4,7 +4,7 @@
 Times one feed-forward layer (``fc1``) and the output projection of the demo model at
 decoding shapes (rows = hypotheses in a step) in float32 (PyTorch's and oneDNN's product),
 PyTorch's dynamic int8 (fbgemm, one activation scale per call), ours (fbgemm's product with one
-activation scale per row, :mod:`fairseq_stream.ops.quantize`) and, when installed, torchao's int8
+activation scale per row, :mod:`fairseq_stream.model.quantize`) and, when installed, torchao's int8
 dynamic-activation and weight-only configurations (eager mode). Prints microseconds per call
 (median of repeats).
 
@@ -42,7 +42,7 @@ def variants(linear: torch.nn.Linear, ours: Any) -> Dict[str, Any]:
 
     from torch.ao.quantization import per_channel_dynamic_qconfig, quantize_dynamic
 
-    from fairseq_stream.ops.linear_kernels import OneDnnLinear
+    from fairseq_stream.model.linear_kernels import OneDnnLinear
 
     with warnings.catch_warnings():  # torch.ao.quantization's deprecation notices
         warnings.simplefilter("ignore")
@@ -70,7 +70,7 @@ def main(argv: List[str] = None) -> None:
     torch.set_num_threads(1)
 
     from fairseq_stream.tools.demo_files import find_demo_dir
-    from fairseq_stream.ops.quantize import prepare_models
+    from fairseq_stream.model.quantize import prepare_models
     from fairseq_stream.tools.session import TranslationSession
 
     demo = find_demo_dir()

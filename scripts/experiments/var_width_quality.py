@@ -4,7 +4,7 @@
 For every checkpoint and every ``k`` this decodes the same sentences with fairseq's ``beam``,
 ``fixed-ours`` and ``var-batch`` under each reference of the pruning thresholds
 (``--prune-reference``: ``final`` is Yang2020's literal rule, see
-:class:`fairseq_stream.strategies.beam.Pruning`), and prints BLEU, the length ratio
+:class:`fairseq_stream.search.beam.Pruning`), and prints BLEU, the length ratio
 (hypothesis / reference words, sacrebleu's) and the candidate expansions, also relative to
 ``fixed-ours`` with a paired-bootstrap p-value of a loss against ``fixed-ours`` (the share
 of 1,000 resampled test sets on which the row is not worse: below 0.05, the loss is real),
@@ -36,7 +36,7 @@ import torch  # noqa: E402
 from fairseq_stream.tools.bench import parse_run, rows_for_json, run_benchmark  # noqa: E402
 from fairseq_stream.tools.session import TranslationSession  # noqa: E402
 from fairseq_stream.tools.significance import paired_bootstrap_p  # noqa: E402
-from fairseq_stream.strategies.beam import ENDED, REFERENCES  # noqa: E402
+from fairseq_stream.search.beam import ENDED, REFERENCES  # noqa: E402
 
 DEMO = os.path.join(REPO, "user_dir_examples", "demo")
 

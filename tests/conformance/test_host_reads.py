@@ -2,7 +2,7 @@
 
 Host reads (``item``/``tolist``/``bool`` of a tensor, ``nonzero``, boolean-mask indexing,
 ``unique``, copies to the CPU) stall a GPU until its queue drains; they are counted with
-:class:`fairseq_stream.core.profiling.CostCounter` on any machine, here on the CPU. Counted: every
+:class:`fairseq_stream.engine.profiling.CostCounter` on any machine, here on the CPU. Counted: every
 call of the scheduler's step (decoder call, strategy step, cache reorder) and the read-out of
 the finished hypotheses; not counted: fairseq's batching and the encoder calls of refills
 (once per refill, fairseq's code).
@@ -13,7 +13,7 @@ import pytest
 
 from conftest import DEMO
 
-from fairseq_stream.core.profiling import CostCounter, CostCounts, count_decoder_steps
+from fairseq_stream.engine.profiling import CostCounter, CostCounts, count_decoder_steps
 
 N = 24
 DRAFT = os.path.join(DEMO, "draft.pt")

@@ -7,7 +7,7 @@ import torch
 from conftest import DEMO
 
 from fairseq_stream.errors import FairseqStreamError
-from fairseq_stream.core.registry import get_search, search_names
+from fairseq_stream.search.registry import get_search, search_names
 
 STANDARD = [n for n in search_names() if n != "ib-beam"]
 N = 6

@@ -14,7 +14,7 @@ Two parts (issue 38, item 3):
   fast tier; the whole sweep is marked ``slow``. Jacobi strategies are compared with fairseq's greedy.
 
 fairseq's maximum length uses the batch's padded source width, ours each sentence's own length
-(core/processors.py): fairseq decodes one sentence per batch here, where the two agree.
+(search/score_edits.py): fairseq decodes one sentence per batch here, where the two agree.
 """
 from __future__ import annotations
 
@@ -28,7 +28,7 @@ import torch
 from fairseq.data import data_utils
 from fairseq.sequence_generator import SequenceGenerator
 
-from fairseq_stream.integration.engine import build_generator
+from fairseq_stream.integration.build import build_generator
 from helpers import TableModel, fake_task, gen_cfg, make_dictionary, stream_opts, tiny_transformer
 
 D = make_dictionary(("w1", "w2", "s1", "s2"))
@@ -347,7 +347,7 @@ def test_ngram_blocking_equals_fairseqs_blocker_given_only_the_filled_tokens(n):
     comparison that holds is with the tokens filled so far (BOS first), which is what ours reads."""
     from fairseq.ngram_repeat_block import NGramRepeatBlock
 
-    from fairseq_stream.core.processors import NoRepeatNgram, RowContext
+    from fairseq_stream.search.score_edits import NoRepeatNgram, RowContext
 
     gen = torch.Generator().manual_seed(n)
     blocker = NGramRepeatBlock(n, use_extension=False)

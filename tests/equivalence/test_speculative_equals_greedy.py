@@ -14,7 +14,7 @@ SHIPPED_DRAFT = os.path.join(DEMO, "draft.pt")
 
 
 def _write_variant(src: str, dst: str, edit) -> str:
-    from fairseq_stream.integration.compat import register_safe_globals
+    from fairseq_stream.integration.checkpoints import register_safe_globals
 
     register_safe_globals()
     state = torch.load(src, map_location="cpu", weights_only=True)

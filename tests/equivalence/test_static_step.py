@@ -1,6 +1,6 @@
 """``--step-mode static`` (shapes fixed per bucket, padding rows masked) gives the eager step's output.
 
-The static step is what a CUDA graph captures (ops/static_step.py); on a CPU it runs without
+The static step is what a CUDA graph captures (model/static_step.py); on a CPU it runs without
 capture, so these tests prove its arithmetic here, on the trained demo model: refills (capacity
 below the input), finished sentences, variable beam widths (var-*), finals waiting on the beam
 (rule ``ours``), Jacobi blocks, ensembles. float64: identical tokens and scores within 1e-9;
@@ -128,7 +128,7 @@ class _Recorder(torch.utils._python_dispatch.TorchDispatchMode):
 def test_a_static_step_creates_the_same_shapes_at_every_step_of_its_bucket(demo_session, demo_sources, monkeypatch, case):
     """The step proper (what a graph captures) makes the same tensors, shape for shape, at every
     step of a bucket (rows, slots, block width): nothing in it follows the live rows or lengths."""
-    from fairseq_stream.ops.transformer_step import TransformerStepper
+    from fairseq_stream.model.decoder_step import TransformerStepper
 
     body = TransformerStepper._static_body
     seen: Dict[Tuple[int, ...], List[list]] = defaultdict(list)
@@ -150,7 +150,7 @@ def test_a_static_step_creates_the_same_shapes_at_every_step_of_its_bucket(demo_
 
 
 def test_static_step_reads_the_host_at_most_once_per_step(demo_session, demo_sources):
-    from fairseq_stream.core.profiling import CostCounts, count_decoder_steps
+    from fairseq_stream.engine.profiling import CostCounts, count_decoder_steps
 
     data = demo_session.encode(demo_sources[:N])
     for case in ("var-stream", "gs-jacobi"):

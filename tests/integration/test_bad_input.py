@@ -234,7 +234,7 @@ def test_raw_text_without_tokenizer_and_bpe_is_warned_about(results):
 
 # ---- in process: the same refusals for every registered strategy, and the smallest limit that works ----
 def _all_searches() -> List[str]:
-    from fairseq_stream.core.registry import search_names
+    from fairseq_stream.search.registry import search_names
 
     return search_names()
 
@@ -259,7 +259,7 @@ def test_impossible_generation_options_are_refused_for_every_strategy(demo_sessi
 @pytest.mark.parametrize("search", [s for s in _all_searches() if s != "ib-beam"])  # ib-beam needs an IB model
 def test_the_smallest_length_limit_gives_every_sentence_a_finite_hypothesis(demo_session, search):
     sources = read_lines(os.path.join(DEMO, "test.es"), 5)
-    from fairseq_stream.core.registry import get_search
+    from fairseq_stream.search.registry import get_search
 
     gen = {"max_len_a": 0, "max_len_b": 1, "beam": 3 if get_search(search).capabilities.beam else 1}
     opts = {"draft_path": os.path.join(DEMO, "draft.pt")} if search == "speculative" else {}
@@ -274,7 +274,7 @@ def test_ib_beam_at_the_smallest_length_limit_gives_finite_hypotheses(h, c, limi
     """ib-beam emits h·c words a step: a limit that is not a multiple still ends every sentence."""
     from helpers import fake_task, gen_cfg, make_dictionary, sample_for, stream_opts, tiny_ib_model
 
-    from fairseq_stream.integration.engine import build_generator
+    from fairseq_stream.integration.build import build_generator
 
     d = make_dictionary([f"w{i}" for i in range(30)])
     model = tiny_ib_model(d, h=h, c=c)

@@ -11,7 +11,7 @@ import torch
 from fairseq import checkpoint_utils
 
 from conftest import run_cli, train_tiny
-from fairseq_stream.ib import order as ib_order
+from fairseq_stream.search import ib_order
 
 LAYOUTS = {"sa2": ["--ib-h", "1", "--ib-c", "2"], "sa4": ["--ib-h", "1", "--ib-c", "4"],
            "m2s": ["--ib-h", "2", "--ib-c", "1", "--ib-order", "middle-to-side"]}

@@ -41,7 +41,7 @@ def test_the_closing_line_confirms_int8_weights_and_the_input_order(demo_session
     changed = demo_session.translate(data, search="var-stream", gen={"beam": 2}, postprocess=False,
                                      opts={"quantize": "int8", "stream_input_order": "as-given"})
     line = changed.stats.summary()
-    from fairseq_stream.ops.quantize import kernel_name
+    from fairseq_stream.ops.int8_rows import kernel_name
 
     int8 = f"int8 ({kernel_name()})"  # the statistics name the int8 kernel: "fbgemm u8s8 with per-row 8-bit activations"
     assert line.endswith(f"quantize={int8}, input order=as-given"), line

@@ -85,21 +85,21 @@ SHARED = {"stream_capacity", "stream_max_candidates", "stream_max_wait", "stream
 
 
 def test_the_option_space_covers_every_decoding_option():
-    from fairseq_stream.core.options import StreamDecodingConfig
+    from fairseq_stream.engine.options import StreamDecodingConfig
 
     names = {f.name for f in dataclasses.fields(StreamDecodingConfig)} - {"search", "stream_stats", "_name"}
     assert names == set(OPT_SPACE)  # a new option must be added to the property's space
 
 
 def _searches() -> List[str]:
-    from fairseq_stream.core.registry import search_names
+    from fairseq_stream.search.registry import search_names
 
     return search_names()
 
 
 def _readable(search: str) -> List[str]:
     """The options of OPT_SPACE that ``--search search`` reads (the registry's capabilities)."""
-    from fairseq_stream.core.registry import get_search
+    from fairseq_stream.search.registry import get_search
 
     entry = get_search(search)
     if entry.build is not None:
@@ -115,7 +115,7 @@ class Draw:
         self.pick, self.coin = pick, coin
 
     def combination(self) -> Tuple[str, Dict[str, Any], Dict[str, Any]]:
-        from fairseq_stream.core.registry import get_search
+        from fairseq_stream.search.registry import get_search
 
         search = self.pick(_searches())
         caps = get_search(search).capabilities
@@ -246,7 +246,7 @@ def run_cli_property(data: Optional[str], count: int, seed: int) -> None:
 def property_bin(tmp_path_factory):
     """The three SOURCES, binarized (the blank line as an empty source)."""
     from conftest import _write
-    from fairseq_stream.tools.text import BpeCodes, tokenize
+    from fairseq_stream.integration.text import BpeCodes, tokenize
 
     root = str(tmp_path_factory.mktemp("property_bin"))
     bpe = BpeCodes(os.path.join(DEMO, "bpe.codes"))

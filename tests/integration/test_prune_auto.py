@@ -13,7 +13,7 @@ import os
 import pytest
 
 from conftest import DEMO, run_cli
-from fairseq_stream.core.defaults import PRUNE_AUTO_CONSERVATIVE
+from fairseq_stream.search.defaults import PRUNE_AUTO_CONSERVATIVE
 from fairseq_stream.errors import FairseqStreamError
 from fairseq_stream.integration.prune_auto import OFF, Setting, ladder, sample_size
 

@@ -145,7 +145,7 @@ def test_fewer_than_nbest_warning_counts_the_sentences(results):
 
 # ---- in process ----------------------------------------------------------------------------------
 def _searches() -> List[str]:
-    from fairseq_stream.core.registry import search_names
+    from fairseq_stream.search.registry import search_names
 
     return [s for s in search_names() if s != "ib-beam"]  # ib-beam needs an IBDecoder checkpoint
 
@@ -181,7 +181,7 @@ FAST_SEARCHES = ["beam", "var-stream", "gs-jacobi"]  # fairseq's generator, a be
 @pytest.mark.parametrize("search", [s if s in FAST_SEARCHES else pytest.param(s, marks=pytest.mark.slow)
                                     for s in _searches()])
 def test_blank_sources_get_the_empty_hypothesis_without_a_model_call(demo_session, search):
-    from fairseq_stream.core.registry import get_search
+    from fairseq_stream.search.registry import get_search
 
     eos = demo_session.task.target_dictionary.eos()
     caps = get_search(search).capabilities
@@ -208,7 +208,7 @@ def test_fewer_than_nbest_is_counted_in_the_statistics(demo_session):
 
 def test_a_sentence_with_zero_hypotheses_gets_the_empty_one_and_is_counted():
     # issue 38 item 5: it was an internal error that lost the whole run
-    from fairseq_stream.core.input_stream import InputStream
+    from fairseq_stream.engine.input_stream import InputStream
     from fairseq_stream.integration.generator import closing_warnings
 
     stream = InputStream(pad=1, eos=2, max_lengths=lambda lengths: lengths + 5)
@@ -259,7 +259,7 @@ def test_pruning_everything_still_leaves_a_hypothesis(demo_session, opts, backen
 
 
 def _handle(serial: int) -> int:
-    from fairseq_stream.core.encoder_slots import SLOT_MODULUS
+    from fairseq_stream.model.encoder_slots import SLOT_MODULUS
 
     return serial * SLOT_MODULUS
 

@@ -33,7 +33,7 @@ def local_args(tmp_path):
 
 @pytest.mark.slow  # runs the whole reproduction script (dry run)
 def test_wmt19_dry_run_shows_the_subwords_of_fastbpe_codes(tmp_path):
-    from fairseq_stream.tools.text import BpeCodes, tokenize
+    from fairseq_stream.integration.text import BpeCodes, tokenize
 
     out = run_script(["scripts/wmt19_var_stream.sh", *local_args(tmp_path), "--dry-run"], tmp_path)
     shown = out.split("as the models will see them\n", 1)[1].splitlines()[:3]
@@ -210,7 +210,7 @@ def test_ib_experiment_trains_each_layout_with_its_h_and_c(tmp_path):
 @pytest.mark.slow  # trains an IBDecoder with fairseq-train first
 def test_ib_search_ablation_script_on_a_tiny_ib_model(tmp_path):
     """Train a tiny IBDecoder on 60 demo sentences (demo dictionaries), then print the ablation rows."""
-    from fairseq_stream.tools.text import BpeCodes, tokenize
+    from fairseq_stream.integration.text import BpeCodes, tokenize
 
     bpe = BpeCodes(os.path.join(DEMO, "bpe.codes"))
     for lang in ("es", "en"):

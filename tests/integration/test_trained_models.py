@@ -14,8 +14,8 @@ from fairseq import checkpoint_utils
 
 from conftest import DEMO
 from fairseq_stream.errors import FairseqStreamError
-from fairseq_stream.core.profiling import CostCounts, count_decoder_steps
-from fairseq_stream.core.registry import get_search
+from fairseq_stream.engine.profiling import CostCounts, count_decoder_steps
+from fairseq_stream.search.registry import get_search
 from fairseq_stream.tools.session import TranslationSession
 
 CODES = os.path.join(DEMO, "bpe.codes")

@@ -6,8 +6,8 @@ import torch
 from fairseq.sequence_generator import SequenceGenerator
 
 from fairseq_stream.errors import FairseqStreamError
-from fairseq_stream.strategies.beam import REFERENCES
-from fairseq_stream.integration.engine import build_generator
+from fairseq_stream.search.beam import REFERENCES
+from fairseq_stream.integration.build import build_generator
 from helpers import TableModel, fake_task, gen_cfg, make_dictionary, sample_for, stream_opts
 
 D = make_dictionary()
@@ -207,7 +207,7 @@ def test_batch_and_stream_agree_on_tables():
     ],
 )
 def test_bad_options_are_one_line_errors(name, opts, gen, message):
-    from fairseq_stream.core.validation import check_options as validate
+    from fairseq_stream.engine.validation import check_options as validate
 
     with pytest.raises(FairseqStreamError) as err:
         o = stream_opts(search=name, **opts)
@@ -219,7 +219,7 @@ def test_bad_options_are_one_line_errors(name, opts, gen, message):
 
 
 def test_prune_preset_is_the_papers_rule_and_agrees_with_the_same_flags():
-    from fairseq_stream.core.validation import check_options as validate
+    from fairseq_stream.engine.validation import check_options as validate
 
     flags = {"prune_rel_threshold": 0.6, "prune_abs_threshold": 2.5, "prune_rel_local_threshold": 0.02,
              "prune_max_cands_per_node": 3, "prune_reference": "active", "beam_finalize": "shrink"}

@@ -86,7 +86,7 @@ def test_step_backend_is_passed_to_the_decoding_options():
 
 
 def test_option_kinds_read_the_task_config():
-    from fairseq_stream.core.options import StreamDecodingConfig
+    from fairseq_stream.engine.options import StreamDecodingConfig
 
     names = [f.name for f in dataclasses.fields(StreamDecodingConfig)]
     kinds = bench.option_kinds(StreamDecodingConfig, names + ["not_a_field"])

@@ -9,7 +9,7 @@ from fairseq import checkpoint_utils
 
 import fairseq_stream  # noqa: F401  (registers the allow-list)
 from conftest import DEMO
-from fairseq_stream.integration.compat import SAFE_CHECKPOINT_GLOBALS
+from fairseq_stream.integration.checkpoints import SAFE_CHECKPOINT_GLOBALS
 
 
 def test_the_shipped_demo_checkpoint_loads():

@@ -11,12 +11,12 @@ import torch
 from torch import Tensor
 
 import fairseq_stream  # noqa: F401  (registers the strategies)
-from fairseq_stream.integration.engine import build_generator
+from fairseq_stream.integration.build import build_generator
 from fairseq_stream.errors import FairseqStreamError
-from fairseq_stream.core.interface import Hypothesis, StepOutcome
-from fairseq_stream.core.processors import RowContext
-from fairseq_stream.core.registry import Capabilities, register_search, unregister_search
-from fairseq_stream.core.state import PAD, StateOps, StrategyState, per_sentence
+from fairseq_stream.search.interface import Hypothesis, StepOutcome
+from fairseq_stream.search.score_edits import RowContext
+from fairseq_stream.search.registry import Capabilities, register_search, unregister_search
+from fairseq_stream.search.state import PAD, StateOps, StrategyState, per_sentence
 from helpers import fake_task, gen_cfg, make_dictionary, sample_for, stream_opts, tiny_transformer
 
 REPO = Path(__file__).resolve().parents[2]

@@ -6,9 +6,10 @@ import os
 import pytest
 import torch
 
-from fairseq_stream.ops import fused_output
-from fairseq_stream.ops.fused_output import OutputScorer, cpu_kernel, topk_with_normaliser
-from fairseq_stream.core.processors import ForceEosAtMaxLen, MinLength, NeverPad, RowContext, UnkPenalty
+from fairseq_stream.ops import extension, fused_output
+from fairseq_stream.search.output import OutputScorer
+from fairseq_stream.ops.fused_output import cpu_kernel, topk_with_normaliser
+from fairseq_stream.search.score_edits import ForceEosAtMaxLen, MinLength, NeverPad, RowContext, UnkPenalty
 
 
 def stable_topk(x: torch.Tensor, k: int):
@@ -101,9 +102,9 @@ def test_an_edit_that_does_not_say_what_it_raises_turns_the_fused_layer_off():
 
 
 def test_ensembles_and_ngram_blocking_fall_back_and_say_so(caplog):
-    from fairseq_stream.core.processors import NoRepeatNgram
+    from fairseq_stream.search.score_edits import NoRepeatNgram
 
-    fused_output._warned.clear()
+    extension._warned.clear()
     with caplog.at_level(logging.INFO, logger="fairseq_stream"):
         assert not OutputScorer([NeverPad(1), NoRepeatNgram(3)], fused=True, normalized_input=False).fused
         assert not OutputScorer([NeverPad(1)], fused=True, normalized_input=True).fused
@@ -137,7 +138,8 @@ def test_a_row_of_minus_infinity_only():
 
 def test_kernel_cache_key_changes_with_the_cpu_only_under_march_native():
     """A home shared by machines must not hand one CPU a kernel built for another (SIGILL)."""
-    from fairseq_stream.ops.fused_output import KERNEL_FLAGS, kernel_cache_key
+    from fairseq_stream.ops.fused_output import KERNEL_FLAGS
+    from fairseq_stream.ops.extension import kernel_cache_key
 
     base = dict(torch_version="2.13.0", compiler="gcc 12.2", cpu="x86_64 avx2 fma sse4_2")
     key = kernel_cache_key(b"src", KERNEL_FLAGS, **base)

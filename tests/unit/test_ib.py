@@ -4,8 +4,8 @@ import math
 import pytest
 import torch
 
-from fairseq_stream.ib import order as ib_order
-from fairseq_stream.core.model_step import ModelStep
+from fairseq_stream.search import ib_order
+from fairseq_stream.model.model_step import ModelStep
 from helpers import make_dictionary, tiny_ib_model
 
 EOS, PAD = 2, 1
@@ -80,7 +80,7 @@ def test_unsupported_layouts_get_one_line_errors(h, c, order, independent, messa
     from argparse import Namespace
 
     from fairseq_stream.errors import FairseqStreamError
-    from fairseq_stream.ib.model import IBSpec
+    from fairseq_stream.search.ib_order import IBSpec
 
     args = Namespace(ib_h=h, ib_c=c, ib_order=order, ib_independent_directions=independent)
     with pytest.raises(FairseqStreamError, match=message.replace("(", r"\(").replace(")", r"\)")) as err:
@@ -137,8 +137,8 @@ D = make_dictionary([f"w{i}" for i in range(30)])
                                                   (2, 1, "relaxed", True), (1, 2, "relaxed", False),
                                                   (1, 4, "relaxed", False)])
 def test_multi_word_incremental_steps_equal_the_masked_full_forward(h, c, mask, independent):
-    from fairseq_stream.strategies.ib_beam import IBBeamSearch
-    from fairseq_stream.ib.model import IBSpec
+    from fairseq_stream.search.ib_beam import IBBeamSearch
+    from fairseq_stream.search.ib_order import IBSpec
 
     model = tiny_ib_model(D, h=h, c=c, mask=mask, independent=independent)
     z = h * c
@@ -173,9 +173,9 @@ def _step_scores(rows: int, z: int, entries) -> torch.Tensor:
 @pytest.mark.parametrize("finalize", ["top", "all"])
 def test_ib_finalize_top_ignores_ended_continuations_outside_the_beam(finalize):
     """--ib-finalize top (fairseq's rule) vs all (Algorithm 1 read literally), by hand, B = 2, z = 2."""
-    from fairseq_stream.strategies.ib_beam import IBBeamSearch
-    from fairseq_stream.ib.model import IBSpec
-    from fairseq_stream.ops.fused_output import OutputScorer
+    from fairseq_stream.search.ib_beam import IBBeamSearch
+    from fairseq_stream.search.ib_order import IBSpec
+    from fairseq_stream.search.output import OutputScorer
 
     A, B_, C, D_, E, F_, G = 4, 5, 6, 7, 8, 9, 10
     search = IBBeamSearch(IBSpec(2, 1), OutputScorer([], fused=False, normalized_input=True), beam=2, nbest=1,
@@ -204,7 +204,7 @@ def test_ib_finalize_top_ignores_ended_continuations_outside_the_beam(finalize):
 def test_ib_checkpoint_with_another_search_is_refused(name):
     from fairseq_stream.errors import FairseqStreamError
     import fairseq_stream  # noqa: F401  (registers the strategies)
-    from fairseq_stream.integration.engine import build_generator
+    from fairseq_stream.integration.build import build_generator
     from helpers import fake_task, gen_cfg, stream_opts
 
     model = tiny_ib_model(D).eval()
@@ -215,7 +215,7 @@ def test_ib_checkpoint_with_another_search_is_refused(name):
 
 @pytest.mark.parametrize("fill", ["step", "single"])
 def test_task_rewrites_a_batch_with_its_eos_fill(fill):
-    from fairseq_stream.ib.task import TranslationIBConfig, TranslationIBTask
+    from fairseq_stream.integration.ib_task import TranslationIBConfig, TranslationIBTask
 
     task = TranslationIBTask(TranslationIBConfig(ib_eos=fill), D, D)
     target = torch.tensor([[10, 11, 12, 13, EOS], [10, 11, 12, EOS, PAD]])
@@ -230,7 +230,7 @@ def test_task_rewrites_a_batch_with_its_eos_fill(fill):
 
 def test_task_rejects_an_unknown_eos_fill():
     from fairseq_stream.errors import FairseqStreamError
-    from fairseq_stream.ib.task import TranslationIBConfig, TranslationIBTask
+    from fairseq_stream.integration.ib_task import TranslationIBConfig, TranslationIBTask
 
     with pytest.raises(FairseqStreamError, match="--ib-eos must be 'step' or 'single'"):
         TranslationIBTask(TranslationIBConfig(ib_eos="both"), D, D)
@@ -243,9 +243,9 @@ def test_task_rejects_an_unknown_eos_fill():
 ])
 def test_ib_beam_restores_each_order_by_hand(spec_args, want):
     """Greedy ib-beam over a scripted table, z = 2: the same decoder words, each layout's word order."""
-    from fairseq_stream.strategies.ib_beam import IBBeamSearch
-    from fairseq_stream.ib.model import IBSpec
-    from fairseq_stream.ops.fused_output import OutputScorer
+    from fairseq_stream.search.ib_beam import IBBeamSearch
+    from fairseq_stream.search.ib_order import IBSpec
+    from fairseq_stream.search.output import OutputScorer
 
     A, B_, C, D_ = 4, 5, 6, 7
     search = IBBeamSearch(IBSpec(**spec_args), OutputScorer([], fused=False, normalized_input=True), beam=1, nbest=1,

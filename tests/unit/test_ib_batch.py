@@ -9,7 +9,7 @@ from typing import Any, Callable, Dict, List, Tuple
 import pytest
 import torch
 
-from fairseq_stream.ib import order as ib_order
+from fairseq_stream.search import ib_order
 from helpers import make_dictionary, tiny_ib_model
 
 D = make_dictionary([f"w{i}" for i in range(40)])
@@ -47,7 +47,7 @@ def random_batch(g: torch.Generator, sentences: int, width: int, *, left_pad: bo
 
 
 def make_task(h: int, c: int, fill: str, order: str = "side-to-middle"):
-    from fairseq_stream.ib.task import TranslationIBConfig, TranslationIBTask
+    from fairseq_stream.integration.ib_task import TranslationIBConfig, TranslationIBTask
 
     return TranslationIBTask(TranslationIBConfig(ib_h=h, ib_c=c, ib_eos=fill, ib_order=order), D, D)
 

@@ -4,8 +4,8 @@ from __future__ import annotations
 import pytest
 import torch
 
-from fairseq_stream.ops import linear_kernels as lk
-from fairseq_stream.ops.quantize import stacked_linear
+from fairseq_stream.model import linear_kernels as lk
+from fairseq_stream.model.quantize import stacked_linear
 from fairseq_stream.errors import FairseqStreamError
 from helpers import make_dictionary, tiny_transformer
 
@@ -65,15 +65,15 @@ def test_onednn_rows_do_not_depend_on_the_batch():
 def test_fused_relu_equals_relu_after_the_product(quantize):
     from types import SimpleNamespace
 
-    from fairseq_stream.ops.quantize import prepare_models
-    from fairseq_stream.ops.transformer_step import _fc1_activation
+    from fairseq_stream.model.quantize import prepare_models
+    from fairseq_stream.model.decoder_step import fc1_activation
 
     model = tiny_transformer(D, dtype=torch.float32)
     (model,) = prepare_models([model], quantize)
     (model,) = lk.prepare([model], "onednn") if quantize == "none" else (model,)
     layer = model.decoder.layers[0]
     x = torch.randn(9, 1, layer.fc1.in_features)
-    fused = _fc1_activation(layer, x)
+    fused = fc1_activation(layer, x)
     assert torch.equal(fused, torch.relu(layer.fc1(x)))
     gelu = SimpleNamespace(fc1=layer.fc1, activation_fn=torch.nn.functional.gelu)  # not fused: as the layer says
-    assert torch.equal(_fc1_activation(gelu, x), torch.nn.functional.gelu(layer.fc1(x)))
+    assert torch.equal(fc1_activation(gelu, x), torch.nn.functional.gelu(layer.fc1(x)))

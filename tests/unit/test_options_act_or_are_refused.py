@@ -16,9 +16,9 @@ import pytest
 from fairseq.dataclass.configs import GenerationConfig
 from omegaconf import OmegaConf
 
-from fairseq_stream.core.options import StreamDecodingConfig
-from fairseq_stream.core.registry import get_search, search_names
-from fairseq_stream.core.validation import options_read_by, validate_run
+from fairseq_stream.engine.options import StreamDecodingConfig
+from fairseq_stream.search.registry import get_search, search_names
+from fairseq_stream.engine.validation import options_read_by, validate_run
 from fairseq_stream.errors import FairseqStreamError
 from conftest import DEMO
 
@@ -41,12 +41,12 @@ TOGETHER = {"stream_oversubscribe": {"stream_max_candidates": 16}, "prune_auto_t
 #: options that act outside the strategy's and the scheduler's configuration, and where
 OUTSIDE_THE_PLAN = {
     "stream_input_order": "the task's batch iterator (integration/task.py)",
-    "quantize": "the engine's int8 copies of the models (integration/engine.py)",
-    "cpu_matmul": "the engine's Linear layers (integration/engine.py)",
+    "quantize": "the engine's int8 copies of the models (integration/build.py)",
+    "cpu_matmul": "the engine's Linear layers (integration/build.py)",
     "stream_per_batch": "the task attaches the generator per batch (integration/task.py)",
     "stream_stats": "the generator writes the statistics file (integration/generator.py)",
-    "output_layer": "the engine's OutputScorer (integration/engine.py)",
-    "step_backend": "the strategy context (integration/engine.py)",
+    "output_layer": "the engine's OutputScorer (integration/build.py)",
+    "step_backend": "the strategy context (integration/build.py)",
     "prune_auto_tolerance": "the calibration's choice of δ and M (integration/prune_auto.py; tests/integration/test_prune_auto.py)",
     "step_mode": "the generator's ModelStep (integration/generator.py; tests/equivalence/test_static_step.py)",
 }
@@ -77,8 +77,8 @@ def _models(search: str, monkeypatch):
     """ib-beam's configuration reads the IBDecoder layout from its model: a stand-in with one."""
     if get_search(search).capabilities.models != "ib":
         return ()
-    from fairseq_stream.core import validation
-    from fairseq_stream.ib.model import IBSpec
+    from fairseq_stream.engine import validation
+    from fairseq_stream.search.ib_order import IBSpec
 
     monkeypatch.setattr(validation, "is_ib_model", lambda model: True)
     return (SimpleNamespace(decoder=SimpleNamespace(ib=IBSpec(2, 1))),)

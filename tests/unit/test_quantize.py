@@ -9,8 +9,8 @@ import sacrebleu
 import torch
 
 from fairseq_stream.errors import FairseqStreamError
-from fairseq_stream.core.validation import check_options as validate
-from fairseq_stream.ops.quantize import count_linears, is_quantized_linear, prepare_models, stacked_linear
+from fairseq_stream.engine.validation import check_options as validate
+from fairseq_stream.model.quantize import count_linears, is_quantized_linear, prepare_models, stacked_linear
 from helpers import fake_task, gen_cfg, make_dictionary, sample_for, stream_opts, tiny_ib_model
 
 
@@ -76,7 +76,7 @@ def test_int8_ensemble_of_one_model_twice_decodes_as_the_model(demo_session, dem
 
 
 def test_int8_ib_beam_runs_on_an_ib_model():
-    from fairseq_stream.integration.engine import build_generator
+    from fairseq_stream.integration.build import build_generator
 
     D = make_dictionary()
     model = tiny_ib_model(D, dtype=torch.float32)
@@ -98,7 +98,7 @@ def test_int8_is_refused_for_half_precision_and_unknown_values(demo_session):
 
 
 def _int8_layer(seed: int = 0, inputs: int = 64, outputs: int = 48):
-    from fairseq_stream.ops.quantize import RowInt8Linear
+    from fairseq_stream.model.quantize import RowInt8Linear
 
     torch.manual_seed(seed)
     linear = torch.nn.Linear(inputs, outputs)
@@ -113,7 +113,7 @@ def test_an_int8_row_does_not_depend_on_its_batch():
         whole = layer(x, relu=relu)
         for lo, hi in ((0, 1), (5, 6), (3, 11), (20, 70)):
             assert torch.equal(layer(x[lo:hi], relu=relu), whole[lo:hi]), (lo, hi, relu)
-        assert torch.equal(layer._reference(x, relu), whole)  # the C++ operator = its PyTorch arithmetic
+        assert torch.equal(layer.reference(x, relu), whole)  # the C++ operator = its PyTorch arithmetic
     assert torch.equal(layer(x, relu=True), torch.relu(layer(x)))
     assert torch.equal(layer(x.view(7, 10, 64)).view(70, -1), layer(x))
 

@@ -4,7 +4,7 @@ import pytest
 
 import fairseq_stream  # noqa: F401
 from fairseq_stream.errors import FairseqStreamError, format_error
-from fairseq_stream.core.registry import get_search, search_names
+from fairseq_stream.search.registry import get_search, search_names
 from fairseq_stream.integration.task import restore_dropped_batches
 
 
@@ -43,7 +43,7 @@ def _help_epsilon_defaults():
     import re
     from fractions import Fraction
 
-    from fairseq_stream.core.options import StreamDecodingConfig
+    from fairseq_stream.engine.options import StreamDecodingConfig
 
     text = next(f.metadata["help"] for f in dataclasses.fields(StreamDecodingConfig) if f.name == "stream_epsilon")
     claims = {}
@@ -54,7 +54,7 @@ def _help_epsilon_defaults():
 
 
 def test_stream_epsilon_help_states_what_each_strategy_uses():
-    from fairseq_stream.integration.engine import build_generator
+    from fairseq_stream.integration.build import build_generator
     from helpers import TableModel, fake_task, gen_cfg, make_dictionary, stream_opts, tiny_transformer
 
     claims = _help_epsilon_defaults()
@@ -78,7 +78,7 @@ def _stated_default(option: str, name: str):
     import dataclasses
     import re
 
-    from fairseq_stream.core.options import StreamDecodingConfig
+    from fairseq_stream.engine.options import StreamDecodingConfig
 
     f = next(f for f in dataclasses.fields(StreamDecodingConfig) if f.name == option)
     per_strategy = re.search(r"default ([0-9.]+) for var-\*", f.metadata["help"])
@@ -95,7 +95,7 @@ def _stated_default(option: str, name: str):
 
 def _preset_in_effect(config):
     """The --prune-preset whose every value the built configuration has, else None."""
-    from fairseq_stream.core.defaults import PRESETS
+    from fairseq_stream.search.defaults import PRESETS
 
     have = {"prune_rel_threshold": config.pruning.rel_threshold, "prune_abs_threshold": config.pruning.abs_threshold,
             "prune_rel_local_threshold": config.pruning.rel_local_threshold,
@@ -150,8 +150,8 @@ def test_help_defaults_are_what_every_strategy_does():
     defaults uses; a new option must be added to the table above (no silent drift)."""
     import dataclasses
 
-    from fairseq_stream.integration.engine import build_generator
-    from fairseq_stream.core.options import StreamDecodingConfig
+    from fairseq_stream.integration.build import build_generator
+    from fairseq_stream.engine.options import StreamDecodingConfig
     from helpers import TableModel, fake_task, gen_cfg, make_dictionary, stream_opts, tiny_ib_model, tiny_transformer
 
     options = {f.name for f in dataclasses.fields(StreamDecodingConfig) if not f.name.startswith("_")}
@@ -172,7 +172,7 @@ def test_help_defaults_are_what_every_strategy_does():
         assert reads <= set(_EFFECTIVE), name
         for option in reads:
             assert _EFFECTIVE[option](g, strategy) == _stated_default(option, name), (name, option)
-    from fairseq_stream.strategies.speculative import SpeculativeConfig
+    from fairseq_stream.search.speculative import SpeculativeConfig
 
     spec = SpeculativeConfig.from_options("speculative", gen_cfg(beam=1), stream_opts(draft_path=__file__))
     assert str(spec.draft_tokens) == _stated_default("draft_tokens", "speculative")

@@ -5,7 +5,7 @@ import pytest
 import torch
 
 from fairseq_stream.errors import FairseqStreamError
-from fairseq_stream.core.rescore import gnmt_length_penalty, rerank_all, rerank_gnmt
+from fairseq_stream.search.rescore import gnmt_length_penalty, rerank_all, rerank_gnmt
 
 
 def hypo(scores):

@@ -24,9 +24,9 @@ def test_progress_off_a_terminal_prints_sentences_done_and_time_left(capsys):
 
 
 def test_progress_is_counted_once_as_hypotheses_leave_empty_sources_included():
-    from fairseq_stream.core.encoder_slots import SLOT_MODULUS
-    from fairseq_stream.core.input_stream import InputStream
-    from fairseq_stream.core.interface import Hypothesis
+    from fairseq_stream.model.encoder_slots import SLOT_MODULUS
+    from fairseq_stream.engine.input_stream import InputStream
+    from fairseq_stream.search.interface import Hypothesis
 
     progress = runtime.SentenceProgress(3, interval=1e9)
     stream = InputStream(pad=1, eos=2, max_lengths=lambda lengths: lengths + 5)

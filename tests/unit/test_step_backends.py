@@ -19,7 +19,7 @@ import torch
 
 import step_cases as cases
 from fairseq_stream.ops import backends, extension, packets
-from fairseq_stream.core.stats import DecodeStats
+from fairseq_stream.engine.stats import DecodeStats
 
 HAVE_CXX = shutil.which(os.environ.get("CXX", "c++")) is not None
 MATRIX = [(op, case) for op, (_, op_cases) in cases.RUNNERS.items() for case in op_cases]
@@ -142,7 +142,7 @@ def test_a_backend_that_fails_falls_back_with_one_warning_and_is_recorded(monkey
 
     op = dataclasses.replace(backends.BEAM_STEP, implementations={"cpp": "test_step_backends:_stranger"})
     monkeypatch.setitem(backends.OPERATORS, "beam_step", op)
-    monkeypatch.setattr("fairseq_stream.strategies.beam.BEAM_STEP", op)
+    monkeypatch.setattr("fairseq_stream.search.beam.BEAM_STEP", op)
     monkeypatch.setattr(backends, "why_not", lambda *a: None)
     with caplog.at_level(logging.WARNING, logger="fairseq_stream"):
         seen = cases.run_beam(dict(beam=3), "cpp", 0, torch.float32)
@@ -161,7 +161,7 @@ def test_an_unavailable_backend_is_named_in_one_warning(monkeypatch, caplog):
 
 
 def test_a_user_rule_runs_the_reference_quietly_under_auto(caplog):
-    from fairseq_stream.strategies.beam import BeamConfig, BeamSearch, Pruning
+    from fairseq_stream.search.beam import BeamConfig, BeamSearch, Pruning
 
     class KeepTwo:
         def prune(self, view, keep):

@@ -7,8 +7,8 @@ from fairseq.data import data_utils
 from fairseq.data.iterators import CountingIterator
 
 from fairseq_stream.integration.run_context import RunContext
-from fairseq_stream.integration.lookahead import Lookahead
-from fairseq_stream.integration.engine import build_generator
+from fairseq_stream.integration.read_ahead import Lookahead
+from fairseq_stream.integration.build import build_generator
 from helpers import TableModel, fake_task, gen_cfg, make_dictionary, stream_opts, tiny_transformer
 
 D = make_dictionary([f"w{i}" for i in range(40)])

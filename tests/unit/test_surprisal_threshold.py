@@ -5,11 +5,10 @@ from types import SimpleNamespace
 import pytest
 import torch
 
-from fairseq_stream.core import defaults
-from fairseq_stream.strategies.beam import VariableBeamConfig
-from fairseq_stream.strategies.beam_rules import (
-    AbsoluteThreshold, Candidates, StepView, SurprisalScaledThreshold, parse_pruning_rules,
-)
+from fairseq_stream.search import defaults
+from fairseq_stream.search.beam import VariableBeamConfig
+from fairseq_stream.ops.pruning import DEFAULT_REFERENCE, AbsoluteThreshold, Candidates, StepView, SurprisalScaledThreshold
+from fairseq_stream.search.beam_rules import parse_pruning_rules
 
 INF = math.inf
 
@@ -67,19 +66,19 @@ def test_an_explicit_delta_is_a_fixed_delta_so_the_papers_rule_is_unchanged():
 
 def test_prune_abs_scale_scales_the_delta_and_zero_turns_it_off():
     scaled = VariableBeamConfig.pruning_from_options(options(prune_abs_threshold=2.0, prune_abs_scale=3.0))
-    assert scaled.rules() == (SurprisalScaledThreshold(3.0, 2.0, defaults.DEFAULT_REFERENCE),)
+    assert scaled.rules() == (SurprisalScaledThreshold(3.0, 2.0, DEFAULT_REFERENCE),)
     fixed = VariableBeamConfig.pruning_from_options(options(prune_abs_scale=0.0))
-    assert fixed.rules() == (AbsoluteThreshold(defaults.DEFAULT_ABS_THRESHOLD, defaults.DEFAULT_REFERENCE),)
+    assert fixed.rules() == (AbsoluteThreshold(defaults.DEFAULT_ABS_THRESHOLD, DEFAULT_REFERENCE),)
 
 
 def test_the_default_rule_follows_the_defaults():
     rules = VariableBeamConfig.pruning_from_options(options()).rules()
     if defaults.DEFAULT_ABS_SCALE is None:
-        assert rules == (AbsoluteThreshold(defaults.DEFAULT_ABS_THRESHOLD, defaults.DEFAULT_REFERENCE),)
+        assert rules == (AbsoluteThreshold(defaults.DEFAULT_ABS_THRESHOLD, DEFAULT_REFERENCE),)
     else:
         assert rules == (SurprisalScaledThreshold(defaults.DEFAULT_ABS_SCALE, defaults.DEFAULT_ABS_THRESHOLD,
-                                                  defaults.DEFAULT_REFERENCE),)
+                                                  DEFAULT_REFERENCE),)
 
 
 def test_prune_rules_aps_builds_the_rule_without_a_floor():
-    assert parse_pruning_rules("aps:2.5") == (SurprisalScaledThreshold(2.5, 0.0, defaults.DEFAULT_REFERENCE),)
+    assert parse_pruning_rules("aps:2.5") == (SurprisalScaledThreshold(2.5, 0.0, DEFAULT_REFERENCE),)

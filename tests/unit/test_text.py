@@ -7,7 +7,7 @@ import pytest
 
 from conftest import DEMO, REPO, read_lines
 from fairseq_stream.errors import FairseqStreamError
-from fairseq_stream.tools.text import BpeCodes, detokenize, subword_nmt_codes, tokenize
+from fairseq_stream.integration.text import BpeCodes, detokenize, subword_nmt_codes, tokenize
 
 # fastBPE format: "a b count", merges in file order, the word's last character carries </w>.
 FASTBPE = ["t h 50", "th e</w> 40", "i n 30", "in g</w> 20"]

@@ -1,13 +1,14 @@
 """The encoder with the CPU attention kernel: fairseq's encoder's numbers, and a sentence's
-states the same bits in any block (ops/transformer_encode.py)."""
+states the same bits in any block (model/encoder.py)."""
 from __future__ import annotations
 
 import pytest
 import torch
 
-from fairseq_stream.ops import decode_attention, linear_kernels
-from fairseq_stream.ops.quantize import prepare_models
-from fairseq_stream.ops.transformer_encode import encode, encoder_out, unsupported
+from fairseq_stream.ops import decode_attention
+from fairseq_stream.model import linear_kernels
+from fairseq_stream.model.quantize import prepare_models
+from fairseq_stream.model.encoder import encode, encoder_out, unsupported
 
 pytestmark = pytest.mark.skipif(decode_attention.cpu_kernel() is None, reason="needs the C++ attention kernel")
 

@@ -2,8 +2,8 @@
 import pytest
 import torch
 
-from fairseq_stream.core.model_step import ModelStep
-from fairseq_stream.ops.transformer_step import RowCache
+from fairseq_stream.model.model_step import ModelStep
+from fairseq_stream.model.row_cache import RowCache
 from helpers import make_dictionary, tiny_transformer
 
 D = make_dictionary([f"w{i}" for i in range(40)])

@@ -8,7 +8,7 @@ hard cap under the variable width that ap/rp/rpl leave), applied after the built
 
 fairseq takes one ``--user-dir``; this one imports fairseq-stream itself, so every
 ``--search`` name and option of the package is there too. A rule is an object with
-``prune(view, keep) -> keep``: ``view`` (:class:`fairseq_stream.strategies.beam_rules.StepView`)
+``prune(view, keep) -> keep``: ``view`` (:class:`fairseq_stream.ops.pruning.StepView`)
 holds the step's sorted candidates ``(S, W)``; ``keep`` is the mask of those still on the
 beam. Work on tensors only: a rule that reads the device (``.item()``) stalls every step.
 """
@@ -18,7 +18,8 @@ import torch
 
 import fairseq_stream  # noqa: F401  (registers the package's strategies, task and options)
 from fairseq_stream.errors import FairseqStreamError
-from fairseq_stream.strategies.beam_rules import StepView, register_pruning_rule
+from fairseq_stream.ops.pruning import StepView
+from fairseq_stream.search.beam_rules import register_pruning_rule
 
 
 @dataclass(frozen=True)

@@ -1,0 +1,258 @@
+"""Decoding options of fairseq-stream, shared by every task of the package.
+
+They are fields of the task's dataclass config because fairseq rebuilds
+``cfg.generation`` from ``GenerationConfig`` alone: an extra generation flag survives only as
+a task field (fairseq's ``--task`` config is the only place besides ``GenerationConfig`` that
+fairseq-generate and fairseq-interactive parse and keep). This module only declares them; they
+are checked in :mod:`fairseq_stream.engine.validation`.
+"""
+from dataclasses import dataclass, field
+from typing import Optional
+
+from fairseq.dataclass import FairseqDataclass
+
+from fairseq_stream.search.defaults import (
+    DEFAULT_ABS_SCALE, DEFAULT_ABS_THRESHOLD, DEFAULT_FINALIZE, DEFAULT_MAX_CANDS_PER_NODE, PRUNE_AUTO_CONSERVATIVE, PRUNE_AUTO_SAMPLE, PRUNE_AUTO_TOLERANCE,
+)
+from fairseq_stream.ops.pruning import DEFAULT_REFERENCE
+from fairseq_stream.search.registry import epsilon_defaults_help, search_names
+
+
+#: --stream-capacity when not given: sentences in flight per device. On a CPU 64 (Yang2020's n). On
+#: CUDA a step costs about the same at any width, so fuller steps win: measured on an H200 (the GPU
+#: check of 2026-11-26, --step-mode graph, demo model, 200 sentences), var-stream k = 5 took 0.23x
+#: fairseq's beam at 256 sentences against 0.32x at 128 (float16; float32 0.28x / 0.36x), while
+#: k = 50 was measured at 64. So on CUDA: 1280 candidates, between 64 and 256 sentences.
+CPU_CAPACITY = 64
+CUDA_CANDIDATES, CUDA_MIN_CAPACITY, CUDA_MAX_CAPACITY = 1280, 64, 256
+
+
+def default_capacity(beam: int, on_cuda: bool) -> int:
+    """Sentences in flight when --stream-capacity is not given (see :data:`CPU_CAPACITY`)."""
+    if not on_cuda:
+        return CPU_CAPACITY
+    return min(CUDA_MAX_CAPACITY, max(CUDA_MIN_CAPACITY, CUDA_CANDIDATES // max(1, beam)))
+
+
+#: --stream-input-order: fairseq's length-sorted order, or the input's own (Hoang2018 measures
+#: top-up batching without maxi-batch sorting).
+INPUT_ORDERS = ("sorted", "as-given")
+
+
+@dataclass
+class StreamDecodingConfig(FairseqDataclass):
+    search: str = field(
+        default="beam",
+        metadata={
+            "help": "decoding strategy of fairseq-stream, one of: "
+            + ", ".join(search_names())
+            + " ('beam' is fairseq's own beam search; 'python -m fairseq_stream' describes each)"
+        },
+    )
+    # ---- the streaming scheduler (Yang2020 Algorithm 1; Hoang2018 Algorithms 5-6) ----
+    stream_epsilon: Optional[float] = field(
+        default=None,
+        metadata={"help": "refill threshold ε in [0, 1): new sentences join when the sentences in "
+                  "flight drop to ε·capacity (0 = plain batches); default " + epsilon_defaults_help() + " (Yang2020: 1/6; "
+                  "Hoang2018: 1/2); the other strategies decode plain batches"},
+    )
+    stream_capacity: Optional[int] = field(
+        default=None,
+        metadata={"help": "sentences in flight at once (the batch size n of Yang2020); fairseq's "
+                  "--batch-size/--max-tokens only set how the input is read (one stream runs over all of it); "
+                  "default 64 on a CPU, on CUDA 1280 // --beam between 64 and 256 (fuller steps win there)"},
+    )
+    stream_max_candidates: int = field(
+        default=0,
+        metadata={"help": "bound the live candidates (total beam width) in flight instead of the "
+                  "sentences (Yang2020 §3, §4.2); 0 = off"},
+    )
+    stream_oversubscribe: bool = field(
+        default=False,
+        metadata={"help": "with --stream-max-candidates C: keep --stream-capacity sentences in flight (their "
+                  "encoder states and beams cached) and expand at most C candidates per step, the shortest "
+                  "beams first, the others waiting a step (Yang2020 §3 over-subscription); steps stay full "
+                  "while beams narrow"},
+    )
+    stream_max_wait: int = field(
+        default=0,
+        metadata={"help": "latency bound: stop refilling while a sentence has been in flight for more "
+                  "than this many steps (Yang2020 footnote 3); 0 = off"},
+    )
+    stream_per_batch: bool = field(
+        default=False,
+        metadata={"help": "stream each fairseq batch on its own (the stream drains at every batch's end) "
+                  "instead of over the whole input; for comparisons"},
+    )
+    stream_input_order: str = field(
+        default="sorted",
+        metadata={"help": "the order sentences are read in, for every --search: 'sorted' (fairseq's: by length, "
+                  "so batches hold sentences of similar length) or 'as-given' (the input file's order, no "
+                  "length sorting: Hoang2018 reports top-up batching without maxi-batch sorting); the output "
+                  "order is the same either way (fairseq prints sentence ids)"},
+    )
+    stream_stats: Optional[str] = field(
+        default=None,
+        metadata={"help": "write the run's statistics (and the per-step active batch trace) as JSON here"},
+    )
+    # ---- beam search heuristics (Freitag2017 §3; Yang2020 §4) ----
+    prune_abs_threshold: Optional[float] = field(
+        default=None,
+        metadata={"help": "absolute threshold δ (ap): prune candidates scoring ≤ best − δ in "
+                  f"log-probability; the best may be a finished hypothesis (default {DEFAULT_ABS_THRESHOLD:g} for "
+                  "var-*; inf = off)"},
+    )
+    prune_abs_scale: Optional[float] = field(
+        default=None,
+        metadata={"help": "α >= 0: scale δ per sentence and step to max(δ, α·ū), ū the best candidate's mean "
+                  "per-token surprisal (nats), so an unsure (weak) model gets a wider beam; 0 = a fixed δ "
+                  "(default: " + ("a fixed δ" if DEFAULT_ABS_SCALE is None else f"{DEFAULT_ABS_SCALE:g}") +
+                  " when --prune-abs-threshold is not given, a fixed δ when it is)"},
+    )
+    prune_max_cands_per_node: Optional[int] = field(
+        default=None,
+        metadata={"help": "max candidates per node M (mc): at most M expansions of one hypothesis "
+                  f"(default {DEFAULT_MAX_CANDS_PER_NODE} for var-*; --beam = off)"},
+    )
+    prune_rel_threshold: Optional[float] = field(
+        default=None,
+        metadata={"help": "relative threshold rp in (0, 1]: prune candidates with probability ≤ "
+                  "rp·best (off by default)"},
+    )
+    prune_rel_local_threshold: Optional[float] = field(
+        default=None,
+        metadata={"help": "relative local threshold rpl in (0, 1]: prune candidates whose last word's "
+                  "probability ≤ rpl·the step's best last-word probability (off by default)"},
+    )
+    prune_reference: Optional[str] = field(
+        default=None,
+        metadata={"help": "the best score --prune-abs-threshold and --prune-rel-threshold measure from: "
+                  "'active' (best candidate on the beam, Freitag2017), 'final' (best of those and the finished "
+                  "hypotheses by log-probability, Yang2020 App. A.3; up to 1.6 BLEU below the fixed beam on "
+                  "weak models, README), 'normalized' (finished hypotheses by length-normalised score, scaled to "
+                  f"each candidate's length); default {DEFAULT_REFERENCE!r}, or --prune-preset's"},
+    )
+    prune_ended: str = field(
+        default="prune",
+        metadata={"help": "candidates ending in EOS under --prune-abs-threshold and --prune-rel-threshold: "
+                  "'prune' them like the others (Yang2020) or 'keep' them (they cost no decoder row; pruning them "
+                  "sends searches on to the maximum length)"},
+    )
+    prune_rules: Optional[str] = field(
+        default=None,
+        metadata={"help": "more pruning rules for var-*, applied in order after the three thresholds: "
+                  "'NAME[:ARG],...' of registered rules (built in: ap:δ, rp:r, rpl:r; a --user-dir may register "
+                  "more, see user_dir_examples/prune_rule)"},
+    )
+    beam_final_count: int = field(
+        default=0,
+        metadata={"help": "rule 'ours': a sentence ends after Z final hypotheses (or an empty beam) and returns the "
+                  "best --nbest by length-normalised score (the reference code's find_top_z; 0 = --beam; "
+                  "1 = strict top-1, shorter outputs); refused with the other --beam-finalize rules, which end at --beam"},
+    )
+    beam_finalize: Optional[str] = field(
+        default=None,
+        metadata={"help": "when a finished candidate becomes final: 'ours' (Yang2020 App. A.1: only "
+                  "once it tops the beam), 'fairseq' (at once if among the top k of 2k, as fairseq's "
+                  "beam search) or 'shrink' (Freitag2017's baseline: at once if among the beam's k − finals best, "
+                  f"and the beam shrinks by one); default {DEFAULT_FINALIZE!r}, or --prune-preset's"},
+    )
+    prune_preset: Optional[str] = field(
+        default=None,
+        metadata={"help": "a paper's whole pruning rule for var-*: 'freitag2017' = Freitag2017 Table 1 at beam 5 "
+                  "(rp 0.6, ap 2.5, rpl 0.02, mc 3, measured from the best active candidate, --beam-finalize "
+                  "shrink); 'freitag2017-k14' = its beam-14 row (rp 0.3, ap 2.5, rpl 0.3, mc 3, same rule); an "
+                  "option left unset takes the preset's value, one given another value is refused"},
+    )
+    prune_auto: bool = field(
+        default=False,
+        metadata={"help": "var-*: calibrate δ and M on the run's own first sentences, without references: they are "
+                  "decoded by the fixed beam (their output) and by a ladder of (δ, M); the rest of the input is "
+                  "decoded by the fastest setting whose model-score loss against the fixed beam is within "
+                  f"--prune-auto-tolerance; an input under twice the sample ({PRUNE_AUTO_SAMPLE} sentences or 2%%) "
+                  f"and fairseq-interactive get δ {PRUNE_AUTO_CONSERVATIVE[0]:g}, M {PRUNE_AUTO_CONSERVATIVE[1]} "
+                  "(the statistics say which); refused with an explicit pruning option"},
+    )
+    prune_auto_tolerance: Optional[float] = field(
+        default=None,
+        metadata={"help": "with --prune-auto: the largest mean loss of the best hypothesis's length-normalised "
+                  "model score against the fixed beam's a setting may have, as a fraction of the fixed beam's mean "
+                  f"|score| on the sample (default {PRUNE_AUTO_TOLERANCE:g}); a setting must also change at most half "
+                  "of the sample's best hypotheses"},
+    )
+    # ---- the output layer (Hoang2018 §3.1) ----
+    output_layer: str = field(
+        default="fused",
+        metadata={"help": "'fused': top-k on the raw scores, normalise only the winners (Hoang2018); "
+                  "'full': fairseq's full log-softmax (falls back automatically where needed)"},
+    )
+    step_backend: str = field(
+        default="auto",
+        metadata={"help": "who runs the fused step operators (beam step, Jacobi iteration, IBDecoder step): 'auto' "
+                  "(the fastest available: C++ on a CPU, Triton on CUDA), 'reference' (the PyTorch code that defines "
+                  "the results), 'cpp', 'triton'; a backend that cannot run falls back to the reference with one "
+                  "warning line, and the closing statistics name the backend each operator ran on"},
+    )
+    step_mode: str = field(
+        default="auto",
+        metadata={"help": "how a decoder step runs: 'eager' (shapes follow the live rows and the cache length), "
+                  "'static' (shapes fixed per bucket of rows and cache slots, padding rows masked; any device), "
+                  "'graph' (the static step captured once per bucket as a CUDA graph and replayed; CUDA only), "
+                  "'auto' (graph on CUDA, eager on a CPU); the closing statistics count the steps of each kind"},
+    )
+    # ---- int8 weights (fairseq_stream.model.quantize) ----
+    quantize: str = field(
+        default="none",
+        metadata={"help": "'int8': decode with int8 weights in every Linear layer (encoder, decoder, output "
+                  "projection; PyTorch's fbgemm dynamic quantisation, CPU and float32 models only); 'none': as loaded"},
+    )
+    cpu_matmul: str = field(
+        default="auto",
+        metadata={"help": "who multiplies the float32 Linear layers on a CPU: 'onednn' (packed weights, AVX-512 on "
+                  "every x86 vendor, batch-invariant), 'torch' (PyTorch's default, MKL), 'auto' (oneDNN for this "
+                  "package's strategies, stock PyTorch for fairseq's own --search beam)"},
+    )
+    # ---- parallel Jacobi decoding (Santilli2023) ----
+    jacobi_block: int = field(
+        default=3, metadata={"help": "block size b of gs-jacobi and hybrid-jacobi (Santilli2023 Alg. 2-3)"}
+    )
+    jacobi_max_parallel_len: int = field(
+        default=64,
+        metadata={"help": "hybrid-jacobi: target positions decoded in parallel blocks before switching to "
+                  "one token per step (L of Santilli2023 Alg. 3)"},
+    )
+    jacobi_init: str = field(
+        default="pad",
+        metadata={"help": "initial draft of a block: 'pad' (Santilli2023) or 'tail' (slide the block and keep "
+                  "the previous iteration's unverified predictions as the draft)"},
+    )
+    # ---- speculative decoding (Leviathan et al. 2023; Xia et al. 2023) ----
+    draft_path: Optional[str] = field(
+        default=None,
+        metadata={"help": "speculative: the draft model's checkpoint (a.pt:b.pt = an ensemble draft), a small "
+                  "fairseq transformer with the model's dictionaries (scripts/train_draft.sh distils one); "
+                  "the output is the model's greedy output whatever the draft"},
+    )
+    draft_tokens: str = field(
+        default="2",
+        metadata={"help": "speculative: γ, the tokens the draft proposes per verification (the model verifies "
+                  "γ + 1 positions in one block step), an integer in [1, 64] (default 2, the fastest with the demo "
+                  "model's draft on a CPU: docs/results.md), or 'auto': γ before each verification from the recent acceptance rate "
+                  "and the measured draft/verification cost (Leviathan et al. 2023, Theorem 3.8), up to 8"},
+    )
+    # ---- lookahead decoding (Fu et al. 2024) ----
+    lookahead_ngram: int = field(
+        default=4,
+        metadata={"help": "lookahead: N, the n-gram size of the pool (a token and the N - 1 tokens that followed it "
+                  "in the run's greedy outputs); a step verifies N positions"},
+    )
+    # ---- IBDecoder family (Zhang2020) ----
+    ib_dedup: bool = field(
+        default=False, metadata={"help": "ib-beam: remove immediately repeated n-grams (n <= 4) from outputs (Zhang2020 §5.1)"}
+    )
+    ib_finalize: str = field(
+        default="top",
+        metadata={"help": "ib-beam: which continuations that end become final hypotheses: 'top' = those among the "
+                  "sentence's --beam best of the step (as fairseq's beam search), 'all' = every one (Algorithm 1 "
+                  "read literally; fills the finished set with short endings)"},
+    )

@@ -1,0 +1,215 @@
+"""Decoding statistics: the columns of Yang2020 Tables 4–7, Freitag2017's fan-out and Santilli2023's Iters.
+
+Fan-out (Freitag2017 Tables 1–2) is per sentence: ``fanout_per_step`` the candidates one
+sentence expands at a step, ``fanout_per_sentence`` those it expands in all.
+
+Every generator of the package fills one :class:`DecodeStats` per run. ``timesteps`` counts
+sequential decoder calls (a Jacobi iteration or an IBDecoder multi-word step is one);
+``expansions`` counts the hypotheses fed through the decoder over all steps (Yang2020's
+"candidate expansions").
+"""
+from __future__ import annotations
+
+from dataclasses import asdict, dataclass, field
+from typing import Any, Dict, List, Optional
+
+
+@dataclass
+class DecodeStats:
+    sentences: int = 0
+    target_tokens: int = 0
+    wall_seconds: float = 0.0
+    timesteps: int = 0
+    expansions: int = 0
+    active_sentences: int = 0  # summed over steps: sentences that took part in a step
+    refills: int = 0
+    autoregressive_steps: int = 0  # Jacobi: the steps greedy decoding would have taken
+    accepted_tokens: int = 0  # Jacobi: tokens fixed by all iterations
+    # The stream's encoder memory (E of Yang2020 Alg. 1): slots allocated, the peak bytes of
+    # encoder states alive at once, the most sentences in flight. Bounded by the capacity,
+    # whatever the input's size.
+    encoder_slots: int = 0
+    peak_encoder_bytes: int = 0
+    peak_in_flight: int = 0
+    peak_step_rows: int = 0  # the most hypotheses one decoder call fed (bounded by C when over-subscribed)
+    step_backends: Dict[str, List[str]] = field(default_factory=dict)  # fused operator → the backends that ran it
+    # --step-mode: the mode run and how many decoder steps were replayed graphs, static or eager
+    # (ops/static_step.StepModeStats.as_dict)
+    step_mode: Dict[str, Any] = field(default_factory=dict)
+    trace: Optional[List[Dict[str, Any]]] = None  # per-step active batch, when requested
+    # Settings that change what or how the run decodes, set away from their defaults and in
+    # effect ({"quantize": "int8", "input order": "as-given"}): the closing line confirms them.
+    settings: Dict[str, str] = field(default_factory=dict)
+    extra: Dict[str, float] = field(default_factory=dict)
+    # --prune-auto: the setting chosen, the search error measured and the settings tried
+    # (integration/prune_auto.Choice.as_dict)
+    prune_auto: Dict[str, Any] = field(default_factory=dict)
+
+    def add_step(self, *, sentences: int, rows: int, length: Optional[int] = None,
+                 seconds: Optional[float] = None) -> None:
+        """Record one decoder call over ``rows`` hypotheses of ``sentences`` sentences."""
+        self.timesteps += 1
+        self.expansions += rows
+        self.active_sentences += sentences
+        self.peak_step_rows = max(self.peak_step_rows, rows)
+        if self.trace is not None:
+            entry: Dict[str, Any] = {"step": self.timesteps, "sentences": sentences, "rows": rows}
+            if length is not None:
+                entry["length"] = length
+            if seconds is not None:
+                entry["ms"] = round(1000 * seconds, 3)
+            self.trace.append(entry)
+
+    def note_encoder_memory(self, *, slots: int, live_bytes: int, in_flight: int) -> None:
+        """Record the stream's encoder memory after a refill (the peaks are kept)."""
+        self.encoder_slots = max(self.encoder_slots, slots)
+        self.peak_encoder_bytes = max(self.peak_encoder_bytes, live_bytes)
+        self.peak_in_flight = max(self.peak_in_flight, in_flight)
+
+    def note_backend(self, operator: str, backend: str) -> None:
+        """Record that ``backend`` ran a step of the fused ``operator`` (ops/backends.py)."""
+        ran = self.step_backends.setdefault(operator, [])
+        if backend not in ran:
+            ran.append(backend)
+
+    def merge(self, other: "DecodeStats") -> None:
+        for name in ("sentences", "target_tokens", "wall_seconds", "timesteps", "expansions",
+                     "active_sentences", "refills", "autoregressive_steps", "accepted_tokens"):
+            setattr(self, name, getattr(self, name) + getattr(other, name))
+        for name in ("encoder_slots", "peak_encoder_bytes", "peak_in_flight", "peak_step_rows"):
+            setattr(self, name, max(getattr(self, name), getattr(other, name)))
+        if other.trace is not None:
+            offset = len(self.trace or [])
+            self.trace = (self.trace or []) + [dict(e, step=e["step"] + offset) for e in other.trace]
+        for k, v in other.extra.items():
+            self.add_extra(k, v)
+        for op, names in other.step_backends.items():
+            for name in names:
+                self.note_backend(op, name)
+        for key, value in other.step_mode.items():
+            if isinstance(value, (int, float)) and not isinstance(value, bool):
+                self.step_mode[key] = self.step_mode.get(key, 0) + value
+            elif key not in self.step_mode:
+                self.step_mode[key] = value
+        self.settings.update(other.settings)
+        if other.prune_auto and not self.prune_auto:
+            self.prune_auto = dict(other.prune_auto)
+
+    def add_extra(self, name: str, value: float = 1.0) -> None:
+        """Add to a strategy's own counter in ``extra`` (summed over a run, like the others)."""
+        self.extra[name] = self.extra.get(name, 0.0) + value
+
+    @property
+    def expansions_per_step(self) -> float:
+        return self.expansions / self.timesteps if self.timesteps else 0.0
+
+    @property
+    def fanout_per_step(self) -> float:
+        """Freitag2017's "avg fan out per sent": the candidates a sentence expands at a step
+        (decoder rows per sentence and step), over every step of every sentence."""
+        return self.expansions / self.active_sentences if self.active_sentences else 0.0
+
+    @property
+    def fanout_per_sentence(self) -> float:
+        """Freitag2017's "tot fan out per sent": the candidates a sentence expands in all."""
+        return self.expansions / self.sentences if self.sentences else 0.0
+
+    @property
+    def mean_active_sentences(self) -> float:
+        return self.active_sentences / self.timesteps if self.timesteps else 0.0
+
+    @property
+    def sentences_per_second(self) -> float:
+        return self.sentences / self.wall_seconds if self.wall_seconds else 0.0
+
+    def to_dict(self, with_trace: bool = False) -> Dict[str, Any]:
+        out = asdict(self)
+        if not with_trace:
+            out.pop("trace")
+        out.update(
+            expansions_per_step=self.expansions_per_step,
+            fanout_per_step=self.fanout_per_step,
+            fanout_per_sentence=self.fanout_per_sentence,
+            mean_active_sentences=self.mean_active_sentences,
+            sentences_per_second=self.sentences_per_second,
+        )
+        if self.autoregressive_steps:
+            out["iteration_speedup"] = self.iteration_speedup
+        return out
+
+    @property
+    def iteration_speedup(self) -> float:
+        """Santilli2023's "Iters": greedy's steps over the iterations each sentence took part in."""
+        iterations = self.extra.get("sentence_iterations") or self.timesteps
+        return self.autoregressive_steps / iterations if iterations else 0.0
+
+    def summary(self) -> str:
+        """One log line, printed at the end of a fairseq-generate run."""
+        line = (
+            f"{self.sentences} sentences, {self.timesteps} timesteps, {self.expansions} expansions "
+            f"({self.expansions_per_step:.1f}/step), mean active sentences {self.mean_active_sentences:.1f}"
+        )
+        if self.active_sentences:
+            line += (f", fan-out per sentence {self.fanout_per_step:.2f}/step"
+                     + (f", {self.fanout_per_sentence:.1f} in all" if self.sentences else ""))
+        if self.extra.get("oversubscribed_steps"):
+            line += (f", {int(self.extra['oversubscribed_steps'])} steps over the candidate budget "
+                     f"({int(self.extra.get('waiting_candidates', 0))} candidates waited a step)")
+        if self.wall_seconds:
+            line += f", {self.sentences_per_second:.1f} sentences/s"
+        if self.step_backends:
+            line += ", step operators: " + describe_backends(self.step_backends, sep=", ")
+        if self.step_mode and (self.step_mode.get("mode") != "eager" or self.step_mode.get("fallbacks")):
+            line += ", " + describe_step_mode(self.step_mode)
+        if self.prune_auto:
+            line += f", --prune-auto {self.prune_auto['setting']}" + (
+                f" (calibrated on {self.prune_auto['sample']} sentences)" if self.prune_auto.get("calibrated")
+                else f" (not calibrated: {self.prune_auto.get('fallback')})")
+        if self.settings:
+            line += ", " + ", ".join(f"{name}={value}" for name, value in self.settings.items())
+        if self.autoregressive_steps:
+            iterations = int(self.extra.get("sentence_iterations") or self.timesteps)
+            line += (
+                f", per-sentence iterations {iterations} vs greedy steps {self.autoregressive_steps}"
+                f" ({self.iteration_speedup:.2f}x), {self.accepted_tokens / max(iterations, 1):.2f} tokens"
+                " accepted per iteration"
+            )
+        if self.extra.get("verify_steps"):
+            line += ", " + speculative_summary(self.extra, self.wall_seconds)
+        return line
+
+
+def speculative_summary(extra: Dict[str, float], wall_seconds: float) -> str:
+    """Speculative decoding's figures (search/speculative.py): tokens accepted per row and
+    verification, their histogram, the mean γ, and the draft's and the verification's time shares."""
+    rows = extra.get("verify_rows", 0.0)
+    hist = sorted((int(k.split("_")[1]), int(v)) for k, v in extra.items() if k.startswith("accepted_") and v)
+    line = (f"speculative: {extra.get('verify_accepted', 0.0) / max(rows, 1):.2f} tokens accepted per verification "
+            f"(" + " ".join(f"{k}:{n}" for k, n in hist) + f"), mean γ "
+            f"{extra.get('draft_tokens_proposed', 0.0) / max(extra.get('draft_proposals', 1.0), 1):.2f}")
+    if wall_seconds:
+        line += (f", draft {100 * extra.get('draft_seconds', 0.0) / wall_seconds:.0f}% and verification "
+                 f"{100 * extra.get('verify_seconds', 0.0) / wall_seconds:.0f}% of the time")
+    return line
+
+
+def describe_backends(backends: Dict[str, Any], sep: str = " ") -> str:
+    """``{"beam_step": ["cpp"]}`` → ``beam_step=cpp`` (several backends of one operator joined by
+    ``+``; ``—`` when the run ran no fused step operator)."""
+    def names(value: Any) -> str:
+        return value if isinstance(value, str) else "+".join(value)
+
+    return sep.join(f"{op}={names(v)}" for op, v in sorted(backends.items())) or "—"
+
+
+def describe_step_mode(modes: Dict[str, Any]) -> str:
+    """``step mode graph: 410 replayed, 35 static, 0 eager (12 graphs captured in 0.31 s, 40 MiB graph pool)``."""
+    line = (f"step mode {modes.get('mode', '?')}: {int(modes.get('steps_replayed', 0))} replayed, "
+            f"{int(modes.get('steps_static', 0))} static, {int(modes.get('steps_eager', 0))} eager")
+    if modes.get("graphs_captured"):
+        line += (f" ({int(modes['graphs_captured'])} graphs captured in {modes.get('graph_capture_s', 0):.2f} s, "
+                 f"{modes.get('graph_pool_mib', 0):.0f} MiB graph pool)")
+    fallbacks = modes.get("fallbacks") or {}
+    if fallbacks:
+        line += "; not static: " + ", ".join(f"{why} ({n})" for why, n in sorted(fallbacks.items()))
+    return line

@@ -1,0 +1,93 @@
+"""Checkpoints: the allow-list of globals that ``torch.load(weights_only=True)`` needs for
+fairseq's checkpoints, and a speculative draft's checkpoint checked before it is loaded.
+
+A proposal of the draft (:mod:`fairseq_stream.search.speculative`) is a token index compared with
+the target's arg-max, so a draft must share the model's dictionaries; the draft loader
+(:func:`fairseq_stream.integration.build.load_models_like`) calls :func:`check_draft_vocabulary`
+first, so a mismatch is one clear line, not fairseq's tensor size error.
+"""
+from __future__ import annotations
+
+import argparse
+import os
+from typing import Any, List
+
+import numpy as np
+import torch
+
+from fairseq_stream.errors import FairseqStreamError
+
+
+def _numpy_globals() -> List[object]:
+    """numpy scalars and dtypes as they appear in fairseq's ``extra_state`` (e.g. best loss)."""
+    found: List[object] = [np.dtype]
+    for module_name in ("numpy._core.multiarray", "numpy.core.multiarray"):
+        try:
+            module = __import__(module_name, fromlist=["scalar"])
+        except ImportError:
+            continue
+        found.append(module.scalar)
+        break
+    dtypes = getattr(np, "dtypes", None)
+    if dtypes is not None:
+        found += [getattr(dtypes, n) for n in ("Float64DType", "Float32DType", "Int64DType") if hasattr(dtypes, n)]
+    return found
+
+
+#: Every global a stock fairseq checkpoint needs: ``cfg.model`` of a legacy (argparse)
+#: architecture is an ``argparse.Namespace``; ``extra_state`` may hold numpy scalars.
+SAFE_CHECKPOINT_GLOBALS: List[object] = [argparse.Namespace, *_numpy_globals()]
+
+
+def register_safe_globals() -> None:
+    """Allow-list :data:`SAFE_CHECKPOINT_GLOBALS` for ``torch.load(weights_only=True)``."""
+    torch.serialization.add_safe_globals(SAFE_CHECKPOINT_GLOBALS)
+
+
+def check_draft_vocabulary(paths: str, task: Any) -> None:
+    """One clear error for a draft whose dictionaries differ from the model's.
+
+    A proposal is a token index, compared with the target's arg-max: the same index must mean
+    the same word. Checked before fairseq loads the draft (it would fail with a tensor size
+    mismatch): the sizes of the draft's embeddings, and, where the draft's dictionaries are
+    found (next to it, or in the data folder its checkpoint names), their words.
+    """
+    register_safe_globals()
+    for path in paths.split(":"):
+        state = torch.load(path, map_location="cpu", weights_only=True)
+        sizes = {"source": ("encoder.embed_tokens.weight", task.source_dictionary),
+                 "target": ("decoder.embed_tokens.weight", task.target_dictionary)}
+        for side, (key, dictionary) in sizes.items():
+            weight = state["model"].get(key)
+            if weight is not None and weight.size(0) != len(dictionary):
+                raise FairseqStreamError(
+                    f"--draft-path {path}: its {side} dictionary has {weight.size(0)} symbols, the model's "
+                    f"{len(dictionary)}; a draft must share the model's dictionaries (train it with "
+                    "scripts/train_draft.sh, which uses them)")
+        _compare_dictionary_files(path, state, task)
+
+
+def _compare_dictionary_files(path: str, state: Any, task: Any) -> None:
+    cfg = state.get("cfg") or {}
+    task_cfg = cfg.get("task") if hasattr(cfg, "get") else None
+    langs = (task.cfg.source_lang, task.cfg.target_lang) if hasattr(task, "cfg") else (None, None)
+    folders = [os.path.dirname(os.path.abspath(path))]
+    data = task_cfg.get("data") if task_cfg is not None and hasattr(task_cfg, "get") else None
+    if data:
+        folders.append(str(data).split(":")[0])
+    for lang, dictionary in zip(langs, (task.source_dictionary, task.target_dictionary)):
+        for folder in folders:
+            file = os.path.join(folder, f"dict.{lang}.txt")
+            if lang and os.path.isfile(file):
+                if _words(file) != list(dictionary.symbols[dictionary.nspecial:]):
+                    raise FairseqStreamError(
+                        f"--draft-path {path}: its {lang} dictionary ({file}) is not the model's; a draft must "
+                        "share the model's dictionaries")
+                break
+
+
+def _words(file: str) -> list:
+    """The symbols of a fairseq ``dict.txt`` (``word count [#fairseq:overwrite]`` a line), in order."""
+    with open(file, encoding="utf-8") as f:
+        lines = [line.replace(" #fairseq:overwrite", "") for line in f.read().splitlines() if line.strip()]
+    return [line.rsplit(" ", 1)[0] for line in lines]

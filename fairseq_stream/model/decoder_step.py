@@ -1,0 +1,578 @@
+"""Block-incremental decoder step for fairseq's ``TransformerDecoder``.
+
+fairseq's incremental decoding feeds one token per step, with one position for every row and
+an encoder-attention cache that is kept per *row* (or per fixed-size beam). Every strategy
+of this package needs more (``docs/architecture.md``, "How a decoder step runs"):
+
+* **blocks** — feed ``b`` tokens per row at once against the key/value cache with a
+  within-block mask (causal for Jacobi verification, M(h, c) for the IBDecoder), then
+  :meth:`RowCache.truncate` the cache back to the accepted prefix;
+* **per-row positions** — rows of different lengths share a call (VAR-STR-FIFO, top-up),
+  with padded cache slots masked out;
+* **per-sentence encoder keys** — the encoder-attention keys and values are computed once per
+  source sentence and shared by all its rows, however many rows (variable-width beams) it
+  has; queries are padded per sentence instead (see :func:`_encoder_attention`).
+
+The layer arithmetic follows ``TransformerDecoderLayerBase.forward`` of fairseq 0.12 in
+evaluation mode (pre- or post-norm, NormFormer's ``attn_ln``/``c_attn``/``ffn_layernorm``,
+``w_resid``). :func:`check_supported` rejects what it does not cover, and
+``tests/unit/test_transformer_step.py`` checks the result against fairseq's own forward.
+"""
+from __future__ import annotations
+
+import weakref
+from dataclasses import dataclass
+from typing import Any, Callable, Dict, List, Optional, Tuple
+
+import torch
+import torch.nn.functional as F
+from torch import Tensor
+
+from fairseq_stream.errors import FairseqStreamError
+from fairseq_stream.model.linear_kernels import OneDnnLinear
+from fairseq_stream.model.quantize import is_quantized_linear, stacked_linear, weight_key
+from fairseq_stream.ops import decode_attention
+from fairseq_stream.model.row_cache import SLACK, EncoderMemory, RowCache, SentenceIndex
+from fairseq_stream.model.static_step import StaticCachePool, StepGraphs, next_pow2, length_bucket, row_bucket
+
+
+def is_transformer_decoder(decoder: Any) -> bool:
+    """True for fairseq's ``TransformerDecoderBase`` family (the only decoders this op runs)."""
+    from fairseq.models.transformer import TransformerDecoderBase
+
+    return isinstance(decoder, TransformerDecoderBase)
+
+
+def check_supported(decoder: Any) -> Optional[str]:
+    """``None`` when the op covers ``decoder``; otherwise why not (one line)."""
+    if not is_transformer_decoder(decoder):
+        return f"{type(decoder).__name__} is not a fairseq TransformerDecoder"
+    if getattr(decoder, "cross_self_attention", False):
+        return "cross-self-attention decoders are not supported"
+    if getattr(decoder, "adaptive_softmax", None) is not None:
+        return "adaptive-softmax output layers are not supported"
+    for layer in decoder.layers:
+        attn = layer.self_attn
+        if attn.bias_k is not None or attn.add_zero_attn:
+            return "attention with bias_kv or add_zero_attn is not supported"
+        if getattr(layer, "encoder_attn", None) is None:
+            return "decoders without encoder attention are not supported"
+    return None
+
+
+def _split_heads(x: Tensor, heads: int) -> Tensor:
+    """(R, b, d) → (R, H, b, hd)."""
+    r, b, d = x.shape
+    return x.view(r, b, heads, d // heads).transpose(1, 2)
+
+
+def _merge_heads(x: Tensor) -> Tensor:
+    """(R, H, b, hd) → (R, b, d)."""
+    r, h, b, hd = x.shape
+    return x.transpose(1, 2).reshape(r, b, h * hd)
+
+
+def _attend(q: Tensor, k: Tensor, v: Tensor, mask: Optional[Tensor], scale: float) -> Tensor:
+    """``softmax(q·kᵀ·scale + mask)·v`` as one fused attention operator (one kernel on a GPU:
+    flash or memory-efficient attention; one operation on a CPU). ``mask``: additive float or
+    boolean (True = visible), broadcastable to (..., queries, keys)."""
+    return F.scaled_dot_product_attention(q, k, v, attn_mask=mask, scale=scale)
+
+
+def _encoder_attention(attn: Any, query: Tensor, memory: EncoderMemory, layer: int, index: SentenceIndex) -> Tensor:
+    """Encoder attention of ``query`` (R, b, d) with keys shared per sentence.
+
+    Rows are scattered into a ``(n, H, width, b, hd)`` layout so that one batched product per
+    sentence serves all its rows: the keys are never copied per row, which is what makes
+    variable-width beams affordable (fairseq shares them only for a fixed beam width).
+    """
+    heads = attn.num_heads
+    q = attn.q_proj(query)  # (R, b, d)
+    r, b, d = q.shape
+    hd = d // heads
+    if decode_attention.usable(q):  # the kernel reads each query's sentence (a block: b queries per row)
+        kv_row = index.memory_rows(memory.modulus)
+        out = decode_attention.attend(q.reshape(r * b, heads, hd), memory.keys[layer], memory.values[layer],
+                                      attn.scaling, kv_row=kv_row if b == 1 else kv_row.repeat_interleave(b),
+                                      key_padding=memory.padding)
+        return attn.out_proj(out.view(r, b, d))
+    keys = index.gather(memory.keys[layer], memory.modulus)  # (n, H, S, hd)
+    values = index.gather(memory.values[layer], memory.modulus)
+    visible = None if memory.padding is None else index.visible(memory.padding, memory.modulus)  # (n, 1, 1, S)
+    q = q.view(r, b, heads, hd).transpose(1, 2)  # (R, H, b, hd)
+    if index.width == 1 and r == index.sentences.numel():  # one row per sentence (greedy, Jacobi): no scatter
+        out = _attend(q, keys, values, visible, attn.scaling)  # (R, H, b, hd)
+        return attn.out_proj(out.transpose(1, 2).reshape(r, b, d))
+    n, w = len(index.sentences), index.width
+    qp = q.new_zeros(n, heads, w, b, hd)
+    qp[index.local, :, index.slot] = q
+    out = _attend(qp.view(n, heads, w * b, hd), keys, values, visible, attn.scaling)  # (n, H, W·b, hd)
+    out = out.view(n, heads, w, b, hd)[index.local, :, index.slot]  # (R, H, b, hd)
+    return attn.out_proj(out.transpose(1, 2).reshape(r, b, d))
+
+
+def _self_attention(attn: Any, qkv: Callable[[Tensor], Tensor], x: Tensor, cache: RowCache, i: int,
+                    mask: Optional[Tensor], write: Optional[Tensor], causal: bool = False) -> Tensor:
+    """Self-attention of a block ``x`` (R, b, d) over layer ``i``'s cache plus the block itself.
+
+    The block's keys and values are written into the cache in place (no copy of the past):
+    at slots ``[width, width + b)`` when every row has ``width`` tokens, else at each row's own
+    ``lens[r] + j`` (``write``: (R, H, b, hd) slot indices). ``qkv`` is the query/key/value
+    projections stacked into one product (float or int8, :func:`fairseq_stream.model.quantize.stacked_linear`). ``mask`` is additive, broadcastable to (R, H, b, width + b).
+    ``causal``: ``mask`` is the causal one (query ``j`` sees the slots up to its own), which the CPU
+    kernel then computes as ``b`` queries of one row each: a block's query gets the bits of the
+    single-query step at its position (Jacobi and speculative decoding ≡ greedy, in float32 and int8).
+    """
+    heads = attn.num_heads
+    b = x.size(1)
+    q, k_new, v_new = qkv(x).chunk(3, dim=-1)
+    q = _split_heads(q, heads)  # (R, H, b, hd)
+    start = cache.width
+    if write is None:
+        cache.keys[i][:, :, start: start + b] = _split_heads(k_new, heads)
+        cache.values[i][:, :, start: start + b] = _split_heads(v_new, heads)
+    else:
+        cache.keys[i].scatter_(2, write, _split_heads(k_new, heads))
+        cache.values[i].scatter_(2, write, _split_heads(v_new, heads))
+    k = cache.keys[i][:, :, : start + b]  # (R, H, L+b, hd)
+    v = cache.values[i][:, :, : start + b]
+    if b == 1 and decode_attention.usable(q) and (mask is None or write is not None):
+        # one query per row: the kernel streams the cache; rows of different lengths see
+        # their own slots up to where this step wrote (the mask of _attention_mask)
+        last = None if write is None else cache.lens
+        r, _, _, hd = q.shape  # explicit sizes: a step may have no rows
+        out = decode_attention.attend(q.view(r, heads, hd), k, v, attn.scaling, last=last)
+        return attn.out_proj(out.view(r, 1, heads * hd))
+    if causal and decode_attention.usable(q):
+        r, _, _, hd = q.shape
+        base = cache.lens if write is not None else torch.full((r,), start, dtype=torch.long, device=q.device)
+        last = (base.unsqueeze(1) + torch.arange(b, device=q.device)).reshape(r * b)  # (R·b,) each query's slot
+        out = decode_attention.attend(q.transpose(1, 2).reshape(r * b, heads, hd), k, v, attn.scaling,
+                                      kv_row=torch.arange(r, device=q.device).repeat_interleave(b), last=last)
+        return attn.out_proj(out.view(r, b, heads * hd))
+    return attn.out_proj(_merge_heads(_attend(q, k, v, mask, attn.scaling)))
+
+
+def _stacked_qkv(attn: Any) -> Callable[[Tensor], Tensor]:
+    return stacked_linear([attn.q_proj, attn.k_proj, attn.v_proj])
+
+
+class TransformerStepper:
+    """Runs one fairseq ``TransformerDecoder`` block-incrementally (see the module docstring)."""
+
+    def __init__(self, decoder: Any) -> None:
+        problem = check_supported(decoder)
+        if problem is not None:
+            raise FairseqStreamError(f"this strategy needs a transformer decoder: {problem}")
+        # a weak reference: steppers are kept per decoder while it lives (core/model_step._STEPPERS)
+        self._decoder = weakref.ref(decoder)
+        first = decoder.layers[0].self_attn
+        self.heads = first.num_heads
+        self.head_dim = first.head_dim
+        self._qkv: List[Callable[[Tensor], Tensor]] = []
+        self._qkv_of: Any = None  # the parameters the stacked copies were made from
+        self._qkv_version = 0  # a step graph reads the stacked copies of one version
+        self.pool = StaticCachePool()  # --step-mode static|graph: the slot caches
+        self._io: Dict[Tuple[Any, ...], _StaticIO] = {}
+        self._memory: Dict[Tuple[Any, ...], Tensor] = {}
+        self.graphs: Optional[StepGraphs] = None  # --step-mode graph (kept across runs, with the buffers)
+
+    def memory_buffer(self, name: str, shape: Tuple[int, ...], like: Tensor, fill: Any) -> Tensor:
+        """A stream's encoder-slot buffer ``name`` of ``shape``, filled with ``fill``: the same tensor
+        for every run of this model (one static stream at a time), so step graphs bound to it replay."""
+        key = (name, tuple(shape), like.dtype, like.device)
+        buf = self._memory.get(key)
+        if buf is None:
+            buf = self._memory[key] = like.new_empty(shape)
+        return buf.fill_(fill)
+
+    @property
+    def decoder(self) -> Any:
+        return self._decoder()
+
+    def _refresh_stacked(self) -> None:
+        # Rebuilt when the model's parameters change (dtype/device moves, new weights, int8).
+        key = weight_key(self.decoder.layers[0].self_attn.q_proj)
+        if self._qkv_of != key:
+            self._qkv = [_stacked_qkv(layer.self_attn) for layer in self.decoder.layers]
+            self._qkv_of = key
+            self._qkv_version += 1
+
+    # ---- encoder side -------------------------------------------------------------------
+    def encoder_memory(self, encoder_out: Dict[str, List[Tensor]], *, keep_padding: bool = False) -> EncoderMemory:
+        """Encoder keys/values of every layer, once per sentence.
+
+        The padding mask is dropped when nothing is padded (a host read), unless
+        ``keep_padding``: a stream's slots keep a mask anyway, and encode at every refill.
+        """
+        enc = encoder_out["encoder_out"][0]  # (S, N, d)
+        pads = encoder_out.get("encoder_padding_mask") or []
+        pad = pads[0] if len(pads) > 0 and pads[0] is not None else None
+        if pad is not None and not keep_padding and not bool(pad.any()):
+            pad = None
+        keys, values = [], []
+        for layer in self.decoder.layers:
+            attn = layer.encoder_attn
+            s, n, _ = enc.shape
+            keys.append(attn.k_proj(enc).view(s, n, self.heads, self.head_dim).permute(1, 2, 0, 3).contiguous())
+            values.append(attn.v_proj(enc).view(s, n, self.heads, self.head_dim).permute(1, 2, 0, 3).contiguous())
+        return EncoderMemory(keys, values, pad)
+
+    def empty_cache(self, rows: int, like: Tensor, *, static: bool = False) -> RowCache:
+        n = len(self.decoder.layers)
+        lens = torch.zeros(rows, dtype=torch.long, device=like.device)
+        if static:
+            lease = self.pool.acquire(row_bucket(rows), length_bucket(SLACK), like, n, self.heads, self.head_dim)
+            return RowCache.static(self.pool, lease, lens, 0)
+        shape = (rows, self.heads, SLACK, self.head_dim)
+        return RowCache.of([like.new_zeros(shape) for _ in range(n)], [like.new_zeros(shape) for _ in range(n)], lens, 0)
+
+    # ---- decoder side -------------------------------------------------------------------
+    def embed(self, tokens: Tensor, positions: Tensor, max_position: Optional[int] = None) -> Tensor:
+        """Token + position embeddings of ``tokens`` (R, b) at 0-based target ``positions`` (R, b)."""
+        dec = self.decoder
+        custom = getattr(dec, "embed_block", None)
+        if custom is not None:  # models with their own position scheme (the IBDecoder family)
+            return custom(tokens, positions)
+        x = dec.embed_scale * dec.embed_tokens(tokens)
+        if dec.quant_noise is not None:
+            x = dec.quant_noise(x)
+        if dec.project_in_dim is not None:
+            x = dec.project_in_dim(x)
+        if dec.embed_positions is not None:
+            x = x + position_embeddings(dec.embed_positions, positions, max_position)
+        if dec.layernorm_embedding is not None:
+            x = dec.layernorm_embedding(x)
+        return x
+
+    def forward(
+        self,
+        cache: RowCache,
+        tokens: Tensor,
+        positions: Tensor,
+        memory: EncoderMemory,
+        index: SentenceIndex,
+        block_mask: Optional[Tensor] = None,
+        max_position: Optional[int] = None,
+    ) -> Tuple[Tensor, RowCache]:
+        """Decoder features of a block and the cache extended by it.
+
+        ``tokens``/``positions``: (R, b). ``block_mask``: additive (b, b) or (R, b, b) mask
+        inside the block, or (b, L + b) / (R, b, L + b) over cache and block; ``None`` means
+        causal. Returns features (R, b, d_out) after the final layer norm and output
+        projection-in, ready for :meth:`logits`, and the new cache.
+        """
+        b = tokens.size(1)
+        x = self.embed(tokens, positions, max_position)
+        cache.reserve(b)
+        mask, write = self._attention_mask(cache, b, block_mask, x)
+        self._refresh_stacked()
+        causal = block_mask is None
+        for i, layer in enumerate(self.decoder.layers):
+            x = self._layer(
+                layer, x,
+                lambda h, i=i, attn=layer.self_attn: _self_attention(attn, self._qkv[i], h, cache, i, mask, write,
+                                                                     causal),
+                lambda h, i=i, attn=layer.encoder_attn: _encoder_attention(attn, h, memory, i, index))
+        return self._output(x), cache.advanced(b)
+
+    def logits(self, features: Tensor) -> Tensor:
+        return self.decoder.output_layer(features)
+
+    # ---- the static step (--step-mode static|graph; model/static_step.py) -------------------
+    def forward_static(self, cache: RowCache, tokens: Tensor, positions: Tensor, memory: EncoderMemory,
+                       index: SentenceIndex, block_mask: Optional[Tensor],
+                       graphs: Optional[StepGraphs]) -> Optional[Tuple[Tensor, RowCache, str]]:
+        """:meth:`forward` and :meth:`logits` over the whole buffer of a static ``cache``.
+
+        The step computes every row of the cache's row bucket and attends over every slot of
+        its slot bucket (padding rows and slots masked), reading and writing only buffers fixed
+        for that bucket, so it is one CUDA graph replay under ``graphs``. What changes between
+        steps (tokens, positions, lengths, which encoder slot and query column each row uses)
+        is written into the bucket's input buffer first. Returns the live rows' logits (a view
+        of the bucket's output buffer, valid until the next step), the cache and how the step
+        ran (``replayed`` or ``static``); None when this step needs the eager path (no rows, a
+        per-row block mask).
+        """
+        r, b = tokens.shape
+        if r == 0 or cache.lease is None or (block_mask is not None and block_mask.dim() != 2):
+            return None
+        if block_mask is not None and not cache.uniform:
+            raise FairseqStreamError("a custom block mask needs rows of one length")
+        cache.reserve(b)
+        buf = cache.lease.buffer  # type: ignore[union-attr]
+        rows, slots = buf.size(0), buf.size(3)
+        self._refresh_stacked()
+        table = self._prepare_positions(slots - 1, buf.device)
+        wq = next_pow2(max(1, index.width))  # query columns per sentence in encoder attention
+        io = self._static_io(rows, b, slots, buf, custom=block_mask is not None)
+        kv_row = index.memory_rows(memory.modulus)
+        _fill_inputs(io.ints, tokens, positions, cache.lens, kv_row, index.slot, wq)
+        if block_mask is not None:
+            _fill_block_mask(io.mask, block_mask, cache.width, b)  # type: ignore[arg-type]
+
+        def body() -> None:
+            self._static_body(buf, io, memory, b, wq)
+
+        if graphs is None:
+            body()
+            how = "static"
+        else:
+            key = (buf.data_ptr(), _memory_key(memory), rows, slots, b, wq, io.mask is not None, table, self._qkv_version)
+            keep = [buf, io.ints, io.out] + ([] if io.mask is None else [io.mask]) + _memory_tensors(memory)
+            how = graphs.run(key, body, keep)
+        return io.out[:r], cache.advanced(b), how
+
+    def _static_io(self, rows: int, b: int, slots: int, like: Tensor, *, custom: bool) -> "_StaticIO":
+        key = (rows, b, slots, custom, like.dtype, like.device)
+        io = self._io.get(key)
+        if io is None:
+            vocab = self.decoder.output_projection.out_features
+            ints = torch.zeros(rows, 2 * b + 3, dtype=torch.long, device=like.device)
+            mask = like.new_zeros(1, 1, b, slots) if custom else None
+            io = self._io[key] = _StaticIO(ints, mask, like.new_zeros(rows, b, vocab))
+        return io
+
+    def _prepare_positions(self, max_position: int, device: torch.device) -> Optional[int]:
+        """Grow a sinusoidal position table to ``max_position`` now, outside any capture (a graph
+        reads the table it was captured with); its address, which step graphs are keyed by."""
+        from fairseq.modules import SinusoidalPositionalEmbedding
+
+        module = self.decoder.embed_positions
+        if getattr(self.decoder, "embed_block", None) is None and isinstance(module, SinusoidalPositionalEmbedding):
+            _grow_sinusoidal(module, max_position)
+            return module.weights.data_ptr()
+        return None
+
+    def _static_body(self, buf: Tensor, io: "_StaticIO", memory: EncoderMemory, b: int, wq: int) -> None:
+        """The step proper: every tensor it makes has a shape fixed by the bucket (rows, slots, b)."""
+        ints = io.ints
+        rows, slots, layers = ints.size(0), buf.size(3), buf.size(1) // 2
+        tokens, positions = ints[:, :b], ints[:, b: 2 * b]
+        lens, kv_row, slot = ints[:, 2 * b], ints[:, 2 * b + 1], ints[:, 2 * b + 2]
+        x = self.embed(tokens, positions, slots - 1)  # (R, b, d)
+        ends = lens.unsqueeze(1) + torch.arange(b, device=ints.device)  # (R, b): each query's own slot
+        write = ends.view(rows, 1, b, 1).expand(rows, self.heads, b, self.head_dim)
+        # a CPU's float32 causal step (one query or a causal block per row): the C++ kernel, as the eager step
+        kernel = decode_attention.usable(x) and io.mask is None
+        if kernel:
+            mask = None
+        elif io.mask is not None:
+            mask = io.mask  # (1, 1, b, slots) additive, rows of one length
+        else:  # causal, per row: query j of row r sees slots <= lens[r] + j
+            mask = (torch.arange(slots, device=ints.device) <= ends.unsqueeze(2)).unsqueeze(1)  # (R, 1, b, slots)
+        layout = None if kernel else _slot_layout(kv_row, slot, wq, b, memory)
+        for i, layer in enumerate(self.decoder.layers):
+            keys, values = buf[:, i], buf[:, layers + i]  # (R, H, slots, hd) views of the stacked buffer
+            x = self._layer(
+                layer, x,
+                lambda h, i=i, attn=layer.self_attn, k=keys, v=values: _static_self_attention(
+                    attn, self._qkv[i], h, k, v, write, mask, ends if kernel else None),
+                lambda h, i=i, attn=layer.encoder_attn: _static_encoder_attention(attn, h, memory, i, kv_row, layout))
+        io.out.copy_(self.logits(self._output(x)))
+
+    def _attention_mask(self, cache: RowCache, b: int, block_mask: Optional[Tensor],
+                        like: Tensor) -> Tuple[Optional[Tensor], Optional[Tensor]]:
+        """Additive mask (R or 1, 1, b, L + b) of the block's self-attention, and where to write.
+
+        Rows of one length (beam groups) see their ``width`` cached slots and the block at
+        ``[width, width + b)`` under ``block_mask`` ((b, b) or (R, b, b) inside the block, or
+        (b, L + b) / (R, b, L + b) over cache and block; ``None`` is causal). Rows of
+        different lengths (Jacobi, FIFO) write their block at their own ``lens[r]`` and query
+        ``j`` sees slots ``< lens[r] + j + 1``: causal, built on the device.
+        """
+        width = cache.width
+        if not cache.uniform:
+            if block_mask is not None:
+                raise FairseqStreamError("a custom block mask needs rows of one length")
+            offsets = torch.arange(b, device=like.device)
+            ends = cache.lens.unsqueeze(1) + offsets  # (R, b) last visible slot per query
+            slots = torch.arange(width + b, device=like.device)
+            mask = like.new_zeros(cache.rows, 1, b, width + b).masked_fill(
+                (slots > ends.unsqueeze(2)).unsqueeze(1), float("-inf"))
+            write = ends.view(cache.rows, 1, b, 1).expand(cache.rows, self.heads, b, self.head_dim)
+            return mask, write
+        if block_mask is None:
+            if b == 1:
+                return None, None
+            block_mask = torch.triu(like.new_full((b, b), float("-inf")), 1)
+        bm = block_mask.to(like.dtype)
+        bm = bm.unsqueeze(0) if bm.dim() == 2 else bm  # (1 or R, b, b or L + b)
+        if bm.size(-1) == b:
+            bm = torch.cat([like.new_zeros(bm.size(0), b, width), bm], dim=2)
+        return bm.unsqueeze(1), None
+
+    def _layer(self, layer: Any, x: Tensor, self_attention: Callable[[Tensor], Tensor],
+               encoder_attention: Callable[[Tensor], Tensor]) -> Tensor:
+        # TransformerDecoderLayerBase.forward in eval mode (dropout is the identity). Each of the
+        # three sublayers normalises its input (pre-norm) or its residual sum (post-norm). The
+        # attentions are the eager step's or the static step's (same arithmetic, other layouts).
+        pre = layer.normalize_before
+        h = self_attention(layer.self_attn_layer_norm(x) if pre else x)
+        if layer.c_attn is not None:
+            r, b, _ = h.shape
+            h = torch.einsum("rbhd,h->rbhd", h.view(r, b, layer.nh, layer.head_dim), layer.c_attn).reshape(r, b, -1)
+        if layer.attn_ln is not None:
+            h = layer.attn_ln(h)
+        x = x + h if pre else layer.self_attn_layer_norm(x + h)
+        h = encoder_attention(layer.encoder_attn_layer_norm(x) if pre else x)
+        x = x + h if pre else layer.encoder_attn_layer_norm(x + h)
+        h = fc1_activation(layer, layer.final_layer_norm(x) if pre else x)
+        if layer.ffn_layernorm is not None:
+            h = layer.ffn_layernorm(h)
+        h = layer.fc2(h)
+        residual = x if layer.w_resid is None else torch.mul(layer.w_resid, x)
+        return residual + h if pre else layer.final_layer_norm(residual + h)
+
+    def _output(self, x: Tensor) -> Tensor:
+        """Final layer norm and projection out of the last layer's output."""
+        dec = self.decoder
+        if dec.layer_norm is not None:
+            x = dec.layer_norm(x)
+        if dec.project_out_dim is not None:
+            x = dec.project_out_dim(x)
+        return x
+
+
+@dataclass
+class _StaticIO:
+    """A row bucket's input and output buffers: what a static step reads besides the caches."""
+
+    ints: Tensor  # (R, 2b + 3): tokens (b), positions (b), cache length, encoder slot, query column
+    mask: Optional[Tensor]  # (1, 1, b, slots) additive block mask, or None (causal)
+    out: Tensor  # (R, b, V) logits
+
+
+def _fill_inputs(ints: Tensor, tokens: Tensor, positions: Tensor, lens: Tensor, kv_row: Tensor, slot: Tensor,
+                 wq: int) -> None:
+    """Write the live rows' inputs into ``ints`` (R, F) between steps; padding rows copy row 0's
+    (valid positions, an encoder slot with keys) but take the spare query column ``wq``."""
+    live = torch.cat([tokens, positions, lens.unsqueeze(1), kv_row.unsqueeze(1), slot.unsqueeze(1)], dim=1)  # (r, F)
+    r = live.size(0)
+    if r < ints.size(0):
+        ints[r:].copy_(live[:1].expand(ints.size(0) - r, live.size(1)))
+        ints[r:, -1].fill_(wq)
+    ints[:r].copy_(live)
+
+
+def _fill_block_mask(mask: Tensor, block_mask: Tensor, width: int, b: int) -> None:
+    """``mask`` (1, 1, b, slots) from a (b, b) mask inside the block or a (b, width + b) one over
+    cache and block (rows of one length: the block sits at ``[width, width + b)``)."""
+    bm = block_mask.to(mask.dtype)
+    mask.fill_(float("-inf"))
+    if bm.size(-1) == b:
+        mask[0, 0, :, :width] = 0.0
+        mask[0, 0, :, width: width + b] = bm
+    else:
+        mask[0, 0, :, : width + b] = bm
+
+
+def _memory_key(memory: EncoderMemory) -> Tuple[Any, ...]:
+    keys = memory.keys[0]
+    return (keys.data_ptr(), tuple(keys.shape), None if memory.padding is None else memory.padding.data_ptr())
+
+
+def _memory_tensors(memory: EncoderMemory) -> List[Tensor]:
+    return memory.keys + memory.values + ([] if memory.padding is None else [memory.padding])
+
+
+def _slot_layout(kv_row: Tensor, slot: Tensor, wq: int, b: int, memory: EncoderMemory) -> Tuple[Tensor, int, Optional[Tensor]]:
+    """Encoder attention by encoder slot: row ``r``'s queries go to slot ``kv_row[r]``, columns
+    ``slot[r]·b …`` of a ``(slots, (wq + 1)·b)`` query layout (the last ``b`` columns take the
+    padding rows), so that every slot's keys serve its rows in one batched product, without a
+    gathered copy. Returns the flat query index (R·b,), the columns per slot and the visible
+    keys (slots, 1, 1, S); a slot with no sentence sees its first key, so nothing divides by zero."""
+    width = (wq + 1) * b
+    flat = ((kv_row * (wq + 1) + slot).unsqueeze(1) * b + torch.arange(b, device=kv_row.device)).view(-1)
+    visible = None
+    if memory.padding is not None:
+        length = memory.keys[0].size(2)
+        vis = ~memory.padding[:, :length]
+        first = torch.arange(length, device=vis.device) == 0
+        visible = (vis | (~vis.any(dim=1, keepdim=True) & first))[:, None, None, :]
+    return flat, width, visible
+
+
+def _static_self_attention(attn: Any, qkv: Callable[[Tensor], Tensor], x: Tensor, keys: Tensor, values: Tensor,
+                           write: Tensor, mask: Optional[Tensor], last: Optional[Tensor]) -> Tensor:
+    """Self-attention of a block ``x`` (R, b, d) over a whole slot bucket: the block's keys and values
+    are written at each row's own slots (``write``), then every slot is read under ``mask``
+    (or, ``last`` (R, b) given, by the CPU kernel up to each query's last slot)."""
+    heads = attn.num_heads
+    rows = x.size(0)
+    q, k_new, v_new = qkv(x).chunk(3, dim=-1)
+    q = _split_heads(q, heads)  # (R, H, b, hd)
+    keys.scatter_(2, write, _split_heads(k_new, heads))
+    values.scatter_(2, write, _split_heads(v_new, heads))
+    if last is not None:  # (R, b): each query's last slot; a block runs as one query per row
+        hd, b = q.size(-1), q.size(2)
+        qrow = None if b == 1 else torch.arange(rows, device=q.device).repeat_interleave(b)
+        out = decode_attention.attend(q.transpose(1, 2).reshape(rows * b, heads, hd), keys, values, attn.scaling,
+                                      kv_row=qrow, last=last.reshape(rows * b))
+        return attn.out_proj(out.view(rows, b, heads * hd))
+    return attn.out_proj(_merge_heads(_attend(q, keys, values, mask, attn.scaling)))
+
+
+def _static_encoder_attention(attn: Any, query: Tensor, memory: EncoderMemory, layer: int, kv_row: Tensor,
+                              layout: Optional[Tuple[Tensor, int, Optional[Tensor]]]) -> Tensor:
+    """Encoder attention of ``query`` (R, b, d) in the slot layout of :func:`_slot_layout` (or, with
+    no layout, each query through the CPU kernel, as the eager step)."""
+    heads = attn.num_heads
+    q = attn.q_proj(query)  # (R, b, d)
+    rows, b, d = q.shape
+    hd = d // heads
+    if layout is None:
+        out = decode_attention.attend(q.reshape(rows * b, heads, hd), memory.keys[layer], memory.values[layer],
+                                      attn.scaling, kv_row=kv_row if b == 1 else kv_row.repeat_interleave(b),
+                                      key_padding=memory.padding)
+        return attn.out_proj(out.view(rows, b, d))
+    flat, width, visible = layout
+    n = memory.keys[layer].size(0)
+    qp = q.new_zeros(n * width, heads, hd).index_copy_(0, flat, q.reshape(rows * b, heads, hd))
+    out = _attend(qp.view(n, width, heads, hd).transpose(1, 2), memory.keys[layer], memory.values[layer], visible,
+                  attn.scaling)  # (n, H, width, hd)
+    out = out.transpose(1, 2).reshape(n * width, d).index_select(0, flat)
+    return attn.out_proj(out.view(rows, b, d))
+
+
+def fc1_activation(layer: Any, x: Tensor) -> Tensor:
+    """``activation_fn(fc1(x))``; a ReLU is computed inside the product where the kernel can (oneDNN's
+    post-op, the int8 row operator's): the same numbers without a pass over the hidden layer."""
+    fc1 = layer.fc1
+    if layer.activation_fn is F.relu and x.device.type == "cpu":
+        if isinstance(fc1, OneDnnLinear) and x.dtype == torch.float32:
+            return torch.ops.mkldnn._linear_pointwise(x, fc1.packed, fc1.bias, "relu", [], "")
+        if is_quantized_linear(fc1):
+            return fc1(x, relu=True)
+    return layer.activation_fn(fc1(x))
+
+
+def position_embeddings(module: Any, positions: Tensor, max_position: Optional[int] = None) -> Tensor:
+    """fairseq's positional embedding of 0-based target positions (R, b) → (R, b, d).
+
+    fairseq numbers positions from ``padding_idx + 1`` (``utils.make_positions``).
+    ``max_position`` is a host-known bound of ``positions`` (read from them otherwise).
+    """
+    from fairseq.modules import LearnedPositionalEmbedding, SinusoidalPositionalEmbedding
+
+    ids = positions + module.padding_idx + 1
+    if isinstance(module, SinusoidalPositionalEmbedding):
+        if max_position is None:
+            max_position = int(positions.max()) if positions.numel() else 0
+        _grow_sinusoidal(module, max_position)
+        return F.embedding(ids, module.weights.detach())
+    if isinstance(module, LearnedPositionalEmbedding):
+        return F.embedding(ids, module.weight, module.padding_idx)
+    raise FairseqStreamError(f"unsupported positional embedding {type(module).__name__}")
+
+
+def _grow_sinusoidal(module: Any, max_position: int) -> None:
+    """fairseq's sinusoidal table covering 0-based position ``max_position``, grown geometrically
+    (a long run regrows it a few times at most)."""
+    from fairseq.modules import SinusoidalPositionalEmbedding
+
+    needed = max_position + module.padding_idx + 2
+    if needed > module.weights.size(0):
+        module.weights = SinusoidalPositionalEmbedding.get_embedding(
+            max(needed, 2 * module.weights.size(0)), module.embedding_dim, module.padding_idx
+        ).to(module.weights)

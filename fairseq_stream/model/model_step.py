@@ -1,0 +1,452 @@
+"""The only module that calls the models: encode sources, step rows of hypotheses, reorder caches.
+
+Strategies and the scheduler see an ensemble through :class:`ModelStep` and the opaque
+:class:`DecoderState` of a set of *rows* (hypotheses), each tied to a source sentence: an
+index into an encoded pool (:meth:`ModelStep.encode`), or the handle of a sentence a stream
+admitted (:meth:`ModelStep.admit` encodes a refill's sentences into the stream's slots,
+:mod:`fairseq_stream.model.encoder_slots`). Two backends sit behind it, chosen per model:
+
+* fairseq transformers run on :class:`~fairseq_stream.model.decoder_step.TransformerStepper`
+  (blocks, per-row positions, per-sentence encoder keys);
+* any other ``FairseqIncrementalDecoder`` (LSTM, convolutional, hand-written test decoders)
+  runs through fairseq's own ``forward`` with an incremental state, one token per step, rows of
+  equal length. fairseq skips the encoder-attention cache reorder when the new order has the
+  old size (``MultiheadAttention.reorder_incremental_state``), which silently mixes sentences
+  once rows are permuted; :meth:`_GenericBackend.select` reorders those buffers itself.
+
+Ensembles average probabilities as fairseq does: ``logsumexp(log p_m) − log M``.
+"""
+from __future__ import annotations
+
+import math
+import weakref
+from dataclasses import dataclass, field, replace
+from typing import Any, Dict, List, Optional, Sequence, Tuple, Union
+
+import torch
+from torch import Tensor
+
+from fairseq_stream.model.encoder_slots import (
+    SLOT_MODULUS, EncoderSlots, LiveBytes, SourceTable, tensors_in, write_memory,
+)
+from fairseq_stream.errors import FairseqStreamError
+from fairseq_stream.model.encoder import encoder_out
+from fairseq_stream.model.static_step import (
+    STEP_MODES, StepGraphs, StepModeStats, length_bucket, resolve_step_mode, row_bucket,
+)
+from fairseq_stream.model.row_cache import RowCache, SentenceIndex
+from fairseq_stream.model.decoder_step import TransformerStepper, check_supported
+
+
+@dataclass
+class PoolEncoding:
+    """The encoded source sentences of one pool (a fairseq batch)."""
+
+    per_model: List[Any]
+    src_lengths: Tensor  # (N,) non-pad source tokens, EOS included
+
+    @property
+    def size(self) -> int:
+        return int(self.src_lengths.numel())
+
+
+#: What the decoder reads encoder states from: an encoded pool or a stream's slots.
+Sources = Union[PoolEncoding, EncoderSlots]
+
+
+@dataclass
+class DecoderState:
+    """Caches of ``R`` rows for every model of the ensemble.
+
+    ``row_sentence`` (R,): pool index or stream handle of each row; a sentence's rows are consecutive.
+    ``lengths`` (R,): target tokens fed so far (BOS included) = position of the next token.
+    ``max_length`` (host): an upper bound of ``lengths``, so no step reads it from the device.
+    ``history`` (R, T): fed tokens, kept only when a generic backend needs full prefixes.
+    ``index``: the rows' per-sentence layout for encoder attention, when the strategy knows it
+    (built from ``row_sentence`` with host reads otherwise).
+    """
+
+    caches: List[Any]
+    row_sentence: Tensor
+    lengths: Tensor
+    history: Optional[Tensor] = None
+    index: Optional[SentenceIndex] = field(default=None, repr=False)
+    max_length: int = 0
+
+    @property
+    def rows(self) -> int:
+        return int(self.row_sentence.numel())
+
+    def sentence_index(self) -> SentenceIndex:
+        if self.index is None:
+            self.index = SentenceIndex.build(self.row_sentence)
+        return self.index
+
+
+#: one stepper per decoder, kept while the model lives: a static step's buffers and captured
+#: graphs serve every later run of the same model (a benchmark's repeats, a session's calls)
+_STEPPERS: "weakref.WeakKeyDictionary[Any, TransformerStepper]" = weakref.WeakKeyDictionary()
+
+
+def _stepper_of(decoder: Any) -> TransformerStepper:
+    stepper = _STEPPERS.get(decoder)
+    if stepper is None:
+        stepper = _STEPPERS[decoder] = TransformerStepper(decoder)
+    return stepper
+
+
+class _TransformerBackend:
+    block_steps = True
+    mixed_lengths = True
+
+    def __init__(self, model: Any, *, static: bool = False, graphs: Optional[StepGraphs] = None,
+                 stats: Optional[StepModeStats] = None) -> None:
+        self.model = model
+        self.stepper = _stepper_of(model.decoder)
+        self.static = static  # --step-mode static|graph: the slot caches and the static step
+        self.stats = stats
+        self.graphs: Optional[StepGraphs] = None  # --step-mode graph: the step graphs of this model
+        if graphs is not None:  # the stepper's graphs outlive this run; the counters are this run's
+            if self.stepper.graphs is None:
+                self.stepper.graphs = graphs
+            self.stepper.graphs.stats = graphs.stats
+            self.graphs = self.stepper.graphs
+
+    def encode(self, net_input: Dict[str, Tensor]) -> Any:
+        return self.stepper.encoder_memory(encoder_out(self.model.encoder, net_input))
+
+    def admit(self, memory: Any, net_input: Dict[str, Tensor], free: Tensor, size: int, meter: LiveBytes,
+              *, pad: int, eos: int, left_pad: bool) -> Any:
+        """Encode only the admitted sentences and write their keys/values into their slots."""
+        block = self.stepper.encoder_memory(encoder_out(self.model.encoder, net_input), keep_padding=True)
+        meter.track(block.keys + block.values + ([] if block.padding is None else [block.padding]))
+        if self.static:  # slot buffers of doubling widths, kept by the stepper: graphs bind to them
+            return write_memory(memory, block, free, size, meter, width_of=length_bucket, alloc=self.stepper.memory_buffer)
+        return write_memory(memory, block, free, size, meter)
+
+    def initial(self, memory: Any, sentences: Tensor) -> RowCache:
+        return self.stepper.empty_cache(len(sentences), memory.keys[0], static=self.static)
+
+    def step(self, memory: Any, cache: RowCache, state: DecoderState, tokens: Tensor,
+             block_mask: Optional[Tensor]) -> tuple:
+        """Logits (R, b, V), the cache and how the step ran (``replayed``, ``static`` or ``eager``)."""
+        positions = state.lengths.unsqueeze(1) + torch.arange(tokens.size(1), device=tokens.device)
+        if self.static:
+            done = self.stepper.forward_static(cache, tokens, positions, memory, state.sentence_index(), block_mask,
+                                               self.graphs)
+            if done is not None:
+                return done
+            if self.stats is not None:
+                self.stats.fallback("a step with no rows or a per-row block mask")
+        feats, cache = self.stepper.forward(cache, tokens, positions, memory, state.sentence_index(), block_mask,
+                                            max_position=state.max_length + tokens.size(1) - 1)
+        return self.stepper.logits(feats), cache, "eager"
+
+    def select(self, cache: RowCache, rows: Tensor) -> RowCache:
+        return cache.select(rows)
+
+    def narrow(self, cache: RowCache, start: int, length: int) -> RowCache:
+        if cache.lease is not None:  # a static step writes its whole row bucket: the part gets buffers of its own
+            lease = cache._static_like(row_bucket(length), cache.capacity)
+            lease.buffer[:length].copy_(cache.lease.buffer[start: start + length])
+            return RowCache.static(cache.pool, lease, cache.lens[start: start + length], cache.width,  # type: ignore[arg-type]
+                                   cache.uniform)
+        # Views: a step writes only its own rows, so the parts never see each other's writes.
+        return RowCache([k[start: start + length] for k in cache.keys], [v[start: start + length] for v in cache.values],
+                        cache.lens[start: start + length], cache.width, cache.uniform)
+
+    def concat(self, caches: Sequence[RowCache]) -> RowCache:
+        return RowCache.concat(caches)
+
+    def accept(self, cache: RowCache, keep: Tensor, block: int, width: int) -> RowCache:
+        return cache.accept(keep, block, width)
+
+
+def normalizes_itself(model: Any) -> bool:
+    """True when ``model``'s scores are not the log-softmax of its decoder's output: an adaptive
+    softmax, or a model or decoder with its own ``get_normalized_probs`` (a decoder returning
+    probabilities, as fairseq's test decoders do). Its scores must come from
+    ``model.get_normalized_probs`` (what fairseq's generator calls); for the others that is
+    ``log_softmax`` of the output, which the output layer computes from the raw scores itself."""
+    from fairseq.models import BaseFairseqModel, FairseqDecoder
+    from fairseq.models.transformer import TransformerModelBase
+
+    decoder = getattr(model, "decoder", None)
+    if decoder is None or not hasattr(model, "get_normalized_probs"):
+        return False  # not a fairseq model (a test's stand-in)
+    if getattr(decoder, "adaptive_softmax", None) is not None:
+        return True
+    # fairseq's transformer re-declares the model's method only to export it to TorchScript (same body)
+    delegating = {BaseFairseqModel.get_normalized_probs, TransformerModelBase.get_normalized_probs}
+    return (getattr(type(model), "get_normalized_probs", None) not in delegating
+            or type(model).get_normalized_probs_scriptable is not BaseFairseqModel.get_normalized_probs_scriptable
+            or type(decoder).get_normalized_probs is not FairseqDecoder.get_normalized_probs
+            or type(decoder).get_normalized_probs_scriptable is not FairseqDecoder.get_normalized_probs_scriptable)
+
+
+def _is_encoder_attention_buffer(name: str, attn_ids: set) -> bool:
+    return name.split(".")[0] in attn_ids
+
+
+class _GenericBackend:
+    """Any incremental fairseq decoder, through its own ``forward`` (one token per step)."""
+
+    block_steps = False
+
+    def __init__(self, model: Any) -> None:
+        from fairseq.models import FairseqIncrementalDecoder
+        from fairseq.models.lstm import LSTMDecoder
+        from fairseq.modules import MultiheadAttention
+
+        if not isinstance(model.decoder, FairseqIncrementalDecoder):
+            raise FairseqStreamError(
+                f"{type(model.decoder).__name__} cannot decode incrementally; fairseq-stream needs "
+                "a FairseqIncrementalDecoder"
+            )
+        self.model = model
+        # An LSTM decoder reads only the last token and has no positions: rows of different
+        # lengths may share a step (the paper's suggestion for VAR-STR-FIFO on RNNs).
+        self.mixed_lengths = isinstance(model.decoder, LSTMDecoder)
+        # Scores through fairseq's own normalisation where it is more than a log-softmax.
+        self.normalizes_itself = normalizes_itself(model)
+        self._enc_attn_ids = {
+            m._incremental_state_id
+            for m in model.decoder.modules()
+            if isinstance(m, MultiheadAttention) and m.encoder_decoder_attention
+        }
+
+    def encode(self, net_input: Dict[str, Tensor]) -> Any:
+        return self.model.encoder.forward_torchscript(net_input)
+
+    def admit(self, memory: Optional[SourceTable], net_input: Dict[str, Tensor], free: Tensor, size: int,
+              meter: LiveBytes, *, pad: int, eos: int, left_pad: bool) -> SourceTable:
+        """Write the admitted sources into the table and encode the table (see :class:`SourceTable`)."""
+        table = SourceTable.write(memory, net_input["src_tokens"], net_input["src_lengths"], free, size,
+                                  pad=pad, eos=eos, left_pad=left_pad)
+        # fairseq batches come longest first, and some encoders rely on it (the LSTM packs its
+        # input with enforce_sorted): encode in that order, then put the rows back in slot order.
+        order = torch.argsort(table.lengths, descending=True, stable=True)
+        encoded = self.encode({"src_tokens": table.trimmed().index_select(0, order),
+                               "src_lengths": table.lengths.index_select(0, order)})
+        table.encoder_out = self.model.encoder.reorder_encoder_out(encoded, torch.argsort(order))
+        meter.track(tensors_in(table.encoder_out))
+        return table
+
+    def initial(self, memory: Any, sentences: Tensor) -> Dict[str, Any]:
+        return {}
+
+    def step(self, memory: Any, cache: Dict[str, Any], state: DecoderState, tokens: Tensor,
+             block_mask: Optional[Tensor]) -> tuple:
+        if tokens.size(1) != 1:
+            raise FairseqStreamError(
+                f"{type(self.model.decoder).__name__} decodes one token per step; this strategy "
+                "needs block steps (fairseq transformer models only)"
+            )
+        rows = state.row_sentence
+        if isinstance(memory, SourceTable):  # a stream's slots: handle mod modulus
+            memory, rows = memory.encoder_out, rows % SLOT_MODULUS
+        enc = self.model.encoder.reorder_encoder_out(memory, rows)
+        prefix = torch.cat([state.history, tokens], dim=1)
+        out = self.model.decoder.forward(prefix, encoder_out=enc, incremental_state=cache)
+        if self.normalizes_itself:  # adaptive softmax, probabilities: log-probabilities as fairseq gets them
+            last = (out[0][:, -1:, :],) + tuple(out[1:])
+            return self.model.get_normalized_probs(last, log_probs=True), cache, "eager"
+        return out[0][:, -1:, :], cache, "eager"
+
+    def select(self, cache: Dict[str, Any], rows: Tensor) -> Dict[str, Any]:
+        if not cache:
+            return cache
+        # Take the encoder-attention buffers out: fairseq would skip them for same-size orders.
+        enc = {k: v for k, v in cache.items() if _is_encoder_attention_buffer(k, self._enc_attn_ids)}
+        rest = {k: v for k, v in cache.items() if k not in enc}
+        self.model.decoder.reorder_incremental_state_scripting(rest, rows)
+        for name, buf in enc.items():
+            rest[name] = {k: (None if t is None else t.index_select(0, rows)) for k, t in buf.items()}
+        return rest
+
+    def narrow(self, cache: Dict[str, Any], start: int, length: int) -> Dict[str, Any]:
+        # fairseq's reorder rewrites the buffers' dicts in place: reorder copies of them.
+        copied = {name: dict(buf) if isinstance(buf, dict) else buf for name, buf in cache.items()}
+        device = next(self.model.parameters()).device
+        return self.select(copied, torch.arange(start, start + length, device=device))
+
+    def concat(self, caches: Sequence[Dict[str, Any]]) -> Dict[str, Any]:
+        if len(caches) == 1:
+            return caches[0]
+        out: Dict[str, Any] = {}
+        for name in caches[0]:
+            out[name] = {}
+            for key in caches[0][name]:
+                parts = [c[name][key] for c in caches]
+                if all(p is None for p in parts):
+                    out[name][key] = None
+                    continue
+                if any(p is None for p in parts):
+                    raise FairseqStreamError("cannot merge incremental states of this decoder")
+                dim = 1 if key in ("prev_hiddens", "prev_cells") else 0  # LSTM stacks layers first
+                out[name][key] = torch.cat(parts, dim=dim)
+        return out
+
+    def accept(self, cache: Any, keep: Tensor, block: int, width: int) -> Any:
+        raise FairseqStreamError("block steps need fairseq transformer models")
+
+
+def check_step_mode(mode: str, device: torch.device) -> str:
+    """``--step-mode`` resolved for ``device`` (``auto``: graph on CUDA, eager elsewhere)."""
+    if mode not in STEP_MODES:
+        raise FairseqStreamError(f"--step-mode must be one of {', '.join(STEP_MODES)}, got {mode!r}")
+    if mode == "graph" and device.type != "cuda":
+        raise FairseqStreamError(f"--step-mode graph captures CUDA graphs and needs a CUDA device (the model is on "
+                                 f"{device.type}); use --step-mode static for the static step without capture, "
+                                 "or eager")
+    return resolve_step_mode(mode, device)
+
+
+class ModelStep:
+    """An ensemble seen as: encode sources, then step/select/concat rows of hypotheses."""
+
+    def __init__(self, models: Sequence[Any], *, temperature: float = 1.0, step_mode: str = "eager") -> None:
+        if temperature <= 0:
+            raise FairseqStreamError(f"--temperature must be > 0, got {temperature}")
+        self.models = list(models)
+        self.temperature = temperature
+        param = next(self.models[0].parameters(), None)
+        self.device = torch.device("cpu") if param is None else param.device
+        self.step_mode = check_step_mode(step_mode, self.device)
+        self.step_stats = StepModeStats()  # how the run's steps ran (the closing statistics)
+        static = self.step_mode in ("static", "graph")
+        self.backends = [self._backend(m, static) for m in self.models]
+        self.block_steps = all(b.block_steps for b in self.backends)
+        self.mixed_lengths = all(b.mixed_lengths for b in self.backends)
+        self.needs_history = not self.block_steps
+        # One model: steps return raw logits (normalised lazily, see ops.fused_output);
+        # an ensemble: the average of probabilities, already normalised log-probs.
+        self.normalized_scores = len(self.models) > 1
+        self.max_decoder_positions = min(int(m.max_decoder_positions()) for m in self.models)
+
+    def _backend(self, model: Any, static: bool) -> Any:
+        why_not = check_supported(getattr(model, "decoder", None))
+        if why_not is not None:
+            if static:  # generic decoders keep fairseq's own incremental step
+                self.step_stats.fallback(f"{type(model.decoder).__name__}: eager only")
+            return _GenericBackend(model)
+        graphs = StepGraphs(self.step_stats) if self.step_mode == "graph" else None
+        return _TransformerBackend(model, static=static, graphs=graphs, stats=self.step_stats)
+
+    def require_block_steps(self, what: str) -> None:
+        if not self.block_steps:
+            names = ", ".join(sorted({type(b.model.decoder).__name__ for b in self.backends if not b.block_steps}))
+            raise FairseqStreamError(f"{what} needs fairseq transformer models (got {names})")
+
+    # ---- sources --------------------------------------------------------------------------
+    def encode(self, src_tokens: Tensor, src_lengths: Tensor, pad: int, eos: int) -> PoolEncoding:
+        net_input = {"src_tokens": src_tokens, "src_lengths": src_lengths}
+        lengths = src_tokens.ne(pad).long().sum(dim=1)
+        return PoolEncoding([b.encode(net_input) for b in self.backends], lengths)
+
+    def slots(self) -> EncoderSlots:
+        """An empty ``E`` for a stream (Yang2020 Algorithm 1, line 2)."""
+        return EncoderSlots([None] * len(self.backends))
+
+    def admit(self, store: EncoderSlots, src_tokens: Tensor, src_lengths: Tensor, free: Tensor, *,
+              pad: int, eos: int, left_pad: bool) -> None:
+        """Encode the sentences one refill admits (Algorithm 1, line 9) into slots ``free`` (m,).
+
+        ``src_tokens`` (m, w), padded on the left or right as fairseq's batches are; one
+        encoder call per model. ``store.size`` slots are allocated (grown when needed).
+        """
+        net_input = {"src_tokens": src_tokens, "src_lengths": src_lengths}
+        store.per_model = [b.admit(mem, net_input, free, store.size, store.meter, pad=pad, eos=eos, left_pad=left_pad)
+                           for b, mem in zip(self.backends, store.per_model)]
+
+    def initial_state(self, pool: Sources, sentences: Tensor, bos: int) -> DecoderState:
+        """One row per sentence in ``sentences`` (pool indices or stream handles), nothing fed yet."""
+        caches = [b.initial(mem, sentences) for b, mem in zip(self.backends, pool.per_model)]
+        history = sentences.new_zeros(len(sentences), 0) if self.needs_history else None
+        return DecoderState(caches, sentences, torch.zeros_like(sentences), history, SentenceIndex.one_per_row(sentences), 0)
+
+    # ---- steps ----------------------------------------------------------------------------
+    def step(self, pool: Sources, state: DecoderState, tokens: Tensor,
+             block_mask: Optional[Tensor] = None) -> tuple:
+        """Feed ``tokens`` (R, b); return next-token scores (R, b, V) and the new state.
+
+        The scores are raw logits for one model and log-probabilities for an ensemble
+        (:attr:`normalized_scores`); either way ``log p = scores − logsumexp(scores)``.
+        """
+        outputs, caches, ran = [], [], []
+        for backend, memory, cache in zip(self.backends, pool.per_model, state.caches):
+            logits, cache, how = backend.step(memory, cache, state, tokens, block_mask)
+            ran.append(how)
+            if logits.dtype in (torch.float16, torch.bfloat16):
+                logits = logits.float()
+            if self.temperature != 1.0:
+                logits = logits / self.temperature
+            outputs.append(logits)
+            caches.append(cache)
+        if len(outputs) == 1:
+            lprobs = outputs[0]
+        else:
+            log_probs = [torch.log_softmax(o, dim=-1) for o in outputs]
+            lprobs = torch.logsumexp(torch.stack(log_probs, dim=0), dim=0) - math.log(len(log_probs))
+        # an ensemble's step is as static as its least static model's
+        self.step_stats.count(next(h for h in ("eager", "static", "replayed") if h in ran))
+        history = None if state.history is None else torch.cat([state.history, tokens], dim=1)
+        new_state = DecoderState(caches, state.row_sentence, state.lengths + tokens.size(1), history, state.index,
+                                 state.max_length + tokens.size(1))
+        return lprobs, new_state
+
+    def select(self, state: DecoderState, rows: Tensor, index: Optional[SentenceIndex] = None) -> DecoderState:
+        """Rows ``rows`` of ``state`` (repetition allowed); keep sentences' rows consecutive.
+
+        ``index``: the new rows' per-sentence layout when the caller knows it (no host read).
+        """
+        caches = [b.select(c, rows) for b, c in zip(self.backends, state.caches)]
+        history = None if state.history is None else state.history.index_select(0, rows)
+        if index is not None:
+            index.inherit(state.index)
+        return DecoderState(caches, state.row_sentence.index_select(0, rows), state.lengths.index_select(0, rows),
+                            history, index, state.max_length)
+
+    def split(self, state: DecoderState, rows: int, sentences: int) -> Tuple[DecoderState, DecoderState]:
+        """The first ``rows`` rows (those of the first ``sentences`` sentences) and the rest: views of
+        the transformer caches, no copy (a step writes only its own rows)."""
+        ix = state.index
+        parts = []
+        for lo, hi, first, last in ((0, rows, 0, sentences), (rows, state.rows, sentences, None)):
+            index = None
+            if ix is not None:  # the layout is known: slice it instead of reading it again
+                index = SentenceIndex(ix.sentences[first:last], ix.local[lo:hi] - first, ix.slot[lo:hi], ix.width)
+            caches = [b.narrow(c, lo, hi - lo) for b, c in zip(self.backends, state.caches)]
+            history = None if state.history is None else state.history[lo:hi]
+            parts.append(DecoderState(caches, state.row_sentence[lo:hi], state.lengths[lo:hi], history, index,
+                                      state.max_length))
+        return parts[0], parts[1]
+
+    def concat(self, states: Sequence[DecoderState]) -> DecoderState:
+        """Rows of several states in one (rows of different lengths need a transformer ensemble)."""
+        if len(states) == 1:
+            return states[0]
+        lengths = torch.cat([s.lengths for s in states])
+        if not self.mixed_lengths and bool((lengths != lengths[0]).any()):
+            raise FairseqStreamError("rows of different lengths can only share a step with transformer models")
+        caches = [b.concat([s.caches[i] for s in states]) for i, b in enumerate(self.backends)]
+        history = None
+        if self.needs_history:
+            width = max(s.history.size(1) for s in states)
+            history = torch.cat([torch.nn.functional.pad(s.history, (width - s.history.size(1), 0)) for s in states])
+        index = None
+        if all(s.index is not None for s in states):
+            index = SentenceIndex.concat([s.index for s in states])
+        return DecoderState(caches, torch.cat([s.row_sentence for s in states]), lengths, history, index,
+                            max(s.max_length for s in states))
+
+    def accept(self, state: DecoderState, keep: Tensor, block: int, max_length: Optional[int] = None) -> DecoderState:
+        """After a block step, keep the first ``keep[r]`` block tokens of each row in the cache.
+
+        ``max_length``: the host-known maximum of the new lengths (the strategy's control
+        read); read from the device when not given.
+        """
+        if max_length is None:
+            max_length = int((state.lengths - block + keep).max()) if keep.numel() else 0
+        caches = [b.accept(c, keep, block, max_length) for b, c in zip(self.backends, state.caches)]
+        return replace(state, caches=caches, lengths=state.lengths - block + keep, max_length=max_length)

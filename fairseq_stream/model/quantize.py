@@ -1,0 +1,217 @@
+"""``--quantize int8``: int8 weights for every ``nn.Linear`` of an ensemble, for CPU decoding,
+with one activation scale per row, so that a row's result never depends on its batch.
+
+One entry point, :func:`prepare_models`, called by :func:`fairseq_stream.integration.build.build_generator`
+for every ``--search`` (fairseq's own ``beam`` included): it returns the models the generator
+decodes with. Under ``int8`` each model is replaced by a copy whose ``nn.Linear`` layers —
+attention projections, feed-forward layers and the output projection of the encoder and the
+decoder — are :class:`RowInt8Linear`: weights stored as int8 with one scale per output channel
+(symmetric), activations quantised per call with **one scale per row**, the product run by
+fbgemm's u8s8 kernel (x86, integer accumulation) through the weights' packed parameters.
+Embeddings and layer norms stay float32; the logits come back as float32, so the fused top-k
+output layer runs on them unchanged.
+
+Why per row (issue 40): PyTorch's dynamic int8 ``Linear`` scales the activations by the
+minimum and maximum of the whole input, so a hypothesis's scores changed with the rows that
+shared its call: ``--stream-per-batch`` gave other translations at ``--batch-size 1`` and 8, and
+Jacobi decoding stopped equalling greedy. Here each row is divided by its own largest magnitude
+``m_r`` (every row then spans [-1, 1]), quantised with one fixed scale, multiplied in integers
+(exact) and multiplied back by ``m_r`` before the bias: every step is per element or per row, so
+a row's numbers are the same in any batch, and every exactness promise (stream ≡ batch,
+Jacobi ≡ greedy, batch size 1 ≡ 8) holds under int8 as in float32. It is also closer to
+float32 (a row's 8 bits span its own range, not the batch's), and as fast as the dynamic Linear
+(``scripts/experiments/int8_kernels.py``). The C++ operator ``int8_row_linear``
+(``ops/csrc/int8_rows.cpp``) does the three passes in one call; where it cannot be built, the
+same arithmetic runs as PyTorch operations (identical numbers).
+
+Activation bits: 8 on CPUs with AVX-512 VNNI (fbgemm multiplies with ``vpdpbusd``, 32-bit
+sums), 7 elsewhere: fbgemm's AVX2 kernel adds pairs of u8 × s8 products in 16 bits, which
+saturate with 8-bit activations (PyTorch's ``reduce_range`` for the same reason).
+
+Why fbgemm and not ``torchao`` or oneDNN's int8 (measured on the demo model's layers, 1 thread,
+``scripts/experiments/int8_kernels.py``; README, "Against CTranslate2"): fbgemm's int8 product
+beats float32 at the row counts of a decoder step (5-50 hypotheses: about 2x on a feed-forward
+layer, 3x on the 6024-word output projection); ``torch._int_mm`` (oneDNN's s8s8 product) repacks
+its weight at every call and is 1.5-2x slower than fbgemm at 5-50 rows; torchao 0.18's eager
+int8 runs 10-30x slower than float32 (its tensors are designed for ``torch.compile``).
+PyTorch marks ``torch.ao.quantization`` deprecated in favour of torchao; fbgemm's packed
+parameters still ship in the pinned torch 2.13. Scales are per output channel: the
+query/key/value rows stack into one product exactly (:func:`stacked_linear`, used by
+:mod:`fairseq_stream.model.decoder_step`).
+
+The quantised copy is made once per float model and reused by every generator built from it
+(a session builds one per ``translate`` call); the float model itself is never changed, so
+float32 and int8 runs can share one process.
+"""
+from __future__ import annotations
+
+import contextlib
+import copy
+import warnings
+from typing import Any, Iterator, List, Optional, Sequence, Tuple
+
+import torch
+from torch import Tensor, nn
+
+from fairseq_stream.model.linear_kernels import DerivedCopies, OneDnnLinear
+from fairseq_stream.ops import int8_rows
+from fairseq_stream.errors import FairseqStreamError
+
+#: The values of ``--quantize``.
+CHOICES: Tuple[str, ...] = ("none", "int8")
+
+_copies = DerivedCopies()
+
+
+def check_choice(value: str) -> None:
+    if value not in CHOICES:
+        raise FairseqStreamError(f"--quantize must be one of {', '.join(CHOICES)}, got {value!r}")
+
+
+def prepare_models(models: Sequence[Any], quantize: Optional[str]) -> List[Any]:
+    """The models to decode with under ``--quantize quantize`` (the same list for ``none``)."""
+    quantize = quantize or "none"
+    check_choice(quantize)
+    if quantize == "none":
+        return list(models)
+    _refuse_unsupported(models)
+    return [_int8_copy(model) for model in models]
+
+
+def _refuse_unsupported(models: Sequence[Any]) -> None:
+    for model in models:
+        for param in model.parameters():
+            if param.is_cuda or param.device.type != "cpu":
+                raise FairseqStreamError("--quantize int8 runs on the CPU only; drop it on a GPU or add --cpu")
+            if param.dtype != torch.float32:
+                raise FairseqStreamError(f"--quantize int8 needs float32 models (got {param.dtype}); drop --fp16/--bf16")
+
+
+def _int8_copy(model: nn.Module) -> nn.Module:
+    if torch.backends.quantized.engine not in ("fbgemm", "x86"):
+        raise FairseqStreamError(
+            f"--quantize int8 needs PyTorch's x86 int8 kernels (fbgemm); this CPU's engine is "
+            f"{torch.backends.quantized.engine!r}"
+        )
+    return _copies.get(model, _quantized)
+
+
+def _quantized(model: nn.Module) -> nn.Module:
+    # The copy shares every parameter and buffer with the model (only the modules are new).
+    memo = {id(t): t for t in list(model.parameters()) + list(model.buffers())}
+    out = copy.deepcopy(model, memo)
+    for parent in list(out.modules()):
+        for name, child in list(parent.named_children()):
+            if type(child) is nn.Linear:
+                setattr(parent, name, RowInt8Linear.of(child))
+    return out
+
+
+class RowInt8Linear(nn.Module):
+    """``nn.Linear`` with int8 per-channel weights and per-row activation scales (inference only).
+
+    ``y_r = m_r · (Q(x_r / m_r) · W_q) · s_w + b`` with ``m_r = max |x_r|`` and ``Q`` one fixed
+    scale mapping [-1, 1] onto the activation bits: the result of a row never depends on the
+    other rows of the call (module docstring).
+    """
+
+    def __init__(self, qweight: Tensor, bias: Optional[Tensor]) -> None:
+        super().__init__()
+        self.out_features, self.in_features = qweight.shape
+        self.qweight = qweight
+        self.bias = None if bias is None else bias.detach().float().contiguous()
+        with _quiet():
+            self.packed = torch.ops.quantized.linear_prepack(qweight, None)
+        levels = 2 ** (int8_rows.activation_bits() - 1)  # 128 or 64: [-1, 1] → [1, 2·levels - 1]
+        self.scale, self.zero_point = 1.0 / (levels - 1), levels
+
+    @staticmethod
+    def of(linear: nn.Linear) -> "RowInt8Linear":
+        return RowInt8Linear(quantize_weight(linear.weight.detach().float()), linear.bias)
+
+    def forward(self, x: Tensor, relu: bool = False) -> Tensor:
+        """``self(x)``; ``relu=True`` gives ``relu(self(x))`` in the same pass."""
+        return int8_rows.row_linear(x, self.packed, self.bias, relu, self.scale, self.zero_point, self.out_features)
+
+    def reference(self, x: Tensor, relu: bool = False) -> Tensor:
+        """:meth:`forward` through PyTorch operations only (the operator's arithmetic, the same numbers)."""
+        return int8_rows.reference_row_linear(x, self.packed, self.bias, relu, self.scale, self.zero_point,
+                                              self.out_features)
+
+    def extra_repr(self) -> str:
+        return (f"in_features={self.in_features}, out_features={self.out_features}, bias={self.bias is not None}, "
+                f"activation_bits={int8_rows.activation_bits()}")
+
+
+def quantize_weight(weight: Tensor) -> Tensor:
+    """int8 weights with one symmetric scale per output channel (PyTorch's per-channel weight observer)."""
+    from torch.ao.quantization.observer import PerChannelMinMaxObserver
+
+    observer = PerChannelMinMaxObserver(ch_axis=0, dtype=torch.qint8, qscheme=torch.per_channel_symmetric)
+    observer(weight)
+    scale, zero_point = observer.calculate_qparams()
+    with _quiet():
+        return torch.quantize_per_channel(weight, scale.double(), zero_point.long(), 0, torch.qint8)
+
+
+@contextlib.contextmanager
+def _quiet() -> Iterator[None]:
+    """Without PyTorch's deprecation notices of its quantised tensors (module docstring)."""
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", DeprecationWarning)
+        warnings.filterwarnings("ignore", message=".*quantized tensor creation functions", category=UserWarning)
+        yield
+
+
+def is_quantized_linear(module: Any) -> bool:
+    return isinstance(module, RowInt8Linear)
+
+
+def count_linears(model: nn.Module) -> Tuple[int, int]:
+    """(float ``nn.Linear`` layers, int8 ``Linear`` layers) in ``model``."""
+    modules = list(model.modules())
+    return (sum(type(m) is nn.Linear for m in modules), sum(is_quantized_linear(m) for m in modules))
+
+
+def weight_key(linear: Any) -> Tuple[Any, ...]:
+    """Identifies a Linear's current weights (float or int8), to know when derived copies are stale."""
+    if is_quantized_linear(linear):
+        return ("int8", id(linear.packed))
+    weight = linear.weight
+    return (weight.data_ptr(), weight.dtype, weight.device, type(linear).__name__)
+
+
+def stacked_linear(linears: Sequence[Any]) -> Any:
+    """One module computing ``cat([l(x) for l in linears], -1)`` in one product (q, k, v)."""
+    if all(is_quantized_linear(l) for l in linears):
+        return _stacked_int8(linears)
+    weight = torch.cat([l.weight for l in linears], dim=0).detach()
+    biases = [l.bias for l in linears]
+    bias = None if any(b is None for b in biases) else torch.cat(biases).detach()
+    if all(isinstance(l, OneDnnLinear) for l in linears):  # --cpu-matmul onednn: stay on oneDNN
+        return OneDnnLinear(weight, bias)
+    return _FloatLinear(weight, bias)
+
+
+class _FloatLinear:
+    def __init__(self, weight: Tensor, bias: Optional[Tensor]) -> None:
+        self.weight, self.bias = weight, bias
+
+    def __call__(self, x: Tensor) -> Tensor:
+        return torch.nn.functional.linear(x, self.weight, self.bias)
+
+
+def _stacked_int8(linears: Sequence[RowInt8Linear]) -> RowInt8Linear:
+    """The rows of per-channel int8 weights stacked: each row keeps its own scale, so the
+    product equals the separate ones (every input row is scaled once, the same for all)."""
+    weights = [l.qweight for l in linears]
+    with _quiet():
+        qweight = torch._make_per_channel_quantized_tensor(
+            torch.cat([w.int_repr() for w in weights]),
+            torch.cat([w.q_per_channel_scales() for w in weights]).double(),
+            torch.cat([w.q_per_channel_zero_points() for w in weights]).long(),
+            0,
+        )
+    biases = [l.bias for l in linears]
+    bias = None if any(b is None for b in biases) else torch.cat(biases)
+    return RowInt8Linear(qweight, bias)

@@ -1,0 +1,278 @@
+"""The decoder's per-row caches: keys/values of every row (:class:`RowCache`), the encoder's
+per-sentence keys/values (:class:`EncoderMemory`) and where each row's queries go among its
+sentence's (:class:`SentenceIndex`).
+
+A strategy reorders, concatenates, splits and truncates hypotheses through these; only the
+decoder step (:mod:`fairseq_stream.model.decoder_step`) reads what is inside them.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Dict, List, Optional, Sequence, Tuple
+
+import torch
+from torch import Tensor
+
+from fairseq_stream.model.static_step import Lease, StaticCachePool, length_bucket, row_bucket
+
+@dataclass
+class EncoderMemory:
+    """Per-sentence encoder keys/values of one model, for every decoder layer.
+
+    ``keys[l]`` and ``values[l]`` are ``(N, H, S, hd)`` for ``N`` sentences; ``padding`` is
+    ``(N, S)`` with True at padded source positions. ``modulus`` is 0 when rows are addressed
+    by sentence index (a pool); for the slots of a stream (``model_step.EncoderSlots``) a
+    sentence's handle is ``serial·modulus + slot`` and its row is ``handle mod modulus``.
+    """
+
+    keys: List[Tensor]
+    values: List[Tensor]
+    padding: Optional[Tensor]
+    modulus: int = 0
+
+
+SLACK = 16  # slots allocated with a new cache, so most steps append without reallocating
+
+
+def _grown(t: Tensor, width: int, capacity: int) -> Tensor:
+    """``t`` (R, H, C, hd) with ``capacity`` slots: its first ``width`` copied, the rest zeros.
+
+    Each slot is written once (``F.pad`` zero-fills the whole buffer, then copies over it).
+    """
+    out = t.new_empty(t.shape[:2] + (capacity,) + t.shape[3:])
+    out[:, :, :width] = t[:, :, :width]
+    out[:, :, width:].zero_()  # stale slots must be finite (masked attention still reads them)
+    return out
+
+
+@dataclass
+class RowCache:
+    """Self-attention keys/values of one model for ``R`` rows, addressed per row.
+
+    ``keys[l]``/``values[l]`` are buffers ``(R, H, capacity, hd)``. Row ``r`` holds its
+    ``lens[r]`` fed tokens in slots ``[0, lens[r])``; what lies beyond is stale and masked, so
+    rejecting block tokens (Jacobi) is a change of ``lens`` and rows of different lengths
+    share a buffer without padding. ``width`` is a host-side upper bound of ``lens`` (the
+    slots a step reads), ``uniform`` says every row has ``width`` tokens (no mask needed).
+    A step writes its block in place (a cache passed to a step is consumed); the beam
+    reorder copies once. No method reads a device value on the host.
+
+    Buffers are reused rather than allocated per step (a fresh multi-MB tensor costs page
+    faults that took as long as the copy itself): ``owned`` are the whole buffers the keys
+    and values are row-prefixes of, when no other cache shares them (``None`` for the views
+    of :meth:`fairseq_stream.model.model_step.TransformerBackend.narrow`); ``spare`` are
+    buffers of the same capacity that nothing reads any more, which the next reorder writes
+    into. Every slot always holds a finite value (zeros or a stale key), as masked slots are
+    still multiplied by zero weights.
+    """
+
+    keys: List[Tensor]
+    values: List[Tensor]
+    lens: Tensor  # (R,) tokens held per row
+    width: int  # host: max(lens) or more
+    uniform: bool = True  # host: all lens == width
+    owned: Optional[Tuple[List[Tensor], List[Tensor]]] = field(default=None, repr=False, compare=False)
+    spare: Optional[Tuple[List[Tensor], List[Tensor]]] = field(default=None, repr=False, compare=False)
+    # --step-mode static|graph: the keys and values are row-prefixes of one stacked buffer
+    # (rows bucket, 2·layers, H, slots bucket, hd) lent by a StaticCachePool (model/static_step.py)
+    lease: Optional[Lease] = field(default=None, repr=False, compare=False)
+    pool: Optional[StaticCachePool] = field(default=None, repr=False, compare=False)
+
+    @staticmethod
+    def static(pool: StaticCachePool, lease: Lease, lens: Tensor, width: int, uniform: bool = True) -> "RowCache":
+        """A cache over the stacked buffer of ``lease``: its first ``len(lens)`` rows are the live ones."""
+        buf, r = lease.buffer, lens.numel()
+        layers = buf.size(1) // 2
+        return RowCache([buf[:r, i] for i in range(layers)], [buf[:r, layers + i] for i in range(layers)], lens, width,
+                        uniform, lease=lease, pool=pool)
+
+    def _static_like(self, rows: int, capacity: int) -> Lease:
+        buf = self.lease.buffer  # type: ignore[union-attr]
+        return self.pool.acquire(rows, capacity, buf, buf.size(1) // 2, buf.size(2), buf.size(4))  # type: ignore[union-attr]
+
+    @staticmethod
+    def of(keys: List[Tensor], values: List[Tensor], lens: Tensor, width: int, uniform: bool = True) -> "RowCache":
+        """A cache over new buffers of its own."""
+        return RowCache(keys, values, lens, width, uniform, owned=(keys, values))
+
+    @property
+    def rows(self) -> int:
+        return self.keys[0].size(0)
+
+    @property
+    def capacity(self) -> int:
+        return self.keys[0].size(2)
+
+    def reserve(self, extra: int) -> None:
+        """Make room for ``extra`` more slots beyond ``width`` (in place)."""
+        capacity = self.capacity
+        if self.width + extra <= capacity:
+            return
+        if self.lease is not None:  # the next length bucket; every row's slots copied
+            lease = self._static_like(self.lease.rows, length_bucket(self.width + extra))
+            lease.buffer[:, :, :, :capacity].copy_(self.lease.buffer)
+            grown = RowCache.static(self.pool, lease, self.lens, self.width, self.uniform)  # type: ignore[arg-type]
+            self.keys, self.values, self.lease = grown.keys, grown.values, lease
+            return
+        grow = max(capacity, extra + SLACK)  # doubling: a growth copies every buffer
+        self.keys = [_grown(k, self.width, capacity + grow) for k in self.keys]
+        self.values = [_grown(v, self.width, capacity + grow) for v in self.values]
+        self.owned, self.spare = (self.keys, self.values), None  # the spare has the old capacity
+
+    def select(self, rows: Tensor) -> "RowCache":
+        """Rows ``rows`` (with repetition, in that order): the beam reorder, one copy.
+
+        The copy goes into the spare buffers when they are big enough (this cache's own
+        become the result's spare). Rows of one length copy their ``width`` filled slots only
+        (the slots beyond are written before a step reads them): the reorder moves what
+        attention reads, not the spare capacity. Rows of different lengths copy every slot.
+        """
+        r = rows.numel()
+        end = self.width if self.uniform else self.capacity
+        if self.lease is not None:  # into a buffer of the new row bucket: one copy for every layer
+            lease = self._static_like(row_bucket(r), self.capacity)
+            torch.index_select(self.lease.buffer[:, :, :, :end], 0, rows, out=lease.buffer[:r, :, :, :end])
+            return RowCache.static(self.pool, lease, self.lens.index_select(0, rows), self.width,  # type: ignore[arg-type]
+                                   self.uniform)
+        if self.spare is not None and self.spare[0][0].size(0) >= r:
+            out_keys, out_values = self.spare
+        else:
+            room = max(r, self.rows)  # room for this many rows again
+            if self.spare is not None and r > self.rows:  # rows added step after step (variable-width
+                room = r + r // 2  # beams) outgrow the spare: room to grow, not a new pair at every step
+            shape = (room,) + tuple(self.keys[0].shape[1:])
+            out_keys = [self.keys[0].new_empty(shape) for _ in self.keys]
+            out_values = [self.keys[0].new_empty(shape) for _ in self.values]
+            for t in out_keys + out_values:  # what the copy below leaves unset must be finite too
+                t[r:].zero_()
+                t[:r, :, end:].zero_()
+        for src, dst in zip(self.keys + self.values, out_keys + out_values):
+            torch.index_select(src[:, :, :end], 0, rows, out=dst[:r, :, :end])
+        return RowCache([k[:r] for k in out_keys], [v[:r] for v in out_values], self.lens.index_select(0, rows),
+                        self.width, self.uniform, owned=(out_keys, out_values), spare=self.owned)
+
+    def with_capacity(self, capacity: int) -> "RowCache":
+        if capacity <= self.capacity:
+            return self
+        return RowCache.of([_grown(k, self.capacity, capacity) for k in self.keys],
+                           [_grown(v, self.capacity, capacity) for v in self.values], self.lens, self.width, self.uniform)
+
+    @staticmethod
+    def concat(caches: Sequence["RowCache"]) -> "RowCache":
+        """Stack rows of several caches (rows keep their own lengths)."""
+        if len(caches) == 1:
+            return caches[0]
+        width = max(c.width for c in caches)
+        capacity = max(c.capacity for c in caches)
+        uniform = all(c.uniform and c.width == width for c in caches)
+        static = next((c for c in caches if c.lease is not None), None)
+        if static is not None:  # one buffer of the joint row bucket; each part copies its slots
+            lease = static._static_like(row_bucket(sum(c.rows for c in caches)), capacity)
+            start = 0
+            for c in caches:
+                for i, (k, v) in enumerate(zip(c.keys, c.values)):
+                    lease.buffer[start: start + c.rows, i, :, : c.capacity].copy_(k)
+                    lease.buffer[start: start + c.rows, len(c.keys) + i, :, : c.capacity].copy_(v)
+                start += c.rows
+            return RowCache.static(static.pool, lease, torch.cat([c.lens for c in caches]), width, uniform)  # type: ignore[arg-type]
+        caches = [c.with_capacity(capacity) for c in caches]
+        n = len(caches[0].keys)
+        keys = [torch.cat([c.keys[i] for c in caches]) for i in range(n)]
+        values = [torch.cat([c.values[i] for c in caches]) for i in range(n)]
+        return RowCache.of(keys, values, torch.cat([c.lens for c in caches]), width, uniform)
+
+    def advanced(self, b: int) -> "RowCache":
+        """After a step that wrote a block of ``b`` tokens for every row."""
+        return RowCache(self.keys, self.values, self.lens + b, self.width + b, self.uniform, self.owned, self.spare,
+                        self.lease, self.pool)
+
+    def accept(self, keep: Tensor, block: int, width: int) -> "RowCache":
+        """After a block step, keep the first ``keep[r]`` block tokens of each row.
+
+        ``width`` is the host-known new maximum of ``lens`` (the strategy read it with its
+        own control values); the rejected slots are simply overwritten by the next block.
+        """
+        lens = self.lens - block + keep
+        return RowCache(self.keys, self.values, lens, width, self.rows == 1, self.owned, self.spare,  # one row: lens == width
+                        self.lease, self.pool)
+
+
+@dataclass
+class SentenceIndex:
+    """Where each row's queries go in the per-sentence padded layout of encoder attention.
+
+    ``sentences`` (n,) the group's sentences (pool indices or stream handles, see
+    :class:`EncoderMemory`; some may have no row);
+    ``local`` (R,) index into ``sentences`` of each row; ``slot`` (R,) the row's place among
+    its sentence's rows; ``width`` (host) at least the most rows of one sentence.
+    """
+
+    sentences: Tensor
+    local: Tensor
+    slot: Tensor
+    width: int
+    # encoder keys/values gathered for ``sentences``, shared by the indices of later steps
+    # while no sentence leaves (see :meth:`inherit`)
+    gathered: Dict[int, Tuple[Tensor, Tensor]] = field(default_factory=dict, repr=False, compare=False)
+    rows: Optional[Tensor] = field(default=None, repr=False, compare=False)  # see memory_rows
+
+    def inherit(self, previous: Optional["SentenceIndex"]) -> "SentenceIndex":
+        """Reuse ``previous``'s gathered encoder states when the sentences are the same tensor."""
+        if previous is not None and previous.sentences is self.sentences:
+            self.gathered = previous.gathered
+        return self
+
+    def gather(self, memory: Tensor, modulus: int = 0) -> Tensor:
+        """``memory`` (N, ...) rows of this index's sentences, computed once per sentence set.
+
+        ``modulus``: rows are ``sentences mod modulus`` (stream handles); 0 = the indices.
+        """
+        entry = self.gathered.get(id(memory))
+        # The source is kept beside its copy: a stream's slot buffers are replaced when they
+        # grow, and a new tensor may reuse a freed one's id.
+        if entry is None or entry[0] is not memory:
+            rows = self.sentences % modulus if modulus else self.sentences
+            entry = self.gathered[id(memory)] = (memory, memory.index_select(0, rows))
+        return entry[1]
+
+    def memory_rows(self, modulus: int = 0) -> Tensor:
+        """(R,) the encoder-memory row of each row's sentence, computed once per index."""
+        if self.rows is None:  # not in ``gathered``: indices that share it differ in ``local``
+            rows = self.sentences % modulus if modulus else self.sentences
+            self.rows = rows.index_select(0, self.local)
+        return self.rows
+
+    def visible(self, padding: Tensor, modulus: int = 0) -> Tensor:
+        """(n, 1, 1, S) True at the source positions this index's sentences attend to (not
+        padding), computed once per sentence set as :meth:`gather`."""
+        key = -id(padding) - 1  # beside the gathered tensors, apart from them
+        entry = self.gathered.get(key)
+        if entry is None or entry[0] is not padding:
+            entry = self.gathered[key] = (padding, ~self.gather(padding, modulus)[:, None, None, :])
+        return entry[1]
+
+    @staticmethod
+    def one_per_row(row_sentence: Tensor) -> "SentenceIndex":
+        r = row_sentence.numel()
+        return SentenceIndex(row_sentence, torch.arange(r, device=row_sentence.device), torch.zeros_like(row_sentence), 1)
+
+    @staticmethod
+    def build(row_sentence: Tensor) -> "SentenceIndex":
+        """From ``row_sentence`` (R,), each sentence's rows consecutive (reads on the host:
+        strategies that know their layout pass it instead)."""
+        sentences, counts = torch.unique_consecutive(row_sentence, return_counts=True)
+        local = torch.repeat_interleave(torch.arange(len(sentences), device=row_sentence.device), counts)
+        starts = torch.cumsum(counts, 0) - counts
+        slot = torch.arange(len(row_sentence), device=row_sentence.device) - starts.index_select(0, local)
+        return SentenceIndex(sentences, local, slot, int(counts.max()) if len(counts) else 0)
+
+    @staticmethod
+    def concat(indices: Sequence["SentenceIndex"]) -> "SentenceIndex":
+        if len(indices) == 1:
+            return indices[0]
+        offset, local = 0, []
+        for ix in indices:
+            local.append(ix.local + offset)
+            offset += ix.sentences.numel()
+        return SentenceIndex(torch.cat([ix.sentences for ix in indices]), torch.cat(local),
+                             torch.cat([ix.slot for ix in indices]), max(ix.width for ix in indices))

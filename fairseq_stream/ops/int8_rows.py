@@ -1,0 +1,71 @@
+"""The kernel half of ``--quantize int8``: one product with per-row activation scales.
+
+``y_r = m_r · (Q(x_r / m_r) · W_q) · s_w + b`` with ``m_r = max |x_r|``: every row spans [-1, 1]
+before one fixed quantisation scale, so a row's result never depends on the other rows of the
+call. The C++ operator ``int8_row_linear`` (``csrc/int8_rows.cpp``) does the three passes in one
+dispatcher call over fbgemm's packed u8s8 weights; :func:`reference_row_linear` is the same
+arithmetic in PyTorch operations (identical numbers), used where the operator cannot be built.
+The layer that holds the weights is :class:`fairseq_stream.model.quantize.RowInt8Linear`.
+
+Activation bits: 8 on CPUs with AVX-512 VNNI (fbgemm multiplies with ``vpdpbusd``, 32-bit sums),
+7 elsewhere: fbgemm's AVX2 kernel adds pairs of u8 × s8 products in 16 bits, which saturate with
+8-bit activations (PyTorch's ``reduce_range`` for the same reason).
+"""
+from __future__ import annotations
+
+from typing import Any, Optional, Tuple
+
+import torch
+from torch import Tensor
+
+#: The C++ operator of the per-row passes; no -ffast-math (a NaN row stays NaN), no fused multiply-adds.
+KERNEL_SOURCE = "int8_rows.cpp"
+KERNEL_FLAGS: Tuple[str, ...] = ("-O3", "-fopenmp", "-march=native", "-ffp-contract=off")
+
+_bits: Optional[int] = None
+
+
+def activation_bits() -> int:
+    """8 where fbgemm multiplies with AVX-512 VNNI (32-bit sums), else 7 (module docstring)."""
+    global _bits
+    if _bits is None:
+        from fairseq_stream.ops.extension import cpu_features
+
+        _bits = 8 if "avx512_vnni" in cpu_features().split() else 7
+    return _bits
+
+
+def kernel() -> Any:
+    """The loaded C++ operator, or None where it cannot be built."""
+    from fairseq_stream.ops import extension
+
+    return extension.load(KERNEL_SOURCE, KERNEL_FLAGS, "int8")
+
+
+def kernel_name() -> str:
+    """What multiplies the int8 layers here, for the statistics."""
+    where = "" if kernel() is not None else " through PyTorch ops"
+    return f"fbgemm u8s8 with per-row {activation_bits()}-bit activations{where}"
+
+
+def row_linear(x: Tensor, packed: Any, bias: Optional[Tensor], relu: bool, scale: float, zero_point: int,
+               out_features: int) -> Tensor:
+    """``x`` (..., in) → (..., out) through the packed int8 weights, per-row scales; ``relu`` fused."""
+    if kernel() is not None and x.dtype == torch.float32:
+        return torch.ops.fairseq_stream.int8_row_linear(x, packed, bias, relu, scale, zero_point)
+    return reference_row_linear(x, packed, bias, relu, scale, zero_point, out_features)
+
+
+def reference_row_linear(x: Tensor, packed: Any, bias: Optional[Tensor], relu: bool, scale: float,
+                         zero_point: int, out_features: int) -> Tensor:
+    """The operator's arithmetic in PyTorch operations (the same numbers)."""
+    flat = x.reshape(-1, x.size(-1)).float()  # (N, in)
+    m = flat.abs().amax(dim=1, keepdim=True)  # (N, 1)
+    m = torch.where(m > 0, m, torch.ones_like(m))
+    y = torch.ops.quantized.linear_with_input_q_dq_qweight_dq_output_fp32(flat / m, scale, zero_point, packed)
+    y = y * m
+    if bias is not None:
+        y = y + bias
+    if relu:
+        y = torch.relu(y)
+    return y.view(*x.shape[:-1], out_features)

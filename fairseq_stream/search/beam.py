@@ -1,0 +1,546 @@
+"""Fixed- and variable-width beam search (Yang2020 §2–3 and App. A.1; Freitag2017 §3).
+
+One strategy covers FIXED-OURS / FIXED-STREAM (fixed width), VAR-BATCH / VAR-STREAM /
+VAR-STR-FIFO (variable width: the pruning heuristics ``H`` of Freitag2017) and a
+fairseq-compatible fixed beam. The scheduler decides which sentences share a step; this
+module decides, per sentence, what survives a step.
+
+Per sentence, a step (Algorithm 1, lines 14–17) is:
+
+1. every live candidate is expanded by its ``c`` best next tokens (``c = M``, the
+   *max candidates per node* ``mc``, when that heuristic is on; else ``k``, or ``2k`` for the
+   fairseq rule); candidates that already ended stay on the beam with an unchanged score
+   (a "no-op expansion", App. A.1);
+2. the best ``k`` of these are sorted by cumulative log-probability;
+3. **finalisation** — rule ``ours`` (App. A.1): the ended candidates *at the top* of the
+   beam are final, one after another; an ended candidate lower down stays on the beam and
+   becomes final only if it reaches the top later (it may also fall off). Rule ``fairseq``:
+   every ended candidate among the top ``k`` of ``2k`` is final at once, and the beam is the
+   best ``k`` unfinished ones (fairseq's ``SequenceGenerator``). Rule ``shrink`` (Freitag2017's
+   baseline): every ended candidate among the beam's current ``k − finals`` best is final at
+   once, and the beam shrinks by one for each;
+4. the beam shrinks by one per final hypothesis, then the heuristics prune it (Freitag2017
+   §3, with Yang2020 App. A.3's detail that the best score may be a final one):
+   absolute threshold ``ap`` (δ): drop ``score ≤ best − δ``; relative threshold ``rp``: drop
+   ``p ≤ rp · p_best``; relative local threshold ``rpl``: drop when the last word's
+   probability ``≤ rpl ·`` the best last-word probability of the step;
+5. a sentence ends with ``Z`` final hypotheses (``--beam-final-count``, as the reference
+   code's ``find_top_z``; default ``k``; ``k`` for the fairseq and shrink rules) or an empty beam; its
+   n-best list is the best ``nbest`` of them by ``score / length^lenpen`` (length counts EOS).
+   Z = 1 is the strictest reading of App. A.1 (the first hypothesis to reach the top ends the
+   sentence); it favours short outputs (−1.0 BLEU at k = 50 on the demo model, README Results),
+   while Z = k matches fairseq's BLEU at the same speed.
+"""
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, replace
+from typing import Any, Dict, List, Optional, Sequence, Tuple
+
+import torch
+from torch import Tensor
+
+from fairseq_stream.search.defaults import (
+    DEFAULT_ABS_SCALE, DEFAULT_ABS_THRESHOLD, DEFAULT_FINALIZE, DEFAULT_MAX_CANDS_PER_NODE, PRESETS, PRUNE_AUTO_CONSERVATIVE,
+)
+from fairseq_stream.errors import FairseqStreamError
+from fairseq_stream.search.interface import Hypothesis, StepOutcome, StrategyContext
+from fairseq_stream.ops import beam_step as fused
+from fairseq_stream.ops import packets
+from fairseq_stream.ops.backends import BEAM_STEP, StepRunner
+from fairseq_stream.ops.beam_step import StepResult
+from fairseq_stream.ops.packets import PacketView
+from fairseq_stream.search.output import OutputScorer
+from fairseq_stream.model.row_cache import SentenceIndex
+from fairseq_stream.search.score_edits import RowContext
+from fairseq_stream.search.registry import check_beam_and_nbest, lenpen_of
+from fairseq_stream.ops.pruning import (
+    DEFAULT_REFERENCE, ENDED, REFERENCES, AbsoluteThreshold, Candidates, PruningRule, RelativeLocalThreshold, RelativeThreshold, StepView, SurprisalScaledThreshold,
+)
+from fairseq_stream.search.beam_rules import FINALIZATION_CODES, FINALIZATION_RULES, RuleDefaults, parse_pruning_rules
+from fairseq_stream.search.state import PAD, StateOps, StrategyState, host, per_sentence, rows
+
+
+@dataclass(frozen=True)
+class Pruning:
+    """The heuristics ``H`` (``None`` = off). Names follow Freitag2017; δ = ``abs_threshold``.
+
+    ``reference`` is the best score that ap and rp measure from:
+
+    * ``active`` — the best candidate on the beam (Freitag2017 Eqs. 1–2);
+    * ``final`` — the best of those and of the finished hypotheses, by cumulative
+      log-probability (Yang2020 App. A.3): a short finished hypothesis scores high, so it
+      prunes every longer candidate and the outputs come out short;
+    * ``normalized`` — the best candidate on the beam, or the best finished hypothesis's
+      length-normalised score ``s/|y|^lenpen`` (the score the n-best list ranks by) scaled to
+      each candidate's length ``|c|^lenpen``: a finished hypothesis prunes a candidate only
+      when it is better per token, and still ends the search once it is.
+    """
+
+    abs_threshold: Optional[float] = None  # ap / δ, in log-probability
+    abs_scale: Optional[float] = None  # α: δ becomes max(δ, α · ū) per sentence (SurprisalScaledThreshold)
+    rel_threshold: Optional[float] = None  # rp in (0, 1], on probabilities
+    rel_local_threshold: Optional[float] = None  # rpl in (0, 1], on the last word's probability
+    max_cands_per_node: Optional[int] = None  # mc / M
+    reference: str = DEFAULT_REFERENCE  # what ap and rp measure from: "final", "active" or "normalized"
+    ended: str = "prune"  # ap and rp on ended candidates waiting on the beam: "prune" (Yang2020) or "keep"
+    extra: Tuple[PruningRule, ...] = ()  # --prune-rules, after the three above
+
+    def __post_init__(self) -> None:
+        if self.abs_threshold is not None and not self.abs_threshold >= 0:
+            raise FairseqStreamError(f"--prune-abs-threshold must be >= 0 (inf = off), got {self.abs_threshold}")
+        if self.abs_scale is not None and not self.abs_scale >= 0:
+            raise FairseqStreamError(f"--prune-abs-scale must be >= 0, got {self.abs_scale}")
+        if self.max_cands_per_node is not None and self.max_cands_per_node < 1:
+            raise FairseqStreamError(f"--prune-max-cands-per-node must be >= 1, got {self.max_cands_per_node}")
+        for flag, value in (("--prune-rel-threshold", self.rel_threshold),
+                            ("--prune-rel-local-threshold", self.rel_local_threshold)):
+            if value is not None and not 0.0 < value <= 1.0:
+                raise FairseqStreamError(f"{flag} must be in (0, 1], got {value}")
+        if self.reference not in REFERENCES:
+            raise FairseqStreamError(f"--prune-reference must be one of {', '.join(REFERENCES)}, got {self.reference!r}")
+        if self.ended not in ENDED:
+            raise FairseqStreamError(f"--prune-ended must be one of {', '.join(ENDED)}, got {self.ended!r}")
+
+    def rules(self) -> Tuple[PruningRule, ...]:
+        """The keep-mask rules in order: ap, rp, rpl (Freitag2017 §3), then ``extra``."""
+        built: Tuple[PruningRule, ...] = ()
+        if self.abs_threshold is not None and self.abs_scale:
+            built += (SurprisalScaledThreshold(self.abs_scale, self.abs_threshold, self.reference, self.ended),)
+        elif self.abs_threshold is not None:
+            built += (AbsoluteThreshold(self.abs_threshold, self.reference, self.ended),)
+        if self.rel_threshold is not None:
+            built += (RelativeThreshold(self.rel_threshold, self.reference, self.ended),)
+        if self.rel_local_threshold is not None:
+            built += (RelativeLocalThreshold(self.rel_local_threshold),)
+        return built + self.extra
+
+
+#: what an option means when it is left unset (None) and no preset sets it
+_UNSET = {"prune_reference": DEFAULT_REFERENCE, "beam_finalize": DEFAULT_FINALIZE}
+
+
+def option_value(opts: Any, option: str) -> Any:
+    """``option``'s value after ``--prune-preset`` (checked by :mod:`fairseq_stream.engine.validation`):
+    as given, else the preset's, else its default (``None`` for the thresholds: the strategy's own)."""
+    given = getattr(opts, option, None)
+    if given is not None:
+        return given
+    preset = PRESETS.get(getattr(opts, "prune_preset", None) or "")
+    values = dict(preset[1]) if preset is not None else {}
+    if option in values:
+        return values[option]
+    return _UNSET.get(option)
+
+
+@dataclass(frozen=True)
+class BeamConfig:
+    """A fixed-width beam (FIXED-OURS, FIXED-STREAM, top-up); validated when built."""
+
+    beam: int
+    nbest: int = 1
+    final_count: int = 0  # Z: final hypotheses that end a sentence (0 = beam; the reference code's find_top_z)
+    lenpen: float = 1.0
+    finalize: str = DEFAULT_FINALIZE  # "ours" (Yang2020 App. A.1), "fairseq" or "shrink" (Freitag2017)
+    pruning: Pruning = Pruning()
+
+    def __post_init__(self) -> None:
+        check_beam_and_nbest(self.beam, self.nbest)
+        if self.final_count < 0:
+            raise FairseqStreamError(f"--beam-final-count must be >= 0, got {self.final_count}")
+        if self.final_count and not self.nbest <= self.final_count <= self.beam:
+            raise FairseqStreamError(
+                f"--beam-final-count must be between --nbest ({self.nbest}) and --beam ({self.beam}), got {self.final_count}"
+            )
+        if self.finalize not in FINALIZATION_RULES:
+            raise FairseqStreamError(f"--beam-finalize must be one of {', '.join(FINALIZATION_RULES)}, got {self.finalize!r}")
+        if self.final_count not in (0, self.beam) and self.finalize != "ours":
+            # only rule 'ours' counts final hypotheses (its ends_at); the others end at --beam
+            raise FairseqStreamError(
+                f"--beam-final-count {self.final_count} has no effect under --beam-finalize {self.finalize} (a sentence "
+                f"ends after --beam final hypotheses there); drop it or use --beam-finalize ours")
+
+    @property
+    def rows_per_sentence(self) -> int:
+        return self.beam
+
+    @classmethod
+    def from_options(cls, name: str, gen_cfg: Any, opts: Any, models: Sequence[Any] = ()) -> "BeamConfig":
+        return cls(beam=int(gen_cfg.beam), nbest=int(gen_cfg.nbest), final_count=int(opts.beam_final_count),
+                   lenpen=lenpen_of(gen_cfg), finalize=option_value(opts, "beam_finalize"),
+                   pruning=cls.pruning_from_options(opts))
+
+    @staticmethod
+    def pruning_from_options(opts: Any) -> Pruning:
+        return Pruning()
+
+
+@dataclass(frozen=True)
+class VariableBeamConfig(BeamConfig):
+    """A variable-width beam (VAR-BATCH, VAR-STREAM, VAR-STR-FIFO): the heuristics ``H`` on,
+    by default Yang2020's δ = 1.5 and M = 5 (§4.1)."""
+
+    @staticmethod
+    def pruning_from_options(opts: Any) -> Pruning:
+        ap, mc = option_value(opts, "prune_abs_threshold"), option_value(opts, "prune_max_cands_per_node")
+        if getattr(opts, "prune_auto", False):  # the setting before (or instead of) the calibration
+            ap, mc = PRUNE_AUTO_CONSERVATIVE
+        scale = option_value(opts, "prune_abs_scale")
+        if scale is None and ap is None:  # an explicit δ (Yang2020's rule, the presets) stays fixed
+            scale = DEFAULT_ABS_SCALE
+        ap = DEFAULT_ABS_THRESHOLD if ap is None else ap
+        mc = DEFAULT_MAX_CANDS_PER_NODE if mc is None else mc
+        reference = option_value(opts, "prune_reference")
+        return Pruning(abs_threshold=None if math.isinf(ap) else float(ap), abs_scale=scale,
+                       rel_threshold=option_value(opts, "prune_rel_threshold"),
+                       rel_local_threshold=option_value(opts, "prune_rel_local_threshold"), max_cands_per_node=int(mc),
+                       reference=reference, ended=opts.prune_ended,
+                       extra=parse_pruning_rules(opts.prune_rules, RuleDefaults(reference, opts.prune_ended)))
+
+
+@dataclass
+class BeamState(StrategyState):
+    """The beams of a group of ``S`` sentences, ``k`` slots each, all on the device.
+
+    Empty slots have score ``-inf``. ``tokens``/``token_scores`` are left-aligned buffers of
+    ``L`` columns (the longest maximum length + 2, allocated once): sentence ``s`` uses the
+    first ``steps[s]`` columns. ``ended`` slots hold candidates that produced EOS
+    ``ended_len`` tokens in and wait on the beam (rule ``ours``). Final hypotheses go to the
+    ``fin_*`` buffers (``Z`` slots and one scratch slot); the step that finishes a sentence
+    reads their lengths and scores with its control values. ``row_slot`` (R,) is the flat slot ``s·k + j`` of every decoder
+    row, in row order. ``t``/``min_max_len`` are host-known bounds (steps, maximum length).
+    """
+
+    sentences: Tensor  # (S,) pool indices
+    scores: Tensor  # (S, k) cumulative log-probability
+    ended: Tensor  # (S, k) bool
+    ended_len: Tensor  # (S, k) generated tokens of an ended candidate, EOS included
+    tokens: Tensor = per_sentence(pad=PAD)  # (S, k, L) generated tokens
+    token_scores: Tensor = per_sentence(pad=0.0)  # (S, k, L)
+    steps: Tensor = per_sentence()  # (S,) tokens generated so far
+    max_len: Tensor = per_sentence()  # (S,)
+    n_final: Tensor = per_sentence()  # (S,) final hypotheses so far
+    best_final: Tensor = per_sentence()  # (S,) best cumulative log-probability of a final hypothesis
+    best_final_norm: Tensor = per_sentence()  # (S,) best length-normalised score of a final hypothesis
+    src_lengths: Tensor = per_sentence()  # (S,)
+    fin_tokens: Tensor = per_sentence(pad=PAD)  # (S, Z + 1, L) final hypotheses, EOS included
+    fin_scores: Tensor = per_sentence(pad=0.0)  # (S, Z + 1, L) their positional scores
+    fin_len: Tensor = per_sentence()  # (S, Z + 1)
+    fin_total: Tensor = per_sentence()  # (S, Z + 1) cumulative log-probability
+    row_slot: Tensor = rows()  # (R,)
+    t: int = host(max)  # host: max(steps)
+    min_max_len: int = host(min)  # host: min(max_len)
+    t_min: int = host(min)  # host: min(steps)
+
+    @property
+    def live(self) -> Tensor:
+        """(S, k) slots that need a decoder row."""
+        return torch.isfinite(self.scores) & ~self.ended
+
+
+class BeamSearch(StateOps):
+    """The strategy object the scheduler drives (see :mod:`fairseq_stream.search.interface`).
+
+    A step is the output layer's candidates, then the search step proper, the operator
+    ``beam_step`` of :mod:`fairseq_stream.ops.backends` (the C++ kernel on a CPU, two Triton
+    kernels on CUDA, the PyTorch reference below for a user's pruning rule or on request); every
+    backend updates the state in place and prepares the step's one host read (:meth:`_outcome`).
+    """
+
+    def __init__(self, cfg: BeamConfig, scorer: OutputScorer, *, eos: int, pad: int,
+                 bos: int, needs_history: bool = False, dtype: torch.dtype = torch.float32, stats: Any = None,
+                 step_backend: str = "auto") -> None:
+        self.cfg = cfg
+        self.stats = stats
+        self.runner = StepRunner(step_backend, stats)
+        self.dtype = dtype
+        self.scorer = scorer
+        self.eos, self.pad, self.bos = eos, pad, bos
+        self.needs_history = needs_history
+        self.k = self.rows_per_sentence = cfg.beam
+        self.finalizer = FINALIZATION_RULES[cfg.finalize]
+        self.rules = cfg.pruning.rules()
+        per_row = self.finalizer.expansions(self.k)
+        mc = cfg.pruning.max_cands_per_node
+        self.per_row = min(per_row, mc) if mc else per_row
+        self.final_width = self.finalizer.width(self.k)
+        self.done_at = self.finalizer.ends_at(self.k, cfg.final_count)
+        self.kernel_rules = fused.encode_rules(self.rules)  # None: a rule the operator does not know
+        # the surprisal-scaled δ is in the C++ operator only: on a GPU those steps run the reference
+        # what some fused backends lack (ops/backends.py, BEAM_STEP.lacks): those run the reference
+        self.step_features: Tuple[str, ...] = (
+            ("--prune-abs-scale",) if any(type(rule) is SurprisalScaledThreshold for rule in self.rules) else ())
+        self._len_pow: Dict[Tuple[torch.dtype, torch.device], Tensor] = {}
+
+    @classmethod
+    def from_config(cls, cfg: BeamConfig, ctx: StrategyContext) -> "BeamSearch":
+        return cls(cfg, ctx.scorer, eos=ctx.eos, pad=ctx.pad, bos=ctx.bos, needs_history=ctx.needs_history,
+                   dtype=ctx.dtype, stats=ctx.stats, step_backend=ctx.step_backend)
+
+    # ---- the interface -------------------------------------------------------------------
+    def init_state(self, sentences: Tensor, max_len: Tensor, src_lengths: Tensor, *,
+                   longest: Optional[int] = None, shortest: Optional[int] = None) -> StepOutcome:
+        s, k, z = len(sentences), self.k, self.done_at
+        dev = sentences.device
+        if longest is None or shortest is None:  # callers outside the scheduler
+            longest, shortest = (int(max_len.max()), int(max_len.min())) if s else (0, 0)
+        width = longest + 2  # max_len tokens, the forced EOS, one spare column
+        scores = torch.full((s, k), -math.inf, dtype=self.dtype, device=dev)
+        scores[:, 0] = 0.0
+        state = BeamState(
+            # Own copies: a step updates the state in place (the caller's tensors live on elsewhere).
+            sentences=sentences.clone(),
+            scores=scores,
+            ended=torch.zeros(s, k, dtype=torch.bool, device=dev),
+            ended_len=torch.zeros(s, k, dtype=torch.long, device=dev),
+            tokens=torch.full((s, k, width), self.pad, dtype=torch.long, device=dev),
+            token_scores=torch.zeros(s, k, width, dtype=self.dtype, device=dev),
+            steps=torch.zeros_like(sentences),
+            max_len=max_len.clone(),
+            n_final=torch.zeros_like(sentences),
+            best_final=torch.full((s,), -math.inf, dtype=self.dtype, device=dev),
+            best_final_norm=torch.full((s,), -math.inf, dtype=self.dtype, device=dev),
+            src_lengths=src_lengths.clone(),
+            fin_tokens=torch.full((s, z + 1, width), self.pad, dtype=torch.long, device=dev),
+            fin_scores=torch.zeros(s, z + 1, width, dtype=self.dtype, device=dev),
+            fin_len=torch.zeros(s, z + 1, dtype=torch.long, device=dev),
+            fin_total=torch.full((s, z + 1), -math.inf, dtype=self.dtype, device=dev),
+            row_slot=torch.arange(s, device=dev) * k,
+            t=0,
+            min_max_len=shortest,
+        )
+        feed = torch.full((s, 1), self.bos, dtype=torch.long, device=dev)
+        return StepOutcome(state=state, parents=None, feed=feed, row_counts=[1] * s)
+
+    def length(self, state: BeamState) -> int:
+        return state.t + 1 if state.size else 0
+
+    def step(self, state: BeamState, scores: Tensor) -> StepOutcome:
+        """One step of every sentence of the group from the rows' next-token scores ``(R, 1, V)``."""
+        row_slot = state.row_slot
+        c = min(self.per_row, scores.size(-1))
+        top_lp, top_tok, _ = self.scorer.top(scores[:, -1], c, self._row_context(state, row_slot))
+        return self.search_step(state, top_lp.to(state.scores.dtype), top_tok)
+
+    def search_step(self, state: BeamState, top_lp: Tensor, top_tok: Tensor) -> StepOutcome:
+        """The step after the output layer, from each row's best ``c`` candidates ``(R, c)``, by
+        the backend :mod:`fairseq_stream.ops.backends` picks (the reference for a user's rule)."""
+        len_pow = self._length_penalties(state)
+        tensors = [getattr(state, name) for name in fused.FIELDS]
+        config = dict(k=self.k, width=self.final_width, final_count=self.done_at, eos=self.eos, pad=self.pad,
+                      finalize=FINALIZATION_CODES[self.finalizer.name], track_best=bool(self.rules), rules=self.kernel_rules)
+        ran = self.runner.run(
+            BEAM_STEP, tensors, (top_lp, top_tok, state.row_slot, len_pow), config,
+            reference=lambda: self._reference_step(state, top_lp, top_tok, len_pow),
+            fits=self.kernel_rules is not None and fused.fits(tensors, top_lp), features=self.step_features,
+            s=state.size, z=self.done_at)
+        return self._outcome(state, ran.result, ran.packet)
+
+    def _length_penalties(self, state: BeamState) -> Tensor:
+        """(L + 1,) ``n^lenpen`` for every length ``n`` a candidate can have (one table for the
+        kernel and the reference, so both divide by the same numbers)."""
+        need = state.tokens.size(2) + 1
+        key = (state.scores.dtype, state.scores.device)
+        table = self._len_pow.get(key)
+        if table is None or table.numel() < need:
+            size = max(need, 2 * (0 if table is None else table.numel()))
+            table = self._len_pow[key] = torch.arange(size, device=key[1]).to(key[0]).pow(self.cfg.lenpen)
+        return table
+
+    # ---- the PyTorch reference of the search step -------------------------------------------
+    def _reference_step(self, state: BeamState, top_lp: Tensor, top_tok: Tensor, len_pow: Tensor) -> StepResult:
+        """The step in PyTorch operations, on any device; the contract of :mod:`fairseq_stream.ops.beam_step`."""
+        cand = self._candidates(state, top_lp, top_tok, state.row_slot)
+        lengths = self._lengths(state, cand)
+        finals, keep = self.finalizer.split(cand, self.k, self.eos, state.n_final)
+        self._record_finals(state, cand, finals, lengths, len_pow)
+        keep = self._prune(state, cand, keep, lengths, len_pow)
+        return self._advance(state, cand, keep, state.row_slot)
+
+    def _row_context(self, state: BeamState, row_slot: Tensor) -> RowContext:
+        row_s = row_slot // self.k
+        history = None
+        if self.needs_history:  # n-gram blocking works on the host anyway
+            flat = state.tokens.view(-1, state.tokens.size(2)).index_select(0, row_slot)
+            row_steps = state.steps.index_select(0, row_s).tolist()
+            bos = flat.new_full((1,), self.bos)
+            history = _RaggedHistory([torch.cat([bos, flat[i, :n]]) for i, n in enumerate(row_steps)])
+        may_reach_max = state.t >= state.min_max_len
+        return RowContext(state.steps.index_select(0, row_s), state.max_len.index_select(0, row_s), history,
+                          may_reach_max=may_reach_max, min_steps=state.t_min)
+
+    def _candidates(self, state: BeamState, top_lp: Tensor, top_tok: Tensor, row_slot: Tensor) -> Candidates:
+        """Best ``final_width`` candidates per sentence, sorted.
+
+        ``top_lp``/``top_tok`` (R, c): each row's best ``c`` next tokens (per-row top-k first).
+        """
+        s, k = state.scores.shape
+        c = top_lp.size(1)
+        # (S·k, c): expansions of every slot; empty and ended slots stay -inf
+        cand = top_lp.new_full((s * k, c), -math.inf)
+        cand.index_copy_(0, row_slot, state.scores.view(-1).index_select(0, row_slot).unsqueeze(1).to(top_lp) + top_lp)
+        toks = top_tok.new_full((s * k, c), self.pad).index_copy_(0, row_slot, top_tok)
+        lps = top_lp.new_zeros(s * k, c).index_copy_(0, row_slot, top_lp)
+        # (S, k·c + k): expansions of every slot, then the ended candidates carried over.
+        carry = state.scores.masked_fill(~state.ended, -math.inf).to(top_lp)
+        pool = torch.cat([cand.view(s, k * c), carry], dim=1)
+        pool = pool.masked_fill(torch.isnan(pool), -math.inf)  # NaN (fp16 overflow) is no candidate
+        width = min(self.final_width, pool.size(1))
+        val, idx = sorted_top(pool, width)
+        is_carry = idx >= k * c
+        flat = idx.clamp(max=k * c - 1)
+        parent = torch.where(is_carry, idx - k * c, flat // c)
+        tok = torch.where(is_carry, self.eos, toks.view(s, k * c).gather(1, flat))
+        tok_lp = lps.view(s, k * c).gather(1, flat).masked_fill(is_carry, 0.0)
+        return Candidates(val, parent, tok, tok_lp, is_carry)
+
+    def _record_finals(self, state: BeamState, cand: Candidates, finals: Tensor, length: Tensor, len_pow: Tensor) -> None:
+        """Write final candidates into the ``fin_*`` buffers (the first ``Z`` of a sentence), in place."""
+        val, parent, tok_lp = cand.val, cand.parent, cand.tok_lp
+        s, w = val.shape
+        z = self.done_at
+        rank = state.n_final.unsqueeze(1) + torch.cumsum(finals.long(), dim=1) - 1  # (S, W)
+        ok = finals & (rank < z)
+        dest = torch.where(ok, rank, z)  # the scratch slot takes the rest
+        cols = state.tokens.size(2)
+        gather = parent.unsqueeze(2).expand(s, w, cols)
+        at = state.steps.view(s, 1, 1).expand(s, w, 1)  # the EOS column of a new final
+        toks = state.tokens.gather(1, gather).scatter_(2, at, tok_lp.new_full((s, w, 1), self.eos, dtype=torch.long))
+        lps = state.token_scores.gather(1, gather).scatter_(2, at, tok_lp.unsqueeze(2).to(state.token_scores.dtype))
+        state.fin_tokens.scatter_(1, dest.unsqueeze(2).expand(s, w, cols), toks)
+        state.fin_scores.scatter_(1, dest.unsqueeze(2).expand(s, w, cols), lps)
+        state.fin_len.scatter_(1, dest, length)
+        state.fin_total.scatter_(1, dest, val.to(state.fin_total.dtype))
+        state.n_final.add_(ok.sum(dim=1))
+        if not self.rules:  # only the pruning rules' references read the best finals
+            return
+        final_val = val.masked_fill(~ok, -math.inf).to(state.best_final)
+        state.best_final.copy_(torch.maximum(state.best_final, final_val.max(dim=1).values))
+        norm = final_val / len_pow[length]
+        state.best_final_norm.copy_(torch.maximum(state.best_final_norm, norm.max(dim=1).values))
+
+    def _lengths(self, state: BeamState, cand: Candidates) -> Tensor:
+        """(S, W) tokens of each candidate, its last included (an ended one's EOS)."""
+        return torch.where(cand.carried, state.ended_len.gather(1, cand.parent), state.steps.unsqueeze(1) + 1)
+
+    def _prune(self, state: BeamState, cand: Candidates, keep: Tensor, lengths: Tensor, len_pow: Tensor) -> Tensor:
+        """Beam shrink by the final count, then the pruning rules ``H``; returns the kept mask."""
+        rank = torch.cumsum(keep.long(), dim=1)
+        keep = keep & (rank <= self.finalizer.beam_width(state.n_final, self.k).unsqueeze(1))
+        if not self.rules:
+            return keep
+        view = StepView(cand, cand.tok == self.eos, lengths, state.best_final, state.best_final_norm, self.cfg.lenpen,
+                        length_scale=len_pow[lengths])
+        before = keep
+        for rule in self.rules:
+            keep = rule.prune(view, keep)
+        # The rules never leave a sentence without any hypothesis (δ = 0, rp = 1 or a rounding
+        # threshold prune even the best): with no final one yet, its best candidate stays.
+        stranded = (state.n_final == 0) & ~keep.any(dim=1)  # (S,)
+        best = before & (torch.cumsum(before.long(), dim=1) == 1)
+        return keep | (best & stranded.unsqueeze(1))
+
+    def _advance(self, state: BeamState, cand: Candidates, keep: Tensor, row_slot: Tensor) -> StepResult:
+        """The new beams (in place) and the next rows, the finished sentences last."""
+        val, parent, tok, tok_lp = cand.val, cand.parent, cand.tok, cand.tok_lp
+        s, k = state.scores.shape
+        done = (state.n_final >= self.done_at) | ~keep.any(dim=1)  # (S,)
+        # Compact the kept candidates into k slots, best first.
+        order = torch.argsort((~keep).to(torch.uint8), dim=1, stable=True)[:, :k]  # (S, k) positions in W
+        slot_ok = keep.gather(1, order)
+        new_parent = parent.gather(1, order)
+        new_tok = tok.gather(1, order)
+        new_lp = tok_lp.gather(1, order)
+        was_ended = cand.carried.gather(1, order)  # carried = an ended candidate waiting on the beam
+        ended = slot_ok & (was_ended | (new_tok == self.eos))
+        state.ended_len.copy_(torch.where(was_ended, state.ended_len.gather(1, new_parent),
+                                          (state.steps.unsqueeze(1) + 1).masked_fill(~ended, 0)))
+        state.scores.copy_(val.gather(1, order).masked_fill(~slot_ok, -math.inf))
+        state.ended.copy_(ended)
+        cols = state.tokens.size(2)
+        gather = new_parent.unsqueeze(2).expand(s, k, cols)
+        at = state.steps.view(s, 1, 1).expand(s, k, 1)  # each sentence's next column
+        state.tokens.copy_(state.tokens.gather(1, gather).scatter_(2, at, new_tok.masked_fill(was_ended, self.pad).unsqueeze(2)))
+        state.token_scores.copy_(state.token_scores.gather(1, gather).scatter_(
+            2, at, new_lp.masked_fill(was_ended, 0.0).unsqueeze(2).to(state.token_scores.dtype)))
+        state.steps.add_(1)
+        live = slot_ok & ~ended & ~done.unsqueeze(1)  # (S, k) slots that need a decoder row
+        per_sentence = live.sum(dim=1)
+        perm = torch.argsort(done.to(torch.uint8), stable=True)  # the sentences that go on first
+        live = live.index_select(0, perm)
+        # Rows in sentence-major order (a stable sort instead of a data-dependent nonzero).
+        live_flat = torch.argsort((~live).view(-1).to(torch.uint8), stable=True)  # (S·k,) flat s·k + j
+        row_of = torch.full((s * k,), -1, dtype=torch.long, device=row_slot.device)
+        row_of[row_slot] = torch.arange(len(row_slot), device=row_slot.device)
+        flat_parent = torch.arange(s, device=row_slot.device).unsqueeze(1) * k + new_parent
+        parents = row_of[flat_parent].index_select(0, perm).view(-1).index_select(0, live_flat)
+        feed = new_tok.index_select(0, perm).view(-1).index_select(0, live_flat)
+        slot = (torch.cumsum(live.long(), dim=1) - 1).view(-1).index_select(0, live_flat)
+        rows = torch.stack([parents, feed, slot, live_flat // k, live_flat])
+        z = self.done_at
+        by = perm
+        packet = packets.BEAM_STEP.pack(dict(
+            rows=per_sentence.sum(), finished=done.sum(), widest=per_sentence.max(), row_count=per_sentence[by],
+            sentence=state.sentences[by], final_count=state.n_final[by], final_len=state.fin_len[by, :z],
+            final_total=state.fin_total[by, :z], position=perm))
+        return StepResult(packet, rows, False)
+
+    # ---- the step's one host read ---------------------------------------------------------
+    def _outcome(self, state: BeamState, result: StepResult, packet: PacketView) -> StepOutcome:
+        """From the step's packet (read once, by the runner): the next rows are views of
+        ``result.rows``; the state is in the packet's order, so the finished sentences are its
+        last ones and what goes on is a view; their n-best lists come from the final buffers."""
+        s = state.size
+        n_rows, n_done, widest = packet.scalar("rows"), packet.scalar("finished"), packet.scalar("widest")
+        going_on = s - n_done
+        counts = packet.ints("row_count")[:going_on]
+        rows = result.rows[:, :n_rows]
+        new = replace(state, t=state.t + 1, t_min=state.t_min + 1)
+        finished: Dict[int, List[Hypothesis]] = {}
+        if n_done:
+            finished = self._finished(state, packet, range(going_on, s))
+            new = new.split(going_on, n_rows, self.k)[0]
+        new.row_slot = rows[4]
+        index = SentenceIndex(new.sentences, rows[3], rows[2], widest)
+        return StepOutcome(state=new, parents=rows[0], feed=rows[1].unsqueeze(1), finished=finished, index=index,
+                           row_counts=counts)
+
+    def _finished(self, state: BeamState, packet: PacketView, positions: range) -> Dict[int, List[Hypothesis]]:
+        """n-best lists of the finished sentences at ``positions`` of ``state`` (packet order):
+        what the host knows of their final hypotheses was read with the step's packet. Token
+        tensors stay on the device (views of the final-hypothesis buffers)."""
+        nbest = self.cfg.nbest if self.finalizer.cut_nbest else None
+        z = self.done_at
+        sentence, count = packet.ints("sentence"), packet.ints("final_count")
+        lengths, totals = packet.ints("final_len"), packet["final_total"]
+        out: Dict[int, List[Hypothesis]] = {}
+        for i in positions:
+            hyps = []
+            for j in range(min(count[i], z)):
+                length, total = lengths[i * z + j], totals[i * z + j]
+                hyps.append(Hypothesis(state.fin_tokens[i, j, :length], total / (length ** self.cfg.lenpen),
+                                       state.fin_scores[i, j, :length]))
+            out[sentence[i]] = sorted(hyps, key=lambda h: h.score, reverse=True)[:nbest]
+            if self.stats is not None:  # how sentences end (short outputs), from what was read
+                self._count_ending(count[i], hyps, out[sentence[i]][0] if hyps else None)
+        return out
+
+    def _count_ending(self, finals: int, hyps: List[Hypothesis], best: Optional[Hypothesis]) -> None:
+        self.stats.add_extra("beam_finals", min(finals, self.done_at))
+        if finals < self.done_at:  # the beam emptied (pruned away or all final) before Z finals
+            self.stats.add_extra("beam_ended_short_of_z")
+        if best is not None and best is hyps[0]:  # the first hypothesis to become final won
+            self.stats.add_extra("beam_first_final_won")
+
+
+def sorted_top(pool: Tensor, width: int) -> Tuple[Tensor, Tensor]:
+    """The ``width`` best of each row, best first, ties by the lower index (as the C++ operators)."""
+    order = torch.sort(pool, dim=1, descending=True, stable=True).indices[:, :width]
+    return pool.gather(1, order), order
+
+
+class _RaggedHistory(list):
+    """Histories of different lengths (rows of a FIFO group); ``tolist`` like a tensor."""
+
+    def tolist(self) -> List[List[int]]:
+        return [h.tolist() for h in self]

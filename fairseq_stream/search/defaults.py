@@ -1,0 +1,49 @@
+"""Default pruning settings of the variable-width beams, shared by the options and the strategies.
+
+Kept apart so that :mod:`fairseq_stream.engine.options` declares the flags without importing a strategy;
+what δ is measured from (``DEFAULT_REFERENCE``) is defined with the pruning primitives (ops/pruning.py).
+"""
+
+#: δ, the absolute threshold of Yang2020 §4.1 (Freitag2017's ap).
+DEFAULT_ABS_THRESHOLD = 1.5
+#: α of the surprisal-scaled δ (beam_rules.SurprisalScaledThreshold): δ = max(δ, α · the best
+#: candidate's mean per-token surprisal), per sentence and step; used when --prune-abs-threshold
+#: is not given (an explicit δ is a fixed δ, as in Yang2020). None = a fixed δ by default.
+DEFAULT_ABS_SCALE = None
+#: M, the maximum candidates per node of Yang2020 §4.1 (Freitag2017's mc).
+DEFAULT_MAX_CANDS_PER_NODE = 5
+#: The finalisation rule of the beams: Yang2020 App. A.1 ("ours"); "fairseq" and "shrink"
+#: (Freitag2017's baseline) are the others (--beam-finalize).
+DEFAULT_FINALIZE = "ours"
+#: --prune-preset: a paper's whole pruning rule under one name, as option values by field name.
+#: Freitag2017 Table 1 (De-En): the combined row "rp=0.6,ap=2.5,rpl=0.02,mc=3" at beam 5 and
+#: "rp=0.3,ap=2.5,rpl=0.3,mc=3" at beam 14; thresholds measured from the best *active*
+#: candidate (their Eqs. 1-3) and their baseline's ending rule (an EOS ends its hypothesis at
+#: once, the beam shrinks by one).
+PRESETS = {
+    "freitag2017": ("Freitag2017 Table 1, beam 5", (
+        ("prune_rel_threshold", 0.6), ("prune_abs_threshold", 2.5), ("prune_rel_local_threshold", 0.02),
+        ("prune_max_cands_per_node", 3), ("prune_reference", "active"), ("beam_finalize", "shrink"))),
+    "freitag2017-k14": ("Freitag2017 Table 1, beam 14", (
+        ("prune_rel_threshold", 0.3), ("prune_abs_threshold", 2.5), ("prune_rel_local_threshold", 0.3),
+        ("prune_max_cands_per_node", 3), ("prune_reference", "active"), ("beam_finalize", "shrink"))),
+}
+
+#: --prune-auto (integration/prune_auto.py). The ladder of (δ, M) the calibration tries, from the
+#: fastest to the widest: δ 1 … 3 at Yang2020's M 5 (docs/results.md, the frontier: δ 1 suits the
+#: final model at k = 5, δ 2–3 the 300-update one), then δ 3 with M 10 for wide beams.
+PRUNE_AUTO_LADDER = ((1.0, 5), (1.5, 5), (2.0, 5), (3.0, 5), (3.0, 10))
+#: the setting of a run the calibration cannot measure (too few sentences, fairseq-interactive):
+#: the frontier's safest fixed δ (within 0.2 BLEU of fixed-ours on every model measured at k = 5).
+PRUNE_AUTO_CONSERVATIVE = (3.0, 5)
+#: the largest mean loss of the best hypothesis's length-normalised model score (fairseq's score)
+#: against the fixed beam's that a setting may have on the calibration sample, as a fraction of the
+#: fixed beam's mean |score| there (a weak model's scores and losses are ~4x a strong one's: the
+#: demo model's mean score is -0.35, the 300-update checkpoint's -1.5; docs/results.md).
+PRUNE_AUTO_TOLERANCE = 0.015
+#: the largest share of the sample's best hypotheses a setting may change (on a weak model a setting
+#: that changes most of them loses BLEU while its mean loss stays small: docs/results.md).
+PRUNE_AUTO_MAX_CHANGED = 0.5
+#: the calibration sample: PRUNE_AUTO_SAMPLE sentences or PRUNE_AUTO_SHARE of the input, whichever
+#: is larger, at most PRUNE_AUTO_MAX_SAMPLE; an input shorter than twice the sample is not calibrated.
+PRUNE_AUTO_SAMPLE, PRUNE_AUTO_SHARE, PRUNE_AUTO_MAX_SAMPLE = 32, 0.02, 256

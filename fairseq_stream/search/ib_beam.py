@@ -1,0 +1,428 @@
+"""``--search ib-beam``: beam search with step-wise multi-word generation (Zhang2020 Algorithm 1).
+
+Every hypothesis predicts ``z = h·c`` words at once (one block step of the decoder, fed the
+previous step's ``z`` words). Per hypothesis (lines 10–14): the best ``B`` words of each of the
+``z`` positions, combined by outer addition — one position at a time, re-pruned to ``B``
+after each, so ``B^z`` is never enumerated (exact, since the sum is monotone in each term) —
+give its ``B`` best continuations. A continuation ends (line 17) when any of its words is
+EOS (IMDecoder: when every segment has ended, see :mod:`fairseq_stream.search.ib_order`); ended
+ones go to the finished set, the others compete for the ``B`` places of the beam (line 24).
+Which ended ones (``--ib-finalize``): ``top`` (default, our choice) takes only those that
+rank among the sentence's ``B`` best continuations of the step, as fairseq's beam search
+does; ``all`` takes every one (lines 17–18 read literally). With ``all`` a sentence's finished
+set fills with improbable short endings after a few steps and search stops early: on the demo
+corpus beam 4 then scores below greedy (README, IBDecoder results).
+A sentence is done with ``B`` finished hypotheses (line 7) or at the maximum length; the
+finished ones are put back in the original word order (line 28), optionally deduplicated
+(``--ib-dedup``, §5.1), and ranked by ``score / length^lenpen``. ``--beam 1`` is greedy.
+
+The step after the output layer is the operator ``ib_step`` of :mod:`fairseq_stream.ops.backends`:
+one C++ operator on the CPU (:mod:`fairseq_stream.ops.ib_step`); the PyTorch code here is its
+reference and its CUDA implementation (device-resident tables, one host read per step), every
+selection a stable sort so the two decide ties alike.
+"""
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, replace
+from typing import Any, Dict, List, NamedTuple, Optional, Sequence, Tuple
+
+import torch
+import torch.nn.functional as F
+from torch import Tensor
+
+from fairseq_stream.search import ib_order
+from fairseq_stream.errors import FairseqStreamError
+from fairseq_stream.search.interface import Hypothesis, StepOutcome, StrategyContext, cat_padded
+from fairseq_stream.search.ib_order import IBSpec
+from fairseq_stream.ops import ib_step as fused
+from fairseq_stream.ops import packets
+from fairseq_stream.ops.backends import IB_STEP, StepRunner
+from fairseq_stream.ops.ib_step import IBStepResult
+from fairseq_stream.search.output import OutputScorer
+from fairseq_stream.model.row_cache import SentenceIndex
+from fairseq_stream.search.score_edits import RowContext
+from fairseq_stream.search.registry import Capabilities, check_beam_and_nbest, lenpen_of, register_search
+from fairseq_stream.search.state import PAD, StateOps, StrategyState, host, per_sentence, rows
+from fairseq_stream.search.beam import sorted_top
+
+
+@dataclass(frozen=True)
+class IBBeamConfig:
+    spec: IBSpec  # h, c and the ablations of the checkpoints (shared by an ensemble)
+    beam: int = 1  # B
+    nbest: int = 1
+    lenpen: float = 1.0
+    dedup: bool = False  # --ib-dedup (Zhang2020 §5.1)
+    finalize: str = "top"  # --ib-finalize: "top" or "all"
+
+    def __post_init__(self) -> None:
+        check_beam_and_nbest(self.beam, self.nbest)
+        if self.finalize not in ("top", "all"):
+            raise FairseqStreamError(f"--ib-finalize must be 'top' or 'all', got {self.finalize!r}")
+
+    @property
+    def rows_per_sentence(self) -> int:
+        return self.beam
+
+    @classmethod
+    def from_options(cls, name: str, gen_cfg: Any, opts: Any, models: Sequence[Any] = ()) -> "IBBeamConfig":
+        return cls(spec=ib_spec_of(models, name), beam=int(gen_cfg.beam), nbest=int(gen_cfg.nbest),
+                   lenpen=lenpen_of(gen_cfg), dedup=bool(opts.ib_dedup),
+                   finalize=opts.ib_finalize)
+
+
+def ib_spec_of(models: Sequence[Any], name: str) -> IBSpec:
+    """The (common) layout of an ensemble of IBDecoder-family models, or a one-line error.
+
+    That they are IBDecoder-family models at all is checked before, for every strategy, from
+    ``Capabilities.models`` (:func:`fairseq_stream.engine.validation.check_combinations`)."""
+    specs = {m.decoder.ib for m in models}
+    if len(specs) != 1:
+        raise FairseqStreamError("an ensemble of IBDecoder-family models must share h, c and the ablations")
+    return specs.pop()
+
+
+@dataclass
+class IBState(StrategyState):
+    """The beams of ``S`` sentences on the device; final hypotheses wait in the ``fin_*``
+    buffers (decoder order, ``2B`` slots and a scratch slot) until the pool is read."""
+
+    sentences: Tensor  # (S,)
+    scores: Tensor  # (S, B) cumulative log-probability, -inf = empty
+    tokens: Tensor  # (S, B, T) words of the slots so far (decoder order; groups merge at equal T)
+    token_scores: Tensor  # (S, B, T)
+    seg_done: Tensor  # (S, B, G) segments that reached their EOS
+    max_len: Tensor  # (S,)
+    n_final: Tensor  # (S,)
+    fin_tokens: Tensor = per_sentence(pad=PAD)  # (S, 2B + 1, L)
+    fin_scores: Tensor = per_sentence(pad=0.0)  # (S, 2B + 1, L)
+    fin_len: Tensor = per_sentence()  # (S, 2B + 1)
+    fin_total: Tensor = per_sentence()  # (S, 2B + 1)
+    row_slot: Tensor = rows()  # (R,) flat s·B + j of every decoder row
+    shortest: int = host(min)  # host: a lower bound of max_len (the forced-EOS edit waits for it)
+
+
+class IBCandidates(NamedTuple):
+    """One step's continuations of a group: per sentence (S, B·Bc) and per row (R, Bc, ·)."""
+
+    full: Tensor  # (S, B·Bc) cumulative score of every continuation of the sentence's hypotheses
+    full_end: Tensor  # (S, B·Bc) the continuation ends the hypothesis
+    words: Tensor  # (R, Bc, z) each row's continuations
+    word_lp: Tensor  # (R, Bc, z) their words' log-probabilities
+    seg_done: Tensor  # (R, Bc, G) segments ended after the continuation
+    row_of: Tensor  # (S·B,) decoder row of each slot (-1: none)
+    bc: int  # continuations per row
+
+
+@dataclass
+class FinishedIB:
+    """Finished sentences of one step, on the device; word order restored when read."""
+
+    sentences: Tensor
+    tokens: Tensor
+    scores: Tensor
+    length: Tensor
+    total: Tensor
+    n_final: Tensor
+    search: "IBBeamSearch"
+
+    def __len__(self) -> int:
+        return self.sentences.numel()  # sentences that finished (a shape: no host read)
+
+    @staticmethod
+    def merge(items: Sequence["FinishedIB"]) -> "FinishedIB":
+        if len(items) == 1:
+            return items[0]
+        pad = items[0].search.pad
+        return FinishedIB(cat_padded([x.sentences for x in items]), cat_padded([x.tokens for x in items], pad),
+                          cat_padded([x.scores for x in items]), cat_padded([x.length for x in items]),
+                          cat_padded([x.total for x in items]), cat_padded([x.n_final for x in items]), items[0].search)
+
+    def to_hypotheses(self) -> Dict[int, List[Hypothesis]]:
+        """One read for the whole pool: the word order is restored on the host (Algorithm 1, line 28)."""
+        d, z, cols = self.tokens.shape
+        packet = torch.cat([self.sentences.double(), self.n_final.double(), self.length.double().view(-1),
+                            self.total.double().view(-1), self.tokens.double().view(-1),
+                            self.scores.double().view(-1)]).tolist()
+        at = 2 * d
+        lengths, totals = packet[at: at + d * z], packet[at + d * z: at + 2 * d * z]
+        tokens, scores = packet[at + 2 * d * z: at + 2 * d * z + d * z * cols], packet[at + 2 * d * z + d * z * cols:]
+        out: Dict[int, List[Hypothesis]] = {}
+        for i in range(d):
+            hyps = []
+            for j in range(min(int(packet[d + i]), z - 1)):
+                length, start = int(lengths[i * z + j]), (i * z + j) * cols
+                hyps.append(self.search._hypothesis([int(t) for t in tokens[start: start + length]],
+                                                    scores[start: start + length], totals[i * z + j]))
+            hyps = sorted(hyps, key=lambda h: h.score, reverse=True)
+            out[int(packet[i])] = hyps[: max(self.search.nbest, 1)] if hyps else [self.search._empty()]
+        return out
+
+
+class IBBeamSearch(StateOps):
+
+    def __init__(self, spec: IBSpec, scorer: OutputScorer, *, beam: int, nbest: int, lenpen: float,
+                 eos: int, pad: int, bos: int, dedup: bool, dtype: torch.dtype, finalize: str = "top",
+                 stats: Any = None, step_backend: str = "auto") -> None:
+        self.spec, self.scorer = spec, scorer
+        self.stats = stats
+        self.runner = StepRunner(step_backend, stats)
+        self._device_tables: Dict[str, Tuple[Tensor, List[Tensor]]] = {}
+        self.beam = self.rows_per_sentence = beam
+        self.nbest, self.lenpen = nbest, lenpen
+        self.eos, self.pad, self.bos = eos, pad, bos
+        self.dedup, self.dtype, self.finalize = dedup, dtype, finalize
+        self.z = spec.z
+        self.segments = ib_order.n_segments(spec.h)
+        # Segment of each slot of a step: words come in (left, right) pairs per segment (Eq. 9).
+        self.slot_segment = torch.tensor([(j % spec.h) // 2 for j in range(self.z)]) if spec.h > 2 else torch.zeros(self.z, dtype=torch.long)
+        self.segment_slots = [torch.tensor([j for j in range(self.z) if int(self.slot_segment[j]) == g]) for g in range(self.segments)]
+
+    @classmethod
+    def from_config(cls, cfg: IBBeamConfig, ctx: StrategyContext) -> "IBBeamSearch":
+        return cls(cfg.spec, ctx.scorer, beam=cfg.beam, nbest=cfg.nbest, lenpen=cfg.lenpen, eos=ctx.eos,
+                   pad=ctx.pad, bos=ctx.bos, dedup=cfg.dedup, dtype=ctx.dtype, finalize=cfg.finalize, stats=ctx.stats,
+                   step_backend=ctx.step_backend)
+
+    # ---- the interface -------------------------------------------------------------------
+    def init_state(self, sentences: Tensor, max_len: Tensor, src_lengths: Tensor, *,
+                   longest: Optional[int] = None, shortest: Optional[int] = None) -> StepOutcome:
+        s, b = len(sentences), self.beam
+        if longest is None:
+            longest = int(max_len.max()) if s else 0
+        # A hypothesis ends at the latest in the step that reaches max_len (IBDecoder); an IMDecoder's
+        # first segment reaches it up to a step later than its last (slot k: segment (k mod h) // 2).
+        width = longest + (self.z + 1 if self.segments == 1 else 2 * self.z)
+        dev = sentences.device
+        scores = torch.full((s, b), -math.inf, dtype=self.dtype, device=dev)
+        scores[:, 0] = 0.0
+        state = IBState(
+            sentences=sentences, scores=scores,
+            tokens=sentences.new_zeros(s, b, 0), token_scores=scores.new_zeros(s, b, 0),
+            seg_done=torch.zeros(s, b, self.segments, dtype=torch.bool, device=dev),
+            max_len=max_len, n_final=torch.zeros_like(sentences),
+            fin_tokens=torch.full((s, 2 * b + 1, width), self.pad, dtype=torch.long, device=dev),
+            fin_scores=torch.zeros(s, 2 * b + 1, width, dtype=self.dtype, device=dev),
+            fin_len=torch.zeros(s, 2 * b + 1, dtype=torch.long, device=dev),
+            fin_total=torch.full((s, 2 * b + 1), -math.inf, dtype=self.dtype, device=dev),
+            row_slot=torch.arange(s, device=dev) * b,
+            shortest=int(max_len.min()) if shortest is None and s else (shortest or 0),
+        )
+        feed = torch.full((s, self.z), self.bos, dtype=torch.long, device=sentences.device)
+        return StepOutcome(state=state, parents=None, feed=feed, block_mask=self.block_mask(0, sentences.device))
+
+    def length(self, state: IBState) -> int:
+        return state.tokens.size(2)
+
+    def concat(self, states: Sequence[IBState]) -> IBState:
+        if len({st.tokens.size(2) for st in states}) != 1:
+            raise FairseqStreamError("ib-beam merges groups of equal length only (min-length selection)")
+        return super().concat(states)
+
+    def block_mask(self, fed: int, device: Any):
+        """Mask of the next step's ``z`` slots over the ``fed`` cached ones and themselves."""
+        if not self.spec.independent_directions:
+            # M(h, c): the cache and the whole step are visible (zeros); vanilla: causal.
+            return None if self.spec.vanilla_mask else torch.zeros(self.z, self.z, device=device)
+        i = torch.arange(fed, fed + self.z, device=device).unsqueeze(1)
+        j = torch.arange(0, fed + self.z, device=device).unsqueeze(0)
+        ok = ib_order.allowed(i, j, self.spec.h, self.spec.c, vanilla=self.spec.vanilla_mask,
+                              independent=self.spec.independent_directions)
+        return torch.zeros(ok.shape, dtype=torch.float32, device=device).masked_fill(~ok, float("-inf"))
+
+    # ---- a step ---------------------------------------------------------------------------
+    def step(self, state: IBState, scores: Tensor) -> StepOutcome:
+        vals, toks = self._top(state, scores)
+        return self.search_step(state, vals, toks)
+
+    def _top(self, state: IBState, scores: Tensor) -> Tuple[Tensor, Tensor]:
+        """Each row's best ``Bc`` words per slot and their log-probabilities (R, z, Bc), from the
+        output layer (one pass for the top-k and the normaliser)."""
+        r, z, v = scores.shape
+        fed = state.tokens.size(2)
+        slots = fed + torch.arange(z, device=scores.device)
+        row_max = state.max_len.index_select(0, state.row_slot // self.beam)
+        # Host bounds skip the edits that cannot apply yet: no row is at its maximum length before
+        # the group's shortest, and every row has generated at least ``fed`` tokens.
+        ctx = RowContext(steps=slots.repeat(r), max_len=row_max.repeat_interleave(z),
+                         may_reach_max=fed + z - 1 >= state.shortest, min_steps=fed)
+        bc = min(self.beam, v)
+        vals, toks, _ = self.scorer.top(scores.reshape(r * z, v), bc, ctx)
+        return vals.view(r, z, bc).to(self.dtype), toks.view(r, z, bc)
+
+    def search_step(self, state: IBState, vals: Tensor, toks: Tensor) -> StepOutcome:
+        """The step after the output layer, from each row's slot candidates ``vals``/``toks``
+        (R, z, Bc), by the backend :mod:`fairseq_stream.ops.backends` picks (the C++ operator on
+        a CPU, the device-resident reference on CUDA), with the same results."""
+        t, cols = state.tokens.size(2), state.fin_tokens.size(2)
+        if t + self.z > cols:
+            raise FairseqStreamError(f"ib-beam: hypothesis longer than its buffer ({t + self.z} > {cols})")
+        tensors = [getattr(state, name) for name in fused.FIELDS]
+        slot_segment, _ = self._tables(vals.device)
+        config = dict(beam=self.beam, eos=self.eos, pad=self.pad, finalize_top=self.finalize == "top")
+        ran = self.runner.run(IB_STEP, tensors, (vals, toks, state.row_slot, slot_segment), config,
+                              reference=lambda: self._reference_step(state, vals, toks),
+                              fits=fused.fits(tensors, vals), s=state.size)
+        out, packet = ran.result, ran.packet
+        n_rows, n_done, widest = packet.scalar("rows"), packet.scalar("finished"), packet.scalar("widest")
+        new = replace(state, scores=out.scores, tokens=out.tokens, token_scores=out.token_scores,
+                      seg_done=out.seg_done, n_final=out.n_final)
+        return self._outcome(new, out.done, n_done, widest, out.parents[:n_rows], out.feed[:n_rows],
+                             out.slot[:n_rows], out.row_slot[:n_rows], t)
+
+    def _tables(self, device: torch.device) -> Tuple[Tensor, List[Tensor]]:
+        """The segment of each slot and the slots of each segment, on ``device`` (copied once:
+        no host→device copy in a step)."""
+        key = str(device)
+        if key not in self._device_tables:
+            self._device_tables[key] = (self.slot_segment.to(device), [s.to(device) for s in self.segment_slots])
+        return self._device_tables[key]
+
+    def _reference_step(self, state: IBState, vals: Tensor, toks: Tensor) -> IBStepResult:
+        """The step in PyTorch operations, on any device: the contract of :mod:`fairseq_stream.ops.ib_step`
+        (the next rows' tensors are S·B long; the first ``rows`` of them count)."""
+        s, b = state.scores.shape
+        row_slot = state.row_slot  # (R,)
+        words, word_lp, sums = self._continuations(state, vals, toks, row_slot)
+        total = state.scores.view(-1).index_select(0, row_slot).unsqueeze(1) + sums  # (R, Bc)
+        seg_done = self._segments_done(state, words, row_slot)  # (R, Bc, G)
+        ended = seg_done.all(dim=2) & torch.isfinite(total)
+        bc = total.size(1)
+        # Per sentence: (S, B·Bc) candidates of all its hypotheses.
+        full = total.new_full((s * b, bc), -math.inf).index_copy_(0, row_slot, total)
+        full_end = torch.zeros(s * b, bc, dtype=torch.bool, device=total.device).index_copy_(0, row_slot, ended)
+        full, full_end = full.view(s, b * bc), full_end.view(s, b * bc)
+        row_of = torch.full((s * b,), -1, dtype=torch.long, device=total.device)
+        row_of[row_slot] = torch.arange(len(row_slot), device=total.device)
+        cand = IBCandidates(full, full_end, words, word_lp, seg_done, row_of, bc)
+        return self._advance(self._record(state, cand), cand)
+
+    def _continuations(self, state: IBState, vals: Tensor, toks: Tensor, row_slot: Tensor) -> Tuple[Tensor, Tensor, Tensor]:
+        """Each row's best ``Bc`` multi-word continuations: words/lps (R, Bc, z), sums (R, Bc)."""
+        r, z, bc = vals.shape
+        if self.segments > 1:  # slots of segments that ended are padding, for free
+            done = state.seg_done.view(-1, self.segments).index_select(0, row_slot)  # (R, G)
+            forced = done[:, self._tables(done.device)[0]]  # (R, z)
+            vals = vals.masked_fill(forced.unsqueeze(2), -math.inf)
+            vals[..., 0] = torch.where(forced, torch.zeros_like(vals[..., 0]), vals[..., 0])
+            toks = toks.clone()
+            toks[..., 0] = torch.where(forced, torch.full_like(toks[..., 0], self.pad), toks[..., 0])
+        acc, words, lps = vals[:, 0], toks[:, 0].unsqueeze(2), vals[:, 0].unsqueeze(2)
+        for j in range(1, z):  # outer addition, re-pruned to Bc after each position
+            grid = acc.unsqueeze(2) + vals[:, j].unsqueeze(1)  # (R, Bc, Bc)
+            acc, idx = sorted_top(grid.view(r, -1), bc)
+            prev, new = torch.div(idx, bc, rounding_mode="floor"), idx % bc
+            words = torch.cat([words.gather(1, prev.unsqueeze(2).expand(-1, -1, j)), toks[:, j].gather(1, new).unsqueeze(2)], dim=2)
+            lps = torch.cat([lps.gather(1, prev.unsqueeze(2).expand(-1, -1, j)), vals[:, j].gather(1, new).unsqueeze(2)], dim=2)
+        return words, lps, acc
+
+    def _segments_done(self, state: IBState, words: Tensor, row_slot: Tensor) -> Tensor:
+        prior = state.seg_done.view(-1, self.segments).index_select(0, row_slot)  # (R, G)
+        is_eos = words == self.eos  # (R, Bc, z)
+        if self.segments == 1:
+            return prior.unsqueeze(1) | is_eos.any(dim=2, keepdim=True)
+        # Slots of each segment as index lists (host-known), not boolean masks (no host read).
+        hit = torch.stack([is_eos.index_select(2, slots).any(dim=2) for slots in self._tables(words.device)[1]], dim=2)
+        return prior.unsqueeze(1) | hit
+
+    def _record(self, state: IBState, cand: IBCandidates) -> IBState:
+        """Finished continuations → the ``fin_*`` buffers (at most B per sentence and step, best first)."""
+        full, full_end, words, word_lp, row_of, bc = cand.full, cand.full_end, cand.words, cand.word_lp, cand.row_of, cand.bc
+        ended = torch.where(full_end, full, torch.full_like(full, -math.inf))
+        if self.finalize == "top":  # only ended continuations among the sentence's B best count
+            kth = sorted_top(full, min(self.beam, full.size(1)))[0][:, -1:]
+            ended = torch.where(full >= kth, ended, torch.full_like(ended, -math.inf))
+        best, idx = sorted_top(ended, min(self.beam, ended.size(1)))  # (S, W)
+        s, w = best.shape
+        ok = torch.isfinite(best)
+        rank = state.n_final.unsqueeze(1) + torch.cumsum(ok.long(), dim=1) - 1
+        dest = torch.where(ok, rank, state.fin_len.size(1) - 1)  # the scratch slot takes the rest
+        slot, cont = torch.div(idx, bc, rounding_mode="floor"), idx % bc
+        rows = row_of.view(s, self.beam).gather(1, slot).clamp(min=0)
+        t, cols = state.tokens.size(2), state.fin_tokens.size(2)
+        gather = slot.unsqueeze(2).expand(s, w, t)
+        seq = torch.cat([state.tokens.gather(1, gather), words[rows.view(-1), cont.view(-1)].view(s, w, self.z)], dim=2)
+        lps = torch.cat([state.token_scores.gather(1, gather),
+                         word_lp[rows.view(-1), cont.view(-1)].view(s, w, self.z).to(state.token_scores.dtype)], dim=2)
+        seq = F.pad(seq, (0, cols - seq.size(2)), value=self.pad)
+        lps = F.pad(lps, (0, cols - lps.size(2)))
+        state.fin_tokens.scatter_(1, dest.unsqueeze(2).expand(s, w, cols), seq)
+        state.fin_scores.scatter_(1, dest.unsqueeze(2).expand(s, w, cols), lps)
+        state.fin_len.scatter_(1, dest, torch.full_like(dest, t + self.z))
+        state.fin_total.scatter_(1, dest, best.to(state.fin_total.dtype))
+        return replace(state, n_final=state.n_final + ok.sum(dim=1))
+
+    def _hypothesis(self, seq: List[int], lps: List[float], total: float) -> Hypothesis:
+        order = ib_order.restore_order(seq, self.spec.h, self.spec.c, self.eos, self.pad, self.spec.order)
+        words = [seq[k] for k in order]
+        if self.dedup:
+            order = [order[k] for k in ib_order.dedup_indices(words)]
+            words = [seq[k] for k in order]
+        kept = [lps[k] for k in order]
+        # EOS carries the log-probability of every other slot (EOS, discarded words), so the
+        # positional scores still sum to the hypothesis' search score.
+        kept.append(total - sum(kept))
+        tokens = torch.tensor(words + [self.eos], dtype=torch.long)
+        return Hypothesis(tokens, total / (len(tokens) ** self.lenpen), torch.tensor(kept, dtype=torch.float))
+
+    def _advance(self, state: IBState, cand: IBCandidates) -> IBStepResult:
+        full, full_end, words, word_lp, seg_done, row_of, bc = cand
+        s, b = state.scores.shape
+        open_ = torch.where(full_end, torch.full_like(full, -math.inf), full)
+        val, idx = sorted_top(open_, min(b, open_.size(1)))
+        val = F.pad(val, (0, b - val.size(1)), value=-math.inf)
+        idx = F.pad(idx, (0, b - idx.size(1)))
+        ok = torch.isfinite(val)
+        done = (state.n_final >= self.beam) | ~ok.any(dim=1)
+        parent_slot = torch.div(idx, bc, rounding_mode="floor")
+        cont = idx % bc
+        rows = row_of.view(s, b).gather(1, parent_slot).clamp(min=0)  # (S, B) rows of the parents
+        w = words[rows.view(-1), cont.view(-1)].view(s, b, self.z)
+        lp = word_lp[rows.view(-1), cont.view(-1)].view(s, b, self.z)
+        t = state.tokens.size(2)
+        gather = parent_slot.unsqueeze(2).expand(s, b, t)
+        live = ok & ~done.unsqueeze(1)  # (S, B)
+        per_sentence = live.sum(dim=1)
+        live_flat = torch.argsort((~live).view(-1).to(torch.uint8), stable=True)  # (S·B,) the live ones first
+        # Slots numbered without the finished sentences.
+        renumber = torch.cumsum((~done).long(), dim=0) - 1
+        return IBStepResult(
+            packet=packets.IB_STEP.pack(dict(rows=per_sentence.sum(), finished=done.sum(), widest=per_sentence.max())),
+            scores=val.masked_fill(~ok, -math.inf),
+            tokens=torch.cat([state.tokens.gather(1, gather), w], dim=2),
+            token_scores=torch.cat([state.token_scores.gather(1, gather), lp.to(state.token_scores.dtype)], dim=2),
+            seg_done=seg_done[rows.view(-1), cont.view(-1)].view(s, b, self.segments),
+            n_final=state.n_final, done=done,
+            parents=rows.view(-1).index_select(0, live_flat),
+            feed=w.view(s * b, self.z).index_select(0, live_flat),
+            slot=(torch.cumsum(live.long(), dim=1) - 1).view(-1).index_select(0, live_flat),
+            row_slot=renumber.index_select(0, live_flat // b) * b + live_flat % b)
+
+    def _outcome(self, new: IBState, done: Tensor, n_done: int, widest: int, parents: Tensor, feed: Tensor,
+                 slot: Tensor, row_slot: Tensor, t: int) -> StepOutcome:
+        """The finished sentences leave the state (their ``fin_*`` buffers wait for the pool's
+        read); the next rows' index (``row_slot`` numbered without them)."""
+        s, b = new.scores.shape
+        finished: Any = {}
+        if n_done:
+            by_done = torch.argsort(done.to(torch.uint8), stable=True)
+            goes_on, ended = by_done[: s - n_done], by_done[s - n_done:]
+            pick = lambda x: x.index_select(0, ended)  # noqa: E731
+            finished = FinishedIB(pick(new.sentences), pick(new.fin_tokens), pick(new.fin_scores),
+                                  pick(new.fin_len), pick(new.fin_total), pick(new.n_final), self)
+            new = new.select(goes_on)
+        new.row_slot = row_slot
+        index = SentenceIndex(new.sentences, row_slot // b, slot, widest)
+        return StepOutcome(state=new, parents=parents, feed=feed, finished=finished,
+                           block_mask=self.block_mask(t + self.z, new.scores.device), index=index)
+
+    def _empty(self) -> Hypothesis:
+        return Hypothesis(torch.tensor([self.eos]), -math.inf, torch.tensor([-math.inf]))
+
+
+
+register_search("ib-beam", summary="multi-word beam search for IBDecoder/IMDecoder/+SA checkpoints (Zhang2020 Alg. 1)",
+                config=IBBeamConfig, capabilities=Capabilities(
+                    streaming=True, ngram_blocking=False, models="ib", block_steps=True,
+                    reads=frozenset({"ib_dedup", "ib_finalize"})))(IBBeamSearch)

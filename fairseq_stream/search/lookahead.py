@@ -1,0 +1,121 @@
+"""Lookahead decoding without a draft model: Jacobi iteration plus an n-gram pool.
+
+Fu et al. 2024 (Break the Sequential Dependency of LLM Inference Using Lookahead Decoding,
+ICML), §3: Jacobi iteration generates n-grams from the model's own trajectories, a pool keeps
+them keyed by their first token, and the n-gram that starts with the last verified token is
+verified in the same decoder call; the output is greedy's. Here, in its simplest batched form:
+
+* the **pool** maps a token ``t`` to the ``N − 1`` tokens that most recently followed ``t`` in a
+  verified (greedy) output of this run — the model's own trajectories, across sentences (a
+  translation repeats its phrases: "and he said to", "the LORD"). It is a device table
+  ``(V + 1, N − 1)`` written by scatter, never read on the host;
+* each iteration verifies **one** guess per sentence (the paper verifies several with a tree
+  mask): the pool's continuation of the last verified token, or, when the pool has none, the
+  Jacobi iteration's own unverified predictions (``gs-jacobi --jacobi-init tail``'s guess,
+  Santilli2023), in a block of ``N`` positions;
+* the verification is the Jacobi iteration of :mod:`fairseq_stream.search.jacobi`
+  (Santilli2023 Proposition 1): at least one token per call, the longest verified prefix
+  accepted, so the output **is** greedy's, batched, with ragged acceptance per row.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass, replace
+from typing import Any, Optional, Sequence
+
+import torch
+import torch.nn.functional as F
+from torch import Tensor
+
+from fairseq_stream.search.interface import StepOutcome, StrategyContext
+from fairseq_stream.search.registry import Capabilities, lenpen_of, register_search
+from fairseq_stream.errors import FairseqStreamError
+from fairseq_stream.search.jacobi import JacobiConfig, JacobiDecoding, JacobiState
+
+
+@dataclass(frozen=True)
+class LookaheadConfig:
+    ngram: int  # N: a pool entry is a token and the N - 1 that followed it; a block verifies N positions
+    lenpen: float = 1.0  # only scales the reported score: the output is greedy's
+
+    rows_per_sentence = 1
+
+    def __post_init__(self) -> None:
+        if not 2 <= self.ngram <= 16:
+            raise FairseqStreamError(f"--lookahead-ngram must be in [2, 16], got {self.ngram}")
+
+    @classmethod
+    def from_options(cls, name: str, gen_cfg: Any, opts: Any, models: Sequence[Any] = ()) -> "LookaheadConfig":
+        return cls(ngram=int(opts.lookahead_ngram), lenpen=lenpen_of(gen_cfg))
+
+
+class LookaheadDecoding(JacobiDecoding):
+    """The Jacobi iteration (tail guesses, blocks of N) whose guesses come from the pool first."""
+
+    def __init__(self, cfg: LookaheadConfig, verifier_cfg: JacobiConfig, scorer: Any, **kwargs: Any) -> None:
+        super().__init__(verifier_cfg, scorer, **kwargs)
+        self.ngram = cfg.ngram
+        self.pool: Optional[Tensor] = None  # (V + 1, N − 1) token ids, pad = none; row V is scratch
+
+    @classmethod
+    def from_config(cls, cfg: LookaheadConfig, ctx: StrategyContext) -> "LookaheadDecoding":
+        verifier = JacobiConfig(block=cfg.ngram, init="tail", lenpen=cfg.lenpen)
+        return cls(cfg, verifier, ctx.scorer, eos=ctx.eos, pad=ctx.pad, bos=ctx.bos, stats=ctx.stats, dtype=ctx.dtype,
+                   step_backend=ctx.step_backend)
+
+    def init_state(self, sentences: Tensor, max_len: Tensor, src_lengths: Tensor, *,
+                   longest: Optional[int] = None, shortest: Optional[int] = None) -> StepOutcome:
+        out = super().init_state(sentences, max_len, src_lengths, longest=longest, shortest=shortest)
+        state = self._guess(out.state)
+        return replace(out, state=state, feed=state.feed)
+
+    def step(self, state: JacobiState, scores: Tensor) -> StepOutcome:
+        if self.pool is None:
+            self.pool = torch.full((scores.size(-1) + 1, self.ngram - 1), self.pad, dtype=torch.long,
+                                   device=scores.device)
+        out = super().step(state, scores)  # the Jacobi iteration: the one host read
+        if out.state.size == 0:
+            return out
+        self._collect(out.state, state.feed.size(1))
+        new = self._guess(out.state)
+        return replace(out, state=new, feed=new.feed)
+
+    def _collect(self, state: JacobiState, b: int) -> None:
+        """Write the n-grams this iteration completed into the pool: key ``y_c`` (BOS = column 0)
+        and its continuation ``y_{c+1}..y_{c+N−1}``, for the ``b`` keys before each row's newest
+        complete one (some were written before: the same values)."""
+        g = self.ngram - 1
+        seq = F.pad(state.tokens, (1, 0), value=self.bos)  # (S, T + 1): BOS, y_1, y_2, ...
+        c = state.verified.unsqueeze(1) - g - torch.arange(b, device=seq.device)  # (S, b) key columns
+        valid = c >= 0
+        c = c.clamp(min=0)
+        keys = seq.gather(1, c).masked_fill(~valid, self.pool.size(0) - 1)  # invalid → the scratch row
+        cols = c.unsqueeze(2) + torch.arange(1, g + 1, device=seq.device)  # (S, b, g)
+        conts = seq.gather(1, cols.view(cols.size(0), -1).clamp(max=seq.size(1) - 1)).view_as(cols)
+        self.pool.index_put_((keys.reshape(-1),), conts.reshape(-1, g))
+
+    def _guess(self, state: JacobiState) -> JacobiState:
+        """The next feed: the pool's continuation of the last verified token where it has one,
+        else the Jacobi iteration's own guess (the unverified predictions)."""
+        if self.pool is None or state.feed.size(1) < 2:
+            return state
+        last = state.feed[:, 0]  # (S,) the last verified token (BOS first)
+        pooled = self.pool.index_select(0, last)  # (S, N − 1)
+        own = F.pad(state.feed[:, 1:], (0, self.ngram - state.feed.size(1)), value=self.pad)
+        guesses = torch.where(pooled[:, :1] != self.pad, pooled, own)
+        return self.with_guesses(state, guesses, self.ngram - 1)
+
+
+WHY_NO_BEAM = (
+    "lookahead decoding verifies guessed tokens against the model's greedy choice, one prefix per "
+    "sentence (Fu et al. 2024); a beam re-ranks k prefixes at every step. Use --beam 1"
+)
+
+register_search(
+    "lookahead",
+    summary="no draft model: Jacobi iteration plus a pool of n-grams from the model's own outputs, verified in one "
+            "block step; output identical to greedy (Fu et al. 2024)",
+    config=LookaheadConfig,
+    capabilities=Capabilities(streaming=True, default_epsilon=0.0, beam=False, why_no_beam=WHY_NO_BEAM, nbest=False,
+                              ngram_blocking=False, block_steps=True, selection="all",
+                              reads=frozenset({"lookahead_ngram"})),
+)(LookaheadDecoding)

@@ -1,0 +1,92 @@
+"""The output scorer: a step's raw scores → each row's best candidates after fairseq's score edits.
+
+Hoang2018 §3.1: the fused output layer (:func:`fairseq_stream.ops.fused_output.topk_with_normaliser`)
+finds each row's best tokens on the raw scores and normalises only those; fairseq's score edits
+(pad, unknown-word penalty, min/max length: :mod:`fairseq_stream.search.score_edits`) then act on
+the candidates. An edit that needs the whole row (n-gram blocking), one that may raise any
+token, or an ensemble (whose average of probabilities needs every row in full) falls back to the
+full log-softmax, logged once.
+"""
+from __future__ import annotations
+
+from typing import Any, Dict, List, Optional, Tuple
+
+import torch
+from torch import Tensor
+
+from fairseq_stream.ops.extension import log_once
+from fairseq_stream.ops.fused_output import topk_with_normaliser
+from fairseq_stream.search.score_edits import Candidates, RowContext, ScoreEdit, apply_full
+
+
+class OutputScorer:
+    """A step's raw scores → each row's best candidates after fairseq's score edits."""
+
+    def __init__(self, processors: List[ScoreEdit], *, fused: bool, normalized_input: bool) -> None:
+        self.processors = processors
+        self.normalized_input = normalized_input
+        blockers = [type(p).__name__ for p in processors if p.candidates is None]
+        # An edit that may raise any token (or does not say: not a ScoreEdit) cannot be honoured on a window of candidates.
+        raisers = [type(p).__name__ for p in processors if not isinstance(p, ScoreEdit) or p.raises is None]
+        self.fused = fused and not blockers and not raisers and not normalized_input
+        #: how the output layer runs, for the run's statistics (``None``: the plain fused or full layer)
+        self.note: Optional[str] = None
+        if fused and not self.fused:
+            reason = (f"{', '.join(blockers)} needs full rows" if blockers else
+                      f"{', '.join(raisers)} may raise any token's score" if raisers else "an ensemble averages full rows")
+            log_once(f"fairseq-stream: fused output layer off ({reason}); using the full log-softmax")
+            if raisers and not blockers and not normalized_input:
+                self.note = "full:raising-edit"  # the full layer, for an edit that may raise any token
+        self.extra = sum(p.extra for p in processors)
+        #: tokens an edit may raise (a negative --unkpen: <unk>): they join every row's window
+        self.raised = sorted({t for p in processors if isinstance(p, ScoreEdit) for t in (p.raises or ())})
+        self._raised_ids: Dict[Any, Tensor] = {}
+        if self.fused and self.raised:
+            self.note = "fused+raised:" + "/".join(map(str, self.raised))  # the window holds the raised token(s)
+
+    def top(self, scores: Tensor, k: int, ctx: RowContext, *, normalize: bool = True) -> Tuple[Tensor, Tensor, Optional[Tensor]]:
+        """(values, tokens, lse) of each row's ``k`` best candidates, best first.
+
+        Values are log-probabilities, or raw logits (same ranking) when ``normalize`` is False
+        on the fused path; then ``lse`` is None and :meth:`normaliser` gives it on demand.
+        """
+        if scores.dtype in (torch.float16, torch.bfloat16) and not (self.fused and scores.is_cuda):
+            scores = scores.float()  # on CUDA the fused kernels read half precision as it is (no full copy)
+        k = min(k, scores.size(-1))
+        if not self.fused:
+            lprobs = scores.clone() if self.normalized_input else torch.log_softmax(scores, dim=-1)
+            lprobs = apply_full(self.processors, lprobs, ctx)
+            values, tokens = lprobs.topk(k, dim=-1)
+            return values, tokens, torch.zeros_like(values[:, 0])
+        width = min(k + self.extra, scores.size(-1))
+        if normalize:
+            raw, tokens, lse = topk_with_normaliser(scores, width)
+            values = raw - lse.unsqueeze(1)
+        else:
+            values, tokens = scores.topk(width, dim=-1)
+            values, lse = values.float() if values.dtype in (torch.float16, torch.bfloat16) else values, None
+        if self.raised and width < scores.size(-1):
+            values, tokens = self._with_raised(values, tokens, scores, lse)
+        cand = Candidates(values, tokens, scores, lse)
+        for proc in self.processors:
+            cand = proc.candidates(cand, ctx)
+        values, order = cand.scores.topk(k, dim=-1)
+        return values, cand.tokens.gather(1, order), (lse if lse is not None else None)
+
+    def _with_raised(self, values: Tensor, tokens: Tensor, scores: Tensor,
+                     lse: Optional[Tensor]) -> Tuple[Tensor, Tensor]:
+        """The window plus the tokens an edit may raise (a token already in it: once, the copy at −inf)."""
+        ids = self._raised_ids.get(scores.device)
+        if ids is None:
+            ids = self._raised_ids[scores.device] = torch.tensor(self.raised, device=scores.device)
+        raw = scores.index_select(1, ids)
+        extra = (raw - lse.unsqueeze(1) if lse is not None else raw).to(values.dtype)
+        present = (tokens.unsqueeze(2) == ids.view(1, 1, -1)).any(1)  # (R, m)
+        extra = extra.masked_fill(present, float("-inf"))
+        return torch.cat([values, extra], 1), torch.cat([tokens, ids.unsqueeze(0).expand(tokens.size(0), -1)], 1)
+
+    def normaliser(self, scores: Tensor) -> Tensor:
+        """``logsumexp`` of rows (zero for already-normalised input and on the full path)."""
+        if not self.fused:
+            return scores.new_zeros(scores.shape[:-1], dtype=torch.float32 if scores.dtype in (torch.float16, torch.bfloat16) else scores.dtype)
+        return torch.logsumexp(scores.float() if scores.dtype in (torch.float16, torch.bfloat16) else scores, dim=-1)

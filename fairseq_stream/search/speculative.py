@@ -1,0 +1,379 @@
+"""Speculative decoding: a draft proposes γ tokens, the model verifies them in one block step.
+
+Leviathan et al. 2023 (Fast Inference from Transformers via Speculative Decoding, ICML),
+Algorithm 1 with greedy acceptance, which is SpecDec's (Xia et al. 2023, Findings of EMNLP,
+§3.2 "top-1 verification"): a cheap *draft* model decodes ``γ`` tokens ``d_1..d_γ``
+autoregressively from the verified prefix; the target model (or ensemble) scores the ``γ + 1``
+positions ``[y_n, d_1, .., d_γ]`` in **one** block-incremental decoder call; its arg-max
+predictions ``p_0..p_γ`` are greedy's tokens as long as every draft token before them equals
+the prediction at its position, so the longest prefix with ``d_i = p_{i-1}`` is accepted, plus
+the target's own next token ``p_m``. At least one token per call, so the output **is** the
+target's greedy output (``--beam 1``), whatever the draft proposes.
+
+The verification is the Jacobi iteration of :mod:`fairseq_stream.search.jacobi` (the same
+fused operator, a block of ``γ + 1`` sliding with the verified prefix), with the draft's
+proposals in place of Jacobi's own guesses. Beyond the papers, sentences are decoded in
+batches under the streaming scheduler: each row accepts its own number of tokens (ragged),
+finished sentences leave and new ones join.
+
+The draft runs through its own :class:`~fairseq_stream.model.model_step.ModelStep` with its own
+encoder slots and decoder caches, which are never recomputed: after a verification they are
+rolled back to the accepted prefix (``ModelStep.accept``), and the next proposal first feeds
+the one or two verified tokens the draft has not seen (two when all ``γ`` were accepted: ``d_γ``
+and the target's token), then ``γ − 1`` single tokens.
+
+``--draft-tokens auto`` picks ``γ`` before each verification from the acceptance rate ``α``
+(estimated from recent verifications) and the measured cost ``c`` of a draft call relative to a
+verification, maximising Leviathan et al.'s expected tokens per unit of time
+``(1 − α^{γ+1}) / ((1 − α)(γc + 1))`` (§3.1 Eq. 1, Theorem 3.8). ``γ`` is one per decoder call: a
+call verifies all its rows in one block of ``γ + 1`` positions, so a per-row ``γ`` would not
+change its cost.
+"""
+from __future__ import annotations
+
+import os
+import time
+from dataclasses import dataclass, replace
+from typing import Any, Optional, Sequence, Tuple
+
+import torch
+from torch import Tensor
+
+from fairseq_stream.search.interface import StepOutcome, StrategyContext
+from fairseq_stream.model.model_step import DecoderState, ModelStep
+from fairseq_stream.search.registry import Capabilities, lenpen_of, register_search
+from fairseq_stream.search.state import StrategyState, host, per_sentence
+from fairseq_stream.errors import FairseqStreamError
+from fairseq_stream.model.row_cache import SentenceIndex
+from fairseq_stream.search.jacobi import JacobiConfig, JacobiDecoding, JacobiState
+
+#: ``--draft-tokens`` without a value: the γ measured fastest on the demo model (docs/results.md).
+DEFAULT_DRAFT_TOKENS = "2"
+#: The largest γ ``auto`` considers.
+AUTO_MAX_DRAFT_TOKENS = 8
+
+
+@dataclass(frozen=True)
+class SpeculativeConfig:
+    draft_path: str  # the draft checkpoint(s), fairseq's ``a.pt:b.pt`` for an ensemble draft
+    draft_tokens: Optional[int]  # γ; None = auto
+    lenpen: float = 1.0  # only scales the reported score: the output is greedy's
+
+    rows_per_sentence = 1
+
+    def __post_init__(self) -> None:
+        if not self.draft_path:
+            raise FairseqStreamError("--search speculative needs --draft-path DRAFT.pt, a small model with the same "
+                                     "dictionaries (scripts/train_draft.sh makes one)")
+        for path in self.draft_path.split(":"):
+            if not os.path.isfile(path):
+                raise FairseqStreamError(f"--draft-path {path}: no such file")
+        if self.draft_tokens is not None and not 1 <= self.draft_tokens <= 64:
+            raise FairseqStreamError(f"--draft-tokens must be 'auto' or an integer in [1, 64], got {self.draft_tokens}")
+
+    @property
+    def most_draft_tokens(self) -> int:
+        return AUTO_MAX_DRAFT_TOKENS if self.draft_tokens is None else self.draft_tokens
+
+    @classmethod
+    def from_options(cls, name: str, gen_cfg: Any, opts: Any, models: Sequence[Any] = ()) -> "SpeculativeConfig":
+        return cls(draft_path=opts.draft_path or "", draft_tokens=parse_draft_tokens(opts.draft_tokens),
+                   lenpen=lenpen_of(gen_cfg))
+
+
+def parse_draft_tokens(value: Any) -> Optional[int]:
+    """``--draft-tokens``: an integer γ, or ``auto`` (None)."""
+    text = str(value).strip()
+    if text == "auto":
+        return None
+    try:
+        return int(text)
+    except ValueError:
+        raise FairseqStreamError(f"--draft-tokens must be 'auto' or an integer in [1, 64], got {value!r}") from None
+
+
+# ---- the state -----------------------------------------------------------------------------------
+@dataclass
+class DraftRows(StrategyState):
+    """Per sentence: how many draft tokens beyond the verified prefix the draft's cache holds."""
+
+    sentences: Tensor
+    unverified: Tensor = per_sentence()  # (S,) γ − 1 of the proposal that made the current feed
+    most: int = host(max)  # host: max(unverified)
+
+
+@dataclass
+class SpeculativeState:
+    """The verifier's Jacobi state (verified tokens, the feed = last verified token + proposals)
+    and the draft's decoder caches, one row per sentence in the same order."""
+
+    verify: JacobiState
+    draft: DecoderState
+    rows: DraftRows
+
+    @property
+    def size(self) -> int:
+        return self.verify.size
+
+
+@dataclass
+class Proposal:
+    tokens: Tensor  # (S, γ) the draft's greedy continuation
+    draft: DecoderState
+
+
+class SpeculativeDecoding:
+    """The strategy object the scheduler drives (see :mod:`fairseq_stream.search.interface`)."""
+
+    rows_per_sentence = 1
+
+    def __init__(self, cfg: SpeculativeConfig, verifier: JacobiDecoding, draft: ModelStep, *, eos: int, pad: int,
+                 bos: int, stats: Any) -> None:
+        self.cfg = cfg
+        self.verifier = verifier
+        self.draft = draft
+        self.memory = draft.slots()  # the draft's encodings of the sentences in flight
+        self.eos, self.pad, self.bos = eos, pad, bos
+        self.stats = stats
+        self.gamma = cfg.draft_tokens if cfg.draft_tokens is not None else int(DEFAULT_DRAFT_TOKENS)
+        self.tuner = GammaTuner(cfg.most_draft_tokens) if cfg.draft_tokens is None else None
+        self.histogram = None  # (γ_max + 2,) rows that accepted k tokens in a verification, on the device
+        self._left_step: Optional[float] = None  # when the last step returned (the verification's start)
+
+    @classmethod
+    def from_config(cls, cfg: SpeculativeConfig, ctx: StrategyContext) -> "SpeculativeDecoding":
+        if ctx.load_models is None or ctx.task is None:
+            raise FairseqStreamError("--search speculative needs the engine's model loader (integration/build.py)")
+        draft = ModelStep(ctx.load_models(cfg.draft_path))
+        draft.require_block_steps("a speculative draft (--draft-path)")
+        verifier = JacobiDecoding(JacobiConfig(block=cfg.most_draft_tokens + 1, init="tail", lenpen=cfg.lenpen),
+                                  ctx.scorer, eos=ctx.eos, pad=ctx.pad, bos=ctx.bos, stats=ctx.stats, dtype=ctx.dtype,
+                                  step_backend=ctx.step_backend)
+        return cls(cfg, verifier, draft, eos=ctx.eos, pad=ctx.pad, bos=ctx.bos, stats=ctx.stats)
+
+    # ---- the interface ---------------------------------------------------------------------
+    def admit(self, src_tokens: Tensor, src_lengths: Tensor, free: Tensor, size: int, *, pad: int, eos: int,
+              left_pad: bool) -> None:
+        """The scheduler's refill: the draft encodes the admitted sentences into the same slots."""
+        self.memory.size = size
+        self.draft.admit(self.memory, src_tokens, src_lengths, free, pad=pad, eos=eos, left_pad=left_pad)
+
+    def init_state(self, sentences: Tensor, max_len: Tensor, src_lengths: Tensor, *,
+                   longest: Optional[int] = None, shortest: Optional[int] = None) -> StepOutcome:
+        out = self.verifier.init_state(sentences, max_len, src_lengths, longest=longest, shortest=shortest)
+        gamma = self._next_gamma()
+        dec = self.draft.initial_state(self.memory, sentences, self.bos)
+        start = time.perf_counter()
+        first, dec = self._draft_call(dec, out.feed[:, :1])  # BOS
+        proposal = self._continue(first, dec, gamma)
+        self.stats.add_extra("draft_seconds", time.perf_counter() - start)
+        state = self.verifier.with_guesses(out.state, proposal.tokens, gamma)
+        rows = DraftRows(sentences=state.sentences.clone(), unverified=torch.full_like(sentences, gamma - 1),
+                         most=gamma - 1)
+        self._left_step = time.perf_counter()
+        return StepOutcome(state=SpeculativeState(state, proposal.draft, rows), parents=None, feed=state.feed)
+
+    def sentences(self, state: SpeculativeState) -> int:
+        return state.size
+
+    def length(self, state: SpeculativeState) -> int:
+        raise FairseqStreamError("speculative rows have their own lengths: schedule them with selection 'all'")
+
+    def concat(self, states: Sequence[SpeculativeState]) -> SpeculativeState:
+        if len(states) == 1:
+            return states[0]
+        return SpeculativeState(self.verifier.concat([s.verify for s in states]),
+                                self.draft.concat([s.draft for s in states]),
+                                DraftRows.concat([s.rows for s in states], pad=self.pad, rows_per_sentence=1))
+
+    def split(self, state: SpeculativeState, sentences: int, rows: int) -> Tuple[SpeculativeState, SpeculativeState]:
+        v_head, v_tail = self.verifier.split(state.verify, sentences, rows)
+        d_head, d_tail = self.draft.split(state.draft, rows, sentences)
+        r_head, r_tail = state.rows.split(sentences, rows, 1)
+        return SpeculativeState(v_head, d_head, r_head), SpeculativeState(v_tail, d_tail, r_tail)
+
+    def row_counts(self, state: SpeculativeState) -> Tensor:
+        return self.verifier.row_counts(state.verify)
+
+    # ---- one verification ------------------------------------------------------------------
+    def step(self, state: SpeculativeState, scores: Tensor) -> StepOutcome:
+        """The target's scores of the fed block (S, b, V) → accepted tokens, the next proposal."""
+        entered = time.perf_counter()
+        if self._left_step is not None:  # the target's block call, timed from the host (CPU)
+            self.stats.add_extra("verify_seconds", entered - self._left_step)
+        pred, score = self.verifier.predictions(state.verify, scores)
+        before = self.stats.accepted_tokens
+        out = self.verifier.iterate(state.verify, pred, score)  # the one host read (packet)
+        accepted = self.stats.accepted_tokens - before
+        s_old, going_on = state.size, out.state.size
+        self._record(out.accept, s_old, accepted, state.rows.most + 1)
+        if going_on == 0:  # the group is done: nothing to propose
+            self._flush_histogram()
+            self._left_step = time.perf_counter()
+            return replace(out, state=SpeculativeState(out.state, state.draft, state.rows))
+        gamma = self._next_gamma()
+        start = time.perf_counter()
+        dec, first = self._catch_up(state, pred, out.accept, out.max_length, accepted)
+        if out.parents is not None:  # finished sentences leave: their draft rows too
+            index = SentenceIndex.one_per_row(out.state.sentences)
+            dec = self.draft.select(dec, out.parents, index)
+            first = first.index_select(0, out.parents)
+        proposal = self._continue(first, dec, gamma)
+        self.stats.add_extra("draft_seconds", time.perf_counter() - start)
+        verify = self.verifier.with_guesses(out.state, proposal.tokens, gamma)
+        rows = DraftRows(sentences=verify.sentences, unverified=torch.full_like(verify.sentences, gamma - 1),
+                         most=gamma - 1)
+        self._left_step = time.perf_counter()
+        self.stats.add_extra("speculative_step_seconds", self._left_step - entered)
+        return replace(out, state=SpeculativeState(verify, proposal.draft, rows), feed=verify.feed)
+
+    # ---- the draft -------------------------------------------------------------------------
+    def _catch_up(self, state: SpeculativeState, pred: Tensor, accept: Tensor, longest: int,
+                  accepted: int) -> Tuple[DecoderState, Tensor]:
+        """Roll the draft's caches back to the verified prefix and feed it what it has not seen.
+
+        The draft was fed the verified prefix, then ``u = γ − 1`` proposals; ``a = accept[r]``
+        tokens were verified (``a − 1`` proposals and the target's own). Its cache keeps the
+        first ``min(a − 1, u)`` proposals; the one or two verified tokens after them are fed in
+        one block (two when every proposal was accepted). Every row of the old order takes part
+        (the finished ones leave afterwards), so the host's bounds of the lengths stay exact for
+        one row. Returns the caches and each row's first new proposal (S_old,).
+        """
+        rows, dec = state.rows, state.draft
+        keep = torch.minimum(accept - 1, rows.unverified)  # proposals that stay in the cache
+        if rows.most > 0:
+            # ``accept`` reads keep + (block − unverified) of a block of ``most``: rows of another γ too
+            # the host's bound of the new lengths: exact for one row (a cache of one row is uniform)
+            bound = longest - accepted + 1 + min(accepted - 1, rows.most) if state.size == 1 else longest
+            dec = self.draft.accept(dec, keep + (rows.most - rows.unverified), rows.most, min(bound, dec.max_length))
+        pending = accept - keep  # (S,) 1 or 2 verified tokens the draft has not seen
+        last = pred.gather(1, (accept - 1).unsqueeze(1))  # the target's token
+        if state.size == 1 and accepted - min(accepted - 1, rows.most) == 1:
+            # one row, known on the host to need one token (the packet's total is its own): a
+            # single-token call instead of a block (cheaper on a CPU: the one-query attention kernel)
+            first, dec = self._draft_call(dec, last)
+            return dec, first
+        before = pred.gather(1, (accept - 2).clamp(min=0).unsqueeze(1))  # the last accepted proposal
+        two = pending.unsqueeze(1) == 2
+        feed = torch.cat([torch.where(two, before, last), torch.where(two, last, torch.full_like(last, self.pad))], 1)
+        logits, dec = self.draft.step(self.memory, dec, feed)  # (S, 2, V)
+        dec = self.draft.accept(dec, pending, 2, min(longest + 1, dec.max_length))
+        first = logits.gather(1, (pending - 1).view(-1, 1, 1).expand(-1, 1, logits.size(2))).squeeze(1).argmax(-1)
+        self.stats.add_extra("draft_calls")
+        return dec, first
+
+    def _draft_call(self, dec: DecoderState, tokens: Tensor) -> Tuple[Tensor, DecoderState]:
+        """One draft call of single tokens (S, 1) → its arg-max (S,)."""
+        logits, dec = self.draft.step(self.memory, dec, tokens)
+        self.stats.add_extra("draft_calls")
+        return logits[:, -1].argmax(-1), dec
+
+    def _continue(self, first: Tensor, dec: DecoderState, gamma: int) -> Proposal:
+        """The draft's greedy continuation ``d_1..d_γ`` from its first proposal ``d_1`` (S,):
+        ``γ − 1`` single-token calls (the last proposal is not fed: its cache slot would be
+        rolled back or fed with the target's token anyway)."""
+        tokens = [first]
+        for _ in range(gamma - 1):
+            nxt, dec = self._draft_call(dec, tokens[-1].unsqueeze(1))
+            tokens.append(nxt)
+        return Proposal(torch.stack(tokens, 1), dec)
+
+    # ---- γ and the statistics ---------------------------------------------------------------
+    def _next_gamma(self) -> int:
+        if self.tuner is not None:
+            self.gamma = self.tuner.choose(self.stats)
+        self.stats.add_extra("draft_tokens_proposed", self.gamma)
+        self.stats.add_extra("draft_proposals")
+        return self.gamma
+
+    def _record(self, accept: Tensor, rows: int, accepted: int, gamma: int) -> None:
+        """Accepted tokens per row and verification: totals from the packet; the histogram on the
+        host for one row (the packet's total is that row's), else on the device, read once per
+        group that empties (:meth:`_flush_histogram`)."""
+        self.stats.add_extra("verify_steps")
+        self.stats.add_extra("verify_rows", rows)
+        self.stats.add_extra("verify_accepted", accepted)
+        if self.tuner is not None:
+            self.tuner.observe(accepted / max(rows, 1) - 1, gamma)  # drafts accepted per row, of γ
+        if rows == 1:
+            self.stats.add_extra(f"accepted_{accepted}")
+            return
+        size = AUTO_MAX_DRAFT_TOKENS + 2 if self.tuner is not None else self.cfg.most_draft_tokens + 2
+        counts = torch.bincount(accept.clamp(max=size - 1), minlength=size)
+        self.histogram = counts if self.histogram is None else self.histogram + counts
+
+    def _flush_histogram(self) -> None:
+        if self.histogram is None:
+            return
+        for k, n in enumerate(self.histogram.tolist()):
+            if n:
+                self.stats.add_extra(f"accepted_{k}", n)
+        self.histogram = None
+
+
+class GammaTuner:
+    """``--draft-tokens auto``: γ from the acceptance rate and the draft's relative cost.
+
+    ``α`` (the chance that a proposal equals the target's token, given the ones before it did) is
+    fitted to the mean accepted proposals per row, ``E[m] = α(1 − α^γ) / (1 − α)`` (the geometric
+    model of Leviathan et al. 2023 §3.1), as an exponential moving average over verifications;
+    ``c`` is the measured time of a draft call over a verification's. γ maximises
+    ``(1 − α^{γ+1}) / ((1 − α)(γc + 1))`` (Theorem 3.8's improvement factor).
+    """
+
+    def __init__(self, most: int, decay: float = 0.8) -> None:
+        self.most = most
+        self.decay = decay
+        self.alpha = 0.6  # until measured
+        self.gamma = int(DEFAULT_DRAFT_TOKENS)
+
+    def observe(self, mean_accepted: float, gamma: int) -> None:
+        if gamma < 1:
+            return
+        alpha = _alpha_for(max(mean_accepted, 0.0), gamma)
+        self.alpha = self.decay * self.alpha + (1 - self.decay) * alpha
+
+    def choose(self, stats: Any) -> int:
+        extra = stats.extra
+        calls = extra.get("draft_calls", 0.0)
+        if calls and extra.get("verify_seconds"):
+            draft_call = extra["draft_seconds"] / calls
+            verify = extra["verify_seconds"] / max(extra.get("verify_steps", 1.0), 1.0)
+            cost = draft_call / max(verify, 1e-9)
+        else:
+            cost = 0.2
+        a = min(self.alpha, 0.999)
+        self.gamma = max(range(1, self.most + 1), key=lambda g: (1 - a ** (g + 1)) / ((1 - a) * (g * cost + 1)))
+        return self.gamma
+
+
+def _alpha_for(mean: float, gamma: int) -> float:
+    """The α with ``α(1 − α^γ)/(1 − α) = mean`` (bisection; the left side grows with α)."""
+    if mean >= gamma:
+        return 0.999
+    lo, hi = 0.0, 0.999
+    for _ in range(30):
+        mid = (lo + hi) / 2
+        if mid * (1 - mid ** gamma) / (1 - mid) < mean:
+            lo = mid
+        else:
+            hi = mid
+    return (lo + hi) / 2
+
+
+# ---- registration ---------------------------------------------------------------------------
+WHY_NO_BEAM = (
+    "speculative decoding verifies the draft's tokens against the model's greedy choice, one "
+    "prefix per sentence (Leviathan et al. 2023, Xia et al. 2023); a beam re-ranks k prefixes at every "
+    "step. Use --beam 1"
+)
+
+register_search(
+    "speculative",
+    summary="a draft (--draft-path) proposes --draft-tokens γ tokens, the model verifies them in one block step; "
+            "output identical to greedy (Leviathan et al. 2023 Alg. 1, Xia et al. 2023)",
+    config=SpeculativeConfig,
+    capabilities=Capabilities(streaming=True, default_epsilon=0.0, beam=False, why_no_beam=WHY_NO_BEAM, nbest=False,
+                              ngram_blocking=False, block_steps=True, selection="all",
+                              reads=frozenset({"draft_path", "draft_tokens"})),
+)(SpeculativeDecoding)
