@@ -31,7 +31,7 @@ Batch = Dict[str, Any]  # a collated fairseq sample
 
 
 class Lookahead(Protocol):
-    """What the stream needs of fairseq's iterator read ahead (``integration/lookahead.Lookahead``
+    """What the stream needs of fairseq's iterator read ahead (``integration/read_ahead.Lookahead``
     implements it; declared here so that core imports nothing of the fairseq glue above it)."""
 
     def peek(self, ticket: int) -> Optional[Batch]:

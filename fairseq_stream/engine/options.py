@@ -204,7 +204,8 @@ class StreamDecodingConfig(FairseqDataclass):
     quantize: str = field(
         default="none",
         metadata={"help": "'int8': decode with int8 weights in every Linear layer (encoder, decoder, output "
-                  "projection; PyTorch's fbgemm dynamic quantisation, CPU and float32 models only); 'none': as loaded"},
+                  "projection; per-channel int8 weights and one activation scale per row, through fbgemm's u8s8 product: "
+                  "a row's result does not depend on its batch; CPU and float32 models only); 'none': as loaded"},
     )
     cpu_matmul: str = field(
         default="auto",

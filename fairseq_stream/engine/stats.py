@@ -34,7 +34,7 @@ class DecodeStats:
     peak_step_rows: int = 0  # the most hypotheses one decoder call fed (bounded by C when over-subscribed)
     step_backends: Dict[str, List[str]] = field(default_factory=dict)  # fused operator → the backends that ran it
     # --step-mode: the mode run and how many decoder steps were replayed graphs, static or eager
-    # (ops/static_step.StepModeStats.as_dict)
+    # (model/static_step.StepModeStats.as_dict)
     step_mode: Dict[str, Any] = field(default_factory=dict)
     trace: Optional[List[Dict[str, Any]]] = None  # per-step active batch, when requested
     # Settings that change what or how the run decodes, set away from their defaults and in

@@ -130,7 +130,7 @@ def _check_rule_arguments(spec: Optional[str]) -> None:
 
 def check_preset(opts: Any) -> None:
     """``--prune-preset``: a known name, and no option given a value that contradicts it (the same
-    value is fine; an option left unset takes the preset's, see ``strategies.beam.option_value``)."""
+    value is fine; an option left unset takes the preset's, see ``search.beam.option_value``)."""
     name = getattr(opts, "prune_preset", None)
     if name is None:
         return

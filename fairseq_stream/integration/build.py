@@ -4,10 +4,9 @@ Every registered strategy is built here (:func:`build_generator`): the run is va
 (:func:`fairseq_stream.engine.validation.validate_run`: every option, every combination, the
 strategy's and the scheduler's configurations), and the engine adds what every strategy
 shares: the output layer and logits processors, the score dtype, the scheduler and fairseq's
-generator interface. Strategies sit below this module and import none of it. It lives in
-``integration/`` because what it builds is the generator fairseq calls
-(:class:`~fairseq_stream.integration.generator.StreamGenerator`) around a registered strategy:
-core, below, knows neither fairseq's generator nor the strategies.
+generator interface. Strategies (search/) and the engine sit below this module and import none of
+it. It lives in ``integration/`` because what it builds is the generator fairseq calls
+(:class:`~fairseq_stream.integration.generator.StreamGenerator`) around a registered strategy.
 """
 from __future__ import annotations
 

@@ -1,7 +1,8 @@
 """``--prune-auto``: the variable-width beam calibrates its own δ and M on its first sentences.
 
-The pruning heuristics are Freitag2017's (../shared/papers/001_bc8bd45af631ec7d.txt, §3: ap, mc)
-as Yang2020 uses them (000_f9d0b42d6ea9d886.txt, §4.1: δ, M); the
+The pruning heuristics are Freitag2017's (Freitag & Al-Onaizan 2017, "Beam Search Strategies for
+Neural Machine Translation", §3: ap, mc) as Yang2020 uses them (Yang et al. 2020, "A Streaming
+Approach for Efficient Batched Beam Search", §4.1: δ, M); the
 frontier (docs/results.md) shows that no single (δ, M) suits every model: the same δ gains BLEU
 on one checkpoint and loses it on another. The search error of a setting can be measured without
 references, as the loss of model score of its best hypothesis against the fixed beam's (Freitag2017

@@ -264,7 +264,7 @@ class TranslationStreamTask(TranslationTask):
         extra_gen_cls_kwargs: Optional[Dict[str, Any]] = None,
         prefix_allowed_tokens_fn: Any = None,
     ) -> Any:
-        generator = build_generator(  # validates the whole run first (core.validation.validate_run)
+        generator = build_generator(  # validates the whole run first (engine.validation.validate_run)
             self.cfg.search,
             self,
             models,

@@ -16,7 +16,7 @@ of this package needs more (``docs/architecture.md``, "How a decoder step runs")
 The layer arithmetic follows ``TransformerDecoderLayerBase.forward`` of fairseq 0.12 in
 evaluation mode (pre- or post-norm, NormFormer's ``attn_ln``/``c_attn``/``ffn_layernorm``,
 ``w_resid``). :func:`check_supported` rejects what it does not cover, and
-``tests/unit/test_transformer_step.py`` checks the result against fairseq's own forward.
+``tests/unit/test_decoder_step.py`` checks the result against fairseq's own forward.
 """
 from __future__ import annotations
 
@@ -164,7 +164,7 @@ class TransformerStepper:
         problem = check_supported(decoder)
         if problem is not None:
             raise FairseqStreamError(f"this strategy needs a transformer decoder: {problem}")
-        # a weak reference: steppers are kept per decoder while it lives (core/model_step._STEPPERS)
+        # a weak reference: steppers are kept per decoder while it lives (model/model_step._STEPPERS)
         self._decoder = weakref.ref(decoder)
         first = decoder.layers[0].self_attn
         self.heads = first.num_heads

@@ -60,7 +60,7 @@ class RowCache:
     Buffers are reused rather than allocated per step (a fresh multi-MB tensor costs page
     faults that took as long as the copy itself): ``owned`` are the whole buffers the keys
     and values are row-prefixes of, when no other cache shares them (``None`` for the views
-    of :meth:`fairseq_stream.model.model_step.TransformerBackend.narrow`); ``spare`` are
+    of :meth:`fairseq_stream.model.model_step._TransformerBackend.narrow`); ``spare`` are
     buffers of the same capacity that nothing reads any more, which the next reorder writes
     into. Every slot always holds a finite value (zeros or a stale key), as masked slots are
     still multiplied by zero weights.

@@ -1,6 +1,6 @@
 """The demo: translate held-out Spanish Bible verses with the shipped model and compare strategies.
 
-    python -m fairseq_stream.tools.demo                 # 50 sentences, 4 strategies: about a minute
+    python -m fairseq_stream.tools.demo                 # 50 sentences, 6 strategies: about a minute
     python -m fairseq_stream.tools.demo --full          # 200 sentences, every demo strategy
     python -m fairseq_stream.tools.demo --full --limit 986 --repeats 3
 

@@ -133,7 +133,7 @@ class TranslationSession:
         """The generator and the decoding options it was built with."""
         gen_cfg = _override(self.cfg.generation, gen, "generation")
         stream_opts = _override(self.cfg.task, dict(opts, search=search), "decoding")
-        generator = build_generator(  # validates the whole run (core.validation.validate_run)
+        generator = build_generator(  # validates the whole run (engine.validation.validate_run)
             search, self.task, self.models, gen_cfg, stream_opts,
             extra_gen_cls_kwargs={"lm_model": None, "lm_weight": 0.0},
         )

@@ -8,8 +8,8 @@ agree to the float32 rounding of the sum.
 What makes it hold: every product is row-invariant (oneDNN's float32 ``Linear``, int8 with one
 activation scale per row), the CPU attention kernel reads only a query's visible keys from
 their first one (a block's query = the one-query step at its position; a sentence's encoder
-states wherever its slot sits), and refills are encoded in blocks of one source length (no
-padding). The float64 suites (test_stream_equals_batch.py, test_jacobi_equals_greedy.py) keep
+states wherever its slot sits), and the encoder computes a sentence's states from its own
+positions only (model/encoder.py: the same bits in any block, padded or not). The float64 suites (test_stream_equals_batch.py, test_jacobi_equals_greedy.py) keep
 the other strategies and options.
 """
 from __future__ import annotations

@@ -1,6 +1,6 @@
 // One beam-search step of a group of sentences on the CPU, as one operator (Yang2020 Algorithm 1,
 // lines 14-17, with App. A.1's finalisation and Freitag2017's pruning heuristics). It does, in one
-// pass per sentence, what fairseq_stream/strategies/beam.py's PyTorch reference does in ~150
+// pass per sentence, what fairseq_stream/search/beam.py's PyTorch reference does in ~150
 // small tensor operations, with the same arithmetic in the same dtype (no -ffast-math, no FMA
 // contraction: the outputs are bit-identical; tests/unit/test_step_backends.py):
 //   1. the pool: every live slot's c expansions (slot score + token log-probability), then the

@@ -98,5 +98,5 @@ std::tuple<torch::Tensor, torch::Tensor, torch::Tensor> topk_lse(const torch::Te
   return {values, ids, lse};
 }
 
-// A dispatcher operator: one aten-level call (counted by fairseq_stream.core.profiling like any other).
+// A dispatcher operator: one aten-level call (counted by fairseq_stream.engine.profiling like any other).
 FAIRSEQ_STREAM_CPU_OPERATOR(topk_lse, "(Tensor scores, int k) -> (Tensor, Tensor, Tensor)")

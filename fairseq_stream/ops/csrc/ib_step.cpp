@@ -1,6 +1,6 @@
 // One step of the IBDecoder family's multi-word beam search (Zhang2020 Algorithm 1, lines 8-27)
 // for a group of sentences on the CPU, as one operator. It does, per row and per sentence, what
-// fairseq_stream/strategies/ib_beam.py's PyTorch reference does in ~130 small tensor operations,
+// fairseq_stream/search/ib_beam.py's PyTorch reference does in ~130 small tensor operations,
 // with the same arithmetic in the same dtype (no -ffast-math, no FMA contraction), so the outputs
 // are bit-identical (tests/unit/test_step_backends.py):
 //   1. each row's best Bc continuations of z words: the outer sum of the slots' top-Bc

@@ -1,4 +1,4 @@
-// --quantize int8 with one activation scale per row (fairseq_stream/ops/quantize.py): a row's
+// --quantize int8 with one activation scale per row (fairseq_stream/ops/int8_rows.py, fairseq_stream/model/quantize.py): a row's
 // product never depends on the other rows of its call.
 //
 // fbgemm's dynamic int8 Linear takes one activation scale for the whole input (its min and max),
@@ -89,7 +89,7 @@ Tensor int8_row_linear(const Tensor& x, const c10::intrusive_ptr<LinearPackedPar
 
 }  // namespace
 
-// A dispatcher operator: one aten-level call (counted by fairseq_stream.core.profiling like any other).
+// A dispatcher operator: one aten-level call (counted by fairseq_stream.engine.profiling like any other).
 FAIRSEQ_STREAM_CPU_OPERATOR(int8_row_linear,
                             "(Tensor x, __torch__.torch.classes.quantized.LinearPackedParamsBase weight, Tensor? bias, "
                             "bool relu, float scale, int zero_point) -> Tensor")

@@ -1,5 +1,5 @@
 // One Jacobi iteration of a group of sentences on the CPU, as one operator (Santilli2023,
-// Algorithms 1-3): what fairseq_stream/strategies/jacobi.py's PyTorch reference does in ~70
+// Algorithms 1-3): what fairseq_stream/search/jacobi.py's PyTorch reference does in ~70
 // small tensor operations, with the same arithmetic (the summed scores accumulate in double, as
 // PyTorch's CPU cumsum does), so the outputs are bit-identical (tests/unit/test_step_backends.py).
 // Per sentence, from the predictions of the block just fed:
