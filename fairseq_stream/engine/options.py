@@ -12,7 +12,8 @@ from typing import Optional
 from fairseq.dataclass import FairseqDataclass
 
 from fairseq_stream.search.defaults import (
-    DEFAULT_ABS_SCALE, DEFAULT_ABS_THRESHOLD, DEFAULT_FINALIZE, DEFAULT_MAX_CANDS_PER_NODE, PRUNE_AUTO_CONSERVATIVE, PRUNE_AUTO_SAMPLE, PRUNE_AUTO_TOLERANCE,
+    DEFAULT_ABS_SCALE, DEFAULT_ABS_THRESHOLD, DEFAULT_FINALIZE, DEFAULT_MAX_CANDS_PER_NODE, PRUNE_AUTO_CONSERVATIVE,
+    PRUNE_AUTO_SAMPLE, PRUNE_AUTO_TOLERANCE,
 )
 from fairseq_stream.ops.pruning import DEFAULT_REFERENCE
 from fairseq_stream.search.registry import epsilon_defaults_help, search_names

@@ -179,7 +179,7 @@ def check_options(opts: Any) -> None:
         raise FairseqStreamError(f"--output-layer must be 'fused' or 'full', got {opts.output_layer!r}")
     if opts.step_backend not in STEP_BACKENDS:
         raise FairseqStreamError(f"--step-backend must be one of {', '.join(STEP_BACKENDS)}, got {opts.step_backend!r}")
-    if getattr(opts, "step_mode", "auto") not in STEP_MODES:
+    if opts.step_mode not in STEP_MODES:
         raise FairseqStreamError(f"--step-mode must be one of {', '.join(STEP_MODES)}, got {opts.step_mode!r}")
     check_quantize(getattr(opts, "quantize", "none"))
     check_cpu_matmul(getattr(opts, "cpu_matmul", "auto"))
@@ -285,6 +285,7 @@ def check_combinations(entry: SearchEntry, gen_cfg: Any, opts: Any, models: Sequ
         _check_unread_options(name, options_read_by(entry), opts)
         return
     _check_output_layers(name, caps, gen_cfg, models)
+    _check_step_mode_device(opts.step_mode, models)
     for is_set, flag in _UNSUPPORTED:
         if is_set(gen_cfg):
             raise FairseqStreamError(f"--search {name} cannot be combined with {flag}; use --search beam for it")
@@ -297,6 +298,15 @@ def check_combinations(entry: SearchEntry, gen_cfg: Any, opts: Any, models: Sequ
     if not caps.nbest and int(gen_cfg.nbest) != 1:
         raise FairseqStreamError(f"--search {name} returns a single output per sentence; --nbest must be 1")
     _check_strategy_options(name, caps.reads, opts)
+
+
+def _check_step_mode_device(mode: str, models: Sequence[Any]) -> None:
+    """``--step-mode graph`` records CUDA graphs: refused for models on another device."""
+    devices = {p.device.type for m in models if hasattr(m, "parameters") for p in list(m.parameters())[:1]}
+    if mode == "graph" and devices and devices != {"cuda"}:
+        raise FairseqStreamError(f"--step-mode graph captures CUDA graphs and needs a CUDA device (the model is on "
+                                 f"{', '.join(sorted(devices))}); use --step-mode static for the static step without "
+                                 "capture, or eager")
 
 
 def _check_output_layers(name: str, caps: Any, gen_cfg: Any, models: Sequence[Any]) -> None:

@@ -39,7 +39,8 @@ from typing import Any, Callable, Dict, List, Optional, Sequence, Tuple
 import torch
 
 from fairseq_stream.search.defaults import (
-    PRUNE_AUTO_CONSERVATIVE, PRUNE_AUTO_LADDER, PRUNE_AUTO_MAX_CHANGED, PRUNE_AUTO_MAX_SAMPLE, PRUNE_AUTO_SAMPLE, PRUNE_AUTO_SHARE, PRUNE_AUTO_TOLERANCE,
+    PRUNE_AUTO_CONSERVATIVE, PRUNE_AUTO_LADDER, PRUNE_AUTO_MAX_CHANGED, PRUNE_AUTO_MAX_SAMPLE, PRUNE_AUTO_SAMPLE,
+    PRUNE_AUTO_SHARE, PRUNE_AUTO_TOLERANCE,
 )
 from fairseq_stream.engine.stats import DecodeStats
 from fairseq_stream.integration.cli import fairseq_cli_name

@@ -29,6 +29,7 @@ import torch
 from torch import Tensor, nn
 
 from fairseq_stream.errors import FairseqStreamError
+from fairseq_stream.ops.backends import device_choice
 
 #: The values of ``--cpu-matmul``.
 CHOICES: Tuple[str, ...] = ("auto", "torch", "onednn")
@@ -90,7 +91,7 @@ def resolve(choice: Optional[str], models: Sequence[Any], *, fairseq_search: boo
             raise FairseqStreamError("--cpu-matmul onednn needs float32 models on the CPU; drop --fp16/--bf16 or "
                                      "use --cpu-matmul torch")
         return "onednn"
-    return "onednn" if usable and not fairseq_search else "torch"
+    return "onednn" if usable and not fairseq_search and device_choice("linear", "cpu") == "onednn" else "torch"
 
 
 def prepare(models: Sequence[Any], library: str) -> List[Any]:
@@ -128,16 +129,18 @@ class OneDnnLinear(nn.Module):
 
 
 def _onednn_copy(model: nn.Module) -> nn.Module:
-    return _copies.get(model, _swap_linears)
+    return _copies.get(model, lambda m: swap_linears(m, OneDnnLinear.of))
 
 
-def _swap_linears(model: nn.Module) -> nn.Module:
-    # The copy shares every parameter and buffer with the model (only the modules are new):
-    # what it adds is the packed weights.
+def swap_linears(model: nn.Module, make: Callable[[nn.Linear], nn.Module]) -> nn.Module:
+    """A copy of ``model`` whose every ``nn.Linear`` is ``make(linear)`` (oneDNN's, int8's).
+
+    The copy shares every parameter and buffer with the model (only the modules are new): what
+    it adds is the new layers' own weights (packed, quantised)."""
     memo = {id(t): t for t in list(model.parameters()) + list(model.buffers())}
     out = copy.deepcopy(model, memo)
     for parent in list(out.modules()):
         for name, child in list(parent.named_children()):
             if type(child) is nn.Linear:
-                setattr(parent, name, OneDnnLinear.of(child))
+                setattr(parent, name, make(child))
     return out

@@ -18,7 +18,6 @@ Ensembles average probabilities as fairseq does: ``logsumexp(log p_m) − log M`
 """
 from __future__ import annotations
 
-import math
 import weakref
 from dataclasses import dataclass, field, replace
 from typing import Any, Dict, List, Optional, Sequence, Tuple, Union
@@ -31,8 +30,9 @@ from fairseq_stream.model.encoder_slots import (
 )
 from fairseq_stream.errors import FairseqStreamError
 from fairseq_stream.model.encoder import encoder_out
+from fairseq_stream.model.ensemble import ensemble_scores, normalizes
 from fairseq_stream.model.static_step import (
-    STEP_MODES, StepGraphs, StepModeStats, length_bucket, resolve_step_mode, row_bucket,
+    StepGraphs, StepModeStats, length_bucket, resolve_step_mode, row_bucket,
 )
 from fairseq_stream.model.row_cache import RowCache, SentenceIndex
 from fairseq_stream.model.decoder_step import TransformerStepper, check_supported
@@ -291,37 +291,24 @@ class _GenericBackend:
         raise FairseqStreamError("block steps need fairseq transformer models")
 
 
-def check_step_mode(mode: str, device: torch.device) -> str:
-    """``--step-mode`` resolved for ``device`` (``auto``: graph on CUDA, eager elsewhere)."""
-    if mode not in STEP_MODES:
-        raise FairseqStreamError(f"--step-mode must be one of {', '.join(STEP_MODES)}, got {mode!r}")
-    if mode == "graph" and device.type != "cuda":
-        raise FairseqStreamError(f"--step-mode graph captures CUDA graphs and needs a CUDA device (the model is on "
-                                 f"{device.type}); use --step-mode static for the static step without capture, "
-                                 "or eager")
-    return resolve_step_mode(mode, device)
-
-
 class ModelStep:
     """An ensemble seen as: encode sources, then step/select/concat rows of hypotheses."""
 
     def __init__(self, models: Sequence[Any], *, temperature: float = 1.0, step_mode: str = "eager") -> None:
-        if temperature <= 0:
-            raise FairseqStreamError(f"--temperature must be > 0, got {temperature}")
+        """``temperature`` and ``step_mode`` as checked by engine/validation.py (``auto``: graph on CUDA)."""
         self.models = list(models)
         self.temperature = temperature
         param = next(self.models[0].parameters(), None)
         self.device = torch.device("cpu") if param is None else param.device
-        self.step_mode = check_step_mode(step_mode, self.device)
+        self.step_mode = resolve_step_mode(step_mode, self.device)
         self.step_stats = StepModeStats()  # how the run's steps ran (the closing statistics)
         static = self.step_mode in ("static", "graph")
         self.backends = [self._backend(m, static) for m in self.models]
         self.block_steps = all(b.block_steps for b in self.backends)
         self.mixed_lengths = all(b.mixed_lengths for b in self.backends)
         self.needs_history = not self.block_steps
-        # One model: steps return raw logits (normalised lazily, see ops.fused_output);
-        # an ensemble: the average of probabilities, already normalised log-probs.
-        self.normalized_scores = len(self.models) > 1
+        # One model: raw logits (normalised lazily by the output scorer); an ensemble: log-probs.
+        self.normalized_scores = normalizes(len(self.models))
         self.max_decoder_positions = min(int(m.max_decoder_positions()) for m in self.models)
 
     def _backend(self, model: Any, static: bool) -> Any:
@@ -377,17 +364,9 @@ class ModelStep:
         for backend, memory, cache in zip(self.backends, pool.per_model, state.caches):
             logits, cache, how = backend.step(memory, cache, state, tokens, block_mask)
             ran.append(how)
-            if logits.dtype in (torch.float16, torch.bfloat16):
-                logits = logits.float()
-            if self.temperature != 1.0:
-                logits = logits / self.temperature
             outputs.append(logits)
             caches.append(cache)
-        if len(outputs) == 1:
-            lprobs = outputs[0]
-        else:
-            log_probs = [torch.log_softmax(o, dim=-1) for o in outputs]
-            lprobs = torch.logsumexp(torch.stack(log_probs, dim=0), dim=0) - math.log(len(log_probs))
+        lprobs = ensemble_scores(outputs, self.temperature)  # (R, b, V)
         # an ensemble's step is as static as its least static model's
         self.step_stats.count(next(h for h in ("eager", "static", "replayed") if h in ran))
         history = None if state.history is None else torch.cat([state.history, tokens], dim=1)

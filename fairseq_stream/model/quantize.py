@@ -46,14 +46,13 @@ float32 and int8 runs can share one process.
 from __future__ import annotations
 
 import contextlib
-import copy
 import warnings
 from typing import Any, Iterator, List, Optional, Sequence, Tuple
 
 import torch
 from torch import Tensor, nn
 
-from fairseq_stream.model.linear_kernels import DerivedCopies, OneDnnLinear
+from fairseq_stream.model.linear_kernels import DerivedCopies, OneDnnLinear, swap_linears
 from fairseq_stream.ops import int8_rows
 from fairseq_stream.errors import FairseqStreamError
 
@@ -93,18 +92,7 @@ def _int8_copy(model: nn.Module) -> nn.Module:
             f"--quantize int8 needs PyTorch's x86 int8 kernels (fbgemm); this CPU's engine is "
             f"{torch.backends.quantized.engine!r}"
         )
-    return _copies.get(model, _quantized)
-
-
-def _quantized(model: nn.Module) -> nn.Module:
-    # The copy shares every parameter and buffer with the model (only the modules are new).
-    memo = {id(t): t for t in list(model.parameters()) + list(model.buffers())}
-    out = copy.deepcopy(model, memo)
-    for parent in list(out.modules()):
-        for name, child in list(parent.named_children()):
-            if type(child) is nn.Linear:
-                setattr(parent, name, RowInt8Linear.of(child))
-    return out
+    return _copies.get(model, lambda m: swap_linears(m, RowInt8Linear.of))
 
 
 class RowInt8Linear(nn.Module):

@@ -31,6 +31,8 @@ from typing import Any, Callable, Dict, List, Tuple
 import torch
 from torch import Tensor
 
+from fairseq_stream.ops.backends import device_choice
+
 logger = logging.getLogger("fairseq_stream")
 
 #: --step-mode values: eager = the dynamic step; static = fixed shapes, no capture (any device);
@@ -58,9 +60,7 @@ def length_bucket(slots: int) -> int:
 def resolve_step_mode(mode: str, device: torch.device) -> str:
     """``auto`` → ``graph`` on CUDA, ``eager`` elsewhere (the static step without capture is slower
     than the eager one on a CPU: it computes the padding rows and slots); others as given."""
-    if mode == "auto":
-        return "graph" if device.type == "cuda" else "eager"
-    return mode
+    return device_choice("step_mode", device.type) if mode == "auto" else mode
 
 
 @dataclass

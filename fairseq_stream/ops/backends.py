@@ -43,6 +43,35 @@ logger = logging.getLogger("fairseq_stream")
 BACKENDS: Tuple[str, ...] = ("reference", "cpp", "triton")
 CHOICES: Tuple[str, ...] = ("auto",) + BACKENDS
 
+#: What runs where: every device choice of a run, by what is chosen and the device type, when the
+#: user leaves it to ``auto``. An entry is the implementation tried first; where it cannot run (a
+#: kernel that did not build, another dtype) the module named falls back to its PyTorch reference.
+#: ``reference``: the PyTorch code itself.
+DEVICE_TABLE: Dict[str, Dict[str, str]] = {
+    # the fused step operators (this module): --step-backend
+    "beam_step": {"cpu": "cpp", "cuda": "triton"},
+    "jacobi_step": {"cpu": "cpp", "cuda": "triton"},
+    # on CUDA the reference is the device implementation: torch ops on device-resident tables
+    "ib_step": {"cpu": "cpp", "cuda": "reference"},
+    # top-k + normaliser after the output projection (ops/fused_output.py); on CUDA the faster of
+    # the Triton kernels and PyTorch's, measured once per shape class
+    "output_layer": {"cpu": "cpp", "cuda": "fastest"},
+    # attention of one query per row in the decoder step (ops/decode_attention.py, float32)
+    "attention": {"cpu": "cpp", "cuda": "reference"},
+    # the product of --quantize int8's layers (ops/int8_rows.py, float32 activations)
+    "int8_linear": {"cpu": "cpp"},
+    # float32 Linear layers, --cpu-matmul auto (model/linear_kernels.py)
+    "linear": {"cpu": "onednn", "cuda": "torch"},
+    # --step-mode auto (model/static_step.py): the static step without capture is slower than the
+    # eager one on a CPU (it computes the padding rows and slots)
+    "step_mode": {"cpu": "eager", "cuda": "graph"},
+}
+
+
+def device_choice(what: str, device: str) -> str:
+    """:data:`DEVICE_TABLE`'s entry for ``what`` on a device of type ``device`` (``reference`` where none)."""
+    return DEVICE_TABLE[what].get(device, "reference")
+
 
 @dataclass(frozen=True)
 class StepOperator:
@@ -55,7 +84,6 @@ class StepOperator:
     compacts: Tuple[str, ...] = ()  # backends that leave the state compacted themselves
     runner_compacts: bool = True  # after the other backends, the runner compacts the state
     outputs_per_sentence: Tuple[str, ...] = ()  # result fields ordered like the state (compacted with it)
-    auto: Dict[str, str] = field(default_factory=lambda: {"cpu": "cpp", "cuda": "triton"})  # device → backend
     #: backend → the step features (``StepRunner.run``'s ``features``) it does not implement: such steps run the reference
     lacks: Dict[str, Tuple[str, ...]] = field(default_factory=dict)
 
@@ -92,9 +120,6 @@ IB_STEP = StepOperator(
             "fin_total"),
     packet=packets.IB_STEP,
     implementations={"cpp": "fairseq_stream.ops.ib_step:cpp_step"},
-    # On CUDA the reference is the device implementation: torch ops on device-resident tables,
-    # no host→device copy in a step, one host read.
-    auto={"cpu": "cpp", "cuda": "reference"},
     # Neither backend compacts: the step returns a new state (the history grows by z words),
     # and the strategy drops the finished sentences from it.
     runner_compacts=False,
@@ -186,7 +211,7 @@ class StepRunner:
 
     def _choose(self, op: StepOperator, tensors: Sequence[Tensor], fits: bool, features: Sequence[str]) -> str:
         auto = self.preference == "auto"
-        wanted = op.auto.get(tensors[0].device.type, "reference") if auto else self.preference
+        wanted = device_choice(op.name, tensors[0].device.type) if auto else self.preference
         if wanted == "reference" or (op.name, wanted) in self.failed:
             return "reference"
         reason = why_not(op, wanted, tensors, fits, features)

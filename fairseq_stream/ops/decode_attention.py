@@ -21,6 +21,7 @@ import torch
 from torch import Tensor
 
 from fairseq_stream.ops import extension
+from fairseq_stream.ops.backends import device_choice
 
 #: As the output layer's kernel (fused_output.KERNEL_FLAGS): the widest SIMD of this CPU, a
 #: vectorised exp (hence -ffast-math: no infinities enter the arithmetic, masked keys are skipped).
@@ -35,7 +36,8 @@ def cpu_kernel() -> Any:
 
 def usable(query: Tensor) -> bool:
     """Whether the kernel runs ``query`` (float32 on a CPU, kernel built)."""
-    return query.device.type == "cpu" and query.dtype == torch.float32 and cpu_kernel() is not None
+    return (device_choice("attention", query.device.type) == "cpp" and query.dtype == torch.float32
+            and cpu_kernel() is not None)
 
 
 def attend(query: Tensor, keys: Tensor, values: Tensor, scale: float, *, kv_row: Optional[Tensor] = None,

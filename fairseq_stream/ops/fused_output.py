@@ -39,6 +39,7 @@ from torch import Tensor
 
 from fairseq_stream.errors import FairseqStreamError
 from fairseq_stream.ops import extension
+from fairseq_stream.ops.backends import device_choice
 from fairseq_stream.ops.extension import cpu_features, log_once
 
 
@@ -70,10 +71,11 @@ def cpu_kernel() -> Any:
 
 def topk_with_normaliser(scores: Tensor, k: int) -> Tuple[Tensor, Tensor, Tensor]:
     """Top-``k`` raw scores (best first), their ids and the rows' ``logsumexp``."""
-    if not scores.is_cuda and scores.dtype in (torch.float32, torch.float64) and scores.dim() == 2:
+    choice = device_choice("output_layer", scores.device.type)
+    if choice == "cpp" and scores.dtype in (torch.float32, torch.float64) and scores.dim() == 2:
         if cpu_kernel() is not None:
             return torch.ops.fairseq_stream.topk_lse(scores, k)
-    if scores.is_cuda and scores.dim() == 2 and scores.dtype != torch.float64:
+    if choice == "fastest" and scores.dim() == 2 and scores.dtype != torch.float64:
         key = (int(scores.size(1)), _bucket(int(scores.size(0))), int(k))
         if key not in _cuda_choice:  # once per shape class: measured, or FAIRSEQ_STREAM_OUTPUT_KERNEL
             _cuda_choice[key] = _choose(_cuda_candidates(), scores, k)

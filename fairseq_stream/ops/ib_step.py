@@ -15,7 +15,7 @@ the finished sentences after its read, in the rare steps that have any.
 """
 from __future__ import annotations
 
-from typing import Any, List, NamedTuple, Sequence, Tuple
+from typing import List, NamedTuple, Sequence, Tuple
 
 import torch
 from torch import Tensor

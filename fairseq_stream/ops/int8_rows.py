@@ -18,6 +18,8 @@ from typing import Any, Optional, Tuple
 import torch
 from torch import Tensor
 
+from fairseq_stream.ops.backends import device_choice
+
 #: The C++ operator of the per-row passes; no -ffast-math (a NaN row stays NaN), no fused multiply-adds.
 KERNEL_SOURCE = "int8_rows.cpp"
 KERNEL_FLAGS: Tuple[str, ...] = ("-O3", "-fopenmp", "-march=native", "-ffp-contract=off")
@@ -51,7 +53,7 @@ def kernel_name() -> str:
 def row_linear(x: Tensor, packed: Any, bias: Optional[Tensor], relu: bool, scale: float, zero_point: int,
                out_features: int) -> Tensor:
     """``x`` (..., in) → (..., out) through the packed int8 weights, per-row scales; ``relu`` fused."""
-    if kernel() is not None and x.dtype == torch.float32:
+    if device_choice("int8_linear", x.device.type) == "cpp" and kernel() is not None and x.dtype == torch.float32:
         return torch.ops.fairseq_stream.int8_row_linear(x, packed, bias, relu, scale, zero_point)
     return reference_row_linear(x, packed, bias, relu, scale, zero_point, out_features)
 

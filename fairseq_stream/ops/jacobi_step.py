@@ -16,7 +16,7 @@ them), then that order. On CUDA two Triton kernels do the same
 """
 from __future__ import annotations
 
-from typing import Any, List, NamedTuple, Optional, Sequence, Tuple
+from typing import List, NamedTuple, Sequence, Tuple
 
 import torch
 from torch import Tensor

@@ -18,12 +18,12 @@ from torch import Tensor
 #: What δ is measured from. Yang2020 measures from the best candidate or finished hypothesis by
 #: log-probability ("final"); on weak models that loses up to 1.6 BLEU, so the default compares
 #: length-normalised scores ("normalized"). See docs/reproduction.md for the paper's rule.
-#: (``search/defaults.py`` re-exports it with the other defaults.)
+#: (Here, not in search/defaults.py: the fused beam step reads it.)
 DEFAULT_REFERENCE = "normalized"
 REFERENCES = ("final", "active", "normalized")
 
 
-class Candidates(NamedTuple):
+class BeamCandidates(NamedTuple):
     """The best ``W`` candidates of every sentence after a step, sorted, all (S, W)."""
 
     val: Tensor  # cumulative log-probability
@@ -37,7 +37,7 @@ class Candidates(NamedTuple):
 class StepView:
     """One step of a group as the rules see it: the candidates and the beams' state."""
 
-    cand: Candidates
+    cand: BeamCandidates
     ended: Tensor  # (S, W) candidates that end in EOS (this step's or carried): they need no decoder row
     lengths: Tensor  # (S, W) tokens of each candidate, its last included (an ended one's EOS)
     best_final: Tensor  # (S,) best cumulative log-probability of a final hypothesis

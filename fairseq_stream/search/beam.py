@@ -41,7 +41,8 @@ import torch
 from torch import Tensor
 
 from fairseq_stream.search.defaults import (
-    DEFAULT_ABS_SCALE, DEFAULT_ABS_THRESHOLD, DEFAULT_FINALIZE, DEFAULT_MAX_CANDS_PER_NODE, PRESETS, PRUNE_AUTO_CONSERVATIVE,
+    DEFAULT_ABS_SCALE, DEFAULT_ABS_THRESHOLD, DEFAULT_FINALIZE, DEFAULT_MAX_CANDS_PER_NODE, PRESETS,
+    PRUNE_AUTO_CONSERVATIVE,
 )
 from fairseq_stream.errors import FairseqStreamError
 from fairseq_stream.search.interface import Hypothesis, StepOutcome, StrategyContext
@@ -55,7 +56,8 @@ from fairseq_stream.model.row_cache import SentenceIndex
 from fairseq_stream.search.score_edits import RowContext
 from fairseq_stream.search.registry import check_beam_and_nbest, lenpen_of
 from fairseq_stream.ops.pruning import (
-    DEFAULT_REFERENCE, ENDED, REFERENCES, AbsoluteThreshold, Candidates, PruningRule, RelativeLocalThreshold, RelativeThreshold, StepView, SurprisalScaledThreshold,
+    DEFAULT_REFERENCE, ENDED, REFERENCES, AbsoluteThreshold, BeamCandidates, PruningRule, RelativeLocalThreshold,
+    RelativeThreshold, StepView, SurprisalScaledThreshold,
 )
 from fairseq_stream.search.beam_rules import FINALIZATION_CODES, FINALIZATION_RULES, RuleDefaults, parse_pruning_rules
 from fairseq_stream.search.state import PAD, StateOps, StrategyState, host, per_sentence, rows
@@ -369,7 +371,7 @@ class BeamSearch(StateOps):
         return RowContext(state.steps.index_select(0, row_s), state.max_len.index_select(0, row_s), history,
                           may_reach_max=may_reach_max, min_steps=state.t_min)
 
-    def _candidates(self, state: BeamState, top_lp: Tensor, top_tok: Tensor, row_slot: Tensor) -> Candidates:
+    def _candidates(self, state: BeamState, top_lp: Tensor, top_tok: Tensor, row_slot: Tensor) -> BeamCandidates:
         """Best ``final_width`` candidates per sentence, sorted.
 
         ``top_lp``/``top_tok`` (R, c): each row's best ``c`` next tokens (per-row top-k first).
@@ -392,9 +394,9 @@ class BeamSearch(StateOps):
         parent = torch.where(is_carry, idx - k * c, flat // c)
         tok = torch.where(is_carry, self.eos, toks.view(s, k * c).gather(1, flat))
         tok_lp = lps.view(s, k * c).gather(1, flat).masked_fill(is_carry, 0.0)
-        return Candidates(val, parent, tok, tok_lp, is_carry)
+        return BeamCandidates(val, parent, tok, tok_lp, is_carry)
 
-    def _record_finals(self, state: BeamState, cand: Candidates, finals: Tensor, length: Tensor, len_pow: Tensor) -> None:
+    def _record_finals(self, state: BeamState, cand: BeamCandidates, finals: Tensor, length: Tensor, len_pow: Tensor) -> None:
         """Write final candidates into the ``fin_*`` buffers (the first ``Z`` of a sentence), in place."""
         val, parent, tok_lp = cand.val, cand.parent, cand.tok_lp
         s, w = val.shape
@@ -419,11 +421,11 @@ class BeamSearch(StateOps):
         norm = final_val / len_pow[length]
         state.best_final_norm.copy_(torch.maximum(state.best_final_norm, norm.max(dim=1).values))
 
-    def _lengths(self, state: BeamState, cand: Candidates) -> Tensor:
+    def _lengths(self, state: BeamState, cand: BeamCandidates) -> Tensor:
         """(S, W) tokens of each candidate, its last included (an ended one's EOS)."""
         return torch.where(cand.carried, state.ended_len.gather(1, cand.parent), state.steps.unsqueeze(1) + 1)
 
-    def _prune(self, state: BeamState, cand: Candidates, keep: Tensor, lengths: Tensor, len_pow: Tensor) -> Tensor:
+    def _prune(self, state: BeamState, cand: BeamCandidates, keep: Tensor, lengths: Tensor, len_pow: Tensor) -> Tensor:
         """Beam shrink by the final count, then the pruning rules ``H``; returns the kept mask."""
         rank = torch.cumsum(keep.long(), dim=1)
         keep = keep & (rank <= self.finalizer.beam_width(state.n_final, self.k).unsqueeze(1))
@@ -440,7 +442,7 @@ class BeamSearch(StateOps):
         best = before & (torch.cumsum(before.long(), dim=1) == 1)
         return keep | (best & stranded.unsqueeze(1))
 
-    def _advance(self, state: BeamState, cand: Candidates, keep: Tensor, row_slot: Tensor) -> StepResult:
+    def _advance(self, state: BeamState, cand: BeamCandidates, keep: Tensor, row_slot: Tensor) -> StepResult:
         """The new beams (in place) and the next rows, the finished sentences last."""
         val, parent, tok, tok_lp = cand.val, cand.parent, cand.tok, cand.tok_lp
         s, k = state.scores.shape

@@ -31,7 +31,7 @@ from fairseq_stream.errors import FairseqStreamError
 # The pruning primitives (the step's view, the rule protocol, the built-in thresholds) live in ops:
 # the fused beam-step operator (ops/beam_step.py) reads the built-in rules.
 from fairseq_stream.ops.pruning import (
-    DEFAULT_REFERENCE, AbsoluteThreshold, Candidates, PruningRule, RelativeLocalThreshold, RelativeThreshold,
+    DEFAULT_REFERENCE, AbsoluteThreshold, BeamCandidates, PruningRule, RelativeLocalThreshold, RelativeThreshold,
     SurprisalScaledThreshold,
 )
 
@@ -107,7 +107,7 @@ class FinalizationRule(Protocol):
         """Final hypotheses that end a sentence (``Z``)."""
         ...
 
-    def split(self, cand: Candidates, k: int, eos: int, n_final: Tensor) -> Tuple[Tensor, Tensor]:
+    def split(self, cand: BeamCandidates, k: int, eos: int, n_final: Tensor) -> Tuple[Tensor, Tensor]:
         """(which candidates become final, which may stay on the beam), both (S, W);
         ``n_final`` (S,): each sentence's final hypotheses before this step."""
         ...
@@ -135,7 +135,7 @@ class FinalizeOurs:
     def ends_at(self, k: int, final_count: int) -> int:
         return final_count or k
 
-    def split(self, cand: Candidates, k: int, eos: int, n_final: Tensor) -> Tuple[Tensor, Tensor]:
+    def split(self, cand: BeamCandidates, k: int, eos: int, n_final: Tensor) -> Tuple[Tensor, Tensor]:
         valid = torch.isfinite(cand.val)
         finals = torch.cumprod((valid & (cand.tok == eos)).long(), dim=1).bool()  # the ended run at the top
         return finals, valid & ~finals
@@ -161,7 +161,7 @@ class FinalizeFairseq:
     def ends_at(self, k: int, final_count: int) -> int:
         return k
 
-    def split(self, cand: Candidates, k: int, eos: int, n_final: Tensor) -> Tuple[Tensor, Tensor]:
+    def split(self, cand: BeamCandidates, k: int, eos: int, n_final: Tensor) -> Tuple[Tensor, Tensor]:
         valid = torch.isfinite(cand.val)
         is_eos = valid & (cand.tok == eos)
         finals = is_eos.clone()
@@ -195,7 +195,7 @@ class FinalizeShrink:
     def ends_at(self, k: int, final_count: int) -> int:
         return k
 
-    def split(self, cand: Candidates, k: int, eos: int, n_final: Tensor) -> Tuple[Tensor, Tensor]:
+    def split(self, cand: BeamCandidates, k: int, eos: int, n_final: Tensor) -> Tuple[Tensor, Tensor]:
         valid = torch.isfinite(cand.val)
         is_eos = valid & (cand.tok == eos)
         # (S, W): only the beam's current width, k minus the finals so far, may end this step

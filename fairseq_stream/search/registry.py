@@ -60,9 +60,8 @@ class StrategyConfig(Protocol):
 
 
 def check_beam_and_nbest(beam: int, nbest: int) -> None:
-    """The invariant every strategy configuration with a beam shares: 1 <= --nbest <= --beam."""
-    if beam < 1:
-        raise FairseqStreamError(f"--beam must be >= 1, got {beam}")
+    """The invariant every strategy configuration with a beam shares: 1 <= --nbest <= --beam
+    (``--beam >= 1`` alone is checked for every ``--search`` by engine/validation.py)."""
     if not 1 <= nbest <= beam:
         raise FairseqStreamError(f"--nbest must be between 1 and --beam ({beam}), got {nbest}")
 

@@ -20,7 +20,6 @@ from __future__ import annotations
 import argparse
 import base64
 import html
-import io
 import os
 import sys
 import tempfile

@@ -1,22 +1,16 @@
-"""Extending the package: a strategy in one class and one registration, a user's pruning rule
+"""Extending the package: a strategy in one file and one registration (the docs' example), a user's pruning rule
 from a --user-dir, and the package's own rule that no function grows past 60 lines."""
 import ast
 import math
 from argparse import Namespace
-from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
-import torch
-from torch import Tensor
 
 import fairseq_stream  # noqa: F401  (registers the strategies)
-from fairseq_stream.integration.build import build_generator
 from fairseq_stream.errors import FairseqStreamError
-from fairseq_stream.search.interface import Hypothesis, StepOutcome
-from fairseq_stream.search.score_edits import RowContext
-from fairseq_stream.search.registry import Capabilities, register_search, unregister_search
-from fairseq_stream.search.state import PAD, StateOps, StrategyState, per_sentence
+from fairseq_stream.integration.build import build_generator
+from fairseq_stream.search.registry import search_names, unregister_search
 from helpers import fake_task, gen_cfg, make_dictionary, sample_for, stream_opts, tiny_transformer
 
 REPO = Path(__file__).resolve().parents[2]
@@ -24,53 +18,21 @@ D = make_dictionary([f"w{i}" for i in range(40)])
 SOURCES = [5 + (7 * i) % 30 for i in range(11)]
 
 
-@dataclass
-class GreedyState(StrategyState):
-    sentences: Tensor
-    tokens: Tensor = per_sentence(pad=PAD)  # (S, t)
-    token_scores: Tensor = per_sentence(pad=0.0)  # (S, t)
-    max_len: Tensor = per_sentence()
-
-
-class ToyGreedy(StateOps):
-    """Greedy search written against the interface only (host reads allowed: it is a toy)."""
-
-    rows_per_sentence = 1
-
-    def __init__(self, cfg, ctx) -> None:
-        self.cfg, self.ctx, self.pad = cfg, ctx, ctx.pad
-
-    @classmethod
-    def from_config(cls, cfg, ctx) -> "ToyGreedy":
-        return cls(cfg, ctx)
-
-    def init_state(self, sentences, max_len, src_lengths, *, longest=None, shortest=None) -> StepOutcome:
-        s = len(sentences)
-        state = GreedyState(sentences, sentences.new_zeros(s, 0), torch.zeros(s, 0, dtype=self.ctx.dtype), max_len)
-        return StepOutcome(state=state, parents=None, feed=sentences.new_full((s, 1), self.ctx.bos))
-
-    def length(self, state: GreedyState) -> int:
-        return state.tokens.size(1)
-
-    def step(self, state: GreedyState, scores: Tensor) -> StepOutcome:
-        steps = torch.full_like(state.max_len, state.tokens.size(1))
-        lp, tok, _ = self.ctx.scorer.top(scores[:, -1], 1, RowContext(steps, state.max_len))
-        state.tokens = torch.cat([state.tokens, tok], dim=1)
-        state.token_scores = torch.cat([state.token_scores, lp.to(state.token_scores)], dim=1)
-        done = (tok[:, 0] == self.ctx.eos).tolist()
-        finished = {int(state.sentences[i]): [Hypothesis(state.tokens[i], float(state.token_scores[i].sum())
-                                                         / state.tokens.size(1) ** self.cfg.lenpen, state.token_scores[i])]
-                    for i, d in enumerate(done) if d}
-        keep = torch.tensor([i for i, d in enumerate(done) if not d], dtype=torch.long)
-        return StepOutcome(state=state.select(keep), parents=keep, feed=tok.index_select(0, keep), finished=finished)
-
-
 @pytest.fixture
 def toy_registered():
-    register_search("toy-greedy", summary="test: greedy written against the interface",
-                    capabilities=Capabilities(streaming=True, default_epsilon=0.25, beam=False, nbest=False))(ToyGreedy)
-    yield "toy-greedy"
-    unregister_search("toy-greedy")
+    """The docs' example strategy (user_dir_examples/greedy_strategy), registered by its import."""
+    import importlib
+    import sys
+
+    sys.path.insert(0, str(REPO / "user_dir_examples"))
+    try:
+        module = importlib.import_module("greedy_strategy")
+        if "my-greedy" not in search_names():
+            importlib.reload(module)  # registered again after an earlier test's unregister
+    finally:
+        sys.path.remove(str(REPO / "user_dir_examples"))
+    yield "my-greedy"
+    unregister_search("my-greedy")
 
 
 def _decode(name, model, gen=None, **opts):
@@ -79,15 +41,24 @@ def _decode(name, model, gen=None, **opts):
     return [[(h["tokens"].tolist(), round(float(h["score"]), 6)) for h in x] for x in g.generate([model], sample_for(D, SOURCES))]
 
 
-def test_a_toy_strategy_is_one_class_and_one_registration(toy_registered):
-    """Streamed (capacity 3, refill at ε = 0.25: groups merge through the generic concat), its
+def test_the_docs_example_strategy_is_one_file_and_one_registration(toy_registered):
+    """docs/architecture.md shows the example whole. Streamed (capacity 3, refill at ε = 0.25: groups merge through the generic concat), its
     output is fixed-width beam search's at k = 1; its capabilities refuse --beam 2."""
     model = tiny_transformer(D, layers=1)
     assert _decode(toy_registered, model) == _decode("fixed-ours", model)
-    with pytest.raises(FairseqStreamError, match="toy-greedy with --beam 2"):
+    with pytest.raises(FairseqStreamError, match="my-greedy with --beam 2"):
         _decode(toy_registered, model, gen={"beam": 2})
     with pytest.raises(FairseqStreamError, match="does not read --jacobi-block"):
         _decode(toy_registered, model, jacobi_block=5)
+
+
+def test_the_architecture_doc_shows_the_example_strategy_whole():
+    example = (REPO / "user_dir_examples" / "greedy_strategy" / "__init__.py").read_text(encoding="utf-8")
+    code = example.split('"""\n', 1)[1].strip()  # without the module docstring
+    doc = (REPO / "docs" / "architecture.md").read_text(encoding="utf-8")
+    assert code in doc, "docs/architecture.md must show user_dir_examples/greedy_strategy/__init__.py's code whole"
+    lines = [line for line in code.splitlines() if line.strip() and not line.lstrip().startswith("#")]
+    assert len(lines) <= 40, len(lines)
 
 
 def test_user_pruning_rule_from_a_user_dir():

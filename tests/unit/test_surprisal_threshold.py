@@ -7,7 +7,7 @@ import torch
 
 from fairseq_stream.search import defaults
 from fairseq_stream.search.beam import VariableBeamConfig
-from fairseq_stream.ops.pruning import DEFAULT_REFERENCE, AbsoluteThreshold, Candidates, StepView, SurprisalScaledThreshold
+from fairseq_stream.ops.pruning import DEFAULT_REFERENCE, AbsoluteThreshold, BeamCandidates, StepView, SurprisalScaledThreshold
 from fairseq_stream.search.beam_rules import parse_pruning_rules
 
 INF = math.inf
@@ -17,7 +17,7 @@ def view(val, lengths):
     """A step of two sentences, three candidates each, no finished hypotheses, no EOS."""
     val = torch.tensor(val, dtype=torch.float64)
     zeros = torch.zeros_like(val, dtype=torch.long)
-    cand = Candidates(val, zeros, zeros + 4, torch.zeros_like(val), torch.zeros_like(val, dtype=torch.bool))
+    cand = BeamCandidates(val, zeros, zeros + 4, torch.zeros_like(val), torch.zeros_like(val, dtype=torch.bool))
     return StepView(cand, torch.zeros_like(val, dtype=torch.bool), torch.tensor(lengths), torch.full((2,), -INF),
                     torch.full((2,), -INF), lenpen=1.0)
 
