@@ -112,7 +112,7 @@ def catalogue(p: Paths) -> Dict[str, Case]:
         "unsafe-pickle": Case(_gen(p, path=p.evil), ["system", "allow-list", "trust"]),
         "dictionary-mismatch": Case(_gen(p, data=p.mismatch), ["dictionaries", "do not match"], ["truncated", "--path"]),
         "missing-lm": Case(_gen(p, "--lm-path", "/nonexistent/lm.pt", "--lm-weight", "0.1"), ["/nonexistent/lm.pt", "--lm-path"]),
-        # the README's "Bad input" rows
+        # the README's "Bad input" paragraph (the catalogue: docs/reliability.md)
         "missing-checkpoint": Case(_gen(p, path="/nonexistent/ckpt.pt"), ["/nonexistent/ckpt.pt", "--path"]),
         "no-dictionaries": Case(_gen(p, data=p.empty), ["dict"]),
         "unknown-search": Case(_gen(p, "--search", "nonsense"), ["nonsense", "var-stream"]),
@@ -138,9 +138,9 @@ def catalogue(p: Paths) -> Dict[str, Case]:
             _interactive(*README_TEXT_FLAGS, "--skip-invalid-size-inputs-valid-test", "--buffer-size", "2"),
             stdin="\n".join([GOOD[0], "luz " * 5000, GOOD[1]]) + "\n", errors=0, rc=0, translated=[0, 2]),
         # 5. the console scripts, run as modules here (the installed lookup: tests/unit/test_runtime.py)
-        "ddgviz-readme-command": Case(["fairseq-stream-ddgviz", "--sentence", "Y dijo Dios: Sea la luz: y fué la luz.",
-                                       "--out", os.path.join(p.root, "ddg")], errors=0, rc=0,
-                                      module="fairseq_stream.tools.ddgviz"),
+        "ddgviz-documented-command": Case(["fairseq-stream-ddgviz", "--sentence", "Y dijo Dios: Sea la luz: y fué la luz.",
+                                           "--out", os.path.join(p.root, "ddg")], errors=0, rc=0,
+                                          module="fairseq_stream.tools.ddgviz"),
         "demo-help": Case(["fairseq-stream-demo", "--help"], errors=0, rc=0, module="fairseq_stream.tools.demo"),
         "bench-help": Case(["fairseq-stream-bench", "--help"], errors=0, rc=0, module="fairseq_stream.tools.bench"),
         "demo-files-missing": Case(["fairseq-stream-demo"], ["FAIRSEQ_STREAM_DEMO_DIR"], module="fairseq_stream.tools.demo",
@@ -169,7 +169,7 @@ CASE_IDS = [  # the keys of catalogue() (which needs files), listed for parametr
     "nbest-0", "sampling-nbest", "sampling-our-strategy", "max-tokens-below-a-sentence", "stream-stats-unwritable",
     "average-refused-pickle", "average-corrupt", "random-bytes-checkpoint", "unsafe-pickle", "dictionary-mismatch",
     "missing-lm", "missing-checkpoint", "no-dictionaries", "unknown-search", "impossible-option", "over-long-sentence",
-    "tokenizer-without-languages", "skip-flag-lists-what-it-skips", "interactive-bad-lines", "interactive-skip-flag", "ddgviz-readme-command", "demo-help", "bench-help",
+    "tokenizer-without-languages", "skip-flag-lists-what-it-skips", "interactive-bad-lines", "interactive-skip-flag", "ddgviz-documented-command", "demo-help", "bench-help",
     "demo-files-missing", "interactive-raw-text-without-bpe", "fairseq-beam-prune-preset",
     "fairseq-beam-retain-iter-history", "ensemble-broken-member", "no-repeat-ngram-1",
 ]
@@ -207,11 +207,12 @@ def test_the_catalogue_lists_every_case(results):
     assert sorted(results[1]) == sorted(CASE_IDS)
 
 
-def test_the_readme_ddgviz_command_writes_the_png_and_the_html(results):
+def test_the_documented_ddgviz_command_writes_the_png_and_the_html(results):
+    """The ddgviz command of docs/usage.md ("Jacobi decoding"; it was in the README until issue 46)."""
     paths, table = results
     for ext in ("png", "html"):
         assert os.path.getsize(os.path.join(paths.root, f"ddg.{ext}")) > 1000
-    stderr = table["ddgviz-readme-command"][1]["stderr"]
+    stderr = table["ddgviz-documented-command"][1]["stderr"]
     assert "DEBUG:" not in stderr, stderr  # matplotlib logs its import at DEBUG (integration/quiet.py)
 
 
