@@ -130,7 +130,7 @@ class StreamDecodingConfig(FairseqDataclass):
         metadata={"help": "the best score --prune-abs-threshold and --prune-rel-threshold measure from: "
                   "'active' (best candidate on the beam, Freitag2017), 'final' (best of those and the finished "
                   "hypotheses by log-probability, Yang2020 App. A.3; up to 1.6 BLEU below the fixed beam on "
-                  "weak models, README), 'normalized' (finished hypotheses by length-normalised score, scaled to "
+                  "weak models, docs/results.md), 'normalized' (finished hypotheses by length-normalised score, scaled to "
                   f"each candidate's length); default {DEFAULT_REFERENCE!r}, or --prune-preset's"},
     )
     prune_ended: str = field(

@@ -170,7 +170,7 @@ def closing_warnings(extra: Dict[str, float], sentences: int, nbest: int) -> Lis
         if short - blank:
             why.append(f"{short - blank} pruned beam(s) that ended with what they found")
         lines.append(f"{WARNING}{short} of {sentences} sentence(s) got fewer than --nbest {nbest} hypotheses: "
-                     f"{'; '.join(why)} (README, Options)")
+                     f"{'; '.join(why)} (docs/usage.md, \"fairseq's own options\")")
     forced = int(extra.get(NoRepeatNgram.STAT, 0))
     if forced:
         lines.append(f"{WARNING}--no-repeat-ngram-size banned EOS for {forced} hypothesis row(s) at their maximum "

@@ -29,7 +29,7 @@ sums), 7 elsewhere: fbgemm's AVX2 kernel adds pairs of u8 × s8 products in 16 b
 saturate with 8-bit activations (PyTorch's ``reduce_range`` for the same reason).
 
 Why fbgemm and not ``torchao`` or oneDNN's int8 (measured on the demo model's layers, 1 thread,
-``scripts/experiments/int8_kernels.py``; README, "Against CTranslate2"): fbgemm's int8 product
+``scripts/experiments/int8_kernels.py``; docs/results.md, "Against CTranslate2"): fbgemm's int8 product
 beats float32 at the row counts of a decoder step (5-50 hypotheses: about 2x on a feed-forward
 layer, 3x on the 6024-word output projection); ``torch._int_mm`` (oneDNN's s8s8 product) repacks
 its weight at every call and is 1.5-2x slower than fbgemm at 5-50 rows; torchao 0.18's eager

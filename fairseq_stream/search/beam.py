@@ -28,7 +28,7 @@ Per sentence, a step (Algorithm 1, lines 14–17) is:
    code's ``find_top_z``; default ``k``; ``k`` for the fairseq and shrink rules) or an empty beam; its
    n-best list is the best ``nbest`` of them by ``score / length^lenpen`` (length counts EOS).
    Z = 1 is the strictest reading of App. A.1 (the first hypothesis to reach the top ends the
-   sentence); it favours short outputs (−1.0 BLEU at k = 50 on the demo model, README Results),
+   sentence); it favours short outputs (−1.0 BLEU at k = 50 on the demo model, docs/results.md, "Headline figures"),
    while Z = k matches fairseq's BLEU at the same speed.
 """
 from __future__ import annotations

@@ -11,7 +11,7 @@ Which ended ones (``--ib-finalize``): ``top`` (default, our choice) takes only t
 rank among the sentence's ``B`` best continuations of the step, as fairseq's beam search
 does; ``all`` takes every one (lines 17–18 read literally). With ``all`` a sentence's finished
 set fills with improbable short endings after a few steps and search stops early: on the demo
-corpus beam 4 then scores below greedy (README, IBDecoder results).
+corpus beam 4 then scores below greedy (docs/results.md, "IBDecoder").
 A sentence is done with ``B`` finished hypotheses (line 7) or at the maximum length; the
 finished ones are put back in the original word order (line 28), optionally deduplicated
 (``--ib-dedup``, §5.1), and ranked by ``score / length^lenpen``. ``--beam 1`` is greedy.
