@@ -3,7 +3,7 @@
 
     OMP_NUM_THREADS=1 python scripts/experiments/cpu_time_ab.py --base f16b170 --limit 200 --rounds 3
 
-``scripts/compare_revisions.py`` compares wall times, which a busy machine blurs; this one compares
+``scripts/bench/compare_revisions.py`` compares wall times, which a busy machine blurs; this one compares
 each decode call's ``time.process_time`` (the process's own work, not the time it waited for a
 core), with one thread. Each round runs every row once in each tree, alternately (base, this),
 each tree in its own process (a package cannot be imported twice); the base revision is checked

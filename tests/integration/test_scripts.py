@@ -115,7 +115,7 @@ WMT_SCRIPTS = ["scripts/wmt19_var_stream.sh", "scripts/parallel_decoding.sh", "s
 
 @pytest.mark.parametrize("script", WMT_SCRIPTS)
 def test_wmt_scripts_share_their_option_parsing(script):
-    """scripts/wmt_common.sh: --help prints the header; a bad option or value is one line, status 2."""
+    """scripts/papers/wmt_common.sh: --help prints the header; a bad option or value is one line, status 2."""
     def run(*args):
         return subprocess.run(["bash", script, *args], cwd=REPO, capture_output=True, text=True, timeout=60)
 
@@ -131,7 +131,7 @@ def test_wmt_scripts_share_their_option_parsing(script):
 
 @pytest.mark.slow  # runs the build script
 def test_build_demo_model_needs_the_corpus_for_its_prep_stage(tmp_path):
-    script = os.path.join(REPO, "scripts", "build_demo_model.py")
+    script = os.path.join(REPO, "scripts", "models", "build_demo_model.py")
     proc = subprocess.run([sys.executable, script, "--work", str(tmp_path)], capture_output=True, text=True, timeout=120)
     assert proc.returncode == 2 and "the prep stage needs --corpus DIR" in proc.stderr
     proc = subprocess.run([sys.executable, script, "--work", str(tmp_path), "--corpus", str(tmp_path), "--stages", "prep"],
@@ -148,7 +148,7 @@ def run_python(args, timeout=300):
 
 @pytest.mark.slow  # runs the whole benchmark script
 def test_output_layer_micro_benchmark_prints_every_cell():
-    out = run_python(["scripts/bench_output_layer.py", "--vocab", "100", "300", "--beam", "1", "5", "--batch", "1", "2",
+    out = run_python(["scripts/bench/bench_output_layer.py", "--vocab", "100", "300", "--beam", "1", "5", "--batch", "1", "2",
                       "--dim", "16", "--repeats", "1", "--threads", "1"])
     cells = [line for line in out.splitlines() if line.startswith("| 100 ") or line.startswith("| 300 ")]
     assert len(cells) == 8  # 2 vocabularies × 2 beams × 2 batches, each checked against log_softmax first
@@ -172,7 +172,7 @@ def test_step_cost_fit_recovers_a_linear_cost(tmp_path):
 def test_ib_experiment_resumes_a_finished_run_asked_for_more_updates(tmp_path):
     import importlib.util
 
-    spec = importlib.util.spec_from_file_location("ib_experiment", os.path.join(REPO, "scripts", "ib_experiment.py"))
+    spec = importlib.util.spec_from_file_location("ib_experiment", os.path.join(REPO, "scripts", "papers", "ib_experiment.py"))
     exp = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(exp)
     log = tmp_path / "train.log"
@@ -186,7 +186,7 @@ def test_ib_experiment_resumes_a_finished_run_asked_for_more_updates(tmp_path):
 def test_ib_experiment_trains_each_layout_with_its_h_and_c(tmp_path):
     import importlib.util
 
-    spec = importlib.util.spec_from_file_location("ib_experiment", os.path.join(REPO, "scripts", "ib_experiment.py"))
+    spec = importlib.util.spec_from_file_location("ib_experiment", os.path.join(REPO, "scripts", "papers", "ib_experiment.py"))
     exp = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(exp)
 
@@ -202,7 +202,7 @@ def test_ib_experiment_trains_each_layout_with_its_h_and_c(tmp_path):
     assert layout("vsa") == ("translation_ib", "1", "2", None)
     assert layout("vsa4") == ("translation_ib", "1", "4", None)
     assert layout("m2s") == ("translation_ib", "2", "1", "middle-to-side")
-    proc = subprocess.run([sys.executable, os.path.join(REPO, "scripts", "ib_experiment.py"), "--data", str(DEMO),
+    proc = subprocess.run([sys.executable, os.path.join(REPO, "scripts", "papers", "ib_experiment.py"), "--data", str(DEMO),
                            "--variants", "im,xx", "--work", str(tmp_path / "w")], capture_output=True, text=True)
     assert proc.returncode != 0 and "unknown layout 'xx'" in proc.stderr
 
@@ -308,7 +308,7 @@ def test_gpu_check_dry_run_runs_the_training_speed_and_frontier_parts(tmp_path):
 def test_bench_all_finds_fairseq_console_scripts_beside_any_interpreter_name(tmp_path):
     """PYTHON=.../python3 once gave ".../python3fairseq-preprocess"; the scripts sit beside the interpreter."""
     python3 = os.path.join(os.path.dirname(sys.executable), "python3")
-    functions = "source <(sed -n '/^console()/,/^}/p;/^timed()/,/^}/p' scripts/bench_all.sh)"
+    functions = "source <(sed -n '/^console()/,/^}/p;/^timed()/,/^}/p' scripts/bench/bench_all.sh)"
     proc = subprocess.run(["bash", "-c", f'{functions}; OUT="$1"; console fairseq-preprocess; timed "a b" true',
                            "bash", str(tmp_path)], cwd=REPO, capture_output=True, text=True,
                           env=dict(os.environ, PYTHON=python3 if os.path.exists(python3) else sys.executable))
@@ -321,7 +321,7 @@ def test_bench_all_finds_fairseq_console_scripts_beside_any_interpreter_name(tmp
 def test_ib_eval_times_each_model_against_our_own_fixed_beam():
     import importlib.util
 
-    spec = importlib.util.spec_from_file_location("ib_eval", os.path.join(REPO, "scripts", "ib_eval.py"))
+    spec = importlib.util.spec_from_file_location("ib_eval", os.path.join(REPO, "scripts", "papers", "ib_eval.py"))
     ib_eval = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(ib_eval)
     rows = [dict(model=m, search=s, beam=b, latency_ms=ms) for m, s, b, ms in (

@@ -1,7 +1,7 @@
 #!/usr/bin/env python
 """Decode time of this checkout against another revision, measured in one run.
 
-    python scripts/compare_revisions.py --base d19d4a2 --limit 200 --repeats 3 \\
+    python scripts/bench/compare_revisions.py --base d19d4a2 --limit 200 --repeats 3 \\
         --run var-stream:beam=5,stream_capacity=32 --run fixed-ours:beam=1,stream_capacity=1,label=greedy-b1
 
 A package cannot be imported twice in one process, so each round runs the harness
@@ -23,7 +23,7 @@ import sys
 import tempfile
 from typing import Dict, List, Sequence
 
-REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+REPO = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
 
 def _bench(tree: str, args: Sequence[str], out: str) -> List[Dict]:
