@@ -252,7 +252,6 @@ def main(argv: Optional[Sequence[str]] = None) -> None:
     from fairseq_stream.integration.compat import install_excepthook
     from fairseq_stream.tools.bench import read_lines
     from fairseq_stream.tools.session import TranslationSession
-    from fairseq_stream.integration.text import tokenize
 
     install_excepthook()
     src_lang, tgt_lang = os.path.splitext(args.src)[1].lstrip("."), os.path.splitext(args.ref)[1].lstrip(".")
@@ -262,7 +261,7 @@ def main(argv: Optional[Sequence[str]] = None) -> None:
                                       cpu=not cuda, dtype=torch.float16 if cuda else None)
     n = max(args.limit, args.limit_k50)
     sources, references = read_lines(args.src, n), read_lines(args.ref, n)
-    tokens = [session._bpe.apply(tokenize(line, src_lang)).split() for line in sources]
+    tokens = [session.source_text(line).split() for line in sources]
     dataset = session.encode(sources)
 
     def dataset_for(ids: Sequence[int]) -> Any:

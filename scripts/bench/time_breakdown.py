@@ -82,9 +82,7 @@ def breakdown(session: Any, dataset: Any, search: str, beam: int, quantize: str)
 def ctranslate2_total(session: Any, sources: List[str], beam: int, compute_type: str, model_dir: str) -> float:
     import ctranslate2
 
-    from fairseq_stream.integration.text import tokenize
-
-    tokens = [session._bpe.apply(tokenize(s, session.source_lang)).split() for s in sources]
+    tokens = [session.source_text(s).split() for s in sources]
     translator = ctranslate2.Translator(model_dir, device="cpu", compute_type=compute_type, intra_threads=1,
                                         inter_threads=1)
     translator.translate_batch(tokens[:8], beam_size=beam)
