@@ -1,6 +1,7 @@
 """The reproduction scripts run end to end on local files (the demo model and corpus)."""
 import json
 import os
+import re
 import subprocess
 import sys
 
@@ -383,20 +384,73 @@ def test_topup_batching_on_the_demo(tmp_path):
     assert bleu["var-stream (sorted)"] == bleu["var-stream (unsorted)"]
 
 
-def test_every_experiment_says_what_it_measures_and_is_listed():
-    """scripts/experiments/: a docstring whose first line says what it measures, and a row in its README."""
+SCRIPTS = os.path.join(REPO, "scripts")
+
+
+def _script_folders():
+    """scripts/ and its sub-folders, each with the scripts (.py, .sh) it holds."""
+    folders = [SCRIPTS] + sorted(os.path.join(SCRIPTS, n) for n in os.listdir(SCRIPTS)
+                                 if os.path.isdir(os.path.join(SCRIPTS, n)) and not n.startswith((".", "__")))
+    return [(folder, sorted(n for n in os.listdir(folder) if n.endswith((".py", ".sh")))) for folder in folders]
+
+
+def test_scripts_top_level_holds_only_what_a_user_runs():
+    """The top level of scripts/: at most 12 files (what a user runs, and the README); the rest in sub-folders."""
+    files = [n for n in os.listdir(SCRIPTS) if os.path.isfile(os.path.join(SCRIPTS, n))]
+    assert len(files) <= 12, sorted(files)
+    assert {"install.sh", "demo.sh", "test.sh", "gpu_check.sh", "README.md"} <= set(files)
+    assert not [n for n in files if n.endswith(".py")], "a Python script belongs in a sub-folder"
+
+
+def test_every_script_is_listed_in_its_folders_readme_and_says_what_it_does():
+    """Every script in scripts/ and its sub-folders has a row in that folder's README.md; a Python
+    script's docstring has a first line that says what it does (e.g. what it measures)."""
     import ast
 
-    folder = os.path.join(REPO, "scripts", "experiments")
-    with open(os.path.join(folder, "README.md"), encoding="utf-8") as f:
-        readme = f.read()
-    scripts = sorted(n for n in os.listdir(folder) if n.endswith(".py"))
-    assert scripts
-    for name in scripts:
-        with open(os.path.join(folder, name), encoding="utf-8") as f:
-            doc = ast.get_docstring(ast.parse(f.read()))
-        assert doc and doc.splitlines()[0].strip(), f"{name} has no header line"
-        assert f"| `{name}` |" in readme, f"{name} is not listed in scripts/experiments/README.md"
+    for folder, scripts in _script_folders():
+        where = os.path.relpath(folder, REPO)
+        with open(os.path.join(folder, "README.md"), encoding="utf-8") as f:
+            readme = f.read()
+        assert scripts, f"{where} holds no script"
+        for name in scripts:
+            assert f"| `{name}` |" in readme, f"{name} is not listed in {where}/README.md"
+            if name.endswith(".py"):
+                with open(os.path.join(folder, name), encoding="utf-8") as f:
+                    doc = ast.get_docstring(ast.parse(f.read()))
+                assert doc and doc.splitlines()[0].strip(), f"{where}/{name} has no header line"
+        listed = re.findall(r"^\| `([^`/]+\.(?:py|sh))` \|", readme, flags=re.M)
+        assert sorted(set(listed) - set(scripts)) == [], f"{where}/README.md lists scripts that are not there"
+
+
+def test_no_script_imports_a_private_name_of_the_package():
+    """Scripts use fairseq_stream's public names only: no ``from fairseq_stream.x import _y``, no
+    ``fairseq_stream._x`` module, no ``module._y`` of an imported fairseq_stream module."""
+    import ast
+
+    bad = []
+    for folder, scripts in _script_folders():
+        for name in (n for n in scripts if n.endswith(".py")):
+            path = os.path.join(folder, name)
+            with open(path, encoding="utf-8") as f:
+                tree = ast.parse(f.read())
+            modules = set()
+            for node in ast.walk(tree):
+                if isinstance(node, ast.ImportFrom) and (node.module or "").split(".")[0] == "fairseq_stream":
+                    private = [p for p in node.module.split(".") if p.startswith("_")]
+                    private += [a.name for a in node.names if a.name.startswith("_")]
+                    bad += [f"{os.path.relpath(path, REPO)}:{node.lineno} {p}" for p in private]
+                    modules |= {a.asname or a.name for a in node.names}
+                elif isinstance(node, ast.Import):
+                    for a in node.names:
+                        if a.name.split(".")[0] == "fairseq_stream":
+                            bad += [f"{os.path.relpath(path, REPO)}:{node.lineno} {p}" for p in a.name.split(".")
+                                    if p.startswith("_")]
+                            modules.add(a.asname or a.name.split(".")[0])
+            for node in ast.walk(tree):
+                if (isinstance(node, ast.Attribute) and node.attr.startswith("_") and not node.attr.startswith("__")
+                        and isinstance(node.value, ast.Name) and node.value.id in modules):
+                    bad.append(f"{os.path.relpath(path, REPO)}:{node.lineno} {node.value.id}.{node.attr}")
+    assert bad == []
 
 
 @pytest.mark.slow  # distils 16 sentences and trains for a few seconds with fairseq-train
