@@ -13,9 +13,9 @@
 # went: an offline kit installed fairseq-fixed and this project with `pip install --target`, put
 # both on PYTHONPATH, then `bash scripts/gpu_check.sh --no-install`; pytest and ninja were there).
 #
-# Rows (scripts/gpu_rows.py, one process; scripts/gpu_report.py writes $OUT/gpu_report.md):
+# Rows (scripts/gpu/gpu_rows.py, one process; scripts/gpu/gpu_report.py writes $OUT/gpu_report.md):
 # per dtype (--dtypes, default "float32 float16"), on the demo model and a 32k-vocabulary
-# Transformer-base-sized model with random weights (scripts/make_base_model.py --vocab 32000; every
+# Transformer-base-sized model with random weights (scripts/models/make_base_model.py --vocab 32000; every
 # sentence forced to 40 tokens):
 #   batched  300 sentences: fairseq beam vs fixed-ours and var-stream, k = 5 and k = 50
 #   batch1     8 sentences at batch 1: fairseq greedy vs fixed-ours:beam=1 and gs-jacobi b = 3
@@ -25,7 +25,7 @@
 #            on the base model
 # each row: 1 untimed warm-up, the median of 3 timed runs, costs from 3 more runs over 20 sentences
 # (counted and profiled: slow, most of a batch-1 table's time); then the output-layer
-# micro-benchmark (V = 32k, beams 1/5/50, batches 1/32/128) per dtype; then scripts/gpu_profile.py
+# micro-benchmark (V = 32k, beams 1/5/50, batches 1/32/128) per dtype; then scripts/gpu/gpu_profile.py
 # (float32, demo, k = 5, 300 sentences: host against device time, top operators, host-read sites).
 # Time on one H100 (2026-11-25, measured): install 62 s, gpu tests 78 s, per dtype ~7 min of rows
 # (demo batched 124-170 s, demo batch1 ~70 s, base batched ~120 s, base batch1 ~80 s), output layer
@@ -37,10 +37,10 @@
 # Every row of ours runs in each --step-mode of gpu_rows.py's --step-modes (default eager and graph on
 # CUDA, eager and static in a dry run), side by side; the report gives each graph row's time against its
 # eager twin and how many steps were replayed. --parts chooses what runs (default all): tests (pytest -m
-# gpu), rows (scripts/gpu_rows.py; --rows-args "..." adds its options, e.g. "--tables batched --models
+# gpu), rows (scripts/gpu/gpu_rows.py; --rows-args "..." adds its options, e.g. "--tables batched --models
 # demo --limit 200 --repeats 2 --costs-limit 0"), output (the output-layer micro-benchmark), profile
-# (scripts/gpu_profile.py: eager and graph, GPU busy), train (scripts/gpu_train_speed.py: IBDecoder
-# training tokens/s against the transformer's), ct2 (scripts/bench_vs_ctranslate2.py --device cuda:
+# (scripts/gpu/gpu_profile.py: eager and graph, GPU busy), train (scripts/gpu/gpu_train_speed.py: IBDecoder
+# training tokens/s against the transformer's), ct2 (scripts/bench/bench_vs_ctranslate2.py --device cuda:
 # CTranslate2 float16 / int8_float16 beside our graph rows, or why it could not run) and frontier
 # (fairseq-stream-frontier --device cuda at k = 5). Each part writes its file under OUT as it ends, so
 # a call stopped at its time limit still returns what finished.
@@ -108,25 +108,25 @@ rows() {  # the base model, then every table in one process
         base=(--layers 1 --dim 64)
         sizes=(--limit 2 --batch1-limit 1 --costs-limit 1 --repeats 1 --demo-length 4 --base-length 4 --big-beam 8 --threads 1)
     fi
-    "$PYTHON" scripts/make_base_model.py --out "$OUT/base32k/checkpoint.pt" --vocab 32000 "${base[@]}" >&2
-    "$PYTHON" scripts/make_base_model.py --out "$OUT/ib32k/checkpoint.pt" --vocab 32000 --ib "${base[@]}" >&2
+    "$PYTHON" scripts/models/make_base_model.py --out "$OUT/base32k/checkpoint.pt" --vocab 32000 "${base[@]}" >&2
+    "$PYTHON" scripts/models/make_base_model.py --out "$OUT/ib32k/checkpoint.pt" --vocab 32000 --ib "${base[@]}" >&2
     rm -f "$OUT"/rows_*.json
     # shellcheck disable=SC2086  # --rows-args is a list of options
-    "$PYTHON" scripts/gpu_rows.py --out "$OUT" --device "$DEVICE" --dtypes $dtypes \
+    "$PYTHON" scripts/gpu/gpu_rows.py --out "$OUT" --device "$DEVICE" --dtypes $dtypes \
         --base "$OUT/base32k/checkpoint.pt" --ib-base "$OUT/ib32k/checkpoint.pt" ${ib:+--ib-path "$ib"} --warmup 1 --budget-s "$ROWS_BUDGET_S" "${sizes[@]}" $rows_args
 }
 
 train_speed() {  # IBDecoder training tokens/s against the standard transformer of the same size
     local sizes=()
     [ "$DEVICE" = cpu ] && sizes=(--updates 4 --log-interval 1 --layers 1 --dim 64 --limit 100)
-    "$PYTHON" scripts/gpu_train_speed.py --device "$DEVICE" --out "$OUT" "${sizes[@]}" > /dev/null \
-        || echo "scripts/gpu_train_speed.py failed (exit status $?)" > "$OUT/train_speed.md"
+    "$PYTHON" scripts/gpu/gpu_train_speed.py --device "$DEVICE" --out "$OUT" "${sizes[@]}" > /dev/null \
+        || echo "scripts/gpu/gpu_train_speed.py failed (exit status $?)" > "$OUT/train_speed.md"
 }
 
 ct2() {  # CTranslate2 on the same GPU, beside our graph rows (a dry run: not run, CTranslate2 benchmarks CPUs there)
-    if [ "$DEVICE" = cpu ]; then echo "not run: a CPU dry run (scripts/bench_vs_ctranslate2.py without --device cuda is the CPU benchmark)" > "$OUT/ct2.md"; return; fi
-    "$PYTHON" scripts/bench_vs_ctranslate2.py --device cuda --limit 200 --limit-k50 40 --repeats 2 --json "$OUT/ct2.json" \
-        > "$OUT/ct2.md" 2> "$OUT/ct2.log" || echo "scripts/bench_vs_ctranslate2.py failed (exit status $?): $(tail -n 1 "$OUT/ct2.log")" >> "$OUT/ct2.md"
+    if [ "$DEVICE" = cpu ]; then echo "not run: a CPU dry run (scripts/bench/bench_vs_ctranslate2.py without --device cuda is the CPU benchmark)" > "$OUT/ct2.md"; return; fi
+    "$PYTHON" scripts/bench/bench_vs_ctranslate2.py --device cuda --limit 200 --limit-k50 40 --repeats 2 --json "$OUT/ct2.json" \
+        > "$OUT/ct2.md" 2> "$OUT/ct2.log" || echo "scripts/bench/bench_vs_ctranslate2.py failed (exit status $?): $(tail -n 1 "$OUT/ct2.log")" >> "$OUT/ct2.md"
 }
 
 frontier() {  # the quality/speed frontier's k = 5 side on the device
@@ -141,10 +141,10 @@ output_layer() {  # the micro-benchmark, per dtype
     for dtype in $dtypes; do
         if [ "$DEVICE" = cpu ]; then
             if [ "$dtype" = float16 ]; then echo "skipped: float16 runs on a GPU only (a CPU dry run)" > "$OUT/output_layer_$dtype.md"; continue; fi
-            "$PYTHON" scripts/bench_output_layer.py --vocab 1000 --beam 5 --batch 2 --dim 32 --repeats 1 --threads 1 \
+            "$PYTHON" scripts/bench/bench_output_layer.py --vocab 1000 --beam 5 --batch 2 --dim 32 --repeats 1 --threads 1 \
                 > "$OUT/output_layer_$dtype.md"
         else
-            "$PYTHON" scripts/bench_output_layer.py --device cuda --dtype "$dtype" --vocab 32000 --beam 1 5 50 \
+            "$PYTHON" scripts/bench/bench_output_layer.py --device cuda --dtype "$dtype" --vocab 32000 --beam 1 5 50 \
                 --batch 1 32 128 --repeats 20 > "$OUT/output_layer_$dtype.md"
         fi
     done
@@ -153,15 +153,15 @@ output_layer() {  # the micro-benchmark, per dtype
 profile() {  # where a k = 5 decode's time goes (host against device, top operators, host-read sites)
     local sizes=(--limit "${PROFILE_LIMIT:-300}")
     [ "$DEVICE" = cpu ] && sizes=(--limit 2 --threads 1)
-    "$PYTHON" scripts/gpu_profile.py --device "$DEVICE" "${sizes[@]}" --out "$OUT/profile.md" >&2 \
-        || echo "scripts/gpu_profile.py failed (exit status $?): see the log above" > "$OUT/profile.md"
+    "$PYTHON" scripts/gpu/gpu_profile.py --device "$DEVICE" "${sizes[@]}" --out "$OUT/profile.md" >&2 \
+        || echo "scripts/gpu/gpu_profile.py failed (exit status $?): see the log above" > "$OUT/profile.md"
 }
 
 start=$SECONDS
 if [ "$install" = 1 ]; then log "installing"; install_project; else echo "not installed by this run: $PYTHON used as it is" > "$OUT/install.txt"; fi
 "$PYTHON" -c "import torch, sys; sys.exit(0 if '$DEVICE' == 'cpu' or torch.cuda.is_available() else 1)" \
     || { log "torch in $PYTHON sees no GPU (use --dry-run for the CPU flow)"; exit 2; }
-report() { "$PYTHON" scripts/gpu_report.py "$OUT" --title "fairseq-stream GPU check ($DEVICE$([ "$DEVICE" = cpu ] && echo ', dry run'))" > /dev/null 2>&1 || true; }
+report() { "$PYTHON" scripts/gpu/gpu_report.py "$OUT" --title "fairseq-stream GPU check ($DEVICE$([ "$DEVICE" = cpu ] && echo ', dry run'))" > /dev/null 2>&1 || true; }
 if [ "$tests" = 1 ] && has_part tests; then log "gpu-marked tests"; gpu_tests; else echo "not run" > "$OUT/gpu_tests.txt"; fi
 if has_part rows; then log "rows ($DEVICE)"; rows; report; fi
 if has_part profile; then log "profile"; profile; fi
@@ -169,7 +169,7 @@ if has_part train; then log "training speed"; train_speed; fi
 if has_part output; then log "output layer"; output_layer; fi
 if has_part frontier; then log "frontier"; frontier; fi
 if has_part ct2; then log "CTranslate2"; ct2; fi
-"$PYTHON" scripts/gpu_report.py "$OUT" --title "fairseq-stream GPU check ($DEVICE$([ "$DEVICE" = cpu ] && echo ', dry run'))" > /dev/null
+"$PYTHON" scripts/gpu/gpu_report.py "$OUT" --title "fairseq-stream GPU check ($DEVICE$([ "$DEVICE" = cpu ] && echo ', dry run'))" > /dev/null
 # one archive of the rows and parts (a GPU lease returns few files; the checkpoints stay out)
 (cd "$OUT" && tar czf gpu_check_parts.tgz $(ls rows_*.json skipped.json ./*.md ./*.txt ./*.log ./*.json 2>/dev/null | sort -u)) || true
 log "done in $((SECONDS - start)) s: $OUT/gpu_report.md (parts: $OUT/gpu_check_parts.tgz)"

@@ -19,7 +19,7 @@
 # or fastBPE codes, as in scripts/wmt19_var_stream.sh). Other options: --testset wmt14/full
 # --runs N (3) --limit N --device cpu|cuda (cpu) --dtype float32|float16|bfloat16 --threads N --out DIR
 set -euo pipefail
-source "$(dirname "${BASH_SOURCE[0]}")/wmt_common.sh"
+source "$(dirname "${BASH_SOURCE[0]}")/papers/wmt_common.sh"
 testset=wmt14/full
 wmt_option() { wmt_testset_option "$@"; }
 wmt_parse "$@"

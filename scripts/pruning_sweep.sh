@@ -33,7 +33,7 @@
 #   their extensions) --beams "5 14" --limit N (300) --runs N (2) --batch N (32) --device cpu|cuda
 #   --threads N --out DIR (work/pruning_sweep) --dry-run (print the harness command; decode nothing)
 set -euo pipefail
-source "$(dirname "${BASH_SOURCE[0]}")/wmt_common.sh"
+source "$(dirname "${BASH_SOURCE[0]}")/papers/wmt_common.sh"
 beams="5 14" limit=300 runs=2
 wmt_option() { case "$1" in *) wmt_local_option "$@";; esac; }
 wmt_parse "$@"

@@ -29,7 +29,7 @@
 #   --batch N (32) --device cpu|cuda --threads N --out DIR (work/topup_batching)
 #   --dry-run (print the harness command; decode nothing)
 set -euo pipefail
-source "$(dirname "${BASH_SOURCE[0]}")/wmt_common.sh"
+source "$(dirname "${BASH_SOURCE[0]}")/papers/wmt_common.sh"
 beams="5" finalize=ours limit=500 runs=2
 wmt_option() { case "$1" in --finalize) finalize="${2-}"; wmt_shift=2;; *) wmt_local_option "$@";; esac; }
 wmt_parse "$@"

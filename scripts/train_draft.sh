@@ -53,15 +53,13 @@ import os, sys
 repo, model_dir, ckpt, kd, src, tgt, codes = sys.argv[1:]
 sys.path.insert(0, repo)
 from fairseq_stream.tools.session import TranslationSession
-from fairseq_stream.tools.text import BpeCodes, tokenize
 
 with open(os.path.join(kd, "sources.txt"), encoding="utf-8") as f:
     lines = [line.rstrip("\n") for line in f]
-bpe = BpeCodes(codes) if codes else None
-prepared = [bpe.apply(tokenize(s, src)) if bpe else s for s in lines]
 session = TranslationSession.load(model_dir, ckpt, bpe_codes=codes or None,
                                  extra_args=["--source-lang", src, "--target-lang", tgt])
-# tokenised and BPE'd as `prepared`; the model's greedy output (our fixed beam at width 1)
+prepared = [session.source_text(s) for s in lines]  # tokenised and BPE'd as the model reads them
+# the model's greedy output (our fixed beam at width 1)
 out = session.translate(session.encode(lines), search="fixed-ours", gen={"beam": 1},
                         opts={"stream_capacity": 64}, postprocess=False)
 tgt_dict = session.task.target_dictionary

@@ -27,7 +27,7 @@
 #   prep     sacremoses + joint subword-nmt BPE (32k); Transformer Base (App. A: d=512, 6 layers,
 #            8 heads, FFN 2048, dropout 0.1, Adam (0.9, 0.98), 4k warm-up, ~25k target tokens per
 #            update); the last 5 checkpoints averaged
-#   decode   GNMT's length penalty ((5 + |Y|)/6)^0.6 over the n-best list (scripts/ib_eval.py),
+#   decode   GNMT's length penalty ((5 + |Y|)/6)^0.6 over the n-best list (scripts/papers/ib_eval.py),
 #            detokenised sacreBLEU (the paper's signature: BLEU+c.mixed+#.1+s.exp+tok.13a)
 #
 #   bash scripts/wmt14_ibdecoder.sh --device cuda                     # downloads WMT14 En-De
@@ -46,7 +46,7 @@
 # --device cpu|cuda (cpu), --dtype float32|float16|bfloat16 (decoding), --threads N, --out DIR.
 # The test suite runs it end to end on the demo corpus with tiny models.
 set -euo pipefail
-source "$(dirname "${BASH_SOURCE[0]}")/wmt_common.sh"
+source "$(dirname "${BASH_SOURCE[0]}")/papers/wmt_common.sh"
 src=en tgt=de train="" valid="" test="" merges=32000 h=2 c=1 max_update=100000 max_tokens=4096 update_freq=6
 out="" threads="" arch_args="" train_args="" testset=wmt14 kd=1 kd_procs=1 beams="4 1" latency_sentences=0 latency_runs=3
 rule=paper kd_search=beam table2="" table2_rows="1 2 3 4 5 6 7 8" table3=""
@@ -229,14 +229,14 @@ if [ -n "$train_rows" ]; then
 fi
 
 # 6. BLEU (GNMT length penalty 0.6 over the n-best list) and latency at batch size 1.
-"$python" "$repo/scripts/ib_eval.py" --data "$out/bin" --bpe-codes "$out/bpecodes" --src "$test.$src" --ref "$test.$tgt" \
+"$python" "$repo/scripts/papers/ib_eval.py" --data "$out/bin" --bpe-codes "$out/bpecodes" --src "$test.$src" --ref "$test.$tgt" \
     --source-lang "$src" --target-lang "$tgt" "${models[@]}" --beams $beams --alpha 0.6 --ib-finalize "$ib_finalize" \
     --latency-sentences "$latency_sentences" --runs "$latency_runs" --device "$device" --dtype "$dtype" --json "$out/table1.json"
 if [ -n "$table2" ]; then
     t2=()
     for row in $table2_rows; do t2+=(--model "T2-${row}-${table2_names[$row]}=ib-beam:${table2_ckpt[$row]}"); done
     echo "Table 2 (from scratch, beam 4, rule $rule):"
-    "$python" "$repo/scripts/ib_eval.py" --data "$out/bin" --bpe-codes "$out/bpecodes" --src "$test.$src" \
+    "$python" "$repo/scripts/papers/ib_eval.py" --data "$out/bin" --bpe-codes "$out/bpecodes" --src "$test.$src" \
         --ref "$test.$tgt" --source-lang "$src" --target-lang "$tgt" "${t2[@]}" --beams 4 --alpha 0.6 \
         --ib-finalize "$ib_finalize" --runs 0 --device "$device" --dtype "$dtype" --json "$out/table2.json"
 fi

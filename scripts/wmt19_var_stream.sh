@@ -35,7 +35,7 @@
 #   --dry-run (prepare the codes, print the first source lines in subwords and the commands; decode nothing)
 # The test suite runs this script end to end on the demo model with local paths.
 set -euo pipefail
-source "$(dirname "${BASH_SOURCE[0]}")/wmt_common.sh"
+source "$(dirname "${BASH_SOURCE[0]}")/papers/wmt_common.sh"
 runs=5 testset=wmt18 beams="5 50" capacity=64 fixed_batch=64 dry_run=""
 wmt_option() {
     wmt_testset_option "$@"

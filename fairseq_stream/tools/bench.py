@@ -320,7 +320,7 @@ def run_benchmark(
     CUDA at both ends. ``batch_size``/``max_tokens`` batch fairseq's ``beam``; with ``pool_size``
     (0 = all) our strategies read the input in batches of that many sentences instead. With
     ``trace_dir`` each of our strategies also records its per-step active batch (last timed pass),
-    written as ``trace_dir/LABEL.json`` (for ``scripts/plot_occupancy.py``).
+    written as ``trace_dir/LABEL.json`` (for ``scripts/papers/plot_occupancy.py``).
     """
     if repeats < 1 or warmup < 0:
         raise FairseqStreamError(f"repeats must be >= 1 and warmup >= 0, got {repeats} and {warmup}")
@@ -590,7 +590,7 @@ def main(argv: Optional[Sequence[str]] = None) -> None:
 
 
 def write_json(args: argparse.Namespace, rows: List[Dict[str, Any]], sentences: int) -> None:
-    """The rows and how they were measured (what ``scripts/gpu_report.py`` reads)."""
+    """The rows and how they were measured (what ``scripts/gpu/gpu_report.py`` reads)."""
     meta = {"threads": torch.get_num_threads(), "sentences": sentences, "repeats": args.repeats,
             "warmup": args.warmup, "device": args.device, "dtype": args.dtype, "batch_size": args.batch_size,
             "max_tokens": args.max_tokens, "pool_size": args.pool_size, "path": args.path,

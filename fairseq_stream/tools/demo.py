@@ -10,7 +10,7 @@ progress. Torch's threads follow the command-line tools' rule (the idle cores on
 ``OMP_NUM_THREADS`` is set), and a line under the table says when other processes kept the
 machine busy while it was measured (then its times say more about the load than the strategies).
 The model, BPE codes, dictionaries and test sample are in ``user_dir_examples/demo/``
-(``scripts/build_demo_model.py`` rebuilds them), or their installed copy
+(``scripts/models/build_demo_model.py`` rebuilds them), or their installed copy
 (:mod:`fairseq_stream.tools.demo_files`).
 """
 from __future__ import annotations

@@ -114,15 +114,17 @@ class TranslationSession:
     def target_lang(self) -> str:
         return self.cfg.task.target_lang
 
+    def source_text(self, line: str) -> str:
+        """A raw source sentence as the source dictionary reads it: Moses tokens, then BPE when codes are set."""
+        text = "" if is_blank(line) else tokenize(line, self.source_lang)  # blank: the empty hypothesis
+        return self._bpe.apply(text) if self._bpe is not None else text
+
     def encode(self, lines: Sequence[str]) -> Any:
-        """Raw source sentences → a fairseq dataset (Moses tokenisation and BPE when codes are set)."""
+        """Raw source sentences → a fairseq dataset (:meth:`source_text` of each)."""
         src_dict = self.task.source_dictionary
         tokens = []
         for line in lines:
-            text = "" if is_blank(line) else tokenize(line, self.source_lang)  # blank: the empty hypothesis
-            if self._bpe is not None:
-                text = self._bpe.apply(text)
-            tokens.append(src_dict.encode_line(text, add_if_not_exist=False, append_eos=True).long())
+            tokens.append(src_dict.encode_line(self.source_text(line), add_if_not_exist=False, append_eos=True).long())
         lengths = [t.numel() for t in tokens]
         return self.task.build_dataset_for_inference(tokens, lengths)
 
@@ -157,7 +159,7 @@ class TranslationSession:
         ``required_batch_size_multiple`` defaults to fairseq's (8): batches are cut to multiples of it.
         """
         generator, stream_opts = self._build(search, gen or {}, opts or {})
-        itr = self._batches(dataset, max_tokens, batch_size, required_batch_size_multiple,
+        itr = self.batches(dataset, max_tokens, batch_size, required_batch_size_multiple,
                             input_order=stream_opts.stream_input_order)
         if isinstance(generator, StreamGenerator) and not stream_opts.stream_per_batch:
             # One stream over the whole input: refills read the next batches ahead.
@@ -192,8 +194,8 @@ class TranslationSession:
             result.strings = [self.detokenize(h[0]["tokens"]) for h in result.hypos]
         return result
 
-    def _batches(self, dataset: Any, max_tokens: Optional[int], batch_size: Optional[int],
-                 required_batch_size_multiple: Optional[int], input_order: str = "sorted") -> Any:
+    def batches(self, dataset: Any, max_tokens: Optional[int] = None, batch_size: Optional[int] = None,
+                required_batch_size_multiple: Optional[int] = None, input_order: str = "sorted") -> Any:
         """fairseq's batch iterator over ``dataset`` (fairseq-generate's defaults), length-sorted
         or, with ``input_order="as-given"``, in the dataset's order."""
         if max_tokens is None and batch_size is None:

@@ -44,7 +44,7 @@ RUNS = [
     ("`gs-jacobi` b = 3, batch 32", "gs-jacobi", {"beam": 1}, {"jacobi_block": 3, "stream_capacity": 32}),
     ("`gs-jacobi` b = 3, batch 1", "gs-jacobi", {"beam": 1}, {"jacobi_block": 3, "stream_capacity": 1}),
 ]
-# --ib CHECKPOINT: an IBDecoder-family checkpoint on the demo's dictionaries (scripts/ib_experiment.py,
+# --ib CHECKPOINT: an IBDecoder-family checkpoint on the demo's dictionaries (scripts/papers/ib_experiment.py,
 # or the tests' tiny one) decoded with ib-beam instead
 IB_RUNS = [
     ("`ib-beam` B = 4, batch 1", "ib-beam", {"beam": 4}, {"stream_capacity": 1}),

@@ -44,7 +44,7 @@ def main() -> None:
         generator = session.build_generator("var-stream", {"beam": k}, {"prune_auto": True, "prune_auto_tolerance": 0.0})
         calibration = generator.calibration
         with torch.no_grad():
-            for batch in session._batches(dataset, None, args.batch_size, None):
+            for batch in session.batches(dataset, None, args.batch_size, None):
                 rows = min(size - calibration.taken, batch["id"].numel())
                 calibration.decode(session.models, select_rows(batch, range(rows)), None)
                 if calibration.taken >= size:

@@ -10,9 +10,9 @@ For every checkpoint and every ``k`` this decodes the same sentences with fairse
 of 1,000 resampled test sets on which the row is not worse: below 0.05, the loss is real),
 and how the beam searches ended: the sentences whose beam emptied before
 ``Z`` final hypotheses ("short of Z") and those whose output is the first hypothesis that
-became final ("first final won"). Early checkpoints come from ``scripts/build_demo_model.py --save-every``:
+became final ("first final won"). Early checkpoints come from ``scripts/models/build_demo_model.py --save-every``:
 
-    python scripts/build_demo_model.py --corpus DIR --stages prep,train --max-update 1500 --save-every 100
+    python scripts/models/build_demo_model.py --corpus DIR --stages prep,train --max-update 1500 --save-every 100
     python scripts/experiments/var_width_quality.py --limit 500 \\
         --checkpoint 300=work/demo_build/checkpoints/checkpoint_2_300.pt \\
         --checkpoint final=user_dir_examples/demo/checkpoint.pt

@@ -62,7 +62,7 @@ def test_the_counter_sees_host_reads():
 
 
 def test_the_counter_can_say_where_the_reads_happen():
-    """``read_sites`` (scripts/gpu_profile.py's table): one entry per read, by op and call site."""
+    """``read_sites`` (scripts/gpu/gpu_profile.py's table): one entry per read, by op and call site."""
     from collections import Counter
 
     import torch

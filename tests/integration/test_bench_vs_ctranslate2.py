@@ -1,4 +1,4 @@
-"""scripts/bench_vs_ctranslate2.py end to end in smoke mode (needs the optional ctranslate2)."""
+"""scripts/bench/bench_vs_ctranslate2.py end to end in smoke mode (needs the optional ctranslate2)."""
 import importlib.util
 import json
 import os
@@ -15,7 +15,7 @@ from conftest import REPO
 def test_smoke_run_prints_every_row_and_ctranslate2_matches_fairseq_mostly(tmp_path):
     out = tmp_path / "rows.json"
     env = dict(os.environ, PYTHONWARNINGS="ignore", OMP_NUM_THREADS="1")
-    proc = subprocess.run([sys.executable, "scripts/bench_vs_ctranslate2.py", "--smoke", "--json", str(out)], cwd=REPO,
+    proc = subprocess.run([sys.executable, "scripts/bench/bench_vs_ctranslate2.py", "--smoke", "--json", str(out)], cwd=REPO,
                           capture_output=True, text=True, env=env, timeout=900)
     assert proc.returncode == 0, proc.stderr[-3000:]
     rows = json.loads(out.read_text())["rows"]

@@ -144,7 +144,7 @@ def test_statistics_are_printed_and_written_with_the_trace(demo_bin, tmp_path):
     assert data["sentences"] == 13 and data["timesteps"] == len(data["trace"]) > 0
     assert max(e["sentences"] for e in data["trace"]) <= 4 and data["refills"] >= 4
     out = tmp_path / "occ.png"
-    plot = subprocess.run([sys.executable, os.path.join(REPO, "scripts", "plot_occupancy.py"), str(stats), "--out", str(out)],
+    plot = subprocess.run([sys.executable, os.path.join(REPO, "scripts", "papers", "plot_occupancy.py"), str(stats), "--out", str(out)],
                           capture_output=True, text=True)
     assert plot.returncode == 0, plot.stderr[-2000:]
     assert out.stat().st_size > 1000

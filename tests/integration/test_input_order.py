@@ -11,8 +11,8 @@ def _ids(itr):
 
 def test_as_given_batches_follow_the_input_and_sorted_ones_its_lengths(demo_session, demo_sources):
     data = demo_session.encode(demo_sources[:10])
-    as_given = _ids(demo_session._batches(data, None, 4, 1, input_order="as-given"))
-    ranked = _ids(demo_session._batches(data, None, 4, 1, input_order="sorted"))
+    as_given = _ids(demo_session.batches(data, None, 4, 1, input_order="as-given"))
+    ranked = _ids(demo_session.batches(data, None, 4, 1, input_order="sorted"))
     assert as_given == [[0, 1, 2, 3], [4, 5, 6, 7], [8, 9]]
     assert sorted(i for b in ranked for i in b) == list(range(10)) and ranked != as_given
     lengths = [[int(data.src_sizes[i]) for i in b] for b in ranked]

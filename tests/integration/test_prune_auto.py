@@ -28,7 +28,7 @@ def _tokens(result):
 
 def _engine_order(session, dataset, batch_size):
     """Sentence ids in the order the engine sees them (fairseq's length-sorted batches)."""
-    return [i for sample in session._batches(dataset, None, batch_size, None) for i in sample["id"].tolist()]
+    return [i for sample in session.batches(dataset, None, batch_size, None) for i in sample["id"].tolist()]
 
 
 def _explicit(setting: Setting):

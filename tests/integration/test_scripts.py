@@ -1,6 +1,7 @@
 """The reproduction scripts run end to end on local files (the demo model and corpus)."""
 import json
 import os
+import re
 import subprocess
 import sys
 
@@ -115,7 +116,7 @@ WMT_SCRIPTS = ["scripts/wmt19_var_stream.sh", "scripts/parallel_decoding.sh", "s
 
 @pytest.mark.parametrize("script", WMT_SCRIPTS)
 def test_wmt_scripts_share_their_option_parsing(script):
-    """scripts/wmt_common.sh: --help prints the header; a bad option or value is one line, status 2."""
+    """scripts/papers/wmt_common.sh: --help prints the header; a bad option or value is one line, status 2."""
     def run(*args):
         return subprocess.run(["bash", script, *args], cwd=REPO, capture_output=True, text=True, timeout=60)
 
@@ -131,7 +132,7 @@ def test_wmt_scripts_share_their_option_parsing(script):
 
 @pytest.mark.slow  # runs the build script
 def test_build_demo_model_needs_the_corpus_for_its_prep_stage(tmp_path):
-    script = os.path.join(REPO, "scripts", "build_demo_model.py")
+    script = os.path.join(REPO, "scripts", "models", "build_demo_model.py")
     proc = subprocess.run([sys.executable, script, "--work", str(tmp_path)], capture_output=True, text=True, timeout=120)
     assert proc.returncode == 2 and "the prep stage needs --corpus DIR" in proc.stderr
     proc = subprocess.run([sys.executable, script, "--work", str(tmp_path), "--corpus", str(tmp_path), "--stages", "prep"],
@@ -148,7 +149,7 @@ def run_python(args, timeout=300):
 
 @pytest.mark.slow  # runs the whole benchmark script
 def test_output_layer_micro_benchmark_prints_every_cell():
-    out = run_python(["scripts/bench_output_layer.py", "--vocab", "100", "300", "--beam", "1", "5", "--batch", "1", "2",
+    out = run_python(["scripts/bench/bench_output_layer.py", "--vocab", "100", "300", "--beam", "1", "5", "--batch", "1", "2",
                       "--dim", "16", "--repeats", "1", "--threads", "1"])
     cells = [line for line in out.splitlines() if line.startswith("| 100 ") or line.startswith("| 300 ")]
     assert len(cells) == 8  # 2 vocabularies × 2 beams × 2 batches, each checked against log_softmax first
@@ -172,7 +173,7 @@ def test_step_cost_fit_recovers_a_linear_cost(tmp_path):
 def test_ib_experiment_resumes_a_finished_run_asked_for_more_updates(tmp_path):
     import importlib.util
 
-    spec = importlib.util.spec_from_file_location("ib_experiment", os.path.join(REPO, "scripts", "ib_experiment.py"))
+    spec = importlib.util.spec_from_file_location("ib_experiment", os.path.join(REPO, "scripts", "papers", "ib_experiment.py"))
     exp = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(exp)
     log = tmp_path / "train.log"
@@ -186,7 +187,7 @@ def test_ib_experiment_resumes_a_finished_run_asked_for_more_updates(tmp_path):
 def test_ib_experiment_trains_each_layout_with_its_h_and_c(tmp_path):
     import importlib.util
 
-    spec = importlib.util.spec_from_file_location("ib_experiment", os.path.join(REPO, "scripts", "ib_experiment.py"))
+    spec = importlib.util.spec_from_file_location("ib_experiment", os.path.join(REPO, "scripts", "papers", "ib_experiment.py"))
     exp = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(exp)
 
@@ -202,7 +203,7 @@ def test_ib_experiment_trains_each_layout_with_its_h_and_c(tmp_path):
     assert layout("vsa") == ("translation_ib", "1", "2", None)
     assert layout("vsa4") == ("translation_ib", "1", "4", None)
     assert layout("m2s") == ("translation_ib", "2", "1", "middle-to-side")
-    proc = subprocess.run([sys.executable, os.path.join(REPO, "scripts", "ib_experiment.py"), "--data", str(DEMO),
+    proc = subprocess.run([sys.executable, os.path.join(REPO, "scripts", "papers", "ib_experiment.py"), "--data", str(DEMO),
                            "--variants", "im,xx", "--work", str(tmp_path / "w")], capture_output=True, text=True)
     assert proc.returncode != 0 and "unknown layout 'xx'" in proc.stderr
 
@@ -308,7 +309,7 @@ def test_gpu_check_dry_run_runs_the_training_speed_and_frontier_parts(tmp_path):
 def test_bench_all_finds_fairseq_console_scripts_beside_any_interpreter_name(tmp_path):
     """PYTHON=.../python3 once gave ".../python3fairseq-preprocess"; the scripts sit beside the interpreter."""
     python3 = os.path.join(os.path.dirname(sys.executable), "python3")
-    functions = "source <(sed -n '/^console()/,/^}/p;/^timed()/,/^}/p' scripts/bench_all.sh)"
+    functions = "source <(sed -n '/^console()/,/^}/p;/^timed()/,/^}/p' scripts/bench/bench_all.sh)"
     proc = subprocess.run(["bash", "-c", f'{functions}; OUT="$1"; console fairseq-preprocess; timed "a b" true',
                            "bash", str(tmp_path)], cwd=REPO, capture_output=True, text=True,
                           env=dict(os.environ, PYTHON=python3 if os.path.exists(python3) else sys.executable))
@@ -321,7 +322,7 @@ def test_bench_all_finds_fairseq_console_scripts_beside_any_interpreter_name(tmp
 def test_ib_eval_times_each_model_against_our_own_fixed_beam():
     import importlib.util
 
-    spec = importlib.util.spec_from_file_location("ib_eval", os.path.join(REPO, "scripts", "ib_eval.py"))
+    spec = importlib.util.spec_from_file_location("ib_eval", os.path.join(REPO, "scripts", "papers", "ib_eval.py"))
     ib_eval = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(ib_eval)
     rows = [dict(model=m, search=s, beam=b, latency_ms=ms) for m, s, b, ms in (
@@ -383,20 +384,73 @@ def test_topup_batching_on_the_demo(tmp_path):
     assert bleu["var-stream (sorted)"] == bleu["var-stream (unsorted)"]
 
 
-def test_every_experiment_says_what_it_measures_and_is_listed():
-    """scripts/experiments/: a docstring whose first line says what it measures, and a row in its README."""
+SCRIPTS = os.path.join(REPO, "scripts")
+
+
+def _script_folders():
+    """scripts/ and its sub-folders, each with the scripts (.py, .sh) it holds."""
+    folders = [SCRIPTS] + sorted(os.path.join(SCRIPTS, n) for n in os.listdir(SCRIPTS)
+                                 if os.path.isdir(os.path.join(SCRIPTS, n)) and not n.startswith((".", "__")))
+    return [(folder, sorted(n for n in os.listdir(folder) if n.endswith((".py", ".sh")))) for folder in folders]
+
+
+def test_scripts_top_level_holds_only_what_a_user_runs():
+    """The top level of scripts/: at most 12 files (what a user runs, and the README); the rest in sub-folders."""
+    files = [n for n in os.listdir(SCRIPTS) if os.path.isfile(os.path.join(SCRIPTS, n))]
+    assert len(files) <= 12, sorted(files)
+    assert {"install.sh", "demo.sh", "test.sh", "gpu_check.sh", "README.md"} <= set(files)
+    assert not [n for n in files if n.endswith(".py")], "a Python script belongs in a sub-folder"
+
+
+def test_every_script_is_listed_in_its_folders_readme_and_says_what_it_does():
+    """Every script in scripts/ and its sub-folders has a row in that folder's README.md; a Python
+    script's docstring has a first line that says what it does (e.g. what it measures)."""
     import ast
 
-    folder = os.path.join(REPO, "scripts", "experiments")
-    with open(os.path.join(folder, "README.md"), encoding="utf-8") as f:
-        readme = f.read()
-    scripts = sorted(n for n in os.listdir(folder) if n.endswith(".py"))
-    assert scripts
-    for name in scripts:
-        with open(os.path.join(folder, name), encoding="utf-8") as f:
-            doc = ast.get_docstring(ast.parse(f.read()))
-        assert doc and doc.splitlines()[0].strip(), f"{name} has no header line"
-        assert f"| `{name}` |" in readme, f"{name} is not listed in scripts/experiments/README.md"
+    for folder, scripts in _script_folders():
+        where = os.path.relpath(folder, REPO)
+        with open(os.path.join(folder, "README.md"), encoding="utf-8") as f:
+            readme = f.read()
+        assert scripts, f"{where} holds no script"
+        for name in scripts:
+            assert f"| `{name}` |" in readme, f"{name} is not listed in {where}/README.md"
+            if name.endswith(".py"):
+                with open(os.path.join(folder, name), encoding="utf-8") as f:
+                    doc = ast.get_docstring(ast.parse(f.read()))
+                assert doc and doc.splitlines()[0].strip(), f"{where}/{name} has no header line"
+        listed = re.findall(r"^\| `([^`/]+\.(?:py|sh))` \|", readme, flags=re.M)
+        assert sorted(set(listed) - set(scripts)) == [], f"{where}/README.md lists scripts that are not there"
+
+
+def test_no_script_imports_a_private_name_of_the_package():
+    """Scripts use fairseq_stream's public names only: no ``from fairseq_stream.x import _y``, no
+    ``fairseq_stream._x`` module, no ``module._y`` of an imported fairseq_stream module."""
+    import ast
+
+    bad = []
+    for folder, scripts in _script_folders():
+        for name in (n for n in scripts if n.endswith(".py")):
+            path = os.path.join(folder, name)
+            with open(path, encoding="utf-8") as f:
+                tree = ast.parse(f.read())
+            modules = set()
+            for node in ast.walk(tree):
+                if isinstance(node, ast.ImportFrom) and (node.module or "").split(".")[0] == "fairseq_stream":
+                    private = [p for p in node.module.split(".") if p.startswith("_")]
+                    private += [a.name for a in node.names if a.name.startswith("_")]
+                    bad += [f"{os.path.relpath(path, REPO)}:{node.lineno} {p}" for p in private]
+                    modules |= {a.asname or a.name for a in node.names}
+                elif isinstance(node, ast.Import):
+                    for a in node.names:
+                        if a.name.split(".")[0] == "fairseq_stream":
+                            bad += [f"{os.path.relpath(path, REPO)}:{node.lineno} {p}" for p in a.name.split(".")
+                                    if p.startswith("_")]
+                            modules.add(a.asname or a.name.split(".")[0])
+            for node in ast.walk(tree):
+                if (isinstance(node, ast.Attribute) and node.attr.startswith("_") and not node.attr.startswith("__")
+                        and isinstance(node.value, ast.Name) and node.value.id in modules):
+                    bad.append(f"{os.path.relpath(path, REPO)}:{node.lineno} {node.value.id}.{node.attr}")
+    assert bad == []
 
 
 @pytest.mark.slow  # distils 16 sentences and trains for a few seconds with fairseq-train

@@ -7,8 +7,8 @@ table gives the median decode time and its ratio to our greedy (``fixed-ours --b
 the same capacity, how many sentences' tokens equal greedy's, tokens accepted per verification,
 the mean γ and the draft's share of the time.
 
-    OMP_NUM_THREADS=1 python scripts/bench_speculative.py --limit 100 --capacity 1 --repeats 3
-    OMP_NUM_THREADS=1 python scripts/bench_speculative.py --limit 300 --capacity 64 --repeats 3
+    OMP_NUM_THREADS=1 python scripts/bench/bench_speculative.py --limit 100 --capacity 1 --repeats 3
+    OMP_NUM_THREADS=1 python scripts/bench/bench_speculative.py --limit 300 --capacity 64 --repeats 3
 """
 from __future__ import annotations
 
@@ -19,7 +19,7 @@ import sys
 import time
 from typing import Any, Dict, List
 
-REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+REPO = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 DEMO = os.path.join(REPO, "user_dir_examples", "demo")
 sys.path.insert(0, REPO)
 

@@ -1,7 +1,7 @@
 #!/usr/bin/env python
-"""The GPU check's one Markdown report, from the JSON rows of scripts/gpu_rows.py.
+"""The GPU check's one Markdown report, from the JSON rows of scripts/gpu/gpu_rows.py.
 
-    python scripts/gpu_report.py OUT   # reads OUT/rows_*.json, OUT/skipped.json, OUT/*.md parts; writes OUT/gpu_report.md
+    python scripts/gpu/gpu_report.py OUT   # reads OUT/rows_*.json, OUT/skipped.json, OUT/*.md parts; writes OUT/gpu_report.md
 
 Per row: the median wall time, the ratio to stock fairseq at the same beam measured in the same
 process (the ``beam`` row of the same table; ib-beam's is the demo model's), BLEU, the backend
@@ -114,10 +114,10 @@ def sections(out: Path) -> List[str]:
     for name, title in (("gpu_tests.txt", "gpu-marked tests (pytest -m gpu)"), ("install.txt", "install"),
                         ("output_layer_float32.md", "output layer micro-benchmark, float32"),
                         ("output_layer_float16.md", "output layer micro-benchmark, float16"),
-                        ("profile.md", "profile of a k = 5 decode (scripts/gpu_profile.py)"),
-                        ("train_speed.md", "IBDecoder training speed (scripts/gpu_train_speed.py)"),
+                        ("profile.md", "profile of a k = 5 decode (scripts/gpu/gpu_profile.py)"),
+                        ("train_speed.md", "IBDecoder training speed (scripts/gpu/gpu_train_speed.py)"),
                         ("frontier.md", "the k = 5 quality/speed frontier on the device (fairseq-stream-frontier)"),
-                        ("ct2.md", "CTranslate2 on the same GPU (scripts/bench_vs_ctranslate2.py --device cuda)")):
+                        ("ct2.md", "CTranslate2 on the same GPU (scripts/bench/bench_vs_ctranslate2.py --device cuda)")):
         path = out / name
         if path.exists():
             lines += [f"## {title}", "", path.read_text(encoding="utf-8").strip(), ""]
@@ -146,7 +146,7 @@ def main() -> None:
     parser.add_argument("--title", default="fairseq-stream GPU check")
     args = parser.parse_args()
     if not args.out.is_dir():
-        parser.error(f"{args.out}: no such folder (run scripts/gpu_check.sh or scripts/gpu_rows.py first)")
+        parser.error(f"{args.out}: no such folder (run scripts/gpu_check.sh or scripts/gpu/gpu_rows.py first)")
     text = report(args.out, args.title)
     (args.out / "gpu_report.md").write_text(text, encoding="utf-8")
     print(text)

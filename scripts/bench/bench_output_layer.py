@@ -18,7 +18,7 @@ milliseconds (median of ``--repeats`` timed runs after warm-up):
 search): the paper reached 0.43 at beam 5. ``--end-to-end`` adds the effect on the demo model
 (``--output-layer fused`` vs ``full`` under the benchmark harness).
 
-    python scripts/bench_output_layer.py --threads 2
+    python scripts/bench/bench_output_layer.py --threads 2
 """
 from __future__ import annotations
 
@@ -32,7 +32,7 @@ from typing import Callable, Dict, List
 import torch
 import torch.nn.functional as F
 
-sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
 from fairseq_stream.ops.fused_output import cpu_kernel, reference_topk_lse, topk_with_normaliser  # noqa: E402
 
 

@@ -1,5 +1,5 @@
 # What the WMT reproduction scripts share; sourced by them, never run:
-#   source "$(dirname "${BASH_SOURCE[0]}")/wmt_common.sh"
+#   source "$(dirname "${BASH_SOURCE[0]}")/papers/wmt_common.sh"
 # A script sets its defaults, defines wmt_option (its own options: set the variable and
 # wmt_shift to the number of words taken; return 0 either way), then calls wmt_parse "$@".
 # Provided here: the Python environment (repo, python, bin, PYTHONPATH), the options every
@@ -7,7 +7,7 @@
 # published model on a test set (wmt_testset_option), and the downloads, each of which has a
 # local-path alternative.
 
-repo="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
+repo="$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)"
 python="${PYTHON:-python3}"
 [ -x "$repo/.venv/bin/python" ] && python="$repo/.venv/bin/python"
 bin="$(dirname "$python")"  # fairseq's console scripts, beside the interpreter

@@ -1,8 +1,8 @@
 #!/usr/bin/env python
 """``--step-mode static`` (or ``graph``) against ``eager`` over a whole run: same hypotheses?
 
-    python scripts/compare_step_modes.py --limit 300                          # the demo model, CPU
-    python scripts/compare_step_modes.py --path ckpt.pt --data DIR --device cuda --mode graph
+    python scripts/bench/compare_step_modes.py --limit 300                          # the demo model, CPU
+    python scripts/bench/compare_step_modes.py --path ckpt.pt --data DIR --device cuda --mode graph
 
 For each strategy (default: var-stream k=5, fixed-ours k=5, topup k=5, gs-jacobi b=3) the same
 sentences are decoded in one process with ``--step-mode eager`` and with ``--mode``; the table
@@ -17,7 +17,7 @@ import os
 import sys
 from typing import List, Optional, Sequence
 
-REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+REPO = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 sys.path.insert(0, REPO)
 
 from fairseq_stream.tools.demo_files import find_demo_dir  # noqa: E402

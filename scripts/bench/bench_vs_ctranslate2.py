@@ -2,8 +2,8 @@
 """fairseq's beam, our strategies (float32 and ``--quantize int8``) and CTranslate2, in one process.
 
     pip install -e .[bench]    # ctranslate2==4.8.5
-    OMP_NUM_THREADS=1 python scripts/bench_vs_ctranslate2.py --limit 300 --limit-k50 60 --json out.json
-    python scripts/bench_vs_ctranslate2.py --device cuda --limit 300 --limit-k50 60   # on a GPU
+    OMP_NUM_THREADS=1 python scripts/bench/bench_vs_ctranslate2.py --limit 300 --limit-k50 60 --json out.json
+    python scripts/bench/bench_vs_ctranslate2.py --device cuda --limit 300 --limit-k50 60   # on a GPU
 
 ``--device cuda``: the model in float16, our rows with ``--step-mode graph`` (and var-stream eager
 beside it), CTranslate2 with ``compute_type`` float16 and int8_float16 on the same GPU. Where
@@ -40,7 +40,7 @@ from typing import Any, Callable, Dict, List, Optional, Sequence, Tuple
 
 import torch
 
-REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+REPO = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 sys.path.insert(0, REPO)
 
 from fairseq_stream.tools.demo_files import find_demo_dir  # noqa: E402
@@ -252,7 +252,6 @@ def main(argv: Optional[Sequence[str]] = None) -> None:
     from fairseq_stream.integration.compat import install_excepthook
     from fairseq_stream.tools.bench import read_lines
     from fairseq_stream.tools.session import TranslationSession
-    from fairseq_stream.integration.text import tokenize
 
     install_excepthook()
     src_lang, tgt_lang = os.path.splitext(args.src)[1].lstrip("."), os.path.splitext(args.ref)[1].lstrip(".")
@@ -262,7 +261,7 @@ def main(argv: Optional[Sequence[str]] = None) -> None:
                                       cpu=not cuda, dtype=torch.float16 if cuda else None)
     n = max(args.limit, args.limit_k50)
     sources, references = read_lines(args.src, n), read_lines(args.ref, n)
-    tokens = [session._bpe.apply(tokenize(line, src_lang)).split() for line in sources]
+    tokens = [session.source_text(line).split() for line in sources]
     dataset = session.encode(sources)
 
     def dataset_for(ids: Sequence[int]) -> Any:

@@ -6,7 +6,7 @@ direction check could not refuse ``--source-lang en --target-lang es`` on it (fl
 This writes ``source_lang``/``target_lang`` into its model and task configuration; the weights
 and everything else are saved unchanged (the file keeps its size)::
 
-    python scripts/record_checkpoint_languages.py user_dir_examples/demo/checkpoint.pt es en
+    python scripts/models/record_checkpoint_languages.py user_dir_examples/demo/checkpoint.pt es en
 """
 from __future__ import annotations
 
@@ -14,7 +14,7 @@ import argparse
 import os
 import sys
 
-sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)))))
 
 import torch  # noqa: E402
 

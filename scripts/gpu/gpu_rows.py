@@ -16,7 +16,7 @@ Tables, per model and dtype:
 
 Each table is written as ``OUT/rows_MODEL_DTYPE_TABLE.json`` (the harness's ``--json`` layout);
 tables left out (float16 on a CPU, no IBDecoder, the time budget spent) are listed in
-``OUT/skipped.json``. ``scripts/gpu_report.py`` turns both into the report.
+``OUT/skipped.json``. ``scripts/gpu/gpu_report.py`` turns both into the report.
 """
 from __future__ import annotations
 
@@ -30,7 +30,7 @@ from typing import Any, Dict, List, Optional, Tuple
 
 import torch
 
-REPO = Path(__file__).resolve().parent.parent
+REPO = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(REPO))
 DEMO = REPO / "user_dir_examples" / "demo"
 

@@ -3,7 +3,7 @@
 
     fairseq-generate ... --search var-batch  --stream-stats batch.json
     fairseq-generate ... --search var-stream --stream-stats stream.json
-    python scripts/plot_occupancy.py batch.json stream.json --out occupancy.png
+    python scripts/papers/plot_occupancy.py batch.json stream.json --out occupancy.png
 
 Left: sentences (or, with ``--rows``, hypotheses) in each decoder call, step by step. Right:
 their distribution — how often the batch was full, half full, nearly empty.

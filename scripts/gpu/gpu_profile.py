@@ -2,7 +2,7 @@
 """Where a k = 5 decode of the demo model spends its time on a device: the explanation the GPU
 check's rows need (scripts/gpu_check.sh writes it as ``OUT/profile.md``).
 
-    python scripts/gpu_profile.py --device cuda --limit 300 --out gpu_check_out/profile.md
+    python scripts/gpu/gpu_profile.py --device cuda --limit 300 --out gpu_check_out/profile.md
 
 For stock fairseq's beam, ``fixed-ours`` and ``var-stream`` (k = 5, in one process, after an
 untimed warm-up): the wall time of a synchronised run; from one ``torch.profiler`` run the host
@@ -22,7 +22,7 @@ from typing import Any, Dict, List, Optional
 
 import torch
 
-REPO = Path(__file__).resolve().parent.parent
+REPO = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(REPO))
 DEMO = REPO / "user_dir_examples" / "demo"
 def runs(device: str) -> List[Any]:
@@ -113,7 +113,7 @@ def main(argv: Optional[List[str]] = None) -> None:
     data = session.encode(read_lines(str(DEMO / "test.es"), args.limit))
     name = torch.cuda.get_device_name() if args.device == "cuda" else "cpu"
     lines = [f"Demo model, k = 5, {args.limit} sentences, {name}, torch {torch.__version__} "
-             f"(`python scripts/gpu_profile.py --device {args.device} --limit {args.limit}`)", ""]
+             f"(`python scripts/gpu/gpu_profile.py --device {args.device} --limit {args.limit}`)", ""]
     start = time.perf_counter()
     for label, search, opts in runs(args.device):
         lines += [f"### {label}", ""] + profile_run(session, data, search, opts, args.device, args.top) + [""]

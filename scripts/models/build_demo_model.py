@@ -12,9 +12,9 @@ line i of the ``.en`` file. The shipped model was trained on the public-domain R
 ``sword-text-sparv`` and ``sword-text-web``, aligned verse by verse (29,591 training and 298
 validation pairs).
 
-    python scripts/build_demo_model.py --corpus DIR                                   # all stages
-    python scripts/build_demo_model.py --corpus DIR --stages prep                     # data only
-    python scripts/build_demo_model.py --stages train,export --train-hours 1          # from prepared data
+    python scripts/models/build_demo_model.py --corpus DIR                                   # all stages
+    python scripts/models/build_demo_model.py --corpus DIR --stages prep                     # data only
+    python scripts/models/build_demo_model.py --stages train,export --train-hours 1          # from prepared data
 
 Held-out rule (deterministic): training pair n (1-based) goes to ``test`` when n % 30 == 0;
 the corpus's own ``valid`` split stays the validation set. The shipped ``test`` sample is what
@@ -30,7 +30,7 @@ import sys
 from pathlib import Path
 from typing import List
 
-REPO = Path(__file__).resolve().parent.parent
+REPO = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(REPO))
 
 from fairseq_stream.integration.text import BpeCodes, tokenize  # noqa: E402

@@ -1,7 +1,7 @@
 #!/usr/bin/env python
 """Zhang2020 Table 1 columns for trained checkpoints: BLEU with GNMT's length penalty, latency at batch 1.
 
-    python scripts/ib_eval.py --data BIN --bpe-codes CODES --src test.en --ref test.de \\
+    python scripts/papers/ib_eval.py --data BIN --bpe-codes CODES --src test.en --ref test.de \\
         --model Transformer=beam:ckpt_a.pt --model IBDecoder+KD=ib-beam:ckpt_b.pt --beams 4 1
 
 For every model and beam size B: the test set is decoded with ``--nbest B`` and each n-best list
@@ -21,7 +21,7 @@ import sys
 from pathlib import Path
 from typing import Any, Dict, List
 
-REPO = Path(__file__).resolve().parent.parent
+REPO = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(REPO))
 
 

@@ -1,7 +1,7 @@
 #!/usr/bin/env python
 """Where a k=5 decode of our strategies spends its time on a CPU, next to CTranslate2's total.
 
-    OMP_NUM_THREADS=1 python scripts/time_breakdown.py [--limit 100] [--beam 5] [--search var-stream fixed-ours]
+    OMP_NUM_THREADS=1 python scripts/bench/time_breakdown.py [--limit 100] [--beam 5] [--search var-stream fixed-ours]
 
 Wraps the package's functions with wall-clock timers (1 thread; the wrappers cost microseconds
 per call) and splits one decode of the demo's first ``--limit`` sentences, after an untimed
@@ -25,9 +25,9 @@ from typing import Any, Dict, Iterator, List, Optional, Sequence, Tuple
 
 import torch
 
-REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+REPO = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 sys.path.insert(0, REPO)
-sys.path.insert(0, os.path.join(REPO, "scripts"))
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))  # bench_vs_ctranslate2, beside this
 
 PARTS = [("encoder", "encoder"), ("decoder layers", "decoder"), ("output projection", "logits"),
          ("search step", "strategy"), ("  of which fused top-k + normaliser", "topk"),
@@ -82,9 +82,7 @@ def breakdown(session: Any, dataset: Any, search: str, beam: int, quantize: str)
 def ctranslate2_total(session: Any, sources: List[str], beam: int, compute_type: str, model_dir: str) -> float:
     import ctranslate2
 
-    from fairseq_stream.integration.text import tokenize
-
-    tokens = [session._bpe.apply(tokenize(s, session.source_lang)).split() for s in sources]
+    tokens = [session.source_text(s).split() for s in sources]
     translator = ctranslate2.Translator(model_dir, device="cpu", compute_type=compute_type, intra_threads=1,
                                         inter_threads=1)
     translator.translate_batch(tokens[:8], beam_size=beam)

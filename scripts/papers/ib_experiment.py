@@ -17,8 +17,8 @@ interrupted run, or a finished one asked for more ``--updates``, from its last c
              fairseq's) and the IBDecoders (ib-beam, with and without --ib-dedup), via the
              benchmark harness
 
-    python scripts/ib_experiment.py --updates 1500 --eval-sentences 300
-    python scripts/ib_experiment.py --updates 1500 --variants im,sa    # + IMDecoder, IBDecoder+SA rows
+    python scripts/papers/ib_experiment.py --updates 1500 --eval-sentences 300
+    python scripts/papers/ib_experiment.py --updates 1500 --variants im,sa    # + IMDecoder, IBDecoder+SA rows
 
 Rows and Zhang2020's tables: Transformer and IBDecoder (+KD) = Table 1 ① and ②; --variants sa =
 Table 1 ③ (Table 2 row 7), im = Table 1 ④, m2s = Table 2 row 4 (middle-to-side), vsa / vsa4 =
@@ -40,7 +40,7 @@ import sys
 from pathlib import Path
 from typing import List, Sequence
 
-REPO = Path(__file__).resolve().parent.parent
+REPO = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(REPO))
 DEMO = REPO / "user_dir_examples" / "demo"
 
@@ -187,7 +187,7 @@ def evaluate(work: Path, models: dict, n: int, repeats: int) -> None:
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--data", type=Path, default=REPO / "work" / "demo_build" / "bin",
-                        help="binarised demo corpus (scripts/build_demo_model.py --stages prep)")
+                        help="binarised demo corpus (scripts/models/build_demo_model.py --stages prep)")
     parser.add_argument("--work", type=Path, default=REPO / "work" / "ib_exp")
     parser.add_argument("--updates", type=int, default=1200, help="training budget of every model")
     parser.add_argument("--layers", type=int, default=2, help="encoder and decoder layers of every model")
@@ -209,7 +209,7 @@ def main() -> None:
                              "--train-args='--encoder-embed-dim 64 --decoder-embed-dim 64 --log-interval 10'")
     args = parser.parse_args()
     if not (args.data / "dict.en.txt").exists():
-        sys.exit(f"{args.data} has no binarised data: run scripts/build_demo_model.py --stages prep first")
+        sys.exit(f"{args.data} has no binarised data: run scripts/models/build_demo_model.py --stages prep first")
     stages = args.stages.split(",")
     variants = [v for v in args.variants.split(",") if v]
     unknown = [v for v in variants if v not in VARIANT_LABELS]

@@ -5,8 +5,8 @@ on the demo dictionaries: for speed-only benchmark rows (the GPU check), where o
 quality does not matter. Decode it with ``--min-len`` = ``--max-len-b`` (and ``--max-len-a 0``)
 so every strategy does the same number of steps per sentence.
 
-    python scripts/make_base_model.py --out work/base/checkpoint.pt
-    python scripts/make_base_model.py --out work/base32k/checkpoint.pt --vocab 32000
+    python scripts/models/make_base_model.py --out work/base/checkpoint.pt
+    python scripts/models/make_base_model.py --out work/base32k/checkpoint.pt --vocab 32000
 
 The checkpoint is the demo checkpoint's (its task and dictionaries) with the architecture
 replaced; nothing is downloaded or trained. ``--vocab V`` gives it a WMT-sized vocabulary: a
@@ -24,7 +24,7 @@ from typing import List
 
 import torch
 
-REPO = Path(__file__).resolve().parent.parent
+REPO = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(REPO))
 DEMO = REPO / "user_dir_examples" / "demo"
 

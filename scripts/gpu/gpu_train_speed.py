@@ -1,7 +1,7 @@
 #!/usr/bin/env python
 """IBDecoder training speed against the standard transformer of the same size (the GPU check's row).
 
-    python scripts/gpu_train_speed.py --out DIR [--device cuda] [--updates 80] [--layers 6 --dim 512]
+    python scripts/gpu/gpu_train_speed.py --out DIR [--device cuda] [--updates 80] [--layers 6 --dim 512]
 
 Both models train with stock fairseq-train (``python -m fairseq_cli.train``: console scripts may be
 missing on an offline GPU machine) on the demo's held-out sample (Moses + the demo's BPE, the demo
@@ -21,7 +21,7 @@ import time
 from pathlib import Path
 from typing import List
 
-REPO = Path(__file__).resolve().parent.parent
+REPO = Path(__file__).resolve().parents[2]
 DEMO = REPO / "user_dir_examples" / "demo"
 
 
@@ -89,7 +89,7 @@ def main(argv: List[str] = None) -> None:
     precision = "fp16" if args.device == "cuda" and args.fp16 else "fp32"
     lines = [f"{args.layers}+{args.layers} layers × {args.dim}, {precision}, --max-tokens {args.max_tokens}, "
              f"{args.updates} updates on the demo sample ({args.limit} sentences), {args.device} "
-             f"(`python scripts/gpu_train_speed.py --device {args.device} --updates {args.updates} --layers {args.layers} "
+             f"(`python scripts/gpu/gpu_train_speed.py --device {args.device} --updates {args.updates} --layers {args.layers} "
              f"--dim {args.dim}`):", "",
              "| model | target tokens/s (fairseq wps, median) |", "|---|---|",
              f"| transformer | {wps['standard']:.0f} |", f"| IBDecoder (h=2, c=1) | {wps['ib']:.0f} |", "",

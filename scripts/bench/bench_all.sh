@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # The benchmarks quoted in the README's Results, one section per paper, on the demo model.
 #
-#   bash scripts/bench_all.sh [var|zsweep|oversubscribe|jacobi|output-layer|demo|engine|gpu ...]   (default: the CPU ones)
+#   bash scripts/bench/bench_all.sh [var|zsweep|oversubscribe|jacobi|output-layer|demo|engine|gpu ...]   (default: the CPU ones)
 #
 # Every table comes from one process that interleaves and repeats its strategies
 # (python -m fairseq_stream.tools.bench), so the ratios in a table are measured in one run.
@@ -12,7 +12,7 @@
 # scripts are taken from beside it. Nothing here is part of the test suite; scripts/gpu_check.sh
 # is the one-command GPU check (install, gpu tests, these rows in fp32 and fp16, one report).
 set -euo pipefail
-cd "$(dirname "$0")/.."
+cd "$(dirname "$0")/../.."
 PYTHON=${PYTHON:-$( [ -x .venv/bin/python ] && echo .venv/bin/python || echo python3 )}
 THREADS=${THREADS:-1}
 DEVICE=${DEVICE:-cpu}
@@ -65,7 +65,7 @@ jacobi() {  # Santilli2023 Table 1 protocol on the demo model: batch 1 and batch
 }
 
 output-layer() {  # Hoang2018 Tables 2-3: the output layer per step, and end to end
-    PYTHONPATH=. "$PYTHON" scripts/bench_output_layer.py --threads "$THREADS" --end-to-end 200 | tee "$OUT/output_layer.md"
+    PYTHONPATH=. "$PYTHON" scripts/bench/bench_output_layer.py --threads "$THREADS" --end-to-end 200 | tee "$OUT/output_layer.md"
 }
 
 demo() { PYTHONPATH=. "$PYTHON" -m fairseq_stream.tools.demo --full | tee "$OUT/demo.md"; }
@@ -102,7 +102,7 @@ gpu() {  # the GPU rows of docs/results.md (unmeasured here): run with DEVICE=cu
     generate=$(console fairseq-generate)
     # the demo model, then a Transformer-base-sized model with a 32k vocabulary (random weights:
     # speed rows only, every sentence forced to 40 tokens)
-    "$PYTHON" scripts/make_base_model.py --out "$OUT/base/checkpoint.pt" --vocab 32000
+    "$PYTHON" scripts/models/make_base_model.py --out "$OUT/base/checkpoint.pt" --vocab 32000
     for model in demo base; do
         data=user_dir_examples/demo; fix=""
         [ "$model" = base ] && { data="$OUT/base"; fix=",min_len=40,max_len_a=0,max_len_b=40"; }
@@ -117,7 +117,7 @@ gpu() {  # the GPU rows of docs/results.md (unmeasured here): run with DEVICE=cu
             --run "beam:beam=1$fix,label=greedy-fairseq" --run "fixed-ours:beam=1,stream_capacity=1$fix,label=greedy-ours" \
             --run "gs-jacobi:beam=1,jacobi_block=3,stream_capacity=1$fix,label=PGJ-b3" | tee "$OUT/gpu_${model}_b1.md"
     done
-    PYTHONPATH=. "$PYTHON" scripts/bench_output_layer.py --device cuda --vocab 32000 --beam 5 --batch 32 128 \
+    PYTHONPATH=. "$PYTHON" scripts/bench/bench_output_layer.py --device cuda --vocab 32000 --beam 5 --batch 32 128 \
         | tee "$OUT/gpu_output_layer.md"
     # the per-process pause (kernel build, compile) in fairseq-generate: whole runs, cold processes
     mkdir -p "$OUT/gen_raw"
