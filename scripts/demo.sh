@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Install (see scripts/install.sh), then run the demo: the shipped Spanish→English model
-# translates 50 held-out verses with four strategies (about a minute after the install);
-# --full: all eight of the demo on 200 verses. Extra arguments go to the demo (--help).
+# translates 50 held-out verses with six strategies (about a minute after the install);
+# --full: all ten of the demo on 200 verses. Extra arguments go to the demo (--help).
 set -euo pipefail
 repo="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 bash "$repo/scripts/install.sh"

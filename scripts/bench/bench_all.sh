@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# The benchmarks quoted in the README's Results, one section per paper, on the demo model.
+# The benchmarks quoted in docs/results.md, one section per paper, on the demo model.
 #
 #   bash scripts/bench/bench_all.sh [var|zsweep|oversubscribe|jacobi|output-layer|demo|engine|gpu ...]   (default: the CPU ones)
 #
