@@ -16,6 +16,7 @@ The model, BPE codes, dictionaries and test sample are in ``user_dir_examples/de
 from __future__ import annotations
 
 import argparse
+import json
 import logging
 import os
 import sys
@@ -90,6 +91,9 @@ def _parser() -> argparse.ArgumentParser:
     parser.add_argument("--repeats", type=int, default=1, help="timed runs per strategy (the table gives the median)")
     parser.add_argument("--warmup", type=int, default=1, help="untimed runs per strategy first (0 = none)")
     parser.add_argument("--examples", type=int, default=3, help="translations to print")
+    parser.add_argument("--outputs", metavar="FILE", default=None,
+                        help="also write every row's translations (JSON: label → detokenised 1-best lines), e.g. to "
+                             "compare two revisions' outputs")
     return parser
 
 
@@ -133,6 +137,9 @@ def main(argv: Optional[Sequence[str]] = None) -> None:
                          log=pass_logger(passes, lambda m: print(m, file=sys.stderr, flush=True)))
     busy = meter.stop()
     print(format_table(rows))
+    if args.outputs:
+        with open(args.outputs, "w", encoding="utf-8") as f:
+            json.dump({row["label"]: row["outputs"] for row in rows}, f, ensure_ascii=False, indent=1)
     note = busy_note(busy, os.cpu_count() or 1)
     if note:
         print(note)

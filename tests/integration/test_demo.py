@@ -1,4 +1,5 @@
 """The demo (python -m fairseq_stream.tools.demo): a short default, progress, the thread rule, the busy note."""
+import json
 import os
 import subprocess
 import sys
@@ -31,10 +32,11 @@ def test_each_pass_line_is_numbered_with_the_time_so_far():
                      "[2/4] repeat 1/1 fairseq beam k=5: 4.00s (elapsed 8 s)"]
 
 
-def test_the_demo_runs_its_default_rows_with_progress_and_a_table():
+def test_the_demo_runs_its_default_rows_with_progress_and_a_table(tmp_path):
     env = dict(os.environ, PYTHONWARNINGS="ignore", OMP_NUM_THREADS="1")
     proc = subprocess.run([sys.executable, "-m", "fairseq_stream.tools.demo", "--limit", "3", "--warmup", "0",
-                           "--examples", "1"], cwd=REPO, capture_output=True, text=True, env=env, timeout=600)
+                           "--examples", "1", "--outputs", str(tmp_path / "out.json")],
+                          cwd=REPO, capture_output=True, text=True, env=env, timeout=600)
     assert proc.returncode == 0, proc.stderr[-3000:]
     rows = [line.split("|")[1].strip() for line in proc.stdout.splitlines() if line.startswith("| ")][1:]
     assert rows == [run.label for run in demo.QUICK_RUNS]
@@ -42,6 +44,8 @@ def test_the_demo_runs_its_default_rows_with_progress_and_a_table():
     progress = [line for line in proc.stderr.splitlines() if line.startswith("[")]
     assert [line.split("]")[0] for line in progress] == [f"[{i}/{len(rows)}" for i in range(1, len(rows) + 1)]
     assert proc.stderr.count("put back") <= 1  # said once a run, not once a pass
+    outputs = json.loads((tmp_path / "out.json").read_text(encoding="utf-8"))  # --outputs: every row's lines
+    assert list(outputs) == rows and all(len(lines) == 3 and all(lines) for lines in outputs.values())
 
 
 def test_the_demo_applies_the_command_line_thread_rule_before_it_measures(monkeypatch, capsys):
