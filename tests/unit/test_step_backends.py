@@ -282,3 +282,18 @@ def test_the_install_prebuilds_every_kernel_under_csrc(monkeypatch):
     said = []
     monkeypatch.setenv("FAIRSEQ_STREAM_NO_KERNEL", "1")
     assert kernels.prebuild(write=said.append) == 0 and said == ["C++ kernels: not built (FAIRSEQ_STREAM_NO_KERNEL is set)"]
+
+
+@pytest.mark.parametrize("op_name, state", [("beam_step", "fairseq_stream.search.beam:BeamState"),
+                                            ("jacobi_step", "fairseq_stream.search.jacobi:JacobiState"),
+                                            ("ib_step", "fairseq_stream.search.ib_beam:IBState")])
+def test_an_operators_fields_are_declared_by_its_strategys_state(op_name, state):
+    """The reference (the strategy's state), the C++ operator and the Triton kernels read the state
+    by the operator's ``fields``: each is a typed field of the strategy's state class."""
+    import dataclasses
+    import importlib
+
+    module, _, name = state.partition(":")
+    declared = {f.name for f in dataclasses.fields(getattr(importlib.import_module(module), name))}
+    op = backends.OPERATORS[op_name]
+    assert set(op.fields) <= declared, sorted(set(op.fields) - declared)
