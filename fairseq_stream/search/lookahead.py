@@ -108,9 +108,7 @@ class LookaheadDecoding(ProposeAndVerify):
 
     @classmethod
     def from_config(cls, cfg: LookaheadConfig, ctx: StrategyContext) -> "LookaheadDecoding":
-        verifier = JacobiDecoding(JacobiConfig(block=cfg.ngram, init="tail", lenpen=cfg.lenpen), ctx.scorer,
-                                  eos=ctx.eos, pad=ctx.pad, bos=ctx.bos, stats=ctx.stats, dtype=ctx.dtype,
-                                  step_backend=ctx.step_backend)
+        verifier = JacobiDecoding.from_config(JacobiConfig(block=cfg.ngram, init="tail", lenpen=cfg.lenpen), ctx)
         return cls(verifier, NgramPoolProposer(cfg.ngram, pad=ctx.pad, bos=ctx.bos))
 
 

@@ -283,9 +283,8 @@ class SpeculativeDecoding(ProposeAndVerify):
             raise FairseqStreamError("--search speculative needs the engine's model loader (integration/build.py)")
         draft = ModelStep(ctx.load_models(cfg.draft_path))
         draft.require_block_steps("a speculative draft (--draft-path)")
-        verifier = JacobiDecoding(JacobiConfig(block=cfg.most_draft_tokens + 1, init="tail", lenpen=cfg.lenpen),
-                                  ctx.scorer, eos=ctx.eos, pad=ctx.pad, bos=ctx.bos, stats=ctx.stats, dtype=ctx.dtype,
-                                  step_backend=ctx.step_backend)
+        verifier = JacobiDecoding.from_config(
+            JacobiConfig(block=cfg.most_draft_tokens + 1, init="tail", lenpen=cfg.lenpen), ctx)
         return cls(verifier, DraftProposer(cfg, draft, pad=ctx.pad, bos=ctx.bos, stats=ctx.stats))
 
 
