@@ -179,7 +179,8 @@ class JacobiDecoding(StateOps):
     def with_guesses(self, state: JacobiState, guesses: Tensor, most: int) -> JacobiState:
         """``state`` whose next feed guesses ``guesses`` (S, ≥ most) instead of Jacobi's own,
         in windows of at most ``most + 1`` positions (speculative and lookahead decoding verify
-        another proposer's tokens with this iteration; the verification reads ``state.feed``)."""
+        a :class:`~fairseq_stream.search.proposers.Proposer`'s tokens with this iteration, through
+        :class:`~fairseq_stream.search.proposers.ProposeAndVerify`; the verification reads ``state.feed``)."""
         width = state.width.clamp(max=most + 1)  # (S,)
         b = min(state.feed.size(1), most + 1)
         feed = torch.cat([state.feed[:, :1], guesses[:, : b - 1]], dim=1)

@@ -15,21 +15,24 @@ verified in the same decoder call; the output is greedy's. Here, in its simplest
   Santilli2023), in a block of ``N`` positions;
 * the verification is the Jacobi iteration of :mod:`fairseq_stream.search.jacobi`
   (Santilli2023 Proposition 1): at least one token per call, the longest verified prefix
-  accepted, so the output **is** greedy's, batched, with ragged acceptance per row.
+  accepted, so the output **is** greedy's, batched, with ragged acceptance per row; the pool is
+  its :class:`~fairseq_stream.search.proposers.Proposer` (:class:`NgramPoolProposer`).
 """
 from __future__ import annotations
 
-from dataclasses import dataclass, replace
+from dataclasses import dataclass
 from typing import Any, Optional, Sequence
 
 import torch
 import torch.nn.functional as F
 from torch import Tensor
 
-from fairseq_stream.search.interface import StepOutcome, StrategyContext
+from fairseq_stream.search.interface import StrategyContext
 from fairseq_stream.search.registry import Capabilities, lenpen_of, register_search
 from fairseq_stream.errors import FairseqStreamError
 from fairseq_stream.search.jacobi import JacobiConfig, JacobiDecoding, JacobiState
+from fairseq_stream.search.proposers import ProposeAndVerify, Proposal, Verdict
+from fairseq_stream.search.state import StrategyState
 
 
 @dataclass(frozen=True)
@@ -48,36 +51,32 @@ class LookaheadConfig:
         return cls(ngram=int(opts.lookahead_ngram), lenpen=lenpen_of(gen_cfg))
 
 
-class LookaheadDecoding(JacobiDecoding):
-    """The Jacobi iteration (tail guesses, blocks of N) whose guesses come from the pool first."""
+class NgramPoolProposer:
+    """The :class:`~fairseq_stream.search.proposers.Proposer` of lookahead decoding (Fu et al. 2024
+    §3): the pool's continuation of the last verified token, else the Jacobi iteration's own guess.
+    The pool is the run's: it learns from every group's verified tokens."""
 
-    def __init__(self, cfg: LookaheadConfig, verifier_cfg: JacobiConfig, scorer: Any, **kwargs: Any) -> None:
-        super().__init__(verifier_cfg, scorer, **kwargs)
-        self.ngram = cfg.ngram
+    def __init__(self, ngram: int, *, pad: int, bos: int) -> None:
+        self.ngram = ngram
+        self.pad, self.bos = pad, bos
         self.pool: Optional[Tensor] = None  # (V + 1, N − 1) token ids, pad = none; row V is scratch
 
-    @classmethod
-    def from_config(cls, cfg: LookaheadConfig, ctx: StrategyContext) -> "LookaheadDecoding":
-        verifier = JacobiConfig(block=cfg.ngram, init="tail", lenpen=cfg.lenpen)
-        return cls(cfg, verifier, ctx.scorer, eos=ctx.eos, pad=ctx.pad, bos=ctx.bos, stats=ctx.stats, dtype=ctx.dtype,
-                   step_backend=ctx.step_backend)
+    def admit(self, src_tokens: Tensor, src_lengths: Tensor, free: Tensor, size: int, *, pad: int, eos: int,
+              left_pad: bool) -> None:
+        """No model of its own: nothing to encode."""
 
-    def init_state(self, sentences: Tensor, max_len: Tensor, src_lengths: Tensor, *,
-                   longest: Optional[int] = None, shortest: Optional[int] = None) -> StepOutcome:
-        out = super().init_state(sentences, max_len, src_lengths, longest=longest, shortest=shortest)
-        state = self._guess(out.state)
-        return replace(out, state=state, feed=state.feed)
+    def start(self, sentences: Tensor, verify: JacobiState) -> Proposal:
+        return Proposal(self._guesses(verify), None)
 
-    def step(self, state: JacobiState, scores: Tensor) -> StepOutcome:
+    def propose(self, verdict: Verdict, rows: Optional[StrategyState]) -> Proposal:
         if self.pool is None:
-            self.pool = torch.full((scores.size(-1) + 1, self.ngram - 1), self.pad, dtype=torch.long,
-                                   device=scores.device)
-        out = super().step(state, scores)  # the Jacobi iteration: the one host read
-        if out.state.size == 0:
-            return out
-        self._collect(out.state, state.feed.size(1))
-        new = self._guess(out.state)
-        return replace(out, state=new, feed=new.feed)
+            self.pool = torch.full((verdict.vocab + 1, self.ngram - 1), self.pad, dtype=torch.long,
+                                   device=verdict.pred.device)
+        state = verdict.outcome.state
+        if state.size == 0:
+            return Proposal(None, None)
+        self._collect(state, verdict.pred.size(1))
+        return Proposal(self._guesses(state), None)
 
     def _collect(self, state: JacobiState, b: int) -> None:
         """Write the n-grams this iteration completed into the pool: key ``y_c`` (BOS = column 0)
@@ -93,16 +92,24 @@ class LookaheadDecoding(JacobiDecoding):
         conts = seq.gather(1, cols.view(cols.size(0), -1).clamp(max=seq.size(1) - 1)).view_as(cols)
         self.pool.index_put_((keys.reshape(-1),), conts.reshape(-1, g))
 
-    def _guess(self, state: JacobiState) -> JacobiState:
-        """The next feed: the pool's continuation of the last verified token where it has one,
-        else the Jacobi iteration's own guess (the unverified predictions)."""
+    def _guesses(self, state: JacobiState) -> Optional[Tensor]:
+        """(S, N − 1) the pool's continuation of the last verified token where it has one, else the
+        Jacobi iteration's own guess (the unverified predictions); None: no pool yet, or no room."""
         if self.pool is None or state.feed.size(1) < 2:
-            return state
+            return None
         last = state.feed[:, 0]  # (S,) the last verified token (BOS first)
         pooled = self.pool.index_select(0, last)  # (S, N − 1)
         own = F.pad(state.feed[:, 1:], (0, self.ngram - state.feed.size(1)), value=self.pad)
-        guesses = torch.where(pooled[:, :1] != self.pad, pooled, own)
-        return self.with_guesses(state, guesses, self.ngram - 1)
+        return torch.where(pooled[:, :1] != self.pad, pooled, own)
+
+
+class LookaheadDecoding(ProposeAndVerify):
+    """The Jacobi verifier (tail guesses, blocks of N) and an :class:`NgramPoolProposer`."""
+
+    @classmethod
+    def from_config(cls, cfg: LookaheadConfig, ctx: StrategyContext) -> "LookaheadDecoding":
+        verifier = JacobiDecoding.from_config(JacobiConfig(block=cfg.ngram, init="tail", lenpen=cfg.lenpen), ctx)
+        return cls(verifier, NgramPoolProposer(cfg.ngram, pad=ctx.pad, bos=ctx.bos))
 
 
 WHY_NO_BEAM = (

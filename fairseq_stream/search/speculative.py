@@ -12,8 +12,9 @@ target's greedy output (``--beam 1``), whatever the draft proposes.
 
 The verification is the Jacobi iteration of :mod:`fairseq_stream.search.jacobi` (the same
 fused operator, a block of ``γ + 1`` sliding with the verified prefix), with the draft's
-proposals in place of Jacobi's own guesses. Beyond the papers, sentences are decoded in
-batches under the streaming scheduler: each row accepts its own number of tokens (ragged),
+proposals in place of Jacobi's own guesses (:class:`DraftProposer`, a
+:class:`~fairseq_stream.search.proposers.Proposer`). Beyond the papers, sentences are decoded
+in batches under the streaming scheduler: each row accepts its own number of tokens (ragged),
 finished sentences leave and new ones join.
 
 The draft runs through its own :class:`~fairseq_stream.model.model_step.ModelStep` with its own
@@ -33,19 +34,20 @@ from __future__ import annotations
 
 import os
 import time
-from dataclasses import dataclass, replace
+from dataclasses import dataclass
 from typing import Any, Optional, Sequence, Tuple
 
 import torch
 from torch import Tensor
 
-from fairseq_stream.search.interface import StepOutcome, StrategyContext
+from fairseq_stream.search.interface import StrategyContext
 from fairseq_stream.model.model_step import DecoderState, ModelStep
 from fairseq_stream.search.registry import Capabilities, lenpen_of, register_search
-from fairseq_stream.search.state import StrategyState, host, per_sentence
+from fairseq_stream.search.state import StrategyState, host, part, per_sentence
 from fairseq_stream.errors import FairseqStreamError
 from fairseq_stream.model.row_cache import SentenceIndex
 from fairseq_stream.search.jacobi import JacobiConfig, JacobiDecoding, JacobiState
+from fairseq_stream.search.proposers import ProposeAndVerify, Proposal, Verdict
 
 #: ``--draft-tokens`` without a value: the γ measured fastest on the demo model (docs/results.md).
 DEFAULT_DRAFT_TOKENS = "2"
@@ -92,144 +94,104 @@ def parse_draft_tokens(value: Any) -> Optional[int]:
         raise FairseqStreamError(f"--draft-tokens must be 'auto' or an integer in [1, 64], got {value!r}") from None
 
 
-# ---- the state -----------------------------------------------------------------------------------
+# ---- the draft's state ---------------------------------------------------------------------------
 @dataclass
-class DraftRows(StrategyState):
-    """Per sentence: how many draft tokens beyond the verified prefix the draft's cache holds."""
+class DraftCaches:
+    """The draft's decoder caches as a part of a state (:func:`~fairseq_stream.search.state.part`):
+    one row per sentence, travelling through the draft's :class:`ModelStep`."""
+
+    model: ModelStep
+    state: DecoderState
+
+    def select(self, idx: Tensor, index: Optional[SentenceIndex] = None) -> "DraftCaches":
+        """Rows ``idx``; ``index``: their layout (default: one row per sentence, from the rows)."""
+        if index is None:
+            index = SentenceIndex.one_per_row(self.state.row_sentence.index_select(0, idx))
+        return DraftCaches(self.model, self.model.select(self.state, idx, index))
+
+    def split(self, sentences: int, rows: int, rows_per_sentence: int) -> Tuple["DraftCaches", "DraftCaches"]:
+        head, tail = self.model.split(self.state, rows, sentences)
+        return DraftCaches(self.model, head), DraftCaches(self.model, tail)
+
+    @classmethod
+    def concat(cls, parts: Sequence["DraftCaches"], *, pad: int, rows_per_sentence: int) -> "DraftCaches":
+        return cls(parts[0].model, parts[0].model.concat([p.state for p in parts]))
+
+
+@dataclass
+class DraftState(StrategyState):
+    """Per sentence: the draft's caches and how many proposals beyond the verified prefix they hold."""
 
     sentences: Tensor
+    caches: DraftCaches = part()
     unverified: Tensor = per_sentence()  # (S,) γ − 1 of the proposal that made the current feed
     most: int = host(max)  # host: max(unverified)
 
 
-@dataclass
-class SpeculativeState:
-    """The verifier's Jacobi state (verified tokens, the feed = last verified token + proposals)
-    and the draft's decoder caches, one row per sentence in the same order."""
+class DraftProposer:
+    """The :class:`~fairseq_stream.search.proposers.Proposer` of speculative decoding: the draft's
+    greedy continuation ``d_1..d_γ`` of each verified prefix (Leviathan et al. 2023 Algorithm 1,
+    Xia et al. 2023 §3.2), ``γ`` fixed or tuned (:class:`GammaTuner`)."""
 
-    verify: JacobiState
-    draft: DecoderState
-    rows: DraftRows
-
-    @property
-    def size(self) -> int:
-        return self.verify.size
-
-
-@dataclass
-class Proposal:
-    tokens: Tensor  # (S, γ) the draft's greedy continuation
-    draft: DecoderState
-
-
-class SpeculativeDecoding:
-    """The strategy object the scheduler drives (see :mod:`fairseq_stream.search.interface`)."""
-
-    rows_per_sentence = 1
-
-    def __init__(self, cfg: SpeculativeConfig, verifier: JacobiDecoding, draft: ModelStep, *, eos: int, pad: int,
-                 bos: int, stats: Any) -> None:
+    def __init__(self, cfg: SpeculativeConfig, draft: ModelStep, *, pad: int, bos: int, stats: Any) -> None:
         self.cfg = cfg
-        self.verifier = verifier
         self.draft = draft
         self.memory = draft.slots()  # the draft's encodings of the sentences in flight
-        self.eos, self.pad, self.bos = eos, pad, bos
+        self.pad, self.bos = pad, bos
         self.stats = stats
         self.gamma = cfg.draft_tokens if cfg.draft_tokens is not None else int(DEFAULT_DRAFT_TOKENS)
         self.tuner = GammaTuner(cfg.most_draft_tokens) if cfg.draft_tokens is None else None
         self.histogram = None  # (γ_max + 2,) rows that accepted k tokens in a verification, on the device
         self._left_step: Optional[float] = None  # when the last step returned (the verification's start)
 
-    @classmethod
-    def from_config(cls, cfg: SpeculativeConfig, ctx: StrategyContext) -> "SpeculativeDecoding":
-        if ctx.load_models is None or ctx.task is None:
-            raise FairseqStreamError("--search speculative needs the engine's model loader (integration/build.py)")
-        draft = ModelStep(ctx.load_models(cfg.draft_path))
-        draft.require_block_steps("a speculative draft (--draft-path)")
-        verifier = JacobiDecoding(JacobiConfig(block=cfg.most_draft_tokens + 1, init="tail", lenpen=cfg.lenpen),
-                                  ctx.scorer, eos=ctx.eos, pad=ctx.pad, bos=ctx.bos, stats=ctx.stats, dtype=ctx.dtype,
-                                  step_backend=ctx.step_backend)
-        return cls(cfg, verifier, draft, eos=ctx.eos, pad=ctx.pad, bos=ctx.bos, stats=ctx.stats)
-
-    # ---- the interface ---------------------------------------------------------------------
     def admit(self, src_tokens: Tensor, src_lengths: Tensor, free: Tensor, size: int, *, pad: int, eos: int,
               left_pad: bool) -> None:
         """The scheduler's refill: the draft encodes the admitted sentences into the same slots."""
         self.memory.size = size
         self.draft.admit(self.memory, src_tokens, src_lengths, free, pad=pad, eos=eos, left_pad=left_pad)
 
-    def init_state(self, sentences: Tensor, max_len: Tensor, src_lengths: Tensor, *,
-                   longest: Optional[int] = None, shortest: Optional[int] = None) -> StepOutcome:
-        out = self.verifier.init_state(sentences, max_len, src_lengths, longest=longest, shortest=shortest)
+    def start(self, sentences: Tensor, verify: JacobiState) -> Proposal:
+        """The draft decodes ``γ`` tokens after BOS."""
         gamma = self._next_gamma()
         dec = self.draft.initial_state(self.memory, sentences, self.bos)
         start = time.perf_counter()
-        first, dec = self._draft_call(dec, out.feed[:, :1])  # BOS
-        proposal = self._continue(first, dec, gamma)
+        first, dec = self._draft_call(dec, verify.feed[:, :1])  # BOS
+        tokens, dec = self._continue(first, dec, gamma)
         self.stats.add_extra("draft_seconds", time.perf_counter() - start)
-        state = self.verifier.with_guesses(out.state, proposal.tokens, gamma)
-        rows = DraftRows(sentences=state.sentences.clone(), unverified=torch.full_like(sentences, gamma - 1),
-                         most=gamma - 1)
+        rows = DraftState(sentences=verify.sentences.clone(), caches=DraftCaches(self.draft, dec),
+                          unverified=torch.full_like(sentences, gamma - 1), most=gamma - 1)
         self._left_step = time.perf_counter()
-        return StepOutcome(state=SpeculativeState(state, proposal.draft, rows), parents=None, feed=state.feed)
+        return Proposal(tokens, rows)
 
-    def sentences(self, state: SpeculativeState) -> int:
-        return state.size
-
-    def length(self, state: SpeculativeState) -> int:
-        raise FairseqStreamError("speculative rows have their own lengths: schedule them with selection 'all'")
-
-    def concat(self, states: Sequence[SpeculativeState]) -> SpeculativeState:
-        if len(states) == 1:
-            return states[0]
-        return SpeculativeState(self.verifier.concat([s.verify for s in states]),
-                                self.draft.concat([s.draft for s in states]),
-                                DraftRows.concat([s.rows for s in states], pad=self.pad, rows_per_sentence=1))
-
-    def split(self, state: SpeculativeState, sentences: int, rows: int) -> Tuple[SpeculativeState, SpeculativeState]:
-        v_head, v_tail = self.verifier.split(state.verify, sentences, rows)
-        d_head, d_tail = self.draft.split(state.draft, rows, sentences)
-        r_head, r_tail = state.rows.split(sentences, rows, 1)
-        return SpeculativeState(v_head, d_head, r_head), SpeculativeState(v_tail, d_tail, r_tail)
-
-    def row_counts(self, state: SpeculativeState) -> Tensor:
-        return self.verifier.row_counts(state.verify)
-
-    # ---- one verification ------------------------------------------------------------------
-    def step(self, state: SpeculativeState, scores: Tensor) -> StepOutcome:
-        """The target's scores of the fed block (S, b, V) → accepted tokens, the next proposal."""
-        entered = time.perf_counter()
+    def propose(self, verdict: Verdict, rows: DraftState) -> Proposal:
+        """The draft catches up with the verified tokens, the finished sentences leave, then it
+        decodes the next ``γ``."""
         if self._left_step is not None:  # the target's block call, timed from the host (CPU)
-            self.stats.add_extra("verify_seconds", entered - self._left_step)
-        pred, score = self.verifier.predictions(state.verify, scores)
-        before = self.stats.accepted_tokens
-        out = self.verifier.iterate(state.verify, pred, score)  # the one host read (packet)
-        accepted = self.stats.accepted_tokens - before
-        s_old, going_on = state.size, out.state.size
-        self._record(out.accept, s_old, accepted, state.rows.most + 1)
-        if going_on == 0:  # the group is done: nothing to propose
+            self.stats.add_extra("verify_seconds", verdict.entered - self._left_step)
+        out = verdict.outcome
+        self._record(verdict.accept, rows.size, verdict.accepted, rows.most + 1)
+        if out.state.size == 0:  # the group is done: nothing to propose
             self._flush_histogram()
             self._left_step = time.perf_counter()
-            return replace(out, state=SpeculativeState(out.state, state.draft, state.rows))
+            return Proposal(None, rows)
         gamma = self._next_gamma()
         start = time.perf_counter()
-        dec, first = self._catch_up(state, pred, out.accept, out.max_length, accepted)
+        caches, first = self._catch_up(rows, verdict.pred, verdict.accept, out.max_length, verdict.accepted)
         if out.parents is not None:  # finished sentences leave: their draft rows too
-            index = SentenceIndex.one_per_row(out.state.sentences)
-            dec = self.draft.select(dec, out.parents, index)
+            caches = caches.select(out.parents, SentenceIndex.one_per_row(out.state.sentences))
             first = first.index_select(0, out.parents)
-        proposal = self._continue(first, dec, gamma)
+        tokens, dec = self._continue(first, caches.state, gamma)
         self.stats.add_extra("draft_seconds", time.perf_counter() - start)
-        verify = self.verifier.with_guesses(out.state, proposal.tokens, gamma)
-        rows = DraftRows(sentences=verify.sentences, unverified=torch.full_like(verify.sentences, gamma - 1),
-                         most=gamma - 1)
+        sentences = out.state.sentences
+        new = DraftState(sentences=sentences, caches=DraftCaches(self.draft, dec),
+                         unverified=torch.full_like(sentences, gamma - 1), most=gamma - 1)
         self._left_step = time.perf_counter()
-        self.stats.add_extra("speculative_step_seconds", self._left_step - entered)
-        return replace(out, state=SpeculativeState(verify, proposal.draft, rows), feed=verify.feed)
+        self.stats.add_extra("speculative_step_seconds", self._left_step - verdict.entered)
+        return Proposal(tokens, new)
 
     # ---- the draft -------------------------------------------------------------------------
-    def _catch_up(self, state: SpeculativeState, pred: Tensor, accept: Tensor, longest: int,
-                  accepted: int) -> Tuple[DecoderState, Tensor]:
+    def _catch_up(self, rows: DraftState, pred: Tensor, accept: Tensor, longest: int,
+                  accepted: int) -> Tuple[DraftCaches, Tensor]:
         """Roll the draft's caches back to the verified prefix and feed it what it has not seen.
 
         The draft was fed the verified prefix, then ``u = γ − 1`` proposals; ``a = accept[r]``
@@ -239,20 +201,20 @@ class SpeculativeDecoding:
         (the finished ones leave afterwards), so the host's bounds of the lengths stay exact for
         one row. Returns the caches and each row's first new proposal (S_old,).
         """
-        rows, dec = state.rows, state.draft
+        dec = rows.caches.state
         keep = torch.minimum(accept - 1, rows.unverified)  # proposals that stay in the cache
         if rows.most > 0:
             # ``accept`` reads keep + (block − unverified) of a block of ``most``: rows of another γ too
             # the host's bound of the new lengths: exact for one row (a cache of one row is uniform)
-            bound = longest - accepted + 1 + min(accepted - 1, rows.most) if state.size == 1 else longest
+            bound = longest - accepted + 1 + min(accepted - 1, rows.most) if rows.size == 1 else longest
             dec = self.draft.accept(dec, keep + (rows.most - rows.unverified), rows.most, min(bound, dec.max_length))
         pending = accept - keep  # (S,) 1 or 2 verified tokens the draft has not seen
         last = pred.gather(1, (accept - 1).unsqueeze(1))  # the target's token
-        if state.size == 1 and accepted - min(accepted - 1, rows.most) == 1:
+        if rows.size == 1 and accepted - min(accepted - 1, rows.most) == 1:
             # one row, known on the host to need one token (the packet's total is its own): a
             # single-token call instead of a block (cheaper on a CPU: the one-query attention kernel)
             first, dec = self._draft_call(dec, last)
-            return dec, first
+            return DraftCaches(self.draft, dec), first
         before = pred.gather(1, (accept - 2).clamp(min=0).unsqueeze(1))  # the last accepted proposal
         two = pending.unsqueeze(1) == 2
         feed = torch.cat([torch.where(two, before, last), torch.where(two, last, torch.full_like(last, self.pad))], 1)
@@ -260,7 +222,7 @@ class SpeculativeDecoding:
         dec = self.draft.accept(dec, pending, 2, min(longest + 1, dec.max_length))
         first = logits.gather(1, (pending - 1).view(-1, 1, 1).expand(-1, 1, logits.size(2))).squeeze(1).argmax(-1)
         self.stats.add_extra("draft_calls")
-        return dec, first
+        return DraftCaches(self.draft, dec), first
 
     def _draft_call(self, dec: DecoderState, tokens: Tensor) -> Tuple[Tensor, DecoderState]:
         """One draft call of single tokens (S, 1) → its arg-max (S,)."""
@@ -268,15 +230,15 @@ class SpeculativeDecoding:
         self.stats.add_extra("draft_calls")
         return logits[:, -1].argmax(-1), dec
 
-    def _continue(self, first: Tensor, dec: DecoderState, gamma: int) -> Proposal:
-        """The draft's greedy continuation ``d_1..d_γ`` from its first proposal ``d_1`` (S,):
+    def _continue(self, first: Tensor, dec: DecoderState, gamma: int) -> Tuple[Tensor, DecoderState]:
+        """The draft's greedy continuation ``d_1..d_γ`` (S, γ) from its first proposal ``d_1`` (S,):
         ``γ − 1`` single-token calls (the last proposal is not fed: its cache slot would be
         rolled back or fed with the target's token anyway)."""
         tokens = [first]
         for _ in range(gamma - 1):
             nxt, dec = self._draft_call(dec, tokens[-1].unsqueeze(1))
             tokens.append(nxt)
-        return Proposal(torch.stack(tokens, 1), dec)
+        return torch.stack(tokens, 1), dec
 
     # ---- γ and the statistics ---------------------------------------------------------------
     def _next_gamma(self) -> int:
@@ -309,6 +271,21 @@ class SpeculativeDecoding:
             if n:
                 self.stats.add_extra(f"accepted_{k}", n)
         self.histogram = None
+
+
+class SpeculativeDecoding(ProposeAndVerify):
+    """The Jacobi verifier (a block of ``γ_max + 1`` sliding with the verified prefix) and a
+    :class:`DraftProposer`."""
+
+    @classmethod
+    def from_config(cls, cfg: SpeculativeConfig, ctx: StrategyContext) -> "SpeculativeDecoding":
+        if ctx.load_models is None or ctx.task is None:
+            raise FairseqStreamError("--search speculative needs the engine's model loader (integration/build.py)")
+        draft = ModelStep(ctx.load_models(cfg.draft_path))
+        draft.require_block_steps("a speculative draft (--draft-path)")
+        verifier = JacobiDecoding.from_config(
+            JacobiConfig(block=cfg.most_draft_tokens + 1, init="tail", lenpen=cfg.lenpen), ctx)
+        return cls(verifier, DraftProposer(cfg, draft, pad=ctx.pad, bos=ctx.bos, stats=ctx.stats))
 
 
 class GammaTuner:

@@ -9,7 +9,8 @@ they travel when the scheduler drops finished sentences (``select``) or merges g
 * :func:`host` — a host-known int bound (``min`` or ``max`` of the parts on ``concat``);
 * :func:`rows` — the flat slot ``s·k + j`` of every decoder row: ``concat`` offsets each part
   by the sentences before it, ``select`` leaves it to the caller (the rows change too),
-  ``split`` cuts it where the first part's rows end.
+  ``split`` cuts it where the first part's rows end;
+* :func:`part` — a value that travels itself (a nested state, a model's decoder caches), or None.
 
 A state without a :func:`rows` field has one decoder row per sentence.
 """
@@ -41,9 +42,16 @@ def rows() -> Any:
     return dataclasses.field(metadata={"kind": "rows"})
 
 
+def part() -> Any:
+    """A value with ``select(idx)``, ``split(sentences, rows, rows_per_sentence)`` and the class method
+    ``concat(parts, pad=, rows_per_sentence=)`` of a :class:`StrategyState` (a nested state), or None."""
+    return dataclasses.field(metadata={"kind": "part"})
+
+
 @dataclasses.dataclass
 class StrategyState:
-    """Base of the strategies' state dataclasses; subclasses declare a ``sentences`` field first."""
+    """Base of the strategies' state dataclasses; subclasses declare a ``sentences`` field first (or
+    a ``sentences`` property: a state of parts)."""
 
     @property
     def size(self) -> int:
@@ -54,8 +62,12 @@ class StrategyState:
         """Sentences ``idx`` (local indices) of the group; host bounds and rows stay as they are."""
         values = {}
         for f in dataclasses.fields(self):
-            value = getattr(self, f.name)
-            values[f.name] = value.index_select(0, idx) if _kind(f) == "sentence" else value
+            value, kind = getattr(self, f.name), _kind(f)
+            if kind == "sentence":
+                value = value.index_select(0, idx)
+            elif kind == "part" and value is not None:
+                value = value.select(idx)
+            values[f.name] = value
         return type(self)(**values)
 
     def split(self: S, sentences: int, rows: int, rows_per_sentence: int) -> "tuple[S, S]":
@@ -71,6 +83,9 @@ class StrategyState:
                 head[f.name], tail[f.name] = value[:sentences], value[sentences:]
             elif kind == "rows":
                 head[f.name], tail[f.name] = value[:rows], value[rows:] - sentences * rows_per_sentence
+            elif kind == "part":
+                head[f.name], tail[f.name] = (None, None) if value is None else value.split(sentences, rows,
+                                                                                           rows_per_sentence)
             else:  # host bounds stay valid bounds of each part
                 head[f.name] = tail[f.name] = value
         return type(self)(**head), type(self)(**tail)
@@ -99,6 +114,9 @@ class StrategyState:
                 for st in states[:-1]:
                     offsets.append(offsets[-1] + st.size * rows_per_sentence)
                 values[f.name] = torch.cat([p + o for p, o in zip(parts, offsets)])
+            elif kind == "part":
+                values[f.name] = None if parts[0] is None else type(parts[0]).concat(
+                    parts, pad=pad, rows_per_sentence=rows_per_sentence)
             else:
                 values[f.name] = torch.cat(_widened(parts, f.metadata.get("pad"), pad, f.metadata.get("scratch_last")))
         return cls(**values)

@@ -1,0 +1,136 @@
+"""Guess, then verify: one proposer interface for the Jacobi verification.
+
+The Jacobi iteration (Santilli2023, Proposition 1) verifies any guess of the tokens after a
+row's verified prefix in one block step: the longest guessed prefix that equals the model's
+arg-max predictions is accepted, plus the model's own next token, so the output **is** greedy's
+whatever was guessed. Who guesses is a :class:`Proposer`:
+
+* :class:`~fairseq_stream.search.speculative.DraftProposer` — a draft model's greedy
+  continuation of ``γ`` tokens (speculative decoding, Leviathan et al. 2023 Algorithm 1 with
+  greedy acceptance; Xia et al. 2023 §3.2);
+* :class:`~fairseq_stream.search.lookahead.NgramPoolProposer` — the continuation of the last
+  verified token in a pool of n-grams from the run's own outputs, else the iteration's own guess
+  (lookahead decoding, Fu et al. 2024 §3).
+
+:class:`ProposeAndVerify` is the strategy object of both: the verifier
+(:class:`~fairseq_stream.search.jacobi.JacobiDecoding`, a block sliding with the verified prefix)
+and a proposer, over one typed state (:class:`ProposedState`). Plain Jacobi decoding guesses with
+its own unverified predictions and needs no proposer.
+"""
+from __future__ import annotations
+
+import time
+from dataclasses import dataclass, replace
+from typing import NamedTuple, Optional, Protocol
+
+from torch import Tensor
+
+from fairseq_stream.ops.backends import StepRunner
+from fairseq_stream.search.interface import StepOutcome
+from fairseq_stream.search.jacobi import JacobiDecoding, JacobiState
+from fairseq_stream.search.output import OutputScorer
+from fairseq_stream.search.state import StateOps, StrategyState, part
+
+
+class Proposal(NamedTuple):
+    """A proposer's answer for the sentences of a group, in the verifier's row order."""
+
+    guesses: Optional[Tensor]  # (S, γ) tokens after each verified prefix; None = the iteration's own
+    rows: Optional[StrategyState]  # the proposer's per-sentence state (None: it keeps none)
+
+
+@dataclass
+class Verdict:
+    """What one verification decided, for the proposer to learn from."""
+
+    pred: Tensor  # (S_old, b) the model's arg-max after each fed position
+    accept: Tensor  # (S_old,) tokens accepted per row, in the order before the finished left
+    accepted: int  # host: their sum (the packet's)
+    outcome: StepOutcome  # the verifier's: the sentences that go on (state), parents, max_length
+    vocab: int  # V of the scores
+    entered: float  # time.perf_counter() when the step began (the model's block call had ended)
+
+
+class Proposer(Protocol):
+    """Who guesses the tokens a Jacobi verification checks (Santilli2023 Proposition 1: any
+    guess leaves the output greedy's). Implementations: a draft model (speculative decoding,
+    Leviathan et al. 2023 Alg. 1) and an n-gram pool (lookahead decoding, Fu et al. 2024)."""
+
+    def admit(self, src_tokens: Tensor, src_lengths: Tensor, free: Tensor, size: int, *, pad: int, eos: int,
+              left_pad: bool) -> None:
+        """The scheduler's refill: a proposer with models of its own encodes the admitted sentences
+        into the scheduler's slots ``free``; others do nothing."""
+        ...
+
+    def start(self, sentences: Tensor, verify: JacobiState) -> Proposal:
+        """Guesses for a new group: ``sentences`` as given to ``init_state``, ``verify`` the
+        verifier's first state (its feed guesses the iteration's own)."""
+        ...
+
+    def propose(self, verdict: Verdict, rows: Optional[StrategyState]) -> Proposal:
+        """After a verification: learn from what was accepted (``rows``: the last proposal's, in
+        the order before the finished left), guess for the sentences that go on."""
+        ...
+
+
+@dataclass
+class ProposedState(StrategyState):
+    """The verifier's Jacobi state and the proposer's per-sentence state, in the same order."""
+
+    verify: JacobiState = part()
+    rows: Optional[StrategyState] = part()
+
+    @property
+    def sentences(self) -> Tensor:
+        return self.verify.sentences
+
+
+class ProposeAndVerify(StateOps):
+    """The strategy object the scheduler drives (see :mod:`fairseq_stream.search.interface`): the
+    proposer's guesses, verified by the Jacobi iteration (its one host read per step)."""
+
+    rows_per_sentence = 1
+
+    def __init__(self, verifier: JacobiDecoding, proposer: Proposer) -> None:
+        self.verifier = verifier
+        self.proposer = proposer
+        self.pad = verifier.pad
+        self.stats = verifier.stats
+
+    @property
+    def scorer(self) -> OutputScorer:
+        return self.verifier.scorer
+
+    @property
+    def runner(self) -> StepRunner:
+        return self.verifier.runner
+
+    # ---- the interface ---------------------------------------------------------------------
+    def admit(self, src_tokens: Tensor, src_lengths: Tensor, free: Tensor, size: int, *, pad: int, eos: int,
+              left_pad: bool) -> None:
+        self.proposer.admit(src_tokens, src_lengths, free, size, pad=pad, eos=eos, left_pad=left_pad)
+
+    def init_state(self, sentences: Tensor, max_len: Tensor, src_lengths: Tensor, *,
+                   longest: Optional[int] = None, shortest: Optional[int] = None) -> StepOutcome:
+        out = self.verifier.init_state(sentences, max_len, src_lengths, longest=longest, shortest=shortest)
+        return self._guessed(out, self.proposer.start(sentences, out.state))
+
+    def length(self, state: ProposedState) -> int:
+        return self.verifier.length(state.verify)
+
+    def step(self, state: ProposedState, scores: Tensor) -> StepOutcome:
+        """The model's scores of the fed block (S, b, V) → accepted tokens, the next guesses."""
+        entered = time.perf_counter()
+        pred, score = self.verifier.predictions(state.verify, scores)
+        before = self.stats.accepted_tokens
+        out = self.verifier.iterate(state.verify, pred, score)  # the one host read (packet)
+        verdict = Verdict(pred=pred, accept=out.accept, accepted=self.stats.accepted_tokens - before, outcome=out,
+                          vocab=scores.size(-1), entered=entered)
+        return self._guessed(out, self.proposer.propose(verdict, state.rows))
+
+    def _guessed(self, out: StepOutcome, proposal: Proposal) -> StepOutcome:
+        """The verifier's outcome whose next feed guesses ``proposal``'s tokens (when it has some)."""
+        verify: JacobiState = out.state
+        if proposal.guesses is not None:
+            verify = self.verifier.with_guesses(verify, proposal.guesses, proposal.guesses.size(1))
+        return replace(out, state=ProposedState(verify=verify, rows=proposal.rows), feed=verify.feed)
