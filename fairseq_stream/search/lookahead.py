@@ -28,10 +28,10 @@ import torch.nn.functional as F
 from torch import Tensor
 
 from fairseq_stream.search.interface import StrategyContext
-from fairseq_stream.search.registry import Capabilities, lenpen_of, register_search
+from fairseq_stream.search.registry import lenpen_of, register_search
 from fairseq_stream.errors import FairseqStreamError
 from fairseq_stream.search.jacobi import JacobiConfig, JacobiDecoding, JacobiState
-from fairseq_stream.search.proposers import ProposeAndVerify, Proposal, Verdict
+from fairseq_stream.search.proposers import ProposeAndVerify, Proposal, Verdict, verifier_capabilities
 from fairseq_stream.search.state import StrategyState
 
 
@@ -122,7 +122,5 @@ register_search(
     summary="no draft model: Jacobi iteration plus a pool of n-grams from the model's own outputs, verified in one "
             "block step; output identical to greedy (Fu et al. 2024)",
     config=LookaheadConfig,
-    capabilities=Capabilities(streaming=True, default_epsilon=0.0, beam=False, why_no_beam=WHY_NO_BEAM, nbest=False,
-                              ngram_blocking=False, block_steps=True, selection="all",
-                              reads=frozenset({"lookahead_ngram"})),
+    capabilities=verifier_capabilities(why_no_beam=WHY_NO_BEAM, reads=frozenset({"lookahead_ngram"})),
 )(LookaheadDecoding)

@@ -29,6 +29,7 @@ from fairseq_stream.ops.backends import StepRunner
 from fairseq_stream.search.interface import StepOutcome
 from fairseq_stream.search.jacobi import JacobiDecoding, JacobiState
 from fairseq_stream.search.output import OutputScorer
+from fairseq_stream.search.registry import Capabilities
 from fairseq_stream.search.state import StateOps, StrategyState, part
 
 
@@ -134,3 +135,10 @@ class ProposeAndVerify(StateOps):
         if proposal.guesses is not None:
             verify = self.verifier.with_guesses(verify, proposal.guesses, proposal.guesses.size(1))
         return replace(out, state=ProposedState(verify=verify, rows=proposal.rows), feed=verify.feed)
+
+
+def verifier_capabilities(*, why_no_beam: str, reads: frozenset) -> Capabilities:
+    """What a verifier + proposer strategy runs: greedy's output, one row per sentence, block steps,
+    every sentence stepped each iteration (its rows have their own lengths)."""
+    return Capabilities(streaming=True, default_epsilon=0.0, beam=False, why_no_beam=why_no_beam, nbest=False,
+                        ngram_blocking=False, block_steps=True, selection="all", reads=reads)

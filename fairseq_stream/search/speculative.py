@@ -42,12 +42,12 @@ from torch import Tensor
 
 from fairseq_stream.search.interface import StrategyContext
 from fairseq_stream.model.model_step import DecoderState, ModelStep
-from fairseq_stream.search.registry import Capabilities, lenpen_of, register_search
+from fairseq_stream.search.registry import lenpen_of, register_search
 from fairseq_stream.search.state import StrategyState, host, part, per_sentence
 from fairseq_stream.errors import FairseqStreamError
 from fairseq_stream.model.row_cache import SentenceIndex
 from fairseq_stream.search.jacobi import JacobiConfig, JacobiDecoding, JacobiState
-from fairseq_stream.search.proposers import ProposeAndVerify, Proposal, Verdict
+from fairseq_stream.search.proposers import ProposeAndVerify, Proposal, Verdict, verifier_capabilities
 
 #: ``--draft-tokens`` without a value: the γ measured fastest on the demo model (docs/results.md).
 DEFAULT_DRAFT_TOKENS = "2"
@@ -350,7 +350,5 @@ register_search(
     summary="a draft (--draft-path) proposes --draft-tokens γ tokens, the model verifies them in one block step; "
             "output identical to greedy (Leviathan et al. 2023 Alg. 1, Xia et al. 2023)",
     config=SpeculativeConfig,
-    capabilities=Capabilities(streaming=True, default_epsilon=0.0, beam=False, why_no_beam=WHY_NO_BEAM, nbest=False,
-                              ngram_blocking=False, block_steps=True, selection="all",
-                              reads=frozenset({"draft_path", "draft_tokens"})),
+    capabilities=verifier_capabilities(why_no_beam=WHY_NO_BEAM, reads=frozenset({"draft_path", "draft_tokens"})),
 )(SpeculativeDecoding)
