@@ -6,6 +6,7 @@ import logging
 import os
 import subprocess
 import sys
+from typing import List, Tuple
 
 import pytest
 
@@ -20,6 +21,8 @@ logging.getLogger("fairseq").setLevel(logging.WARNING)
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
     """Tests marked ``gpu`` are skipped where torch sees no CUDA device; the quick tier is marked."""
     mark_quick_tier(items)
+    config.stash[TIERS] = [(item.nodeid, item.get_closest_marker("slow") is not None,
+                            item.get_closest_marker("quick") is not None) for item in items]
     import torch
 
     if torch.cuda.is_available():
@@ -30,23 +33,25 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
             item.add_marker(skip)
 
 
+# Every collected test as (node id, slow, quick), kept before -m deselects any: tests/unit/test_tiers.py
+# checks from it that every fast-tier test function has a case in the quick tier.
+TIERS = pytest.StashKey[List[Tuple[str, bool, bool]]]()
+
+
 def mark_quick_tier(items: list[pytest.Item]) -> None:
     """Mark the quick tier (``bash scripts/test.sh``: ``-m quick``): every test of the fast tier, but of
-    a parametrized test only its first case, since the others repeat its contract with other settings.
-
-    ``@pytest.mark.quick_every_case`` keeps every case (each is a contract of its own, or all run
-    in one shared fixture anyway); ``@pytest.mark.not_quick`` leaves a test out (its contract has a
-    cheaper test in the quick tier). ``slow`` tests are never quick.
+    a parametrized test only its first case that is not ``slow``, since the others repeat its
+    contract with other settings. ``@pytest.mark.quick_every_case`` keeps every case (each is a
+    contract of its own, or all run in one shared fixture anyway); ``slow`` tests are never quick.
     """
-    seen: set = set()
+    quick: set = set()
     for item in items:
-        function = item.nodeid.split("[", 1)[0]
-        first = function not in seen
-        seen.add(function)
-        if item.get_closest_marker("slow") or item.get_closest_marker("not_quick"):
+        if item.get_closest_marker("slow"):
             continue
-        if first or item.get_closest_marker("quick_every_case"):
+        function = item.nodeid.split("[", 1)[0]
+        if function not in quick or item.get_closest_marker("quick_every_case"):
             item.add_marker(pytest.mark.quick)
+            quick.add(function)
 
 
 def read_lines(path: str, limit: int | None = None) -> list[str]:

@@ -143,6 +143,9 @@ def catalogue(p: Paths) -> Dict[str, Case]:
                                           module="fairseq_stream.tools.ddgviz"),
         "demo-help": Case(["fairseq-stream-demo", "--help"], errors=0, rc=0, module="fairseq_stream.tools.demo"),
         "bench-help": Case(["fairseq-stream-bench", "--help"], errors=0, rc=0, module="fairseq_stream.tools.bench"),
+        # fairseq's own tools list our options (an unescaped % in one help text once broke both)
+        "generate-help": Case(["fairseq-generate", "--user-dir", "fairseq_stream", "--help"], errors=0, rc=0),
+        "interactive-help": Case(["fairseq-interactive", "--user-dir", "fairseq_stream", "--help"], errors=0, rc=0),
         "demo-files-missing": Case(["fairseq-stream-demo"], ["FAIRSEQ_STREAM_DEMO_DIR"], module="fairseq_stream.tools.demo",
                                    env={"FAIRSEQ_STREAM_DEMO_DIR": p.empty}),
         # 6. first use: raw text without the tokenizer and BPE is warned about, not silently garbage
@@ -169,8 +172,9 @@ CASE_IDS = [  # the keys of catalogue() (which needs files), listed for parametr
     "nbest-0", "sampling-nbest", "sampling-our-strategy", "max-tokens-below-a-sentence", "stream-stats-unwritable",
     "average-refused-pickle", "average-corrupt", "random-bytes-checkpoint", "unsafe-pickle", "dictionary-mismatch",
     "missing-lm", "missing-checkpoint", "no-dictionaries", "unknown-search", "impossible-option", "over-long-sentence",
-    "tokenizer-without-languages", "skip-flag-lists-what-it-skips", "interactive-bad-lines", "interactive-skip-flag", "ddgviz-documented-command", "demo-help", "bench-help",
-    "demo-files-missing", "interactive-raw-text-without-bpe", "fairseq-beam-prune-preset",
+    "tokenizer-without-languages", "skip-flag-lists-what-it-skips", "interactive-bad-lines", "interactive-skip-flag",
+    "ddgviz-documented-command", "demo-help", "bench-help", "generate-help", "interactive-help", "demo-files-missing",
+    "interactive-raw-text-without-bpe", "fairseq-beam-prune-preset",
     "fairseq-beam-retain-iter-history", "ensemble-broken-member", "no-repeat-ngram-1",
 ]
 
@@ -214,6 +218,13 @@ def test_the_documented_ddgviz_command_writes_the_png_and_the_html(results):
         assert os.path.getsize(os.path.join(paths.root, f"ddg.{ext}")) > 1000
     stderr = table["ddgviz-documented-command"][1]["stderr"]
     assert "DEBUG:" not in stderr, stderr  # matplotlib logs its import at DEBUG (integration/quiet.py)
+
+
+@pytest.mark.parametrize("tool", ["generate", "interactive"])
+def test_help_lists_the_search_option(results, tool):
+    stdout = results[1][f"{tool}-help"][1]["stdout"]
+    text = re.sub(r"-\n\s+", "-", stdout)  # argparse wraps help text at hyphens
+    assert "--search SEARCH" in text and "var-stream" in text and "--stream-epsilon" in text, stdout[-2000:]
 
 
 def test_interactive_reports_input_line_numbers(results):

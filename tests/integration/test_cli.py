@@ -59,16 +59,6 @@ def test_long_task_form_equals_short_form(demo_bin):
     assert grab(short.stdout) == grab(long.stdout) and len(grab(short.stdout)) == 13
 
 
-# fairseq-interactive's parser gets our options from the same hook: slow
-@pytest.mark.slow  # a fairseq CLI subprocess for each tool
-@pytest.mark.parametrize("tool", ["fairseq-generate", "fairseq-interactive"])
-def test_help_lists_the_search_option(tool):
-    proc = run_cli([tool, "--user-dir", "fairseq_stream", "--help"])
-    assert proc.returncode == 0
-    text = re.sub(r"-\n\s+", "-", proc.stdout)  # argparse wraps help text at hyphens
-    assert "--search SEARCH" in text and "var-stream" in text and "--stream-epsilon" in text
-
-
 def test_missing_checkpoint(demo_bin):
     proc = run_cli(["fairseq-generate", demo_bin, "--user-dir", "fairseq_stream", "--path", "/nonexistent/ckpt.pt", "--cpu"])
     assert_one_line_error(proc, "/nonexistent/ckpt.pt", "--path")

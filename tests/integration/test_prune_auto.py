@@ -66,7 +66,6 @@ def test_the_sample_is_the_fixed_beams_and_the_rest_the_chosen_settings(demo_ses
     assert info["tried"][-1]["setting"] == info["setting"] or info["setting"] == OFF.label()
 
 
-@pytest.mark.not_quick  # two more decodes of the same input; the test above holds the quick tier's contract
 def test_the_choice_is_deterministic(demo_session, demo_sources):
     dataset = demo_session.encode(demo_sources[:N])
     runs = [demo_session.translate(dataset, search="var-batch", gen={"beam": 4}, opts={"prune_auto": True},

@@ -265,7 +265,7 @@ def test_gpu_check_refuses_bad_dtypes_in_one_line(tmp_path, args, message):
     assert proc.returncode == 2 and message in proc.stderr and len(proc.stderr.strip().splitlines()) == 1, proc.stderr
 
 
-@pytest.mark.not_quick  # the GPU check's whole script (~30 s of CPU); the fast tier runs it
+@pytest.mark.slow  # the GPU check's whole script (~30 s of CPU)
 def test_gpu_check_dry_run_writes_one_report(tmp_path):
     """The GPU check's flow on the CPU (its rows, the output layer, the profile; the slow test below adds the
     training speed, the frontier and CTranslate2): every row of ours eager and static side by side."""
