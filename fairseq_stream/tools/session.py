@@ -228,6 +228,8 @@ class TranslationSession:
 
 
 def _progress(total: int):
+    """A sentence bar on a terminal only (disable=None): written to a log or a pipe, its carriage
+    returns put the next line (the demo's "[1/12] warm-up ...") on the bar's line."""
     from tqdm import tqdm
 
-    return tqdm(total=total, unit="sent", delay=2.0, leave=False, dynamic_ncols=True)
+    return tqdm(total=total, unit="sent", delay=2.0, leave=False, dynamic_ncols=True, disable=None)

@@ -44,8 +44,17 @@ def test_the_demo_runs_its_default_rows_with_progress_and_a_table(tmp_path):
     progress = [line for line in proc.stderr.splitlines() if line.startswith("[")]
     assert [line.split("]")[0] for line in progress] == [f"[{i}/{len(rows)}" for i in range(1, len(rows) + 1)]
     assert proc.stderr.count("put back") <= 1  # said once a run, not once a pass
+    assert "%|" not in proc.stderr and "\r" not in proc.stderr  # no bar in a log (only on a terminal)
     outputs = json.loads((tmp_path / "out.json").read_text(encoding="utf-8"))  # --outputs: every row's lines
     assert list(outputs) == rows and all(len(lines) == 3 and all(lines) for lines in outputs.values())
+
+
+def test_the_sentence_bar_is_drawn_on_a_terminal_only():
+    from fairseq_stream.tools.session import _progress
+
+    bar = _progress(10)  # pytest captures stderr: not a terminal
+    assert bar.disable
+    bar.close()
 
 
 def test_the_demo_applies_the_command_line_thread_rule_before_it_measures(monkeypatch, capsys):
