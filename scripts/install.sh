@@ -42,13 +42,38 @@ if [ "${FAIRSEQ_STREAM_KEEP_TORCH:-0}" = 1 ] && "$python" -c "import torch" 2>/d
     if "$python" -c "import triton" 2>/dev/null; then triton_pin=(); fi
 fi
 stage "torch${torch_pin[*]+ ${torch_pin[*]#torch==}} and build tools" \
-    "${pip[@]}" ${torch_pin[@]+"${torch_pin[@]}"} cython==3.3.1 numpy==2.4.6 setuptools==84.2.1 wheel==0.48.0
+    "${pip[@]}" ${torch_pin[@]+"${torch_pin[@]}"} cython==3.3.1 numpy==2.4.6 setuptools==84.2.1 wheel==0.48.0 ninja==1.13.2
+
+# The C++ kernels (ops/csrc), built once per machine into ~/.cache/fairseq_stream (otherwise the
+# first decoding run stops for each in turn, ~40 s each). They need only torch and ninja, so they
+# build in the background, from this checkout's sources and without importing fairseq, while
+# fairseq builds; the last stage waits for them. Same sources, same cache key as the installed copy.
+kernel_log="$(mktemp)"
+"$python" - "$repo/fairseq_stream" >"$kernel_log" 2>&1 <<'EOF_KERNELS' &
+import sys, types
+package = types.ModuleType("fairseq_stream")  # bare: its __init__ imports fairseq, not built yet
+package.__path__ = [sys.argv[1]]
+sys.modules["fairseq_stream"] = package
+from fairseq_stream.ops.kernels import prebuild
+sys.exit(1 if prebuild(write=lambda m: "FAILED" in m and print(m, file=sys.stderr)) else 0)
+EOF_KERNELS
+kernel_pid=$!
+
 if "$python" -c "import fairseq" 2>/dev/null; then
     stage "fairseq (installed)" true
+elif "$python" -m pip cache list 2>/dev/null | grep -q "fairseq_fixed-0.12.3.1-"; then
+    stage "fairseq-fixed 0.12.3.1 (pip's cached wheel)" "${pip[@]}" --no-build-isolation fairseq-fixed==0.12.3.1
 else
-    stage "fairseq-fixed 0.12.3.1 (built from source)" "${pip[@]}" --no-build-isolation fairseq-fixed==0.12.3.1
+    # The slow stage: three C++ extensions against torch's headers and two Cython ones. setuptools
+    # builds them one at a time unless build_ext is told otherwise (DIST_EXTRA_CONFIG: a config file
+    # read with fairseq's own setup.cfg). pip keeps the wheel it builds: a second venv skips this.
+    build_cfg="$(mktemp)"
+    printf '[build_ext]\nparallel = %s\n' "$(nproc 2>/dev/null || echo 2)" >"$build_cfg"
+    stage "fairseq-fixed 0.12.3.1: building its C++ and Cython extensions (the slow stage, ~2-3 min on 2 cores, once per machine)" \
+        env DIST_EXTRA_CONFIG="$build_cfg" "${pip[@]}" --no-build-isolation fairseq-fixed==0.12.3.1
+    rm -f "$build_cfg"
 fi
-stage "text tools, pytest, matplotlib" "${pip[@]}" sacremoses==0.2.0 subword-nmt==0.3.8 sacrebleu==2.6.0 ninja==1.13.2 \
+stage "text tools, pytest, matplotlib" "${pip[@]}" sacremoses==0.2.0 subword-nmt==0.3.8 sacrebleu==2.6.0 \
     pytest==9.2.0 hypothesis==6.170.15 matplotlib==3.10.8
 # Triton: the GPU output-layer kernels; on a CPU only its interpreter runs them (the tests).
 if [ ${#triton_pin[@]} -eq 0 ]; then stage "triton (kept)" true; else stage "triton" "${pip[@]}" "${triton_pin[@]}"; fi
@@ -57,12 +82,10 @@ if [ ${#triton_pin[@]} -eq 0 ]; then stage "triton (kept)" true; else stage "tri
 # build/ and would ship modules left there by an older layout: start from an empty one.
 rm -rf "$repo/build"
 stage "fairseq-stream" "${pip[@]}" --no-build-isolation --no-deps --force-reinstall "$repo"
-# The C++ kernels (ops/csrc), built once per machine into ~/.cache/fairseq_stream, in parallel:
-# otherwise the first decoding run stops for each in turn (~40 s each on an idle core).
-# From / so that the installed package is built, not a checkout's working tree.
-build_kernels() {  # from / so that the installed package is built, not a checkout's working tree
-    (cd / && "$python" -c 'import sys; from fairseq_stream.ops.kernels import prebuild
-prebuild(write=lambda m: "FAILED" in m and print("\n  " + m, end="", file=sys.stderr))')
+wait_kernels() {  # a kernel that failed to build is named; its callers use the PyTorch path (exact too)
+    wait "$kernel_pid" || true
+    if [ -s "$kernel_log" ]; then printf '\n  %s' "$(cat "$kernel_log")" >&2; fi
+    rm -f "$kernel_log"
 }
-stage "C++ kernels (once per machine)" build_kernels
+stage "C++ kernels (built alongside fairseq, once per machine)" wait_kernels
 echo "install: fairseq-stream installed in $("$python" -c 'import sys; print(sys.prefix)') in $((SECONDS - install_start)) s" >&2

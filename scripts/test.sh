@@ -4,7 +4,9 @@
 #             first case only: one case of every exactness test and every CLI contract;
 #   --fast:   the fast tier (pytest -m "not slow"): every case, no model training, no whole scripts;
 #   --all:    every test, as CI does (.ci/run); FAIRSEQ_STREAM_TEST_ALL=1 does the same.
-# Their times: README.md ("Tests"). Other arguments go to pytest; a -m of the caller's comes after the tier's and wins.
+# Their times: README.md ("Tests"); each run ends with its 15 slowest tests (--durations), so a slow
+# tier says where its minutes went. Other arguments go to pytest; a -m of the caller's comes after the
+# tier's and wins (and a --durations of the caller's after this one).
 set -euo pipefail
 repo="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 tier=(-m quick) name="quick tier (-m quick; --fast, --all for more)"
@@ -25,4 +27,4 @@ python="$venv/bin/python"
 cd "$repo"
 echo "test.sh: $name" >&2
 # pytest exits with 5 when it collects no tests; set -e turns that into a failure too.
-exec "$python" -m pytest tests -q ${tier[@]+"${tier[@]}"} ${args[@]+"${args[@]}"}
+exec "$python" -m pytest tests -q --durations=15 --durations-min=1 ${tier[@]+"${tier[@]}"} ${args[@]+"${args[@]}"}

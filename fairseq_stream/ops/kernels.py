@@ -23,12 +23,21 @@ def all_kernels() -> Dict[str, Tuple[str, Tuple[str, ...], str]]:
     return kernels
 
 
+# The kernels need only torch, while the package's __init__ imports fairseq: the install builds them
+# while fairseq itself is being built, from a bare ``fairseq_stream`` package (a module whose path
+# is the package's folder and no __init__ run). Python that sets it up, for a fresh process.
+PACKAGE_DIR = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+BARE_PACKAGE = ("import sys, types; _p = types.ModuleType('fairseq_stream'); "
+                f"_p.__path__ = [{PACKAGE_DIR!r}]; sys.modules.setdefault('fairseq_stream', _p); ")
+
+
 def prebuild(jobs: int = 0, write: Any = print) -> int:
     """Build every kernel not built yet, ``jobs`` at a time (0: one per core), each in its own process.
 
     What ``scripts/install.sh`` runs, so that the first decoding run does not stop for ~40 s per
     kernel, one after the other, halfway through its first pass. Returns how many failed (their
-    callers then use the PyTorch path, which is exact too).
+    callers then use the PyTorch path, which is exact too). Each process loads the package bare
+    (:data:`BARE_PACKAGE`), without fairseq: the install runs this while fairseq is being built.
     """
     if os.environ.get("FAIRSEQ_STREAM_NO_KERNEL"):
         write("C++ kernels: not built (FAIRSEQ_STREAM_NO_KERNEL is set)")
@@ -43,7 +52,7 @@ def prebuild(jobs: int = 0, write: Any = print) -> int:
     while todo or running:
         while todo and len(running) < jobs:
             source, what = todo.pop(0)
-            code = ("from fairseq_stream.ops import extension as e, kernels as k; import sys; "
+            code = (BARE_PACKAGE + "from fairseq_stream.ops import extension as e, kernels as k; "
                     f"sys.exit(None if e.load(*k.all_kernels()[{source!r}]) else e.failures.get({source!r}, 'not built'))")
             running[source] = (subprocess.Popen([sys.executable, "-c", code], stderr=subprocess.PIPE, text=True),
                                time.perf_counter(), what)
