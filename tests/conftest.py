@@ -13,6 +13,11 @@ import pytest
 REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 DEMO = os.path.join(REPO, "user_dir_examples", "demo")
 sys.path.insert(0, REPO)  # test the working tree, not an installed copy
+# One torch thread in the tests' process (before torch is imported), as run_cli gives each
+# subprocess: the test models gain nothing from more, and where another process keeps a core busy
+# an OpenMP thread spins on the lock (a quick-tier Jacobi test took 80 s instead of 4 on a loaded
+# 2-core machine). OMP_NUM_THREADS of the caller's wins.
+os.environ.setdefault("OMP_NUM_THREADS", "1")
 
 logging.getLogger("fairseq").setLevel(logging.WARNING)
 
