@@ -222,6 +222,9 @@ def needs_history(procs: Sequence[ScoreEdit]) -> bool:
 
 
 def max_lengths(src_lengths: Tensor, gen_cfg: Any, max_positions: int) -> Tensor:
-    """Per-sentence maximum target length ``min(a·|x| + b, max_positions − 1)`` (fairseq's rule)."""
-    limit = (float(gen_cfg.max_len_a) * src_lengths.double() + float(gen_cfg.max_len_b)).long()
-    return limit.clamp(max=max_positions - 1)
+    """Per-sentence maximum target length ``min(a·|x| + b, max_positions − 1)`` (fairseq's rule).
+
+    The minimum is taken in float64, before the cast: ``--max-len-a 1e19`` or ``--max-len-b``
+    near 2**63 would overflow int64 and wrap to a negative length."""
+    limit = float(gen_cfg.max_len_a) * src_lengths.double() + float(gen_cfg.max_len_b)
+    return limit.clamp(max=max_positions - 1).long()

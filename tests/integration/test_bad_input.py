@@ -130,6 +130,11 @@ def catalogue(p: Paths) -> Dict[str, Case]:
         "ensemble-broken-member": Case(_gen(p, path=CKPT + ":" + p.random), [p.random, "corrupt"]),
         "no-repeat-ngram-1": Case(_gen(p, "--search", "var-stream", "--beam", "2", "--no-repeat-ngram-size", "1",
                                        "--max-len-a", "0", "--max-len-b", "6"), errors=0, rc=0, translated=list(range(N))),
+        # issue 52: length limits beyond int64 decode at the model's own limit (were an int64 overflow in our strategies)
+        "max-len-a-huge": Case(_gen(p, "--search", "var-stream", "--beam", "2", "--max-len-a", "1e300"),
+                               errors=0, rc=0, translated=list(range(N))),
+        "max-len-b-beyond-int64": Case(_gen(p, "--search", "fixed-ours", "--beam", "2", "--max-len-b", str(2 ** 63 - 1)),
+                                       errors=0, rc=0, translated=list(range(N))),
         # 4. fairseq-interactive: a bad line is reported by its line number, the rest translated
         "interactive-bad-lines": Case(
             _interactive(*README_TEXT_FLAGS, "--search", "var-stream", "--buffer-size", "4", "--batch-size", "4"),
@@ -171,7 +176,8 @@ CASE_IDS = [  # the keys of catalogue() (which needs files), listed for parametr
     "missing-lm", "missing-checkpoint", "no-dictionaries", "unknown-search", "impossible-option", "over-long-sentence",
     "tokenizer-without-languages", "skip-flag-lists-what-it-skips", "interactive-bad-lines", "interactive-skip-flag", "ddgviz-documented-command", "demo-help", "bench-help",
     "demo-files-missing", "interactive-raw-text-without-bpe", "fairseq-beam-prune-preset",
-    "fairseq-beam-retain-iter-history", "ensemble-broken-member", "no-repeat-ngram-1",
+    "fairseq-beam-retain-iter-history", "ensemble-broken-member", "no-repeat-ngram-1", "max-len-a-huge",
+    "max-len-b-beyond-int64",
 ]
 
 
@@ -287,3 +293,26 @@ def test_ib_beam_at_the_smallest_length_limit_gives_finite_hypotheses(h, c, limi
         assert len(hypos) == 2
         for nbest in hypos:
             assert nbest and all(torch.isfinite(torch.as_tensor(hyp["score"])) for hyp in nbest), nbest
+
+
+# ---- issue 52: values at the edge of the number types decode, or are refused in one line ----
+def _decode(session, search: str, gen: dict, n: int = 3):
+    from fairseq_stream.search.registry import get_search
+
+    gen = dict(gen, beam=2 if get_search(search).capabilities.beam else 1)
+    opts = {"draft_path": os.path.join(DEMO, "draft.pt")} if search == "speculative" else {}
+    return session.translate(session.encode(read_lines(os.path.join(DEMO, "test.es"), n)), search=search, gen=gen, opts=opts)
+
+
+# ib-beam needs an IB model; jacobi iterates over the whole target, here 1024 positions (40 s; gs-jacobi and
+# hybrid-jacobi run its code in blocks, and every strategy takes its limit from the one score_edits.max_lengths)
+@pytest.mark.parametrize("search", [s for s in _all_searches() if s not in ("ib-beam", "jacobi")])
+def test_length_limits_beyond_int64_decode_as_the_models_own_limit(demo_session, search):
+    """a·|x| + b beyond int64 (was: SymIntArrayRef expected to contain only concrete integers) is capped at the
+    model's positions before the cast, as fairseq caps it: the same hypotheses as that limit given directly."""
+    cap = {"max_len_a": 0, "max_len_b": demo_session.models[0].max_decoder_positions() - 1}
+    expected = [[h["tokens"].tolist() for h in nbest] for nbest in _decode(demo_session, search, cap).hypos]
+    for gen in ({"max_len_a": 1e19}, {"max_len_a": 1e300}, {"max_len_b": 2 ** 63 - 1}):
+        got = [[h["tokens"].tolist() for h in nbest] for nbest in _decode(demo_session, search, gen).hypos]
+        assert got == expected, gen
+
