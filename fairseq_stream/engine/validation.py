@@ -200,6 +200,9 @@ def check_generation(gen_cfg: Any, models: Sequence[Any] = (), tgt_dict: Any = N
     for name in ("lenpen", "temperature", "max_len_a"):  # inf: scores of 0 or inf, or no length limit at all
         if math.isinf(float(getattr(gen_cfg, name))):
             raise FairseqStreamError(f"{_flag(name)} must be finite, got {getattr(gen_cfg, name)}")
+    if float(gen_cfg.unkpen) == -math.inf:  # +inf is fairseq's ban of <unk> (lprobs[:, unk] -= inf)
+        raise FairseqStreamError("--unkpen -inf is an infinite bonus: <unk> would win every step and the scores "
+                                 "would be infinite; give a finite number (--unkpen inf bans <unk>)")
     if gen_cfg.beam < 1:
         raise FairseqStreamError(f"--beam must be >= 1, got {gen_cfg.beam}")
     if gen_cfg.nbest < 1:

@@ -99,6 +99,8 @@ class NeverPad:
 
 
 class UnkPenalty:
+    """``--unkpen``: subtracted from ``<unk>``'s score; ``inf`` bans ``<unk>``, as in fairseq."""
+
     extra = 1
     raises: Optional[tuple]
 
@@ -111,7 +113,9 @@ class UnkPenalty:
         return lprobs
 
     def candidates(self, cand: Candidates, ctx: RowContext) -> Candidates:
-        cand.scores.sub_((cand.tokens == self.unk).to(cand.scores.dtype) * self.penalty)
+        # Filled, not multiplied: (tokens == unk) * inf would be 0 * inf = NaN for every other token.
+        penalty = torch.zeros_like(cand.scores).masked_fill_(cand.tokens == self.unk, self.penalty)  # (R, c)
+        cand.scores.sub_(penalty)
         return cand
 
 

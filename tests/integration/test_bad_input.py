@@ -8,6 +8,7 @@ translated. The cases run in one process that imports fairseq once and forks per
 from __future__ import annotations
 
 import json
+import math
 import os
 import random
 import re
@@ -135,6 +136,9 @@ def catalogue(p: Paths) -> Dict[str, Case]:
                                errors=0, rc=0, translated=list(range(N))),
         "max-len-b-beyond-int64": Case(_gen(p, "--search", "fixed-ours", "--beam", "2", "--max-len-b", str(2 ** 63 - 1)),
                                        errors=0, rc=0, translated=list(range(N))),
+        # --unkpen -inf: an infinite bonus for <unk> (inf bans it)
+        "unkpen-minus-inf": Case(_gen(p, "--search", "gs-jacobi", "--beam", "1", "--unkpen=-inf"),
+                                 ["--unkpen -inf", "<unk>"]),
         # 4. fairseq-interactive: a bad line is reported by its line number, the rest translated
         "interactive-bad-lines": Case(
             _interactive(*README_TEXT_FLAGS, "--search", "var-stream", "--buffer-size", "4", "--batch-size", "4"),
@@ -177,7 +181,7 @@ CASE_IDS = [  # the keys of catalogue() (which needs files), listed for parametr
     "tokenizer-without-languages", "skip-flag-lists-what-it-skips", "interactive-bad-lines", "interactive-skip-flag", "ddgviz-documented-command", "demo-help", "bench-help",
     "demo-files-missing", "interactive-raw-text-without-bpe", "fairseq-beam-prune-preset",
     "fairseq-beam-retain-iter-history", "ensemble-broken-member", "no-repeat-ngram-1", "max-len-a-huge",
-    "max-len-b-beyond-int64",
+    "max-len-b-beyond-int64", "unkpen-minus-inf",
 ]
 
 
@@ -255,6 +259,7 @@ def _all_searches() -> List[str]:
     ({"beam": 0}, "--beam must be >= 1"),
     ({"nbest": 0}, "--nbest must be >= 1"),
     ({"temperature": 0.0}, "--temperature must be > 0"),
+    ({"unkpen": -math.inf}, "--unkpen -inf is an infinite bonus"),
 ])
 def test_impossible_generation_options_are_refused_for_every_strategy(demo_session, search, gen, needle):
     from fairseq_stream.errors import FairseqStreamError
@@ -315,4 +320,15 @@ def test_length_limits_beyond_int64_decode_as_the_models_own_limit(demo_session,
     for gen in ({"max_len_a": 1e19}, {"max_len_a": 1e300}, {"max_len_b": 2 ** 63 - 1}):
         got = [[h["tokens"].tolist() for h in nbest] for nbest in _decode(demo_session, search, gen).hypos]
         assert got == expected, gen
+
+
+@pytest.mark.parametrize("search", [s for s in _all_searches() if s != "ib-beam"])
+def test_an_infinite_unk_penalty_bans_unk_in_every_strategy(demo_session, search):
+    """--unkpen inf bans <unk>, as in fairseq's beam (was: only empty hypotheses under var-stream and fixed-ours,
+    NaN scores under gs-jacobi and speculative: (tokens == unk) * inf is NaN for every other token)."""
+    unk = demo_session.task.target_dictionary.unk()
+    for nbest in _decode(demo_session, search, {"unkpen": math.inf, "max_len_b": 30}).hypos:
+        for hyp in nbest:
+            assert hyp["tokens"].numel() > 1 and unk not in hyp["tokens"].tolist(), hyp["tokens"]
+            assert math.isfinite(float(hyp["score"])) and torch.isfinite(hyp["positional_scores"]).all()
 
