@@ -14,6 +14,7 @@ from __future__ import annotations
 import dataclasses
 import math
 import os
+import sys
 from dataclasses import dataclass, fields
 from typing import Any, Dict, Iterable, List, Optional, Sequence, Tuple
 
@@ -227,6 +228,39 @@ def check_generation(gen_cfg: Any, models: Sequence[Any] = (), tgt_dict: Any = N
             f"below the minimum of {min_len} (--min-len {gen_cfg.min_len}); raise --max-len-b (fairseq's default "
             "is 200) or lower --min-len"
         )
+    _check_lenpen(gen_cfg, max_positions)  # after the length checks: the longest output is >= 1 token
+
+
+def _check_lenpen(gen_cfg: Any, max_positions: Optional[int]) -> None:
+    """Every strategy (fairseq's too) divides a score by ``length ** lenpen`` in float64, length
+    counting the EOS: a ``--lenpen`` for which that overflows at the run's longest output is an
+    OverflowError after decoding (fairseq's: ``(step + 1) ** len_penalty``), so it is refused here
+    with the bound ``log(float64 max) / log(longest)`` (102.39 at 1024 positions). A negative
+    ``--lenpen`` of that size would divide by a number too small for float64 (infinite scores)."""
+    lenpen = float(gen_cfg.lenpen)
+    if gen_cfg.unnormalized or lenpen == 0:  # --unnormalized: no length normalisation at all
+        return
+    by_flags = math.inf if float(gen_cfg.max_len_a) > 0 else float(gen_cfg.max_len_b)
+    tokens = by_flags if max_positions is None else min(by_flags, max_positions - 1)
+    if math.isinf(tokens):
+        return  # a > 0 and no model given: nothing bounds the length
+    longest = int(tokens) + 1  # the EOS counts
+    if not _power_fits(longest, abs(lenpen)):
+        bound = math.floor(100 * math.log(sys.float_info.max) / math.log(longest)) / 100
+        while not _power_fits(longest, bound):  # the logarithms round: the bound named must itself fit
+            bound = round(bound - 0.01, 2)
+        cause = (f"--max-len-b {gen_cfg.max_len_b}" if tokens == by_flags else f"the model's {max_positions} positions")
+        raise FairseqStreamError(
+            f"--lenpen {gen_cfg.lenpen} overflows: scores are divided by length ** lenpen, and outputs of this run "
+            f"reach {longest} tokens (from {cause}), where that is beyond float64; |--lenpen| must be at most {bound} "
+            "here (or add --unnormalized)")
+
+
+def _power_fits(base: int, exponent: float) -> bool:
+    try:
+        return math.isfinite(float(base) ** exponent)
+    except OverflowError:
+        return False
 
 
 #: fairseq generation options no strategy of ours honours: (is it set?, its flag)

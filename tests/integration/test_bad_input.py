@@ -136,6 +136,10 @@ def catalogue(p: Paths) -> Dict[str, Case]:
                                errors=0, rc=0, translated=list(range(N))),
         "max-len-b-beyond-int64": Case(_gen(p, "--search", "fixed-ours", "--beam", "2", "--max-len-b", str(2 ** 63 - 1)),
                                        errors=0, rc=0, translated=list(range(N))),
+        # a --lenpen whose length ** lenpen overflows float64 (was an OverflowError after decoding, fairseq's beam too)
+        "lenpen-overflow-fairseq-beam": Case(_gen(p, "--lenpen", "150"), ["--lenpen 150", "at most 133.83"]),
+        "lenpen-overflow-ours": Case(_gen(p, "--search", "var-stream", "--lenpen", "1e308", "--max-len-a", "1"),
+                                     ["--lenpen 1e+308", "1024 tokens", "at most 102.39"]),
         # --unkpen -inf: an infinite bonus for <unk> (inf bans it)
         "unkpen-minus-inf": Case(_gen(p, "--search", "gs-jacobi", "--beam", "1", "--unkpen=-inf"),
                                  ["--unkpen -inf", "<unk>"]),
@@ -181,7 +185,7 @@ CASE_IDS = [  # the keys of catalogue() (which needs files), listed for parametr
     "tokenizer-without-languages", "skip-flag-lists-what-it-skips", "interactive-bad-lines", "interactive-skip-flag", "ddgviz-documented-command", "demo-help", "bench-help",
     "demo-files-missing", "interactive-raw-text-without-bpe", "fairseq-beam-prune-preset",
     "fairseq-beam-retain-iter-history", "ensemble-broken-member", "no-repeat-ngram-1", "max-len-a-huge",
-    "max-len-b-beyond-int64", "unkpen-minus-inf",
+    "max-len-b-beyond-int64", "lenpen-overflow-fairseq-beam", "lenpen-overflow-ours", "unkpen-minus-inf",
 ]
 
 
@@ -259,6 +263,9 @@ def _all_searches() -> List[str]:
     ({"beam": 0}, "--beam must be >= 1"),
     ({"nbest": 0}, "--nbest must be >= 1"),
     ({"temperature": 0.0}, "--temperature must be > 0"),
+    # issue 52: 201 ** 150 overflows float64 (outputs of up to --max-len-b 200 tokens and the EOS)
+    ({"lenpen": 150.0}, "--lenpen 150.0 overflows"),
+    ({"lenpen": -1e308}, "--lenpen -1e+308 overflows"),
     ({"unkpen": -math.inf}, "--unkpen -inf is an infinite bonus"),
 ])
 def test_impossible_generation_options_are_refused_for_every_strategy(demo_session, search, gen, needle):
@@ -331,4 +338,18 @@ def test_an_infinite_unk_penalty_bans_unk_in_every_strategy(demo_session, search
         for hyp in nbest:
             assert hyp["tokens"].numel() > 1 and unk not in hyp["tokens"].tolist(), hyp["tokens"]
             assert math.isfinite(float(hyp["score"])) and torch.isfinite(hyp["positional_scores"]).all()
+
+
+def test_the_lenpen_bound_is_the_largest_that_float64_holds(demo_session):
+    """The bound the --lenpen refusal names decodes; a little more is refused (outputs of up to 21 tokens)."""
+    from fairseq_stream.errors import FairseqStreamError
+
+    with pytest.raises(FairseqStreamError) as refused:
+        demo_session.build_generator("var-stream", {"lenpen": 1000.0, "max_len_b": 20}, {})
+    bound = float(re.search(r"at most ([\d.]+)", str(refused.value)).group(1))
+    assert "reach 21 tokens" in str(refused.value) and 21.0 ** bound < math.inf
+    for search in ("beam", "var-stream"):
+        assert _decode(demo_session, search, {"lenpen": bound, "max_len_b": 20}).hypos
+        with pytest.raises(FairseqStreamError, match="--lenpen"):
+            demo_session.build_generator(search, {"lenpen": bound + 0.01, "max_len_b": 20}, {})
 
