@@ -13,10 +13,13 @@ from __future__ import annotations
 
 import dataclasses
 import math
+import numbers
 import os
 import sys
 from dataclasses import dataclass, fields
 from typing import Any, Dict, Iterable, List, Optional, Sequence, Tuple
+
+from fairseq.dataclass.configs import GenerationConfig
 
 from fairseq_stream.engine.options import INPUT_ORDERS, default_capacity
 from fairseq_stream.search.defaults import PRESETS
@@ -195,15 +198,20 @@ def check_generation(gen_cfg: Any, models: Sequence[Any] = (), tgt_dict: Any = N
     decoding (``--beam 0``, ``--nbest 0``, a length limit below ``--min-len``). The maximum
     length ``min(a·|x| + b, max positions − 1)`` must leave room for at least one token and for
     ``--min-len`` at the shortest source (|x| = 1, the EOS of an empty line), so no sentence can
-    end up without a hypothesis.
+    end up without a hypothesis. Refused as well: a ``--lenpen`` whose ``length ** lenpen``
+    overflows (:func:`_check_lenpen`), ``--unkpen -inf``, a negative ``--no-repeat-ngram-size``
+    (fairseq takes it as 0) and a non-integer value of an integer option (the Python session).
     """
     _refuse_nan(gen_cfg)
+    _refuse_non_integers(gen_cfg)
     for name in ("lenpen", "temperature", "max_len_a"):  # inf: scores of 0 or inf, or no length limit at all
         if math.isinf(float(getattr(gen_cfg, name))):
             raise FairseqStreamError(f"{_flag(name)} must be finite, got {getattr(gen_cfg, name)}")
     if float(gen_cfg.unkpen) == -math.inf:  # +inf is fairseq's ban of <unk> (lprobs[:, unk] -= inf)
         raise FairseqStreamError("--unkpen -inf is an infinite bonus: <unk> would win every step and the scores "
                                  "would be infinite; give a finite number (--unkpen inf bans <unk>)")
+    if gen_cfg.no_repeat_ngram_size < 0:
+        raise FairseqStreamError(f"--no-repeat-ngram-size must be >= 0 (0 = off), got {gen_cfg.no_repeat_ngram_size}")
     if gen_cfg.beam < 1:
         raise FairseqStreamError(f"--beam must be >= 1, got {gen_cfg.beam}")
     if gen_cfg.nbest < 1:
@@ -229,6 +237,18 @@ def check_generation(gen_cfg: Any, models: Sequence[Any] = (), tgt_dict: Any = N
             "is 200) or lower --min-len"
         )
     _check_lenpen(gen_cfg, max_positions)  # after the length checks: the longest output is >= 1 token
+
+
+#: fairseq's integer generation options (--beam, --nbest, --max-len-b, ...): argparse parses them as
+#: int on the command line, but the Python session takes any value (2.7 became beam 2 silently).
+_INTEGER_OPTIONS = tuple(f.name for f in fields(GenerationConfig) if f.type in (int, "int"))
+
+
+def _refuse_non_integers(gen_cfg: Any) -> None:
+    for name, value in _option_items(gen_cfg):
+        if name in _INTEGER_OPTIONS and value is not None and (
+                isinstance(value, bool) or not isinstance(value, numbers.Integral)):
+            raise FairseqStreamError(f"{_flag(name)} must be an integer, got {value!r}")
 
 
 def _check_lenpen(gen_cfg: Any, max_positions: Optional[int]) -> None:

@@ -143,6 +143,9 @@ def catalogue(p: Paths) -> Dict[str, Case]:
         # --unkpen -inf: an infinite bonus for <unk> (inf bans it)
         "unkpen-minus-inf": Case(_gen(p, "--search", "gs-jacobi", "--beam", "1", "--unkpen=-inf"),
                                  ["--unkpen -inf", "<unk>"]),
+        # a negative --no-repeat-ngram-size (was taken as 0)
+        "no-repeat-ngram-negative": Case(_gen(p, "--search", "var-stream", "--no-repeat-ngram-size", "-1"),
+                                         ["--no-repeat-ngram-size must be >= 0"]),
         # 4. fairseq-interactive: a bad line is reported by its line number, the rest translated
         "interactive-bad-lines": Case(
             _interactive(*README_TEXT_FLAGS, "--search", "var-stream", "--buffer-size", "4", "--batch-size", "4"),
@@ -186,6 +189,7 @@ CASE_IDS = [  # the keys of catalogue() (which needs files), listed for parametr
     "demo-files-missing", "interactive-raw-text-without-bpe", "fairseq-beam-prune-preset",
     "fairseq-beam-retain-iter-history", "ensemble-broken-member", "no-repeat-ngram-1", "max-len-a-huge",
     "max-len-b-beyond-int64", "lenpen-overflow-fairseq-beam", "lenpen-overflow-ours", "unkpen-minus-inf",
+    "no-repeat-ngram-negative",
 ]
 
 
@@ -267,6 +271,9 @@ def _all_searches() -> List[str]:
     ({"lenpen": 150.0}, "--lenpen 150.0 overflows"),
     ({"lenpen": -1e308}, "--lenpen -1e+308 overflows"),
     ({"unkpen": -math.inf}, "--unkpen -inf is an infinite bonus"),
+    ({"no_repeat_ngram_size": -1}, "--no-repeat-ngram-size must be >= 0"),
+    ({"beam": 2.7}, "--beam must be an integer, got 2.7"),
+    ({"max_len_b": 20.5}, "--max-len-b must be an integer, got 20.5"),
 ])
 def test_impossible_generation_options_are_refused_for_every_strategy(demo_session, search, gen, needle):
     from fairseq_stream.errors import FairseqStreamError
