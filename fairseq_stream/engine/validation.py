@@ -26,7 +26,8 @@ from fairseq_stream.search.defaults import PRESETS
 from fairseq_stream.engine.options import StreamDecodingConfig
 from fairseq_stream.model.linear_kernels import check_choice as check_cpu_matmul
 from fairseq_stream.model.quantize import check_choice as check_quantize
-from fairseq_stream.search.registry import SearchEntry, StrategyConfig, get_search, search_names, stream_epsilon
+from fairseq_stream.search.registry import (SearchEntry, StrategyConfig, check_beam_and_nbest, get_search, search_names,
+                                             stream_epsilon)
 from fairseq_stream.engine.scheduler import SchedulerConfig
 from fairseq_stream.errors import FairseqStreamError
 from fairseq_stream.model.static_step import STEP_MODES
@@ -336,6 +337,8 @@ def check_combinations(entry: SearchEntry, gen_cfg: Any, opts: Any, models: Sequ
     name, caps = entry.name, entry.capabilities
     _check_models(name, caps.models, models)
     if entry.build is not None:  # fairseq's generator checks fairseq's options itself, but not ours
+        # ... nor --nbest > --beam: it would print --beam hypotheses a sentence in silence.
+        check_beam_and_nbest(int(gen_cfg.beam), int(gen_cfg.nbest))
         for is_set, flag, why in _UNSUPPORTED_BY_FAIRSEQ_BEAM:
             if is_set(gen_cfg):
                 raise FairseqStreamError(f"--search {name} cannot be combined with {flag}: {why}")

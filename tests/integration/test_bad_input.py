@@ -146,6 +146,9 @@ def catalogue(p: Paths) -> Dict[str, Case]:
         # a negative --no-repeat-ngram-size (was taken as 0)
         "no-repeat-ngram-negative": Case(_gen(p, "--search", "var-stream", "--no-repeat-ngram-size", "-1"),
                                          ["--no-repeat-ngram-size must be >= 0"]),
+        # fairseq's beam under --nbest 10 --beam 5 (printed 5 hypotheses a sentence in silence)
+        "fairseq-beam-nbest-over-beam": Case(_gen(p, "--nbest", "10", "--beam", "5"),
+                                             ["--nbest must be between 1 and --beam (5), got 10"]),
         # 4. fairseq-interactive: a bad line is reported by its line number, the rest translated
         "interactive-bad-lines": Case(
             _interactive(*README_TEXT_FLAGS, "--search", "var-stream", "--buffer-size", "4", "--batch-size", "4"),
@@ -189,7 +192,7 @@ CASE_IDS = [  # the keys of catalogue() (which needs files), listed for parametr
     "demo-files-missing", "interactive-raw-text-without-bpe", "fairseq-beam-prune-preset",
     "fairseq-beam-retain-iter-history", "ensemble-broken-member", "no-repeat-ngram-1", "max-len-a-huge",
     "max-len-b-beyond-int64", "lenpen-overflow-fairseq-beam", "lenpen-overflow-ours", "unkpen-minus-inf",
-    "no-repeat-ngram-negative",
+    "no-repeat-ngram-negative", "fairseq-beam-nbest-over-beam",
 ]
 
 
@@ -360,3 +363,10 @@ def test_the_lenpen_bound_is_the_largest_that_float64_holds(demo_session):
         with pytest.raises(FairseqStreamError, match="--lenpen"):
             demo_session.build_generator(search, {"lenpen": bound + 0.01, "max_len_b": 20}, {})
 
+
+@pytest.mark.parametrize("search", ["beam", "var-stream", "fixed-ours"])
+def test_nbest_above_beam_is_refused_by_fairseqs_beam_as_by_ours(demo_session, search):
+    from fairseq_stream.errors import FairseqStreamError
+
+    with pytest.raises(FairseqStreamError, match=re.escape("--nbest must be between 1 and --beam (5), got 10")):
+        demo_session.build_generator(search, {"beam": 5, "nbest": 10}, {})
