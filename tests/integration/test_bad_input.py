@@ -24,6 +24,7 @@ import torch
 from conftest import DEMO, REPO, binarize, read_lines
 
 CKPT = os.path.join(DEMO, "checkpoint.pt")
+DRAFT = os.path.join(DEMO, "draft.pt")
 PREFIX = "fairseq-stream: error: "
 N = 12  # sentences of the binarized split
 
@@ -63,6 +64,25 @@ class Paths:
         self.marker = os.path.join(root, "pwned")
         self.evil = os.path.join(root, "evil.pt")
         torch.save({"model": {}, "cfg": None, "payload": _Payload(self.marker)}, self.evil)
+        self.drafts = bad_drafts(root)
+
+
+def bad_drafts(root: str) -> Dict[str, str]:
+    """Broken copies of the demo's draft (issue 52): cut in half, empty, without 'model' or fairseq's
+    metadata ('optimizer_history', whose absence makes fairseq's loader ask for 'best_loss'), en→es."""
+    with open(DRAFT, "rb") as f:
+        raw = f.read()
+    state = torch.load(DRAFT, map_location="cpu", weights_only=False)
+    reversed_state = torch.load(DRAFT, map_location="cpu", weights_only=False)
+    reversed_state["cfg"]["model"].source_lang, reversed_state["cfg"]["model"].target_lang = "en", "es"
+    out = {name: os.path.join(root, f"draft-{name}.pt") for name in ("truncated", "empty", "no-model", "no-metadata", "en-es")}
+    with open(out["truncated"], "wb") as f:
+        f.write(raw[: len(raw) // 2])
+    open(out["empty"], "wb").close()
+    torch.save({k: v for k, v in state.items() if k != "model"}, out["no-model"])
+    torch.save({k: v for k, v in state.items() if k != "optimizer_history"}, out["no-metadata"])
+    torch.save(reversed_state, out["en-es"])
+    return out
 
 
 class _Payload:
@@ -76,6 +96,10 @@ class _Payload:
 def _gen(p: Paths, *extra: str, data: Optional[str] = None, path: str = CKPT) -> List[str]:
     return ["fairseq-generate", data or p.data, "--user-dir", "fairseq_stream", "--path", path, "--cpu",
             "--gen-subset", "test", *extra]
+
+
+def _spec(p: Paths, draft: str) -> List[str]:
+    return _gen(p, "--search", "speculative", "--beam", "1", "--max-len-b", "5", "--draft-path", draft)
 
 
 def _interactive(*extra: str) -> List[str]:
@@ -149,6 +173,13 @@ def catalogue(p: Paths) -> Dict[str, Case]:
         # fairseq's beam under --nbest 10 --beam 5 (printed 5 hypotheses a sentence in silence)
         "fairseq-beam-nbest-over-beam": Case(_gen(p, "--nbest", "10", "--beam", "5"),
                                              ["--nbest must be between 1 and --beam (5), got 10"]),
+        # a bad --draft-path: one line naming it and the file, as under --path (were torch's and fairseq's tracebacks)
+        "draft-random-bytes": Case(_spec(p, p.random), ["corrupt", f"--draft-path: {p.random}"], ["weights_only", "(--path"]),
+        "draft-truncated": Case(_spec(p, p.drafts["truncated"]), ["PytorchStreamReader", "truncated",
+                                                                  f"check --draft-path: {p.drafts['truncated']}"]),
+        "draft-empty": Case(_spec(p, p.drafts["empty"]), ["is empty (0 bytes)", f"check --draft-path: {p.drafts['empty']}"]),
+        "draft-without-model": Case(_spec(p, p.drafts["no-model"]), ["KeyError: 'model'", "check --draft-path"]),
+        "draft-unsafe-pickle": Case(_spec(p, p.evil), ["allow-list", f"--draft-path: {p.evil}"]),
         # 4. fairseq-interactive: a bad line is reported by its line number, the rest translated
         "interactive-bad-lines": Case(
             _interactive(*README_TEXT_FLAGS, "--search", "var-stream", "--buffer-size", "4", "--batch-size", "4"),
@@ -192,7 +223,8 @@ CASE_IDS = [  # the keys of catalogue() (which needs files), listed for parametr
     "demo-files-missing", "interactive-raw-text-without-bpe", "fairseq-beam-prune-preset",
     "fairseq-beam-retain-iter-history", "ensemble-broken-member", "no-repeat-ngram-1", "max-len-a-huge",
     "max-len-b-beyond-int64", "lenpen-overflow-fairseq-beam", "lenpen-overflow-ours", "unkpen-minus-inf",
-    "no-repeat-ngram-negative", "fairseq-beam-nbest-over-beam",
+    "no-repeat-ngram-negative", "fairseq-beam-nbest-over-beam", "draft-random-bytes", "draft-truncated", "draft-empty",
+    "draft-without-model", "draft-unsafe-pickle",
 ]
 
 
@@ -296,6 +328,24 @@ def test_the_smallest_length_limit_gives_every_sentence_a_finite_hypothesis(demo
     assert len(result.hypos) == len(sources)
     for nbest in result.hypos:
         assert nbest and nbest[0]["tokens"].numel() <= 2 and torch.isfinite(torch.as_tensor(nbest[0]["score"]))
+
+
+def test_a_bad_draft_is_one_line_in_the_python_session(demo_session, tmp_path):
+    """The session raised torch's UnpicklingError (with its advice to load with weights_only=False) and KeyErrors."""
+    from fairseq_stream.errors import FairseqStreamError
+
+    drafts = {k: v for k, v in bad_drafts(str(tmp_path)).items() if k != "en-es"}
+    drafts["random"] = str(tmp_path / "random.pt")
+    (tmp_path / "random.pt").write_bytes(random.Random(0).randbytes(20_000))
+    needles = {"random": "corrupt", "truncated": "truncated", "empty": "empty", "no-model": "'model'",
+               "no-metadata": "'best_loss'"}
+    data = demo_session.encode(read_lines(os.path.join(DEMO, "test.es"), 1))
+    for name, path in drafts.items():
+        with pytest.raises(FairseqStreamError) as refused:
+            demo_session.translate(data, search="speculative", gen={"beam": 1, "max_len_b": 5}, opts={"draft_path": path})
+        message = str(refused.value)
+        assert needles[name] in message and re.search(rf"--draft-path:? {re.escape(path)}", message), message
+        assert "\n" not in message and "weights_only" not in message and "--path" not in message.replace("--draft-path", "")
 
 
 @pytest.mark.parametrize("h,c,limit", [(2, 1, 1), (2, 1, 2), (2, 2, 3), (4, 1, 1)])
