@@ -17,7 +17,7 @@ import re
 import sys
 from contextlib import contextmanager
 from types import TracebackType
-from typing import Iterator, Optional
+from typing import Iterator, Optional, Tuple
 
 PREFIX = "fairseq-stream: error: "
 
@@ -142,6 +142,16 @@ def format_error(exc: BaseException, tb: Optional[TracebackType] = None) -> Opti
         return PREFIX + str(exc)
     problem = checkpoint_problem(exc, tb) or _fairseq_cli_assertion(exc, tb) or _config_problem(exc)
     return PREFIX + problem if problem else None
+
+
+class DirectionMismatch(FairseqStreamError):
+    """A checkpoint trained for another language pair than the run's (``saved`` and ``given``:
+    (source, target)); ``path`` is the file, where known. A speculative draft rewords it."""
+
+    def __init__(self, message: str, *, saved: Tuple[str, str], given: Tuple[str, str], where: str,
+                 path: Optional[str]) -> None:
+        super().__init__(message)
+        self.saved, self.given, self.where, self.path = saved, given, where, path
 
 
 class UsageError(FairseqStreamError):

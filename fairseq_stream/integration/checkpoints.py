@@ -2,23 +2,26 @@
 fairseq's checkpoints, and a speculative draft's checkpoints read as ``--path`` reads the model's.
 
 A proposal of the draft (:mod:`fairseq_stream.search.speculative`) is a token index compared with
-the target's arg-max, so a draft must share the model's dictionaries. :func:`load_draft` (called by :func:`fairseq_stream.integration.build.load_models_like`)
+the target's arg-max, so a draft must share the model's dictionaries and translate in the model's
+direction. :func:`load_draft` (called by :func:`fairseq_stream.integration.build.load_models_like`)
 reads each file with fairseq's loader (weights only: a pickle naming code is refused, never run),
 checks it with :func:`check_draft_vocabulary` before the model is built (a mismatch is one clear
 line, not fairseq's tensor size error), and turns every failure into one line naming
 ``--draft-path`` and the file: a corrupt, truncated or empty file, a checkpoint without
-``model`` or fairseq's metadata.
+``model`` or fairseq's metadata, a draft of the other direction.
 """
 from __future__ import annotations
 
 import argparse
 import os
+import sys
+from dataclasses import dataclass
 from typing import Any, List, Optional
 
 import numpy as np
 import torch
 
-from fairseq_stream.errors import FairseqStreamError, checkpoint_problem
+from fairseq_stream.errors import DirectionMismatch, FairseqStreamError, checkpoint_problem
 
 
 def _numpy_globals() -> List[object]:
@@ -47,6 +50,30 @@ def register_safe_globals() -> None:
     torch.serialization.add_safe_globals(SAFE_CHECKPOINT_GLOBALS)
 
 
+@dataclass(frozen=True)
+class BeingLoaded:
+    """The file fairseq's loader is reading, and how many files its call reads (``--path a.pt:b.pt``: 2)."""
+
+    path: str
+    files: int
+
+
+def checkpoint_being_loaded() -> Optional[BeingLoaded]:
+    """The file fairseq's ``load_model_ensemble_and_task`` is reading now (its locals ``filename``
+    and ``filenames``), from the call stack; None outside it. The task's ``build_model``, which
+    fairseq calls for each file, is not told which file of an ensemble it builds."""
+    frame = sys._getframe(1)
+    while frame is not None:
+        code = frame.f_code
+        if code.co_name == "load_model_ensemble_and_task" and "checkpoint_utils" in code.co_filename:
+            filename, filenames = frame.f_locals.get("filename"), frame.f_locals.get("filenames")
+            if not isinstance(filename, str):
+                return None
+            return BeingLoaded(filename, len(filenames) if isinstance(filenames, (list, tuple)) else 1)
+        frame = frame.f_back
+    return None
+
+
 def load_draft(paths: str, task: Any) -> List[Any]:
     """The draft's models, ``paths`` being ``--draft-path`` (``a.pt:b.pt`` = an ensemble draft).
 
@@ -62,6 +89,12 @@ def load_draft(paths: str, task: Any) -> List[Any]:
             state = checkpoint_utils.load_checkpoint_to_cpu(path)
             check_draft_vocabulary(path, state, task)
             loaded, _ = checkpoint_utils.load_model_ensemble([path], task=task, state=state)
+        except DirectionMismatch as exc:
+            (src, tgt), (run_src, run_tgt) = exc.saved, exc.given
+            raise FairseqStreamError(
+                f"--draft-path {path}: the draft was trained for {src}→{tgt} ({exc.where}), but the model translates "
+                f"{run_src}→{run_tgt}; a draft proposes the model's next words, so give a draft trained for "
+                f"{run_src}→{run_tgt} (scripts/train_draft.sh distils one from the model)") from None
         except FairseqStreamError:
             raise
         except Exception as exc:  # fairseq's loader: the same one line as under --path

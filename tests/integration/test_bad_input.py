@@ -180,6 +180,15 @@ def catalogue(p: Paths) -> Dict[str, Case]:
         "draft-empty": Case(_spec(p, p.drafts["empty"]), ["is empty (0 bytes)", f"check --draft-path: {p.drafts['empty']}"]),
         "draft-without-model": Case(_spec(p, p.drafts["no-model"]), ["KeyError: 'model'", "check --draft-path"]),
         "draft-unsafe-pickle": Case(_spec(p, p.evil), ["allow-list", f"--draft-path: {p.evil}"]),
+        # errors that named the wrong thing: --path for the draft's, the run's languages for a draft or an ensemble member
+        "draft-without-metadata": Case(_spec(p, p.drafts["no-metadata"]), ["'best_loss'", "check --draft-path"],
+                                       ["check --path"]),
+        "draft-other-direction": Case(_spec(p, p.drafts["en-es"]), [
+            f"--draft-path {p.drafts['en-es']}: the draft was trained for en→es", "the model translates es→en",
+            "give a draft trained for es→en"], ["--source-lang"]),
+        "ensemble-member-other-direction": Case(_gen(p, path=CKPT + ":" + p.drafts["en-es"]),
+                                                [f"the ensemble member {p.drafts['en-es']} was trained for en→es",
+                                                 f"drop {p.drafts['en-es']}"], ["--source-lang"]),
         # 4. fairseq-interactive: a bad line is reported by its line number, the rest translated
         "interactive-bad-lines": Case(
             _interactive(*README_TEXT_FLAGS, "--search", "var-stream", "--buffer-size", "4", "--batch-size", "4"),
@@ -224,7 +233,8 @@ CASE_IDS = [  # the keys of catalogue() (which needs files), listed for parametr
     "fairseq-beam-retain-iter-history", "ensemble-broken-member", "no-repeat-ngram-1", "max-len-a-huge",
     "max-len-b-beyond-int64", "lenpen-overflow-fairseq-beam", "lenpen-overflow-ours", "unkpen-minus-inf",
     "no-repeat-ngram-negative", "fairseq-beam-nbest-over-beam", "draft-random-bytes", "draft-truncated", "draft-empty",
-    "draft-without-model", "draft-unsafe-pickle",
+    "draft-without-model", "draft-unsafe-pickle", "draft-without-metadata", "draft-other-direction",
+    "ensemble-member-other-direction",
 ]
 
 
@@ -334,11 +344,10 @@ def test_a_bad_draft_is_one_line_in_the_python_session(demo_session, tmp_path):
     """The session raised torch's UnpicklingError (with its advice to load with weights_only=False) and KeyErrors."""
     from fairseq_stream.errors import FairseqStreamError
 
-    drafts = {k: v for k, v in bad_drafts(str(tmp_path)).items() if k != "en-es"}
-    drafts["random"] = str(tmp_path / "random.pt")
+    drafts = dict(bad_drafts(str(tmp_path)), **{"random": str(tmp_path / "random.pt")})
     (tmp_path / "random.pt").write_bytes(random.Random(0).randbytes(20_000))
     needles = {"random": "corrupt", "truncated": "truncated", "empty": "empty", "no-model": "'model'",
-               "no-metadata": "'best_loss'"}
+               "no-metadata": "'best_loss'", "en-es": "give a draft trained for es→en"}
     data = demo_session.encode(read_lines(os.path.join(DEMO, "test.es"), 1))
     for name, path in drafts.items():
         with pytest.raises(FairseqStreamError) as refused:
