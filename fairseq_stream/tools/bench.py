@@ -7,9 +7,10 @@ Each ``--run`` is ``SEARCH[:key=value,...]``; a key is a fairseq generation opti
 (``beam``, ``lenpen``, ``max_len_b``, ...) or a fairseq-stream decoding option (see
 ``--help`` of fairseq-generate with ``--user-dir fairseq_stream``); ``label=...`` names the
 row. The task's options (``data``, ``source_lang``, ...) are the harness's own flags, the same
-for every row, and ``search`` is the part before ``:``: as keys they are refused. Each row first runs ``--warmup`` times untimed (compiles, kernel builds and the output
-layer's choice stay out of the timings), then the runs are repeated ``--repeats`` times in
-round-robin order, so a noisy machine slows all alike; the table gives the median wall time,
+for every row, and ``search`` is the part before ``:``: as keys they are refused. Each row
+first runs ``--warmup`` times untimed (compiles, kernel builds and the output layer's choice
+stay out of the timings), then the runs are repeated ``--repeats`` times in round-robin order,
+so a noisy machine slows all alike; the table gives the median wall time,
 sentences/s, the ratio to the first row, the ratio to our own engine's baseline at the same
 beam width (``vs ours``: ``fixed-ours``, at width 1 our greedy; added as a row where none is
 given, unless ``--no-own-baselines``) and each strategy's own statistics (Freitag2017's fan-out
