@@ -12,11 +12,12 @@ the full traceback for debugging.
 """
 from __future__ import annotations
 
+import os
 import re
 import sys
 from contextlib import contextmanager
 from types import TracebackType
-from typing import Iterator, Optional
+from typing import Iterator, Optional, Tuple
 
 PREFIX = "fairseq-stream: error: "
 
@@ -88,25 +89,31 @@ def _checkpoint_file(tb: Optional[TracebackType]) -> Optional[str]:
     return found
 
 
-def _checkpoint_problem(exc: BaseException, tb: Optional[TracebackType]) -> Optional[str]:
-    """A one-line explanation when ``exc`` was raised while fairseq read a checkpoint."""
+def checkpoint_problem(exc: BaseException, tb: Optional[TracebackType], flag: Optional[str] = None) -> Optional[str]:
+    """A one-line explanation when ``exc`` was raised while fairseq read a checkpoint.
+
+    ``flag`` names the option that gave the file (``--draft-path`` for a speculative draft); by
+    default ``--path``, or ``--lm-path`` for a missing language model named there."""
     loaders = {"load_checkpoint_to_cpu", "load_model_ensemble_and_task"}
     if not any(code.co_name in loaders and "checkpoint_utils" in code.co_filename for code in _frames(tb)):
         return None
-    text = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
+    text = str(exc).strip().splitlines()[0] if str(exc).strip() else ""
     if isinstance(exc, (FileNotFoundError, IOError)) and "not found" in text.lower():
-        flag = _missing_model_flag(text)
+        flag = flag or _missing_model_flag(text)
         return f"{text} (check {flag}" + ("; several models are separated by ':')" if flag == "--path" else ")")
     path = _checkpoint_file(tb)
-    where = f"--path: {path}" if path else "--path"
+    where = f"{flag or '--path'}: {path}" if path else (flag or "--path")
     problem = unpickling_problem(exc)
     if problem:
         return f"{problem} ({where})"
     problem = _dictionary_problem(exc)
     if problem:
         return problem + (f" ({path})" if path else "")
+    if path and os.path.isfile(path) and os.path.getsize(path) == 0:
+        return f"the checkpoint {path} is empty (0 bytes); copy or download it again (check {where})"
+    detail = f"{type(exc).__name__}: {text}" if text else type(exc).__name__
     return (
-        f"could not read the checkpoint {path + ' ' if path else ''}({type(exc).__name__}: {text}); "
+        f"could not read the checkpoint {path + ' ' if path else ''}({detail}); "
         f"the file is corrupt, truncated or not a fairseq checkpoint (check {where})"
     )
 
@@ -133,8 +140,18 @@ def format_error(exc: BaseException, tb: Optional[TracebackType] = None) -> Opti
     """The single line to print for ``exc``, or ``None`` when it is not a user-facing error."""
     if isinstance(exc, FairseqStreamError):
         return PREFIX + str(exc)
-    problem = _checkpoint_problem(exc, tb) or _fairseq_cli_assertion(exc, tb) or _config_problem(exc)
+    problem = checkpoint_problem(exc, tb) or _fairseq_cli_assertion(exc, tb) or _config_problem(exc)
     return PREFIX + problem if problem else None
+
+
+class DirectionMismatch(FairseqStreamError):
+    """A checkpoint trained for another language pair than the run's (``saved`` and ``given``:
+    (source, target)); ``path`` is the file, where known. A speculative draft rewords it."""
+
+    def __init__(self, message: str, *, saved: Tuple[str, str], given: Tuple[str, str], where: str,
+                 path: Optional[str]) -> None:
+        super().__init__(message)
+        self.saved, self.given, self.where, self.path = saved, given, where, path
 
 
 class UsageError(FairseqStreamError):

@@ -13,7 +13,7 @@ from fairseq.dataclass import FairseqDataclass
 
 from fairseq_stream.search.defaults import (
     DEFAULT_ABS_SCALE, DEFAULT_ABS_THRESHOLD, DEFAULT_FINALIZE, DEFAULT_MAX_CANDS_PER_NODE, PRUNE_AUTO_CONSERVATIVE,
-    PRUNE_AUTO_SAMPLE, PRUNE_AUTO_TOLERANCE,
+    PRUNE_AUTO_MAX_SAMPLE, PRUNE_AUTO_SAMPLE, PRUNE_AUTO_SHARE, PRUNE_AUTO_TOLERANCE,
 )
 from fairseq_stream.ops.pruning import DEFAULT_REFERENCE
 from fairseq_stream.search.registry import epsilon_defaults_help, search_names
@@ -167,12 +167,15 @@ class StreamDecodingConfig(FairseqDataclass):
     )
     prune_auto: bool = field(
         default=False,
-        metadata={"help": "var-*: calibrate δ and M on the run's own first sentences, without references: they are "
-                  "decoded by the fixed beam (their output) and by a ladder of (δ, M); the rest of the input is "
-                  "decoded by the fastest setting whose model-score loss against the fixed beam is within "
-                  f"--prune-auto-tolerance; an input under twice the sample ({PRUNE_AUTO_SAMPLE} sentences or 2%%) "
-                  f"and fairseq-interactive get δ {PRUNE_AUTO_CONSERVATIVE[0]:g}, M {PRUNE_AUTO_CONSERVATIVE[1]} "
-                  "(the statistics say which); refused with an explicit pruning option"},
+        metadata={"help": "var-*: calibrate δ and M on the run's own input, without references: its first "
+                  f"{PRUNE_AUTO_SAMPLE} sentences or {100 * PRUNE_AUTO_SHARE:g}%%, whichever is more, at most "
+                  f"{PRUNE_AUTO_MAX_SAMPLE}, in the order the run reads them (fairseq's length order, so the shortest; "
+                  "the first lines under --stream-input-order as-given), are decoded by the fixed beam (their output) "
+                  "and by a ladder of (δ, M), and the rest by the fastest setting whose model-score loss against the "
+                  "fixed beam is within --prune-auto-tolerance; to size the sample it first reads the whole input ahead "
+                  "(source tokens only). An input under twice the sample, and fairseq-interactive, get "
+                  f"δ {PRUNE_AUTO_CONSERVATIVE[0]:g}, M {PRUNE_AUTO_CONSERVATIVE[1]} (the statistics say which); "
+                  "refused with an explicit pruning option"},
     )
     prune_auto_tolerance: Optional[float] = field(
         default=None,
@@ -205,8 +208,11 @@ class StreamDecodingConfig(FairseqDataclass):
     quantize: str = field(
         default="none",
         metadata={"help": "'int8': decode with int8 weights in every Linear layer (encoder, decoder, output "
-                  "projection; per-channel int8 weights and one activation scale per row, through fbgemm's u8s8 product: "
-                  "a row's result does not depend on its batch; CPU and float32 models only); 'none': as loaded"},
+                  "projection): weights with one scale per output channel, activations quantised at each call with one "
+                  "scale per row, 8-bit where the CPU has AVX-512 VNNI and 7-bit elsewhere (fbgemm's AVX2 product "
+                  "would saturate), multiplied by fbgemm's u8s8 product, so a row's result does not depend on its "
+                  "batch; CPU and float32 models only; the closing statistics line names the kernel and the bits. "
+                  "'none': as loaded"},
     )
     cpu_matmul: str = field(
         default="auto",
@@ -238,9 +244,10 @@ class StreamDecodingConfig(FairseqDataclass):
     draft_tokens: str = field(
         default="2",
         metadata={"help": "speculative: γ, the tokens the draft proposes per verification (the model verifies "
-                  "γ + 1 positions in one block step), an integer in [1, 64] (default 2, the fastest with the demo "
-                  "model's draft on a CPU: docs/results.md), or 'auto': γ before each verification from the recent acceptance rate "
-                  "and the measured draft/verification cost (Leviathan et al. 2023, Theorem 3.8), up to 8"},
+                  "γ + 1 positions in one block step), an integer in [1, 64] (default 2: with the demo model's draft "
+                  "on a CPU, 2 and 3 measured within noise of each other and 4 slower, docs/results.md), or 'auto': γ "
+                  "before each verification from the recent acceptance rate and the measured draft/verification cost "
+                  "(Leviathan et al. 2023, Theorem 3.8), up to 8"},
     )
     # ---- lookahead decoding (Fu et al. 2024) ----
     lookahead_ngram: int = field(

@@ -13,16 +13,21 @@ from __future__ import annotations
 
 import dataclasses
 import math
+import numbers
 import os
+import sys
 from dataclasses import dataclass, fields
 from typing import Any, Dict, Iterable, List, Optional, Sequence, Tuple
+
+from fairseq.dataclass.configs import GenerationConfig
 
 from fairseq_stream.engine.options import INPUT_ORDERS, default_capacity
 from fairseq_stream.search.defaults import PRESETS
 from fairseq_stream.engine.options import StreamDecodingConfig
 from fairseq_stream.model.linear_kernels import check_choice as check_cpu_matmul
 from fairseq_stream.model.quantize import check_choice as check_quantize
-from fairseq_stream.search.registry import SearchEntry, StrategyConfig, get_search, search_names, stream_epsilon
+from fairseq_stream.search.registry import (SearchEntry, StrategyConfig, check_beam_and_nbest, get_search, search_names,
+                                             stream_epsilon)
 from fairseq_stream.engine.scheduler import SchedulerConfig
 from fairseq_stream.errors import FairseqStreamError
 from fairseq_stream.model.static_step import STEP_MODES
@@ -194,12 +199,20 @@ def check_generation(gen_cfg: Any, models: Sequence[Any] = (), tgt_dict: Any = N
     decoding (``--beam 0``, ``--nbest 0``, a length limit below ``--min-len``). The maximum
     length ``min(a·|x| + b, max positions − 1)`` must leave room for at least one token and for
     ``--min-len`` at the shortest source (|x| = 1, the EOS of an empty line), so no sentence can
-    end up without a hypothesis.
+    end up without a hypothesis. Refused as well: a ``--lenpen`` whose ``length ** lenpen``
+    overflows (:func:`_check_lenpen`), ``--unkpen -inf``, a negative ``--no-repeat-ngram-size``
+    (fairseq takes it as 0) and a non-integer value of an integer option (the Python session).
     """
     _refuse_nan(gen_cfg)
+    _refuse_non_integers(gen_cfg)
     for name in ("lenpen", "temperature", "max_len_a"):  # inf: scores of 0 or inf, or no length limit at all
         if math.isinf(float(getattr(gen_cfg, name))):
             raise FairseqStreamError(f"{_flag(name)} must be finite, got {getattr(gen_cfg, name)}")
+    if float(gen_cfg.unkpen) == -math.inf:  # +inf is fairseq's ban of <unk> (lprobs[:, unk] -= inf)
+        raise FairseqStreamError("--unkpen -inf is an infinite bonus: <unk> would win every step and the scores "
+                                 "would be infinite; give a finite number (--unkpen inf bans <unk>)")
+    if gen_cfg.no_repeat_ngram_size < 0:
+        raise FairseqStreamError(f"--no-repeat-ngram-size must be >= 0 (0 = off), got {gen_cfg.no_repeat_ngram_size}")
     if gen_cfg.beam < 1:
         raise FairseqStreamError(f"--beam must be >= 1, got {gen_cfg.beam}")
     if gen_cfg.nbest < 1:
@@ -224,6 +237,51 @@ def check_generation(gen_cfg: Any, models: Sequence[Any] = (), tgt_dict: Any = N
             f"below the minimum of {min_len} (--min-len {gen_cfg.min_len}); raise --max-len-b (fairseq's default "
             "is 200) or lower --min-len"
         )
+    _check_lenpen(gen_cfg, max_positions)  # after the length checks: the longest output is >= 1 token
+
+
+#: fairseq's integer generation options (--beam, --nbest, --max-len-b, ...): argparse parses them as
+#: int on the command line, but the Python session takes any value (2.7 became beam 2 silently).
+_INTEGER_OPTIONS = tuple(f.name for f in fields(GenerationConfig) if f.type in (int, "int"))
+
+
+def _refuse_non_integers(gen_cfg: Any) -> None:
+    for name, value in _option_items(gen_cfg):
+        if name in _INTEGER_OPTIONS and value is not None and (
+                isinstance(value, bool) or not isinstance(value, numbers.Integral)):
+            raise FairseqStreamError(f"{_flag(name)} must be an integer, got {value!r}")
+
+
+def _check_lenpen(gen_cfg: Any, max_positions: Optional[int]) -> None:
+    """Every strategy (fairseq's too) divides a score by ``length ** lenpen`` in float64, length
+    counting the EOS: a ``--lenpen`` for which that overflows at the run's longest output is an
+    OverflowError after decoding (fairseq's: ``(step + 1) ** len_penalty``), so it is refused here
+    with the bound ``log(float64 max) / log(longest)`` (102.39 at 1024 positions). A negative
+    ``--lenpen`` of that size would divide by a number too small for float64 (infinite scores)."""
+    lenpen = float(gen_cfg.lenpen)
+    if gen_cfg.unnormalized or lenpen == 0:  # --unnormalized: no length normalisation at all
+        return
+    by_flags = math.inf if float(gen_cfg.max_len_a) > 0 else float(gen_cfg.max_len_b)
+    tokens = by_flags if max_positions is None else min(by_flags, max_positions - 1)
+    if math.isinf(tokens):
+        return  # a > 0 and no model given: nothing bounds the length
+    longest = int(tokens) + 1  # the EOS counts
+    if not _power_fits(longest, abs(lenpen)):
+        bound = math.floor(100 * math.log(sys.float_info.max) / math.log(longest)) / 100
+        while not _power_fits(longest, bound):  # the logarithms round: the bound named must itself fit
+            bound = round(bound - 0.01, 2)
+        cause = (f"--max-len-b {gen_cfg.max_len_b}" if tokens == by_flags else f"the model's {max_positions} positions")
+        raise FairseqStreamError(
+            f"--lenpen {gen_cfg.lenpen} overflows: scores are divided by length ** lenpen, and outputs of this run "
+            f"reach {longest} tokens (from {cause}), where that is beyond float64; |--lenpen| must be at most {bound} "
+            "here (or add --unnormalized)")
+
+
+def _power_fits(base: int, exponent: float) -> bool:
+    try:
+        return math.isfinite(float(base) ** exponent)
+    except OverflowError:
+        return False
 
 
 #: fairseq generation options no strategy of ours honours: (is it set?, its flag)
@@ -279,6 +337,8 @@ def check_combinations(entry: SearchEntry, gen_cfg: Any, opts: Any, models: Sequ
     name, caps = entry.name, entry.capabilities
     _check_models(name, caps.models, models)
     if entry.build is not None:  # fairseq's generator checks fairseq's options itself, but not ours
+        # ... nor --nbest > --beam: it would print --beam hypotheses a sentence in silence.
+        check_beam_and_nbest(int(gen_cfg.beam), int(gen_cfg.nbest))
         for is_set, flag, why in _UNSUPPORTED_BY_FAIRSEQ_BEAM:
             if is_set(gen_cfg):
                 raise FairseqStreamError(f"--search {name} cannot be combined with {flag}: {why}")

@@ -77,12 +77,9 @@ def _generator(name: str, plan: Any, config: Any, task: Any, models: List[Any], 
 def load_models_like(paths: str, task: Any, like: List[Any], opts: Any) -> List[Any]:
     """Checkpoints ``paths`` (``a.pt:b.pt``) loaded with ``task`` and prepared as the run's models
     ``like``: their device and dtype, ``--quantize`` and ``--cpu-matmul`` (a speculative draft)."""
-    from fairseq import checkpoint_utils, utils
+    from fairseq_stream.integration.checkpoints import load_draft
 
-    from fairseq_stream.integration.checkpoints import check_draft_vocabulary
-
-    check_draft_vocabulary(paths, task)  # one clear line for a draft with other dictionaries
-    loaded, _ = checkpoint_utils.load_model_ensemble(utils.split_paths(paths), task=task)
+    loaded = load_draft(paths, task)  # read as --path is; one line naming --draft-path for any problem
     param = next(like[0].parameters())
     for model in loaded:
         model.eval()

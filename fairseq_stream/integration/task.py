@@ -40,7 +40,8 @@ from fairseq.tasks.translation import TranslationConfig, TranslationTask
 from fairseq_stream.integration import interactive_input
 from fairseq_stream.integration.generator import StreamGenerator
 from fairseq_stream.integration.build import build_generator
-from fairseq_stream.errors import FairseqStreamError
+from fairseq_stream.errors import DirectionMismatch, FairseqStreamError
+from fairseq_stream.integration.checkpoints import checkpoint_being_loaded
 from fairseq_stream.integration.cli import add_dataclass_args, fairseq_cli_name
 from fairseq_stream.integration.input_checks import InputBuffer, UnknownWords, is_blank, raise_or_warn, report_skipped, too_long, undecodable
 from fairseq_stream.integration.read_ahead import read_ahead
@@ -140,7 +141,9 @@ def check_direction(model_cfg: Any, source_lang: Optional[str], target_lang: Opt
     """Refuse a checkpoint trained for another language pair than the run's, where it records one.
 
     Legacy (argparse) checkpoints keep every training option in ``cfg.model``, the languages
-    included; reversed languages load fine (same dictionaries) and only give a BLEU of 0.
+    included; reversed languages load fine (same dictionaries) and only give a BLEU of 0. The
+    file is named (fairseq's loader is reading it: :func:`checkpoint_being_loaded`), so that the
+    member of an ensemble ``--path a.pt:b.pt`` of the other direction is found.
     """
     saved = (getattr(model_cfg, "source_lang", None), getattr(model_cfg, "target_lang", None))
     where = "its saved source_lang/target_lang"
@@ -149,11 +152,18 @@ def check_direction(model_cfg: Any, source_lang: Optional[str], target_lang: Opt
     given = (source_lang, target_lang)
     if None in saved or None in given or saved == given:
         return
-    raise FairseqStreamError(
-        f"the checkpoint was trained for {saved[0]}→{saved[1]} ({where}), but this run "
-        f"asks for {given[0]}→{given[1]} (--source-lang {given[0]} --target-lang {given[1]}); pass "
-        f"--source-lang {saved[0]} --target-lang {saved[1]} or use a {given[0]}→{given[1]} checkpoint"
-    )
+    loading = checkpoint_being_loaded()
+    if loading is not None and loading.files > 1:  # one member of an ensemble: the others may be right
+        message = (f"the ensemble member {loading.path} was trained for {saved[0]}→{saved[1]} ({where}), but this "
+                   f"run asks for {given[0]}→{given[1]}; every checkpoint of --path must translate "
+                   f"{given[0]}→{given[1]}: drop {loading.path} or replace it with a {given[0]}→{given[1]} checkpoint")
+    else:
+        message = (f"the checkpoint {loading.path + ' ' if loading else ''}was trained for {saved[0]}→{saved[1]} "
+                   f"({where}), but this run asks for {given[0]}→{given[1]} (--source-lang {given[0]} --target-lang "
+                   f"{given[1]}); pass --source-lang {saved[0]} --target-lang {saved[1]} or use a "
+                   f"{given[0]}→{given[1]} checkpoint")
+    raise DirectionMismatch(message, saved=saved, given=given, where=where,  # type: ignore[arg-type]
+                            path=loading.path if loading else None)
 
 
 @register_task("translation_stream", dataclass=TranslationStreamConfig)

@@ -99,6 +99,8 @@ class NeverPad:
 
 
 class UnkPenalty:
+    """``--unkpen``: subtracted from ``<unk>``'s score; ``inf`` bans ``<unk>``, as in fairseq."""
+
     extra = 1
     raises: Optional[tuple]
 
@@ -111,7 +113,9 @@ class UnkPenalty:
         return lprobs
 
     def candidates(self, cand: Candidates, ctx: RowContext) -> Candidates:
-        cand.scores.sub_((cand.tokens == self.unk).to(cand.scores.dtype) * self.penalty)
+        # Filled, not multiplied: (tokens == unk) * inf would be 0 * inf = NaN for every other token.
+        penalty = torch.zeros_like(cand.scores).masked_fill_(cand.tokens == self.unk, self.penalty)  # (R, c)
+        cand.scores.sub_(penalty)
         return cand
 
 
@@ -222,6 +226,9 @@ def needs_history(procs: Sequence[ScoreEdit]) -> bool:
 
 
 def max_lengths(src_lengths: Tensor, gen_cfg: Any, max_positions: int) -> Tensor:
-    """Per-sentence maximum target length ``min(a·|x| + b, max_positions − 1)`` (fairseq's rule)."""
-    limit = (float(gen_cfg.max_len_a) * src_lengths.double() + float(gen_cfg.max_len_b)).long()
-    return limit.clamp(max=max_positions - 1)
+    """Per-sentence maximum target length ``min(a·|x| + b, max_positions − 1)`` (fairseq's rule).
+
+    The minimum is taken in float64, before the cast: ``--max-len-a 1e19`` or ``--max-len-b``
+    near 2**63 would overflow int64 and wrap to a negative length."""
+    limit = float(gen_cfg.max_len_a) * src_lengths.double() + float(gen_cfg.max_len_b)
+    return limit.clamp(max=max_positions - 1).long()

@@ -6,9 +6,11 @@
 Each ``--run`` is ``SEARCH[:key=value,...]``; a key is a fairseq generation option
 (``beam``, ``lenpen``, ``max_len_b``, ...) or a fairseq-stream decoding option (see
 ``--help`` of fairseq-generate with ``--user-dir fairseq_stream``); ``label=...`` names the
-row. Each row first runs ``--warmup`` times untimed (compiles, kernel builds and the output
-layer's choice stay out of the timings), then the runs are repeated ``--repeats`` times in
-round-robin order, so a noisy machine slows all alike; the table gives the median wall time,
+row. The task's options (``data``, ``source_lang``, ...) are the harness's own flags, the same
+for every row, and ``search`` is the part before ``:``: as keys they are refused. Each row
+first runs ``--warmup`` times untimed (compiles, kernel builds and the output layer's choice
+stay out of the timings), then the runs are repeated ``--repeats`` times in round-robin order,
+so a noisy machine slows all alike; the table gives the median wall time,
 sentences/s, the ratio to the first row, the ratio to our own engine's baseline at the same
 beam width (``vs ours``: ``fixed-ours``, at width 1 our greedy; added as a row where none is
 given, unless ``--no-own-baselines``) and each strategy's own statistics (Freitag2017's fan-out
@@ -25,7 +27,7 @@ the cost table, with GPU-busy fraction and kernels per step, is added) and ``--d
 models (``float16``/``bfloat16`` are meant for GPUs). Each row names the backend each fused step
 operator ran on (the run's ``step_backends`` statistic, e.g. ``beam_step=cpp``); a row option
 ``step_backend=...`` chooses it. Bad arguments are one ``fairseq-stream: error:`` line, exit
-status 2, before anything is decoded.
+status 2, before anything is decoded: every row's generator is built first (:func:`check_runs`).
 """
 from __future__ import annotations
 
@@ -525,19 +527,52 @@ def check_args(args: argparse.Namespace) -> None:
 
 
 def parse_runs(session: Any, specs: Sequence[str]) -> List[RunSpec]:
-    """The ``--run`` rows, their keys and values checked against the session's options."""
-    from fairseq.dataclass.configs import GenerationConfig
-    from fairseq.tasks import TASK_DATACLASS_REGISTRY
+    """The ``--run`` rows, their keys and values checked against the session's options.
 
+    A key is a fairseq generation option or a fairseq-stream decoding option (the fields of
+    :class:`~fairseq_stream.engine.options.StreamDecodingConfig`). The task's other options (``data``,
+    ``source_lang``, ``ib_h``, ...) are refused: the model and the data are loaded once for every
+    row, so a row's value would be ignored; so is ``search``, which is the part before ``:``."""
+    from fairseq.dataclass.configs import GenerationConfig
+
+    from fairseq_stream.engine.options import StreamDecodingConfig
     from fairseq_stream.search.registry import search_names
 
+    decoding = [f.name for f in dataclasses.fields(StreamDecodingConfig) if not f.name.startswith("_")]
     gen = option_kinds(GenerationConfig, session.cfg.generation.keys())
-    opt = option_kinds(TASK_DATACLASS_REGISTRY.get(session.cfg.task.get("_name")), session.cfg.task.keys())
+    opt = option_kinds(StreamDecodingConfig, [k for k in decoding if k != "search"])
+    task_keys = [k for k in session.cfg.task.keys() if k not in opt and not k.startswith("_")]
+    for spec in specs:
+        for item in filter(None, (p.strip() for p in spec.partition(":")[2].split(","))):
+            key = item.partition("=")[0].strip().replace("-", "_")
+            if key == "search":
+                raise UsageError(f"--run {spec!r}: the search is the part before ':' (--run beam:beam=5), not a "
+                                 f"key: drop {item!r}")
+            if key in task_keys and key not in gen:
+                raise UsageError(f"--run {spec!r}: {key} is a task option (the data, the languages, the model), not a "
+                                 "generation or decoding option: the model and data are loaded once for every row, "
+                                 "so set it with the harness's own flags (fairseq-stream-bench --help)")
     runs = [parse_run(spec, gen, opt) for spec in specs]
     for spec, run in zip(specs, runs):
         if run.search not in search_names():
             raise UsageError(f"--run {spec!r}: unknown search {run.search!r}; valid names: {', '.join(search_names())}")
     return runs
+
+
+def check_runs(session: Any, runs: Sequence[RunSpec], specs: Sequence[str] = ()) -> None:
+    """Every row's options checked before the first row decodes: each row's generator is built
+    (and dropped) as its decoding will build it, so an impossible value (the validation of
+    :mod:`fairseq_stream.engine.validation`), an option its search does not read, or a draft that
+    cannot be read is a :class:`UsageError` naming the row (``specs[i]``, else its label)."""
+    labels = [run.label for run in runs]
+    for i, run in enumerate(runs):
+        name = specs[i] if i < len(specs) else run.label
+        if run.length_from is not None and run.length_from not in labels[:i]:
+            raise UsageError(f"--run {name!r}: length_from={run.length_from!r} must name an earlier row's label")
+        try:
+            session.build_generator(run.search, run.gen, run.opts)
+        except FairseqStreamError as exc:
+            raise UsageError(f"--run {name!r}: {exc}") from None
 
 
 def main(argv: Optional[Sequence[str]] = None) -> None:
@@ -561,10 +596,12 @@ def main(argv: Optional[Sequence[str]] = None) -> None:
         raise FairseqStreamError("--device cuda: torch sees no GPU (use --device cpu)")
     session = TranslationSession.load(args.data, args.path, bpe_codes=args.bpe_codes, extra_args=extra,
                                       cpu=args.device == "cpu", dtype=DTYPES[args.dtype])
-    with usage_errors():  # still before any decoding
-        runs = parse_runs(session, args.run or ["beam:beam=5"])
-    if not args.no_own_baselines:
-        runs = own_baselines(runs, _default_beam(session))
+    specs = args.run or ["beam:beam=5"]
+    with usage_errors():  # still before any decoding: every row's keys, values and generator
+        runs = parse_runs(session, specs)
+        if not args.no_own_baselines:
+            runs = own_baselines(runs, _default_beam(session))
+        check_runs(session, runs, specs)
     sources = read_lines(args.src, args.limit)
     references = read_lines(args.ref, args.limit)
     if len(sources) != len(references):

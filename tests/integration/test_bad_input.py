@@ -8,6 +8,7 @@ translated. The cases run in one process that imports fairseq once and forks per
 from __future__ import annotations
 
 import json
+import math
 import os
 import random
 import re
@@ -23,6 +24,7 @@ import torch
 from conftest import DEMO, REPO, binarize, read_lines
 
 CKPT = os.path.join(DEMO, "checkpoint.pt")
+DRAFT = os.path.join(DEMO, "draft.pt")
 PREFIX = "fairseq-stream: error: "
 N = 12  # sentences of the binarized split
 
@@ -62,6 +64,25 @@ class Paths:
         self.marker = os.path.join(root, "pwned")
         self.evil = os.path.join(root, "evil.pt")
         torch.save({"model": {}, "cfg": None, "payload": _Payload(self.marker)}, self.evil)
+        self.drafts = bad_drafts(root)
+
+
+def bad_drafts(root: str) -> Dict[str, str]:
+    """Broken copies of the demo's draft (issue 52): cut in half, empty, without 'model' or fairseq's
+    metadata ('optimizer_history', whose absence makes fairseq's loader ask for 'best_loss'), en→es."""
+    with open(DRAFT, "rb") as f:
+        raw = f.read()
+    state = torch.load(DRAFT, map_location="cpu", weights_only=False)
+    reversed_state = torch.load(DRAFT, map_location="cpu", weights_only=False)
+    reversed_state["cfg"]["model"].source_lang, reversed_state["cfg"]["model"].target_lang = "en", "es"
+    out = {name: os.path.join(root, f"draft-{name}.pt") for name in ("truncated", "empty", "no-model", "no-metadata", "en-es")}
+    with open(out["truncated"], "wb") as f:
+        f.write(raw[: len(raw) // 2])
+    open(out["empty"], "wb").close()
+    torch.save({k: v for k, v in state.items() if k != "model"}, out["no-model"])
+    torch.save({k: v for k, v in state.items() if k != "optimizer_history"}, out["no-metadata"])
+    torch.save(reversed_state, out["en-es"])
+    return out
 
 
 class _Payload:
@@ -75,6 +96,10 @@ class _Payload:
 def _gen(p: Paths, *extra: str, data: Optional[str] = None, path: str = CKPT) -> List[str]:
     return ["fairseq-generate", data or p.data, "--user-dir", "fairseq_stream", "--path", path, "--cpu",
             "--gen-subset", "test", *extra]
+
+
+def _spec(p: Paths, draft: str) -> List[str]:
+    return _gen(p, "--search", "speculative", "--beam", "1", "--max-len-b", "5", "--draft-path", draft)
 
 
 def _interactive(*extra: str) -> List[str]:
@@ -130,6 +155,40 @@ def catalogue(p: Paths) -> Dict[str, Case]:
         "ensemble-broken-member": Case(_gen(p, path=CKPT + ":" + p.random), [p.random, "corrupt"]),
         "no-repeat-ngram-1": Case(_gen(p, "--search", "var-stream", "--beam", "2", "--no-repeat-ngram-size", "1",
                                        "--max-len-a", "0", "--max-len-b", "6"), errors=0, rc=0, translated=list(range(N))),
+        # issue 52: length limits beyond int64 decode at the model's own limit (were an int64 overflow in our strategies)
+        "max-len-a-huge": Case(_gen(p, "--search", "var-stream", "--beam", "2", "--max-len-a", "1e300"),
+                               errors=0, rc=0, translated=list(range(N))),
+        "max-len-b-beyond-int64": Case(_gen(p, "--search", "fixed-ours", "--beam", "2", "--max-len-b", str(2 ** 63 - 1)),
+                                       errors=0, rc=0, translated=list(range(N))),
+        # a --lenpen whose length ** lenpen overflows float64 (was an OverflowError after decoding, fairseq's beam too)
+        "lenpen-overflow-fairseq-beam": Case(_gen(p, "--lenpen", "150"), ["--lenpen 150", "at most 133.83"]),
+        "lenpen-overflow-ours": Case(_gen(p, "--search", "var-stream", "--lenpen", "1e308", "--max-len-a", "1"),
+                                     ["--lenpen 1e+308", "1024 tokens", "at most 102.39"]),
+        # --unkpen -inf: an infinite bonus for <unk> (inf bans it)
+        "unkpen-minus-inf": Case(_gen(p, "--search", "gs-jacobi", "--beam", "1", "--unkpen=-inf"),
+                                 ["--unkpen -inf", "<unk>"]),
+        # a negative --no-repeat-ngram-size (was taken as 0)
+        "no-repeat-ngram-negative": Case(_gen(p, "--search", "var-stream", "--no-repeat-ngram-size", "-1"),
+                                         ["--no-repeat-ngram-size must be >= 0"]),
+        # fairseq's beam under --nbest 10 --beam 5 (printed 5 hypotheses a sentence in silence)
+        "fairseq-beam-nbest-over-beam": Case(_gen(p, "--nbest", "10", "--beam", "5"),
+                                             ["--nbest must be between 1 and --beam (5), got 10"]),
+        # a bad --draft-path: one line naming it and the file, as under --path (were torch's and fairseq's tracebacks)
+        "draft-random-bytes": Case(_spec(p, p.random), ["corrupt", f"--draft-path: {p.random}"], ["weights_only", "(--path"]),
+        "draft-truncated": Case(_spec(p, p.drafts["truncated"]), ["PytorchStreamReader", "truncated",
+                                                                  f"check --draft-path: {p.drafts['truncated']}"]),
+        "draft-empty": Case(_spec(p, p.drafts["empty"]), ["is empty (0 bytes)", f"check --draft-path: {p.drafts['empty']}"]),
+        "draft-without-model": Case(_spec(p, p.drafts["no-model"]), ["KeyError: 'model'", "check --draft-path"]),
+        "draft-unsafe-pickle": Case(_spec(p, p.evil), ["allow-list", f"--draft-path: {p.evil}"]),
+        # errors that named the wrong thing: --path for the draft's, the run's languages for a draft or an ensemble member
+        "draft-without-metadata": Case(_spec(p, p.drafts["no-metadata"]), ["'best_loss'", "check --draft-path"],
+                                       ["check --path"]),
+        "draft-other-direction": Case(_spec(p, p.drafts["en-es"]), [
+            f"--draft-path {p.drafts['en-es']}: the draft was trained for en→es", "the model translates es→en",
+            "give a draft trained for es→en"], ["--source-lang"]),
+        "ensemble-member-other-direction": Case(_gen(p, path=CKPT + ":" + p.drafts["en-es"]),
+                                                [f"the ensemble member {p.drafts['en-es']} was trained for en→es",
+                                                 f"drop {p.drafts['en-es']}"], ["--source-lang"]),
         # 4. fairseq-interactive: a bad line is reported by its line number, the rest translated
         "interactive-bad-lines": Case(
             _interactive(*README_TEXT_FLAGS, "--search", "var-stream", "--buffer-size", "4", "--batch-size", "4"),
@@ -175,7 +234,11 @@ CASE_IDS = [  # the keys of catalogue() (which needs files), listed for parametr
     "tokenizer-without-languages", "skip-flag-lists-what-it-skips", "interactive-bad-lines", "interactive-skip-flag",
     "ddgviz-documented-command", "demo-help", "bench-help", "generate-help", "interactive-help", "demo-files-missing",
     "interactive-raw-text-without-bpe", "fairseq-beam-prune-preset",
-    "fairseq-beam-retain-iter-history", "ensemble-broken-member", "no-repeat-ngram-1",
+    "fairseq-beam-retain-iter-history", "ensemble-broken-member", "no-repeat-ngram-1", "max-len-a-huge",
+    "max-len-b-beyond-int64", "lenpen-overflow-fairseq-beam", "lenpen-overflow-ours", "unkpen-minus-inf",
+    "no-repeat-ngram-negative", "fairseq-beam-nbest-over-beam", "draft-random-bytes", "draft-truncated", "draft-empty",
+    "draft-without-model", "draft-unsafe-pickle", "draft-without-metadata", "draft-other-direction",
+    "ensemble-member-other-direction",
 ]
 
 
@@ -260,6 +323,13 @@ def _all_searches() -> List[str]:
     ({"beam": 0}, "--beam must be >= 1"),
     ({"nbest": 0}, "--nbest must be >= 1"),
     ({"temperature": 0.0}, "--temperature must be > 0"),
+    # issue 52: 201 ** 150 overflows float64 (outputs of up to --max-len-b 200 tokens and the EOS)
+    ({"lenpen": 150.0}, "--lenpen 150.0 overflows"),
+    ({"lenpen": -1e308}, "--lenpen -1e+308 overflows"),
+    ({"unkpen": -math.inf}, "--unkpen -inf is an infinite bonus"),
+    ({"no_repeat_ngram_size": -1}, "--no-repeat-ngram-size must be >= 0"),
+    ({"beam": 2.7}, "--beam must be an integer, got 2.7"),
+    ({"max_len_b": 20.5}, "--max-len-b must be an integer, got 20.5"),
 ])
 def test_impossible_generation_options_are_refused_for_every_strategy(demo_session, search, gen, needle):
     from fairseq_stream.errors import FairseqStreamError
@@ -281,6 +351,23 @@ def test_the_smallest_length_limit_gives_every_sentence_a_finite_hypothesis(demo
         assert nbest and nbest[0]["tokens"].numel() <= 2 and torch.isfinite(torch.as_tensor(nbest[0]["score"]))
 
 
+def test_a_bad_draft_is_one_line_in_the_python_session(demo_session, tmp_path):
+    """The session raised torch's UnpicklingError (with its advice to load with weights_only=False) and KeyErrors."""
+    from fairseq_stream.errors import FairseqStreamError
+
+    drafts = dict(bad_drafts(str(tmp_path)), **{"random": str(tmp_path / "random.pt")})
+    (tmp_path / "random.pt").write_bytes(random.Random(0).randbytes(20_000))
+    needles = {"random": "corrupt", "truncated": "truncated", "empty": "empty", "no-model": "'model'",
+               "no-metadata": "'best_loss'", "en-es": "give a draft trained for es→en"}
+    data = demo_session.encode(read_lines(os.path.join(DEMO, "test.es"), 1))
+    for name, path in drafts.items():
+        with pytest.raises(FairseqStreamError) as refused:
+            demo_session.translate(data, search="speculative", gen={"beam": 1, "max_len_b": 5}, opts={"draft_path": path})
+        message = str(refused.value)
+        assert needles[name] in message and re.search(rf"--draft-path:? {re.escape(path)}", message), message
+        assert "\n" not in message and "weights_only" not in message and "--path" not in message.replace("--draft-path", "")
+
+
 @pytest.mark.parametrize("h,c,limit", [(2, 1, 1), (2, 1, 2), (2, 2, 3), (4, 1, 1)])
 def test_ib_beam_at_the_smallest_length_limit_gives_finite_hypotheses(h, c, limit):
     """ib-beam emits h·c words a step: a limit that is not a multiple still ends every sentence."""
@@ -298,3 +385,58 @@ def test_ib_beam_at_the_smallest_length_limit_gives_finite_hypotheses(h, c, limi
         assert len(hypos) == 2
         for nbest in hypos:
             assert nbest and all(torch.isfinite(torch.as_tensor(hyp["score"])) for hyp in nbest), nbest
+
+
+# ---- issue 52: values at the edge of the number types decode, or are refused in one line ----
+def _decode(session, search: str, gen: dict, n: int = 3):
+    from fairseq_stream.search.registry import get_search
+
+    gen = dict(gen, beam=2 if get_search(search).capabilities.beam else 1)
+    opts = {"draft_path": os.path.join(DEMO, "draft.pt")} if search == "speculative" else {}
+    return session.translate(session.encode(read_lines(os.path.join(DEMO, "test.es"), n)), search=search, gen=gen, opts=opts)
+
+
+# ib-beam needs an IB model; jacobi iterates over the whole target, here 1024 positions (40 s; gs-jacobi and
+# hybrid-jacobi run its code in blocks, and every strategy takes its limit from the one score_edits.max_lengths)
+@pytest.mark.parametrize("search", [s for s in _all_searches() if s not in ("ib-beam", "jacobi")])
+def test_length_limits_beyond_int64_decode_as_the_models_own_limit(demo_session, search):
+    """a·|x| + b beyond int64 (was: SymIntArrayRef expected to contain only concrete integers) is capped at the
+    model's positions before the cast, as fairseq caps it: the same hypotheses as that limit given directly."""
+    cap = {"max_len_a": 0, "max_len_b": demo_session.models[0].max_decoder_positions() - 1}
+    expected = [[h["tokens"].tolist() for h in nbest] for nbest in _decode(demo_session, search, cap).hypos]
+    for gen in ({"max_len_a": 1e19}, {"max_len_a": 1e300}, {"max_len_b": 2 ** 63 - 1}):
+        got = [[h["tokens"].tolist() for h in nbest] for nbest in _decode(demo_session, search, gen).hypos]
+        assert got == expected, gen
+
+
+@pytest.mark.parametrize("search", [s for s in _all_searches() if s != "ib-beam"])
+def test_an_infinite_unk_penalty_bans_unk_in_every_strategy(demo_session, search):
+    """--unkpen inf bans <unk>, as in fairseq's beam (was: only empty hypotheses under var-stream and fixed-ours,
+    NaN scores under gs-jacobi and speculative: (tokens == unk) * inf is NaN for every other token)."""
+    unk = demo_session.task.target_dictionary.unk()
+    for nbest in _decode(demo_session, search, {"unkpen": math.inf, "max_len_b": 30}).hypos:
+        for hyp in nbest:
+            assert hyp["tokens"].numel() > 1 and unk not in hyp["tokens"].tolist(), hyp["tokens"]
+            assert math.isfinite(float(hyp["score"])) and torch.isfinite(hyp["positional_scores"]).all()
+
+
+def test_the_lenpen_bound_is_the_largest_that_float64_holds(demo_session):
+    """The bound the --lenpen refusal names decodes; a little more is refused (outputs of up to 21 tokens)."""
+    from fairseq_stream.errors import FairseqStreamError
+
+    with pytest.raises(FairseqStreamError) as refused:
+        demo_session.build_generator("var-stream", {"lenpen": 1000.0, "max_len_b": 20}, {})
+    bound = float(re.search(r"at most ([\d.]+)", str(refused.value)).group(1))
+    assert "reach 21 tokens" in str(refused.value) and 21.0 ** bound < math.inf
+    for search in ("beam", "var-stream"):
+        assert _decode(demo_session, search, {"lenpen": bound, "max_len_b": 20}).hypos
+        with pytest.raises(FairseqStreamError, match="--lenpen"):
+            demo_session.build_generator(search, {"lenpen": bound + 0.01, "max_len_b": 20}, {})
+
+
+@pytest.mark.parametrize("search", ["beam", "var-stream", "fixed-ours"])
+def test_nbest_above_beam_is_refused_by_fairseqs_beam_as_by_ours(demo_session, search):
+    from fairseq_stream.errors import FairseqStreamError
+
+    with pytest.raises(FairseqStreamError, match=re.escape("--nbest must be between 1 and --beam (5), got 10")):
+        demo_session.build_generator(search, {"beam": 5, "nbest": 10}, {})

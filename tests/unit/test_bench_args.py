@@ -49,6 +49,33 @@ def test_bench_refuses_an_empty_source_file(tmp_path, capsys):
     assert f"--src '{empty}' is empty" in usage_error(bench.main, ["--src", str(empty)], capsys)
 
 
+@pytest.mark.parametrize("runs, needle", [
+    # issue 52: the first row was decoded and timed, then the second's value ended the run (exit 1)
+    (["beam:beam=5", "var-stream:beam=0"], "--run 'var-stream:beam=0': --beam must be >= 1, got 0"),
+    (["beam:beam=5", "var-stream:prune_abs_threshold=-1"], "--prune-abs-threshold must be >= 0"),
+    (["beam:beam=5", "gs-jacobi:beam=1,draft_path=x.pt"], "--search gs-jacobi does not read --draft-path"),
+    (["beam:beam=5", "var-stream:length_from=later", "beam:label=later"], "length_from='later' must name an earlier"),
+    (["beam:beam=5", "speculative:beam=1,draft_path=RANDOM"], "corrupt"),
+    # task options were accepted and ignored (the data and the languages are loaded once)
+    (["beam:beam=5", "beam:source_lang=fr"], "--run 'beam:source_lang=fr': source_lang is a task option"),
+    (["beam:data=/nonexistent"], "data is a task option"),
+    (["var-stream:search=beam"], "the search is the part before ':'"),
+])
+def test_every_row_is_checked_before_the_first_decode(runs, needle, demo_session, monkeypatch, tmp_path, capsys):
+    from fairseq_stream.tools.session import TranslationSession
+
+    random_bytes = tmp_path / "random.pt"
+    random_bytes.write_bytes(os.urandom(4096))
+    monkeypatch.setattr(TranslationSession, "load", classmethod(lambda cls, *args, **kwargs: demo_session))
+    decoded: List[str] = []
+    monkeypatch.setattr(TranslationSession, "translate", lambda self, data, *, search, **kw: decoded.append(search))
+    argv = ["--limit", "2", "--repeats", "1", "--warmup", "0", "--no-progress", "--no-own-baselines"]
+    for run in runs:
+        argv += ["--run", run.replace("RANDOM", str(random_bytes))]
+    assert needle in usage_error(bench.main, argv, capsys)
+    assert decoded == []
+
+
 @pytest.mark.parametrize("argv, needle", [
     (["--limit", "0"], "--limit must be >= 1"),
     (["--repeats", "0"], "--repeats must be >= 1"),

@@ -60,6 +60,23 @@ def test_score_edits_on_candidates_equal_edits_on_full_rows(k):
     assert torch.equal(fused[1][finite], full[1][finite])
 
 
+@pytest.mark.parametrize("k", [1, 4])
+def test_an_infinite_unk_penalty_bans_unk_without_nan(k):
+    # issue 52 item 3: the candidate path multiplied (tokens == unk) * inf, 0 * inf = NaN for every
+    # other token: --unkpen inf left var-stream and fixed-ours only empty hypotheses
+    pad, unk, eos = 1, 3, 2
+    procs = [NeverPad(pad), UnkPenalty(unk, math.inf), ForceEosAtMaxLen(eos), MinLength(eos, 2)]
+    g = torch.Generator().manual_seed(k)
+    scores = torch.randn(6, 40, generator=g, dtype=torch.float64) * 3
+    scores[:, unk] += 20  # <unk> is every row's best raw score
+    full = OutputScorer(procs, fused=False, normalized_input=False).top(scores.clone(), k, _ctx(6))
+    fused = OutputScorer(procs, fused=True, normalized_input=False).top(scores.clone(), k, _ctx(6))
+    for values, tokens in (full[:2], fused[:2]):
+        assert not torch.isnan(values).any() and torch.isfinite(values[:, 0]).all(), values
+        assert not (tokens[torch.isfinite(values)] == unk).any(), tokens
+    torch.testing.assert_close(fused[0], full[0], rtol=1e-9, atol=1e-9)
+
+
 @pytest.mark.parametrize("penalty", [-1.0, -2.0, -3.0, -8.0])
 @pytest.mark.parametrize("k", [1, 2, 5])
 @pytest.mark.parametrize("normalize", [True, False])

@@ -176,3 +176,89 @@ def test_help_defaults_are_what_every_strategy_does():
 
     spec = SpeculativeConfig.from_options("speculative", gen_cfg(beam=1), stream_opts(draft_path=__file__))
     assert str(spec.draft_tokens) == _stated_default("draft_tokens", "speculative")
+
+
+# ---- issue 52: what --help states against what the parser and the checks do ----
+#: options whose quoted words are not a list of their values: the registry's names are stated as a list the
+#: help builds from the registry (test_registry_holds_the_baseline_and_rejects_unknown_names), and
+#: --beam-final-count's 'ours' names a --beam-finalize rule
+_QUOTES_ARE_NOT_CHOICES = {"search", "beam_final_count"}
+
+
+def _stated(help_text: str):
+    """(the default --help states without a qualifier, or None; the values it quotes; the integer ranges it names)."""
+    import re
+
+    default = None
+    for match in re.finditer(r"\bdefault ('[\w.-]+'|[\w.]+)(.{0,6})", help_text):
+        if not match.group(2).startswith((" for", " on a", ", or", " when")):
+            default = match.group(1).strip("'")
+    return default, set(re.findall(r"'([\w.-]+)'", help_text)), set(re.findall(r"\[\d+, \d+\]", help_text))
+
+
+def _refusal(option: str) -> str:
+    """The one line the checks give ``option`` set to a value it cannot take, under a search that reads it."""
+    from fairseq_stream.engine.validation import EVERY_SEARCH_OPTIONS, validate_run
+    from helpers import TableModel, gen_cfg, make_dictionary, stream_opts, tiny_ib_model, tiny_transformer
+
+    name = next((n for n in search_names() if option in get_search(n).capabilities.reads), "var-stream")
+    if option in EVERY_SEARCH_OPTIONS:
+        name = "var-stream"
+    d = make_dictionary()
+    model = (tiny_ib_model(d) if name == "ib-beam" else tiny_transformer(d, layers=1)
+             if "jacobi" in name or name in ("speculative", "lookahead") else TableModel(d, {}))
+    opts = stream_opts(**{option: "not-a-choice"}, **({"draft_path": __file__} if name == "speculative" else {}))
+    with pytest.raises(FairseqStreamError) as refused:
+        validate_run(name, gen_cfg(beam=2 if get_search(name).capabilities.beam else 1), opts, [model], d)
+    return str(refused.value)
+
+
+def test_help_states_the_parsers_defaults_and_the_values_the_checks_accept():
+    """For every option we add: a default --help states plainly is the parser's (a per-strategy or per-device one is
+    checked above); the values it quotes are those the checks accept (the parser takes any string: the checks are
+    the real choices), read from their refusal of another value."""
+    import dataclasses
+    import re
+
+    import fairseq.options
+
+    from fairseq_stream.engine.options import StreamDecodingConfig
+
+    actions = {a.dest: a for a in fairseq.options.get_generation_parser()._actions}
+    checked = []
+    for f in dataclasses.fields(StreamDecodingConfig):
+        if f.name.startswith("_"):
+            continue
+        default, quoted, ranges = _stated(f.metadata["help"])
+        action = actions[f.name]
+        assert action.default == f.default, f.name
+        if default is not None and action.default is not None:
+            assert default == str(action.default), (f.name, default, action.default)
+        if not quoted or f.name in _QUOTES_ARE_NOT_CHOICES:
+            continue
+        named = re.search(r"must be (?:one of )?(.+?), got", _refusal(f.name)).group(1)
+        accepted = set(re.findall(r"'([\w.-]+)'", named)) or {v.strip() for v in named.split(",")}
+        assert quoted == accepted and ranges == set(re.findall(r"\[\d+, \d+\]", named)), (f.name, quoted, named)
+        checked.append(f.name)
+    assert checked == ["stream_input_order", "prune_reference", "prune_ended", "beam_finalize", "prune_preset",
+                       "output_layer", "step_backend", "step_mode", "quantize", "cpu_matmul", "jacobi_init", "draft_tokens",
+                       "ib_finalize"]  # every option with a list of values (a new one: add it here)
+
+
+def test_help_texts_say_what_the_code_does():
+    """--quantize's activation bits (ops/int8_rows.activation_bits), --draft-tokens' measurements (docs/results.md:
+    2 and 3 within noise, 4 slower; it called 2 "the fastest"), --prune-auto's sample (search/defaults.py), its
+    order and its read-ahead (integration/prune_auto.py)."""
+    import dataclasses
+
+    from fairseq_stream.engine.options import StreamDecodingConfig
+    from fairseq_stream.search.defaults import PRUNE_AUTO_MAX_SAMPLE, PRUNE_AUTO_SAMPLE, PRUNE_AUTO_SHARE
+
+    text = {f.name: f.metadata["help"] for f in dataclasses.fields(StreamDecodingConfig) if f.name != "_name"}
+    assert "one scale per output channel" in text["quantize"] and "one scale per row" in text["quantize"]
+    assert "8-bit where the CPU has AVX-512 VNNI and 7-bit elsewhere" in text["quantize"]
+    assert "fastest" not in text["draft_tokens"] and "2 and 3 measured within noise" in text["draft_tokens"]
+    auto = text["prune_auto"]
+    assert (f"first {PRUNE_AUTO_SAMPLE} sentences or {100 * PRUNE_AUTO_SHARE:g}%%, whichever is more, at most "
+            f"{PRUNE_AUTO_MAX_SAMPLE}") in auto
+    assert "the shortest" in auto and "--stream-input-order as-given" in auto and "reads the whole input ahead" in auto
