@@ -20,7 +20,7 @@ import shutil
 import sys
 import tempfile
 import warnings
-from typing import Any, Dict
+from typing import Any, Dict, List, Optional, Tuple
 
 warnings.filterwarnings("ignore")
 import fairseq_cli.generate  # noqa: E402  (both before forking: the imports are the cost)
@@ -53,7 +53,7 @@ def _child(case: Dict[str, Any], out: str, err: str, inp: str) -> None:
     os._exit(code)
 
 
-def run_case(case: Dict[str, Any], work: str, n: int) -> Dict[str, Any]:
+def _start(case: Dict[str, Any], work: str, n: int) -> Tuple[int, List[str]]:
     paths = [os.path.join(work, f"{n}.{s}") for s in ("out", "err", "in")]
     for path in paths:
         open(path, "w").close()
@@ -62,7 +62,10 @@ def run_case(case: Dict[str, Any], work: str, n: int) -> Dict[str, Any]:
     pid = os.fork()
     if pid == 0:
         _child(case, *paths)
-    _, status = os.waitpid(pid, 0)
+    return pid, paths
+
+
+def _result(status: int, paths: List[str]) -> Dict[str, Any]:
     result = {"rc": os.waitstatus_to_exitcode(status)}
     for key, path in zip(("stdout", "stderr"), paths):
         with open(path, encoding="utf-8", errors="replace") as f:
@@ -70,11 +73,29 @@ def run_case(case: Dict[str, Any], work: str, n: int) -> Dict[str, Any]:
     return result
 
 
+def run_cases(cases: List[Dict[str, Any]], work: str, jobs: int) -> List[Dict[str, Any]]:
+    """Every case in its own forked child, ``jobs`` at a time (the cases share no files: each
+    writes where its arguments say, and its output goes to files of its own)."""
+    results: List[Optional[Dict[str, Any]]] = [None] * len(cases)
+    running: Dict[int, Tuple[int, List[str]]] = {}  # pid -> (case number, its files)
+    todo = list(enumerate(cases))
+    while todo or running:
+        while todo and len(running) < jobs:
+            n, case = todo.pop(0)
+            pid, paths = _start(case, work, n)
+            running[pid] = (n, paths)
+        pid, status = os.wait()
+        n, paths = running.pop(pid)
+        results[n] = _result(status, paths)
+    return results  # type: ignore[return-value]
+
+
 def main() -> None:
     cases = json.load(sys.stdin)
     work = tempfile.mkdtemp()
     try:
-        results = [run_case(case, work, n) for n, case in enumerate(cases)]
+        # One child per core: each runs with one torch thread (OMP_NUM_THREADS=1 from the test).
+        results = run_cases(cases, work, jobs=max(1, len(os.sched_getaffinity(0))))
     finally:
         shutil.rmtree(work)
     json.dump(results, sys.stdout)
