@@ -28,7 +28,7 @@ setup(
         "ninja==1.13.2",  # builds the CPU output-layer kernel on first use
     ],
     extras_require={
-        "dev": ["pytest==9.2.0", "hypothesis==6.170.15", "triton==3.9.0"],  # Triton: the GPU kernels, tested on a CPU by its interpreter
+        "dev": ["pytest==9.2.0", "pytest-xdist==3.8.0", "hypothesis==6.170.15", "triton==3.9.0"],  # Triton: the GPU kernels, tested on a CPU by its interpreter
         "gpu": ["triton"],  # the version that comes with your CUDA build of torch
         "plots": ["matplotlib==3.10.8"],
         "bench": ["ctranslate2==4.8.5"],  # scripts/bench/bench_vs_ctranslate2.py

@@ -74,7 +74,7 @@ else
     rm -f "$build_cfg"
 fi
 stage "text tools, pytest, matplotlib" "${pip[@]}" sacremoses==0.2.0 subword-nmt==0.3.8 sacrebleu==2.6.0 \
-    pytest==9.2.0 hypothesis==6.170.15 matplotlib==3.10.8
+    pytest==9.2.0 pytest-xdist==3.8.0 hypothesis==6.170.15 matplotlib==3.10.8
 # Triton: the GPU output-layer kernels; on a CPU only its interpreter runs them (the tests).
 if [ ${#triton_pin[@]} -eq 0 ]; then stage "triton (kept)" true; else stage "triton" "${pip[@]}" "${triton_pin[@]}"; fi
 # A regular (not editable) install: fairseq finds --user-dir fairseq_stream in site-packages

@@ -20,11 +20,16 @@ for arg in "$@"; do
   esac
 done
 [ "${FAIRSEQ_STREAM_TEST_ALL:-0}" = "1" ] && tier=() name="every test"
+# The quick and fast tiers run on every core (pytest-xdist, a test file per worker, each with one torch
+# thread: tests/conftest.py), up to 4 workers; --all (CI) stays in one process, in file order.
+workers=()
+cores=$(nproc 2>/dev/null || echo 1)
+if [ ${#tier[@]} -gt 0 ] && [ "$cores" -gt 1 ]; then workers=(-n "$(( cores < 4 ? cores : 4 ))" --dist loadfile); fi
 bash "$repo/scripts/install.sh"
 venv="${FAIRSEQ_STREAM_VENV:-$repo/.venv}"
 python="$venv/bin/python"
 [ "$venv" = "none" ] && python="${PYTHON:-python3}"
 cd "$repo"
-echo "test.sh: $name" >&2
+echo "test.sh: $name${workers[*]+, ${workers[1]} workers}" >&2
 # pytest exits with 5 when it collects no tests; set -e turns that into a failure too.
-exec "$python" -m pytest tests -q --durations=15 --durations-min=1 ${tier[@]+"${tier[@]}"} ${args[@]+"${args[@]}"}
+exec "$python" -m pytest tests -q --durations=15 --durations-min=1 ${workers[@]+"${workers[@]}"} ${tier[@]+"${tier[@]}"} ${args[@]+"${args[@]}"}
