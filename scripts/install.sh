@@ -64,14 +64,12 @@ if "$python" -c "import fairseq" 2>/dev/null; then
 elif "$python" -m pip cache list 2>/dev/null | grep -q "fairseq_fixed-0.12.3.1-"; then
     stage "fairseq-fixed 0.12.3.1 (pip's cached wheel)" "${pip[@]}" --no-build-isolation fairseq-fixed==0.12.3.1
 else
-    # The slow stage: three C++ extensions against torch's headers and two Cython ones. setuptools
-    # builds them one at a time unless build_ext is told otherwise (DIST_EXTRA_CONFIG: a config file
-    # read with fairseq's own setup.cfg). pip keeps the wheel it builds: a second venv skips this.
-    build_cfg="$(mktemp)"
-    printf '[build_ext]\nparallel = %s\n' "$(nproc 2>/dev/null || echo 2)" >"$build_cfg"
+    # The slow stage: three C++ extensions against torch's headers and two Cython ones, one at a time
+    # (torch's ninja backend writes one build.ninja per build folder, so setuptools' parallel
+    # build_ext races: tried, and an object file went missing). The kernels use the other core meanwhile.
+    # pip keeps the wheel it builds: a second venv on this machine skips this stage.
     stage "fairseq-fixed 0.12.3.1: building its C++ and Cython extensions (the slow stage, ~2-3 min on 2 cores, once per machine)" \
-        env DIST_EXTRA_CONFIG="$build_cfg" "${pip[@]}" --no-build-isolation fairseq-fixed==0.12.3.1
-    rm -f "$build_cfg"
+        "${pip[@]}" --no-build-isolation fairseq-fixed==0.12.3.1
 fi
 stage "text tools, pytest, matplotlib" "${pip[@]}" sacremoses==0.2.0 subword-nmt==0.3.8 sacrebleu==2.6.0 \
     pytest==9.2.0 pytest-xdist==3.8.0 hypothesis==6.170.15 matplotlib==3.10.8

@@ -19,6 +19,7 @@ import logging
 import os
 import platform
 import subprocess
+import sys
 import sysconfig
 from typing import Any, Dict, Iterator, Sequence, Tuple
 
@@ -135,10 +136,21 @@ def _import_or_build(source: str, flags: Sequence[str], name: str, folder: str, 
     from torch.utils.cpp_extension import load as build  # slow to import: only when building
 
     log_once(f"fairseq-stream: building the CPU {what} kernel (once per CPU and compiler, ~40 s)")
+    interpreter_bin_on_path()
     os.makedirs(folder, exist_ok=True)
     with build_lock(folder):
         return build(name=name, sources=[os.path.join(CSRC, source)], verbose=False, extra_cflags=list(flags),
                      build_directory=folder)
+
+
+def interpreter_bin_on_path() -> None:
+    """Put the interpreter's own ``bin`` on ``PATH`` (last): torch's builder runs ``ninja`` from
+    ``PATH``, and pip's ninja (which the install puts in the venv) lies beside the interpreter of
+    a venv that was never activated; on a machine without a system ninja every build failed."""
+    here = os.path.dirname(sys.executable)
+    path = os.environ.get("PATH", "")
+    if here and here not in path.split(os.pathsep):
+        os.environ["PATH"] = path + os.pathsep + here if path else here
 
 
 @contextlib.contextmanager

@@ -176,3 +176,14 @@ def test_the_kernel_build_folder_names_this_cpu(monkeypatch, tmp_path):
     assert folder == os.path.join(str(tmp_path), name)
     monkeypatch.setattr(fused_output, "cpu_features", lambda: features + " a_new_instruction_set")
     assert fused_output.kernel_build_dir()[0] != name
+
+
+def test_a_kernel_build_finds_the_ninja_beside_the_interpreter(monkeypatch):
+    """pip's ninja lies in the venv's bin, which is not on PATH when the venv was never activated."""
+    from fairseq_stream.ops import extension
+
+    monkeypatch.setattr(extension.sys, "executable", "/opt/venv/bin/python")
+    monkeypatch.setenv("PATH", "/usr/bin")
+    extension.interpreter_bin_on_path()
+    extension.interpreter_bin_on_path()
+    assert os.environ["PATH"] == "/usr/bin:/opt/venv/bin"  # appended once: a system ninja still comes first
