@@ -11,7 +11,7 @@
 # then, since either would replace it (or its matching triton) with this project's CPU pins.
 set -euo pipefail
 # One line per stage on stderr, with its time (pip itself stays quiet: -q), so a slow stage
-# shows where it is: "install: [3/7] fairseq-fixed 0.12.3.1 (built from source) ... 95 s".
+# shows where it is: "install: [3/7] fairseq-fixed 0.12.3.1: building its C++ and Cython extensions (the slow stage, ...) ... 202 s".
 stages=7 stage_no=0 install_start=$SECONDS
 stage() {  # stage "what" command...: runs the command, then prints its line
     local what=$1 start=$SECONDS
