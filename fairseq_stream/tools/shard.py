@@ -134,6 +134,16 @@ def _parse(argv: Sequence[str]) -> "tuple[argparse.Namespace, List[str]]":
     return args, generate_args
 
 
+def prune_auto_warning(generate_args: Sequence[str]) -> Optional[str]:
+    """The one line said when ``--prune-auto`` is given: it is the one option whose output depends on the split."""
+    if "--prune-auto" not in generate_args:
+        return None
+    return ("fairseq-stream: warning: --prune-auto calibrates each shard on its own input (the first sentences of "
+            "its own batches; a shard under twice the sample takes the conservative setting), so the shards may "
+            "choose other settings than one process would and the output can differ from one process's; each "
+            "shard's choice line is in its shardI.log")
+
+
 def _visible_gpus(devices: str) -> List[str]:
     """The GPU ids this command may hand out ([] = CPU)."""
     if devices == "cpu":
@@ -706,6 +716,9 @@ def main(argv: Optional[Sequence[str]] = None) -> None:
     try:
         args, generate_args = _parse(argv)
         ranks = torchrun_ranks(dict(os.environ))
+        warning = prune_auto_warning(generate_args)
+        if warning and (ranks is None or ranks.rank == 0):  # said once per run
+            print(warning, file=sys.stderr, flush=True)
         if ranks is not None:
             run_rank(args, generate_args, argv, ranks)
             return

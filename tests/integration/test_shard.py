@@ -306,6 +306,23 @@ def test_torchrun_mode_refuses_bad_options_in_one_line(monkeypatch, capsys, tmp_
     assert exit_.value.code == 1 and err == ["fairseq-stream: error: " + message]
 
 
+def test_prune_auto_is_said_to_calibrate_each_shard_on_its_own_input(monkeypatch, capsys):
+    # issue 52 item 7: under --prune-auto the shards' output can differ from one process's; it was not said
+    from fairseq_stream.tools.shard import main
+
+    for name in ("RANK", "WORLD_SIZE"):
+        monkeypatch.delenv(name, raising=False)
+    with pytest.raises(SystemExit):
+        main(["--workdir", "w", "data", "--search", "var-stream", "--prune-auto"])  # stops at the missing --nprocs
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 2 and err[1].startswith("fairseq-stream: error: --nprocs N is required"), err
+    assert err[0].startswith("fairseq-stream: warning: --prune-auto calibrates each shard on its own input"), err
+    assert "can differ from one process's" in err[0] and "shardI.log" in err[0]
+    with pytest.raises(SystemExit):
+        main(["--workdir", "w", "data", "--search", "var-stream", "--prune-auto-tolerance", "0.1"])
+    assert "warning" not in capsys.readouterr().err
+
+
 def test_without_torchrun_nprocs_is_required(monkeypatch, capsys):
     from fairseq_stream.tools.shard import main
 
