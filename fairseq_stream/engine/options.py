@@ -169,8 +169,9 @@ class StreamDecodingConfig(FairseqDataclass):
         default=False,
         metadata={"help": "var-*: calibrate δ and M on the run's own input, without references: its first "
                   f"{PRUNE_AUTO_SAMPLE} sentences or {100 * PRUNE_AUTO_SHARE:g}%%, whichever is more, at most "
-                  f"{PRUNE_AUTO_MAX_SAMPLE}, in the order the run reads them (fairseq's length order, so the shortest; "
-                  "the first lines under --stream-input-order as-given), are decoded by the fixed beam (their output) "
+                  f"{PRUNE_AUTO_MAX_SAMPLE}, in the order the run reads them (fairseq's length order, so the shortest "
+                  "sources, of each shard's own under fairseq-stream-shard; the first lines under --stream-input-order "
+                  "as-given), are decoded by the fixed beam (their output) "
                   "and by a ladder of (δ, M), and the rest by the fastest setting whose model-score loss against the "
                   "fixed beam is within --prune-auto-tolerance; to size the sample it first reads the whole input ahead "
                   "(source tokens only). An input under twice the sample, and fairseq-interactive, get "

@@ -60,6 +60,7 @@ class StreamGenerator:
         stats_path: Optional[str] = None,
         config: Any = None,
         step_mode: str = "auto",
+        report: bool = True,
     ) -> None:
         self.name = name
         self.config = config  # the strategy's configuration (its options, validated)
@@ -73,7 +74,9 @@ class StreamGenerator:
         self.rows_per_sentence = rows_per_sentence
         self.stats = DecodeStats(trace=[] if stats_path else None)
         self.stats_path = stats_path
-        self._reported = False
+        # report=False: a helper decode of the run's (--prune-auto's calibration) says nothing at the end;
+        # its work is in the run's statistics, which the run's own generator reports.
+        self._reported = not report
         self.run: RunContext = RunContext()  # where the input is read ahead from, and the progress bar
         self.strategy = make_strategy(self.stats)  # built once; the scheduler takes it at the first batch
         self.input = InputStream(pad=self.pad, eos=self.eos, nbest=int(gen_cfg.nbest), max_lengths=lambda lengths: max_lengths(

@@ -200,7 +200,8 @@ class Calibration:
     def __init__(self, *, config: BeamConfig, tolerance: float, spawn: Callable[[BeamConfig], StreamGenerator]) -> None:
         self.config = config
         self.tolerance = tolerance
-        self.spawn = spawn  # a generator of the run's strategy with another configuration (no statistics file)
+        self.spawn = spawn  # a generator of the run's strategy with another configuration (silent: no statistics
+        # file, no closing line or warnings of its own)
         fixed = BeamConfig(beam=config.beam, nbest=config.nbest, final_count=config.final_count, lenpen=config.lenpen,
                            finalize=config.finalize, pruning=Pruning())  # fixed-ours at the same k
         self.fixed = spawn(fixed)
@@ -248,7 +249,7 @@ class AutoPruneGenerator(StreamGenerator):
         tolerance = opts.prune_auto_tolerance
         generator.calibration = Calibration(
             config=config, tolerance=PRUNE_AUTO_TOLERANCE if tolerance is None else float(tolerance),
-            spawn=lambda cfg: make(cfg, stats_path=None))
+            spawn=lambda cfg: make(cfg, stats_path=None, report=False))
         return generator
 
     def generate(self, models: Any, sample: Dict[str, Any], prefix_tokens: Any = None, constraints: Any = None,

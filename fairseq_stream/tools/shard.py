@@ -87,6 +87,11 @@ class Shard:
     pid: str
 
     @property
+    def stats(self) -> str:
+        """This shard's ``--stream-stats`` file (merged into the run's own by :func:`merge_stats`)."""
+        return self.out[: -len(".out")] + ".stats.json"
+
+    @property
     def failed(self) -> str:
         """Written by a torchrun rank whose shard failed (rank 0 then stops waiting)."""
         return self.out[: -len(".out")] + ".failed"
@@ -129,6 +134,16 @@ def _parse(argv: Sequence[str]) -> "tuple[argparse.Namespace, List[str]]":
     return args, generate_args
 
 
+def prune_auto_warning(generate_args: Sequence[str]) -> Optional[str]:
+    """The one line said when ``--prune-auto`` is given: it is the one option whose output depends on the split."""
+    if "--prune-auto" not in generate_args:
+        return None
+    return ("fairseq-stream: warning: --prune-auto calibrates each shard on its own input (the first sentences of "
+            "its own batches; a shard under twice the sample takes the conservative setting), so the shards may "
+            "choose other settings than one process would and the output can differ from one process's; each "
+            "shard's choice line is in its shardI.log")
+
+
 def _visible_gpus(devices: str) -> List[str]:
     """The GPU ids this command may hand out ([] = CPU)."""
     if devices == "cpu":
@@ -156,9 +171,63 @@ def plan_shards(nprocs: int, generate_args: List[str], workdir: str, gpus: List[
         if not gpus and "OMP_NUM_THREADS" not in os.environ:
             env["OMP_NUM_THREADS"] = threads  # N processes share the cores
         stem = os.path.join(workdir, f"shard{i}")
-        shards.append(Shard(i, base + ["--distributed-world-size", str(nprocs), "--distributed-rank", str(i)], env,
+        # Each shard its own statistics file: under one --stream-stats F every process wrote F, the last one's won.
+        argv = _with_value(base, "--stream-stats", stem + ".stats.json")
+        shards.append(Shard(i, argv + ["--distributed-world-size", str(nprocs), "--distributed-rank", str(i)], env,
                             stem + ".out", stem + ".log", stem + ".pid"))
     return shards
+
+
+def _with_value(argv: Sequence[str], flag: str, value: str) -> List[str]:
+    """``argv`` with every value of ``flag`` (``--flag v`` or ``--flag=v``) replaced by ``value``."""
+    out = list(argv)
+    for i, arg in enumerate(out):
+        if arg == flag and i + 1 < len(out):
+            out[i + 1] = value
+        elif arg.startswith(flag + "="):
+            out[i] = f"{flag}={value}"
+    return out
+
+
+def merge_stats(shards: List[Shard], path: str) -> None:
+    """The run's ``--stream-stats`` file: the shards' statistics summed, and each shard's as it wrote it.
+
+    Counts (sentences, timesteps, expansions, ``extra``'s counters, ...) are summed; the peaks
+    (``peak_*``, ``encoder_slots``) are the largest shard's; ``wall_seconds`` is the shards' decoding
+    time summed (they ran at once, so ``sentences_per_second`` is a rate per process). The per-step
+    ``trace`` and a ``prune_auto`` choice that differs between shards are not merged: they stay
+    under ``shards``, one entry per shard in shard order.
+    """
+    import dataclasses
+
+    from fairseq_stream.engine.stats import DecodeStats
+
+    names = {f.name for f in dataclasses.fields(DecodeStats)}
+    per_shard: List[Dict[str, Any]] = []
+    total = DecodeStats()
+    missing = []
+    for shard in shards:
+        try:
+            with open(shard.stats, encoding="utf-8") as f:
+                one = json.load(f)
+        except (OSError, ValueError):
+            missing.append(shard.index)
+            continue
+        per_shard.append(dict(one, shard=shard.index))
+        total.merge(DecodeStats(**{k: v for k, v in one.items() if k in names and k != "trace"}))
+    if not per_shard:
+        print(f"fairseq-stream-shard: warning: no shard wrote statistics (in {os.path.dirname(shards[0].stats)}); "
+              f"--stream-stats {path} not written", file=sys.stderr)
+        return
+    choices = [p.get("prune_auto") or {} for p in per_shard]
+    total.prune_auto = choices[0] if all(c == choices[0] for c in choices) else {}
+    merged = dict(total.to_dict(), search=per_shard[0].get("search"), merged_shards=len(per_shard),
+                  missing_shards=missing, shards=per_shard)
+    if missing:
+        print(f"fairseq-stream-shard: warning: shard(s) {missing} wrote no statistics; --stream-stats {path} holds "
+              f"the other {len(per_shard)} shard(s)' only", file=sys.stderr)
+    with open(path, "w", encoding="utf-8") as f:
+        json.dump(merged, f, indent=1)
 
 
 def _failure(code: int) -> str:
@@ -318,7 +387,8 @@ def manifest_difference(old: Dict[str, object], new: Dict[str, object]) -> List[
 def claim_workdir(workdir: str, manifest: Dict[str, object], fresh: bool) -> None:
     """Record ``manifest`` in ``workdir``, refusing one made by another run (``fresh``: start over)."""
     path = os.path.join(workdir, MANIFEST)
-    leftovers = [n for n in os.listdir(workdir) if re.match(r"shard\d+\.(out|log|pid|failed|out\.partial)$", n)]
+    leftovers = [n for n in os.listdir(workdir)
+                 if re.match(r"shard\d+\.(out|log|pid|failed|out\.partial|stats\.json)$", n)]
     if fresh:
         for name in leftovers + ([MANIFEST] if os.path.exists(path) else []):
             os.remove(os.path.join(workdir, name))
@@ -630,6 +700,9 @@ def print_merged(shards: List[Shard], workdir: str, generate_args: Sequence[str]
         print(f"fairseq-stream-shard: warning: shard(s) {empty} got no sentences: fairseq shards whole batches; "
               "pass a smaller --batch-size or --max-tokens to use every process", file=sys.stderr)
     sys.stdout.writelines(lines)
+    stats = _option_value(generate_args, "--stream-stats")
+    if stats:
+        merge_stats(shards, stats)
     score = merged_score(lines, generate_args) if generate_args else None
     if score is not None:
         print(score)
@@ -643,6 +716,9 @@ def main(argv: Optional[Sequence[str]] = None) -> None:
     try:
         args, generate_args = _parse(argv)
         ranks = torchrun_ranks(dict(os.environ))
+        warning = prune_auto_warning(generate_args)
+        if warning and (ranks is None or ranks.rank == 0):  # said once per run
+            print(warning, file=sys.stderr, flush=True)
         if ranks is not None:
             run_rank(args, generate_args, argv, ranks)
             return

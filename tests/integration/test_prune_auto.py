@@ -130,6 +130,12 @@ def test_fairseq_generate_prints_the_choice_and_writes_it_to_the_stats_file(demo
     assert proc.returncode == 0, proc.stderr[-2000:]
     lines = [line for line in proc.stderr.splitlines() if line.startswith("fairseq-stream: --prune-auto: ")]
     assert len(lines) == 1 and "calibrated on 32 sentences" in lines[0], proc.stderr[-2000:]
+    # issue 52 item 7: the calibration's own decodes (the fixed beam, each rung) say nothing at the end; only
+    # the run's one statistics line (it was followed by one line per helper, and their --nbest warnings)
+    both = (proc.stdout + proc.stderr).splitlines()
+    summaries = [line for line in both if "fairseq-stream var-stream: " in line or "fairseq-stream fixed-ours: " in line]
+    assert len(summaries) == 1 and "100 sentences" in summaries[0], summaries
+    assert not [line for line in both if "fewer than --nbest" in line]
     info = json.loads(stats.read_text())["prune_auto"]
     assert info["calibrated"] and info["sample"] == 32 and info["mean_score_loss"] is not None
     assert len([line for line in proc.stdout.splitlines() if line.startswith("H-")]) == 100

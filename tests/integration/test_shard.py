@@ -206,6 +206,38 @@ def test_more_processes_than_batches_run_as_many_as_there_are_batches(tmp_path):
     assert len(lines_of(proc.stdout, "H-")) == 3
 
 
+def test_each_shard_writes_its_own_statistics_and_the_run_gets_them_merged(tmp_path, capsys):
+    # issue 52 item 6: every shard was given the same --stream-stats F, so F held the last shard's statistics only
+    from fairseq_stream.tools.shard import plan_shards, print_merged
+
+    stats = tmp_path / "stats.json"
+    shards = plan_shards(2, ["data", "--stream-stats", str(stats)], str(tmp_path), [])
+    assert [s.argv[s.argv.index("--stream-stats") + 1] for s in shards] == [s.stats for s in shards]
+    assert shards[1].stats == str(tmp_path / "shard1.stats.json")
+    assert plan_shards(1, ["data", f"--stream-stats={stats}"], str(tmp_path), [])[0].argv.count(
+        f"--stream-stats={tmp_path / 'shard0.stats.json'}") == 1
+    import json
+
+    for i, (ids, choice) in enumerate([((0, 2), {"setting": "δ 3, M 5"}), ((1,), {"setting": "δ 1, M 5"})]):
+        (tmp_path / f"shard{i}.out").write_text("".join(f"S-{j}\tx\nH-{j}\t-1.0\ty\n" for j in ids)
+                                                + f"Translated {len(ids)} sentences\n")
+        (tmp_path / f"shard{i}.log").write_text("")
+        (tmp_path / f"shard{i}.stats.json").write_text(json.dumps({
+            "sentences": len(ids), "timesteps": 10 + i, "expansions": 100 * (i + 1), "wall_seconds": 1.5,
+            "peak_in_flight": 4 - i, "extra": {"refused": 1.0}, "trace": [{"step": 1, "sentences": 1, "rows": 2}],
+            "prune_auto": choice, "search": "var-stream", "expansions_per_step": 10.0}))
+    print_merged(shards, str(tmp_path), ["data", "--stream-stats", str(stats)])
+    merged = json_of(stats)
+    assert (merged["sentences"], merged["timesteps"], merged["expansions"], merged["wall_seconds"]) == (3, 21, 300, 3.0)
+    assert merged["peak_in_flight"] == 4 and merged["extra"] == {"refused": 2.0} and merged["search"] == "var-stream"
+    assert merged["expansions_per_step"] == 300 / 21 and merged["merged_shards"] == 2 and merged["missing_shards"] == []
+    assert merged["prune_auto"] == {}  # the shards chose differently: each shard's choice under "shards"
+    assert [(s["shard"], s["sentences"], s["prune_auto"]["setting"]) for s in merged["shards"]] == [
+        (0, 2, "δ 3, M 5"), (1, 1, "δ 1, M 5")]
+    assert "trace" not in merged and merged["shards"][0]["trace"]
+    assert "warning" not in capsys.readouterr().err
+
+
 # ---- torchrun: one shard per rank ------------------------------------------------------------
 TORCHRUN = os.path.join(os.path.dirname(sys.executable), "torchrun")
 SHARD_SCRIPT = os.path.join(os.path.dirname(sys.executable), "fairseq-stream-shard")
@@ -272,6 +304,23 @@ def test_torchrun_mode_refuses_bad_options_in_one_line(monkeypatch, capsys, tmp_
         main(argv)
     err = capsys.readouterr().err.strip().splitlines()
     assert exit_.value.code == 1 and err == ["fairseq-stream: error: " + message]
+
+
+def test_prune_auto_is_said_to_calibrate_each_shard_on_its_own_input(monkeypatch, capsys):
+    # issue 52 item 7: under --prune-auto the shards' output can differ from one process's; it was not said
+    from fairseq_stream.tools.shard import main
+
+    for name in ("RANK", "WORLD_SIZE"):
+        monkeypatch.delenv(name, raising=False)
+    with pytest.raises(SystemExit):
+        main(["--workdir", "w", "data", "--search", "var-stream", "--prune-auto"])  # stops at the missing --nprocs
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 2 and err[1].startswith("fairseq-stream: error: --nprocs N is required"), err
+    assert err[0].startswith("fairseq-stream: warning: --prune-auto calibrates each shard on its own input"), err
+    assert "can differ from one process's" in err[0] and "shardI.log" in err[0]
+    with pytest.raises(SystemExit):
+        main(["--workdir", "w", "data", "--search", "var-stream", "--prune-auto-tolerance", "0.1"])
+    assert "warning" not in capsys.readouterr().err
 
 
 def test_without_torchrun_nprocs_is_required(monkeypatch, capsys):
@@ -361,12 +410,16 @@ def test_shards_split_evenly_print_one_score_and_leave_no_temporary_folder(ten_b
     args = [ten_bin, "--user-dir", "fairseq_stream", "--path", os.path.join(DEMO, "checkpoint.pt"), "--gen-subset",
             "test", "--search", "var-stream", "--beam", "2", "--max-len-a", "1.2", "--max-len-b", "10"]
     env = dict(ENV, TMPDIR=str(tmp_path))
-    proc = subprocess.run([sys.executable, "-m", "fairseq_stream.tools.shard", "--nprocs", "2", *args], cwd=REPO,
-                          capture_output=True, text=True, env=env)
+    stats = tmp_path / "stats.json"
+    proc = subprocess.run([sys.executable, "-m", "fairseq_stream.tools.shard", "--nprocs", "2", *args, "--stream-stats",
+                           str(stats)], cwd=REPO, capture_output=True, text=True, env=env)
     assert proc.returncode == 0, proc.stderr[-3000:]
     left = [n for n in os.listdir(tmp_path) if n.startswith("fairseq-stream-shard.")]  # (pymp-*: Python's own)
     assert not left, f"the temporary workdir was left behind: {left}"
     assert "10 sentences from 2 shards (5 + 5; temporary outputs removed" in proc.stderr, proc.stderr[-2000:]
+    merged = json_of(stats)  # issue 52 item 6: the whole run's statistics (it held one shard's 5 sentences)
+    assert merged["sentences"] == 10 and [s["sentences"] for s in merged["shards"]] == [5, 5]
+    assert merged["expansions"] == sum(s["expansions"] for s in merged["shards"]) > 0
     single = run_cli(["fairseq-generate", *args, "--cpu"], env_extra={"OMP_NUM_THREADS": "1"})
     assert single.returncode == 0, single.stderr[-2000:]
     expected = [line for line in single.stdout.splitlines() if line.startswith("Generate test")]
