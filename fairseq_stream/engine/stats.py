@@ -40,6 +40,9 @@ class DecodeStats:
     # Settings that change what or how the run decodes, set away from their defaults and in
     # effect ({"quantize": "int8", "input order": "as-given"}): the closing line confirms them.
     settings: Dict[str, str] = field(default_factory=dict)
+    # Paths that ran instead of ours and what they cost, named once ({"encoder": "fairseq's forward
+    # (layer X changes fairseq's forward): batch-size bit-exactness not promised"})
+    fallbacks: Dict[str, str] = field(default_factory=dict)
     extra: Dict[str, float] = field(default_factory=dict)
     # --prune-auto: the setting chosen, the search error measured and the settings tried
     # (integration/prune_auto.Choice.as_dict)
@@ -92,6 +95,7 @@ class DecodeStats:
             elif key not in self.step_mode:
                 self.step_mode[key] = value
         self.settings.update(other.settings)
+        self.fallbacks.update(other.fallbacks)
         if other.prune_auto and not self.prune_auto:
             self.prune_auto = dict(other.prune_auto)
 
@@ -167,6 +171,8 @@ class DecodeStats:
                 else f" (not calibrated: {self.prune_auto.get('fallback')})")
         if self.settings:
             line += ", " + ", ".join(f"{name}={value}" for name, value in self.settings.items())
+        if self.fallbacks:
+            line += ", fallbacks: " + "; ".join(f"{name}: {why}" for name, why in sorted(self.fallbacks.items()))
         if self.autoregressive_steps:
             iterations = int(self.extra.get("sentence_iterations") or self.timesteps)
             line += (

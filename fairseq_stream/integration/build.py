@@ -20,7 +20,7 @@ from fairseq_stream.engine.validation import validate_run
 from fairseq_stream.integration.generator import StreamGenerator
 from fairseq_stream.model import linear_kernels
 from fairseq_stream.search.output import OutputScorer
-from fairseq_stream.model.quantize import count_linears, prepare_models
+from fairseq_stream.model.quantize import activation_bits_of, count_linears, prepare_models
 from fairseq_stream.ops.int8_rows import kernel_name as int8_kernel_name
 
 
@@ -96,8 +96,9 @@ def run_settings(models: List[Any], opts: Any) -> Dict[str, str]:
     """The settings the closing statistics line confirms: int8 weights where the models carry them
     (counted in the copies decoded), the input's own order where asked for."""
     settings: Dict[str, str] = {}
-    if any(count_linears(model)[1] for model in models):
-        settings["quantize"] = f"int8 ({int8_kernel_name()})"
+    bits = sorted({b for model in models for b in activation_bits_of(model)})
+    if bits:  # the width the layers were made with (7 and 8 give different hypotheses)
+        settings["quantize"] = "int8 (" + "; ".join(int8_kernel_name(b) for b in bits) + ")"
     if opts.stream_input_order != "sorted":
         settings["input order"] = str(opts.stream_input_order)
     return settings

@@ -33,7 +33,7 @@ from fairseq_stream.engine.input_stream import InputStream, QueuedBatch
 from fairseq_stream.search.interface import SearchStrategy
 from fairseq_stream.integration import interactive_input
 from fairseq_stream.model.model_step import ModelStep
-from fairseq_stream.ops import fused_output
+from fairseq_stream.ops import extension, fused_output
 from fairseq_stream.search.score_edits import NoRepeatNgram, max_lengths
 from fairseq_stream.integration.run_context import RunContext
 from fairseq_stream.integration.runtime import SentenceProgress
@@ -118,6 +118,8 @@ class StreamGenerator:
         for kernel in fused_output.take_cuda_kernels():  # measured per shape class on CUDA, logged there
             self.stats.note_backend("output_layer", kernel)
         self.stats.step_mode = dict(self.model.step_stats.as_dict(), mode=self.model.step_mode)
+        self.stats.fallbacks.update(self.model.fallbacks)
+        self.stats.fallbacks.update(extension.unavailable())
         self._schedule_report()
         return hypos
 

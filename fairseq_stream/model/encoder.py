@@ -42,7 +42,7 @@ def unsupported(encoder: Any) -> Optional[str]:
         return "quant-noise"
     for layer in encoder.layers:
         if not isinstance(layer, TransformerEncoderLayerBase) or type(layer).forward is not TransformerEncoderLayerBase.forward:
-            return "a layer changes fairseq's forward"
+            return f"layer {type(layer).__name__} changes fairseq's forward"
         attn = layer.self_attn
         if not isinstance(attn, MultiheadAttention) or attn.bias_k is not None or attn.add_zero_attn:
             return "self-attention with extra keys"
@@ -52,13 +52,31 @@ def unsupported(encoder: Any) -> Optional[str]:
 _SUPPORT: "weakref.WeakKeyDictionary[Any, Optional[str]]" = weakref.WeakKeyDictionary()
 
 
+def _unsupported_once(encoder: Any) -> Optional[str]:
+    if encoder not in _SUPPORT:
+        _SUPPORT[encoder] = unsupported(encoder)
+    return _SUPPORT[encoder]
+
+
+def cpu_fallback(encoder: Any) -> Optional[str]:
+    """Why a CPU float32 run encodes ``encoder`` with fairseq's forward, whose padding changes a
+    sentence's states, so batch size 1 ≡ 8 and stream ≡ batch no longer hold bit for bit (None
+    where :func:`encode` runs, and off the CPU float32 path, where nothing is promised bit for bit).
+    Named in the closing statistics (:class:`fairseq_stream.model.model_step.ModelStep`)."""
+    param = next(encoder.parameters(), None)
+    if param is None or param.device.type != "cpu" or param.dtype != torch.float32:
+        return None
+    why = _unsupported_once(encoder)
+    if why is None and decode_attention.cpu_kernel() is None:
+        why = "the C++ attention kernel is unavailable"
+    return why
+
+
 def encoder_out(encoder: Any, net_input: Dict[str, Tensor]) -> Dict[str, List[Tensor]]:
     """The encoder's output for ``net_input``: :func:`encode` where it applies, else fairseq's."""
     tokens = net_input["src_tokens"]
-    if encoder not in _SUPPORT:
-        _SUPPORT[encoder] = unsupported(encoder)
     param = encoder.embed_tokens.weight
-    if _SUPPORT[encoder] is None and tokens.device.type == "cpu" and param.dtype == torch.float32 and \
+    if _unsupported_once(encoder) is None and tokens.device.type == "cpu" and param.dtype == torch.float32 and \
             decode_attention.cpu_kernel() is not None and not encoder.training:
         states, padding = encode(encoder, tokens)
         return {"encoder_out": [states], "encoder_padding_mask": [padding]}

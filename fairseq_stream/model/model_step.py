@@ -29,7 +29,7 @@ from fairseq_stream.model.encoder_slots import (
     SLOT_MODULUS, EncoderSlots, LiveBytes, SourceTable, tensors_in, write_memory,
 )
 from fairseq_stream.errors import FairseqStreamError
-from fairseq_stream.model.encoder import encoder_out
+from fairseq_stream.model.encoder import cpu_fallback, encoder_out
 from fairseq_stream.model.ensemble import ensemble_scores, normalizes
 from fairseq_stream.model.static_step import (
     StepGraphs, StepModeStats, length_bucket, resolve_step_mode, row_bucket,
@@ -304,6 +304,7 @@ class ModelStep:
         self.step_stats = StepModeStats()  # how the run's steps ran (the closing statistics)
         static = self.step_mode in ("static", "graph")
         self.backends = [self._backend(m, static) for m in self.models]
+        self.fallbacks = self._encoder_fallbacks()  # what drops a bit-exactness promise (the closing statistics)
         self.block_steps = all(b.block_steps for b in self.backends)
         self.mixed_lengths = all(b.mixed_lengths for b in self.backends)
         self.needs_history = not self.block_steps
@@ -319,6 +320,17 @@ class ModelStep:
             return _GenericBackend(model)
         graphs = StepGraphs(self.step_stats) if self.step_mode == "graph" else None
         return _TransformerBackend(model, static=static, graphs=graphs, stats=self.step_stats)
+
+    def _encoder_fallbacks(self) -> Dict[str, str]:
+        """``{"encoder": "fairseq's forward (why): ..."}`` for each transformer whose encoder runs
+        fairseq's forward on a CPU in float32 (:func:`~fairseq_stream.model.encoder.cpu_fallback`)."""
+        out: Dict[str, str] = {}
+        for i, backend in enumerate(self.backends):
+            why = cpu_fallback(backend.model.encoder) if isinstance(backend, _TransformerBackend) else None
+            if why is not None:
+                name = "encoder" if len(self.backends) == 1 else f"encoder of model {i + 1}"
+                out[name] = f"fairseq's forward ({why}): batch-size bit-exactness not promised"
+        return out
 
     def require_block_steps(self, what: str) -> None:
         if not self.block_steps:

@@ -27,6 +27,7 @@ same arithmetic runs as PyTorch operations (identical numbers).
 Activation bits: 8 on CPUs with AVX-512 VNNI (fbgemm multiplies with ``vpdpbusd``, 32-bit
 sums), 7 elsewhere: fbgemm's AVX2 kernel adds pairs of u8 × s8 products in 16 bits, which
 saturate with 8-bit activations (PyTorch's ``reduce_range`` for the same reason).
+``FAIRSEQ_STREAM_INT8_ACTIVATION_BITS=7`` forces 7 on any CPU; a copy is made per width.
 
 Why fbgemm and not ``torchao`` or oneDNN's int8 (measured on the demo model's layers, 1 thread,
 ``scripts/experiments/int8_kernels.py``; docs/results.md, "Against CTranslate2"): fbgemm's int8 product
@@ -47,7 +48,7 @@ from __future__ import annotations
 
 import contextlib
 import warnings
-from typing import Any, Iterator, List, Optional, Sequence, Tuple
+from typing import Any, Dict, Iterator, List, Optional, Sequence, Tuple
 
 import torch
 from torch import Tensor, nn
@@ -59,7 +60,7 @@ from fairseq_stream.errors import FairseqStreamError
 #: The values of ``--quantize``.
 CHOICES: Tuple[str, ...] = ("none", "int8")
 
-_copies = DerivedCopies()
+_copies: Dict[int, DerivedCopies] = {}  # activation bits → the int8 copies made with them
 
 
 def check_choice(value: str) -> None:
@@ -92,7 +93,8 @@ def _int8_copy(model: nn.Module) -> nn.Module:
             f"--quantize int8 needs PyTorch's x86 int8 kernels (fbgemm); this CPU's engine is "
             f"{torch.backends.quantized.engine!r}"
         )
-    return _copies.get(model, lambda m: swap_linears(m, RowInt8Linear.of))
+    copies = _copies.setdefault(int8_rows.activation_bits(), DerivedCopies())
+    return copies.get(model, lambda m: swap_linears(m, RowInt8Linear.of))
 
 
 class RowInt8Linear(nn.Module):
@@ -103,14 +105,16 @@ class RowInt8Linear(nn.Module):
     other rows of the call (module docstring).
     """
 
-    def __init__(self, qweight: Tensor, bias: Optional[Tensor]) -> None:
+    def __init__(self, qweight: Tensor, bias: Optional[Tensor], bits: Optional[int] = None) -> None:
+        """``bits``: the activation width (default :func:`fairseq_stream.ops.int8_rows.activation_bits`)."""
         super().__init__()
         self.out_features, self.in_features = qweight.shape
         self.qweight = qweight
         self.bias = None if bias is None else bias.detach().float().contiguous()
         with _quiet():
             self.packed = torch.ops.quantized.linear_prepack(qweight, None)
-        levels = 2 ** (int8_rows.activation_bits() - 1)  # 128 or 64: [-1, 1] → [1, 2·levels - 1]
+        self.bits = int8_rows.activation_bits() if bits is None else bits
+        levels = 2 ** (self.bits - 1)  # 128 or 64: [-1, 1] → [1, 2·levels - 1]
         self.scale, self.zero_point = 1.0 / (levels - 1), levels
 
     @staticmethod
@@ -128,7 +132,7 @@ class RowInt8Linear(nn.Module):
 
     def extra_repr(self) -> str:
         return (f"in_features={self.in_features}, out_features={self.out_features}, bias={self.bias is not None}, "
-                f"activation_bits={int8_rows.activation_bits()}")
+                f"activation_bits={self.bits}")
 
 
 def quantize_weight(weight: Tensor) -> Tensor:
@@ -153,6 +157,11 @@ def _quiet() -> Iterator[None]:
 
 def is_quantized_linear(module: Any) -> bool:
     return isinstance(module, RowInt8Linear)
+
+
+def activation_bits_of(model: nn.Module) -> List[int]:
+    """The activation widths of ``model``'s int8 layers (one, for a copy of :func:`prepare_models`)."""
+    return sorted({m.bits for m in model.modules() if is_quantized_linear(m)})
 
 
 def count_linears(model: nn.Module) -> Tuple[int, int]:
@@ -202,4 +211,4 @@ def _stacked_int8(linears: Sequence[RowInt8Linear]) -> RowInt8Linear:
         )
     biases = [l.bias for l in linears]
     bias = None if any(b is None for b in biases) else torch.cat(biases)
-    return RowInt8Linear(qweight, bias)
+    return RowInt8Linear(qweight, bias, bits=linears[0].bits)

@@ -192,6 +192,13 @@ def load_operator(name: str) -> Any:
     return load(source, flags, what)
 
 
+def unavailable() -> Dict[str, str]:
+    """The kernels this process could not load, and why (their PyTorch paths ran): the closing statistics."""
+    if os.environ.get("FAIRSEQ_STREAM_NO_KERNEL"):
+        return {"C++ kernels": "PyTorch ops (FAIRSEQ_STREAM_NO_KERNEL is set)"}
+    return {f"kernel {source}": f"PyTorch ops ({why})" for source, why in failures.items()}
+
+
 def operator_failure(name: str) -> str:
     """Why the operator's module could not be loaded (after :func:`load_operator` returned None)."""
     source = OPERATORS[name][0]

@@ -9,27 +9,41 @@ The layer that holds the weights is :class:`fairseq_stream.model.quantize.RowInt
 
 Activation bits: 8 on CPUs with AVX-512 VNNI (fbgemm multiplies with ``vpdpbusd``, 32-bit sums),
 7 elsewhere: fbgemm's AVX2 kernel adds pairs of u8 × s8 products in 16 bits, which saturate with
-8-bit activations (PyTorch's ``reduce_range`` for the same reason).
+8-bit activations (PyTorch's ``reduce_range`` for the same reason). The two widths give different
+hypotheses from one model: ``FAIRSEQ_STREAM_INT8_ACTIVATION_BITS=7`` forces the narrow one on any
+CPU (to test it, or to match a machine without VNNI); the closing statistics name the width used.
 """
 from __future__ import annotations
 
+import os
 from typing import Any, Optional, Tuple
 
 import torch
 from torch import Tensor
 
+from fairseq_stream.errors import FairseqStreamError
 from fairseq_stream.ops.backends import device_choice
 
 #: The C++ operator of the per-row passes; no -ffast-math (a NaN row stays NaN), no fused multiply-adds.
 KERNEL_SOURCE = "int8_rows.cpp"
 KERNEL_FLAGS: Tuple[str, ...] = ("-O3", "-fopenmp", "-march=native", "-ffp-contract=off")
 
+#: Forces the narrow (7-bit) activations on any CPU; 8 cannot be forced (fbgemm's AVX2 sums would saturate).
+BITS_ENV = "FAIRSEQ_STREAM_INT8_ACTIVATION_BITS"
+
 _bits: Optional[int] = None
 
 
 def activation_bits() -> int:
-    """8 where fbgemm multiplies with AVX-512 VNNI (32-bit sums), else 7 (module docstring)."""
+    """8 where fbgemm multiplies with AVX-512 VNNI (32-bit sums), else 7, or 7 where
+    :data:`BITS_ENV` asks for it (module docstring)."""
     global _bits
+    forced = os.environ.get(BITS_ENV, "").strip()
+    if forced:
+        if forced != "7":
+            raise FairseqStreamError(f"{BITS_ENV} may only be 7 (the narrow activations; 8 needs AVX-512 VNNI), "
+                                     f"got {forced!r}")
+        return 7
     if _bits is None:
         from fairseq_stream.ops.extension import cpu_features
 
@@ -44,10 +58,12 @@ def kernel() -> Any:
     return extension.load(KERNEL_SOURCE, KERNEL_FLAGS, "int8")
 
 
-def kernel_name() -> str:
-    """What multiplies the int8 layers here, for the statistics."""
+def kernel_name(bits: Optional[int] = None) -> str:
+    """What multiplies the int8 layers here (with ``bits``-bit activations: the layers' own), for the statistics."""
     where = "" if kernel() is not None else " through PyTorch ops"
-    return f"fbgemm u8s8 with per-row {activation_bits()}-bit activations{where}"
+    bits = activation_bits() if bits is None else bits
+    forced = f", {BITS_ENV}" if os.environ.get(BITS_ENV) and bits == 7 else ""
+    return f"fbgemm u8s8 with per-row {bits}-bit activations{forced}{where}"
 
 
 def row_linear(x: Tensor, packed: Any, bias: Optional[Tensor], relu: bool, scale: float, zero_point: int,

@@ -11,7 +11,24 @@ import torch
 from fairseq_stream.errors import FairseqStreamError
 from fairseq_stream.engine.validation import check_options as validate
 from fairseq_stream.model.quantize import count_linears, is_quantized_linear, prepare_models, stacked_linear
-from helpers import fake_task, gen_cfg, make_dictionary, sample_for, stream_opts, tiny_ib_model
+from fairseq_stream.ops import decode_attention, int8_rows
+from helpers import fake_task, gen_cfg, make_dictionary, sample_for, stream_opts, tiny_ib_model, tiny_transformer
+
+#: Both activation widths on any machine: the CPU's own (8 with AVX-512 VNNI, else 7) and 7 forced.
+WIDTHS = ["this CPU's", "7 forced"]
+
+needs_int8_kernel = pytest.mark.skipif(int8_rows.kernel() is None, reason="the C++ int8 operator is not built here: "
+                                       "its PyTorch arithmetic would be compared with itself")
+
+
+@pytest.fixture(params=WIDTHS)
+def bits(request, monkeypatch) -> int:
+    """The activation width of the int8 layers a test builds (the environment variable set or cleared)."""
+    if request.param == "7 forced":
+        monkeypatch.setenv(int8_rows.BITS_ENV, "7")
+    else:
+        monkeypatch.delenv(int8_rows.BITS_ENV, raising=False)
+    return int8_rows.activation_bits()
 
 
 def test_every_linear_is_int8_and_the_float_model_is_kept(demo_session):
@@ -113,7 +130,6 @@ def test_an_int8_row_does_not_depend_on_its_batch():
         whole = layer(x, relu=relu)
         for lo, hi in ((0, 1), (5, 6), (3, 11), (20, 70)):
             assert torch.equal(layer(x[lo:hi], relu=relu), whole[lo:hi]), (lo, hi, relu)
-        assert torch.equal(layer.reference(x, relu), whole)  # the C++ operator = its PyTorch arithmetic
     assert torch.equal(layer(x, relu=True), torch.relu(layer(x)))
     assert torch.equal(layer(x.view(7, 10, 64)).view(70, -1), layer(x))
 
@@ -135,3 +151,56 @@ def test_int8_rows_keep_their_own_precision():
     theirs = (dynamic(x) - exact)[1:].abs().max()
     assert ours < theirs / 5, (ours, theirs)
 
+
+
+@needs_int8_kernel
+@pytest.mark.parametrize("rows", [1, 70, 256, 257, 300, 513])
+def test_the_cpp_operator_equals_its_pytorch_arithmetic_row_by_row(bits, rows):
+    # Over 256 rows the operator runs fbgemm's product in chunks of 256 (csrc/int8_rows.cpp): no bit may move.
+    _, layer = _int8_layer(2, inputs=96, outputs=80)
+    assert layer.bits == bits
+    torch.manual_seed(rows)
+    x = torch.randn(rows, 96) * torch.rand(rows, 1) * 4
+    x[rows // 2] = 0.0  # an all-zero row stays zero
+    for relu in (False, True):
+        ours, reference = layer(x, relu=relu), layer.reference(x, relu)
+        for r in range(rows):
+            assert torch.equal(ours[r], reference[r]), (r, relu)
+        assert torch.equal(layer(x[-1:], relu=relu)[0], ours[-1])  # the last chunk's row, alone
+
+
+def test_the_narrow_width_is_forced_by_the_environment_and_nothing_else(monkeypatch):
+    from fairseq_stream.model.quantize import RowInt8Linear
+
+    monkeypatch.setenv(int8_rows.BITS_ENV, "7")
+    assert int8_rows.activation_bits() == 7 and _int8_layer()[1].scale == 1 / 63
+    monkeypatch.setenv(int8_rows.BITS_ENV, "8")
+    with pytest.raises(FairseqStreamError, match="FAIRSEQ_STREAM_INT8_ACTIVATION_BITS may only be 7"):
+        RowInt8Linear.of(torch.nn.Linear(4, 4))
+
+
+@pytest.mark.skipif(decode_attention.cpu_kernel() is None,
+                    reason="bit-exactness across batches rests on the C++ attention kernel")
+def test_a_small_int8_decode_is_exact_and_names_its_width(bits):
+    # One sentence alone decodes to the bits it gets among eight, under either width; the
+    # closing statistics say which width the layers were made with.
+    from fairseq_stream.integration.build import build_generator
+
+    D = make_dictionary(tuple("abcdefgh"))
+    model = tiny_transformer(D, dtype=torch.float32, seed=3)
+
+    def decode(sources):
+        generator = build_generator("var-stream", fake_task(D), [model], gen_cfg(beam=2, max_len_b=6),
+                                    stream_opts(search="var-stream", quantize="int8"))
+        with torch.no_grad():
+            return generator, generator.generate([model], sample_for(D, sources))
+
+    sources = list(range(4, 12))
+    generator, together = decode(sources)
+    assert {m.bits for m in generator.model.models[0].modules() if is_quantized_linear(m)} == {bits}
+    assert f"per-row {bits}-bit activations" in generator.stats.settings["quantize"]
+    assert f"per-row {bits}-bit activations" in generator.stats.summary()
+    for i, s in enumerate(sources):
+        (alone,) = decode([s])[1]
+        assert alone[0]["tokens"].tolist() == together[i][0]["tokens"].tolist(), s
+        assert torch.equal(alone[0]["positional_scores"], together[i][0]["positional_scores"]), s
