@@ -41,7 +41,7 @@ import statistics
 import sys
 import typing
 from dataclasses import dataclass, field
-from typing import Any, Dict, Iterable, List, Mapping, Optional, Sequence, Union
+from typing import Any, Dict, Iterable, List, Mapping, Optional, Sequence, Type, Union
 
 import torch
 
@@ -123,12 +123,14 @@ def _unknown_key(spec: str, key: str, known: Iterable[str]) -> UsageError:
 
 
 def parse_run(spec: str, gen_keys: Union[Sequence[str], Kinds],
-              opt_keys: Union[None, Sequence[str], Kinds] = None) -> RunSpec:
+              opt_keys: Union[None, Sequence[str], Kinds] = None, refused: Optional[Dict[str, str]] = None) -> RunSpec:
     """``"var-stream:beam=50,stream_epsilon=0.167,label=vs50"`` → :class:`RunSpec`.
 
     A key of ``gen_keys`` is a generation option, one of ``opt_keys`` a decoding option (the task
     config's, e.g. ``step_backend``); with ``opt_keys`` None every other key is taken as a decoding
     option unchecked. Given as mappings to kinds (:func:`option_kinds`), the values are checked too.
+    Any other key is refused, with ``refused[key]`` as the reason where given (formatted with
+    ``key`` and ``item``, the ``key=value`` text), else with the keys that exist.
     """
     search, _, rest = spec.partition(":")
     run = RunSpec(label=spec, search=search.strip())
@@ -148,6 +150,8 @@ def parse_run(spec: str, gen_keys: Union[Sequence[str], Kinds],
             run.gen[key] = _typed(spec, key, value, gen[key])
         elif opt is None or key in opt:
             run.opts[key] = _typed(spec, key, value, None if opt is None else opt[key])
+        elif refused and key in refused:
+            raise UsageError(f"--run {spec!r}: " + refused[key].format(key=key, item=item))
         else:
             raise _unknown_key(spec, key, [*gen, *opt, "label", "length_from"])
     return run
@@ -332,9 +336,7 @@ def run_benchmark(
     walls: Dict[int, List[float]] = {i: [] for i in range(len(runs))}
     results: Dict[int, Any] = {}
     labels = [run.label for run in runs]
-    for i, run in enumerate(runs):
-        if run.length_from is not None and run.length_from not in labels[:i]:
-            raise FairseqStreamError(f"--run {run.label!r}: length_from={run.length_from!r} must name an earlier row")
+    check_length_from(runs)
     limits = [batching(run, len(sources), max_tokens=max_tokens, batch_size=batch_size, pool_size=pool_size)
               for run in runs]
     for w in range(warmup):
@@ -541,22 +543,27 @@ def parse_runs(session: Any, specs: Sequence[str]) -> List[RunSpec]:
     decoding = [f.name for f in dataclasses.fields(StreamDecodingConfig) if not f.name.startswith("_")]
     gen = option_kinds(GenerationConfig, session.cfg.generation.keys())
     opt = option_kinds(StreamDecodingConfig, [k for k in decoding if k != "search"])
-    task_keys = [k for k in session.cfg.task.keys() if k not in opt and not k.startswith("_")]
-    for spec in specs:
-        for item in filter(None, (p.strip() for p in spec.partition(":")[2].split(","))):
-            key = item.partition("=")[0].strip().replace("-", "_")
-            if key == "search":
-                raise UsageError(f"--run {spec!r}: the search is the part before ':' (--run beam:beam=5), not a "
-                                 f"key: drop {item!r}")
-            if key in task_keys and key not in gen:
-                raise UsageError(f"--run {spec!r}: {key} is a task option (the data, the languages, the model), not a "
-                                 "generation or decoding option: the model and data are loaded once for every row, "
-                                 "so set it with the harness's own flags (fairseq-stream-bench --help)")
-    runs = [parse_run(spec, gen, opt) for spec in specs]
+    task = ("{key} is a task option (the data, the languages, the model), not a generation or decoding option: the "
+            "model and data are loaded once for every row, so set it with the harness's own flags "
+            "(fairseq-stream-bench --help)")
+    refused = {k: task for k in session.cfg.task.keys() if k not in opt and not k.startswith("_")}
+    refused["search"] = "the search is the part before ':' (--run beam:beam=5), not a key: drop {item!r}"
+    runs = [parse_run(spec, gen, opt, refused) for spec in specs]
     for spec, run in zip(specs, runs):
         if run.search not in search_names():
             raise UsageError(f"--run {spec!r}: unknown search {run.search!r}; valid names: {', '.join(search_names())}")
     return runs
+
+
+def check_length_from(runs: Sequence[RunSpec], specs: Sequence[str] = (),
+                      error: Type[FairseqStreamError] = FairseqStreamError) -> None:
+    """Each ``length_from`` names an earlier row's label (its lengths come from that row's result);
+    the row is named by its ``--run`` text (``specs[i]``), else its label."""
+    labels = [run.label for run in runs]
+    for i, run in enumerate(runs):
+        if run.length_from is not None and run.length_from not in labels[:i]:
+            name = specs[i] if i < len(specs) else run.label
+            raise error(f"--run {name!r}: length_from={run.length_from!r} must name an earlier row's label")
 
 
 def check_runs(session: Any, runs: Sequence[RunSpec], specs: Sequence[str] = ()) -> None:
@@ -564,11 +571,9 @@ def check_runs(session: Any, runs: Sequence[RunSpec], specs: Sequence[str] = ())
     (and dropped) as its decoding will build it, so an impossible value (the validation of
     :mod:`fairseq_stream.engine.validation`), an option its search does not read, or a draft that
     cannot be read is a :class:`UsageError` naming the row (``specs[i]``, else its label)."""
-    labels = [run.label for run in runs]
+    check_length_from(runs, specs, error=UsageError)
     for i, run in enumerate(runs):
         name = specs[i] if i < len(specs) else run.label
-        if run.length_from is not None and run.length_from not in labels[:i]:
-            raise UsageError(f"--run {name!r}: length_from={run.length_from!r} must name an earlier row's label")
         try:
             session.build_generator(run.search, run.gen, run.opts)
         except FairseqStreamError as exc:
