@@ -52,9 +52,13 @@ def unsupported(encoder: Any) -> Optional[str]:
 _SUPPORT: "weakref.WeakKeyDictionary[Any, Optional[str]]" = weakref.WeakKeyDictionary()
 
 
-def _unsupported_once(encoder: Any) -> Optional[str]:
+def _why_not_encode(encoder: Any) -> Optional[str]:
+    """Why :func:`encode` cannot run ``encoder`` on a CPU in float32 (None: it can); the layer check
+    is made once per encoder."""
     if encoder not in _SUPPORT:
         _SUPPORT[encoder] = unsupported(encoder)
+    if _SUPPORT[encoder] is None and decode_attention.cpu_kernel() is None:
+        return "the C++ attention kernel is unavailable"
     return _SUPPORT[encoder]
 
 
@@ -66,18 +70,15 @@ def cpu_fallback(encoder: Any) -> Optional[str]:
     param = next(encoder.parameters(), None)
     if param is None or param.device.type != "cpu" or param.dtype != torch.float32:
         return None
-    why = _unsupported_once(encoder)
-    if why is None and decode_attention.cpu_kernel() is None:
-        why = "the C++ attention kernel is unavailable"
-    return why
+    return _why_not_encode(encoder)
 
 
 def encoder_out(encoder: Any, net_input: Dict[str, Tensor]) -> Dict[str, List[Tensor]]:
     """The encoder's output for ``net_input``: :func:`encode` where it applies, else fairseq's."""
     tokens = net_input["src_tokens"]
     param = encoder.embed_tokens.weight
-    if _unsupported_once(encoder) is None and tokens.device.type == "cpu" and param.dtype == torch.float32 and \
-            decode_attention.cpu_kernel() is not None and not encoder.training:
+    if tokens.device.type == "cpu" and param.dtype == torch.float32 and not encoder.training and \
+            _why_not_encode(encoder) is None:
         states, padding = encode(encoder, tokens)
         return {"encoder_out": [states], "encoder_padding_mask": [padding]}
     return encoder.forward_torchscript(net_input)
