@@ -6,7 +6,7 @@ time for ~0.8 ms of GPU work. A CUDA graph replays a recorded sequence of kernel
 but only over the *same* buffers and shapes. This module holds what makes a step's shapes depend
 on a bucket only (:mod:`fairseq_stream.model.decoder_step` runs the step itself):
 
-* **buckets** — rows on a geometric ladder (:func:`row_bucket`), cache slots on a doubling one
+* **buckets** — rows on a geometric ladder, finer past 512 rows (:func:`row_bucket`), cache slots on a doubling one
   (:func:`length_bucket`); rows past the live ones are padding rows (masked, never read back);
 * **slot caches** — every layer's self-attention keys and values of a group in one stacked
   buffer ``(rows bucket, 2·layers, heads, slots bucket, head dim)`` taken from a
@@ -47,9 +47,21 @@ def next_pow2(n: int) -> int:
     return 1 << max(0, (n - 1).bit_length())
 
 
+#: Above this many rows the row ladder has FINE_STEPS rungs per doubling instead of one: such a step
+#: is compute-bound, so its padding costs its share of the time (3,200 rows ran as 4,096, 28% waste:
+#: docs/results.md, "On a GPU, round 2"); below, a step is launch-bound and fewer buckets (graphs) win.
+FINE_ROWS = 512
+FINE_STEPS = 8
+
+
 def row_bucket(rows: int) -> int:
-    """The row bucket of ``rows`` live rows: 8, 16, 32, ... (past 8 rows, under half of a step is padding; one row in a bucket of 8 is 7/8)."""
-    return max(MIN_ROWS, next_pow2(rows))
+    """The row bucket of ``rows`` live rows: 8, 16, ..., 512, then steps of 1/8 of the power of two
+    below (576, 640, ..., 1024, 1152, ...): past 8 rows under half of a step is padding, past 512
+    rows at most 12.5% (one row in a bucket of 8 is 7/8)."""
+    if rows <= FINE_ROWS:
+        return max(MIN_ROWS, next_pow2(rows))
+    step = next_pow2(rows) // (2 * FINE_STEPS)
+    return -(-rows // step) * step
 
 
 def length_bucket(slots: int) -> int:

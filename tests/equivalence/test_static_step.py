@@ -71,6 +71,27 @@ def test_static_equals_eager_in_float64(demo_session64, data64, case):
     assert static.stats.expansions == eager.stats.expansions  # the same searches
 
 
+def test_the_row_ladder_pads_at_most_an_eighth_past_512_rows():
+    from fairseq_stream.model.static_step import row_bucket
+
+    assert [row_bucket(r) for r in (1, 9, 300, 512, 513, 577, 1025, 3200)] == [8, 16, 512, 512, 576, 640, 1152, 3328]
+    for rows in range(1, 9000):
+        bucket = row_bucket(rows)
+        assert bucket >= rows and row_bucket(bucket) == bucket  # a bucket is its own bucket: buffers recur
+        assert rows <= 512 or bucket <= rows * 1.125
+
+
+def test_static_equals_eager_past_512_rows_in_float64(demo_session64, demo_sources):
+    """A wide beam over a few sentences: 12 × 45 = 540 rows run in the 576-row bucket (a rung of the
+    fine ladder), then smaller ones as sentences end."""
+    case = ("fixed-ours", {"beam": 45}, {"stream_capacity": 12})
+    data = demo_session64.encode(demo_sources[:12])
+    eager = demo_session64.translate(data, search=case[0], gen=case[1], opts=dict(case[2], step_mode="eager"))
+    static = demo_session64.translate(data, search=case[0], gen=case[1], opts=dict(case[2], step_mode="static"))
+    assert_same(eager, static)
+    assert static.stats.step_mode["steps_eager"] == 0
+
+
 @pytest.mark.parametrize("case", _params(("var-stream", "fixed-ours", "topup", "gs-jacobi", "var-fifo")))
 def test_static_gives_the_eager_tokens_in_float32(demo_session, demo_sources, case):
     data = demo_session.encode(demo_sources[:N])
