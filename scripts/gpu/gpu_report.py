@@ -16,7 +16,8 @@ import json
 from pathlib import Path
 from typing import Any, Dict, List, Optional
 
-COLUMNS = ["table", "strategy", "sentences", "wall s (median)", "ratio vs fairseq", "vs [eager]", "steps replayed",
+COLUMNS = ["table", "strategy", "sentences", "wall s (median)", "ratio vs fairseq", "vs fixed-ours", "vs [eager]",
+           "steps replayed",
            "BLEU", "step backends",
            "GPU busy", "kernels/step", "host reads/step", "ops/step", "peak MiB"]
 
@@ -67,6 +68,21 @@ def eager_twin(tables: Dict[str, Dict[str, Any]], name: str, row: Dict[str, Any]
     return next((r for r in tables[name]["rows"] if r["label"] == base), None)
 
 
+def own_twin(tables: Dict[str, Dict[str, Any]], name: str, row: Dict[str, Any]) -> Optional[Dict[str, Any]]:
+    """Our fixed beam (at beam 1 our greedy) at ``row``'s beam and step mode in the same table (for ib-beam,
+    the base model's table of the same batch): the engine's own baseline."""
+    if row["search"] in ("beam", "fixed-ours"):
+        return None
+    mode = row["label"][row["label"].rindex("["):] if row["label"].endswith("]") else ""
+    meta = tables[name]["meta"]
+    candidates = [name] + ([name.replace("ibbase_", "base32k_", 1)] if meta.get("model") == "ibbase" else [])
+    for table in candidates:
+        for ref in tables.get(table, {}).get("rows", []):
+            if ref["search"] == "fixed-ours" and beam_of(ref) == beam_of(row) and ref["label"].endswith(mode):
+                return ref
+    return None
+
+
 def replayed(row: Dict[str, Any]) -> str:
     """``412/450`` decoder steps replayed as CUDA graphs (the run's step_mode statistic)."""
     modes = row.get("stats", {}).get("step_mode") or {}
@@ -81,9 +97,15 @@ def row_cells(tables: Dict[str, Dict[str, Any]], name: str, row: Dict[str, Any])
     ratio = row["wall_median"] / ref["wall_median"] if ref and ref["wall_median"] else None
     twin = eager_twin(tables, name, row)
     vs_eager = row["wall_median"] / twin["wall_median"] if twin and twin["wall_median"] else None
+    own = own_twin(tables, name, row)
+    vs_own = row["wall_median"] / own["wall_median"] if own and own["wall_median"] else None
     costs = row.get("costs", {})
-    return [name, row["label"], str(row["sentences"]), f"{row['wall_median']:.3f}", _num(ratio, ".2f"),
-            _num(vs_eager, ".2f"), replayed(row), f"{row['bleu']:.2f}", backends(row), _num(costs.get("gpu_busy"), ".0%"),
+    label = row["label"]
+    chosen = (row.get("stats") or {}).get("prune_auto")
+    if chosen:  # the setting --prune-auto chose, and why when it fell back
+        label += f" (chose {chosen.get('setting')}{'; ' + str(chosen['fallback']) if chosen.get('fallback') else ''})"
+    return [name, label, str(row["sentences"]), f"{row['wall_median']:.3f}", _num(ratio, ".2f"),
+            _num(vs_own, ".2f"), _num(vs_eager, ".2f"), replayed(row), f"{row['bleu']:.2f}", backends(row), _num(costs.get("gpu_busy"), ".0%"),
             _num(costs.get("kernels_per_step"), ".1f"), _num(costs.get("host_reads_per_step"), ".2f"),
             _num(costs.get("ops_per_step"), ".1f"), _num(costs.get("peak_mib"), ".0f")]
 

@@ -12,7 +12,14 @@ Tables, per model and dtype:
   the demo model's fairseq-beam row of that dtype (not interleaved with it: another model);
 * ``ibbase`` (with ``--ib-base``, an IBDecoder of the base model's size from ``make_base_model.py
   --ib``): ``ib-beam`` beam 4 at batch 1, next to the base model's batch-1 table, which then also
-  times fairseq's beam 4 and ``fixed-ours`` beam 4 at batch 1 (issue 25's IBDecoder row).
+  times fairseq's beam 4 and ``fixed-ours`` beam 4 at batch 1 (issue 25's IBDecoder row); and the
+  same at batch ``--ib-batch`` (32; tables ``beam4batched``);
+* ``drafts`` (the demo model, whose draft ships beside it): ``speculative`` and ``lookahead`` at
+  batch 1 in the batch-1 table (beside our greedy), and over a stream of ``--drafts-capacity``
+  sentences beside our greedy and fairseq's (table ``drafts``).
+
+The batched table also runs ``var-stream --prune-auto`` at k = 5 and k = 50 (the last step mode);
+the report names the setting it chose.
 
 Each table is written as ``OUT/rows_MODEL_DTYPE_TABLE.json`` (the harness's ``--json`` layout);
 tables left out (float16 on a CPU, no IBDecoder, the time budget spent) are listed in
@@ -55,16 +62,35 @@ def batched(big: int, modes: List[str], capacities: List[int]) -> List[str]:
                   "var-stream:beam=5,stream_capacity=128,label=var-stream k=5"], modes)
     rows += [f"var-stream:beam=5,stream_capacity={c},step_mode={modes[-1]},label=var-stream k=5 cap={c} [{modes[-1]}]"
              for c in capacities if c != 128]
+    rows += [f"var-stream:beam=5,stream_capacity={capacities[-1]},prune_auto=true,step_mode={modes[-1]},"
+             f"label=var-stream k=5 cap={capacities[-1]} prune-auto [{modes[-1]}]"]
     return rows + moded([f"beam:beam={big},label=fairseq-beam k={big}",
                          f"fixed-ours:beam={big},stream_capacity=64,label=fixed-ours k={big}",
-                         f"var-stream:beam={big},stream_capacity=64,label=var-stream k={big}"], modes)
+                         f"var-stream:beam={big},stream_capacity=64,label=var-stream k={big}"], modes) + [
+        f"var-stream:beam={big},stream_capacity=64,prune_auto=true,step_mode={modes[-1]},"
+        f"label=var-stream k={big} prune-auto [{modes[-1]}]"]
 
 
 BATCH1 = ["beam:beam=1,label=fairseq-greedy", "fixed-ours:beam=1,stream_capacity=1,label=greedy-ours",
           "gs-jacobi:beam=1,jacobi_block=3,stream_capacity=1,label=gs-jacobi b=3"]
+#: the drafting strategies at batch 1 (next to BATCH1 on the demo model: its draft is the demo's)
+DRAFTS1 = [f"speculative:beam=1,draft_path={DEMO / 'draft.pt'},stream_capacity=1,label=speculative",
+           "lookahead:beam=1,lookahead_ngram=4,stream_capacity=1,label=lookahead N=4"]
+
+
+def drafts_batched(capacity: int) -> List[str]:
+    """Greedy, speculative and lookahead over one stream of ``capacity`` sentences, beside fairseq's greedy."""
+    return ["beam:beam=1,label=fairseq-greedy", f"fixed-ours:beam=1,stream_capacity={capacity},label=greedy-ours",
+            f"speculative:beam=1,draft_path={DEMO / 'draft.pt'},stream_capacity={capacity},label=speculative",
+            f"lookahead:beam=1,lookahead_ngram=4,stream_capacity={capacity},label=lookahead N=4"]
+
+
 IB = ["ib-beam:beam=5,stream_capacity=128,label=ib-beam k=5"]
 BEAM4_BATCH1 = ["beam:beam=4,label=fairseq-beam k=4", "fixed-ours:beam=4,stream_capacity=1,label=fixed-ours k=4"]
 IB_BASE = ["ib-beam:beam=4,stream_capacity=1,label=ib-beam k=4"]
+#: the same at batch 32 (``--ib-batch``): fairseq's and our beam 4 in batches of 32, ib-beam over a stream of 32
+BEAM4_BATCHED = ["beam:beam=4,label=fairseq-beam k=4", "fixed-ours:beam=4,stream_capacity=32,label=fixed-ours k=4"]
+IB_BASE_BATCHED = ["ib-beam:beam=4,stream_capacity=32,label=ib-beam k=4"]
 
 
 def environment(device: str) -> Dict[str, Any]:
@@ -159,14 +185,29 @@ def run_model(check: Check, name: str, data: str, path: str, length: int, dtype:
         check.table(session, f"{name}_{dtype}_batched", batched(a.big_beam, modes, a.capacities), limit=a.limit,
                     length=length, batch_size=None, pool_size=0, meta=meta)
     ib_base = name == "base32k" and a.ib_base and "ibbase" in a.tables
-    if "batch1" in a.tables or ib_base:
-        specs = (BATCH1 if "batch1" in a.tables else []) + (BEAM4_BATCH1 if ib_base else [])
+    drafts = name == "demo" and "drafts" in a.tables
+    if "batch1" in a.tables or ib_base or drafts:
+        specs = ((BATCH1 if "batch1" in a.tables else []) + (BEAM4_BATCH1 if ib_base else [])
+                 + (DRAFTS1 if drafts else []))
+        if "batch1" not in a.tables:  # the drafts' baselines
+            specs = BATCH1[:2] + specs
         check.table(session, f"{name}_{dtype}_batch1", moded(specs, modes), limit=a.batch1_limit,
                     length=length, batch_size=1, pool_size=None, meta=meta)
+    if drafts:
+        check.table(session, f"{name}_{dtype}_drafts", moded(drafts_batched(a.drafts_capacity), modes),
+                    limit=a.limit, length=length, batch_size=a.drafts_capacity, pool_size=None, meta=meta)
+    ib_batch = ib_base and a.ib_batch > 1
+    if ib_batch:  # fairseq's and our beam 4 at the IBDecoder's batch, on the base model
+        check.table(session, f"{name}_{dtype}_beam4batched", moded(BEAM4_BATCHED, modes), limit=a.limit,
+                    length=length, batch_size=a.ib_batch, pool_size=None, meta=meta)
     if ib_base:  # the IBDecoder of the same size, forced to the same lengths
         ib = load(str(Path(a.ib_base).parent), a.ib_base, a.device, dtype)
         check.table(ib, f"ibbase_{dtype}_batch1", moded(IB_BASE, modes), limit=a.batch1_limit, length=length,
                     batch_size=1, pool_size=None, meta=dict(meta, model="ibbase", path=a.ib_base))
+        if ib_batch:
+            check.table(ib, f"ibbase_{dtype}_beam4batched", moded(IB_BASE_BATCHED, modes), limit=a.limit,
+                        length=length, batch_size=a.ib_batch, pool_size=None,
+                        meta=dict(meta, model="ibbase", path=a.ib_base))
         del ib
     if name == "demo" and a.ib_path and "ib" in a.tables:  # ib-beam next to the fairseq-beam row of this process
         ib = load(a.ib_data or data, a.ib_path, a.device, dtype)
@@ -202,8 +243,12 @@ def main(argv: Optional[List[str]] = None) -> None:
                         "on a CPU)")
     parser.add_argument("--capacities", nargs="+", type=int, default=[128, 256],
                         help="stream capacities of the var-stream k=5 rows (the last step mode): the CUDA default")
-    parser.add_argument("--tables", nargs="+", default=["batched", "batch1", "ib", "ibbase"],
-                        choices=["batched", "batch1", "ib", "ibbase"], help="which tables to decode")
+    parser.add_argument("--tables", nargs="+", default=["batched", "batch1", "ib", "ibbase", "drafts"],
+                        choices=["batched", "batch1", "ib", "ibbase", "drafts"], help="which tables to decode")
+    parser.add_argument("--drafts-capacity", type=int, default=32,
+                        help="the drafts table's stream capacity (and fairseq's batch size there)")
+    parser.add_argument("--ib-batch", type=int, default=32,
+                        help="the batch of the ibbase table's batched rows (1: batch 1 only)")
     parser.add_argument("--models", nargs="+", default=["demo", "base32k"], choices=["demo", "base32k"],
                         help="which models' tables to decode")
     parser.add_argument("--repeats", type=int, default=3)
