@@ -277,24 +277,29 @@ def test_gpu_check_dry_run_writes_one_report(tmp_path):
             if line.startswith("| ") and not line.startswith("| table")]
     tables = {r[0] for r in rows}
     assert tables == {f"{m} float32 {t}" for m in ("demo", "base32k") for t in ("batched", "batch1")} | {
-        "ibbase float32 batch1"}
-    labels = {r[1] for r in rows}
-    ours = ["fixed-ours k=5", "var-stream k=5", "greedy-ours", "gs-jacobi b=3", "fixed-ours k=4", "ib-beam k=4"]
-    assert {"fairseq-beam k=5", "fairseq-greedy", "fairseq-beam k=4", "var-stream k=5 cap=256 [static]"} <= labels
+        "ibbase float32 batch1", "demo float32 drafts", "base32k float32 beam4batched", "ibbase float32 beam4batched"}
+    labels = {r[1].split(" (chose ")[0] for r in rows}
+    ours = ["fixed-ours k=5", "var-stream k=5", "greedy-ours", "gs-jacobi b=3", "fixed-ours k=4", "ib-beam k=4",
+            "speculative", "lookahead N=4"]
+    assert {"fairseq-beam k=5", "fairseq-greedy", "fairseq-beam k=4", "var-stream k=5 cap=256 [static]",
+            "var-stream k=5 cap=256 prune-auto [static]", "var-stream k=8 prune-auto [static]"} <= labels
     assert {f"{label} [{mode}]" for label in ours for mode in ("eager", "static")} <= labels
     assert all(float(r[4]) > 0 for r in rows)  # every ratio to stock fairseq is a number
+    for r in rows:  # against our own fixed beam (greedy) of the same step mode: every strategy but the baselines
+        assert (r[5] == "n/a") == r[1].startswith(("fairseq-", "fixed-ours", "greedy-ours")), r
+    assert all("(chose δ" in r[1] for r in rows if "prune-auto" in r[1])  # the setting --prune-auto chose
     for r in rows:  # a static row: its time against its eager twin, and none of its steps replayed (no capture)
-        if r[1].endswith("[static]"):
-            assert float(r[5]) > 0 and r[6].startswith("0/"), r
-    assert all(r[9] == "n/a" and r[10] == "n/a" for r in rows)  # GPU busy and kernels/step: not on a CPU
+        if r[1].endswith("[static]") and "prune-auto" not in r[1]:
+            assert float(r[6]) > 0 and r[7].startswith("0/"), r
+    assert all(r[10] == "n/a" and r[11] == "n/a" for r in rows)  # GPU busy and kernels/step: not on a CPU
     for r in rows:  # host reads per step, counted on any device: one a step in our loop, fairseq's beam counted whole
-        steps = int(r[6].split("/")[1]) if "/" in r[6] else 0  # of the timed run; its cost run decodes the same forced length
+        steps = int(r[7].split("/")[1]) if "/" in r[7] else 0  # of the timed run; its cost run decodes the same forced length
         if r[1].startswith("fairseq-"):
-            assert float(r[11]) > 1, r  # fairseq's loop reads the host several times a step (10-14 here)
+            assert float(r[12]) > 1, r  # fairseq's loop reads the host several times a step (10-14 here)
         elif r[1].startswith("ib-beam"):  # and one a pool, restoring the finished hypotheses' word order
-            assert r[11] == f"{(steps + 1) / steps:.2f}", r
+            assert r[12] == f"{(steps + 1) / steps:.2f}", r
         else:
-            assert r[11] == "1.00", r
+            assert r[12] == "1.00", r
     assert "ib_float32_batched: no IBDecoder checkpoint given" in report
     assert "float16 runs on a GPU only" in report and "## output layer micro-benchmark, float32" in report
     profile = report.split("## profile of a k = 5 decode", 1)[1]
