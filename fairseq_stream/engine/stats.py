@@ -36,6 +36,7 @@ class DecodeStats:
     # --step-mode: the mode run and how many decoder steps were replayed graphs, static or eager
     # (model/static_step.StepModeStats.as_dict)
     step_mode: Dict[str, Any] = field(default_factory=dict)
+    draft_step_mode: Dict[str, Any] = field(default_factory=dict)  # the same for a speculative draft's steps
     trace: Optional[List[Dict[str, Any]]] = None  # per-step active batch, when requested
     # Settings that change what or how the run decodes, set away from their defaults and in
     # effect ({"quantize": "int8", "input order": "as-given"}): the closing line confirms them.
@@ -89,11 +90,12 @@ class DecodeStats:
         for op, names in other.step_backends.items():
             for name in names:
                 self.note_backend(op, name)
-        for key, value in other.step_mode.items():
-            if isinstance(value, (int, float)) and not isinstance(value, bool):
-                self.step_mode[key] = self.step_mode.get(key, 0) + value
-            elif key not in self.step_mode:
-                self.step_mode[key] = value
+        for mine, theirs in ((self.step_mode, other.step_mode), (self.draft_step_mode, other.draft_step_mode)):
+            for key, value in theirs.items():
+                if isinstance(value, (int, float)) and not isinstance(value, bool):
+                    mine[key] = mine.get(key, 0) + value
+                elif key not in mine:
+                    mine[key] = value
         self.settings.update(other.settings)
         self.fallbacks.update(other.fallbacks)
         if other.prune_auto and not self.prune_auto:
@@ -165,6 +167,8 @@ class DecodeStats:
             line += ", step operators: " + describe_backends(self.step_backends, sep=", ")
         if self.step_mode and (self.step_mode.get("mode") != "eager" or self.step_mode.get("fallbacks")):
             line += ", " + describe_step_mode(self.step_mode)
+        if self.draft_step_mode and (self.draft_step_mode.get("mode") != "eager" or self.draft_step_mode.get("fallbacks")):
+            line += ", draft's " + describe_step_mode(self.draft_step_mode)
         if self.prune_auto:
             line += f", --prune-auto {self.prune_auto['setting']}" + (
                 f" (calibrated on {self.prune_auto['sample']} sentences)" if self.prune_auto.get("calibrated")

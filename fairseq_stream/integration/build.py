@@ -61,7 +61,8 @@ def _generator(name: str, plan: Any, config: Any, task: Any, models: List[Any], 
             stats.note_backend("output_layer", scorer.note)
         ctx = StrategyContext(scorer=scorer, eos=tgt_dict.eos(), pad=tgt_dict.pad(), bos=tgt_dict.eos(),
                               dtype=dtype, needs_history=history, stats=stats, step_backend=opts.step_backend,
-                              task=task, load_models=lambda paths: load_models_like(paths, task, models, opts))
+                              task=task, load_models=lambda paths: load_models_like(paths, task, models, opts),
+                              step_mode=getattr(opts, "step_mode", "auto"))
         return entry.strategy.from_config(config, ctx)
 
     generator = cls(models, tgt_dict, name=name, make_strategy=make_strategy, scheduler=plan.scheduler,

@@ -69,6 +69,7 @@ class StrategyContext:
     # checkpoints (fairseq's ``a.pt:b.pt``) → models loaded with the task and prepared as the run's
     # (device, dtype, --quantize, --cpu-matmul): a speculative draft
     load_models: Optional[Callable[[str], List[Any]]] = None
+    step_mode: str = "eager"  # --step-mode, for a strategy's own models (the draft steps as the target does)
 
 
 @dataclass

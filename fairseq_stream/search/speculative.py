@@ -158,7 +158,7 @@ class DraftProposer:
         start = time.perf_counter()
         first, dec = self._draft_call(dec, verify.feed[:, :1])  # BOS
         tokens, dec = self._continue(first, dec, gamma)
-        self.stats.add_extra("draft_seconds", time.perf_counter() - start)
+        self._count_draft(start)
         rows = DraftState(sentences=verify.sentences.clone(), caches=DraftCaches(self.draft, dec),
                           unverified=torch.full_like(sentences, gamma - 1), most=gamma - 1)
         self._left_step = time.perf_counter()
@@ -182,7 +182,7 @@ class DraftProposer:
             caches = caches.select(out.parents, SentenceIndex.one_per_row(out.state.sentences))
             first = first.index_select(0, out.parents)
         tokens, dec = self._continue(first, caches.state, gamma)
-        self.stats.add_extra("draft_seconds", time.perf_counter() - start)
+        self._count_draft(start)
         sentences = out.state.sentences
         new = DraftState(sentences=sentences, caches=DraftCaches(self.draft, dec),
                          unverified=torch.full_like(sentences, gamma - 1), most=gamma - 1)
@@ -191,6 +191,11 @@ class DraftProposer:
         return Proposal(tokens, new)
 
     # ---- the draft -------------------------------------------------------------------------
+    def _count_draft(self, start: float) -> None:
+        """The draft's time since ``start`` and how its steps ran (a step-mode line of its own)."""
+        self.stats.add_extra("draft_seconds", time.perf_counter() - start)
+        self.stats.draft_step_mode = dict(self.draft.step_stats.as_dict(), mode=self.draft.step_mode)
+
     def _catch_up(self, rows: DraftState, pred: Tensor, accept: Tensor, longest: int,
                   accepted: int) -> Tuple[DraftCaches, Tensor]:
         """Roll the draft's caches back to the verified prefix and feed it what it has not seen.
@@ -282,7 +287,7 @@ class SpeculativeDecoding(ProposeAndVerify):
     def from_config(cls, cfg: SpeculativeConfig, ctx: StrategyContext) -> "SpeculativeDecoding":
         if ctx.load_models is None or ctx.task is None:
             raise FairseqStreamError("--search speculative needs the engine's model loader (integration/build.py)")
-        draft = ModelStep(ctx.load_models(cfg.draft_path))
+        draft = ModelStep(ctx.load_models(cfg.draft_path), step_mode=ctx.step_mode)  # static/graphs as the target
         draft.require_block_steps("a speculative draft (--draft-path)")
         verifier = JacobiDecoding.from_config(
             JacobiConfig(block=cfg.most_draft_tokens + 1, init="tail", lenpen=cfg.lenpen), ctx)

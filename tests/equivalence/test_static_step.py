@@ -31,11 +31,11 @@ CASES = {  # name → (search, gen, opts); all with refills (capacity < N)
     "oversubscribed": ("var-stream", {"beam": 5}, {"stream_capacity": 8, "stream_max_candidates": 20,
                                                    "stream_oversubscribe": True}),
     "ngram-blocking": ("var-stream", {"beam": 5, "no_repeat_ngram_size": 2, "min_len": 3}, {"stream_capacity": 8}),
-    # the verifier's ragged blocks (the draft's own steps stay eager)
+    # the verifier's ragged blocks; the draft steps static too (its own buckets)
     "speculative": ("speculative", {"beam": 1}, {"draft_path": os.path.join(DEMO, "draft.pt"), "stream_capacity": 8}),
     "lookahead": ("lookahead", {"beam": 1}, {"stream_capacity": 8}),
 }
-FAST = ("var-stream", "fixed-ours", "topup", "gs-jacobi")  # the four; the others in the slow tier
+FAST = ("var-stream", "fixed-ours", "topup", "gs-jacobi", "speculative")  # the issue's; the others in the slow tier
 
 
 def _params(names=tuple(CASES)):
@@ -69,6 +69,11 @@ def test_static_equals_eager_in_float64(demo_session64, data64, case):
     assert modes["mode"] == "static" and modes["steps_eager"] == 0 and modes["steps_static"] == static.stats.timesteps
     assert eager.stats.step_mode["steps_eager"] == eager.stats.timesteps
     assert static.stats.expansions == eager.stats.expansions  # the same searches
+    if case == "speculative":  # the draft's steps: static as well, reported on a line of their own
+        draft = static.stats.draft_step_mode
+        assert draft["mode"] == "static" and draft["steps_eager"] == 0 and draft["steps_static"] > 0, draft
+        assert eager.stats.draft_step_mode["steps_eager"] > 0
+        assert "draft's step mode static" in static.stats.summary()
 
 
 def test_the_row_ladder_pads_at_most_an_eighth_past_512_rows():
