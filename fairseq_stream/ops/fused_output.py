@@ -138,10 +138,12 @@ def _cuda_candidates() -> Dict[str, Callable[..., Any]]:
     out["torch"] = reference_topk_lse
     try:
         from fairseq_stream.ops.triton_output import topk_lse as triton_topk_lse
+        from fairseq_stream.ops.triton_output import topk_lse_sorted
     except Exception as exc:  # no Triton: PyTorch's ops are exact too
         log_once(f"fairseq-stream: Triton output-layer kernel unavailable ({type(exc).__name__}); using PyTorch ops")
     else:
         out["triton"] = triton_topk_lse
+        out["triton-sort"] = topk_lse_sorted
     return out
 
 
