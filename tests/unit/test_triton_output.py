@@ -139,3 +139,16 @@ def test_the_triton_kernels_equal_the_reference_on_the_gpu(name, dtype, rows):
         assert torch.equal(ids[finite], ref_i[finite]), (name, k)
         assert bool(((ids >= 0) & (ids < x.size(1))).all()), (name, k)
         torch.testing.assert_close(lse, torch.logsumexp(x.float(), -1), atol=1e-4, rtol=1e-5)
+
+
+def test_the_unrolled_kernel_is_measured_only_for_small_k_but_can_be_forced(monkeypatch):
+    seen = []
+    monkeypatch.setattr(fused_output, "pick_fastest", lambda candidates, scores, k: seen.append(sorted(candidates)))
+    candidates = {"torch": None, "triton": "unrolled", "triton-sort": None}
+    x = torch.zeros(2, 10)
+    monkeypatch.delenv(fused_output.OVERRIDE_VARIABLE, raising=False)
+    fused_output._choose(candidates, x, fused_output.UNROLLED_MAX_K)
+    fused_output._choose(candidates, x, fused_output.UNROLLED_MAX_K + 1)
+    assert seen == [["torch", "triton", "triton-sort"], ["torch", "triton-sort"]]
+    monkeypatch.setenv(fused_output.OVERRIDE_VARIABLE, "triton")
+    assert fused_output._choose(candidates, x, 100) == "unrolled"
