@@ -27,12 +27,13 @@ import statistics
 import sys
 import time
 from pathlib import Path
-from typing import Callable, Dict, List
+from typing import Any, Callable, Dict, List
 
 import torch
 import torch.nn.functional as F
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
+from fairseq_stream.ops import fused_output  # noqa: E402
 from fairseq_stream.ops.fused_output import cpu_kernel, reference_topk_lse, topk_with_normaliser  # noqa: E402
 
 
@@ -58,7 +59,7 @@ def timed(fn: Callable[[], object], repeats: int) -> float:
     return 1000 * statistics.median(samples)
 
 
-def cell(vocab: int, beam: int, batch: int, dim: int, repeats: int) -> Dict[str, float]:
+def cell(vocab: int, beam: int, batch: int, dim: int, repeats: int) -> Dict[str, Any]:
     torch.manual_seed(0)
     rows = batch * beam
     h = torch.randn(rows, dim, device=DEVICE).to(DTYPE)
@@ -91,8 +92,14 @@ def cell(vocab: int, beam: int, batch: int, dim: int, repeats: int) -> Dict[str,
         total = (lp.view(batch, beam, cand) + scores.unsqueeze(-1)).view(batch, -1)
         return torch.topk(total, k=cand)
 
+    fused_output.take_cuda_kernels()
     out["fused rest"] = timed(lambda: fused_rest(topk_with_normaliser), repeats)
+    out["kernel"] = ",".join(fused_output.take_cuda_kernels()) or ("cpp" if cpu_kernel() is not None else "torch")
     out["fused rest (torch)"] = timed(lambda: fused_rest(reference_topk_lse), repeats)
+    if DEVICE.type == "cuda":  # every candidate the measured choice picks from, timed alone
+        for name, op in fused_output._cuda_candidates().items():
+            if name != "triton" or cand <= fused_output.UNROLLED_MAX_K:  # as the measured choice: no unrolled k = 100
+                out[f"rest {name}"] = timed(lambda: fused_rest(op), repeats)
     fs_post = out["fairseq bias"] + out["fairseq softmax"] + out["fairseq search"]
     out["fairseq total"] = out["fairseq mult"] + fs_post
     out["fused total"] = out["fused mult+bias"] + out["fused rest"]
@@ -163,7 +170,8 @@ def main() -> None:
     print(f"torch {torch.__version__}, {torch.get_num_threads()} threads, {args.dtype}, d = {args.dim}, fused op: {kernel}; "
           "milliseconds per step\n")
     head = ["V", "beam", "batch", "fairseq mult", "bias", "softmax", "search", "fused mult+bias", "fused rest",
-            "fused rest (torch)", "post-mult ratio", "fairseq step", "fused step", "step ratio"]
+            "fused rest (torch)", "post-mult ratio", "fairseq step", "fused step", "step ratio", "kernel"]
+    per_candidate: List[str] = []
     print("| " + " | ".join(head) + " |\n|" + "---|" * len(head))
     for vocab in args.vocab:
         for beam in args.beam:
@@ -174,7 +182,13 @@ def main() -> None:
                         r["fused mult+bias"], r["fused rest"], r["fused rest (torch)"]]
                 print(f"| {vocab} | {beam} | {batch} | " + " | ".join(f"{v:.3f}" for v in vals)
                       + f" | {r['post-mult ratio']:.2f} | {r['fairseq total']:.3f} | {r['fused total']:.3f}"
-                      + f" | {r['step ratio']:.2f} |", flush=True)
+                      + f" | {r['step ratio']:.2f} | {r['kernel']} |", flush=True)
+                times = [f"{name[5:]} {t:.3f}" for name, t in r.items() if name.startswith("rest ")]
+                if times:
+                    per_candidate.append(f"| {vocab} | {beam} | {batch} | " + ", ".join(times) + f" | {r['kernel']} |")
+    if per_candidate:
+        print("\nFused rest with each CUDA candidate alone (ms per step) and the measured choice:\n")
+        print("| V | beam | batch | candidates | chosen |\n|---|---|---|---|---|\n" + "\n".join(per_candidate))
     if args.end_to_end:
         print(f"\nEnd to end on the demo model ({args.end_to_end} sentences):\n")
         print(end_to_end(torch.get_num_threads(), args.end_to_end, 3))
