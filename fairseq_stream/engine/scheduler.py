@@ -121,10 +121,12 @@ class StreamingScheduler:
             if self._refill_due(self.groups, self.clock):
                 self._refill()
             if not self.groups:
-                return
+                break
             group = self._select(self.groups)
             self._collect(self._step(self.memory, group, self.groups))
             self.clock += 1
+        if not self.groups:  # drained: what the static step lent this stream goes back to the model
+            self.model.drained(self.memory)
 
     def read_finished(self) -> None:
         """Read the device-side finished batches (once per kind) and deliver their n-best lists."""

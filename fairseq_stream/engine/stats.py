@@ -213,12 +213,14 @@ def describe_backends(backends: Dict[str, Any], sep: str = " ") -> str:
 
 
 def describe_step_mode(modes: Dict[str, Any]) -> str:
-    """``step mode graph: 410 replayed, 35 static, 0 eager (12 graphs captured in 0.31 s, 40 MiB graph pool)``."""
+    """``step mode graph: 410 replayed, 35 static, 0 eager (12 graphs captured in 0.31 s, 40 MiB graph pool)``
+    (``, 3 evicted`` inside the parentheses when the LRU bound of the model's graphs dropped some)."""
     line = (f"step mode {modes.get('mode', '?')}: {int(modes.get('steps_replayed', 0))} replayed, "
             f"{int(modes.get('steps_static', 0))} static, {int(modes.get('steps_eager', 0))} eager")
     if modes.get("graphs_captured"):
         line += (f" ({int(modes['graphs_captured'])} graphs captured in {modes.get('graph_capture_s', 0):.2f} s, "
-                 f"{modes.get('graph_pool_mib', 0):.0f} MiB graph pool)")
+                 f"{modes.get('graph_pool_mib', 0):.0f} MiB graph pool"
+                 + (f", {int(modes['graphs_evicted'])} evicted" if modes.get("graphs_evicted") else "") + ")")
     fallbacks = modes.get("fallbacks") or {}
     if fallbacks:
         line += "; not static: " + ", ".join(f"{why} ({n})" for why, n in sorted(fallbacks.items()))

@@ -324,6 +324,7 @@ class AutoPruneGenerator(StreamGenerator):
         self.strategy = self.make_strategy(self.stats, self.config)
         for helper in self.calibration.helpers:
             _add_counts(self.stats, helper.stats)
+            self.model.step_stats.add(helper.model.step_stats)  # how their steps ran (the closing step_mode)
         self.calibration.parts, self.calibration.helpers = [], []  # their caches and sentences are not needed again
         self.stats.prune_auto = choice.as_dict()
         print(choice.line(), file=sys.stderr, flush=True)

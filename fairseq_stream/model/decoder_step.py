@@ -33,7 +33,9 @@ from fairseq_stream.model.linear_kernels import OneDnnLinear
 from fairseq_stream.model.quantize import is_quantized_linear, stacked_linear, weight_key
 from fairseq_stream.ops import decode_attention
 from fairseq_stream.model.row_cache import SLACK, EncoderMemory, RowCache, SentenceIndex
-from fairseq_stream.model.static_step import StaticCachePool, StepGraphs, next_pow2, length_bucket, row_bucket
+from fairseq_stream.model.static_step import (
+    StaticCachePool, StepGraphs, StepModeStats, StreamBufferSets, StreamBuffers, next_pow2, length_bucket, row_bucket,
+)
 
 
 def is_transformer_decoder(decoder: Any) -> bool:
@@ -172,19 +174,16 @@ class TransformerStepper:
         self._qkv: List[Callable[[Tensor], Tensor]] = []
         self._qkv_of: Any = None  # the parameters the stacked copies were made from
         self._qkv_version = 0  # a step graph reads the stacked copies of one version
-        self.pool = StaticCachePool()  # --step-mode static|graph: the slot caches
-        self._io: Dict[Tuple[Any, ...], _StaticIO] = {}
-        self._memory: Dict[Tuple[Any, ...], Tensor] = {}
-        self.graphs: Optional[StepGraphs] = None  # --step-mode graph (kept across runs, with the buffers)
+        # --step-mode static|graph, kept across runs (a benchmark's repeats, a session's calls replay them):
+        self.pool = StaticCachePool()  # the slot caches, lent one lease at a time
+        self.streams = StreamBufferSets()  # the encoder slots and input/output buffers no stream holds now
+        self.graphs: Optional[StepGraphs] = None  # --step-mode graph: built by step_graphs()
 
-    def memory_buffer(self, name: str, shape: Tuple[int, ...], like: Tensor, fill: Any) -> Tensor:
-        """A stream's encoder-slot buffer ``name`` of ``shape``, filled with ``fill``: the same tensor
-        for every run of this model (one static stream at a time), so step graphs bound to it replay."""
-        key = (name, tuple(shape), like.dtype, like.device)
-        buf = self._memory.get(key)
-        if buf is None:
-            buf = self._memory[key] = like.new_empty(shape)
-        return buf.fill_(fill)
+    def step_graphs(self) -> StepGraphs:
+        """The model's step graphs (one memory pool), shared by every stream of it."""
+        if self.graphs is None:
+            self.graphs = StepGraphs()
+        return self.graphs
 
     @property
     def decoder(self) -> Any:
@@ -281,15 +280,18 @@ class TransformerStepper:
 
     # ---- the static step (--step-mode static|graph; model/static_step.py) -------------------
     def forward_static(self, cache: RowCache, tokens: Tensor, positions: Tensor, memory: EncoderMemory,
-                       index: SentenceIndex, block_mask: Optional[Tensor],
-                       graphs: Optional[StepGraphs]) -> Optional[Tuple[Tensor, RowCache, str]]:
+                       index: SentenceIndex, block_mask: Optional[Tensor], *, buffers: StreamBuffers,
+                       graphs: Optional[StepGraphs],
+                       stats: Optional[StepModeStats]) -> Optional[Tuple[Tensor, RowCache, str]]:
         """:meth:`forward` and :meth:`logits` over the whole buffer of a static ``cache``.
 
         The step computes every row of the cache's row bucket and attends over every slot of
         its slot bucket (padding rows and slots masked), reading and writing only buffers fixed
         for that bucket, so it is one CUDA graph replay under ``graphs``. What changes between
         steps (tokens, positions, lengths, which encoder slot and query column each row uses)
-        is written into the bucket's input buffer first. Returns the live rows' logits (a view
+        is written into the bucket's input buffer first (of the stream's ``buffers``: a stream of its
+        own's, so that streams stepping alternately do not see each other's inputs). ``stats``: the
+        generator's, where a graph's capture is counted. Returns the live rows' logits (a view
         of the bucket's output buffer, valid until the next step), the cache and how the step
         ran (``replayed`` or ``static``); None when this step needs the eager path (no rows, a
         per-row block mask).
@@ -305,7 +307,7 @@ class TransformerStepper:
         self._refresh_stacked()
         table = self._prepare_positions(slots - 1, buf.device)
         wq = next_pow2(max(1, index.width))  # query columns per sentence in encoder attention
-        io = self._static_io(rows, b, slots, buf, custom=block_mask is not None)
+        io = self._static_io(buffers, rows, b, slots, buf, custom=block_mask is not None)
         kv_row = index.memory_rows(memory.modulus)
         _fill_inputs(io.ints, tokens, positions, cache.lens, kv_row, index.slot, wq)
         if block_mask is not None:
@@ -317,21 +319,22 @@ class TransformerStepper:
         if graphs is None:
             body()
             how = "static"
-        else:
-            key = (buf.data_ptr(), _memory_key(memory), rows, slots, b, wq, io.mask is not None, table, self._qkv_version)
+        else:  # every tensor the step reads or writes by address: the cache, the stream's buffers, the table
+            key = (buf.data_ptr(), io.ints.data_ptr(), _memory_key(memory), rows, slots, b, wq, io.mask is not None,
+                   table, self._qkv_version)
             keep = [buf, io.ints, io.out] + ([] if io.mask is None else [io.mask]) + _memory_tensors(memory)
-            how = graphs.run(key, body, keep)
+            how = graphs.run(key, body, keep, StepModeStats() if stats is None else stats)
         return io.out[:r], cache.advanced(b), how
 
-    def _static_io(self, rows: int, b: int, slots: int, like: Tensor, *, custom: bool) -> "_StaticIO":
-        key = (rows, b, slots, custom, like.dtype, like.device)
-        io = self._io.get(key)
-        if io is None:
+    def _static_io(self, buffers: StreamBuffers, rows: int, b: int, slots: int, like: Tensor, *,
+                   custom: bool) -> "_StaticIO":
+        def make() -> _StaticIO:
             vocab = self.decoder.output_projection.out_features
             ints = torch.zeros(rows, 2 * b + 3, dtype=torch.long, device=like.device)
             mask = like.new_zeros(1, 1, b, slots) if custom else None
-            io = self._io[key] = _StaticIO(ints, mask, like.new_zeros(rows, b, vocab))
-        return io
+            return _StaticIO(ints, mask, like.new_zeros(rows, b, vocab))
+
+        return buffers.io_for((rows, b, slots, custom, like.dtype, like.device), make)
 
     def _prepare_positions(self, max_position: int, device: torch.device) -> Optional[int]:
         """Grow a sinusoidal position table to ``max_position`` now, outside any capture (a graph

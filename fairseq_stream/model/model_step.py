@@ -32,7 +32,7 @@ from fairseq_stream.errors import FairseqStreamError
 from fairseq_stream.model.encoder import cpu_fallback, encoder_out
 from fairseq_stream.model.ensemble import ensemble_scores, normalizes
 from fairseq_stream.model.static_step import (
-    StepGraphs, StepModeStats, length_bucket, resolve_step_mode, row_bucket,
+    StepGraphs, StepModeStats, StreamBuffers, length_bucket, resolve_step_mode, row_bucket,
 )
 from fairseq_stream.model.row_cache import RowCache, SentenceIndex
 from fairseq_stream.model.decoder_step import TransformerStepper, check_supported
@@ -83,8 +83,9 @@ class DecoderState:
         return self.index
 
 
-#: one stepper per decoder, kept while the model lives: a static step's buffers and captured
-#: graphs serve every later run of the same model (a benchmark's repeats, a session's calls)
+#: one stepper per decoder, kept while the model lives: a static step's pooled buffers, the buffer sets
+#: streams hand back and the captured graphs serve every later run of the same model (a benchmark's
+#: repeats, a session's calls)
 _STEPPERS: "weakref.WeakKeyDictionary[Any, TransformerStepper]" = weakref.WeakKeyDictionary()
 
 
@@ -99,18 +100,30 @@ class _TransformerBackend:
     block_steps = True
     mixed_lengths = True
 
-    def __init__(self, model: Any, *, static: bool = False, graphs: Optional[StepGraphs] = None,
+    def __init__(self, model: Any, *, static: bool = False, graph: bool = False,
                  stats: Optional[StepModeStats] = None) -> None:
         self.model = model
         self.stepper = _stepper_of(model.decoder)
         self.static = static  # --step-mode static|graph: the slot caches and the static step
-        self.stats = stats
-        self.graphs: Optional[StepGraphs] = None  # --step-mode graph: the step graphs of this model
-        if graphs is not None:  # the stepper's graphs outlive this run; the counters are this run's
-            if self.stepper.graphs is None:
-                self.stepper.graphs = graphs
-            self.stepper.graphs.stats = graphs.stats
-            self.graphs = self.stepper.graphs
+        self.stats = stats  # this generator's: its steps, and the graphs they captured or evicted
+        # --step-mode graph: the model's step graphs, shared by its streams (keyed by the buffers they bind)
+        self.graphs: Optional[StepGraphs] = self.stepper.step_graphs() if graph else None
+        # the stream's encoder slots and input/output buffers while it has sentences in flight (see drained)
+        self.buffers: Optional[StreamBuffers] = None
+
+    def _buffers(self) -> StreamBuffers:
+        if self.buffers is None:
+            self.buffers = self.stepper.streams.acquire()
+        return self.buffers
+
+    def drained(self) -> bool:
+        """The stream has nothing in flight: its buffer set goes back to the model, for the next stream
+        (True when it held one: its encoder slots are the set's, and no longer the stream's)."""
+        if self.buffers is None:
+            return False
+        self.stepper.streams.release(self.buffers)
+        self.buffers = None
+        return True
 
     def encode(self, net_input: Dict[str, Tensor]) -> Any:
         return self.stepper.encoder_memory(encoder_out(self.model.encoder, net_input))
@@ -121,7 +134,8 @@ class _TransformerBackend:
         block = self.stepper.encoder_memory(encoder_out(self.model.encoder, net_input), keep_padding=True)
         meter.track(block.keys + block.values + ([] if block.padding is None else [block.padding]))
         if self.static:  # slot buffers of doubling widths, kept by the stepper: graphs bind to them
-            return write_memory(memory, block, free, size, meter, width_of=length_bucket, alloc=self.stepper.memory_buffer)
+            return write_memory(memory, block, free, size, meter, width_of=length_bucket,
+                                alloc=self._buffers().memory_buffer)
         return write_memory(memory, block, free, size, meter)
 
     def initial(self, memory: Any, sentences: Tensor) -> RowCache:
@@ -133,7 +147,7 @@ class _TransformerBackend:
         positions = state.lengths.unsqueeze(1) + torch.arange(tokens.size(1), device=tokens.device)
         if self.static:
             done = self.stepper.forward_static(cache, tokens, positions, memory, state.sentence_index(), block_mask,
-                                               self.graphs)
+                                               buffers=self._buffers(), graphs=self.graphs, stats=self.stats)
             if done is not None:
                 return done
             if self.stats is not None:
@@ -318,8 +332,7 @@ class ModelStep:
             if static:  # generic decoders keep fairseq's own incremental step
                 self.step_stats.fallback(f"{type(model.decoder).__name__}: eager only")
             return _GenericBackend(model)
-        graphs = StepGraphs(self.step_stats) if self.step_mode == "graph" else None
-        return _TransformerBackend(model, static=static, graphs=graphs, stats=self.step_stats)
+        return _TransformerBackend(model, static=static, graph=self.step_mode == "graph", stats=self.step_stats)
 
     def _encoder_fallbacks(self) -> Dict[str, str]:
         """``{"encoder": "fairseq's forward (why): ..."}`` for each transformer whose encoder runs
@@ -357,6 +370,14 @@ class ModelStep:
         net_input = {"src_tokens": src_tokens, "src_lengths": src_lengths}
         store.per_model = [b.admit(mem, net_input, free, store.size, store.meter, pad=pad, eos=eos, left_pad=left_pad)
                            for b, mem in zip(self.backends, store.per_model)]
+
+    def drained(self, store: EncoderSlots) -> None:
+        """The stream of ``store`` has nothing in flight (no rows, no caches): a static step's buffers go
+        back to the models, where the next stream (this one's next refill, or another generator's)
+        takes them. Its slots are re-allocated at its next refill, from the buffer set it takes then."""
+        for i, backend in enumerate(self.backends):
+            if isinstance(backend, _TransformerBackend) and backend.drained():
+                store.per_model[i] = None
 
     def initial_state(self, pool: Sources, sentences: Tensor, bos: int) -> DecoderState:
         """One row per sentence in ``sentences`` (pool indices or stream handles), nothing fed yet."""

@@ -12,9 +12,18 @@ on a bucket only (:mod:`fairseq_stream.model.decoder_step` runs the step itself)
   buffer ``(rows bucket, 2·layers, heads, slots bucket, head dim)`` taken from a
   :class:`StaticCachePool` and given back when no cache refers to it (a :class:`Lease`), so that
   the few buffers of each bucket recur and their captured graphs are replayed again and again;
+* **stream buffers** — what one stream writes between steps (its encoder slots, each bucket's
+  input and output buffers) is a :class:`StreamBuffers` set the stream holds while it has
+  sentences in flight and hands back when it drains (:class:`StreamBufferSets`), so that two
+  streams stepping one model alternately never share one, and the next run reuses the last one's;
 * **graphs** — :class:`StepGraphs` captures the step of each key once (buffers, bucket, block
-  width) into one shared memory pool and replays it afterwards; a step it cannot capture runs
-  the same static code eagerly, with one warning line saying why.
+  width) into one shared memory pool and replays it afterwards, at most ``limit`` graphs (least
+  recently used evicted); a step it cannot capture runs the same static code eagerly, with one
+  warning line a run saying why. Captures and evictions count in the statistics of the
+  generator whose step made them (:class:`StepModeStats`).
+
+What is kept on the model (the pool, the idle buffer sets, the graphs) is bounded by LRU rules, so
+a long-running session decoding inputs of many sizes does not grow without bound.
 
 The changes of the live set (refill, finished sentences, a beam changing its width, Jacobi
 accepting a block) happen between steps as index operations on these buffers
@@ -25,6 +34,7 @@ from __future__ import annotations
 import logging
 import time
 import weakref
+from collections import OrderedDict
 from dataclasses import dataclass, field
 from typing import Any, Callable, Dict, List, Tuple
 
@@ -77,7 +87,11 @@ def resolve_step_mode(mode: str, device: torch.device) -> str:
 
 @dataclass
 class StepModeStats:
-    """How the run's decoder steps ran: replayed graphs, static steps run eagerly, eager steps."""
+    """How one generator's decoder steps ran: replayed graphs, static steps run eagerly, eager steps.
+
+    A generator's own: the model's :class:`StepGraphs` count a capture or an eviction in the
+    statistics of the step that made it (``--prune-auto``'s helpers add theirs to the run's).
+    """
 
     replayed: int = 0
     static: int = 0
@@ -85,7 +99,9 @@ class StepModeStats:
     captured: int = 0
     capture_seconds: float = 0.0
     graph_bytes: int = 0
+    evicted: int = 0  # graphs dropped by the LRU bound of StepGraphs (captured again if their key recurs)
     fallbacks: Dict[str, int] = field(default_factory=dict)  # why a step left the static path → count
+    warned: bool = field(default=False, repr=False)  # the run's one warning line about uncaptured steps
 
     def fallback(self, why: str) -> None:
         self.fallbacks[why] = self.fallbacks.get(why, 0) + 1
@@ -94,10 +110,18 @@ class StepModeStats:
         """One decoder step ran ``how``: ``replayed``, ``static`` or ``eager``."""
         setattr(self, how, getattr(self, how) + 1)
 
+    def add(self, other: "StepModeStats") -> None:
+        """``other``'s steps counted in these (a helper decode of the run's: ``--prune-auto``'s calibration)."""
+        for name in ("replayed", "static", "eager", "captured", "capture_seconds", "graph_bytes", "evicted"):
+            setattr(self, name, getattr(self, name) + getattr(other, name))
+        for why, n in other.fallbacks.items():
+            self.fallbacks[why] = self.fallbacks.get(why, 0) + n
+
     def as_dict(self) -> Dict[str, Any]:
         return {"steps_replayed": self.replayed, "steps_static": self.static, "steps_eager": self.eager,
                 "graphs_captured": self.captured, "graph_capture_s": round(self.capture_seconds, 4),
-                "graph_pool_mib": round(self.graph_bytes / 2 ** 20, 2), "fallbacks": dict(self.fallbacks)}
+                "graph_pool_mib": round(self.graph_bytes / 2 ** 20, 2), "graphs_evicted": self.evicted,
+                "fallbacks": dict(self.fallbacks)}
 
 
 class Lease:
@@ -120,65 +144,154 @@ class StaticCachePool:
     A buffer is lent as a :class:`Lease`; when the last cache holding the lease is gone (CPython
     frees it at once), the buffer is free again. A recycled buffer keeps its stale values: every
     slot of it has been written with finite numbers (new buffers are zeros), and attention masks
-    what a row has not written.
+    what a row has not written. Leases are exclusive, so streams stepping alternately share the
+    pool safely. At most ``limit`` buffers are kept free, the least recently used bucket's
+    dropped first: a session's calls of other sizes do not pile up buckets (a run's own buckets
+    recur within a few steps, well inside the bound).
     """
 
-    def __init__(self) -> None:
-        self.free: Dict[Tuple[Any, ...], List[Tensor]] = {}
+    def __init__(self, *, limit: int = 64) -> None:
+        self.limit = limit
+        self.free: "OrderedDict[Tuple[Any, ...], List[Tensor]]" = OrderedDict()  # least recently used first
 
     def acquire(self, rows: int, capacity: int, like: Tensor, layers: int, heads: int, head_dim: int) -> Lease:
         key = (rows, capacity, layers, heads, head_dim, like.dtype, like.device)
         spare = self.free.get(key)
         if spare:
             buffer = spare.pop()
+            if not spare:
+                del self.free[key]
         else:
             buffer = like.new_zeros(rows, 2 * layers, heads, capacity, head_dim)
         return Lease(self, key, buffer)
 
     def release(self, key: Tuple[Any, ...], buffer: Tensor) -> None:
         self.free.setdefault(key, []).append(buffer)
+        self.free.move_to_end(key)
+        while sum(len(v) for v in self.free.values()) > self.limit:
+            oldest, spare = next(iter(self.free.items()))
+            spare.pop(0)
+            if not spare:
+                del self.free[oldest]
+
+
+class StreamBuffers:
+    """What one stream writes between its static steps: its encoder slots and each bucket's input
+    and output buffers. A stream holds its set while it has sentences in flight (another stream
+    stepping the same model meanwhile gets a set of its own), then hands it back to the model's
+    :class:`StreamBufferSets`, where the next stream finds it: a session's later calls reuse the
+    same tensors, so the graphs bound to them replay.
+    """
+
+    def __init__(self, *, memory_per_name: int = 2, io_limit: int = 64) -> None:
+        self.memory_per_name = memory_per_name  # encoder-slot buffers of this many shapes per name (LRU)
+        self.io_limit = io_limit  # input/output buffers of this many buckets (LRU)
+        self.memory: "OrderedDict[Tuple[Any, ...], Tensor]" = OrderedDict()
+        self.io: "OrderedDict[Tuple[Any, ...], Any]" = OrderedDict()
+
+    @property
+    def memory_limit(self) -> int:
+        return self.memory_per_name * len({key[0] for key in self.memory})
+
+    def memory_buffer(self, name: str, shape: Tuple[int, ...], like: Tensor, fill: Any) -> Tensor:
+        """The encoder-slot buffer ``name`` of ``shape``, filled with ``fill``: the same tensor whenever
+        this set's stream (or a later one) asks again, so step graphs bound to it replay."""
+        key = (name, tuple(shape), like.dtype, like.device)
+        buf = self.memory.get(key)
+        if buf is None:
+            buf = self.memory[key] = like.new_empty(shape)
+            same_name = [k for k in self.memory if k[0] == name]
+            for old in same_name[: max(0, len(same_name) - self.memory_per_name)]:
+                del self.memory[old]  # a stream that grew its slots no longer reads the narrower ones
+        self.memory.move_to_end(key)
+        return buf.fill_(fill)
+
+    def io_for(self, key: Tuple[Any, ...], make: Callable[[], Any]) -> Any:
+        """The input/output buffers of bucket ``key``, made by ``make()`` the first time."""
+        io = self.io.get(key)
+        if io is None:
+            io = self.io[key] = make()
+            while len(self.io) > self.io_limit:
+                self.io.popitem(last=False)
+        self.io.move_to_end(key)
+        return io
+
+
+class StreamBufferSets:
+    """A model's :class:`StreamBuffers` not held by a stream, most recently handed back last (at most ``limit``)."""
+
+    def __init__(self, *, limit: int = 2) -> None:
+        self.limit = limit
+        self.idle: List[StreamBuffers] = []
+
+    def acquire(self) -> StreamBuffers:
+        """A set no stream holds: the one handed back last (its tensors are those of the last run), or a new one."""
+        return self.idle.pop() if self.idle else StreamBuffers()
+
+    def release(self, buffers: StreamBuffers) -> None:
+        self.idle.append(buffers)
+        del self.idle[: max(0, len(self.idle) - self.limit)]
 
 
 class StepGraphs:
-    """CUDA graphs of the static step, one per key, in one shared memory pool.
+    """CUDA graphs of the static step, one per key, in one shared memory pool (one per model).
 
     :meth:`run` runs ``body`` (which reads and writes only buffers fixed for its key) the first
     time a key is seen — eagerly, on a side stream, as the warm-up capture needs — then captures
     it; later steps of the key replay the graph. ``keep`` are the tensors the graph reads and
-    writes: held by the graph so that they outlive it.
+    writes: held by the graph so that they outlive it (and no other tensor takes their address,
+    which keys read). At most ``limit`` graphs are kept, the least recently replayed evicted
+    first (captured again if its key recurs). Captures, evictions and refusals are counted in the
+    ``stats`` of the step that made them: the generator that ran it, not the model.
     """
 
-    def __init__(self, stats: StepModeStats, *, limit: int = 256) -> None:
-        self.stats = stats
-        self.limit = limit  # graphs at most; steps of further keys run static, uncaptured
-        self.graphs: Dict[Tuple[Any, ...], Tuple[Any, List[Tensor]]] = {}
+    def __init__(self, *, limit: int = 256) -> None:
+        self.limit = limit
+        self.graphs: "OrderedDict[Tuple[Any, ...], Tuple[Any, List[Tensor]]]" = OrderedDict()  # least recent first
         self.pool: Any = None
-        self.refused: Dict[Tuple[Any, ...], str] = {}
-        self._warned = False
+        self.refused: "OrderedDict[Tuple[Any, ...], str]" = OrderedDict()  # keys that cannot be captured (bounded too)
         self._side: Any = None  # one side stream for every warm-up (its freed blocks serve the next)
 
-    def run(self, key: Tuple[Any, ...], body: Callable[[], None], keep: List[Tensor]) -> str:
+    def run(self, key: Tuple[Any, ...], body: Callable[[], None], keep: List[Tensor], stats: StepModeStats) -> str:
         """Replay ``key``'s graph, or run ``body`` and capture it; how the step ran: ``replayed``/``static``."""
         entry = self.graphs.get(key)
         if entry is not None:
+            self.graphs.move_to_end(key)
             entry[0].replay()
             return "replayed"
+        self._warm_up(body)
+        why = self.refused.get(key)
+        if why is not None:
+            if why not in stats.fallbacks:  # said once in every run that meets the key
+                self._refuse(key, why, stats)
+            return "static"
+        start = time.perf_counter()
+        try:
+            graph, grown = self._capture_graph(body)
+        except Exception as error:  # an operator that cannot be captured: this key runs static
+            self._refuse(key, f"capture failed: {type(error).__name__}: {str(error).splitlines()[0][:160]}", stats)
+            return "static"
+        while len(self.graphs) >= self.limit:
+            self.graphs.popitem(last=False)  # its tensors go with it (those no other graph or stream holds)
+            stats.evicted += 1
+        self.graphs[key] = (graph, keep)
+        stats.captured += 1
+        stats.capture_seconds += time.perf_counter() - start
+        stats.graph_bytes += grown
+        return "static"
+
+    def _warm_up(self, body: Callable[[], None]) -> None:
+        """The step itself, on the side stream (also the warm-up a capture needs)."""
         if self._side is None:
             self._side = torch.cuda.Stream()
         side = self._side
         side.wait_stream(torch.cuda.current_stream())
-        with torch.cuda.stream(side):  # the step itself, and the warm-up of its capture
+        with torch.cuda.stream(side):
             body()
         torch.cuda.current_stream().wait_stream(side)
-        if key not in self.refused:
-            if len(self.graphs) >= self.limit:
-                self._refuse(key, f"more than {self.limit} step graphs")
-            else:
-                self._capture(key, body, keep)
-        return "static"
 
-    def _capture(self, key: Tuple[Any, ...], body: Callable[[], None], keep: List[Tensor]) -> None:
-        start = time.perf_counter()
+    def _capture_graph(self, body: Callable[[], None]) -> Tuple[Any, int]:
+        """``body`` captured into the shared pool, and the bytes the pool grew by; raises if it cannot be."""
         before = torch.cuda.memory_reserved()
         if self.pool is None:
             self.pool = torch.cuda.graph_pool_handle()
@@ -186,22 +299,21 @@ class StepGraphs:
         try:
             with torch.cuda.graph(graph, pool=self.pool):
                 body()
-        except Exception as error:  # an operator that cannot be captured: this key runs static
+        except Exception:
             try:
                 torch.cuda.synchronize()
             except RuntimeError:
                 pass
-            self._refuse(key, f"capture failed: {type(error).__name__}: {str(error).splitlines()[0][:160]}")
-            return
-        self.graphs[key] = (graph, keep)
-        self.stats.captured += 1
-        self.stats.capture_seconds += time.perf_counter() - start
-        self.stats.graph_bytes += max(0, torch.cuda.memory_reserved() - before)
+            raise
+        return graph, max(0, torch.cuda.memory_reserved() - before)
 
-    def _refuse(self, key: Tuple[Any, ...], why: str) -> None:
+    def _refuse(self, key: Tuple[Any, ...], why: str, stats: StepModeStats) -> None:
         self.refused[key] = why
-        self.stats.fallback(why)
-        if not self._warned:
-            self._warned = True
+        self.refused.move_to_end(key)
+        while len(self.refused) > self.limit:
+            self.refused.popitem(last=False)
+        stats.fallback(why)
+        if not stats.warned:  # one line per run
+            stats.warned = True
             logger.warning("fairseq-stream: --step-mode graph: a step runs uncaptured (static shapes, eager "
                            "launches): %s", why)

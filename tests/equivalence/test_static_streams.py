@@ -1,0 +1,208 @@
+"""Static buffers belong to a stream, not to the model (issue 48, item 6).
+
+The static step (``--step-mode static``; ``graph`` is the same step captured on CUDA) keeps what can be
+reused across runs on the model's stepper: the slot-cache pool and the step graphs. What one stream
+writes between steps — its encoder slots, its input and output buffers — is its own while it has
+sentences in flight, and goes back to the model when it drains, so that:
+
+* two streams stepping alternately on one model each get the output of a run alone;
+* the statistics of a step (how it ran, graphs captured or evicted) are those of the generator that ran it;
+* a long-running session's pooled buffers, per-stream buffer sets and graphs stay bounded (LRU).
+"""
+from types import SimpleNamespace
+from typing import Any, Callable, Dict, List, Tuple
+
+import pytest
+import torch
+
+from equivalence.test_static_step import assert_same
+
+CASES = {  # name → (search, gen, opts); capacity below the batch: refills while the other stream is in flight
+    "var-stream": ("var-stream", {"beam": 5, "nbest": 2}, {"stream_capacity": 4}),
+    "gs-jacobi": ("gs-jacobi", {"beam": 1}, {"jacobi_block": 3, "stream_capacity": 4}),
+}
+
+
+def _one_step() -> Callable[[], bool]:
+    """A ``done`` for :meth:`StreamingScheduler.advance` that lets it take one step (after a refill)."""
+    calls = iter([False])
+    return lambda: next(calls, True)
+
+
+def _sample(session, lines: List[str], size: int) -> Dict[str, Any]:
+    return next(iter(session.batches(session.encode(lines), None, size, None)))
+
+
+def _alone(session, case: str, sample: Dict[str, Any], mode: str = "static") -> List[List[Dict[str, Any]]]:
+    search, gen, opts = CASES[case]
+    generator = session.build_generator(search, gen, dict(opts, step_mode=mode))
+    return generator.generate(session.models, sample)
+
+
+@torch.no_grad()
+def _interleaved(session, case: str, samples: List[Dict[str, Any]],
+                 mode: str = "static") -> List[List[List[Dict[str, Any]]]]:
+    """Each sample on a generator of its own, the generators stepping alternately on the one model."""
+    search, gen, opts = CASES[case]
+    runs: List[Tuple[Any, Any]] = []
+    for sample in samples:
+        generator = session.build_generator(search, gen, dict(opts, step_mode=mode))
+        runs.append((generator._scheduler_for(None), generator.input.batch_for(sample, None)))
+    for _ in range(10_000):
+        if not any(batch.missing for _, batch in runs):
+            break
+        for scheduler, batch in runs:
+            if batch.missing:
+                scheduler.advance(_one_step())
+                if scheduler.unread_count >= batch.missing or not scheduler.groups:
+                    scheduler.read_finished()
+    assert not any(batch.missing for _, batch in runs)
+    return [batch.hypos for _, batch in runs]
+
+
+@pytest.mark.parametrize("case", list(CASES))
+def test_two_static_streams_stepping_alternately_on_one_model_each_get_their_own_output(
+        demo_session64, demo_sources, case):
+    """The same buckets (same sizes, other sentences): before issue 48 the second stream's refill wrote
+    its encoder states into the first's slot buffers, and its step into the first's output buffer."""
+    samples = [_sample(demo_session64, demo_sources[i: i + 12], 12) for i in (0, 12)]
+    together = _interleaved(demo_session64, case, samples)
+    for sample, hypos in zip(samples, together):
+        alone = _alone(demo_session64, case, sample)
+        assert_same(SimpleNamespace(hypos=alone), SimpleNamespace(hypos=hypos))
+
+
+def test_prune_auto_counts_the_calibrations_steps_in_the_runs_step_mode(demo_session, demo_sources):
+    """The calibration's helpers step the model too: their steps are the run's (timesteps and step mode)."""
+    dataset = demo_session.encode(demo_sources[:72])
+    auto = demo_session.translate(dataset, search="var-stream", gen={"beam": 4},
+                                  opts={"prune_auto": True, "step_mode": "static"}, batch_size=16)
+    assert auto.stats.prune_auto["calibrated"]
+    modes = auto.stats.step_mode
+    assert modes["steps_static"] == auto.stats.timesteps and modes["steps_eager"] == 0, modes
+
+
+# ---- the step graphs' bookkeeping, with a stand-in for the CUDA calls ---------------------------
+class _Graph:
+    def __init__(self, body: Callable[[], None]) -> None:
+        self.body = body
+
+    def replay(self) -> None:
+        self.body()
+
+
+def _fake_graphs(limit: int):
+    """StepGraphs with the two CUDA calls (warm-up on a side stream, capture) done on the host."""
+    from fairseq_stream.model.static_step import StepGraphs
+
+    class FakeGraphs(StepGraphs):
+        def _warm_up(self, body: Callable[[], None]) -> None:
+            body()
+
+        def _capture_graph(self, body: Callable[[], None]) -> Tuple[Any, int]:
+            return _Graph(body), 0
+
+    return FakeGraphs(limit=limit)
+
+
+def test_step_graphs_count_in_the_statistics_of_the_caller_and_evict_the_least_recently_used():
+    from fairseq_stream.model.static_step import StepModeStats
+
+    graphs = _fake_graphs(limit=2)
+    first, second = StepModeStats(), StepModeStats()
+    ran: List[str] = []
+    body = {k: (lambda k=k: ran.append(k)) for k in "abc"}
+    assert [graphs.run(k, body[k], [], first) for k in "aab"] == ["static", "replayed", "static"]
+    assert (first.captured, first.evicted) == (2, 0)
+    # a second run on the same model: its own counts; "c" evicts the least recently used graph ("a")
+    assert [graphs.run(k, body[k], [], second) for k in "bcac"] == ["replayed", "static", "static", "replayed"]
+    assert (first.captured, first.evicted) == (2, 0)
+    assert (second.captured, second.evicted) == (2, 2) and len(graphs.graphs) == 2
+    assert second.as_dict()["graphs_evicted"] == 2
+    assert list(graphs.graphs) == ["a", "c"]
+    assert ran == list("aabbcac")  # every step ran its body once, replayed or not
+    from fairseq_stream.engine.stats import describe_step_mode
+
+    line = describe_step_mode(dict(second.as_dict(), mode="graph"))
+    assert "2 graphs captured" in line and "2 evicted" in line
+
+
+# ---- memory: bounded over a long-running session --------------------------------------------------
+@pytest.fixture(scope="module")
+def own_session():
+    """A model of this module's own: its stepper sees only these runs."""
+    from conftest import _load_demo
+
+    return _load_demo()
+
+
+def test_a_long_running_session_keeps_bounded_static_buffers(own_session, demo_sources):
+    """Many translate() calls of other sizes (sentences, beams, capacities): the pooled slot caches, the
+    streams' buffer sets and what each set holds stay within their bounds; a later call of an earlier
+    size still finds its buffers (the replay of a session's later calls)."""
+    session = own_session
+    stepper = session.build_generator("var-stream", {"beam": 2}, {"step_mode": "static"}).model.backends[0].stepper
+    stepper.pool.limit = 8  # small bounds, so that these few runs pass them
+    sizes = [(4, 2, 4), (8, 5, 8), (12, 3, 6), (16, 4, 16), (6, 6, 3), (20, 2, 10), (10, 8, 5), (3, 12, 3)]
+    for i, (n, beam, capacity) in enumerate(sizes):
+        data = session.encode(demo_sources[3 * i: 3 * i + n])
+        session.translate(data, search="var-stream", gen={"beam": beam},
+                          opts={"step_mode": "static", "stream_capacity": capacity})
+        assert sum(len(v) for v in stepper.pool.free.values()) <= 8
+    streams = stepper.streams.idle
+    assert len(streams) == 1  # the runs came one after another: one buffer set, reused by each
+    buffers = streams[0]
+    assert len(buffers.memory) <= buffers.memory_limit and len(buffers.io) <= buffers.io_limit
+    names = {key[0] for key in buffers.memory}
+    assert len(buffers.memory) <= 2 * len(names)  # the encoder slots of the last two widths per buffer
+
+    # the set is the same object across runs, and a repeat of the last run's size reuses its encoder slots
+    before = {k: v.data_ptr() for k, v in buffers.memory.items()}
+    n, beam, capacity = sizes[-1]
+    data = session.encode(demo_sources[:n])
+    session.translate(data, search="var-stream", gen={"beam": beam},
+                      opts={"step_mode": "static", "stream_capacity": capacity})
+    assert stepper.streams.idle == [buffers]
+    after = {k: v.data_ptr() for k, v in buffers.memory.items()}
+    assert any(after.get(k) == p for k, p in before.items())
+
+
+@torch.no_grad()
+def test_two_streams_at_once_take_two_buffer_sets_and_give_both_back(own_session, demo_sources):
+    session = own_session
+    samples = [_sample(session, demo_sources[i: i + 8], 8) for i in (0, 8)]
+    search, gen, opts = CASES["var-stream"]
+    generators = [session.build_generator(search, gen, dict(opts, step_mode="static")) for _ in samples]
+    stepper = generators[0].model.backends[0].stepper
+    runs = [(g._scheduler_for(None), g.input.batch_for(s, None)) for g, s in zip(generators, samples)]
+    for scheduler, _ in runs:
+        scheduler.advance(_one_step())
+    held = [g.model.backends[0].buffers for g in generators]
+    assert held[0] is not None and held[1] is not None and held[0] is not held[1]
+    assert not any(b is held[0] or b is held[1] for b in stepper.streams.idle)
+    for scheduler, batch in runs:
+        scheduler.advance(lambda: batch.missing == 0)
+    assert all(g.model.backends[0].buffers is None for g in generators)  # drained: handed back
+    assert len(stepper.streams.idle) <= stepper.streams.limit
+
+
+@pytest.mark.gpu
+@pytest.mark.parametrize("case", list(CASES))
+def test_two_graph_streams_stepping_alternately_on_cuda_each_get_their_own_output(demo_sources, case):
+    """The same on CUDA with the steps captured: the streams' graphs bind their own buffers (float64: exact)."""
+    import os
+
+    from conftest import DEMO
+    from fairseq_stream.tools.session import TranslationSession
+
+    from fairseq import utils
+
+    session = TranslationSession.load(DEMO, os.path.join(DEMO, "checkpoint.pt"),
+                                      bpe_codes=os.path.join(DEMO, "bpe.codes"),
+                                      extra_args=["--source-lang", "es", "--target-lang", "en"], cpu=False,
+                                      dtype=torch.float64)
+    samples = [utils.move_to_cuda(_sample(session, demo_sources[i: i + 12], 12)) for i in (0, 12)]
+    together = _interleaved(session, case, samples, "graph")
+    for sample, hypos in zip(samples, together):
+        alone = _alone(session, case, sample, "graph")
+        assert_same(SimpleNamespace(hypos=alone), SimpleNamespace(hypos=hypos))
