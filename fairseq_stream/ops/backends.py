@@ -119,7 +119,8 @@ IB_STEP = StepOperator(
     fields=("scores", "tokens", "token_scores", "seg_done", "n_final", "fin_tokens", "fin_scores", "fin_len",
             "fin_total"),
     packet=packets.IB_STEP,
-    implementations={"cpp": "fairseq_stream.ops.ib_step:cpp_step"},
+    implementations={"cpp": "fairseq_stream.ops.ib_step:cpp_step",
+                     "triton": "fairseq_stream.ops.triton_ib_step:triton_step"},
     # Neither backend compacts: the step returns a new state (the history grows by z words),
     # and the strategy drops the finished sentences from it.
     runner_compacts=False,
