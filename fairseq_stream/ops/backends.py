@@ -51,8 +51,7 @@ DEVICE_TABLE: Dict[str, Dict[str, str]] = {
     # the fused step operators (this module): --step-backend
     "beam_step": {"cpu": "cpp", "cuda": "triton"},
     "jacobi_step": {"cpu": "cpp", "cuda": "triton"},
-    # on CUDA the reference is the device implementation: torch ops on device-resident tables
-    "ib_step": {"cpu": "cpp", "cuda": "reference"},
+    "ib_step": {"cpu": "cpp", "cuda": "triton"},
     # top-k + normaliser after the output projection (ops/fused_output.py); on CUDA the faster of
     # the Triton kernels and PyTorch's, measured once per shape class
     "output_layer": {"cpu": "cpp", "cuda": "fastest"},

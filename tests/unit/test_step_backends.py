@@ -118,8 +118,8 @@ def test_triton_equals_the_reference_on_cuda(op, case):
 
 @pytest.mark.gpu
 @pytest.mark.parametrize("case", cases.IB_CASES, ids=_ids)
-def test_ib_step_runs_on_cuda_as_the_reference_does_on_the_cpu(case):
-    assert cases.run_ib(case, "auto", 0, torch.float64, device="cuda")["backend"] == ["reference"]
+def test_ib_step_runs_on_cuda_by_the_triton_kernels_under_auto(case):
+    assert cases.run_ib(case, "auto", 0, torch.float64, device="cuda")["backend"] == ["triton"]
 
 
 # ---- the trained demo model ------------------------------------------------------------------
