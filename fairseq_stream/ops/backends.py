@@ -51,8 +51,7 @@ DEVICE_TABLE: Dict[str, Dict[str, str]] = {
     # the fused step operators (this module): --step-backend
     "beam_step": {"cpu": "cpp", "cuda": "triton"},
     "jacobi_step": {"cpu": "cpp", "cuda": "triton"},
-    # on CUDA the reference is the device implementation: torch ops on device-resident tables
-    "ib_step": {"cpu": "cpp", "cuda": "reference"},
+    "ib_step": {"cpu": "cpp", "cuda": "triton"},
     # top-k + normaliser after the output projection (ops/fused_output.py); on CUDA the faster of
     # the Triton kernels and PyTorch's, measured once per shape class
     "output_layer": {"cpu": "cpp", "cuda": "fastest"},
@@ -119,7 +118,8 @@ IB_STEP = StepOperator(
     fields=("scores", "tokens", "token_scores", "seg_done", "n_final", "fin_tokens", "fin_scores", "fin_len",
             "fin_total"),
     packet=packets.IB_STEP,
-    implementations={"cpp": "fairseq_stream.ops.ib_step:cpp_step"},
+    implementations={"cpp": "fairseq_stream.ops.ib_step:cpp_step",
+                     "triton": "fairseq_stream.ops.triton_ib_step:triton_step"},
     # Neither backend compacts: the step returns a new state (the history grows by z words),
     # and the strategy drops the finished sentences from it.
     runner_compacts=False,

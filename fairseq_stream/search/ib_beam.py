@@ -17,9 +17,10 @@ finished ones are put back in the original word order (line 28), optionally dedu
 (``--ib-dedup``, §5.1), and ranked by ``score / length^lenpen``. ``--beam 1`` is greedy.
 
 The step after the output layer is the operator ``ib_step`` of :mod:`fairseq_stream.ops.backends`:
-one C++ operator on the CPU (:mod:`fairseq_stream.ops.ib_step`); the PyTorch code here is its
-reference and its CUDA implementation (device-resident tables, one host read per step), every
-selection a stable sort so the two decide ties alike.
+one C++ operator on the CPU (:mod:`fairseq_stream.ops.ib_step`), three Triton kernels on CUDA
+(:mod:`fairseq_stream.ops.triton_ib_step`); the PyTorch code here is their reference and the
+fallback on any device (device-resident tables, one host read per step), every selection a
+stable sort so they all decide ties alike.
 """
 from __future__ import annotations
 
@@ -254,7 +255,7 @@ class IBBeamSearch(StateOps):
     def search_step(self, state: IBState, vals: Tensor, toks: Tensor) -> StepOutcome:
         """The step after the output layer, from each row's slot candidates ``vals``/``toks``
         (R, z, Bc), by the backend :mod:`fairseq_stream.ops.backends` picks (the C++ operator on
-        a CPU, the device-resident reference on CUDA), with the same results."""
+        a CPU, the Triton kernels on CUDA), with the same results."""
         t, cols = state.tokens.size(2), state.fin_tokens.size(2)
         if t + self.z > cols:
             raise FairseqStreamError(f"ib-beam: hypothesis longer than its buffer ({t + self.z} > {cols})")

@@ -60,24 +60,55 @@ TRITON_CHECK = textwrap.dedent("""
     for i, case in enumerate(op_cases):
         if "abs_scale" in case:  # the surprisal-scaled δ is in the C++ operator only
             continue
-        dtype = torch.float64 if i % 2 else torch.float32
-        assert run(case, "triton", i, dtype)["backend"] == ["triton"], case  # one seed each: the interpreter is slow
+        alternate = [torch.float64 if i % 2 else torch.float32]  # one seed each: the interpreter is slow
+        for dtype in ([torch.float32, torch.float64] if {both_dtypes} else alternate):
+            assert run(case, "triton", i, dtype)["backend"] == ["triton"], case
+    print("ok")
+""")
+# ib-beam end to end on a random IBDecoder and IMDecoder: the reference and the Triton kernels
+# give the same hypotheses (tokens, scores, positional scores) in float32 and float64
+IB_TRANSLATE_CHECK = textwrap.dedent("""
+    import torch
+    from helpers import fake_task, gen_cfg, make_dictionary, sample_for, stream_opts, tiny_ib_model
+    from fairseq_stream.integration.build import build_generator
+    d = make_dictionary([f"w{i}" for i in range(30)])
+    for h, c, dtype in ((2, 1, torch.float32), (4, 1, torch.float64)):
+        model = tiny_ib_model(d, h=h, c=c, dtype=dtype)
+        out = {}
+        for backend in ("reference", "triton"):
+            gen = build_generator("ib-beam", fake_task(d), [model], gen_cfg(beam=3, nbest=3, max_len_a=0, max_len_b=9),
+                                  stream_opts(search="ib-beam", step_backend=backend))
+            hypos = gen.generate([model], sample_for(d, [5, 9, 14, 20, 23]))
+            out[backend] = [[(x["tokens"].tolist(), x["score"], x["positional_scores"].tolist()) for x in n]
+                            for n in hypos]
+            assert gen.stats.step_backends == {"ib_step": [backend]}, gen.stats.step_backends
+        assert out["reference"] == out["triton"], (h, c)
     print("ok")
 """)
 
 
 @pytest.mark.slow  # the Triton interpreter: ~1 min per operator on 2 cores
-@pytest.mark.parametrize("op", ["beam_step", "jacobi_step"])
+@pytest.mark.parametrize("op", ["beam_step", "jacobi_step", "ib_step"])
 def test_triton_equals_the_reference_under_the_interpreter(op):
     pytest.importorskip("triton")
     from helpers import run_under_triton_interpreter
 
-    proc = run_under_triton_interpreter(TRITON_CHECK.format(op=op))
+    # ib_step: every case in float32 and float64 (its steps are few: ~30 s in all)
+    proc = run_under_triton_interpreter(TRITON_CHECK.format(op=op, both_dtypes=op == "ib_step"))
+    assert proc.returncode == 0 and proc.stdout.strip().endswith("ok"), proc.stderr[-3000:]
+
+
+@pytest.mark.slow  # the Triton interpreter: ~10 s
+def test_ib_beam_translates_alike_by_the_reference_and_triton_under_the_interpreter():
+    pytest.importorskip("triton")
+    from helpers import run_under_triton_interpreter
+
+    proc = run_under_triton_interpreter(IB_TRANSLATE_CHECK, timeout=600)
     assert proc.returncode == 0 and proc.stdout.strip().endswith("ok"), proc.stderr[-3000:]
 
 
 @pytest.mark.gpu
-@pytest.mark.parametrize("op,case", [m for m in MATRIX if m[0] != "ib_step" and "abs_scale" not in m[1]], ids=_ids)
+@pytest.mark.parametrize("op,case", [m for m in MATRIX if "abs_scale" not in m[1]], ids=_ids)
 def test_triton_equals_the_reference_on_cuda(op, case):
     run, _ = cases.RUNNERS[op]
     extra = {"score_tolerance": 1e-4} if op == "jacobi_step" else {}  # a GPU scan may round the sum differently
@@ -87,8 +118,8 @@ def test_triton_equals_the_reference_on_cuda(op, case):
 
 @pytest.mark.gpu
 @pytest.mark.parametrize("case", cases.IB_CASES, ids=_ids)
-def test_ib_step_runs_on_cuda_as_the_reference_does_on_the_cpu(case):
-    assert cases.run_ib(case, "auto", 0, torch.float64, device="cuda")["backend"] == ["reference"]
+def test_ib_step_runs_on_cuda_by_the_triton_kernels_under_auto(case):
+    assert cases.run_ib(case, "auto", 0, torch.float64, device="cuda")["backend"] == ["triton"]
 
 
 # ---- the trained demo model ------------------------------------------------------------------
@@ -215,10 +246,11 @@ def test_step_kernels_specialise_on_their_size_classes_only():
     pytest.importorskip("triton")
     if os.environ.get("TRITON_INTERPRET") == "1":
         pytest.skip("the interpreter does not specialise")
-    from fairseq_stream.ops import triton_beam_step, triton_jacobi_step
+    from fairseq_stream.ops import triton_beam_step, triton_ib_step, triton_jacobi_step
 
     for kernel in (triton_beam_step._sentence_step, triton_beam_step._rows_and_packet, triton_jacobi_step._iteration,
-                   triton_jacobi_step._packet):
+                   triton_jacobi_step._packet, triton_ib_step._continuations, triton_ib_step._sentence_step,
+                   triton_ib_step._rows_and_packet):
         runtime = [p for p in kernel.params if not p.is_constexpr]
         assert runtime and all(p.do_not_specialize and p.do_not_specialize_on_alignment for p in runtime), kernel
 
