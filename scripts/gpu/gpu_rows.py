@@ -87,10 +87,12 @@ def drafts_batched(capacity: int) -> List[str]:
 
 IB = ["ib-beam:beam=5,stream_capacity=128,label=ib-beam k=5"]
 BEAM4_BATCH1 = ["beam:beam=4,label=fairseq-beam k=4", "fixed-ours:beam=4,stream_capacity=1,label=fixed-ours k=4"]
-IB_BASE = ["ib-beam:beam=4,stream_capacity=1,label=ib-beam k=4"]
+IB_BASE = ["ib-beam:beam=4,stream_capacity=1,label=ib-beam k=4",  # ib_step: the reference on CUDA, then Triton's kernels
+           "ib-beam:beam=4,stream_capacity=1,step_backend=triton,label=ib-beam k=4 triton"]
 #: the same at batch 32 (``--ib-batch``): fairseq's and our beam 4 in batches of 32, ib-beam over a stream of 32
 BEAM4_BATCHED = ["beam:beam=4,label=fairseq-beam k=4", "fixed-ours:beam=4,stream_capacity=32,label=fixed-ours k=4"]
-IB_BASE_BATCHED = ["ib-beam:beam=4,stream_capacity=32,label=ib-beam k=4"]
+IB_BASE_BATCHED = ["ib-beam:beam=4,stream_capacity=32,label=ib-beam k=4",
+                   "ib-beam:beam=4,stream_capacity=32,step_backend=triton,label=ib-beam k=4 triton"]
 
 
 def environment(device: str) -> Dict[str, Any]:
@@ -104,6 +106,11 @@ def environment(device: str) -> Dict[str, Any]:
     return {"device": device, "device_name": torch.cuda.get_device_name() if device == "cuda" else "cpu",
             "torch": torch.__version__, "cuda": torch.version.cuda, "triton": triton_version,
             "threads": torch.get_num_threads()}
+
+
+def on_device(specs: List[str], device: str) -> List[str]:
+    """``specs`` without the rows that name a CUDA-only step backend on a CPU (a dry run)."""
+    return specs if device == "cuda" else [s for s in specs if "step_backend=triton" not in s]
 
 
 def with_length(spec: str, length: int) -> str:
@@ -202,10 +209,10 @@ def run_model(check: Check, name: str, data: str, path: str, length: int, dtype:
                     length=length, batch_size=a.ib_batch, pool_size=None, meta=meta)
     if ib_base:  # the IBDecoder of the same size, forced to the same lengths
         ib = load(str(Path(a.ib_base).parent), a.ib_base, a.device, dtype)
-        check.table(ib, f"ibbase_{dtype}_batch1", moded(IB_BASE, modes), limit=a.batch1_limit, length=length,
+        check.table(ib, f"ibbase_{dtype}_batch1", moded(on_device(IB_BASE, a.device), modes), limit=a.batch1_limit, length=length,
                     batch_size=1, pool_size=None, meta=dict(meta, model="ibbase", path=a.ib_base))
         if ib_batch:
-            check.table(ib, f"ibbase_{dtype}_beam4batched", moded(IB_BASE_BATCHED, modes), limit=a.limit,
+            check.table(ib, f"ibbase_{dtype}_beam4batched", moded(on_device(IB_BASE_BATCHED, a.device), modes), limit=a.limit,
                         length=length, batch_size=a.ib_batch, pool_size=None,
                         meta=dict(meta, model="ibbase", path=a.ib_base))
         del ib

@@ -118,8 +118,9 @@ def test_triton_equals_the_reference_on_cuda(op, case):
 
 @pytest.mark.gpu
 @pytest.mark.parametrize("case", cases.IB_CASES, ids=_ids)
-def test_ib_step_runs_on_cuda_by_the_triton_kernels_under_auto(case):
-    assert cases.run_ib(case, "auto", 0, torch.float64, device="cuda")["backend"] == ["triton"]
+def test_ib_step_runs_on_cuda_by_the_reference_under_auto_and_by_the_triton_kernels_when_asked(case):
+    assert cases.run_ib(case, "auto", 0, torch.float64, device="cuda")["backend"] == ["reference"]
+    assert cases.run_ib(case, "triton", 0, torch.float64, device="cuda")["backend"] == ["triton"]
 
 
 # ---- the trained demo model ------------------------------------------------------------------
