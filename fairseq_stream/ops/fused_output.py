@@ -82,7 +82,7 @@ def topk_with_normaliser(scores: Tensor, k: int) -> Tuple[Tensor, Tensor, Tensor
     if choice == "fastest" and scores.dim() == 2 and scores.dtype != torch.float64:
         key = (int(scores.size(1)), _bucket(int(scores.size(0))), int(k))
         if key not in _cuda_choice:  # once per shape class: measured, or FAIRSEQ_STREAM_OUTPUT_KERNEL
-            _cuda_choice[key] = _choose(_cuda_candidates(), scores, k)
+            _cuda_choice[key] = _choose(cuda_candidates(), scores, k)
             log_once(f"fairseq-stream: output layer (V={key[0]}, rows<={key[1]}, k={k}) on the GPU: "
                       f"{_cuda_choice[key].__name__}")
         _cuda_used.add(key)
@@ -138,7 +138,9 @@ def _bucket(rows: int) -> int:
 _cuda_candidates_cache: Dict[str, Callable[..., Any]] = {}
 
 
-def _cuda_candidates() -> Dict[str, Callable[..., Any]]:
+def cuda_candidates() -> Dict[str, Callable[..., Any]]:
+    """The CUDA output-layer candidates by name (``torch``; ``triton`` and ``triton-sort`` where Triton
+    imports), among which :func:`pick_fastest` measures; the benchmark times each alone."""
     if _cuda_candidates_cache:
         return _cuda_candidates_cache
     out = _cuda_candidates_cache

@@ -97,7 +97,7 @@ def cell(vocab: int, beam: int, batch: int, dim: int, repeats: int) -> Dict[str,
     out["kernel"] = ",".join(fused_output.take_cuda_kernels()) or ("cpp" if cpu_kernel() is not None else "torch")
     out["fused rest (torch)"] = timed(lambda: fused_rest(reference_topk_lse), repeats)
     if DEVICE.type == "cuda":  # every candidate the measured choice picks from, timed alone
-        for name, op in fused_output._cuda_candidates().items():
+        for name, op in fused_output.cuda_candidates().items():
             if name != "triton" or cand <= fused_output.UNROLLED_MAX_K:  # as the measured choice: no unrolled k = 100
                 out[f"rest {name}"] = timed(lambda: fused_rest(op), repeats)
     fs_post = out["fairseq bias"] + out["fairseq softmax"] + out["fairseq search"]

@@ -124,7 +124,7 @@ def _stable_topk(x: torch.Tensor, k: int):
 @pytest.mark.parametrize("name", ["triton", "triton-sort"])
 def test_the_triton_kernels_equal_the_reference_on_the_gpu(name, dtype, rows):
     pytest.importorskip("triton")
-    fn = fused_output._cuda_candidates()[name]
+    fn = fused_output.cuda_candidates()[name]
     g = torch.Generator(device="cuda").manual_seed(rows)
     x = (torch.randn(rows, 32000, device="cuda", generator=g) * 4).to(dtype)
     x[0, :5000] = torch.round(x[0, :5000])  # exact ties across blocks
