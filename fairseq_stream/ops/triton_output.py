@@ -36,16 +36,24 @@ BLOCK = 1024
 
 
 @triton.jit
-def _block_topk(scores, stride, V, cand_v, cand_i, block_m, block_s, n_blocks, K: tl.constexpr, BLOCK: tl.constexpr):
-    row = tl.program_id(0)
-    blk = tl.program_id(1)
-    lane = tl.arange(0, BLOCK)
-    offs = blk * BLOCK + lane
+def _block_scores(scores, stride, V, block_m, block_s, n_blocks, row, blk, BLOCK: tl.constexpr):
+    """The block's scores in float32 (-inf past V), its maximum and sum of ``exp(x − max)`` stored:
+    the running normaliser of Algorithm 2, per block (both top-k kernels)."""
+    offs = blk * BLOCK + tl.arange(0, BLOCK)
     x = tl.load(scores + row * stride + offs, mask=offs < V, other=float("-inf")).to(tl.float32)
     m = tl.max(x, axis=0)
     safe = tl.where(m == float("-inf"), 0.0, m)  # a block of -inf only sums to 0, not NaN
     tl.store(block_m + row * n_blocks + blk, m)
     tl.store(block_s + row * n_blocks + blk, tl.sum(tl.exp(x - safe), axis=0))
+    return x, offs
+
+
+@triton.jit
+def _block_topk(scores, stride, V, cand_v, cand_i, block_m, block_s, n_blocks, K: tl.constexpr, BLOCK: tl.constexpr):
+    row = tl.program_id(0)
+    blk = tl.program_id(1)
+    lane = tl.arange(0, BLOCK)
+    x, _ = _block_scores(scores, stride, V, block_m, block_s, n_blocks, row, blk, BLOCK)
     base = (row * n_blocks + blk) * K
     for j in tl.static_range(K):
         v = tl.max(x, axis=0)
@@ -126,12 +134,7 @@ def _block_sort(scores, stride, V, cand, block_m, block_s, n_blocks, K2: tl.cons
     row = tl.program_id(0)
     blk = tl.program_id(1)
     lane = tl.arange(0, BLOCK)
-    offs = blk * BLOCK + lane
-    x = tl.load(scores + row * stride + offs, mask=offs < V, other=float("-inf")).to(tl.float32)
-    m = tl.max(x, axis=0)
-    safe = tl.where(m == float("-inf"), 0.0, m)  # a block of -inf only sums to 0, not NaN
-    tl.store(block_m + row * n_blocks + blk, m)
-    tl.store(block_s + row * n_blocks + blk, tl.sum(tl.exp(x - safe), axis=0))
+    x, offs = _block_scores(scores, stride, V, block_m, block_s, n_blocks, row, blk, BLOCK)
     keys = _sort_keys(x, offs)  # padding lanes: -inf with ids ≥ V, below every real score and real -inf
     base = cand + (row * n_blocks + blk) * K2
     if HAS_TOPK:
