@@ -265,6 +265,14 @@ def test_gpu_check_refuses_bad_dtypes_in_one_line(tmp_path, args, message):
     assert proc.returncode == 2 and message in proc.stderr and len(proc.stderr.strip().splitlines()) == 1, proc.stderr
 
 
+def test_gpu_check_short_stops_the_gpu_tests_at_their_time_and_says_so(tmp_path, monkeypatch):
+    """--short (a lease of ~15 device minutes) bounds the gpu tests; a stop is named in the report's part."""
+    monkeypatch.setenv("TESTS_TIMEOUT", "1")
+    run_script(["scripts/gpu_check.sh", "--dry-run", "--short", "--parts", "tests", "--out", str(tmp_path / "g")],
+               tmp_path, timeout=120)
+    assert "pytest exit status 124: stopped after 1 s (--short)" in (tmp_path / "g" / "gpu_tests.txt").read_text()
+
+
 @pytest.mark.slow  # the GPU check's whole script (~30 s of CPU)
 def test_gpu_check_dry_run_writes_one_report(tmp_path):
     """The GPU check's flow on the CPU (its rows, the output layer, the profile; the slow test below adds the
