@@ -2,7 +2,7 @@
 # The GPU check in one command, for a fresh GPU machine without internet: install the project over
 # the machine's CUDA torch, run the gpu-marked tests, decode the GPU rows, write ONE report.
 #
-#   bash scripts/gpu_check.sh [--wheels DIR] [--ib-path CKPT] [--out DIR] [--no-install] [--dry-run]
+#   bash scripts/gpu_check.sh [--wheels DIR] [--ib-path CKPT] [--out DIR] [--no-install] [--dry-run] [--short]
 #                             [--parts "tests rows output profile train ct2 frontier"] [--rows-args "..."]
 #
 # Install: a venv with --system-site-packages (GPU_VENV, default .venv-gpu) so that the CUDA torch
