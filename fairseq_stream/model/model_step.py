@@ -36,6 +36,7 @@ from fairseq_stream.model.static_step import (
 )
 from fairseq_stream.model.row_cache import RowCache, SentenceIndex
 from fairseq_stream.model.decoder_step import TransformerStepper, check_supported
+from fairseq_stream.model import native_step
 
 
 @dataclass
@@ -317,12 +318,15 @@ class ModelStep:
     """An ensemble seen as: encode sources, then step/select/concat rows of hypotheses."""
 
     def __init__(self, models: Sequence[Any], *, temperature: float = 1.0, step_mode: str = "eager") -> None:
-        """``temperature`` and ``step_mode`` as checked by engine/validation.py (``auto``: graph on CUDA)."""
+        """``temperature`` and ``step_mode`` as checked by engine/validation.py (``auto``: graph on CUDA, native on
+        a CPU where the C++ step runs every model, else eager)."""
         self.models = list(models)
         self.temperature = temperature
         param = next(self.models[0].parameters(), None)
         self.device = torch.device("cpu") if param is None else param.device
         self.step_mode = resolve_step_mode(step_mode, self.device)
+        if step_mode == "auto" and self.step_mode == "native" and not native_step.covers(self.models):
+            self.step_mode = "eager"  # auto takes native only where it runs every step
         self.step_stats = StepModeStats()  # how the run's steps ran (the closing statistics)
         static = self.step_mode in ("static", "graph")
         self.backends = [self._backend(m, static, self.step_mode == "native") for m in self.models]

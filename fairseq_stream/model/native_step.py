@@ -90,6 +90,24 @@ def why_not(decoder: Any, qkv: List[Any]) -> Optional[str]:
     return None
 
 
+def covers(models: List[Any]) -> bool:
+    """Whether the operator runs every model's decoder step (``--step-mode auto`` takes native on a CPU then,
+    eager otherwise: no run under ``auto`` counts a fallback of every step)."""
+    from fairseq_stream.model.decoder_step import check_supported
+
+    if kernel_available() is not None:
+        return False
+    for model in models:
+        decoder = getattr(model, "decoder", None)
+        if check_supported(decoder) is not None:
+            return False
+        projections = [p for layer in decoder.layers
+                       for p in (layer.self_attn.q_proj, layer.self_attn.k_proj, layer.self_attn.v_proj)]
+        if why_not(decoder, projections) is not None:
+            return False
+    return True
+
+
 def _linear_kind(linear: Any) -> Optional[str]:
     if type(linear) is nn.Linear or isinstance(linear, _FloatLinear):
         return "torch"

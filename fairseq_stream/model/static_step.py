@@ -47,7 +47,7 @@ logger = logging.getLogger("fairseq_stream")
 
 #: --step-mode values: eager = the dynamic step; static = fixed shapes, no capture (any device);
 #: graph = the static step captured as CUDA graphs; native = the eager step as one C++ call (CPU,
-#: model/native_step.py); auto = graph on CUDA, eager on a CPU.
+#: model/native_step.py); auto = graph on CUDA, native on a CPU (eager where native does not run every model).
 STEP_MODES = ("auto", "eager", "static", "graph", "native")
 
 MIN_ROWS = 8  # the smallest row bucket: tiny groups share one
@@ -81,8 +81,9 @@ def length_bucket(slots: int) -> int:
 
 
 def resolve_step_mode(mode: str, device: torch.device) -> str:
-    """``auto`` → ``graph`` on CUDA, ``eager`` elsewhere (the static step without capture is slower
-    than the eager one on a CPU: it computes the padding rows and slots); others as given."""
+    """``auto`` → ``graph`` on CUDA, ``native`` on a CPU (the static step without capture is slower
+    than the eager one on a CPU: it computes the padding rows and slots; ModelStep takes eager where
+    native does not run every model); others as given."""
     return device_choice("step_mode", device.type) if mode == "auto" else mode
 
 
