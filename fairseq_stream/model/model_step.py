@@ -325,7 +325,9 @@ class ModelStep:
         param = next(self.models[0].parameters(), None)
         self.device = torch.device("cpu") if param is None else param.device
         self.step_mode = resolve_step_mode(step_mode, self.device)
-        if step_mode == "auto" and self.step_mode == "native" and not native_step.covers(self.models):
+        if step_mode == "auto" and self.step_mode == "native" and not all(
+                check_supported(getattr(m, "decoder", None)) is None and native_step.covers(m.decoder)
+                for m in self.models):
             self.step_mode = "eager"  # auto takes native only where it runs every step
         self.step_stats = StepModeStats()  # how the run's steps ran (the closing statistics)
         static = self.step_mode in ("static", "graph")

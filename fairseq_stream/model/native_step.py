@@ -5,7 +5,7 @@ dozen aten operations per layer issued from Python, and on a small model the int
 them costs about as much as their arithmetic. ``csrc/decoder_step.cpp`` makes the same aten calls
 in the same order with the same shapes (oneDNN's packed product, the int8 row product and the
 attention kernel through the dispatcher, as the Python step calls them), so a native step's logits
-are the eager step's bit for bit, in float32 and int8 (``tests/equivalence/test_native_step.py``).
+are the eager step's bit for bit, in float32 and int8 (``tests/equivalence/test_native_equals_eager.py``).
 
 :func:`build` collects a decoder's weights once into a ``NativeDecoder`` (the stepper keeps it
 and builds it again when its stacked q/k/v copies are, see ``TransformerStepper._refresh_stacked``).
@@ -90,22 +90,13 @@ def why_not(decoder: Any, qkv: List[Any]) -> Optional[str]:
     return None
 
 
-def covers(models: List[Any]) -> bool:
-    """Whether the operator runs every model's decoder step (``--step-mode auto`` takes native on a CPU then,
-    eager otherwise: no run under ``auto`` counts a fallback of every step)."""
-    from fairseq_stream.model.decoder_step import check_supported
-
-    if kernel_available() is not None:
-        return False
-    for model in models:
-        decoder = getattr(model, "decoder", None)
-        if check_supported(decoder) is not None:
-            return False
-        projections = [p for layer in decoder.layers
-                       for p in (layer.self_attn.q_proj, layer.self_attn.k_proj, layer.self_attn.v_proj)]
-        if why_not(decoder, projections) is not None:
-            return False
-    return True
+def covers(decoder: Any) -> bool:
+    """Whether the operator runs every step of ``decoder`` (a transformer ``check_supported`` accepts):
+    ``--step-mode auto`` takes native on a CPU only then, so no run under ``auto`` counts a fallback of
+    every step."""
+    projections = [p for layer in decoder.layers
+                   for p in (layer.self_attn.q_proj, layer.self_attn.k_proj, layer.self_attn.v_proj)]
+    return kernel_available() is None and why_not(decoder, projections) is None
 
 
 def _linear_kind(linear: Any) -> Optional[str]:
