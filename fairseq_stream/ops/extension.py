@@ -4,8 +4,8 @@ Each kernel registers its operators with the dispatcher (``TORCH_LIBRARY(fairseq
 so a call is one aten-level operation, visible to :mod:`fairseq_stream.engine.profiling` like any
 other (a GPU would launch it as one kernel). Sources are built with
 ``torch.utils.cpp_extension`` into ``~/.cache/fairseq_stream`` (``FAIRSEQ_STREAM_KERNEL_DIR``
-elsewhere; ~40 s) under a name that changes with its source and every header under ``csrc/`` (the
-headers it includes), the flags, torch's version, the Python ABI, the compiler and, for
+elsewhere; ~40 s) under a name that changes with its source and every header under ``csrc/`` (what it
+may include; another source's edit rebuilds only that one), the flags, torch's version, the Python ABI, the compiler and, for
 ``-march=native`` builds, the CPU's features (:func:`kernel_cache_key`): a home shared by
 machines never runs a kernel built for another CPU's instruction set or another torch. A cached
 library that fails to import is rebuilt. A build that fails (no compiler, no ninja) is logged
