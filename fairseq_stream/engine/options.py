@@ -203,7 +203,10 @@ class StreamDecodingConfig(FairseqDataclass):
         metadata={"help": "how a decoder step runs: 'eager' (shapes follow the live rows and the cache length), "
                   "'static' (shapes fixed per bucket of rows and cache slots, padding rows masked; any device), "
                   "'graph' (the static step captured once per bucket as a CUDA graph and replayed; CUDA only), "
-                  "'auto' (graph on CUDA, eager on a CPU); the closing statistics count the steps of each kind"},
+                  "'native' (the eager step as one C++ call, the same bits; CPU only; a step it does not cover, "
+                  "such as a block with its own mask, runs eager and is counted as a fallback), "
+                  "'auto' (graph on CUDA; native on a CPU where it runs every model, else eager); the closing "
+                  "statistics count the steps of each kind"},
     )
     # ---- int8 weights (fairseq_stream.model.quantize) ----
     quantize: str = field(

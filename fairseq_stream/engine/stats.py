@@ -214,14 +214,19 @@ def describe_backends(backends: Dict[str, Any], sep: str = " ") -> str:
 
 def describe_step_mode(modes: Dict[str, Any]) -> str:
     """``step mode graph: 410 replayed, 35 static, 0 eager (12 graphs captured in 0.31 s, 40 MiB graph pool)``
-    (``, 3 evicted`` inside the parentheses when the LRU bound of the model's graphs dropped some)."""
-    line = (f"step mode {modes.get('mode', '?')}: {int(modes.get('steps_replayed', 0))} replayed, "
-            f"{int(modes.get('steps_static', 0))} static, {int(modes.get('steps_eager', 0))} eager")
+    (``, 3 evicted`` inside the parentheses when the LRU bound of the model's graphs dropped some);
+    ``step mode native: 410 native, 2 eager; not native: a block with its own mask (2)`` under native."""
+    mode = modes.get("mode", "?")
+    if mode == "native" or modes.get("steps_native"):  # --step-mode native: the C++ step's count
+        line = f"step mode {mode}: {int(modes.get('steps_native', 0))} native, {int(modes.get('steps_eager', 0))} eager"
+    else:
+        line = (f"step mode {mode}: {int(modes.get('steps_replayed', 0))} replayed, "
+                f"{int(modes.get('steps_static', 0))} static, {int(modes.get('steps_eager', 0))} eager")
     if modes.get("graphs_captured"):
         line += (f" ({int(modes['graphs_captured'])} graphs captured in {modes.get('graph_capture_s', 0):.2f} s, "
                  f"{modes.get('graph_pool_mib', 0):.0f} MiB graph pool"
                  + (f", {int(modes['graphs_evicted'])} evicted" if modes.get("graphs_evicted") else "") + ")")
     fallbacks = modes.get("fallbacks") or {}
     if fallbacks:
-        line += "; not static: " + ", ".join(f"{why} ({n})" for why, n in sorted(fallbacks.items()))
+        line += f"; not {'native' if mode == 'native' else 'static'}: " + ", ".join(f"{why} ({n})" for why, n in sorted(fallbacks.items()))
     return line

@@ -361,12 +361,16 @@ def check_combinations(entry: SearchEntry, gen_cfg: Any, opts: Any, models: Sequ
 
 
 def _check_step_mode_device(mode: str, models: Sequence[Any]) -> None:
-    """``--step-mode graph`` records CUDA graphs: refused for models on another device."""
+    """``--step-mode graph`` records CUDA graphs, ``native`` runs a C++ CPU operator: refused for models on
+    another device."""
     devices = {p.device.type for m in models if hasattr(m, "parameters") for p in list(m.parameters())[:1]}
     if mode == "graph" and devices and devices != {"cuda"}:
         raise FairseqStreamError(f"--step-mode graph captures CUDA graphs and needs a CUDA device (the model is on "
                                  f"{', '.join(sorted(devices))}); use --step-mode static for the static step without "
                                  "capture, or eager")
+    if mode == "native" and devices and devices != {"cpu"}:
+        raise FairseqStreamError(f"--step-mode native runs the decoder step as one C++ call on a CPU (the model is "
+                                 f"on {', '.join(sorted(devices))}); use --step-mode graph, static or eager")
 
 
 def _check_output_layers(name: str, caps: Any, gen_cfg: Any, models: Sequence[Any]) -> None:

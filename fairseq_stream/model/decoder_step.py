@@ -22,7 +22,7 @@ from __future__ import annotations
 
 import weakref
 from dataclasses import dataclass
-from typing import Any, Callable, Dict, List, Optional, Tuple
+from typing import Any, Callable, Dict, List, Optional, Tuple, Union
 
 import torch
 import torch.nn.functional as F
@@ -178,6 +178,9 @@ class TransformerStepper:
         self.pool = StaticCachePool()  # the slot caches, lent one lease at a time
         self.streams = StreamBufferSets()  # the encoder slots and input/output buffers no stream holds now
         self.graphs: Optional[StepGraphs] = None  # --step-mode graph: built by step_graphs()
+        # --step-mode native: the weights collected for the C++ step (model/native_step.py), or why not
+        self._native: Any = None
+        self._native_version = -1  # the _qkv_version it was built from
 
     def step_graphs(self) -> StepGraphs:
         """The model's step graphs (one memory pool), shared by every stream of it."""
@@ -277,6 +280,45 @@ class TransformerStepper:
 
     def logits(self, features: Tensor) -> Tensor:
         return self.decoder.output_layer(features)
+
+    # ---- the native step (--step-mode native; model/native_step.py) --------------------------
+    def forward_native(self, cache: RowCache, tokens: Tensor, positions: Tensor, memory: EncoderMemory,
+                       index: SentenceIndex, block_mask: Optional[Tensor],
+                       max_position: Optional[int] = None) -> Union[Tuple[Tensor, RowCache], str]:
+        """:meth:`forward` and :meth:`logits` as one C++ call: the same logits (R, b, V) bit for bit,
+        and the cache extended by the block; or, where the operator does not run this step, why not
+        (the caller runs the eager step)."""
+        r, b = tokens.shape
+        if block_mask is not None:
+            return "a block with its own mask"
+        if r == 0:
+            return "a step with no rows"
+        native = self._native_decoder()
+        if isinstance(native, str):
+            return native
+        from fairseq.modules import LearnedPositionalEmbedding
+
+        cache.reserve(b)
+        table = None
+        module = self.decoder.embed_positions
+        if module is not None and not isinstance(module, LearnedPositionalEmbedding):  # sinusoidal: grown here
+            _grow_sinusoidal(module, int(positions.max()) if max_position is None else max_position)
+            table = module.weights
+        logits = torch.ops.fairseq_stream.decoder_step(
+            native, tokens, positions, table, cache.keys, cache.values, cache.width,
+            None if cache.uniform else cache.lens, memory.keys, memory.values, memory.padding,
+            index.memory_rows(memory.modulus))  # (R, b, V)
+        return logits, cache.advanced(b)
+
+    def _native_decoder(self) -> Any:
+        """The decoder's NativeDecoder, built again when its stacked q/k/v copies are; or why there is none."""
+        self._refresh_stacked()
+        if self._native_version != self._qkv_version:
+            from fairseq_stream.model import native_step
+
+            self._native = native_step.build(self.decoder, self._qkv)
+            self._native_version = self._qkv_version
+        return self._native
 
     # ---- the static step (--step-mode static|graph; model/static_step.py) -------------------
     def forward_static(self, cache: RowCache, tokens: Tensor, positions: Tensor, memory: EncoderMemory,

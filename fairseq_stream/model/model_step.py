@@ -36,6 +36,7 @@ from fairseq_stream.model.static_step import (
 )
 from fairseq_stream.model.row_cache import RowCache, SentenceIndex
 from fairseq_stream.model.decoder_step import TransformerStepper, check_supported
+from fairseq_stream.model import native_step
 
 
 @dataclass
@@ -100,11 +101,12 @@ class _TransformerBackend:
     block_steps = True
     mixed_lengths = True
 
-    def __init__(self, model: Any, *, static: bool = False, graph: bool = False,
+    def __init__(self, model: Any, *, static: bool = False, graph: bool = False, native: bool = False,
                  stats: Optional[StepModeStats] = None) -> None:
         self.model = model
         self.stepper = _stepper_of(model.decoder)
         self.static = static  # --step-mode static|graph: the slot caches and the static step
+        self.native = native  # --step-mode native: the eager step as one C++ call (model/native_step.py)
         self.stats = stats  # this generator's: its steps, and the graphs they captured or evicted
         # --step-mode graph: the model's step graphs, shared by its streams (keyed by the buffers they bind)
         self.graphs: Optional[StepGraphs] = self.stepper.step_graphs() if graph else None
@@ -143,8 +145,15 @@ class _TransformerBackend:
 
     def step(self, memory: Any, cache: RowCache, state: DecoderState, tokens: Tensor,
              block_mask: Optional[Tensor]) -> tuple:
-        """Logits (R, b, V), the cache and how the step ran (``replayed``, ``static`` or ``eager``)."""
+        """Logits (R, b, V), the cache and how the step ran (``replayed``, ``static``, ``native`` or ``eager``)."""
         positions = state.lengths.unsqueeze(1) + torch.arange(tokens.size(1), device=tokens.device)
+        if self.native:
+            done = self.stepper.forward_native(cache, tokens, positions, memory, state.sentence_index(), block_mask,
+                                               max_position=state.max_length + tokens.size(1) - 1)
+            if not isinstance(done, str):
+                return done[0], done[1], "native"
+            if self.stats is not None:
+                self.stats.fallback(done)
         if self.static:
             done = self.stepper.forward_static(cache, tokens, positions, memory, state.sentence_index(), block_mask,
                                                buffers=self._buffers(), graphs=self.graphs, stats=self.stats)
@@ -309,15 +318,20 @@ class ModelStep:
     """An ensemble seen as: encode sources, then step/select/concat rows of hypotheses."""
 
     def __init__(self, models: Sequence[Any], *, temperature: float = 1.0, step_mode: str = "eager") -> None:
-        """``temperature`` and ``step_mode`` as checked by engine/validation.py (``auto``: graph on CUDA)."""
+        """``temperature`` and ``step_mode`` as checked by engine/validation.py (``auto``: graph on CUDA, native on
+        a CPU where the C++ step runs every model, else eager)."""
         self.models = list(models)
         self.temperature = temperature
         param = next(self.models[0].parameters(), None)
         self.device = torch.device("cpu") if param is None else param.device
         self.step_mode = resolve_step_mode(step_mode, self.device)
+        if step_mode == "auto" and self.step_mode == "native" and not all(
+                check_supported(getattr(m, "decoder", None)) is None and native_step.covers(m.decoder)
+                for m in self.models):
+            self.step_mode = "eager"  # auto takes native only where it runs every step
         self.step_stats = StepModeStats()  # how the run's steps ran (the closing statistics)
         static = self.step_mode in ("static", "graph")
-        self.backends = [self._backend(m, static) for m in self.models]
+        self.backends = [self._backend(m, static, self.step_mode == "native") for m in self.models]
         self.fallbacks = self._encoder_fallbacks()  # what drops a bit-exactness promise (the closing statistics)
         self.block_steps = all(b.block_steps for b in self.backends)
         self.mixed_lengths = all(b.mixed_lengths for b in self.backends)
@@ -326,13 +340,14 @@ class ModelStep:
         self.normalized_scores = normalizes(len(self.models))
         self.max_decoder_positions = min(int(m.max_decoder_positions()) for m in self.models)
 
-    def _backend(self, model: Any, static: bool) -> Any:
+    def _backend(self, model: Any, static: bool, native: bool) -> Any:
         why_not = check_supported(getattr(model, "decoder", None))
         if why_not is not None:
-            if static:  # generic decoders keep fairseq's own incremental step
+            if static or native:  # generic decoders keep fairseq's own incremental step
                 self.step_stats.fallback(f"{type(model.decoder).__name__}: eager only")
             return _GenericBackend(model)
-        return _TransformerBackend(model, static=static, graph=self.step_mode == "graph", stats=self.step_stats)
+        return _TransformerBackend(model, static=static, graph=self.step_mode == "graph", native=native,
+                                   stats=self.step_stats)
 
     def _encoder_fallbacks(self) -> Dict[str, str]:
         """``{"encoder": "fairseq's forward (why): ..."}`` for each transformer whose encoder runs
@@ -400,8 +415,8 @@ class ModelStep:
             outputs.append(logits)
             caches.append(cache)
         lprobs = ensemble_scores(outputs, self.temperature)  # (R, b, V)
-        # an ensemble's step is as static as its least static model's
-        self.step_stats.count(next(h for h in ("eager", "static", "replayed") if h in ran))
+        # an ensemble's step is as static (or native) as its least static model's
+        self.step_stats.count(next(h for h in ("eager", "native", "static", "replayed") if h in ran))
         history = None if state.history is None else torch.cat([state.history, tokens], dim=1)
         new_state = DecoderState(caches, state.row_sentence, state.lengths + tokens.size(1), history, state.index,
                                  state.max_length + tokens.size(1))

@@ -46,8 +46,9 @@ from fairseq_stream.ops.backends import device_choice
 logger = logging.getLogger("fairseq_stream")
 
 #: --step-mode values: eager = the dynamic step; static = fixed shapes, no capture (any device);
-#: graph = the static step captured as CUDA graphs; auto = graph on CUDA, eager on a CPU.
-STEP_MODES = ("auto", "eager", "static", "graph")
+#: graph = the static step captured as CUDA graphs; native = the eager step as one C++ call (CPU,
+#: model/native_step.py); auto = graph on CUDA, native on a CPU (eager where native does not run every model).
+STEP_MODES = ("auto", "eager", "static", "graph", "native")
 
 MIN_ROWS = 8  # the smallest row bucket: tiny groups share one
 MIN_SLOTS = 16  # the smallest cache-length bucket (the eager cache's first allocation, too)
@@ -80,8 +81,9 @@ def length_bucket(slots: int) -> int:
 
 
 def resolve_step_mode(mode: str, device: torch.device) -> str:
-    """``auto`` → ``graph`` on CUDA, ``eager`` elsewhere (the static step without capture is slower
-    than the eager one on a CPU: it computes the padding rows and slots); others as given."""
+    """``auto`` → ``graph`` on CUDA, ``native`` on a CPU (the static step without capture is slower
+    than the eager one on a CPU: it computes the padding rows and slots; ModelStep takes eager where
+    native does not run every model); others as given."""
     return device_choice("step_mode", device.type) if mode == "auto" else mode
 
 
@@ -95,6 +97,7 @@ class StepModeStats:
 
     replayed: int = 0
     static: int = 0
+    native: int = 0  # --step-mode native: steps run by the C++ operator
     eager: int = 0
     captured: int = 0
     capture_seconds: float = 0.0
@@ -107,18 +110,19 @@ class StepModeStats:
         self.fallbacks[why] = self.fallbacks.get(why, 0) + 1
 
     def count(self, how: str) -> None:
-        """One decoder step ran ``how``: ``replayed``, ``static`` or ``eager``."""
+        """One decoder step ran ``how``: ``replayed``, ``static``, ``native`` or ``eager``."""
         setattr(self, how, getattr(self, how) + 1)
 
     def add(self, other: "StepModeStats") -> None:
         """``other``'s steps counted in these (a helper decode of the run's: ``--prune-auto``'s calibration)."""
-        for name in ("replayed", "static", "eager", "captured", "capture_seconds", "graph_bytes", "evicted"):
+        for name in ("replayed", "static", "native", "eager", "captured", "capture_seconds", "graph_bytes", "evicted"):
             setattr(self, name, getattr(self, name) + getattr(other, name))
         for why, n in other.fallbacks.items():
             self.fallbacks[why] = self.fallbacks.get(why, 0) + n
 
     def as_dict(self) -> Dict[str, Any]:
-        return {"steps_replayed": self.replayed, "steps_static": self.static, "steps_eager": self.eager,
+        return {"steps_replayed": self.replayed, "steps_static": self.static, "steps_native": self.native,
+                "steps_eager": self.eager,
                 "graphs_captured": self.captured, "graph_capture_s": round(self.capture_seconds, 4),
                 "graph_pool_mib": round(self.graph_bytes / 2 ** 20, 2), "graphs_evicted": self.evicted,
                 "fallbacks": dict(self.fallbacks)}

@@ -4,8 +4,8 @@ Each kernel registers its operators with the dispatcher (``TORCH_LIBRARY(fairseq
 so a call is one aten-level operation, visible to :mod:`fairseq_stream.engine.profiling` like any
 other (a GPU would launch it as one kernel). Sources are built with
 ``torch.utils.cpp_extension`` into ``~/.cache/fairseq_stream`` (``FAIRSEQ_STREAM_KERNEL_DIR``
-elsewhere; ~40 s) under a name that changes with every file under ``csrc/`` (a source and the
-headers it includes), the flags, torch's version, the Python ABI, the compiler and, for
+elsewhere; ~40 s) under a name that changes with its source and every header under ``csrc/`` (what it
+may include; another source's edit rebuilds only that one), the flags, torch's version, the Python ABI, the compiler and, for
 ``-march=native`` builds, the CPU's features (:func:`kernel_cache_key`): a home shared by
 machines never runs a kernel built for another CPU's instruction set or another torch. A cached
 library that fails to import is rebuilt. A build that fails (no compiler, no ninja) is logged
@@ -69,9 +69,10 @@ def python_abi() -> str:
 
 
 def sources_digest(source: str) -> bytes:
-    """The source and every other file under ``csrc/`` (the headers it may include), by name and content."""
+    """The source and every header under ``csrc/`` (what it may include), by name and content: another
+    source's edit does not rebuild this one."""
     digest = hashlib.sha256()
-    names = [source] + sorted(n for n in os.listdir(CSRC) if n != source)
+    names = [source] + sorted(n for n in os.listdir(CSRC) if n != source and n.endswith((".h", ".hpp")))
     for name in names:
         with open(os.path.join(CSRC, name), "rb") as f:
             digest.update(name.encode() + b"\0" + f.read() + b"\0")

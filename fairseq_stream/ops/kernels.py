@@ -11,14 +11,15 @@ import sys
 import time
 from typing import Any, Dict, Tuple
 
-from fairseq_stream.ops import decode_attention, extension, fused_output, int8_rows
+from fairseq_stream.ops import decode_attention, extension, fused_output, int8_rows, native_step
 
 
 def all_kernels() -> Dict[str, Tuple[str, Tuple[str, ...], str]]:
     """Every C++ kernel of the package: source → (source, flags, what), the step operators' and the others'."""
     kernels = {"decode_attention.cpp": (decode_attention._SOURCE, tuple(decode_attention.KERNEL_FLAGS), "attention"),
                "fused_topk.cpp": (fused_output._SOURCE, tuple(fused_output.KERNEL_FLAGS), "output-layer"),
-               int8_rows.KERNEL_SOURCE: (int8_rows.KERNEL_SOURCE, int8_rows.KERNEL_FLAGS, "int8")}
+               int8_rows.KERNEL_SOURCE: (int8_rows.KERNEL_SOURCE, int8_rows.KERNEL_FLAGS, "int8"),
+               native_step._SOURCE: (native_step._SOURCE, tuple(native_step.KERNEL_FLAGS), "native-step")}
     kernels.update({source: (source, flags, what) for source, flags, what in extension.OPERATORS.values()})
     return kernels
 

@@ -68,7 +68,7 @@ OPT_SPACE: Dict[str, Tuple[List[Any], List[Any]]] = {
     "stream_input_order": (["as-given"], ["shuffled"]),
     "output_layer": (["full"], ["bogus"]),
     "step_backend": (["reference", "cpp", "triton"], ["bogus", "cuda"]),  # triton on a CPU: a warned fallback
-    "step_mode": (["eager", "static", "auto"], ["graph", "bogus"]),  # graph: CUDA only
+    "step_mode": (["eager", "static", "native", "auto"], ["graph", "bogus"]),  # graph: CUDA only
     "quantize": (["int8"], ["int4", "bogus"]),
     "cpu_matmul": (["torch"], ["mkl", "bogus"]),  # onednn: float32 models only (test_linear_kernels)
     "draft_path": ([os.path.join(DEMO, "draft.pt")], ["/nonexistent/draft.pt"]),

@@ -1,0 +1,287 @@
+// --step-mode native (fairseq_stream/model/native_step.py): a whole eager decoder step of fairseq's
+// transformer decoder in one dispatcher call, on a CPU.
+//
+// The eager step (fairseq_stream/model/decoder_step.py, TransformerStepper.forward + logits) issues
+// ~35 aten operations per layer from Python; on a small model the interpreter between them costs
+// about as much as the arithmetic. This operator makes the SAME aten calls, in the same order, with
+// the same shapes and arguments (the oneDNN, int8 and attention operators through the dispatcher, as
+// Python calls them), so its logits are the eager step's bit for bit; only the Python between them
+// is gone. What it covers: causal steps (no custom block mask) of one or more tokens per row, rows of
+// one length or of their own lengths; NativeDecoder holds the model's weights, collected once.
+#include "step_common.h"
+#include <ATen/core/dispatch/Dispatcher.h>
+#include <ATen/native/quantized/PackedParams.h>
+#include <torch/custom_class.h>
+#include <string>
+#include <vector>
+
+namespace {
+
+using torch::Tensor;
+
+// How a Linear of the model multiplies (the Python module it stands for).
+enum LinearKind : int64_t { kTorch = 0, kOneDnn = 1, kInt8 = 2 };
+// The activation after fc1 (fairseq's activation_fn).
+enum Activation : int64_t { kRelu = 0, kGelu = 1 };
+
+struct Linear {
+  int64_t kind;
+  Tensor weight;  // kTorch: F.linear's weight; kOneDnn: the packed weight
+  c10::optional<Tensor> bias;
+  c10::intrusive_ptr<LinearPackedParamsBase> int8;  // kInt8
+  double scale = 0.0;
+  int64_t zero_point = 0;
+};
+
+struct Norm {
+  c10::optional<Tensor> weight, bias;
+  double eps;
+  int64_t dim;
+};
+
+struct Layer {
+  int64_t self_ln, qkv, self_out, enc_ln, enc_q, enc_out, final_ln, fc1, fc2;  // indices; -1: none
+  double self_scaling, enc_scaling;
+};
+
+c10::OperatorHandle op(const char* name) {
+  return c10::Dispatcher::singleton().findSchemaOrThrow(name, "");
+}
+
+Tensor call_boxed(const c10::OperatorHandle& handle, torch::jit::Stack stack) {
+  handle.callBoxed(&stack);
+  return stack[0].toTensor();
+}
+
+}  // namespace
+
+// The prepared model: every Linear and LayerNorm of the decoder once, the layers as indices of them.
+struct NativeDecoder : torch::CustomClassHolder {
+  int64_t heads, head_dim, activation;
+  bool normalize_before;
+  std::vector<Linear> linears;
+  std::vector<Norm> norms;
+  std::vector<Layer> layers;
+  Tensor embed_tokens;
+  int64_t token_padding = -1, project_in = -1, layernorm_embedding = -1;
+  double embed_scale = 1.0;
+  int64_t positions = 0, position_padding = -1;  // positions: 0 none, 1 sinusoidal (table per call), 2 learned
+  Tensor learned_positions;
+  int64_t layer_norm = -1, project_out = -1, output = -1;
+
+  NativeDecoder(int64_t heads_, int64_t head_dim_, bool normalize_before_, int64_t activation_)
+      : heads(heads_), head_dim(head_dim_), activation(activation_), normalize_before(normalize_before_) {}
+
+  int64_t add_torch_linear(Tensor weight, c10::optional<Tensor> bias) {
+    linears.push_back({kTorch, std::move(weight), std::move(bias), {}, 0.0, 0});
+    return static_cast<int64_t>(linears.size()) - 1;
+  }
+  int64_t add_onednn_linear(Tensor packed, c10::optional<Tensor> bias) {
+    linears.push_back({kOneDnn, std::move(packed), std::move(bias), {}, 0.0, 0});
+    return static_cast<int64_t>(linears.size()) - 1;
+  }
+  int64_t add_int8_linear(c10::intrusive_ptr<LinearPackedParamsBase> packed, c10::optional<Tensor> bias,
+                          double scale, int64_t zero_point) {
+    linears.push_back({kInt8, Tensor(), std::move(bias), std::move(packed), scale, zero_point});
+    return static_cast<int64_t>(linears.size()) - 1;
+  }
+  int64_t add_norm(c10::optional<Tensor> weight, c10::optional<Tensor> bias, double eps, int64_t dim) {
+    norms.push_back({std::move(weight), std::move(bias), eps, dim});
+    return static_cast<int64_t>(norms.size()) - 1;
+  }
+  void set_embedding(Tensor tokens, int64_t padding, double scale, int64_t project_in_, int64_t positions_,
+                     int64_t position_padding_, c10::optional<Tensor> learned, int64_t layernorm_embedding_) {
+    embed_tokens = std::move(tokens);
+    token_padding = padding;
+    embed_scale = scale;
+    project_in = project_in_;
+    positions = positions_;
+    position_padding = position_padding_;
+    if (learned.has_value()) learned_positions = *learned;
+    layernorm_embedding = layernorm_embedding_;
+  }
+  void add_layer(std::vector<int64_t> ix, double self_scaling, double enc_scaling) {
+    TORCH_CHECK(ix.size() == 9, "add_layer: 9 indices");
+    layers.push_back({ix[0], ix[1], ix[2], ix[3], ix[4], ix[5], ix[6], ix[7], ix[8], self_scaling, enc_scaling});
+  }
+  void set_output(int64_t layer_norm_, int64_t project_out_, int64_t output_) {
+    layer_norm = layer_norm_;
+    project_out = project_out_;
+    output = output_;
+  }
+
+  // ---- the step's arithmetic, each as decoder_step.py computes it ----------------------------
+  // OneDnnLinear.forward / F.linear / RowInt8Linear.forward (relu: fc1_activation's fused ReLU)
+  Tensor linear(int64_t i, const Tensor& x, bool relu = false) const {
+    const Linear& l = linears[i];
+    if (l.kind == kOneDnn) {
+      static const c10::OperatorHandle onednn = op("mkldnn::_linear_pointwise");
+      return call_boxed(onednn, {x, l.weight, l.bias, std::string(relu ? "relu" : "none"),
+                                 c10::List<c10::optional<c10::Scalar>>(), c10::optional<std::string>(std::string())});
+    }
+    if (l.kind == kInt8) {
+      static const c10::OperatorHandle int8 = op("fairseq_stream::int8_row_linear");  // ops/int8_rows.py loads it
+      return call_boxed(int8, {x, l.int8, l.bias, relu, l.scale, l.zero_point});
+    }
+    TORCH_CHECK(!relu, "a fused ReLU needs oneDNN or int8");
+    return at::linear(x, l.weight, l.bias);
+  }
+
+  Tensor norm(int64_t i, const Tensor& x) const {
+    const Norm& n = norms[i];
+    return at::layer_norm(x, {n.dim}, n.weight, n.bias, n.eps);
+  }
+
+  // fc1_activation: a ReLU inside oneDNN's or the int8 product, else activation_fn(fc1(x))
+  Tensor fc1_activation(int64_t i, const Tensor& x) const {
+    if (activation == kRelu && linears[i].kind != kTorch) return linear(i, x, true);
+    Tensor h = linear(i, x);
+    return activation == kRelu ? at::relu(h) : at::gelu(h);
+  }
+};
+
+namespace {
+
+using Attend = Tensor(const Tensor&, const Tensor&, const Tensor&, const c10::optional<Tensor>&,
+                      const c10::optional<Tensor>&, const c10::optional<Tensor>&, double);
+
+Tensor attend(const Tensor& q, const Tensor& k, const Tensor& v, const c10::optional<Tensor>& kv_row,
+              const c10::optional<Tensor>& last, const c10::optional<Tensor>& padding, double scale) {
+  static const auto handle = op("fairseq_stream::decode_attention").typed<Attend>();
+  return handle.call(q, k, v, kv_row, last, padding, scale);
+}
+
+// What one step reads besides the weights.
+struct StepInputs {
+  const std::vector<Tensor>& keys;
+  const std::vector<Tensor>& values;
+  int64_t width;
+  c10::optional<Tensor> lens;  // rows of their own lengths (None: every row has `width` tokens)
+  Tensor write;                // (R, H, b, hd) each row's slots (with lens)
+  c10::optional<Tensor> self_row, self_last;  // a causal block's queries: their row and last slot
+  const std::vector<Tensor>& enc_keys;
+  const std::vector<Tensor>& enc_values;
+  c10::optional<Tensor> enc_padding;
+  c10::optional<Tensor> enc_row;  // each query's encoder row
+};
+
+// _split_heads: (R, b, d) -> (R, H, b, hd)
+Tensor split_heads(const Tensor& x, int64_t heads) {
+  return x.view({x.size(0), x.size(1), heads, x.size(2) / heads}).transpose(1, 2);
+}
+
+// decoder_step._self_attention with the CPU kernel (b = 1, or a causal block)
+Tensor self_attention(const NativeDecoder& m, const Layer& layer, int64_t i, const Tensor& x, const StepInputs& in) {
+  const int64_t heads = m.heads, b = x.size(1), r = x.size(0);
+  const auto qkv = m.linear(layer.qkv, x).chunk(3, -1);
+  const Tensor q = split_heads(qkv[0], heads);
+  const int64_t start = in.width;
+  if (!in.lens.has_value()) {
+    in.keys[i].slice(2, start, start + b).copy_(split_heads(qkv[1], heads));
+    in.values[i].slice(2, start, start + b).copy_(split_heads(qkv[2], heads));
+  } else {
+    in.keys[i].scatter_(2, in.write, split_heads(qkv[1], heads));
+    in.values[i].scatter_(2, in.write, split_heads(qkv[2], heads));
+  }
+  const Tensor k = in.keys[i].slice(2, 0, start + b), v = in.values[i].slice(2, 0, start + b);
+  const int64_t hd = q.size(3);
+  Tensor out;
+  if (b == 1) {
+    out = attend(q.view({r, heads, hd}), k, v, c10::nullopt, in.lens, c10::nullopt, layer.self_scaling);
+  } else {
+    out = attend(q.transpose(1, 2).reshape({r * b, heads, hd}), k, v, in.self_row, in.self_last, c10::nullopt,
+                 layer.self_scaling);
+  }
+  return m.linear(layer.self_out, out.view({r, b, heads * hd}));
+}
+
+// decoder_step._encoder_attention with the CPU kernel
+Tensor encoder_attention(const NativeDecoder& m, const Layer& layer, int64_t i, const Tensor& x,
+                         const StepInputs& in) {
+  const Tensor q = m.linear(layer.enc_q, x);
+  const int64_t r = q.size(0), b = q.size(1), d = q.size(2);
+  const Tensor out = attend(q.reshape({r * b, m.heads, d / m.heads}), in.enc_keys[i], in.enc_values[i], in.enc_row,
+                            c10::nullopt, in.enc_padding, layer.enc_scaling);
+  return m.linear(layer.enc_out, out.view({r, b, d}));
+}
+
+// TransformerStepper._layer (eval mode; no NormFormer parts: native_step.why_not refuses them)
+Tensor layer_step(const NativeDecoder& m, int64_t i, Tensor x, const StepInputs& in) {
+  const Layer& layer = m.layers[i];
+  const bool pre = m.normalize_before;
+  Tensor h = self_attention(m, layer, i, pre ? m.norm(layer.self_ln, x) : x, in);
+  x = pre ? x + h : m.norm(layer.self_ln, x + h);
+  h = encoder_attention(m, layer, i, pre ? m.norm(layer.enc_ln, x) : x, in);
+  x = pre ? x + h : m.norm(layer.enc_ln, x + h);
+  h = m.fc1_activation(layer.fc1, pre ? m.norm(layer.final_ln, x) : x);
+  h = m.linear(layer.fc2, h);
+  return pre ? x + h : m.norm(layer.final_ln, x + h);
+}
+
+// TransformerStepper.embed (positions through position_embeddings)
+Tensor embed(const NativeDecoder& m, const Tensor& tokens, const Tensor& positions,
+             const c10::optional<Tensor>& table) {
+  Tensor x = at::embedding(m.embed_tokens, tokens, m.token_padding) * m.embed_scale;
+  if (m.project_in >= 0) x = m.linear(m.project_in, x);
+  if (m.positions != 0) {
+    const Tensor ids = positions + m.position_padding + 1;
+    if (m.positions == 1) {
+      TORCH_CHECK(table.has_value(), "decoder_step: a sinusoidal model needs its position table");
+      x = x + at::embedding(*table, ids);
+    } else {
+      x = x + at::embedding(m.learned_positions, ids, m.position_padding);
+    }
+  }
+  if (m.layernorm_embedding >= 0) x = m.norm(m.layernorm_embedding, x);
+  return x;
+}
+
+}  // namespace
+
+// Logits (R, b, V) of a causal step of `tokens` (R, b) at `positions` (R, b); the block's keys and
+// values are written into the caches (keys[l], values[l]: (R, H, capacity, hd)) at [width, width + b)
+// or, given `lens` (R,), at each row's lens[r] + j. The encoder's keys/values (N, H, S, hd) are read
+// by `kv_row` (R,), each row's sentence.
+Tensor decoder_step(const c10::intrusive_ptr<NativeDecoder>& self, const Tensor& tokens, const Tensor& positions,
+                    const c10::optional<Tensor>& position_table, std::vector<Tensor> keys, std::vector<Tensor> values,
+                    int64_t width, const c10::optional<Tensor>& lens, std::vector<Tensor> enc_keys,
+                    std::vector<Tensor> enc_values, const c10::optional<Tensor>& enc_padding, const Tensor& kv_row) {
+  const NativeDecoder& m = *self;
+  at::NoGradGuard no_grad;
+  TORCH_CHECK(keys.size() == m.layers.size() && enc_keys.size() == m.layers.size(), "decoder_step: one cache a layer");
+  const int64_t r = tokens.size(0), b = tokens.size(1);
+  Tensor x = embed(m, tokens, positions, position_table);
+  StepInputs in{keys, values, width, lens, Tensor(), c10::nullopt, c10::nullopt, enc_keys, enc_values, enc_padding,
+                kv_row};
+  if (lens.has_value()) {  // TransformerStepper._attention_mask: each row writes at its own lens[r] + j
+    const Tensor ends = lens->unsqueeze(1) + at::arange(b, tokens.options());
+    in.write = ends.view({r, 1, b, 1}).expand({r, m.heads, b, m.head_dim});
+  }
+  if (b > 1) {  // a causal block: b queries of one row each, query j sees the slots up to its own
+    const Tensor base = lens.has_value() ? *lens : at::full({r}, width, tokens.options());
+    in.self_last = (base.unsqueeze(1) + at::arange(b, tokens.options())).reshape({r * b});
+    in.self_row = at::arange(r, tokens.options()).repeat_interleave(b);
+    in.enc_row = kv_row.repeat_interleave(b);
+  }
+  for (int64_t i = 0; i < static_cast<int64_t>(m.layers.size()); ++i) x = layer_step(m, i, x, in);
+  if (m.layer_norm >= 0) x = m.norm(m.layer_norm, x);
+  if (m.project_out >= 0) x = m.linear(m.project_out, x);
+  return m.linear(m.output, x);
+}
+
+TORCH_LIBRARY_FRAGMENT(fairseq_stream, m) {
+  m.class_<NativeDecoder>("NativeDecoder")
+      .def(torch::init<int64_t, int64_t, bool, int64_t>())
+      .def("add_torch_linear", &NativeDecoder::add_torch_linear)
+      .def("add_onednn_linear", &NativeDecoder::add_onednn_linear)
+      .def("add_int8_linear", &NativeDecoder::add_int8_linear)
+      .def("add_norm", &NativeDecoder::add_norm)
+      .def("set_embedding", &NativeDecoder::set_embedding)
+      .def("add_layer", &NativeDecoder::add_layer)
+      .def("set_output", &NativeDecoder::set_output);
+  m.def("decoder_step(__torch__.torch.classes.fairseq_stream.NativeDecoder decoder, Tensor tokens, "
+        "Tensor positions, Tensor? position_table, Tensor[] keys, Tensor[] values, int width, Tensor? lens, "
+        "Tensor[] enc_keys, Tensor[] enc_values, Tensor? enc_padding, Tensor kv_row) -> Tensor");
+}
+TORCH_LIBRARY_IMPL(fairseq_stream, CPU, m) { m.impl("decoder_step", &decoder_step); }
+PYBIND11_MODULE(TORCH_EXTENSION_NAME, m) {}

@@ -1,0 +1,93 @@
+"""``--step-mode native`` (the eager decoder step as one C++ call) gives the eager step's bits.
+
+``csrc/decoder_step.cpp`` makes the eager step's aten calls in its order (model/native_step.py), so
+on the trained demo model every strategy's tokens are identical and its scores EXACTLY equal (``==``),
+in float32 and in int8; the statistics count native steps. What the operator does not run falls
+back to the eager step, named in the statistics.
+"""
+from typing import Any
+
+import pytest
+
+from fairseq_stream.model import native_step
+
+N = 16
+CASES = {  # name → (search, gen, opts); all with refills (capacity < N)
+    "var-stream": ("var-stream", {"beam": 5, "nbest": 2}, {"stream_capacity": 8}),
+    "fixed-ours": ("fixed-ours", {"beam": 5}, {"stream_capacity": 8}),
+    "greedy": ("fixed-ours", {"beam": 1}, {"stream_capacity": 8}),
+    "gs-jacobi": ("gs-jacobi", {"beam": 1}, {"jacobi_block": 3, "stream_capacity": 8}),  # causal blocks, own lengths
+    "var-fifo": ("var-fifo", {"beam": 5}, {"stream_capacity": 8}),  # rows of different lengths in one step
+    "lookahead": ("lookahead", {"beam": 1}, {"stream_capacity": 8}),  # ragged verification blocks
+}
+SLOW = ("var-fifo", "lookahead")
+
+pytestmark = pytest.mark.skipif(native_step.kernel_available() is not None,
+                                reason="the native-step kernel cannot be built here")
+
+
+def _params():
+    return [pytest.param(n, marks=pytest.mark.slow if n in SLOW else ()) for n in CASES]
+
+
+@pytest.fixture(scope="module")
+def data(demo_session, demo_sources):
+    return demo_session.encode(demo_sources[:N])
+
+
+def _run(session: Any, data: Any, case: str, mode: str, **extra: Any) -> Any:
+    search, gen, opts = CASES[case]
+    return session.translate(data, search=search, gen=gen, opts=dict(opts, step_mode=mode, **extra))
+
+
+def assert_identical(a: Any, b: Any) -> None:
+    assert len(a.hypos) == len(b.hypos)
+    for i, (x, y) in enumerate(zip(a.hypos, b.hypos)):
+        assert [h["tokens"].tolist() for h in x] == [h["tokens"].tolist() for h in y], f"sentence {i}"
+        assert [h["score"] for h in x] == [h["score"] for h in y], f"sentence {i}"  # exactly, not approx
+        assert all(bool((h["positional_scores"] == g["positional_scores"]).all()) for h, g in zip(x, y)), f"sentence {i}"
+
+
+def _check(eager: Any, native: Any) -> None:
+    assert_identical(eager, native)
+    modes = native.stats.step_mode
+    assert modes["mode"] == "native" and modes["steps_eager"] == 0 and modes["fallbacks"] == {}, modes
+    assert modes["steps_native"] == native.stats.timesteps > 10
+    assert eager.stats.step_mode["steps_eager"] == eager.stats.timesteps
+    assert f"step mode native: {native.stats.timesteps} native, 0 eager" in native.stats.summary()
+
+
+@pytest.mark.parametrize("case", _params())
+def test_native_equals_eager_bit_for_bit_in_float32(demo_session, data, case):
+    _check(_run(demo_session, data, case, "eager"), _run(demo_session, data, case, "native"))
+
+
+@pytest.mark.parametrize("case", _params())
+def test_native_equals_eager_bit_for_bit_in_int8(demo_session, data, case):
+    eager = _run(demo_session, data, case, "eager", quantize="int8")
+    _check(eager, _run(demo_session, data, case, "native", quantize="int8"))
+
+
+@pytest.mark.parametrize("matmul", ["torch", "onednn"])
+def test_native_equals_eager_with_either_float_product(demo_session, data, matmul):
+    """--cpu-matmul torch runs F.linear (and a separate ReLU) in both steps; onednn its packed product."""
+    _check(_run(demo_session, data, "fixed-ours", "eager", cpu_matmul=matmul),
+           _run(demo_session, data, "fixed-ours", "native", cpu_matmul=matmul))
+
+
+def test_auto_takes_native_on_a_cpu(demo_session, data):
+    auto = _run(demo_session, data, "greedy", "auto")
+    assert auto.stats.step_mode["mode"] == "native" and auto.stats.step_mode["steps_eager"] == 0
+    assert_identical(_run(demo_session, data, "greedy", "eager"), auto)
+
+
+def test_what_native_does_not_run_falls_back_to_eager_and_is_named(demo_session64, demo_sources):
+    """A float64 model: every step runs eager under native, with the reason in the statistics; auto takes eager."""
+    data = demo_session64.encode(demo_sources[:4])
+    out = demo_session64.translate(data, search="fixed-ours", gen={"beam": 5}, opts={"step_mode": "native"})
+    modes = out.stats.step_mode
+    assert modes["steps_native"] == 0 and modes["steps_eager"] == out.stats.timesteps
+    assert modes["fallbacks"] == {"the decoder is not float32 on the CPU": out.stats.timesteps}
+    assert "not native: the decoder is not float32 on the CPU" in out.stats.summary()
+    auto = demo_session64.translate(data, search="fixed-ours", gen={"beam": 5})
+    assert auto.stats.step_mode["mode"] == "eager" and not auto.stats.step_mode["fallbacks"]

@@ -1,0 +1,84 @@
+"""The native decoder step (``csrc/decoder_step.cpp``) against the eager one on random transformers:
+the same logits bit for bit, step after step (one token, causal blocks, rows of different lengths),
+pre- and post-norm, sinusoidal and learned positions, ReLU and GELU; what it refuses is named."""
+import shutil
+
+import pytest
+import torch
+
+from fairseq_stream.model import native_step
+from fairseq_stream.model.model_step import ModelStep
+from fairseq_stream.ops import kernels
+from helpers import make_dictionary, tiny_transformer
+
+D = make_dictionary([f"w{i}" for i in range(40)])
+
+needs_kernel = pytest.mark.skipif(native_step.kernel_available() is not None,
+                                  reason="the native-step kernel cannot be built here")
+
+
+def test_the_kernel_is_prebuilt_with_the_others_and_loads():
+    assert kernels.all_kernels()["decoder_step.cpp"][2] == "native-step"
+    if shutil.which("c++") is None:
+        pytest.skip("no C++ compiler")
+    assert native_step.kernel_available() is None
+    assert hasattr(torch.classes.fairseq_stream, "NativeDecoder")
+
+
+def _model(normalize_before: bool, learned_pos: bool, gelu: bool):
+    model = tiny_transformer(D, normalize_before=normalize_before, learned_pos=learned_pos, dtype=torch.float32)
+    if gelu:
+        from fairseq import utils
+
+        for layer in model.decoder.layers:
+            layer.activation_fn = utils.get_activation_fn("gelu")
+    return model
+
+
+def _steps(model, mode: str):
+    """Logits of a sequence of steps: one token, a block of 3, rows kept at different lengths, one token."""
+    g = torch.Generator().manual_seed(3)
+    n = 4
+    src = torch.randint(4, len(D), (n, 6), generator=g)
+    src[:, -1] = D.eos()
+    step = ModelStep([model], step_mode=mode)
+    pool = step.encode(src, torch.full((n,), 6), D.pad(), D.eos())
+    state = step.initial_state(pool, torch.arange(n), D.eos())
+    tokens = torch.randint(4, len(D), (n, 8), generator=g)
+    out = []
+    with torch.no_grad():
+        lp, state = step.step(pool, state, tokens[:, :1])
+        out.append(lp)
+        lp, state = step.step(pool, state, tokens[:, 1:4])  # a causal block, rows of one length
+        out.append(lp)
+        state = step.accept(state, torch.tensor([3, 1, 2, 3]), 3)  # rows of different lengths
+        lp, state = step.step(pool, state, tokens[:, 4:6])  # a block at each row's own length
+        out.append(lp)
+        state = step.accept(state, torch.tensor([2, 1, 2, 1]), 2)
+        lp, state = step.step(pool, state, tokens[:, 6:7])
+        out.append(lp)
+    return out, step.step_stats
+
+
+@needs_kernel
+@pytest.mark.parametrize("normalize_before,learned_pos,gelu", [(True, False, False), (False, True, False),
+                                                                (False, False, True)])
+def test_native_steps_give_the_eager_steps_bits(normalize_before, learned_pos, gelu):
+    model = _model(normalize_before, learned_pos, gelu)
+    eager, _ = _steps(model, "eager")
+    native, stats = _steps(model, "native")
+    assert stats.native == 4 and stats.eager == 0 and not stats.fallbacks
+    for a, b in zip(eager, native):
+        assert torch.equal(a, b)
+
+
+@needs_kernel
+def test_a_decoder_it_does_not_cover_runs_eager_with_the_reason_named():
+    model = _model(True, False, False)
+    model.decoder.layers[0].activation_fn = torch.tanh
+    eager, _ = _steps(model, "eager")
+    native, stats = _steps(model, "native")
+    assert stats.native == 0 and stats.eager == 4
+    assert stats.fallbacks == {"an activation other than ReLU or GELU": 4}
+    assert all(torch.equal(a, b) for a, b in zip(eager, native))
+    assert ModelStep([model], step_mode="auto").step_mode == "eager"  # auto: native only where it runs every step
