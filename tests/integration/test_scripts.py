@@ -153,7 +153,8 @@ def test_output_layer_micro_benchmark_prints_every_cell():
                       "--dim", "16", "--repeats", "1", "--threads", "1"])
     cells = [line for line in out.splitlines() if line.startswith("| 100 ") or line.startswith("| 300 ")]
     assert len(cells) == 8  # 2 vocabularies × 2 beams × 2 batches, each checked against log_softmax first
-    assert all(len(line.split("|")) == 16 for line in cells)
+    assert all(len(line.split("|")) == 17 for line in cells)
+    assert all(line.split("|")[-2].strip() == "cpp" for line in cells)  # the kernel that ran each cell (a CPU: C++)
 
 
 def test_step_cost_fit_recovers_a_linear_cost(tmp_path):
