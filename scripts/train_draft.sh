@@ -18,11 +18,10 @@
 #   STAGES=distil,train,export (a subset reruns only those; RESUME=1: train on from WORK's last
 #   checkpoint until TRAIN_MINUTES of training in all, fairseq-train's --stop-time-hours)
 #
-# Time on this machine (2 CPU cores shared by four people working, 1 thread), for the shipped demo
-# draft user_dir_examples/demo/draft.pt (the commands: user_dir_examples/demo/draft.md):
-# distilling 12,000 sources took 1,538 s (7.9 sentences/s: greedy, capacity 64, on the loaded
-# machine), training 30 minutes (fairseq-train's stop time; 1,503 updates, 12 epochs, run as 14
-# minutes and then RESUME=1 to 30), export a few seconds: about 56 minutes in all.
+# Time for the shipped demo draft user_dir_examples/demo/draft.pt (retrained 2026-11-27 on an Intel
+# Xeon, 2 cores shared with a test run, 1 thread; the commands: user_dir_examples/demo/draft.md):
+# distilling 12,000 sources took 246 s (52 sentences/s: greedy, capacity 64, the native step),
+# training 30 minutes (fairseq-train's stop time; 2,100 updates, 16 epochs), export a few seconds.
 set -euo pipefail
 
 if [ $# -ne 4 ]; then

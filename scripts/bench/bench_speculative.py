@@ -9,6 +9,7 @@ the mean γ and the draft's share of the time.
 
     OMP_NUM_THREADS=1 python scripts/bench/bench_speculative.py --limit 100 --capacity 1 --repeats 3
     OMP_NUM_THREADS=1 python scripts/bench/bench_speculative.py --limit 300 --capacity 64 --repeats 3
+    ... --draft user_dir_examples/demo/draft.pt NEW.pt     # two drafts, side by side
 """
 from __future__ import annotations
 
@@ -36,7 +37,8 @@ def _read(path: str, limit: int) -> List[str]:
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--path", default=os.path.join(DEMO, "checkpoint.pt"))
-    parser.add_argument("--draft", default=os.path.join(DEMO, "draft.pt"))
+    parser.add_argument("--draft", nargs="+", default=[os.path.join(DEMO, "draft.pt")],
+                        help="draft checkpoint(s): each gets the --gammas rows (two drafts compared in one run)")
     parser.add_argument("--src", default=os.path.join(DEMO, "test.es"))
     parser.add_argument("--limit", type=int, default=100)
     parser.add_argument("--capacity", type=int, default=1)
@@ -49,9 +51,11 @@ def main() -> None:
     data = session.encode(_read(args.src, args.limit))
     gen = {"beam": 1}
     rows: List[Dict[str, Any]] = [{"label": "greedy (fixed-ours --beam 1)", "search": "fixed-ours", "opts": {}}]
-    for g in args.gammas.split(","):
-        rows.append({"label": f"speculative --draft-tokens {g}", "search": "speculative",
-                     "opts": {"draft_path": args.draft, "draft_tokens": g}})
+    for draft in args.draft:
+        name = f" ({os.path.basename(draft)})" if len(args.draft) > 1 else ""
+        for g in args.gammas.split(","):
+            rows.append({"label": f"speculative --draft-tokens {g}{name}", "search": "speculative",
+                         "opts": {"draft_path": draft, "draft_tokens": g}})
     for n in filter(None, args.lookahead.split(",")):
         rows.append({"label": f"lookahead --lookahead-ngram {n}", "search": "lookahead",
                      "opts": {"lookahead_ngram": int(n)}})
