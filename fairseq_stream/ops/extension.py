@@ -32,6 +32,11 @@ _loaded: Dict[str, Any] = {}  # source file → module, or False when it cannot 
 failures: Dict[str, str] = {}  # source file → why it could not be built
 
 
+def disabled() -> bool:
+    """``FAIRSEQ_STREAM_NO_KERNEL`` is set: no kernel is built or loaded, every PyTorch path runs."""
+    return bool(os.environ.get("FAIRSEQ_STREAM_NO_KERNEL"))
+
+
 def log_once(message: str) -> None:
     if message not in _warned:
         _warned.add(message)
@@ -107,7 +112,7 @@ def load(source: str, flags: Sequence[str], what: str) -> Any:
     if source in _loaded:
         return _loaded[source] or None
     _loaded[source] = False
-    if os.environ.get("FAIRSEQ_STREAM_NO_KERNEL"):
+    if disabled():
         return None
     try:
         _loaded[source] = _import_or_build(source, flags, *build_dir(source, flags, cpu_features()), what)
@@ -195,7 +200,7 @@ def load_operator(name: str) -> Any:
 
 def unavailable() -> Dict[str, str]:
     """The kernels this process could not load, and why (their PyTorch paths ran): the closing statistics."""
-    if os.environ.get("FAIRSEQ_STREAM_NO_KERNEL"):
+    if disabled():
         return {"C++ kernels": "PyTorch ops (FAIRSEQ_STREAM_NO_KERNEL is set)"}
     return {f"kernel {source}": f"PyTorch ops ({why})" for source, why in failures.items()}
 
@@ -203,6 +208,6 @@ def unavailable() -> Dict[str, str]:
 def operator_failure(name: str) -> str:
     """Why the operator's module could not be loaded (after :func:`load_operator` returned None)."""
     source = OPERATORS[name][0]
-    if os.environ.get("FAIRSEQ_STREAM_NO_KERNEL"):
+    if disabled():
         return "FAIRSEQ_STREAM_NO_KERNEL is set"
     return failures.get(source, "unknown reason")

@@ -40,7 +40,7 @@ def prebuild(jobs: int = 0, write: Any = print) -> int:
     callers then use the PyTorch path, which is exact too). Each process loads the package bare
     (:data:`BARE_PACKAGE`), without fairseq: the install runs this while fairseq is being built.
     """
-    if os.environ.get("FAIRSEQ_STREAM_NO_KERNEL"):
+    if extension.disabled():
         write("C++ kernels: not built (FAIRSEQ_STREAM_NO_KERNEL is set)")
         return 0
     cpu, todo = extension.cpu_features(), []

@@ -30,4 +30,4 @@ def failure() -> str:
     for source in (decode_attention._SOURCE, _SOURCE):
         if source in extension.failures:
             return f"kernel {source}: {extension.failures[source]}"
-    return "FAIRSEQ_STREAM_NO_KERNEL is set" if extension.os.environ.get("FAIRSEQ_STREAM_NO_KERNEL") else "not built"
+    return "FAIRSEQ_STREAM_NO_KERNEL is set" if extension.disabled() else "not built"
