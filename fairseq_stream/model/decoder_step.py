@@ -296,14 +296,10 @@ class TransformerStepper:
         native = self._native_decoder()
         if isinstance(native, str):
             return native
-        from fairseq.modules import LearnedPositionalEmbedding
-
         cache.reserve(b)
-        table = None
-        module = self.decoder.embed_positions
-        if module is not None and not isinstance(module, LearnedPositionalEmbedding):  # sinusoidal: grown here
-            _grow_sinusoidal(module, int(positions.max()) if max_position is None else max_position)
-            table = module.weights
+        # a sinusoidal table grows here, as the eager step's embed() grows it; a learned one is the NativeDecoder's
+        grown = self._prepare_positions(int(positions.max()) if max_position is None else max_position, tokens.device)
+        table = None if grown is None else self.decoder.embed_positions.weights
         logits = torch.ops.fairseq_stream.decoder_step(
             native, tokens, positions, table, cache.keys, cache.values, cache.width,
             None if cache.uniform else cache.lens, memory.keys, memory.values, memory.padding,
@@ -380,7 +376,8 @@ class TransformerStepper:
 
     def _prepare_positions(self, max_position: int, device: torch.device) -> Optional[int]:
         """Grow a sinusoidal position table to ``max_position`` now, outside any capture (a graph
-        reads the table it was captured with); its address, which step graphs are keyed by."""
+        reads the table it was captured with) or the native call (which reads it as given); its
+        address, which step graphs are keyed by (None: no sinusoidal table)."""
         from fairseq.modules import SinusoidalPositionalEmbedding
 
         module = self.decoder.embed_positions
