@@ -33,7 +33,7 @@ from torch import Tensor
 
 from fairseq_stream.ops import packets
 from fairseq_stream.ops.beam_step import FIELDS, StepResult
-from fairseq_stream.ops.triton_common import bucket, finished_last, first_contact, step_jit
+from fairseq_stream.ops.triton_common import bucket, finished_last, first_contact, live_rows, step_jit
 
 
 @triton.jit
@@ -240,14 +240,7 @@ def _rows_and_packet(out_done, out_live, out_parent, out_tok, row_of, sentences,
                      at_final_total, at_position, S, k, z, Z1, S2: tl.constexpr, K2: tl.constexpr, Z2: tl.constexpr):
     """The next rows and the packet (its field starts ``at_*`` from :data:`packets.BEAM_STEP`)."""
     sl, in_s, _, _, n_on, pos = finished_last(out_done, S, S2)
-    kl = tl.arange(0, K2)
-    grid = sl[:, None] * k + kl[None, :]
-    in_sk = in_s[:, None] & (kl < k)[None, :]
-    live = in_sk & (tl.load(out_live + grid, mask=in_sk, other=0) != 0)
-    count = tl.sum(live.to(tl.int64), axis=1)  # (S2,)
-    first = tl.cumsum(count, axis=0) - count
-    rank = tl.cumsum(live.to(tl.int64), axis=1) - 1
-    at = first[:, None] + rank
+    kl, grid, live, count, rank, at = live_rows(out_live, sl, in_s, k, K2)
     parent = tl.load(out_parent + grid, mask=live, other=0)
     n = S * k
     tl.store(rows + at, tl.load(row_of + sl[:, None] * k + parent, mask=live, other=0), mask=live)

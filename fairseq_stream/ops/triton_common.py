@@ -56,3 +56,19 @@ def finished_last(done_flags, S, S2: tl.constexpr):
     n_on = tl.sum(going.to(tl.int64), axis=0)
     pos = tl.where(going, tl.cumsum(going.to(tl.int64), axis=0) - 1, n_on + tl.cumsum(done.to(tl.int64), axis=0) - 1)
     return sl, in_s, done, going, n_on, pos
+
+
+@triton.jit
+def live_rows(live_flags, sl, in_s, width, K2: tl.constexpr):
+    """The next rows, sentence-major: of each sentence's ``width`` slots (flags ``live_flags``, (S, width)
+    int8), which are live, and where each live one goes: ``kl`` (the slot lanes), ``grid`` (slot
+    index s·width + j), ``live``, ``count`` per sentence, ``rank`` among its live slots and ``at``, its
+    row in the flat order (the step kernels' compaction of the next rows)."""
+    kl = tl.arange(0, K2)
+    grid = sl[:, None] * width + kl[None, :]
+    in_sk = in_s[:, None] & (kl < width)[None, :]
+    live = in_sk & (tl.load(live_flags + grid, mask=in_sk, other=0) != 0)
+    count = tl.sum(live.to(tl.int64), axis=1)  # (S2,)
+    first = tl.cumsum(count, axis=0) - count
+    rank = tl.cumsum(live.to(tl.int64), axis=1) - 1
+    return kl, grid, live, count, rank, first[:, None] + rank

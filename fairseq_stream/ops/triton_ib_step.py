@@ -35,7 +35,7 @@ from torch import Tensor
 
 from fairseq_stream.ops import packets
 from fairseq_stream.ops.ib_step import FIELDS, IBStepResult
-from fairseq_stream.ops.triton_common import bucket, first_contact, step_jit
+from fairseq_stream.ops.triton_common import bucket, first_contact, live_rows, step_jit
 
 
 @triton.jit
@@ -214,14 +214,7 @@ def _rows_and_packet(done_in, live_in, parent_in, new_tokens, parents, feed, slo
     sl = tl.arange(0, S2)
     in_s = sl < S
     done = in_s & (tl.load(done_in + sl, mask=in_s, other=0) != 0)
-    kl = tl.arange(0, K2)
-    grid = sl[:, None] * B + kl[None, :]
-    in_sk = in_s[:, None] & (kl < B)[None, :]
-    live = in_sk & (tl.load(live_in + grid, mask=in_sk, other=0) != 0)
-    count = tl.sum(live.to(tl.int64), axis=1)  # (S2,)
-    first = tl.cumsum(count, axis=0) - count
-    rank = tl.cumsum(live.to(tl.int64), axis=1) - 1
-    at = first[:, None] + rank
+    kl, grid, live, count, rank, at = live_rows(live_in, sl, in_s, B, K2)
     kept = tl.cumsum((in_s & ~done).to(tl.int64), axis=0) - 1  # the sentence's place without the finished ones
     tl.store(parents + at, tl.load(parent_in + grid, mask=live, other=0), mask=live)
     tl.store(slot_out + at, rank, mask=live)

@@ -49,6 +49,18 @@ def _block_scores(scores, stride, V, block_m, block_s, n_blocks, row, blk, BLOCK
 
 
 @triton.jit
+def _row_lse(block_m, block_s, n_blocks, out_lse, row, NB: tl.constexpr):
+    """``lse = M + log Σ_b s_b·exp(m_b − M)`` of the row's blocks (Algorithm 2's merge; both top-k paths)."""
+    b = tl.arange(0, NB)
+    m = tl.load(block_m + row * n_blocks + b, mask=b < n_blocks, other=float("-inf"))
+    s = tl.load(block_s + row * n_blocks + b, mask=b < n_blocks, other=0.0)
+    top = tl.max(m, axis=0)
+    safe = tl.where(top == float("-inf"), 0.0, top)
+    total = tl.sum(s * tl.exp(m - safe), axis=0)
+    tl.store(out_lse + row, safe + tl.log(total))  # log 0 = -inf for a row of -inf
+
+
+@triton.jit
 def _block_topk(scores, stride, V, cand_v, cand_i, block_m, block_s, n_blocks, K: tl.constexpr, BLOCK: tl.constexpr):
     row = tl.program_id(0)
     blk = tl.program_id(1)
@@ -77,13 +89,7 @@ def _merge(cand_v, cand_i, block_m, block_s, n_blocks, out_v, out_i, out_lse, K:
         tl.store(out_v + row * K + j, best)
         tl.store(out_i + row * K + j, tl.sum(tl.where(lane == at, ids, 0), axis=0))
         v = tl.where(lane == at, float("-inf"), v)
-    b = tl.arange(0, NB)
-    m = tl.load(block_m + row * n_blocks + b, mask=b < n_blocks, other=float("-inf"))
-    s = tl.load(block_s + row * n_blocks + b, mask=b < n_blocks, other=0.0)
-    top = tl.max(m, axis=0)
-    safe = tl.where(top == float("-inf"), 0.0, top)
-    total = tl.sum(s * tl.exp(m - safe), axis=0)
-    tl.store(out_lse + row, safe + tl.log(total))  # log 0 = -inf for a row of -inf
+    _row_lse(block_m, block_s, n_blocks, out_lse, row, NB)
 
 
 def topk_lse(scores: Tensor, k: int) -> Tuple[Tensor, Tensor, Tensor]:
@@ -161,12 +167,7 @@ def _merge_sorted(cand, block_m, block_s, n_blocks, scores, stride, V, out_v, ou
     v = tl.load(scores + row * stride + ids, mask=(j < k) & (ids < V), other=float("-inf")).to(tl.float32)
     tl.store(out_v + row * k + j, v, mask=j < k)
     tl.store(out_i + row * k + j, ids, mask=j < k)
-    b = tl.arange(0, NB)
-    m = tl.load(block_m + row * n_blocks + b, mask=b < n_blocks, other=float("-inf"))
-    s = tl.load(block_s + row * n_blocks + b, mask=b < n_blocks, other=0.0)
-    top = tl.max(m, axis=0)
-    safe = tl.where(top == float("-inf"), 0.0, top)
-    tl.store(out_lse + row, safe + tl.log(tl.sum(s * tl.exp(m - safe), axis=0)))  # log 0 = -inf for a row of -inf
+    _row_lse(block_m, block_s, n_blocks, out_lse, row, NB)
 
 
 def topk_lse_sorted(scores: Tensor, k: int, block: int = SORT_BLOCK) -> Tuple[Tensor, Tensor, Tensor]:
