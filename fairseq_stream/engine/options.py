@@ -12,8 +12,8 @@ from typing import Optional
 from fairseq.dataclass import FairseqDataclass
 
 from fairseq_stream.search.defaults import (
-    DEFAULT_ABS_SCALE, DEFAULT_ABS_THRESHOLD, DEFAULT_FINALIZE, DEFAULT_MAX_CANDS_PER_NODE, PRUNE_AUTO_CONSERVATIVE,
-    PRUNE_AUTO_MAX_SAMPLE, PRUNE_AUTO_SAMPLE, PRUNE_AUTO_SHARE, PRUNE_AUTO_TOLERANCE,
+    DEFAULT_ABS_SCALE, DEFAULT_ABS_THRESHOLD, DEFAULT_FINALIZE, DEFAULT_MAX_CANDS_PER_NODE, PRUNE_AUTO_BUDGET,
+    PRUNE_AUTO_START, PRUNE_AUTO_TOLERANCE,
 )
 from fairseq_stream.ops.pruning import DEFAULT_REFERENCE
 from fairseq_stream.search.registry import epsilon_defaults_help, search_names
@@ -167,23 +167,21 @@ class StreamDecodingConfig(FairseqDataclass):
     )
     prune_auto: bool = field(
         default=False,
-        metadata={"help": "var-*: calibrate δ and M on the run's own input, without references: its first "
-                  f"{PRUNE_AUTO_SAMPLE} sentences or {100 * PRUNE_AUTO_SHARE:g}%%, whichever is more, at most "
-                  f"{PRUNE_AUTO_MAX_SAMPLE}, in the order the run reads them (fairseq's length order, so the shortest "
-                  "sources, of each shard's own under fairseq-stream-shard; the first lines under --stream-input-order "
-                  "as-given), are decoded by the fixed beam (their output) "
-                  "and by a ladder of (δ, M), and the rest by the fastest setting whose model-score loss against the "
-                  "fixed beam is within --prune-auto-tolerance; to size the sample it first reads the whole input ahead "
-                  "(source tokens only). An input under twice the sample, and fairseq-interactive, get "
-                  f"δ {PRUNE_AUTO_CONSERVATIVE[0]:g}, M {PRUNE_AUTO_CONSERVATIVE[1]} (the statistics say which); "
+        metadata={"help": "var-*: steer δ and M while the run goes, without references: it starts at "
+                  f"δ {PRUNE_AUTO_START[0]:g}, M {PRUNE_AUTO_START[1]}; probe sentences, chosen per batch across source "
+                  "lengths, are also decoded by the fixed beam (their output) and by the next faster setting, at most "
+                  f"{100 * PRUNE_AUTO_BUDGET:g}%% of the run's decoder work (less while the setting holds); the run moves "
+                  "one setting safer when the current one's recent probes lose more than --prune-auto-tolerance of the "
+                  "fixed beam's model score, one faster when the faster one's lose less than half of it. Deterministic "
+                  "(no clock); streams without reading the input ahead; fairseq-interactive steers the same way; "
                   "refused with an explicit pruning option"},
     )
     prune_auto_tolerance: Optional[float] = field(
         default=None,
         metadata={"help": "with --prune-auto: the largest mean loss of the best hypothesis's length-normalised "
-                  "model score against the fixed beam's a setting may have, as a fraction of the fixed beam's mean "
-                  f"|score| on the sample (default {PRUNE_AUTO_TOLERANCE:g}); a setting must also change at most half "
-                  "of the sample's best hypotheses"},
+                  "model score against the fixed beam's the current setting may have over its recent probes, as a "
+                  f"fraction of the fixed beam's mean |score| there (default {PRUNE_AUTO_TOLERANCE:g}); it must also "
+                  "change at most half of their best hypotheses"},
     )
     # ---- the output layer (Hoang2018 §3.1) ----
     output_layer: str = field(

@@ -45,8 +45,8 @@ class DecodeStats:
     # (layer X changes fairseq's forward): batch-size bit-exactness not promised"})
     fallbacks: Dict[str, str] = field(default_factory=dict)
     extra: Dict[str, float] = field(default_factory=dict)
-    # --prune-auto: the setting chosen, the search error measured and the settings tried
-    # (integration/prune_auto.Choice.as_dict)
+    # --prune-auto: the setting the controller ended on, its moves and the probes' cost
+    # (search/prune_controller.PruneController.as_dict)
     prune_auto: Dict[str, Any] = field(default_factory=dict)
 
     def add_step(self, *, sentences: int, rows: int, length: Optional[int] = None,
@@ -170,9 +170,10 @@ class DecodeStats:
         if self.draft_step_mode and (self.draft_step_mode.get("mode") != "eager" or self.draft_step_mode.get("fallbacks")):
             line += ", draft's " + describe_step_mode(self.draft_step_mode)
         if self.prune_auto:
-            line += f", --prune-auto {self.prune_auto['setting']}" + (
-                f" (calibrated on {self.prune_auto['sample']} sentences)" if self.prune_auto.get("calibrated")
-                else f" (not calibrated: {self.prune_auto.get('fallback')})")
+            auto = self.prune_auto
+            line += (f", --prune-auto {auto['setting']} ({auto.get('probes', 0)} probes, "
+                     f"{100 * (auto.get('probe_share') or 0):.1f}% of the expansions, "
+                     f"{max(len(auto.get('changes', [])) - 1, 0)} move(s))")
         if self.settings:
             line += ", " + ", ".join(f"{name}={value}" for name, value in self.settings.items())
         if self.fallbacks:

@@ -42,7 +42,7 @@ from torch import Tensor
 
 from fairseq_stream.search.defaults import (
     DEFAULT_ABS_SCALE, DEFAULT_ABS_THRESHOLD, DEFAULT_FINALIZE, DEFAULT_MAX_CANDS_PER_NODE, PRESETS,
-    PRUNE_AUTO_CONSERVATIVE,
+    PRUNE_AUTO_START,
 )
 from fairseq_stream.errors import FairseqStreamError
 from fairseq_stream.search.interface import Hypothesis, StepOutcome, StrategyContext
@@ -185,8 +185,8 @@ class VariableBeamConfig(BeamConfig):
     @staticmethod
     def pruning_from_options(opts: Any) -> Pruning:
         ap, mc = option_value(opts, "prune_abs_threshold"), option_value(opts, "prune_max_cands_per_node")
-        if getattr(opts, "prune_auto", False):  # the setting before (or instead of) the calibration
-            ap, mc = PRUNE_AUTO_CONSERVATIVE
+        if getattr(opts, "prune_auto", False):  # where the controller starts (search/prune_controller.py)
+            ap, mc = PRUNE_AUTO_START
         scale = option_value(opts, "prune_abs_scale")
         if scale is None and ap is None:  # an explicit δ (Yang2020's rule, the presets) stays fixed
             scale = DEFAULT_ABS_SCALE
@@ -261,18 +261,28 @@ class BeamSearch(StateOps):
         self.needs_history = needs_history
         self.k = self.rows_per_sentence = cfg.beam
         self.finalizer = FINALIZATION_RULES[cfg.finalize]
-        self.rules = cfg.pruning.rules()
-        per_row = self.finalizer.expansions(self.k)
-        mc = cfg.pruning.max_cands_per_node
-        self.per_row = min(per_row, mc) if mc else per_row
         self.final_width = self.finalizer.width(self.k)
         self.done_at = self.finalizer.ends_at(self.k, cfg.final_count)
+        self._use_rules(cfg.pruning)
+        self._len_pow: Dict[Tuple[torch.dtype, torch.device], Tensor] = {}
+
+    def set_pruning(self, pruning: Pruning) -> None:
+        """Prune with ``pruning`` from the next step on, every sentence in flight included (``--prune-auto``'s
+        controller moves between batches; sentences that started under no rule have no best final score to
+        measure from yet, so they prune a little less until one is final)."""
+        self.cfg = replace(self.cfg, pruning=pruning)
+        self._use_rules(pruning)
+
+    def _use_rules(self, pruning: Pruning) -> None:
+        self.rules = pruning.rules()
+        per_row = self.finalizer.expansions(self.k)
+        mc = pruning.max_cands_per_node
+        self.per_row = min(per_row, mc) if mc else per_row
         self.kernel_rules = fused.encode_rules(self.rules)  # None: a rule the operator does not know
         # the surprisal-scaled δ is in the C++ operator only: on a GPU those steps run the reference
         # what some fused backends lack (ops/backends.py, BEAM_STEP.lacks): those run the reference
         self.step_features: Tuple[str, ...] = (
             ("--prune-abs-scale",) if any(type(rule) is SurprisalScaledThreshold for rule in self.rules) else ())
-        self._len_pow: Dict[Tuple[torch.dtype, torch.device], Tensor] = {}
 
     @classmethod
     def from_config(cls, cfg: BeamConfig, ctx: StrategyContext) -> "BeamSearch":

@@ -29,21 +29,25 @@ PRESETS = {
         ("prune_max_cands_per_node", 3), ("prune_reference", "active"), ("beam_finalize", "shrink"))),
 }
 
-#: --prune-auto (integration/prune_auto.py). The ladder of (δ, M) the calibration tries, from the
-#: fastest to the widest: δ 1 … 3 at Yang2020's M 5 (docs/results.md, the frontier: δ 1 suits the
-#: final model at k = 5, δ 2–3 the 300-update one), then δ 3 with M 10 for wide beams.
+#: --prune-auto (search/prune_controller.py). The ladder of (δ, M) the controller moves on, from the
+#: fastest to the widest (then off): δ 1 … 3 at Yang2020's M 5 (docs/results.md, the frontier: δ 1
+#: suits the final model at k = 5, δ 2–3 the 300-update one), then δ 3 with M 10 for wide beams.
 PRUNE_AUTO_LADDER = ((1.0, 5), (1.5, 5), (2.0, 5), (3.0, 5), (3.0, 10))
-#: the setting of a run the calibration cannot measure (too few sentences, fairseq-interactive):
-#: the frontier's safest fixed δ (within 0.2 BLEU of fixed-ours on every model measured at k = 5).
-PRUNE_AUTO_CONSERVATIVE = (3.0, 5)
-#: the largest mean loss of the best hypothesis's length-normalised model score (fairseq's score)
-#: against the fixed beam's that a setting may have on the calibration sample, as a fraction of the
-#: fixed beam's mean |score| there (a weak model's scores and losses are ~4x a strong one's: the
-#: demo model's mean score is -0.35, the 300-update checkpoint's -1.5; docs/results.md).
+#: where a run starts: the frontier's fastest setting within 0.2 BLEU of fixed-ours on every model
+#: measured, at k = 5 and k = 50 (docs/results.md, "--prune-auto").
+PRUNE_AUTO_START = (2.0, 5)
+#: the largest loss of the best hypothesis's length-normalised model score (fairseq's score) against
+#: the fixed beam's that the current rung may have over its recent probes, as a fraction of the fixed
+#: beam's mean |score| there (a weak model's scores and losses are ~4x a strong one's: the demo
+#: model's mean score is -0.35, the 300-update checkpoint's -1.5); a faster rung must be within half.
 PRUNE_AUTO_TOLERANCE = 0.015
-#: the largest share of the sample's best hypotheses a setting may change (on a weak model a setting
-#: that changes most of them loses BLEU while its mean loss stays small: docs/results.md).
+#: the largest share of the recent probes' best hypotheses a rung may change (on a weak model a
+#: setting that changes most of them loses BLEU while its mean loss stays small: docs/results.md).
 PRUNE_AUTO_MAX_CHANGED = 0.5
-#: the calibration sample: PRUNE_AUTO_SAMPLE sentences or PRUNE_AUTO_SHARE of the input, whichever
-#: is larger, at most PRUNE_AUTO_MAX_SAMPLE; an input shorter than twice the sample is not calibrated.
-PRUNE_AUTO_SAMPLE, PRUNE_AUTO_SHARE, PRUNE_AUTO_MAX_SAMPLE = 32, 0.02, 256
+#: the probes' decoder work (the fixed beam and the trial rung) as a share of the run's own
+#: expansions, right after a move; it halves, thirds, … with every PRUNE_AUTO_WINDOW probes
+#: without a move.
+PRUNE_AUTO_BUDGET = 0.08
+#: the probes a rung is judged on (its most recent), the fewest that may relax it or (the trial's)
+#: tighten onto a faster one, and the probes after a rung failed before the controller tries it again.
+PRUNE_AUTO_WINDOW, PRUNE_AUTO_MIN_RELAX, PRUNE_AUTO_MIN_TIGHTEN, PRUNE_AUTO_HOLD = 12, 3, 4, 24

@@ -117,17 +117,13 @@ def format_table(rows: List[Dict[str, Any]]) -> str:
 
 
 def auto_label(row: Dict[str, Any]) -> str:
-    """A row's label; the --prune-auto point's says what it chose and the search error it measured."""
+    """A row's label; the --prune-auto point's says where the controller went and what its probes cost."""
     auto = (row.get("stats") or {}).get("prune_auto")
     if not auto:
         return row["label"]
-    if not auto.get("calibrated"):
-        return f"{row['label']}: {auto['setting']} (not calibrated)"
-    loss = auto.get("mean_score_loss")
-    if loss is None:
-        return f"{row['label']}: {auto['setting']} (no rung within the tolerance on {auto.get('sample')} sentences)"
-    return (f"{row['label']}: {auto['setting']} (score loss {loss:.4f}, "
-            f"{auto.get('changed')}/{auto.get('sample')} changed)")
+    moves = " → ".join(change["setting"] for change in auto.get("changes", [])) or auto["setting"]
+    return (f"{row['label']}: {moves} ({auto.get('probes', 0)} probes, "
+            f"{100 * (auto.get('probe_share') or 0):.1f}% of expansions)")
 
 
 def plot(rows: List[Dict[str, Any]], path: str, title: str) -> None:

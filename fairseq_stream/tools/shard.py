@@ -138,10 +138,9 @@ def prune_auto_warning(generate_args: Sequence[str]) -> Optional[str]:
     """The one line said when ``--prune-auto`` is given: it is the one option whose output depends on the split."""
     if "--prune-auto" not in generate_args:
         return None
-    return ("fairseq-stream: warning: --prune-auto calibrates each shard on its own input (the first sentences of "
-            "its own batches; a shard under twice the sample takes the conservative setting), so the shards may "
-            "choose other settings than one process would and the output can differ from one process's; each "
-            "shard's choice line is in its shardI.log")
+    return ("fairseq-stream: warning: --prune-auto steers each shard on its own input (probes of its own batches), "
+            "so the shards may move through other settings than one process would and the output can differ from "
+            "one process's; each shard's --prune-auto line is in its shardI.log")
 
 
 def _visible_gpus(devices: str) -> List[str]:

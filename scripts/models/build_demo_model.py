@@ -95,9 +95,10 @@ def prepare(corpus: Path, work: Path, bpe_merges: int) -> None:
     )
 
 
-def train(work: Path, hours: float, max_update: int = 0, save_every: int = 0) -> None:
+def train(work: Path, hours: float, max_update: int = 0, save_every: int = 0, seed: int = 1) -> None:
     """``save_every`` > 0 keeps a checkpoint every that many updates (the early checkpoints
-    of ``scripts/experiments/var_width_quality.py``); ``max_update`` > 0 stops there."""
+    of ``scripts/experiments/var_width_quality.py``); ``max_update`` > 0 stops there; ``seed``
+    (the shipped model's is 1) gives another training run of the same data: held-out checkpoints."""
     keep = ["--save-interval-updates", str(save_every), "--keep-interval-updates", "-1"] if save_every else \
         ["--save-interval-updates", "500", "--keep-interval-updates", "1"]
     subprocess.run(
@@ -119,7 +120,7 @@ def train(work: Path, hours: float, max_update: int = 0, save_every: int = 0) ->
             *(["--stop-time-hours", str(hours)] if not max_update else []), "--max-epoch", "100",
             "--save-dir", str(work / "checkpoints"), "--no-epoch-checkpoints",
             *keep, "--max-update", str(max_update),
-            "--log-format", "simple", "--log-interval", "50", "--seed", "1",
+            "--log-format", "simple", "--log-interval", "50", "--seed", str(seed),
         ],
         check=True,
     )
@@ -151,6 +152,8 @@ def main() -> None:
     parser.add_argument("--max-update", type=int, default=0, help="stop after this many updates (0: --train-hours)")
     parser.add_argument("--save-every", type=int, default=0,
                         help="keep a checkpoint every N updates (early checkpoints for scripts/experiments/var_width_quality.py)")
+    parser.add_argument("--seed", type=int, default=1,
+                        help="fairseq-train's seed (the shipped model's is 1; another gives a held-out run of the same data)")
     args = parser.parse_args()
     if args.train_hours is not None and args.max_update:
         parser.error("--train-hours and --max-update exclude each other: a run with --max-update has no time limit")
@@ -167,7 +170,7 @@ def main() -> None:
     if "prep" in stages:
         prepare(args.corpus, args.work, args.bpe_merges)
     if "train" in stages:
-        train(args.work, args.train_hours, args.max_update, args.save_every)
+        train(args.work, args.train_hours, args.max_update, args.save_every, args.seed)
     if "export" in stages:
         export(args.work, args.out)
 

@@ -72,12 +72,12 @@ def test_two_static_streams_stepping_alternately_on_one_model_each_get_their_own
         assert_same(SimpleNamespace(hypos=alone), SimpleNamespace(hypos=hypos))
 
 
-def test_prune_auto_counts_the_calibrations_steps_in_the_runs_step_mode(demo_session, demo_sources):
-    """The calibration's helpers step the model too: their steps are the run's (timesteps and step mode)."""
+def test_prune_auto_counts_the_probes_steps_in_the_runs_step_mode(demo_session, demo_sources):
+    """The probes' helpers step the model too: their steps are the run's (timesteps and step mode)."""
     dataset = demo_session.encode(demo_sources[:72])
     auto = demo_session.translate(dataset, search="var-stream", gen={"beam": 4},
                                   opts={"prune_auto": True, "step_mode": "static"}, batch_size=16)
-    assert auto.stats.prune_auto["calibrated"]
+    assert auto.stats.prune_auto["probes"] > 0
     modes = auto.stats.step_mode
     assert modes["steps_static"] == auto.stats.timesteps and modes["steps_eager"] == 0, modes
 

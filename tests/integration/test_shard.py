@@ -316,7 +316,7 @@ def test_prune_auto_is_said_to_calibrate_each_shard_on_its_own_input(monkeypatch
         main(["--workdir", "w", "data", "--search", "var-stream", "--prune-auto"])  # stops at the missing --nprocs
     err = capsys.readouterr().err.strip().splitlines()
     assert len(err) == 2 and err[1].startswith("fairseq-stream: error: --nprocs N is required"), err
-    assert err[0].startswith("fairseq-stream: warning: --prune-auto calibrates each shard on its own input"), err
+    assert err[0].startswith("fairseq-stream: warning: --prune-auto steers each shard on its own input"), err
     assert "can differ from one process's" in err[0] and "shardI.log" in err[0]
     with pytest.raises(SystemExit):
         main(["--workdir", "w", "data", "--search", "var-stream", "--prune-auto-tolerance", "0.1"])

@@ -37,18 +37,14 @@ def test_grid_puts_the_baselines_first_and_sweeps_every_combination():
     assert not any("prune_auto" in spec for spec in no_auto.specs(5))
 
 
-def test_the_auto_point_is_labelled_with_its_choice():
+def test_the_auto_point_is_labelled_with_its_trajectory():
     from fairseq_stream.tools.frontier import auto_label
 
-    row = {"label": "auto", "stats": {"prune_auto": {"setting": "δ 2, M 5", "calibrated": True, "sample": 32,
-                                                      "mean_score_loss": 0.004, "changed": 3}}}
-    assert auto_label(row) == "auto: δ 2, M 5 (score loss 0.0040, 3/32 changed)"
-    fallback = {"label": "auto", "stats": {"prune_auto": {"setting": "δ 3, M 5", "calibrated": False}}}
-    assert auto_label(fallback) == "auto: δ 3, M 5 (not calibrated)"
+    row = {"label": "auto", "stats": {"prune_auto": {
+        "setting": "δ 1.5, M 5", "probes": 9, "probe_share": 0.071,
+        "changes": [{"setting": "δ 2, M 5", "why": "start"}, {"setting": "δ 1.5, M 5", "why": "δ 1.5, M 5 lost 0.1%"}]}}}
+    assert auto_label(row) == "auto: δ 2, M 5 → δ 1.5, M 5 (9 probes, 7.1% of expansions)"
     assert auto_label({"label": "default", "stats": {}}) == "default"
-    off = {"label": "auto", "stats": {"prune_auto": {"setting": "off (the fixed beam's width)", "calibrated": True,
-                                                  "sample": 32, "mean_score_loss": None}}}
-    assert auto_label(off) == "auto: off (the fixed beam's width) (no rung within the tolerance on 32 sentences)"
 
 
 @pytest.mark.parametrize("argv, needle", [

@@ -47,7 +47,7 @@ OUTSIDE_THE_PLAN = {
     "stream_stats": "the generator writes the statistics file (integration/generator.py)",
     "output_layer": "the engine's OutputScorer (integration/build.py)",
     "step_backend": "the strategy context (integration/build.py)",
-    "prune_auto_tolerance": "the calibration's choice of δ and M (integration/prune_auto.py; tests/integration/test_prune_auto.py)",
+    "prune_auto_tolerance": "the controller's moves between settings of δ and M (search/prune_controller.py; tests/unit/test_prune_controller.py)",
     "step_mode": "the generator's ModelStep (integration/generator.py; tests/equivalence/test_static_step.py)",
 }
 

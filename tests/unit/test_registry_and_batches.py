@@ -124,8 +124,8 @@ _EFFECTIVE = {
     "beam_final_count": lambda g, s: 0 if s.done_at == g.config.beam else s.done_at,  # "0 = --beam"
     "beam_finalize": lambda g, s: s.finalizer.name,
     "prune_preset": lambda g, s: _preset_in_effect(g.config),
-    "prune_auto": lambda g, s: hasattr(g, "calibration"),  # integration/prune_auto.AutoPruneGenerator
-    "prune_auto_tolerance": lambda g, s: g.calibration.tolerance if hasattr(g, "calibration") else None,
+    "prune_auto": lambda g, s: hasattr(g, "controller"),  # integration/prune_auto.AutoPruneGenerator
+    "prune_auto_tolerance": lambda g, s: g.controller.tolerance if hasattr(g, "controller") else None,
     "jacobi_block": lambda g, s: g.config.block,
     "jacobi_max_parallel_len": lambda g, s: g.config.max_parallel_len,
     "jacobi_init": lambda g, s: g.config.init,
@@ -247,18 +247,18 @@ def test_help_states_the_parsers_defaults_and_the_values_the_checks_accept():
 
 def test_help_texts_say_what_the_code_does():
     """--quantize's activation bits (ops/int8_rows.activation_bits), --draft-tokens' measurements (docs/results.md:
-    2 and 3 within noise, 4 slower; it called 2 "the fastest"), --prune-auto's sample (search/defaults.py), its
-    order and its read-ahead (integration/prune_auto.py)."""
+    2 and 3 within noise, 4 slower; it called 2 "the fastest"), --prune-auto's start, budget and rule
+    (search/defaults.py, search/prune_controller.py)."""
     import dataclasses
 
     from fairseq_stream.engine.options import StreamDecodingConfig
-    from fairseq_stream.search.defaults import PRUNE_AUTO_MAX_SAMPLE, PRUNE_AUTO_SAMPLE, PRUNE_AUTO_SHARE
+    from fairseq_stream.search.defaults import PRUNE_AUTO_BUDGET, PRUNE_AUTO_START
 
     text = {f.name: f.metadata["help"] for f in dataclasses.fields(StreamDecodingConfig) if f.name != "_name"}
     assert "one scale per output channel" in text["quantize"] and "one scale per row" in text["quantize"]
     assert "8-bit where the CPU has AVX-512 VNNI and 7-bit elsewhere" in text["quantize"]
     assert "fastest" not in text["draft_tokens"] and "2 and 3 measured within noise" in text["draft_tokens"]
     auto = text["prune_auto"]
-    assert (f"first {PRUNE_AUTO_SAMPLE} sentences or {100 * PRUNE_AUTO_SHARE:g}%%, whichever is more, at most "
-            f"{PRUNE_AUTO_MAX_SAMPLE}") in auto
-    assert "the shortest" in auto and "--stream-input-order as-given" in auto and "reads the whole input ahead" in auto
+    assert f"starts at δ {PRUNE_AUTO_START[0]:g}, M {PRUNE_AUTO_START[1]}" in auto
+    assert f"at most {100 * PRUNE_AUTO_BUDGET:g}%% of the run's decoder work" in auto
+    assert "without reading the input ahead" in auto and "fairseq-interactive steers the same way" in auto

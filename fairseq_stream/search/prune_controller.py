@@ -1,0 +1,241 @@
+"""The pruning controller of ``--prune-auto``: δ and M steered by the search error measured as the run goes.
+
+The heuristics are Freitag2017's (Freitag & Al-Onaizan 2017, §3: ap, mc) as Yang2020 uses them
+(§4.1: δ, M). No single (δ, M) suits every model (docs/results.md, the frontier), and a setting's
+search error can be measured without references: the loss of the best hypothesis's
+length-normalised model score against the fixed beam's (Freitag2017's comparison, its
+reference-free half). So the run measures it on its own input, all along:
+
+* a **probe** is a sentence the run also decodes with the fixed beam (its output is the fixed
+  beam's: no sentence is decoded worse for being one) and with the next faster rung of the
+  ladder (the *trial*); the stream's own hypothesis is the current rung's;
+* probes are chosen per batch, **stratified by source length** (the stratum with the fewest probes
+  so far first, :func:`stratum`), never a blank or one-token source (nothing to measure there),
+  within a **budget** of decoder work: the probes' expansions stay under a share of the run's
+  own, :data:`~fairseq_stream.search.defaults.PRUNE_AUTO_BUDGET`, that shrinks while the setting
+  stays put (a long, steady input pays less and less);
+* the controller **relaxes** (one rung safer) as soon as the current rung's recent probes lose
+  more than the tolerance (relative to the fixed beam's mean |score|) or change more than half of
+  the best hypotheses, and **tightens** (one rung faster) only when the trial rung's recent
+  probes are within half the tolerance (hysteresis), and not onto a rung that failed in the last
+  :data:`~fairseq_stream.search.defaults.PRUNE_AUTO_HOLD` probes.
+
+It reads model scores and counts of expansions, never a clock: for a given input (and batch
+size) its choices, and so the output, are deterministic. Pure logic, no model here:
+:mod:`fairseq_stream.integration.prune_auto` decodes the probes and applies the setting.
+"""
+from __future__ import annotations
+
+import math
+from collections import deque
+from dataclasses import dataclass, field
+from typing import Any, Deque, Dict, List, Optional, Sequence, Tuple
+
+from fairseq_stream.search.defaults import (
+    PRUNE_AUTO_BUDGET, PRUNE_AUTO_HOLD, PRUNE_AUTO_LADDER, PRUNE_AUTO_MAX_CHANGED, PRUNE_AUTO_MIN_RELAX,
+    PRUNE_AUTO_MIN_TIGHTEN, PRUNE_AUTO_START, PRUNE_AUTO_TOLERANCE, PRUNE_AUTO_WINDOW,
+)
+
+
+@dataclass(frozen=True)
+class Setting:
+    """One rung of the ladder: δ (``inf`` = off) and M (``None`` = no limit)."""
+
+    delta: float
+    max_cands: Optional[int]
+
+    @property
+    def off(self) -> bool:
+        return math.isinf(self.delta) and self.max_cands is None
+
+    def label(self) -> str:
+        if self.off:
+            return "off (the fixed beam's width)"
+        return f"δ {self.delta:g}, M {self.max_cands if self.max_cands is not None else '∞'}"
+
+
+OFF = Setting(math.inf, None)
+
+
+def ladder(beam: int, rungs: Sequence[Tuple[float, int]] = PRUNE_AUTO_LADDER) -> List[Setting]:
+    """The rungs for ``--beam beam``, fastest first, then off; an M ≥ k limits nothing, so rungs equal at this k
+    are kept once."""
+    out: List[Setting] = []
+    seen = set()
+    for delta, m in rungs:
+        if (float(delta), min(int(m), beam)) not in seen:
+            seen.add((float(delta), min(int(m), beam)))
+            out.append(Setting(float(delta), int(m)))
+    return out + [OFF]
+
+
+def stratum(source_tokens: int) -> int:
+    """The length stratum of a source of ``source_tokens`` tokens (EOS excluded): 2–3, 4–7, 8–15, … (log2)."""
+    return max(int(math.log2(max(source_tokens, 1))), 1)
+
+
+@dataclass(frozen=True)
+class Probe:
+    """One probe's outcome: the fixed beam's best normalised score and a rung's best hypothesis against it."""
+
+    fixed_score: float
+    score: float  # the rung's best normalised score
+    changed: bool  # its best hypothesis is another one than the fixed beam's
+
+    @property
+    def loss(self) -> float:
+        return self.fixed_score - self.score
+
+
+@dataclass
+class Window:
+    """The last ``size`` probes of one rung."""
+
+    size: int = PRUNE_AUTO_WINDOW
+    probes: Deque[Probe] = field(default_factory=deque)
+
+    def add(self, probe: Probe) -> None:
+        self.probes.append(probe)
+        while len(self.probes) > self.size:
+            self.probes.popleft()
+
+    def __len__(self) -> int:
+        return len(self.probes)
+
+    @property
+    def relative_loss(self) -> float:
+        """The window's mean loss as a share of the fixed beam's mean |score| (weak models' scores are larger)."""
+        scale = sum(abs(p.fixed_score) for p in self.probes)
+        return sum(p.loss for p in self.probes) / max(scale, 1e-9)
+
+    @property
+    def changed(self) -> int:
+        return sum(p.changed for p in self.probes)
+
+    def within(self, tolerance: float) -> bool:
+        return (self.relative_loss <= tolerance
+                and self.changed <= PRUNE_AUTO_MAX_CHANGED * len(self.probes))
+
+
+@dataclass
+class Change:
+    """One move of the controller, for the statistics and the frontier's trajectory."""
+
+    sentences: int  # sentences the run had finished when it moved
+    probes: int  # probe outcomes read by then
+    setting: str
+    why: str
+
+    def as_dict(self) -> Dict[str, Any]:
+        return {"sentences": self.sentences, "probes": self.probes, "setting": self.setting, "why": self.why}
+
+
+class PruneController:
+    """Which rung the run decodes with, and which sentences to probe (the module docstring)."""
+
+    def __init__(self, beam: int, *, tolerance: float = PRUNE_AUTO_TOLERANCE,
+                 start: Tuple[float, int] = PRUNE_AUTO_START) -> None:
+        self.rungs = ladder(beam)
+        self.tolerance = tolerance
+        first = (float(start[0]), min(int(start[1]), beam))
+        self.at = next(i for i, s in enumerate(self.rungs) if (s.delta, min(s.max_cands or beam, beam)) == first)
+        self.current, self.trial = Window(), Window()
+        self.held_until: Dict[int, int] = {}  # rung → probe count before which the controller does not tighten onto it
+        self.probes = 0  # sentences probed
+        self.observed = 0  # probe outcomes read as evidence (not those of a batch's rungs after a move in it)
+        self.since_change = 0  # outcomes since the last move
+        self.probe_expansions = 0
+        self.per_token: Optional[float] = None  # probe expansions per source token, measured
+        self.strata: Dict[int, int] = {}  # probes per length stratum
+        self.changes: List[Change] = [Change(0, 0, self.setting.label(), "start")]
+
+    # ---- what to decode with -------------------------------------------------------------
+    @property
+    def setting(self) -> Setting:
+        return self.rungs[self.at]
+
+    @property
+    def trial_setting(self) -> Optional[Setting]:
+        """The next faster rung, measured on the probes; None at the fastest."""
+        return self.rungs[self.at - 1] if self.at > 0 else None
+
+    # ---- which sentences to probe ----------------------------------------------------------
+    def budget_share(self) -> float:
+        """The share of the run's expansions the probes may take now: the full budget after a move, less
+        and less while the setting stays put (a steady input measures less)."""
+        return PRUNE_AUTO_BUDGET / (1 + self.since_change // PRUNE_AUTO_WINDOW)
+
+    def choose_probes(self, source_tokens: Sequence[int], run_expansions: int, run_per_token: float) -> List[int]:
+        """Rows of a batch (their source lengths, EOS excluded) to probe, within the budget.
+
+        ``run_expansions``: the run's own expansions so far (this batch's included), the budget's base;
+        ``run_per_token``: the run's expansions per source token, the first cost estimate of a probe."""
+        eligible = [row for row, n in enumerate(source_tokens) if n >= 2]  # blank and one-token: no evidence
+        allowed = self.budget_share() * run_expansions - self.probe_expansions
+        per_token = self.per_token if self.per_token is not None else 3.0 * run_per_token  # fixed + trial ≈ 3 rows'
+        chosen: List[int] = []
+        while eligible:
+            by_stratum: Dict[int, List[int]] = {}
+            for row in eligible:
+                by_stratum.setdefault(stratum(source_tokens[row]), []).append(row)
+            least = min(by_stratum, key=lambda s: (self.strata.get(s, 0), s))
+            rows = by_stratum[least]
+            row = rows[len(rows) // 2]  # the middle of the stratum's rows: no bias to its short or long end
+            cost = per_token * source_tokens[row]
+            if cost > allowed:
+                break
+            allowed -= cost
+            self.probes += 1
+            self.strata[least] = self.strata.get(least, 0) + 1
+            chosen.append(row)
+            eligible.remove(row)
+        return sorted(chosen)
+
+    # ---- what the probes measured ----------------------------------------------------------
+    def observe(self, current: Probe, trial: Optional[Probe], *, sentences: int) -> None:
+        """One probe's outcome (its trial, at :attr:`trial_setting`, if there is one); may move the rung."""
+        self.observed += 1
+        self.since_change += 1
+        self.current.add(current)
+        if trial is not None:
+            self.trial.add(trial)
+        if len(self.current) >= PRUNE_AUTO_MIN_RELAX and not self.current.within(self.tolerance) and self.at + 1 < len(self.rungs):
+            loss = self.current.relative_loss
+            self.held_until[self.at] = self.observed + PRUNE_AUTO_HOLD
+            self._move(self.at + 1, sentences, f"{self.setting.label()} lost {100 * loss:.2f}% of the fixed beam's "
+                       f"score, {self.current.changed}/{len(self.current)} best hypotheses changed")
+        elif (self.at > 0 and len(self.trial) >= PRUNE_AUTO_MIN_TIGHTEN and self.trial.within(self.tolerance / 2)
+              and self.observed >= self.held_until.get(self.at - 1, 0)):
+            loss = self.trial.relative_loss
+            self._move(self.at - 1, sentences, f"{self.rungs[self.at - 1].label()} lost {100 * loss:.2f}%, "
+                       f"{self.trial.changed}/{len(self.trial)} changed")
+
+    def count_expansions(self, expansions: int, source_tokens: int) -> None:
+        """A batch of probes' decoder work (fixed beam and trial), and the cost per token it measures."""
+        self.probe_expansions += expansions
+        if source_tokens:
+            measured = expansions / source_tokens
+            self.per_token = measured if self.per_token is None else 0.5 * (self.per_token + measured)
+
+    def _move(self, to: int, sentences: int, why: str) -> None:
+        self.at = to
+        self.current, self.trial = Window(), Window()
+        self.since_change = 0
+        self.changes.append(Change(sentences, self.observed, self.setting.label(), why))
+
+    # ---- what the run reports ------------------------------------------------------------------
+    def as_dict(self, run_expansions: int) -> Dict[str, Any]:
+        s = self.setting
+        return {"setting": s.label(), "delta": s.delta, "max_cands": s.max_cands, "steered": True,
+                "tolerance": self.tolerance, "probes": self.probes, "observed": self.observed,
+                "probe_expansions": self.probe_expansions,
+                "probe_share": round(self.probe_expansions / run_expansions, 4) if run_expansions else None,
+                "strata": {str(2 ** k): n for k, n in sorted(self.strata.items())},
+                "changes": [c.as_dict() for c in self.changes]}
+
+    def line(self, run_expansions: int) -> str:
+        """The closing line of the run: where it ended, how it got there, what the probes cost."""
+        share = self.probe_expansions / run_expansions if run_expansions else 0.0
+        moves = " → ".join(c.setting for c in self.changes)
+        return (f"{self.setting.label()} after {self.probes} probe(s) ({100 * share:.1f}% of the run's expansions); "
+                f"steered {moves}")

@@ -1,0 +1,107 @@
+"""The --prune-auto controller (search/prune_controller.py, issue 50), as pure logic: probes chosen
+across source lengths within the budget, never a blank or one-token source; it relaxes on a loss over
+the tolerance, tightens only on the trial's margin, holds off a rung that failed, reads no clock."""
+import math
+
+from fairseq_stream.search.defaults import (
+    PRUNE_AUTO_BUDGET, PRUNE_AUTO_HOLD, PRUNE_AUTO_MIN_RELAX, PRUNE_AUTO_MIN_TIGHTEN, PRUNE_AUTO_START,
+    PRUNE_AUTO_WINDOW,
+)
+from fairseq_stream.search.prune_controller import OFF, Probe, PruneController, Setting, ladder, stratum
+
+GOOD = Probe(fixed_score=-1.0, score=-1.0, changed=False)
+BAD = Probe(fixed_score=-1.0, score=-1.1, changed=True)  # 10% of the fixed beam's score
+
+
+def test_the_ladder_is_fastest_first_then_off_and_drops_rungs_equal_at_this_k():
+    assert ladder(50)[0] == Setting(1.0, 5) and ladder(50)[-2] == Setting(3.0, 10) and ladder(50)[-1] == OFF
+    assert ladder(5) == [Setting(1.0, 5), Setting(1.5, 5), Setting(2.0, 5), Setting(3.0, 5), OFF]  # M 10 = M 5 here
+    assert OFF.label() == "off (the fixed beam's width)" and math.isinf(OFF.delta)
+    assert PruneController(5).setting == Setting(*PRUNE_AUTO_START)
+    assert PruneController(2).setting.delta == PRUNE_AUTO_START[0]  # M 5 = M 2 at k = 2: the same rung
+
+
+def test_strata_are_powers_of_two_of_the_source_length():
+    assert [stratum(n) for n in (2, 3, 4, 7, 8, 15, 16, 100)] == [1, 1, 2, 2, 3, 3, 4, 6]
+
+
+def test_probes_skip_blank_and_one_token_sources_and_spread_over_lengths():
+    ctl = PruneController(5)
+    lengths = [0, 1, 3, 3, 3, 3, 20, 20, 20, 40]  # tokens without EOS
+    rows = ctl.choose_probes(lengths, run_expansions=10 ** 9, run_per_token=1.0)
+    assert ctl.probes == 8 and ctl.strata == {1: 4, 4: 3, 5: 1}
+    assert 0 not in rows and 1 not in rows and rows == sorted(rows)
+    assert set(rows) == {2, 3, 4, 5, 6, 7, 8, 9}  # an unbounded budget takes every eligible row
+    ctl = PruneController(5)
+    few = ctl.choose_probes(lengths, run_expansions=int(3 * (3 + 20 + 40) / PRUNE_AUTO_BUDGET) + 1, run_per_token=1.0)
+    assert {stratum(lengths[r]) for r in few} == {1, 4, 5}  # three probes: one per stratum, not the three shortest
+
+
+def test_the_budget_bounds_the_probes_and_shrinks_while_the_setting_holds():
+    ctl = PruneController(5)
+    assert ctl.choose_probes([10] * 64, run_expansions=0, run_per_token=1.0) == []
+    assert ctl.budget_share() == PRUNE_AUTO_BUDGET
+    rows = ctl.choose_probes([10] * 64, run_expansions=10_000, run_per_token=1.0)
+    assert len(rows) == int(PRUNE_AUTO_BUDGET * 10_000 / (3 * 10))  # first estimate: 3x the run's cost per token
+    ctl.count_expansions(PRUNE_AUTO_BUDGET * 10_000, source_tokens=10 * len(rows))
+    assert ctl.choose_probes([10] * 64, run_expansions=10_000, run_per_token=1.0) == []  # spent
+    ctl.since_change = 2 * PRUNE_AUTO_WINDOW
+    assert ctl.budget_share() == PRUNE_AUTO_BUDGET / 3
+
+
+def test_it_relaxes_when_the_current_rung_loses_and_holds_off_the_failed_rung():
+    ctl = PruneController(5)
+    start = ctl.at
+    for i in range(PRUNE_AUTO_MIN_RELAX):
+        assert ctl.at == start
+        ctl.observe(BAD, GOOD, sentences=i)
+    assert ctl.at == start + 1 and ctl.changes[-1].why.startswith("δ 2, M 5 lost 10.00%")
+    for i in range(PRUNE_AUTO_MIN_TIGHTEN):  # the trial (the rung that failed) is perfect now: held off a while
+        ctl.observe(GOOD, GOOD, sentences=i)
+    assert ctl.at == start + 1
+    while ctl.observed < PRUNE_AUTO_MIN_RELAX + PRUNE_AUTO_HOLD:
+        ctl.observe(GOOD, GOOD, sentences=0)
+    assert ctl.at == start  # back once the hold is over
+
+
+def test_it_tightens_only_on_the_trials_margin_and_never_past_the_fastest_rung():
+    ctl = PruneController(5)
+    start = ctl.at
+    slightly = Probe(-1.0, -1.01, False)  # 1%: within the tolerance (1.5%), not within half of it
+    for _ in range(3 * PRUNE_AUTO_MIN_TIGHTEN):
+        ctl.observe(GOOD, slightly, sentences=0)
+    assert ctl.at == start
+    for _ in range(10 * PRUNE_AUTO_MIN_TIGHTEN):
+        ctl.observe(GOOD, GOOD if ctl.trial_setting is not None else None, sentences=0)
+    assert ctl.at == 0 and ctl.trial_setting is None
+    assert [c.setting for c in ctl.changes] == ["δ 2, M 5", "δ 1.5, M 5", "δ 1, M 5"]
+    assert ctl.as_dict(1000)["changes"][1]["why"] == "δ 1.5, M 5 lost 0.67%, 0/12 changed"  # a sliding window: 8 at 1%, 4 at 0
+
+
+def test_more_than_half_changed_relaxes_even_without_a_score_loss():
+    ctl = PruneController(5)
+    start = ctl.at
+    for _ in range(PRUNE_AUTO_MIN_RELAX):
+        ctl.observe(Probe(-1.0, -1.0, True), None, sentences=0)
+    assert ctl.at == start + 1
+
+
+def test_off_is_the_last_resort_and_the_statistics_name_every_move():
+    ctl = PruneController(50)
+    for _ in range(40):
+        ctl.observe(BAD, None, sentences=0)
+    assert ctl.setting == OFF
+    info = ctl.as_dict(run_expansions=1000)
+    assert info["setting"] == OFF.label() and info["steered"] and info["observed"] == 40 and info["probes"] == 0
+    assert [c["setting"] for c in info["changes"]] == ["δ 2, M 5", "δ 3, M 5", "δ 3, M 10", OFF.label()]
+    assert "after 0 probe(s)" in ctl.line(1000) and "steered δ 2, M 5 → δ 3, M 5" in ctl.line(1000)
+
+
+def test_the_same_outcomes_give_the_same_moves():
+    def run():
+        ctl = PruneController(5)
+        for i in range(30):
+            ctl.observe(BAD if i % 7 == 0 else GOOD, GOOD if i % 5 else BAD, sentences=i)
+        return [c.as_dict() for c in ctl.changes]
+
+    assert run() == run()
