@@ -5,10 +5,13 @@ Yang2020 §4.1's δ and M, moved by the search error it measures) says which sen
 probe and which rung to decode with; this module is its generator:
 
 1. the run's stream decodes every sentence with the current rung, streamed as without it (no read
-   ahead beyond the stream's own);
-2. when a batch is complete, its probes are decoded again by the fixed beam (``fixed-ours`` at the
-   same k: their output, so no sentence is decoded worse for being a probe) and by the next faster
-   rung, two helper generators of the run's own (silent, their work counted in the run's statistics);
+   ahead beyond the stream's own); that is every sentence's output;
+2. when a batch is complete, the probes the controller chose among it wait (their source tokens
+   and the stream's hypotheses) until a group of them is ready
+   (:data:`~fairseq_stream.search.defaults.PRUNE_AUTO_GROUP`, from one batch or several: the
+   helpers' decoder steps, whose fixed cost dominates a small batch, are shared); the group is
+   decoded by the fixed beam (``fixed-ours`` at the same k) and by the next faster rung, two
+   helper generators of the run's own (silent, their work counted in the run's statistics);
 3. the controller reads their best hypotheses' model scores; when it moves, the stream prunes with
    the new rung from its next step on, the sentences in flight included.
 
@@ -23,15 +26,18 @@ import dataclasses
 import math
 import sys
 import time
+from dataclasses import dataclass
 from typing import Any, Callable, Dict, List, Optional
 
 import torch
+
+from fairseq.data import data_utils
 
 from fairseq_stream.engine.stats import DecodeStats
 from fairseq_stream.integration.generator import StreamGenerator
 from fairseq_stream.model.static_step import StepModeStats
 from fairseq_stream.search.beam import BeamConfig, Pruning
-from fairseq_stream.search.defaults import PRUNE_AUTO_TOLERANCE
+from fairseq_stream.search.defaults import PRUNE_AUTO_GROUP, PRUNE_AUTO_STEP_WORK, PRUNE_AUTO_TOLERANCE
 from fairseq_stream.search.prune_controller import OFF, Probe, PruneController, Setting, ladder  # noqa: F401 (re-exported)
 
 Hypos = List[List[Dict[str, Any]]]  # fairseq's n-best lists, one per sentence
@@ -43,22 +49,6 @@ def pruning_of(setting: Setting, base: Pruning) -> Pruning:
     """``base`` (the run's reference, ``--prune-ended``, …) with ``setting``'s δ and M."""
     return dataclasses.replace(base, abs_threshold=None if math.isinf(setting.delta) else setting.delta,
                                max_cands_per_node=setting.max_cands)
-
-
-def select_rows(sample: Dict[str, Any], rows: List[int]) -> Dict[str, Any]:
-    """Rows ``rows`` of a collated fairseq sample (every per-sentence tensor cut the same way)."""
-    bsz = sample["net_input"]["src_tokens"].size(0)
-    idx = torch.as_tensor(list(rows), dtype=torch.long)
-
-    def pick(value: Any) -> Any:
-        if torch.is_tensor(value) and value.dim() and value.size(0) == bsz:
-            return value.index_select(0, idx.to(value.device))
-        return value
-
-    out = {key: pick(value) for key, value in sample.items() if key != "net_input"}
-    out["net_input"] = {key: pick(value) for key, value in sample["net_input"].items()}
-    out["nsentences"] = len(idx)
-    return out
 
 
 def _score(nbest: List[Dict[str, Any]]) -> float:
@@ -81,8 +71,8 @@ class _Helper:
         self.counted = {name: 0 for name in _COUNTS}
         self.counted_steps = StepModeStats()
 
-    def add_new_work(self, stats: DecodeStats, steps: StepModeStats) -> int:
-        """Its work since the last call, added to the run's ``stats`` and ``steps``; returns its new expansions."""
+    def add_new_work(self, stats: DecodeStats, steps: StepModeStats) -> float:
+        """Its work since the last call, added to the run's ``stats`` and ``steps``; returns that work."""
         own = self.generator.stats
         new = {name: getattr(own, name) - self.counted[name] for name in _COUNTS}
         for name, value in new.items():
@@ -91,7 +81,23 @@ class _Helper:
         now = self.generator.model.step_stats
         steps.add(_difference(now, self.counted_steps))
         self.counted_steps = copy.deepcopy(now)
-        return new["expansions"]
+        return work(new["expansions"], new["timesteps"])
+
+
+def work(expansions: int, timesteps: int) -> float:
+    """Decoder work as the budget counts it: expansions and a fixed cost per step."""
+    return expansions + PRUNE_AUTO_STEP_WORK * timesteps
+
+
+@dataclass
+class Pending:
+    """A probe chosen and not decoded yet: its source, the stream's hypotheses and the rung they are of."""
+
+    sentence_id: int
+    source: torch.Tensor  # (n,) its source tokens, EOS included, no padding
+    hypos: List[Dict[str, Any]]
+    rung: int
+    charged: float  # the work the controller charged for it
 
 
 def _difference(now: StepModeStats, before: StepModeStats) -> StepModeStats:
@@ -110,63 +116,97 @@ class AutoPruneGenerator(StreamGenerator):
     spawn: Callable[[BeamConfig], StreamGenerator]
     fixed: Optional[_Helper] = None
     trial: Optional[_Helper] = None
-    probe_expansions: int = 0  # the helpers' expansions, in the run's statistics too
+    probe_timesteps: int = 0  # the helpers' steps and expansions, in the run's statistics too
+    probe_expansions: int = 0
     source_tokens: int = 0  # the run's source tokens so far (the first probe's cost estimate)
-    probed_ids: List[int]  # fairseq's ids of the probes: their output is the fixed beam's
+    probed_ids: List[int]  # fairseq's ids of the probes decoded
+    pending: List[Pending]
+    dropped: int = 0  # probes of the input's last batch, not decoded
 
     @classmethod
     def build(cls, make: Callable[..., StreamGenerator], config: BeamConfig, opts: Any) -> "AutoPruneGenerator":
         """``make(config, cls=..., stats_path=..., report=...)`` builds a generator of the run's strategy
         (integration/build.py); the run's starts at the controller's first rung (search/beam.py)."""
+        tolerance = opts.prune_auto_tolerance
+        controller = PruneController(config.beam, tolerance=PRUNE_AUTO_TOLERANCE if tolerance is None else float(tolerance))
+        config = dataclasses.replace(config, pruning=pruning_of(controller.setting, config.pruning))
         generator = make(config, cls=cls)
         assert isinstance(generator, AutoPruneGenerator)
-        tolerance = opts.prune_auto_tolerance
-        generator.controller = PruneController(
-            config.beam, tolerance=PRUNE_AUTO_TOLERANCE if tolerance is None else float(tolerance))
+        generator.controller = controller
         generator.spawn = lambda cfg: make(cfg, stats_path=None, report=False)
-        generator.probed_ids = []
+        generator.probed_ids, generator.pending = [], []
         generator.stats.prune_auto = generator.controller.as_dict(0)
         return generator
+
+    @property
+    def own_work(self) -> float:
+        """The run's stream's own decoder work (the probes' excluded)."""
+        return work(self.stats.expansions - self.probe_expansions, self.stats.timesteps - self.probe_timesteps)
 
     def generate(self, models: Any, sample: Dict[str, Any], prefix_tokens: Any = None, constraints: Any = None,
                  bos_token: Optional[int] = None, **kwargs: Any) -> Hypos:
         hypos = super().generate(models, sample, prefix_tokens, constraints, bos_token, **kwargs)
         start = time.perf_counter()
-        self._probe(models, sample, hypos, bos_token)
+        self._choose(sample, hypos)
+        if len(self.pending) >= PRUNE_AUTO_GROUP:
+            if self._input_left(sample):
+                self._decode_probes(models, bos_token)
+            else:  # the input's last batch: a move would steer nothing, the probes would only cost
+                self.dropped += len(self.pending)
+                self.pending = []
+        self.stats.prune_auto = dict(self.controller.as_dict(self.own_work), probed_ids=list(self.probed_ids),
+                                     dropped_at_the_end=self.dropped)
         self.stats.wall_seconds += time.perf_counter() - start
         return hypos
 
-    def _probe(self, models: Any, sample: Dict[str, Any], hypos: Hypos, bos_token: Optional[int]) -> None:
-        """The batch's probes decoded by the fixed beam (their output) and the trial rung; the controller told."""
-        ctl = self.controller
-        lengths = (sample["net_input"]["src_tokens"].ne(self.pad).sum(dim=1) - 1).tolist()  # EOS excluded
+    def _input_left(self, sample: Dict[str, Any]) -> bool:
+        """Whether a batch follows ``sample`` (one batch peeked at, as a refill would; True when unknown:
+        fairseq-interactive, a caller's own loop)."""
+        source = self.run.source()
+        ticket = source.ticket_of(sample) if source is not None else None
+        return ticket is None or source.peek(ticket + 1) is not None
+
+    def _choose(self, sample: Dict[str, Any], hypos: Hypos) -> None:
+        """The controller's probes among the batch, queued with the stream's hypotheses."""
+        tokens = sample["net_input"]["src_tokens"]
+        lengths = (tokens.ne(self.pad).sum(dim=1) - 1).tolist()  # EOS excluded
         self.source_tokens += sum(max(n, 0) for n in lengths)
-        own = self.stats.expansions - self.probe_expansions
-        rows = ctl.choose_probes(lengths, own, own / max(self.source_tokens, 1))
-        if not rows:
-            return
-        part = select_rows(sample, rows)
+        ids = sample["id"].tolist() if "id" in sample else list(range(len(lengths)))
+        for row, charged in self.controller.choose_probes(lengths, self.own_work, self.own_work / max(self.source_tokens, 1)):
+            source = tokens[row][tokens[row].ne(self.pad)].cpu()
+            self.pending.append(Pending(ids[row], source, hypos[row], self.controller.at, charged))
+
+    def _decode_probes(self, models: Any, bos_token: Optional[int]) -> None:
+        """The waiting probes, decoded by the fixed beam and the trial rung as one batch; the controller told."""
+        ctl, group, self.pending = self.controller, self.pending, []
+        part = self._collate(group)
         fixed = self._fixed().generator.generate(models, part, bos_token=bos_token)
         trial_setting = ctl.trial_setting
         trial = self._trial(trial_setting).generator.generate(models, part, bos_token=bos_token) \
             if trial_setting is not None else None
+        before = (self.stats.timesteps, self.stats.expansions)
         spent = sum(helper.add_new_work(self.stats, self.model.step_stats)
                     for helper in (self.fixed, self.trial) if helper is not None)
-        self.probe_expansions += spent
-        ctl.count_expansions(spent, sum(lengths[row] for row in rows))
+        self.probe_timesteps += self.stats.timesteps - before[0]
+        self.probe_expansions += self.stats.expansions - before[1]
+        ctl.count_work(spent, sum(p.charged for p in group), sum(len(p.source) - 1 for p in group))
         at = ctl.at
-        for i, row in enumerate(rows):
-            current = _probe(fixed[i], hypos[row])
-            if ctl.at == at and current is not None:  # after a move, the batch's other outcomes are of the old rungs
-                ctl.observe(current, _probe(fixed[i], trial[i]) if trial is not None else None,
-                            sentences=self.input.done)
-            hypos[row] = fixed[i]
-        if "id" in sample:
-            self.probed_ids += [int(sample["id"][row]) for row in rows]
+        for i, probe in enumerate(group):
+            if ctl.at != at:  # moved: the group's other outcomes are of the rungs before
+                break
+            ctl.observe(_probe(fixed[i], probe.hypos) if probe.rung == at else None,
+                        _probe(fixed[i], trial[i]) if trial is not None else None, sentences=self.input.done)
+        self.probed_ids += [p.sentence_id for p in group]
         if ctl.at != at:
             self.config = dataclasses.replace(self.config, pruning=pruning_of(ctl.setting, self.config.pruning))
             self.strategy.set_pruning(self.config.pruning)
-        self.stats.prune_auto = dict(ctl.as_dict(own), probed_ids=list(self.probed_ids))
+
+    def _collate(self, group: List[Pending]) -> Dict[str, Any]:
+        """The probes as one fairseq batch (their sources padded on the stream's side)."""
+        src = data_utils.collate_tokens([p.source for p in group], self.pad, left_pad=self.input.left_pad)
+        return {"id": torch.arange(len(group)), "nsentences": len(group),
+                "net_input": {"src_tokens": src.to(self.model.device),
+                              "src_lengths": torch.tensor([len(p.source) for p in group], device=self.model.device)}}
 
     def _fixed(self) -> _Helper:
         if self.fixed is None:
@@ -184,6 +224,5 @@ class AutoPruneGenerator(StreamGenerator):
         return self.trial
 
     def report(self) -> None:
-        own = self.stats.expansions - self.probe_expansions
-        print(PREFIX + self.controller.line(own), file=sys.stderr, flush=True)
+        print(PREFIX + self.controller.line(self.own_work), file=sys.stderr, flush=True)
         super().report()

@@ -185,7 +185,7 @@ class VariableBeamConfig(BeamConfig):
     @staticmethod
     def pruning_from_options(opts: Any) -> Pruning:
         ap, mc = option_value(opts, "prune_abs_threshold"), option_value(opts, "prune_max_cands_per_node")
-        if getattr(opts, "prune_auto", False):  # where the controller starts (search/prune_controller.py)
+        if getattr(opts, "prune_auto", False):  # the controller sets where it starts (integration/prune_auto.py)
             ap, mc = PRUNE_AUTO_START
         scale = option_value(opts, "prune_abs_scale")
         if scale is None and ap is None:  # an explicit δ (Yang2020's rule, the presets) stays fixed

@@ -33,9 +33,11 @@ PRESETS = {
 #: fastest to the widest (then off): δ 1 … 3 at Yang2020's M 5 (docs/results.md, the frontier: δ 1
 #: suits the final model at k = 5, δ 2–3 the 300-update one), then δ 3 with M 10 for wide beams.
 PRUNE_AUTO_LADDER = ((1.0, 5), (1.5, 5), (2.0, 5), (3.0, 5), (3.0, 10))
-#: where a run starts: the frontier's fastest setting within 0.2 BLEU of fixed-ours on every model
-#: measured, at k = 5 and k = 50 (docs/results.md, "--prune-auto").
-PRUNE_AUTO_START = (2.0, 5)
+#: where a run starts: the frontier's fastest setting within 0.2 BLEU of fixed-ours on the demo
+#: model and its 300-, 500- and 800-update checkpoints (docs/results.md, "--prune-auto"): δ 1.5 up
+#: to a beam of PRUNE_AUTO_NARROW_BEAM (at k = 5: −0.19 to +0.29 BLEU), δ 2 above (at k = 50 δ 1.5
+#: loses 0.43 on the 300-update checkpoint, δ 2 −0.01 to +0.62).
+PRUNE_AUTO_START, PRUNE_AUTO_START_NARROW, PRUNE_AUTO_NARROW_BEAM = (2.0, 5), (1.5, 5), 10
 #: the largest loss of the best hypothesis's length-normalised model score (fairseq's score) against
 #: the fixed beam's that the current rung may have over its recent probes, as a fraction of the fixed
 #: beam's mean |score| there (a weak model's scores and losses are ~4x a strong one's: the demo
@@ -44,10 +46,14 @@ PRUNE_AUTO_TOLERANCE = 0.015
 #: the largest share of the recent probes' best hypotheses a rung may change (on a weak model a
 #: setting that changes most of them loses BLEU while its mean loss stays small: docs/results.md).
 PRUNE_AUTO_MAX_CHANGED = 0.5
-#: the probes' decoder work (the fixed beam and the trial rung) as a share of the run's own
-#: expansions, right after a move; it halves, thirds, … with every PRUNE_AUTO_WINDOW probes
-#: without a move.
-PRUNE_AUTO_BUDGET = 0.08
+#: the probes' decoder work (the fixed beam and the trial rung) as a share of the run's own, right
+#: after a move; it halves, thirds, … with every PRUNE_AUTO_WINDOW probes without a move. Work is
+#: expansions plus PRUNE_AUTO_STEP_WORK per decoder step: a step's fixed cost (its launches and
+#: dispatches), which a small group of probes pays nearly in full.
+PRUNE_AUTO_BUDGET, PRUNE_AUTO_STEP_WORK = 0.08, 16
+#: probes are decoded in groups of this many (from one batch or several): the helpers' steps are
+#: shared; the group left at the end of the input is not decoded (nothing is left to steer).
+PRUNE_AUTO_GROUP = 4
 #: the probes a rung is judged on (its most recent), the fewest that may relax it or (the trial's)
 #: tighten onto a faster one, and the probes after a rung failed before the controller tries it again.
 PRUNE_AUTO_WINDOW, PRUNE_AUTO_MIN_RELAX, PRUNE_AUTO_MIN_TIGHTEN, PRUNE_AUTO_HOLD = 12, 3, 4, 24

@@ -6,14 +6,15 @@ search error can be measured without references: the loss of the best hypothesis
 length-normalised model score against the fixed beam's (Freitag2017's comparison, its
 reference-free half). So the run measures it on its own input, all along:
 
-* a **probe** is a sentence the run also decodes with the fixed beam (its output is the fixed
-  beam's: no sentence is decoded worse for being one) and with the next faster rung of the
-  ladder (the *trial*); the stream's own hypothesis is the current rung's;
+* a **probe** is a sentence the run also decodes, in a group of
+  :data:`~fairseq_stream.search.defaults.PRUNE_AUTO_GROUP` probes, with the fixed beam and with
+  the next faster rung of the ladder (the *trial*); the stream's own hypothesis, its output, is
+  the current rung's;
 * probes are chosen per batch, **stratified by source length** (the stratum with the fewest probes
   so far first, :func:`stratum`), never a blank or one-token source (nothing to measure there),
-  within a **budget** of decoder work: the probes' expansions stay under a share of the run's
-  own, :data:`~fairseq_stream.search.defaults.PRUNE_AUTO_BUDGET`, that shrinks while the setting
-  stays put (a long, steady input pays less and less);
+  within a **budget** of decoder work: the probes' work (expansions, and a fixed cost per decoder
+  step) stays under a share of the run's own, :data:`~fairseq_stream.search.defaults.PRUNE_AUTO_BUDGET`,
+  that shrinks while the setting stays put (a long, steady input pays less and less);
 * the controller **relaxes** (one rung safer) as soon as the current rung's recent probes lose
   more than the tolerance (relative to the fixed beam's mean |score|) or change more than half of
   the best hypotheses, and **tightens** (one rung faster) only when the trial rung's recent
@@ -33,7 +34,8 @@ from typing import Any, Deque, Dict, List, Optional, Sequence, Tuple
 
 from fairseq_stream.search.defaults import (
     PRUNE_AUTO_BUDGET, PRUNE_AUTO_HOLD, PRUNE_AUTO_LADDER, PRUNE_AUTO_MAX_CHANGED, PRUNE_AUTO_MIN_RELAX,
-    PRUNE_AUTO_MIN_TIGHTEN, PRUNE_AUTO_START, PRUNE_AUTO_TOLERANCE, PRUNE_AUTO_WINDOW,
+    PRUNE_AUTO_MIN_TIGHTEN, PRUNE_AUTO_NARROW_BEAM, PRUNE_AUTO_START, PRUNE_AUTO_START_NARROW, PRUNE_AUTO_TOLERANCE,
+    PRUNE_AUTO_WINDOW,
 )
 
 
@@ -67,6 +69,11 @@ def ladder(beam: int, rungs: Sequence[Tuple[float, int]] = PRUNE_AUTO_LADDER) ->
             seen.add((float(delta), min(int(m), beam)))
             out.append(Setting(float(delta), int(m)))
     return out + [OFF]
+
+
+def start(beam: int) -> Tuple[float, int]:
+    """The rung a run of ``--beam beam`` starts at (search/defaults.py says why)."""
+    return PRUNE_AUTO_START_NARROW if beam <= PRUNE_AUTO_NARROW_BEAM else PRUNE_AUTO_START
 
 
 def stratum(source_tokens: int) -> int:
@@ -133,19 +140,23 @@ class Change:
 class PruneController:
     """Which rung the run decodes with, and which sentences to probe (the module docstring)."""
 
-    def __init__(self, beam: int, *, tolerance: float = PRUNE_AUTO_TOLERANCE,
-                 start: Tuple[float, int] = PRUNE_AUTO_START) -> None:
+    def __init__(self, beam: int, *, tolerance: float = PRUNE_AUTO_TOLERANCE) -> None:
         self.rungs = ladder(beam)
         self.tolerance = tolerance
-        first = (float(start[0]), min(int(start[1]), beam))
+        # a probe's work before any was measured, per source token, as a multiple of the run's: the fixed
+        # beam costs ~1.3x a pruned k = 5 sentence and 2-3x at k = 50, the trial rung a little less than one
+        self.first_estimate = 2.0 if beam <= PRUNE_AUTO_NARROW_BEAM else 3.5
+        delta, m = start(beam)
+        first = (float(delta), min(int(m), beam))
         self.at = next(i for i, s in enumerate(self.rungs) if (s.delta, min(s.max_cands or beam, beam)) == first)
         self.current, self.trial = Window(), Window()
         self.held_until: Dict[int, int] = {}  # rung → probe count before which the controller does not tighten onto it
         self.probes = 0  # sentences probed
         self.observed = 0  # probe outcomes read as evidence (not those of a batch's rungs after a move in it)
         self.since_change = 0  # outcomes since the last move
-        self.probe_expansions = 0
-        self.per_token: Optional[float] = None  # probe expansions per source token, measured
+        self.probe_work = 0.0  # the decoded probes' work (expansions + a step's fixed cost per step)
+        self.pending_work = 0.0  # the estimated work of the probes chosen and not decoded yet
+        self.per_token: Optional[float] = None  # probe work per source token, measured
         self.strata: Dict[int, int] = {}  # probes per length stratum
         self.changes: List[Change] = [Change(0, 0, self.setting.label(), "start")]
 
@@ -165,15 +176,16 @@ class PruneController:
         and less while the setting stays put (a steady input measures less)."""
         return PRUNE_AUTO_BUDGET / (1 + self.since_change // PRUNE_AUTO_WINDOW)
 
-    def choose_probes(self, source_tokens: Sequence[int], run_expansions: int, run_per_token: float) -> List[int]:
-        """Rows of a batch (their source lengths, EOS excluded) to probe, within the budget.
+    def choose_probes(self, source_tokens: Sequence[int], run_work: float, run_per_token: float) -> List[Tuple[int, float]]:
+        """Rows of a batch (their source lengths, EOS excluded) to probe, within the budget, in row order,
+        each with the work it was charged (:meth:`count_work` takes it back when the probe is decoded).
 
-        ``run_expansions``: the run's own expansions so far (this batch's included), the budget's base;
-        ``run_per_token``: the run's expansions per source token, the first cost estimate of a probe."""
+        ``run_work``: the run's own decoder work so far (this batch's included), the budget's base;
+        ``run_per_token``: the run's work per source token, the first estimate of a probe's cost."""
         eligible = [row for row, n in enumerate(source_tokens) if n >= 2]  # blank and one-token: no evidence
-        allowed = self.budget_share() * run_expansions - self.probe_expansions
-        per_token = self.per_token if self.per_token is not None else 3.0 * run_per_token  # fixed + trial ≈ 3 rows'
-        chosen: List[int] = []
+        allowed = self.budget_share() * run_work - self.probe_work - self.pending_work
+        per_token = self.per_token if self.per_token is not None else self.first_estimate * run_per_token
+        chosen: List[Tuple[int, float]] = []
         while eligible:
             by_stratum: Dict[int, List[int]] = {}
             for row in eligible:
@@ -185,18 +197,23 @@ class PruneController:
             if cost > allowed:
                 break
             allowed -= cost
+            self.pending_work += cost
             self.probes += 1
             self.strata[least] = self.strata.get(least, 0) + 1
-            chosen.append(row)
+            chosen.append((row, cost))
             eligible.remove(row)
         return sorted(chosen)
 
     # ---- what the probes measured ----------------------------------------------------------
-    def observe(self, current: Probe, trial: Optional[Probe], *, sentences: int) -> None:
-        """One probe's outcome (its trial, at :attr:`trial_setting`, if there is one); may move the rung."""
+    def observe(self, current: Optional[Probe], trial: Optional[Probe], *, sentences: int) -> None:
+        """One probe's outcome: at the current rung (None: the stream decoded it at another) and at
+        :attr:`trial_setting` (None at the fastest rung); may move the rung."""
+        if current is None and trial is None:
+            return
         self.observed += 1
         self.since_change += 1
-        self.current.add(current)
+        if current is not None:
+            self.current.add(current)
         if trial is not None:
             self.trial.add(trial)
         if len(self.current) >= PRUNE_AUTO_MIN_RELAX and not self.current.within(self.tolerance) and self.at + 1 < len(self.rungs):
@@ -210,11 +227,12 @@ class PruneController:
             self._move(self.at - 1, sentences, f"{self.rungs[self.at - 1].label()} lost {100 * loss:.2f}%, "
                        f"{self.trial.changed}/{len(self.trial)} changed")
 
-    def count_expansions(self, expansions: int, source_tokens: int) -> None:
-        """A batch of probes' decoder work (fixed beam and trial), and the cost per token it measures."""
-        self.probe_expansions += expansions
+    def count_work(self, work: float, estimated: float, source_tokens: int) -> None:
+        """A group of probes decoded: its work (fixed beam and trial) replaces its estimate, and gives the next."""
+        self.probe_work += work
+        self.pending_work = max(self.pending_work - estimated, 0.0)
         if source_tokens:
-            measured = expansions / source_tokens
+            measured = work / source_tokens
             self.per_token = measured if self.per_token is None else 0.5 * (self.per_token + measured)
 
     def _move(self, to: int, sentences: int, why: str) -> None:
@@ -224,18 +242,18 @@ class PruneController:
         self.changes.append(Change(sentences, self.observed, self.setting.label(), why))
 
     # ---- what the run reports ------------------------------------------------------------------
-    def as_dict(self, run_expansions: int) -> Dict[str, Any]:
+    def as_dict(self, run_work: float) -> Dict[str, Any]:
         s = self.setting
         return {"setting": s.label(), "delta": s.delta, "max_cands": s.max_cands, "steered": True,
                 "tolerance": self.tolerance, "probes": self.probes, "observed": self.observed,
-                "probe_expansions": self.probe_expansions,
-                "probe_share": round(self.probe_expansions / run_expansions, 4) if run_expansions else None,
+                "probe_work": round(self.probe_work, 1),
+                "probe_share": round(self.probe_work / run_work, 4) if run_work else None,
                 "strata": {str(2 ** k): n for k, n in sorted(self.strata.items())},
                 "changes": [c.as_dict() for c in self.changes]}
 
-    def line(self, run_expansions: int) -> str:
+    def line(self, run_work: float) -> str:
         """The closing line of the run: where it ended, how it got there, what the probes cost."""
-        share = self.probe_expansions / run_expansions if run_expansions else 0.0
+        share = self.probe_work / run_work if run_work else 0.0
         moves = " → ".join(c.setting for c in self.changes)
-        return (f"{self.setting.label()} after {self.probes} probe(s) ({100 * share:.1f}% of the run's expansions); "
-                f"steered {moves}")
+        return (f"{self.setting.label()} after {self.observed} probe(s) ({100 * share:.1f}% of the run's decoder "
+                f"work); steered {moves}")

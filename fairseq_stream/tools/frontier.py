@@ -6,8 +6,8 @@
 For each beam width ``k`` this decodes the same sentences, in one process and on one thread,
 with fairseq's ``beam`` and ``fixed-ours`` (the points to beat) and the grid of pruning settings
 of ``--search`` (var-stream by default): every δ × M × reference × α (``--prune-abs-scale``) of
-the lists, the default setting, ``--prune-auto`` (its label names the setting it chose and the
-search error it measured; ``--no-auto`` leaves it out), the default with ``--stream-max-candidates C`` (and with
+the lists, the default setting, ``--prune-auto`` (its label names the settings it moved through
+and what its probes cost; ``--no-auto`` leaves it out), the default with ``--stream-max-candidates C`` (and with
 over-subscription) for each ``--max-candidates C``, and any ``--run`` spec. It reports BLEU,
 its change against ``fixed-ours`` with a paired-bootstrap p-value (Koehn 2004: the share of
 resampled test sets on which the point is not worse; below 0.05 a loss is real), the length
@@ -63,7 +63,7 @@ class Grid:
     scales: Sequence[float]
     max_candidates: Sequence[int]
     runs: Sequence[str]
-    auto: bool = True  # the --prune-auto point (its calibration included in its time and output)
+    auto: bool = True  # the --prune-auto point (its probes included in its time)
 
     def specs(self, k: int, fairseq_beam: bool = True) -> List[str]:
         """``--run`` specs of the bench harness: the two baselines first, then the grid."""
@@ -123,7 +123,7 @@ def auto_label(row: Dict[str, Any]) -> str:
         return row["label"]
     moves = " → ".join(change["setting"] for change in auto.get("changes", [])) or auto["setting"]
     return (f"{row['label']}: {moves} ({auto.get('probes', 0)} probes, "
-            f"{100 * (auto.get('probe_share') or 0):.1f}% of expansions)")
+            f"{100 * (auto.get('probe_share') or 0):.1f}% of the work)")
 
 
 def plot(rows: List[Dict[str, Any]], path: str, title: str) -> None:

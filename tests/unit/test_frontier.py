@@ -43,7 +43,7 @@ def test_the_auto_point_is_labelled_with_its_trajectory():
     row = {"label": "auto", "stats": {"prune_auto": {
         "setting": "δ 1.5, M 5", "probes": 9, "probe_share": 0.071,
         "changes": [{"setting": "δ 2, M 5", "why": "start"}, {"setting": "δ 1.5, M 5", "why": "δ 1.5, M 5 lost 0.1%"}]}}}
-    assert auto_label(row) == "auto: δ 2, M 5 → δ 1.5, M 5 (9 probes, 7.1% of expansions)"
+    assert auto_label(row) == "auto: δ 2, M 5 → δ 1.5, M 5 (9 probes, 7.1% of the work)"
     assert auto_label({"label": "default", "stats": {}}) == "default"
 
 

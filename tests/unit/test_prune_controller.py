@@ -7,7 +7,7 @@ from fairseq_stream.search.defaults import (
     PRUNE_AUTO_BUDGET, PRUNE_AUTO_HOLD, PRUNE_AUTO_MIN_RELAX, PRUNE_AUTO_MIN_TIGHTEN, PRUNE_AUTO_START,
     PRUNE_AUTO_WINDOW,
 )
-from fairseq_stream.search.prune_controller import OFF, Probe, PruneController, Setting, ladder, stratum
+from fairseq_stream.search.prune_controller import OFF, Probe, PruneController, Setting, ladder, start, stratum
 
 GOOD = Probe(fixed_score=-1.0, score=-1.0, changed=False)
 BAD = Probe(fixed_score=-1.0, score=-1.1, changed=True)  # 10% of the fixed beam's score
@@ -17,8 +17,9 @@ def test_the_ladder_is_fastest_first_then_off_and_drops_rungs_equal_at_this_k():
     assert ladder(50)[0] == Setting(1.0, 5) and ladder(50)[-2] == Setting(3.0, 10) and ladder(50)[-1] == OFF
     assert ladder(5) == [Setting(1.0, 5), Setting(1.5, 5), Setting(2.0, 5), Setting(3.0, 5), OFF]  # M 10 = M 5 here
     assert OFF.label() == "off (the fixed beam's width)" and math.isinf(OFF.delta)
-    assert PruneController(5).setting == Setting(*PRUNE_AUTO_START)
-    assert PruneController(2).setting.delta == PRUNE_AUTO_START[0]  # M 5 = M 2 at k = 2: the same rung
+    assert PruneController(50).setting == Setting(*PRUNE_AUTO_START) and start(50) == PRUNE_AUTO_START
+    assert PruneController(5).setting == Setting(*start(5)) and start(5) != start(50)  # narrow beams: δ 1.5
+    assert PruneController(2).setting.delta == start(2)[0]  # M 5 = M 2 at k = 2: the same rung
 
 
 def test_strata_are_powers_of_two_of_the_source_length():
@@ -28,29 +29,33 @@ def test_strata_are_powers_of_two_of_the_source_length():
 def test_probes_skip_blank_and_one_token_sources_and_spread_over_lengths():
     ctl = PruneController(5)
     lengths = [0, 1, 3, 3, 3, 3, 20, 20, 20, 40]  # tokens without EOS
-    rows = ctl.choose_probes(lengths, run_expansions=10 ** 9, run_per_token=1.0)
+    rows = [row for row, _ in ctl.choose_probes(lengths, run_work=10 ** 9, run_per_token=1.0)]
     assert ctl.probes == 8 and ctl.strata == {1: 4, 4: 3, 5: 1}
     assert 0 not in rows and 1 not in rows and rows == sorted(rows)
     assert set(rows) == {2, 3, 4, 5, 6, 7, 8, 9}  # an unbounded budget takes every eligible row
     ctl = PruneController(5)
-    few = ctl.choose_probes(lengths, run_expansions=int(3 * (3 + 20 + 40) / PRUNE_AUTO_BUDGET) + 1, run_per_token=1.0)
-    assert {stratum(lengths[r]) for r in few} == {1, 4, 5}  # three probes: one per stratum, not the three shortest
+    few = ctl.choose_probes(lengths, run_work=int(3 * (3 + 20 + 40) / PRUNE_AUTO_BUDGET) + 1, run_per_token=1.0)
+    assert {stratum(lengths[r]) for r, _ in few} == {1, 4, 5}  # three probes: one per stratum, not the three shortest
 
 
 def test_the_budget_bounds_the_probes_and_shrinks_while_the_setting_holds():
     ctl = PruneController(5)
-    assert ctl.choose_probes([10] * 64, run_expansions=0, run_per_token=1.0) == []
+    assert ctl.choose_probes([10] * 64, run_work=0, run_per_token=1.0) == []
     assert ctl.budget_share() == PRUNE_AUTO_BUDGET
-    rows = ctl.choose_probes([10] * 64, run_expansions=10_000, run_per_token=1.0)
-    assert len(rows) == int(PRUNE_AUTO_BUDGET * 10_000 / (3 * 10))  # first estimate: 3x the run's cost per token
-    ctl.count_expansions(PRUNE_AUTO_BUDGET * 10_000, source_tokens=10 * len(rows))
-    assert ctl.choose_probes([10] * 64, run_expansions=10_000, run_per_token=1.0) == []  # spent
+    rows = ctl.choose_probes([10] * 64, run_work=10_000, run_per_token=1.0)
+    assert len(rows) == int(PRUNE_AUTO_BUDGET * 10_000 / (2 * 10))  # first estimate: 2x the run's cost per token
+    assert ctl.choose_probes([10] * 64, run_work=10_000, run_per_token=1.0) == []  # chosen, not decoded: charged
+    charged = sum(cost for _, cost in rows)
+    ctl.count_work(2 * charged, charged, source_tokens=10 * len(rows))  # they cost twice the estimate
+    assert ctl.pending_work == 0 and ctl.probe_work == 2 * charged and ctl.per_token == 2 * 2.0
+    assert PruneController(50).first_estimate > ctl.first_estimate  # the fixed beam costs more at k = 50
+    assert ctl.choose_probes([10] * 64, run_work=40_000, run_per_token=1.0) != []  # the run's work grew
     ctl.since_change = 2 * PRUNE_AUTO_WINDOW
     assert ctl.budget_share() == PRUNE_AUTO_BUDGET / 3
 
 
 def test_it_relaxes_when_the_current_rung_loses_and_holds_off_the_failed_rung():
-    ctl = PruneController(5)
+    ctl = PruneController(50)
     start = ctl.at
     for i in range(PRUNE_AUTO_MIN_RELAX):
         assert ctl.at == start
@@ -65,7 +70,7 @@ def test_it_relaxes_when_the_current_rung_loses_and_holds_off_the_failed_rung():
 
 
 def test_it_tightens_only_on_the_trials_margin_and_never_past_the_fastest_rung():
-    ctl = PruneController(5)
+    ctl = PruneController(50)
     start = ctl.at
     slightly = Probe(-1.0, -1.01, False)  # 1%: within the tolerance (1.5%), not within half of it
     for _ in range(3 * PRUNE_AUTO_MIN_TIGHTEN):
@@ -91,10 +96,10 @@ def test_off_is_the_last_resort_and_the_statistics_name_every_move():
     for _ in range(40):
         ctl.observe(BAD, None, sentences=0)
     assert ctl.setting == OFF
-    info = ctl.as_dict(run_expansions=1000)
+    info = ctl.as_dict(run_work=1000)
     assert info["setting"] == OFF.label() and info["steered"] and info["observed"] == 40 and info["probes"] == 0
     assert [c["setting"] for c in info["changes"]] == ["δ 2, M 5", "δ 3, M 5", "δ 3, M 10", OFF.label()]
-    assert "after 0 probe(s)" in ctl.line(1000) and "steered δ 2, M 5 → δ 3, M 5" in ctl.line(1000)
+    assert "after 40 probe(s)" in ctl.line(1000) and "steered δ 2, M 5 → δ 3, M 5" in ctl.line(1000)
 
 
 def test_the_same_outcomes_give_the_same_moves():
