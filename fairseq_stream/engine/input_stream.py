@@ -122,11 +122,6 @@ class InputStream:
             self._next_ticket = max(self._next_ticket, ticket + 1)
         return batch
 
-    def continue_after(self, lookahead: Optional[Lookahead], ticket: int) -> None:
-        """Read ahead from batch ``ticket + 1`` of ``lookahead`` on: a caller decoded the first
-        sentences of batch ``ticket`` itself (``--prune-auto``'s calibration) and queues its rest."""
-        self._lookahead, self._tickets, self._next_ticket = lookahead, {}, ticket + 1
-
     def _read_ahead(self) -> bool:
         """Queue the next batch of the lookahead; False at its end."""
         while self._lookahead is not None:

@@ -172,7 +172,7 @@ class DecodeStats:
         if self.prune_auto:
             auto = self.prune_auto
             line += (f", --prune-auto {auto['setting']} ({auto.get('probes', 0)} probes, "
-                     f"{100 * (auto.get('probe_share') or 0):.1f}% of the expansions, "
+                     f"{100 * (auto.get('probe_share') or 0):.1f}% of the decoder work, "
                      f"{max(len(auto.get('changes', [])) - 1, 0)} move(s))")
         if self.settings:
             line += ", " + ", ".join(f"{name}={value}" for name, value in self.settings.items())

@@ -38,7 +38,7 @@ from fairseq_stream.integration.generator import StreamGenerator
 from fairseq_stream.model.static_step import StepModeStats
 from fairseq_stream.search.beam import BeamConfig, Pruning
 from fairseq_stream.search.defaults import PRUNE_AUTO_GROUP, PRUNE_AUTO_STEP_WORK, PRUNE_AUTO_TOLERANCE
-from fairseq_stream.search.prune_controller import OFF, Probe, PruneController, Setting, ladder  # noqa: F401 (re-exported)
+from fairseq_stream.search.prune_controller import Probe, PruneController, Setting
 
 Hypos = List[List[Dict[str, Any]]]  # fairseq's n-best lists, one per sentence
 PREFIX = "fairseq-stream: --prune-auto: "
@@ -71,17 +71,17 @@ class _Helper:
         self.counted = {name: 0 for name in _COUNTS}
         self.counted_steps = StepModeStats()
 
-    def add_new_work(self, stats: DecodeStats, steps: StepModeStats) -> float:
-        """Its work since the last call, added to the run's ``stats`` and ``steps``; returns that work."""
+    def add_new_work(self, stats: DecodeStats, steps: StepModeStats) -> Dict[str, int]:
+        """Its counts since the last call, added to the run's ``stats`` and ``steps``; returns them."""
         own = self.generator.stats
         new = {name: getattr(own, name) - self.counted[name] for name in _COUNTS}
         for name, value in new.items():
             setattr(stats, name, getattr(stats, name) + value)
         self.counted = {name: getattr(own, name) for name in _COUNTS}
         now = self.generator.model.step_stats
-        steps.add(_difference(now, self.counted_steps))
+        steps.add(now.since(self.counted_steps))
         self.counted_steps = copy.deepcopy(now)
-        return work(new["expansions"], new["timesteps"])
+        return new
 
 
 def work(expansions: int, timesteps: int) -> float:
@@ -98,15 +98,6 @@ class Pending:
     hypos: List[Dict[str, Any]]
     rung: int
     charged: float  # the work the controller charged for it
-
-
-def _difference(now: StepModeStats, before: StepModeStats) -> StepModeStats:
-    out = StepModeStats()
-    for name in ("replayed", "static", "native", "eager", "captured", "capture_seconds", "graph_bytes", "evicted"):
-        setattr(out, name, getattr(now, name) - getattr(before, name))
-    out.fallbacks = {why: n - before.fallbacks.get(why, 0) for why, n in now.fallbacks.items()
-                     if n != before.fallbacks.get(why, 0)}
-    return out
 
 
 class AutoPruneGenerator(StreamGenerator):
@@ -184,12 +175,12 @@ class AutoPruneGenerator(StreamGenerator):
         trial_setting = ctl.trial_setting
         trial = self._trial(trial_setting).generator.generate(models, part, bos_token=bos_token) \
             if trial_setting is not None else None
-        before = (self.stats.timesteps, self.stats.expansions)
-        spent = sum(helper.add_new_work(self.stats, self.model.step_stats)
-                    for helper in (self.fixed, self.trial) if helper is not None)
-        self.probe_timesteps += self.stats.timesteps - before[0]
-        self.probe_expansions += self.stats.expansions - before[1]
-        ctl.count_work(spent, sum(p.charged for p in group), sum(len(p.source) - 1 for p in group))
+        new = [helper.add_new_work(self.stats, self.model.step_stats)
+               for helper in (self.fixed, self.trial) if helper is not None]
+        expansions, timesteps = sum(n["expansions"] for n in new), sum(n["timesteps"] for n in new)
+        self.probe_expansions += expansions
+        self.probe_timesteps += timesteps
+        ctl.count_work(work(expansions, timesteps), sum(p.charged for p in group), sum(len(p.source) - 1 for p in group))
         at = ctl.at
         for i, probe in enumerate(group):
             if ctl.at != at:  # moved: the group's other outcomes are of the rungs before

@@ -113,12 +113,21 @@ class StepModeStats:
         """One decoder step ran ``how``: ``replayed``, ``static``, ``native`` or ``eager``."""
         setattr(self, how, getattr(self, how) + 1)
 
+    _COUNTS = ("replayed", "static", "native", "eager", "captured", "capture_seconds", "graph_bytes", "evicted")
+
     def add(self, other: "StepModeStats") -> None:
-        """``other``'s steps counted in these (a helper decode of the run's: ``--prune-auto``'s calibration)."""
-        for name in ("replayed", "static", "native", "eager", "captured", "capture_seconds", "graph_bytes", "evicted"):
+        """``other``'s steps counted in these (a helper decode of the run's: ``--prune-auto``'s probes)."""
+        for name in self._COUNTS:
             setattr(self, name, getattr(self, name) + getattr(other, name))
         for why, n in other.fallbacks.items():
             self.fallbacks[why] = self.fallbacks.get(why, 0) + n
+
+    def since(self, before: "StepModeStats") -> "StepModeStats":
+        """The steps counted here after ``before`` (an earlier copy of these)."""
+        out = StepModeStats(**{name: getattr(self, name) - getattr(before, name) for name in self._COUNTS})
+        out.fallbacks = {why: n - before.fallbacks.get(why, 0) for why, n in self.fallbacks.items()
+                         if n != before.fallbacks.get(why, 0)}
+        return out
 
     def as_dict(self) -> Dict[str, Any]:
         return {"steps_replayed": self.replayed, "steps_static": self.static, "steps_native": self.native,
