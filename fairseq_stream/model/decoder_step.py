@@ -220,14 +220,17 @@ class TransformerStepper:
             values.append(attn.v_proj(enc).view(s, n, self.heads, self.head_dim).permute(1, 2, 0, 3).contiguous())
         return EncoderMemory(keys, values, pad)
 
-    def empty_cache(self, rows: int, like: Tensor, *, static: bool = False) -> RowCache:
+    def empty_cache(self, rows: int, like: Tensor, *, static: bool = False, fixed: bool = False) -> RowCache:
+        """A cache of ``rows`` rows with nothing fed: slot buffers of the static pool (``static``), or
+        buffers of a cache that never moves (``fixed``, model/row_arena.py), or buffers of its own."""
         n = len(self.decoder.layers)
         lens = torch.zeros(rows, dtype=torch.long, device=like.device)
         if static:
             lease = self.pool.acquire(row_bucket(rows), length_bucket(SLACK), like, n, self.heads, self.head_dim)
             return RowCache.static(self.pool, lease, lens, 0)
         shape = (rows, self.heads, SLACK, self.head_dim)
-        return RowCache.of([like.new_zeros(shape) for _ in range(n)], [like.new_zeros(shape) for _ in range(n)], lens, 0)
+        make = RowCache.fixed if fixed else RowCache.of
+        return make([like.new_zeros(shape) for _ in range(n)], [like.new_zeros(shape) for _ in range(n)], lens, 0)
 
     # ---- decoder side -------------------------------------------------------------------
     def embed(self, tokens: Tensor, positions: Tensor, max_position: Optional[int] = None) -> Tensor:
@@ -266,6 +269,7 @@ class TransformerStepper:
         """
         b = tokens.size(1)
         x = self.embed(tokens, positions, max_position)
+        cache = cache.gathered()  # a cache that never moves (a native stream's step the operator declined)
         cache.reserve(b)
         mask, write = self._attention_mask(cache, b, block_mask, x)
         self._refresh_stacked()
@@ -293,20 +297,21 @@ class TransformerStepper:
             return "a block with its own mask"
         if r == 0:
             return "a step with no rows"
-        native = self._native_decoder()
+        native = self.native_decoder()
         if isinstance(native, str):
             return native
         cache.reserve(b)
+        cache.write_slots(b)  # a cache that never moves: each row's home at the block's slots
         # a sinusoidal table grows here, as the eager step's embed() grows it; a learned one is the NativeDecoder's
         grown = self._prepare_positions(int(positions.max()) if max_position is None else max_position, tokens.device)
         table = None if grown is None else self.decoder.embed_positions.weights
         logits = torch.ops.fairseq_stream.decoder_step(
             native, tokens, positions, table, cache.keys, cache.values, cache.width,
             None if cache.uniform else cache.lens, memory.keys, memory.values, memory.padding,
-            index.memory_rows(memory.modulus))  # (R, b, V)
+            index.memory_rows(memory.modulus), cache.table, cache.home)  # (R, b, V)
         return logits, cache.advanced(b)
 
-    def _native_decoder(self) -> Any:
+    def native_decoder(self) -> Any:
         """The decoder's NativeDecoder, built again when its stacked q/k/v copies are; or why there is none."""
         self._refresh_stacked()
         if self._native_version != self._qkv_version:

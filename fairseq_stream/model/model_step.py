@@ -141,7 +141,9 @@ class _TransformerBackend:
         return write_memory(memory, block, free, size, meter)
 
     def initial(self, memory: Any, sentences: Tensor) -> RowCache:
-        return self.stepper.empty_cache(len(sentences), memory.keys[0], static=self.static)
+        # the native step reads through a row table: caches that never move (model/row_arena.py)
+        fixed = self.native and not isinstance(self.stepper.native_decoder(), str)
+        return self.stepper.empty_cache(len(sentences), memory.keys[0], static=self.static, fixed=fixed)
 
     def step(self, memory: Any, cache: RowCache, state: DecoderState, tokens: Tensor,
              block_mask: Optional[Tensor]) -> tuple:
@@ -174,9 +176,7 @@ class _TransformerBackend:
             lease.buffer[:length].copy_(cache.lease.buffer[start: start + length])
             return RowCache.static(cache.pool, lease, cache.lens[start: start + length], cache.width,  # type: ignore[arg-type]
                                    cache.uniform)
-        # Views: a step writes only its own rows, so the parts never see each other's writes.
-        return RowCache([k[start: start + length] for k in cache.keys], [v[start: start + length] for v in cache.values],
-                        cache.lens[start: start + length], cache.width, cache.uniform)
+        return cache.narrow(start, length)
 
     def concat(self, caches: Sequence[RowCache]) -> RowCache:
         return RowCache.concat(caches)

@@ -13,6 +13,8 @@ from typing import Dict, List, Optional, Sequence, Tuple
 import torch
 from torch import Tensor
 
+from fairseq_stream.model import row_arena
+from fairseq_stream.model.row_arena import RowArena
 from fairseq_stream.model.static_step import Lease, StaticCachePool, length_bucket, row_bucket
 
 @dataclass
@@ -45,7 +47,7 @@ def _grown(t: Tensor, width: int, capacity: int) -> Tensor:
     return out
 
 
-@dataclass
+@dataclass(eq=False)  # by identity: an arena keeps its live caches in a weak set
 class RowCache:
     """Self-attention keys/values of one model for ``R`` rows, addressed per row.
 
@@ -77,6 +79,53 @@ class RowCache:
     # (rows bucket, 2·layers, H, slots bucket, hd) lent by a StaticCachePool (model/static_step.py)
     lease: Optional[Lease] = field(default=None, repr=False, compare=False)
     pool: Optional[StaticCachePool] = field(default=None, repr=False, compare=False)
+    arena: Optional[RowArena] = field(default=None, repr=False, compare=False)
+    table: Optional[Tensor] = field(default=None, repr=False, compare=False)  # with arena: (R, capacity)
+    home: Optional[Tensor] = field(default=None, repr=False, compare=False)  # with arena: (R,)
+
+    @staticmethod
+    def on_arena(arena: RowArena, table: Tensor, home: Tensor, lens: Tensor, width: int,
+                 uniform: bool = True) -> "RowCache":
+        """A cache that never moves, over ``arena``'s buffers (registered there as a reader)."""
+        return arena.register(RowCache(arena.keys, arena.values, lens, width, uniform, arena=arena, table=table,
+                                       home=home))
+
+    @staticmethod
+    def fixed(keys: List[Tensor], values: List[Tensor], lens: Tensor, width: int, uniform: bool = True) -> "RowCache":
+        """A cache that never moves over new buffers (R, H, capacity, hd): row r's positions in buffer row r."""
+        r, capacity = keys[0].size(0), keys[0].size(2)
+        home = torch.arange(r, device=lens.device)
+        return RowCache.on_arena(RowArena(list(keys), list(values)), home.unsqueeze(1).expand(r, capacity).clone(),
+                                 home, lens, width, uniform)
+
+    def as_fixed(self) -> "RowCache":
+        """This cache as one that never moves (its buffers become an arena's)."""
+        return self if self.arena is not None else RowCache.fixed(self.keys, self.values, self.lens, self.width,
+                                                                  self.uniform)
+
+    def gathered(self) -> "RowCache":
+        """A cache that never moves copied into the per-row layout (for the eager step); others as they are."""
+        if self.arena is None:
+            return self
+        return RowCache.of(row_arena.gathered(self.keys, self.table, self.lens),  # type: ignore[arg-type]
+                           row_arena.gathered(self.values, self.table, self.lens), self.lens, self.width, self.uniform)  # type: ignore[arg-type]
+
+    def _moved(self, lens: Tensor, width: int, uniform: bool) -> "RowCache":
+        """The same rows' buffers (and table) with new lengths."""
+        if self.arena is not None:
+            return RowCache.on_arena(self.arena, self.table, self.home, lens, width, uniform)  # type: ignore[arg-type]
+        return RowCache(self.keys, self.values, lens, width, uniform, self.owned, self.spare, self.lease, self.pool)
+
+    def write_slots(self, b: int) -> None:
+        """With an arena: name each row's home in the table at the ``b`` slots its next block fills."""
+        if self.arena is None:
+            return
+        table, home = self.table, self.home
+        if self.uniform:
+            table[:, self.width: self.width + b] = home.unsqueeze(1)  # type: ignore[index,union-attr]
+        else:
+            slots = self.lens.unsqueeze(1) + torch.arange(b, device=self.lens.device)
+            table.scatter_(1, slots, home.unsqueeze(1).expand(-1, b))  # type: ignore[union-attr]
 
     @staticmethod
     def static(pool: StaticCachePool, lease: Lease, lens: Tensor, width: int, uniform: bool = True) -> "RowCache":
@@ -97,16 +146,21 @@ class RowCache:
 
     @property
     def rows(self) -> int:
-        return self.keys[0].size(0)
+        return self.lens.numel()
 
     @property
     def capacity(self) -> int:
-        return self.keys[0].size(2)
+        return self.table.size(1) if self.table is not None else self.keys[0].size(2)
 
     def reserve(self, extra: int) -> None:
         """Make room for ``extra`` more slots beyond ``width`` (in place)."""
         capacity = self.capacity
         if self.width + extra <= capacity:
+            return
+        if self.arena is not None:  # the arena's buffers grow for every cache over them; this table follows
+            self.arena.reserve_slots(max(self.width + extra, capacity + extra + SLACK))
+            more = self.arena.capacity - capacity
+            self.table = torch.cat([self.table, self.home.unsqueeze(1).expand(-1, more)], 1)  # type: ignore[list-item,union-attr]
             return
         if self.lease is not None:  # the next length bucket; every row's slots copied
             lease = self._static_like(self.lease.rows, length_bucket(self.width + extra))
@@ -129,6 +183,10 @@ class RowCache:
         """
         r = rows.numel()
         end = self.width if self.uniform else self.capacity
+        if self.arena is not None:  # the tables, not the keys and values
+            lens = self.lens.index_select(0, rows)
+            table, home = row_arena.select(self.arena, self.table, self.home, lens, self.width, rows, self)  # type: ignore[arg-type]
+            return RowCache.on_arena(self.arena, table, home, lens, self.width, self.uniform)
         if self.lease is not None:  # into a buffer of the new row bucket: one copy for every layer
             lease = self._static_like(row_bucket(r), self.capacity)
             torch.index_select(self.lease.buffer[:, :, :, :end], 0, rows, out=lease.buffer[:r, :, :, :end])
@@ -165,6 +223,8 @@ class RowCache:
         width = max(c.width for c in caches)
         capacity = max(c.capacity for c in caches)
         uniform = all(c.uniform and c.width == width for c in caches)
+        if any(c.arena is not None for c in caches):
+            return RowCache._concat_fixed([c.as_fixed() for c in caches], width, capacity, uniform)
         static = next((c for c in caches if c.lease is not None), None)
         if static is not None:  # one buffer of the joint row bucket; each part copies its slots
             lease = static._static_like(row_bucket(sum(c.rows for c in caches)), capacity)
@@ -181,10 +241,39 @@ class RowCache:
         values = [torch.cat([c.values[i] for c in caches]) for i in range(n)]
         return RowCache.of(keys, values, torch.cat([c.lens for c in caches]), width, uniform)
 
+    @staticmethod
+    def _concat_fixed(caches: Sequence["RowCache"], width: int, capacity: int, uniform: bool) -> "RowCache":
+        """Caches that never move in one, over the arena of the most buffer rows: the rows of the others
+        are copied into it (their filled positions; a refill's new rows have none)."""
+        arena: RowArena = max((c.arena for c in caches), key=lambda a: a.rows)  # type: ignore[arg-type,union-attr,return-value]
+        arena.reserve_slots(capacity)
+        tables, homes, placed, placed_homes = [], [], [], []  # rows adopted here are nobody's yet: taken rows exclude them
+        for c in caches:
+            table, home = c.table, c.home
+            if c.arena is not arena:
+                table, home = row_arena.adopt(arena, c.arena, table, home, c.width, placed, placed_homes)  # type: ignore[arg-type]
+                placed.append(table[:, : c.width])  # type: ignore[index]
+                placed_homes.append(home)
+            if table.size(1) < capacity:  # type: ignore[union-attr]
+                table = torch.cat([table, home.unsqueeze(1).expand(-1, capacity - table.size(1))], 1)  # type: ignore[union-attr]
+            tables.append(table)
+            homes.append(home)
+        return RowCache.on_arena(arena, torch.cat(tables), torch.cat(homes), torch.cat([c.lens for c in caches]),  # type: ignore[arg-type]
+                                 width, uniform)
+
+    def narrow(self, start: int, length: int) -> "RowCache":
+        """Rows ``[start, start + length)``: views of the buffers (or the arena's), no copy (a step
+        writes only its own rows)."""
+        lens = self.lens[start: start + length]
+        if self.arena is not None:
+            return RowCache.on_arena(self.arena, self.table[start: start + length], self.home[start: start + length],  # type: ignore[index]
+                                     lens, self.width, self.uniform)
+        return RowCache([k[start: start + length] for k in self.keys], [v[start: start + length] for v in self.values],
+                        lens, self.width, self.uniform)
+
     def advanced(self, b: int) -> "RowCache":
         """After a step that wrote a block of ``b`` tokens for every row."""
-        return RowCache(self.keys, self.values, self.lens + b, self.width + b, self.uniform, self.owned, self.spare,
-                        self.lease, self.pool)
+        return self._moved(self.lens + b, self.width + b, self.uniform)
 
     def accept(self, keep: Tensor, block: int, width: int) -> "RowCache":
         """After a block step, keep the first ``keep[r]`` block tokens of each row.
@@ -192,9 +281,7 @@ class RowCache:
         ``width`` is the host-known new maximum of ``lens`` (the strategy read it with its
         own control values); the rejected slots are simply overwritten by the next block.
         """
-        lens = self.lens - block + keep
-        return RowCache(self.keys, self.values, lens, width, self.rows == 1, self.owned, self.spare,  # one row: lens == width
-                        self.lease, self.pool)
+        return self._moved(self.lens - block + keep, width, self.rows == 1)  # one row: lens == width
 
 
 @dataclass

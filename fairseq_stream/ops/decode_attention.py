@@ -41,19 +41,28 @@ def usable(query: Tensor) -> bool:
 
 
 def attend(query: Tensor, keys: Tensor, values: Tensor, scale: float, *, kv_row: Optional[Tensor] = None,
-           last: Optional[Tensor] = None, key_padding: Optional[Tensor] = None) -> Tensor:
+           last: Optional[Tensor] = None, key_padding: Optional[Tensor] = None,
+           row_table: Optional[Tensor] = None) -> Tensor:
     """(R, H, D) attention outputs of ``query`` (R, H, D) over ``keys``/``values`` (N, H, L, D).
 
     ``kv_row`` (R,): the keys' batch index of each row (default: row ``r`` uses ``keys[r]``);
     ``last`` (R,): row ``r`` sees keys ``j <= last[r]`` only; ``key_padding`` (N, ≥L) bool:
-    True hides key ``j`` of batch ``n``. Every row must see at least one key.
+    True hides key ``j`` of batch ``n``; ``row_table`` (N', ≥L): key ``j`` of ``n`` lies in buffer
+    row ``row_table[n, j]`` (caches that never move, ``model/row_cache.RowArena``). Every row must
+    see at least one key.
     """
-    return torch.ops.fairseq_stream.decode_attention(query, keys, values, kv_row, last, key_padding, scale)
+    return torch.ops.fairseq_stream.decode_attention(query, keys, values, kv_row, last, key_padding, scale, row_table)
 
 
 def reference(query: Tensor, keys: Tensor, values: Tensor, scale: float, *, kv_row: Optional[Tensor] = None,
-              last: Optional[Tensor] = None, key_padding: Optional[Tensor] = None) -> Tensor:
+              last: Optional[Tensor] = None, key_padding: Optional[Tensor] = None,
+              row_table: Optional[Tensor] = None) -> Tensor:
     """The PyTorch definition of :func:`attend`."""
+    if row_table is not None:  # each key from its own buffer row: (N', H, L, D)
+        length = keys.size(2)
+        held = row_table[:, :length]
+        slots = torch.arange(length, device=keys.device).expand_as(held)
+        keys, values = keys[held, :, slots].transpose(1, 2), values[held, :, slots].transpose(1, 2)
     if kv_row is not None:
         keys, values = keys.index_select(0, kv_row), values.index_select(0, kv_row)
         key_padding = None if key_padding is None else key_padding.index_select(0, kv_row)

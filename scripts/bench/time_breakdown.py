@@ -30,6 +30,7 @@ sys.path.insert(0, REPO)
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))  # bench_vs_ctranslate2, beside this
 
 PARTS = [("encoder", "encoder"), ("decoder layers", "decoder"), ("output projection", "logits"),
+         ("native decoder step (layers and output projection)", "native"),
          ("search step", "strategy"), ("  of which fused top-k + normaliser", "topk"),
          ("  of which beam step operator", "operator"), ("cache reorder", "reorder")]
 
@@ -46,6 +47,7 @@ def timers(totals: Dict[str, float], search_class: type) -> Iterator[None]:
                (model_step.ModelStep, "select", "reorder"), (model_step.ModelStep, "accept", "reorder"),
                (decoder_step.TransformerStepper, "forward", "decoder"),
                (decoder_step.TransformerStepper, "logits", "logits"),
+               (decoder_step.TransformerStepper, "forward_native", "native"),
                (output.OutputScorer, "top", "topk"), (backends.StepRunner, "run", "operator"),
                (search_class, "step", "strategy")]
     saved = [(owner, name, getattr(owner, name)) for owner, name, _ in targets]
@@ -68,10 +70,11 @@ def timers(totals: Dict[str, float], search_class: type) -> Iterator[None]:
             setattr(owner, name, fn)
 
 
-def breakdown(session: Any, dataset: Any, search: str, beam: int, quantize: str) -> Tuple[float, Dict[str, float]]:
+def breakdown(session: Any, dataset: Any, search: str, beam: int, quantize: str,
+              step_mode: str) -> Tuple[float, Dict[str, float]]:
     from fairseq_stream.search.registry import get_search
 
-    opts = {"quantize": quantize}
+    opts = {"quantize": quantize, "step_mode": step_mode}
     session.translate(dataset, search=search, gen={"beam": beam}, opts=opts)  # warm-up, untimed
     totals: Dict[str, float] = defaultdict(float)
     with timers(totals, get_search(search).strategy):
@@ -92,7 +95,7 @@ def ctranslate2_total(session: Any, sources: List[str], beam: int, compute_type:
 
 
 def print_rows(label: str, wall: float, totals: Dict[str, float]) -> None:
-    counted = sum(totals[k] for k in ("encoder", "strategy", "reorder")) + totals["decoder"] + totals["logits"]
+    counted = sum(totals[k] for k in ("encoder", "strategy", "reorder", "decoder", "logits", "native"))
     cells = [(name, totals[key]) for name, key in PARTS] + [("rest (Python per step, scheduler)", wall - counted)]
     for name, seconds in cells:
         print(f"| {label} | {name} | {seconds:.2f} | {seconds / wall:.0%} |")
@@ -104,6 +107,8 @@ def main(argv: Optional[Sequence[str]] = None) -> None:
     parser.add_argument("--limit", type=int, default=100)
     parser.add_argument("--beam", type=int, default=5)
     parser.add_argument("--search", nargs="+", default=["var-stream", "fixed-ours"])
+    parser.add_argument("--step-mode", default="eager", choices=["eager", "native", "static", "auto"],
+                        help="the decoder step to split (native: one C++ call for the layers and the projection)")
     args = parser.parse_args(argv)
     torch.set_num_threads(1)
     from bench_vs_ctranslate2 import DEMO, convert
@@ -115,12 +120,12 @@ def main(argv: Optional[Sequence[str]] = None) -> None:
     with open(os.path.join(DEMO, "test.es"), encoding="utf-8") as f:
         sources = [line.rstrip("\n") for line in f][: args.limit]
     dataset = session.encode(sources)
-    print(f"{len(sources)} sentences, beam {args.beam}, 1 thread\n")
+    print(f"{len(sources)} sentences, beam {args.beam}, --step-mode {args.step_mode}, 1 thread\n")
     print("| run | part | seconds | share |\n|---|---|---|---|")
     for search in args.search:
         for quantize in ("none", "int8"):
             label = f"{search} {'float32' if quantize == 'none' else 'int8'}"
-            print_rows(label, *breakdown(session, dataset, search, args.beam, quantize))
+            print_rows(label, *breakdown(session, dataset, search, args.beam, quantize, args.step_mode))
     try:
         import ctranslate2  # noqa: F401
     except ImportError:

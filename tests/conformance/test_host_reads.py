@@ -5,7 +5,9 @@ Host reads (``item``/``tolist``/``bool`` of a tensor, ``nonzero``, boolean-mask 
 :class:`fairseq_stream.engine.profiling.CostCounter` on any machine, here on the CPU. Counted: every
 call of the scheduler's step (decoder call, strategy step, cache reorder) and the read-out of
 the finished hypotheses; not counted: fairseq's batching and the encoder calls of refills
-(once per refill, fairseq's code).
+(once per refill, fairseq's code). The steps run eager (the step a GPU runs, but for its graphs):
+``--step-mode native`` is a CPU's alone, where a read stalls no queue, and its caches that never
+move choose buffer rows on the host (model/row_arena.py).
 """
 import os
 
@@ -21,7 +23,8 @@ DRAFT = os.path.join(DEMO, "draft.pt")
 
 def _count_steps(session, data, search, gen, opts):
     with count_decoder_steps(CostCounts()) as counts:
-        out = session.translate(data, search=search, gen=gen, opts=opts, postprocess=False)
+        out = session.translate(data, search=search, gen=gen, opts=dict({"step_mode": "eager"}, **opts),
+                                postprocess=False)
     return out, counts
 
 

@@ -2,14 +2,18 @@
 
 ``csrc/decoder_step.cpp`` makes the eager step's aten calls in its order (model/native_step.py), so
 on the trained demo model every strategy's tokens are identical and its scores EXACTLY equal (``==``),
-in float32 and in int8; the statistics count native steps. What the operator does not run falls
-back to the eager step, named in the statistics.
+in float32 and in int8; the statistics count native steps. Its caches never move
+(model/row_arena.py: a reorder copies a table, the attention reads through it) where the eager
+step's are copied at every reorder. What the operator does not run falls back to the eager step,
+named in the statistics.
 """
+import os
 from typing import Any
 
 import pytest
 
-from fairseq_stream.model import native_step
+from conftest import DEMO
+from fairseq_stream.model import native_step, row_arena
 
 N = 16
 CASES = {  # name → (search, gen, opts); all with refills (capacity < N)
@@ -19,8 +23,10 @@ CASES = {  # name → (search, gen, opts); all with refills (capacity < N)
     "gs-jacobi": ("gs-jacobi", {"beam": 1}, {"jacobi_block": 3, "stream_capacity": 8}),  # causal blocks, own lengths
     "var-fifo": ("var-fifo", {"beam": 5}, {"stream_capacity": 8}),  # rows of different lengths in one step
     "lookahead": ("lookahead", {"beam": 1}, {"stream_capacity": 8}),  # ragged verification blocks
+    # the draft steps native too, its caches rolled back by the verifier
+    "speculative": ("speculative", {"beam": 1}, {"draft_path": os.path.join(DEMO, "draft.pt"), "stream_capacity": 8}),
 }
-SLOW = ("var-fifo", "lookahead")
+SLOW = ("var-fifo", "lookahead", "speculative")
 
 pytestmark = pytest.mark.skipif(native_step.kernel_available() is not None,
                                 reason="the native-step kernel cannot be built here")
@@ -58,8 +64,14 @@ def _check(eager: Any, native: Any) -> None:
 
 
 @pytest.mark.parametrize("case", _params())
-def test_native_equals_eager_bit_for_bit_in_float32(demo_session, data, case):
-    _check(_run(demo_session, data, case, "eager"), _run(demo_session, data, case, "native"))
+def test_native_equals_eager_bit_for_bit_in_float32(demo_session, data, case, monkeypatch):
+    reorders = []
+    select = row_arena.select
+    monkeypatch.setattr(row_arena, "select", lambda *a, **k: reorders.append(1) or select(*a, **k))
+    eager = _run(demo_session, data, case, "eager")
+    assert not reorders  # the eager step's caches are copied
+    _check(eager, _run(demo_session, data, case, "native"))
+    assert reorders  # the native step's reorders copied tables
 
 
 @pytest.mark.parametrize("case", _params())

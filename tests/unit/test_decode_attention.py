@@ -76,3 +76,28 @@ def test_a_block_query_equals_the_single_query_step_at_its_position():
     for j in range(5):
         step = da.attend(q[j: j + 1], k[:, :, : 8 + j + 1], v[:, :, : 8 + j + 1], 0.3)
         assert torch.equal(block[j: j + 1], step), j
+
+
+@pytest.mark.parametrize("with_last", [False, True])
+def test_keys_read_through_a_row_table_are_the_gathered_layouts_bits(with_last):
+    # Caches that never move (model/row_arena.py): key j of row r lies in buffer row table[r, j].
+    # The kernel reads it with the same instructions as the same keys gathered into rows of their
+    # own, so the outputs are equal bit for bit (the native step's exactness rests on it).
+    g = torch.Generator().manual_seed(5)
+    rows, buffer_rows, length = 9, 14, 11
+    q = torch.randn(rows, 4, 16, generator=g)
+    keys = torch.randn(buffer_rows, 4, length + 3, 16, generator=g)
+    values = torch.randn(buffer_rows, 4, length + 3, 16, generator=g)
+    table = torch.randint(0, buffer_rows, (rows, length + 3), generator=g)
+    last = torch.randint(0, length, (rows,), generator=g) if with_last else None
+    slots = torch.arange(length + 3).expand_as(table)
+    own_k = keys[table, :, slots].transpose(1, 2).contiguous()[:, :, :length]
+    own_v = values[table, :, slots].transpose(1, 2).contiguous()[:, :, :length]
+    through = da.attend(q, keys[:, :, :length], values[:, :, :length], 0.25, last=last, row_table=table)
+    assert torch.equal(through, da.attend(q, own_k, own_v, 0.25, last=last))
+    torch.testing.assert_close(through, da.reference(q, keys[:, :, :length], values[:, :, :length], 0.25, last=last,
+                                                     row_table=table), rtol=1e-5, atol=1e-6)
+    bad = table.clone()
+    bad[0, 0] = buffer_rows  # a buffer row that is not there
+    with pytest.raises(RuntimeError, match="row_table out of range"):
+        da.attend(q, keys[:, :, :length], values[:, :, :length], 0.25, row_table=bad)

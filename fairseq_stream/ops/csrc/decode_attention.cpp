@@ -6,6 +6,11 @@
 // j < L, and j <= last[r] when `last` is given (rows of different lengths), and where
 // `key_padding[n, j]` is false when it is given (padded source positions).
 //
+// Given `row_table` (N, >= L), key j of n is not in buffer row n but in buffer row row_table[n, j]:
+// the caches that never move (model/row_cache.py, RowArena), where a beam reorder copies that table
+// and not the keys and values. Both layouts address each key through one pointer, so the arithmetic
+// is the same instructions in the same order whichever layout holds the keys.
+//
 // PyTorch's CPU attention runs this shape (a 1-row query block) at about 6 GB/s of keys and
 // values; this kernel streams each (row, head)'s keys, then its values, once, vectorised over
 // the head dimension. Every (row, head) is computed alone, by the same instructions whatever
@@ -23,7 +28,14 @@ static inline bool hidden(int64_t j, int64_t last, const bool* padding) {
   return (last >= 0 && j > last) || (padding != nullptr && padding[j]);
 }
 
-static void attend_one(const float* q, const float* K, const float* V, int64_t key_stride, int64_t L, int64_t D,
+// Ask for the D floats at p a few keys ahead: keys read through a row table jump between buffer
+// rows (no hardware prefetch follows them); in the per-row layout they are consecutive anyway.
+static inline void prefetch_key(const float* p, int64_t D) {
+  for (int64_t d = 0; d < D; d += 16) __builtin_prefetch(p + d);
+}
+
+// Keys and values of one (row, head) as one pointer per key (Kp[j], Vp[j]: D floats each).
+static void attend_one(const float* q, const float* const* Kp, const float* const* Vp, int64_t L, int64_t D,
                        float scale, const bool* padding, int64_t last, float* out, std::vector<float>& scores) {
   // Only the span from the first to the last visible key is read, counted from its first key:
   // the result depends on the visible keys alone, never on where they sit in the buffer or on
@@ -36,17 +48,20 @@ static void attend_one(const float* q, const float* K, const float* V, int64_t k
     while (hi > lo && padding[hi - 1]) --hi;
     padding += lo;
   }
-  K += lo * key_stride;
-  V += lo * key_stride;
+  Kp += lo;
+  Vp += lo;
   L = std::max<int64_t>(hi - lo, 0);
   last = -1;  // the span ends at the last visible key
   scores.resize(L);
   float* s = scores.data();
   // Scores, four keys at a time: independent sums keep the vector units busy (one key's sum
   // is a chain of dependent adds ending in a horizontal reduction).
+  constexpr int64_t ahead = 8;  // keys prefetched ahead of the one read
+  for (int64_t j = 0; j < std::min(L, ahead); ++j) prefetch_key(Kp[j], D);
   int64_t j = 0;
   for (; j + 4 <= L; j += 4) {
-    const float *k0 = K + j * key_stride, *k1 = k0 + key_stride, *k2 = k1 + key_stride, *k3 = k2 + key_stride;
+    for (int64_t f = j + ahead; f < std::min(L, j + ahead + 4); ++f) prefetch_key(Kp[f], D);
+    const float *k0 = Kp[j], *k1 = Kp[j + 1], *k2 = Kp[j + 2], *k3 = Kp[j + 3];
     float a0 = 0, a1 = 0, a2 = 0, a3 = 0;
 #pragma omp simd reduction(+ : a0, a1, a2, a3)
     for (int64_t d = 0; d < D; ++d) {
@@ -61,7 +76,7 @@ static void attend_one(const float* q, const float* K, const float* V, int64_t k
     s[j + 3] = a3 * scale;
   }
   for (; j < L; ++j) {
-    const float* k = K + j * key_stride;
+    const float* k = Kp[j];
     float a = 0;
 #pragma omp simd reduction(+ : a)
     for (int64_t d = 0; d < D; ++d) a += q[d] * k[d];
@@ -85,14 +100,16 @@ static void attend_one(const float* q, const float* K, const float* V, int64_t k
   float total = 0;
   for (j = 0; j < L; ++j) total += s[j];
   // Values, four keys per pass over the output row.
+  for (j = 0; j < std::min(L, ahead); ++j) prefetch_key(Vp[j], D);
   for (j = 0; j + 4 <= L; j += 4) {
-    const float *v0 = V + j * key_stride, *v1 = v0 + key_stride, *v2 = v1 + key_stride, *v3 = v2 + key_stride;
+    for (int64_t f = j + ahead; f < std::min(L, j + ahead + 4); ++f) prefetch_key(Vp[f], D);
+    const float *v0 = Vp[j], *v1 = Vp[j + 1], *v2 = Vp[j + 2], *v3 = Vp[j + 3];
     const float p0 = s[j], p1 = s[j + 1], p2 = s[j + 2], p3 = s[j + 3];
 #pragma omp simd
     for (int64_t d = 0; d < D; ++d) out[d] += p0 * v0[d] + p1 * v1[d] + p2 * v2[d] + p3 * v3[d];
   }
   for (; j < L; ++j) {
-    const float* v = V + j * key_stride;
+    const float* v = Vp[j];
     const float p = s[j];
 #pragma omp simd
     for (int64_t d = 0; d < D; ++d) out[d] += p * v[d];
@@ -104,7 +121,8 @@ static void attend_one(const float* q, const float* K, const float* V, int64_t k
 
 torch::Tensor decode_attention(const torch::Tensor& query, const torch::Tensor& keys, const torch::Tensor& values,
                                const c10::optional<torch::Tensor>& kv_row, const c10::optional<torch::Tensor>& last,
-                               const c10::optional<torch::Tensor>& key_padding, double scale) {
+                               const c10::optional<torch::Tensor>& key_padding, double scale,
+                               const c10::optional<torch::Tensor>& row_table) {
   TORCH_CHECK(query.dim() == 3 && keys.dim() == 4 && values.dim() == 4, "query (R, H, D), keys/values (N, H, L, D)");
   TORCH_CHECK(query.scalar_type() == torch::kFloat && keys.scalar_type() == torch::kFloat &&
               values.scalar_type() == torch::kFloat, "float32 only");
@@ -113,13 +131,17 @@ torch::Tensor decode_attention(const torch::Tensor& query, const torch::Tensor& 
   auto q = query.contiguous();
   const int64_t R = q.size(0), H = q.size(1), D = q.size(2), N = keys.size(0), L = keys.size(2);
   TORCH_CHECK(keys.size(1) == H && keys.size(3) == D, "query and keys differ in heads or head size");
-  torch::Tensor rows, ends, pad;
+  torch::Tensor rows, ends, pad, table;
   if (kv_row.has_value()) rows = kv_row->to(torch::kLong).contiguous();
-  else TORCH_CHECK(N == R, "without kv_row every row has its own keys");
+  else TORCH_CHECK(N == R || row_table.has_value(), "without kv_row (or a row table) every row has its own keys");
   if (last.has_value()) ends = last->to(torch::kLong).contiguous();
   if (key_padding.has_value()) {
     pad = key_padding->to(torch::kBool).contiguous();
     TORCH_CHECK(pad.dim() == 2 && pad.size(0) == N && pad.size(1) >= L, "key_padding (N, L)");
+  }
+  if (row_table.has_value()) {
+    table = row_table->to(torch::kLong).contiguous();
+    TORCH_CHECK(table.dim() == 2 && table.size(1) >= L, "row_table (N, >= L)");
   }
   auto out = torch::empty({R, H, D}, q.options());
   const float* pq = q.data_ptr<float>();
@@ -129,15 +151,32 @@ torch::Tensor decode_attention(const torch::Tensor& query, const torch::Tensor& 
   const int64_t* pend = ends.defined() ? ends.data_ptr<int64_t>() : nullptr;
   const bool* ppad = pad.defined() ? pad.data_ptr<bool>() : nullptr;
   const int64_t pad_stride = pad.defined() ? pad.size(1) : 0;
+  const int64_t* ptable = table.defined() ? table.data_ptr<int64_t>() : nullptr;
+  const int64_t table_rows = table.defined() ? table.size(0) : 0, table_stride = table.defined() ? table.size(1) : 0;
   float* po = out.data_ptr<float>();
   const int64_t sn = keys.stride(0), sh = keys.stride(1);
   at::parallel_for(0, R * H, 1, [&](int64_t begin, int64_t end) {
     std::vector<float> scores;
+    std::vector<const float*> kp(L), vp(L);
     for (int64_t i = begin; i < end; ++i) {
       const int64_t r = i / H, h = i % H;
       const int64_t n = prow ? prow[r] : r;
-      TORCH_CHECK(n >= 0 && n < N, "kv_row out of range");
-      attend_one(pq + i * D, pk + n * sn + h * sh, pv + n * sn + h * sh, D, L, D, static_cast<float>(scale),
+      if (ptable != nullptr) {
+        TORCH_CHECK(n >= 0 && n < table_rows, "kv_row out of the row table");
+        const int64_t* held = ptable + n * table_stride;  // the buffer row of each key
+        for (int64_t j = 0; j < L; ++j) {
+          TORCH_CHECK(held[j] >= 0 && held[j] < N, "row_table out of range");
+          kp[j] = pk + held[j] * sn + h * sh + j * D;
+          vp[j] = pv + held[j] * sn + h * sh + j * D;
+        }
+      } else {
+        TORCH_CHECK(n >= 0 && n < N, "kv_row out of range");
+        for (int64_t j = 0; j < L; ++j) {
+          kp[j] = pk + n * sn + h * sh + j * D;
+          vp[j] = pv + n * sn + h * sh + j * D;
+        }
+      }
+      attend_one(pq + i * D, kp.data(), vp.data(), L, D, static_cast<float>(scale),
                  ppad ? ppad + n * pad_stride : nullptr, pend ? pend[r] : -1, po + i * D, scores);
     }
   });
@@ -146,4 +185,4 @@ torch::Tensor decode_attention(const torch::Tensor& query, const torch::Tensor& 
 
 FAIRSEQ_STREAM_CPU_OPERATOR(decode_attention,
                             "(Tensor query, Tensor keys, Tensor values, Tensor? kv_row, Tensor? last, "
-                            "Tensor? key_padding, float scale) -> Tensor")
+                            "Tensor? key_padding, float scale, Tensor? row_table=None) -> Tensor")

@@ -12,6 +12,7 @@
 #include <ATen/core/dispatch/Dispatcher.h>
 #include <ATen/native/quantized/PackedParams.h>
 #include <torch/custom_class.h>
+#include <cstring>
 #include <string>
 #include <vector>
 
@@ -143,12 +144,13 @@ struct NativeDecoder : torch::CustomClassHolder {
 namespace {
 
 using Attend = Tensor(const Tensor&, const Tensor&, const Tensor&, const c10::optional<Tensor>&,
-                      const c10::optional<Tensor>&, const c10::optional<Tensor>&, double);
+                      const c10::optional<Tensor>&, const c10::optional<Tensor>&, double, const c10::optional<Tensor>&);
 
 Tensor attend(const Tensor& q, const Tensor& k, const Tensor& v, const c10::optional<Tensor>& kv_row,
-              const c10::optional<Tensor>& last, const c10::optional<Tensor>& padding, double scale) {
+              const c10::optional<Tensor>& last, const c10::optional<Tensor>& padding, double scale,
+              const c10::optional<Tensor>& row_table = c10::nullopt) {
   static const auto handle = op("fairseq_stream::decode_attention").typed<Attend>();
-  return handle.call(q, k, v, kv_row, last, padding, scale);
+  return handle.call(q, k, v, kv_row, last, padding, scale, row_table);
 }
 
 // What one step reads besides the weights.
@@ -157,7 +159,10 @@ struct StepInputs {
   const std::vector<Tensor>& values;
   int64_t width;
   c10::optional<Tensor> lens;  // rows of their own lengths (None: every row has `width` tokens)
-  Tensor write;                // (R, H, b, hd) each row's slots (with lens)
+  Tensor write;                // (R, H, b, hd) each row's slots (with lens, without a row table)
+  c10::optional<Tensor> table;  // caches that never move: (R, >= width + b) the buffer row of each slot
+  Tensor home;                  // with a table: (R,) the buffer row each row writes its block into
+  Tensor home_slots;            // with a table and lens: (R, b) the slots each row writes
   c10::optional<Tensor> self_row, self_last;  // a causal block's queries: their row and last slot
   const std::vector<Tensor>& enc_keys;
   const std::vector<Tensor>& enc_values;
@@ -170,13 +175,39 @@ Tensor split_heads(const Tensor& x, int64_t heads) {
   return x.view({x.size(0), x.size(1), heads, x.size(2) / heads}).transpose(1, 2);
 }
 
+// Caches that never move: row r's block (R, H, b, hd) into buffer row home[r] at slots start + j, or
+// lens[r] + j (slots: (R, 1, b) then). One copy of hd floats per (row, head, token): index_copy_ and
+// index_put_ on the strided slot slice cost several times the bytes they move.
+void write_block(const Tensor& buffer, const Tensor& home, int64_t start, const Tensor& slots, const Tensor& block) {
+  const Tensor src = block.contiguous();
+  const int64_t R = src.size(0), H = src.size(1), b = src.size(2), D = src.size(3);
+  TORCH_CHECK(buffer.stride(3) == 1 && buffer.stride(2) == D, "decoder_step: each head's slots contiguous");
+  const int64_t sn = buffer.stride(0), sh = buffer.stride(1), P = buffer.size(0), C = buffer.size(2);
+  const int64_t* rows = home.data_ptr<int64_t>();
+  const int64_t* at = slots.defined() ? slots.data_ptr<int64_t>() : nullptr;
+  const float* from = src.data_ptr<float>();
+  float* to = buffer.data_ptr<float>();
+  for (int64_t r = 0; r < R; ++r) {
+    TORCH_CHECK(rows[r] >= 0 && rows[r] < P, "decoder_step: a home outside the buffer");
+    for (int64_t j = 0; j < b; ++j) {
+      const int64_t slot = at ? at[r * b + j] : start + j;
+      TORCH_CHECK(slot >= 0 && slot < C, "decoder_step: a slot outside the buffer");
+      for (int64_t h = 0; h < H; ++h)
+        std::memcpy(to + rows[r] * sn + h * sh + slot * D, from + ((r * H + h) * b + j) * D, D * sizeof(float));
+    }
+  }
+}
+
 // decoder_step._self_attention with the CPU kernel (b = 1, or a causal block)
 Tensor self_attention(const NativeDecoder& m, const Layer& layer, int64_t i, const Tensor& x, const StepInputs& in) {
   const int64_t heads = m.heads, b = x.size(1), r = x.size(0);
   const auto qkv = m.linear(layer.qkv, x).chunk(3, -1);
   const Tensor q = split_heads(qkv[0], heads);
   const int64_t start = in.width;
-  if (!in.lens.has_value()) {
+  if (in.table.has_value()) {  // each row's block into its own buffer row (at its own slots with lens)
+    write_block(in.keys[i], in.home, start, in.home_slots, split_heads(qkv[1], heads));
+    write_block(in.values[i], in.home, start, in.home_slots, split_heads(qkv[2], heads));
+  } else if (!in.lens.has_value()) {
     in.keys[i].slice(2, start, start + b).copy_(split_heads(qkv[1], heads));
     in.values[i].slice(2, start, start + b).copy_(split_heads(qkv[2], heads));
   } else {
@@ -187,10 +218,10 @@ Tensor self_attention(const NativeDecoder& m, const Layer& layer, int64_t i, con
   const int64_t hd = q.size(3);
   Tensor out;
   if (b == 1) {
-    out = attend(q.view({r, heads, hd}), k, v, c10::nullopt, in.lens, c10::nullopt, layer.self_scaling);
+    out = attend(q.view({r, heads, hd}), k, v, c10::nullopt, in.lens, c10::nullopt, layer.self_scaling, in.table);
   } else {
     out = attend(q.transpose(1, 2).reshape({r * b, heads, hd}), k, v, in.self_row, in.self_last, c10::nullopt,
-                 layer.self_scaling);
+                 layer.self_scaling, in.table);
   }
   return m.linear(layer.self_out, out.view({r, b, heads * hd}));
 }
@@ -240,20 +271,29 @@ Tensor embed(const NativeDecoder& m, const Tensor& tokens, const Tensor& positio
 
 // Logits (R, b, V) of a causal step of `tokens` (R, b) at `positions` (R, b); the block's keys and
 // values are written into the caches (keys[l], values[l]: (R, H, capacity, hd)) at [width, width + b)
-// or, given `lens` (R,), at each row's lens[r] + j. The encoder's keys/values (N, H, S, hd) are read
-// by `kv_row` (R,), each row's sentence.
+// or, given `lens` (R,), at each row's lens[r] + j. Given `table` (R, >= width + b) and `home` (R,),
+// the caches that never move: the buffers have rows of their own (P, H, capacity, hd), row r writes
+// its block into buffer row home[r] and reads slot j from buffer row table[r, j] (the caller has
+// written home[r] at the block's slots of the table). The encoder's keys/values (N, H, S, hd) are
+// read by `kv_row` (R,), each row's sentence.
 Tensor decoder_step(const c10::intrusive_ptr<NativeDecoder>& self, const Tensor& tokens, const Tensor& positions,
                     const c10::optional<Tensor>& position_table, std::vector<Tensor> keys, std::vector<Tensor> values,
                     int64_t width, const c10::optional<Tensor>& lens, std::vector<Tensor> enc_keys,
-                    std::vector<Tensor> enc_values, const c10::optional<Tensor>& enc_padding, const Tensor& kv_row) {
+                    std::vector<Tensor> enc_values, const c10::optional<Tensor>& enc_padding, const Tensor& kv_row,
+                    const c10::optional<Tensor>& table, const c10::optional<Tensor>& home) {
   const NativeDecoder& m = *self;
   at::NoGradGuard no_grad;
   TORCH_CHECK(keys.size() == m.layers.size() && enc_keys.size() == m.layers.size(), "decoder_step: one cache a layer");
   const int64_t r = tokens.size(0), b = tokens.size(1);
   Tensor x = embed(m, tokens, positions, position_table);
-  StepInputs in{keys, values, width, lens, Tensor(), c10::nullopt, c10::nullopt, enc_keys, enc_values, enc_padding,
-                kv_row};
-  if (lens.has_value()) {  // TransformerStepper._attention_mask: each row writes at its own lens[r] + j
+  TORCH_CHECK(table.has_value() == home.has_value(), "decoder_step: a row table comes with the rows' homes");
+  TORCH_CHECK(!home.has_value() || (home->scalar_type() == torch::kLong && home->is_contiguous()),
+              "decoder_step: homes are contiguous int64");
+  StepInputs in{keys, values, width, lens, Tensor(), table, home.has_value() ? *home : Tensor(), Tensor(),
+                c10::nullopt, c10::nullopt, enc_keys, enc_values, enc_padding, kv_row};
+  if (table.has_value() && lens.has_value()) {
+    in.home_slots = (lens->to(torch::kLong).unsqueeze(1) + at::arange(b, tokens.options().dtype(torch::kLong))).contiguous();
+  } else if (lens.has_value()) {  // TransformerStepper._attention_mask: each row writes at its own lens[r] + j
     const Tensor ends = lens->unsqueeze(1) + at::arange(b, tokens.options());
     in.write = ends.view({r, 1, b, 1}).expand({r, m.heads, b, m.head_dim});
   }
@@ -281,7 +321,8 @@ TORCH_LIBRARY_FRAGMENT(fairseq_stream, m) {
       .def("set_output", &NativeDecoder::set_output);
   m.def("decoder_step(__torch__.torch.classes.fairseq_stream.NativeDecoder decoder, Tensor tokens, "
         "Tensor positions, Tensor? position_table, Tensor[] keys, Tensor[] values, int width, Tensor? lens, "
-        "Tensor[] enc_keys, Tensor[] enc_values, Tensor? enc_padding, Tensor kv_row) -> Tensor");
+        "Tensor[] enc_keys, Tensor[] enc_values, Tensor? enc_padding, Tensor kv_row, Tensor? table=None, "
+        "Tensor? home=None) -> Tensor");
 }
 TORCH_LIBRARY_IMPL(fairseq_stream, CPU, m) { m.impl("decoder_step", &decoder_step); }
 PYBIND11_MODULE(TORCH_EXTENSION_NAME, m) {}

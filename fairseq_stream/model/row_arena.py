@@ -1,0 +1,168 @@
+"""Caches that never move: the decoder's keys and values written once, a beam reorder copies a table.
+
+Within a sentence every row advances in lockstep, so the key of a row's position ``j`` is written
+once, at the step that fed it, and never changes while a descendant of that row reads it. A
+:class:`RowArena` holds the buffers ``(P, H, capacity, hd)`` per layer; a cache over it
+(``row_cache.RowCache`` with ``arena``) keeps per row
+
+* ``table`` (R, capacity): the buffer row that holds each of its positions, and
+* ``home`` (R,): the buffer row its next positions are written into.
+
+A reorder (:func:`select`) copies the rows' tables (R × positions integers, not R × positions ×
+layers × d floats): the first child of a row keeps its parent's home (it continues the parent's
+positions), each further child gets a buffer row that no live cache reads from the child's
+position on (:meth:`RowArena.take`; a row's earlier positions may still be read by cousins).
+Writes never clobber a live key: a home is written at positions no other row reads (its siblings
+and cousins read it only below the position where they branched off, and lengths only grow but for
+a single row's rejected block, which only that row read). Caches of different arenas join by
+copying the filled positions of the rows they read (:func:`adopt`: a refill's new rows hold none).
+
+The attention kernel reads through the table (``ops/csrc/decode_attention.cpp``'s ``row_table``,
+the native step's ``table``/``home``), with one pointer per key in either layout, so the bits are
+those of the copying cache's. The eager step reads a copy in the old layout (:func:`gathered`). The buffers are not zeroed (a slot
+is read only after its step wrote it).
+"""
+from __future__ import annotations
+
+import weakref
+from typing import Any, List, Sequence, Tuple
+
+import torch
+from torch import Tensor
+
+
+class RowArena:
+    """The keys/values buffers of the caches that index them, and which buffer rows they read.
+
+    ``keys``/``values`` are lists shared with those caches (a growth replaces their items in
+    place, so every cache sees the new buffers). Live caches register (weakly): a buffer row is
+    free when no live cache's table (up to its width) or home names it.
+    """
+
+    def __init__(self, keys: List[Tensor], values: List[Tensor]) -> None:
+        self.keys, self.values = keys, values
+        self.caches: "weakref.WeakSet[Any]" = weakref.WeakSet()
+
+    @property
+    def rows(self) -> int:
+        return self.keys[0].size(0)
+
+    @property
+    def capacity(self) -> int:
+        return self.keys[0].size(2)
+
+    def register(self, cache: Any) -> Any:
+        self.caches.add(cache)
+        return cache
+
+    def _filled(self) -> int:
+        """Slots a live cache may read: a growth copies no more (the others are written before read)."""
+        return max((c.width for c in list(self.caches)), default=0)
+
+    def _replace(self, grow: Any) -> None:
+        for buffers in (self.keys, self.values):
+            for i, t in enumerate(buffers):
+                buffers[i] = grow(t)
+
+    def reserve_slots(self, capacity: int) -> None:
+        """At least ``capacity`` positions per buffer row (doubling: a growth copies every buffer)."""
+        old = self.capacity
+        if capacity <= old:
+            return
+        new = max(capacity, 2 * old)
+        filled = min(self._filled(), old)
+
+        def grow(t: Tensor) -> Tensor:
+            out = t.new_empty(t.shape[:2] + (new,) + t.shape[3:])  # unwritten slots are never read
+            out[:, :, :filled] = t[:, :, :filled]
+            return out
+
+        self._replace(grow)
+
+    def _grow_rows(self, rows: int) -> None:
+        old, filled = self.rows, min(self._filled(), self.capacity)
+
+        def grow(t: Tensor) -> Tensor:
+            out = t.new_empty((rows,) + tuple(t.shape[1:]))
+            out[:old, :, :filled] = t[:, :, :filled]
+            return out
+
+        self._replace(grow)
+
+    def take(self, n: int, at: int, tables: Sequence[Tensor] = (), homes: Sequence[Tensor] = (),
+             consumed: Any = None) -> Tensor:
+        """``n`` buffer rows free from position ``at`` on: no live cache but ``consumed``, nor
+        ``tables`` (R, w: position j in column j), reads one of their positions ``>= at``, and
+        none is a home (of a live cache or in ``homes``). Rows read only below ``at`` are reused: a
+        row that branched off wrote a few positions of a buffer row, and its cousins read only those.
+
+        Grows the buffers (by half, at least ``n``) when too few are free.
+        """
+        device = self.keys[0].device
+        last_read = torch.full((self.rows,), -1, dtype=torch.long, device=device)
+        home = torch.iinfo(torch.long).max
+        readers = [(c.table[:, : c.width], c.home) for c in list(self.caches) if c is not consumed]
+        for table, ids in readers + [(t, None) for t in tables] + [(None, h) for h in homes]:
+            if table is not None and table.numel():
+                slots = torch.arange(table.size(1), device=device).expand_as(table)
+                last_read.scatter_reduce_(0, table.reshape(-1), slots.reshape(-1), "amax")
+            if ids is not None:
+                last_read[ids.reshape(-1)] = home
+        free = (last_read < at).nonzero().view(-1)
+        if free.numel() < n:
+            start = self.rows
+            self._grow_rows(start + max(n - free.numel(), start // 2, 1))
+            free = torch.cat([free, torch.arange(start, self.rows, device=device)])
+        return free[:n]
+
+
+def first_of_each(rows: Tensor) -> Tensor:
+    """(R,) True at the first occurrence of each value of ``rows``."""
+    values, order = torch.sort(rows, stable=True)
+    first = torch.ones_like(values, dtype=torch.bool)
+    first[1:] = values[1:] != values[:-1]
+    out = torch.empty_like(first)
+    out[order] = first
+    return out
+
+
+def select(arena: RowArena, table: Tensor, home: Tensor, lens: Tensor, width: int, rows: Tensor,
+           consumed: Any) -> Tuple[Tensor, Tensor]:
+    """The new rows' tables and homes for rows ``rows`` (with repetition) of a cache whose rows
+    have ``lens`` tokens (the new rows')."""
+    table = table.index_select(0, rows)
+    home = home.index_select(0, rows)
+    first = first_of_each(rows)
+    branching = (~first).nonzero().view(-1)
+    if branching.numel():  # a row read by several children: all but the first write elsewhere
+        at = int(lens.index_select(0, branching).min())
+        home[branching] = arena.take(branching.numel(), at, [table[:, :width]], [home[first]], consumed)
+    return table, home
+
+
+def adopt(arena: RowArena, other: RowArena, table: Tensor, home: Tensor, width: int,
+          tables: List[Tensor], homes: List[Tensor]) -> Tuple[Tensor, Tensor]:
+    """Bring rows of a cache over ``other`` into ``arena``: the buffer rows they read get rows of
+    ``arena`` that nobody reads (nor ``tables``, ``homes``), their first ``width`` positions are
+    copied, and the table and homes are renamed."""
+    held = torch.cat([table[:, :width].reshape(-1), home]).unique()
+    fresh = arena.take(held.numel(), 0, tables, homes)
+    arena.reserve_slots(table.size(1))
+    if width:
+        for mine, theirs in zip(arena.keys + arena.values, other.keys + other.values):
+            mine[:, :, :width].index_copy_(0, fresh, theirs[:, :, :width].index_select(0, held))
+    rename = torch.zeros(other.rows, dtype=torch.long, device=table.device)
+    rename[held] = fresh
+    return rename[table], rename[home]
+
+
+def gathered(buffers: List[Tensor], table: Tensor, lens: Tensor) -> List[Tensor]:
+    """Each layer's keys (or values) in the copying layout (R, H, capacity, hd), read through ``table``;
+    the slots past a row's ``lens`` zero (the buffers' unwritten slots are never read, and the eager
+    step multiplies masked slots by zero weights: they must be finite)."""
+    capacity = table.size(1)
+    slots = torch.arange(capacity, device=table.device).expand_as(table)
+    filled = (slots < lens.unsqueeze(1))[:, :, None, None]  # (R, capacity, 1, 1)
+    zero = buffers[0].new_zeros(())
+    return [torch.where(filled, t[:, :, :capacity][table, :, slots], zero).transpose(1, 2).contiguous()
+            for t in buffers]

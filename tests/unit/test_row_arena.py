@@ -1,0 +1,83 @@
+"""Caches that never move (``model/row_arena.py``) hold what the copying caches hold.
+
+A random life of a stream's caches — steps that write a block at each row's length, beam reorders
+with repetition, splits and joins, refills with new rows, rejected block tokens — is played on a
+copying :class:`RowCache` and on one over a :class:`RowArena`; after every operation each row's
+filled slots read through the table equal the copying cache's, and a reorder never copies keys.
+"""
+from __future__ import annotations
+
+import torch
+
+from fairseq_stream.model.row_cache import RowCache
+
+H, HD, LAYERS = 2, 3, 2
+
+
+def _empty(rows: int, fixed: bool) -> RowCache:
+    shape = (rows, H, 4, HD)
+    make = RowCache.fixed if fixed else RowCache.of
+    return make([torch.zeros(shape) for _ in range(LAYERS)], [torch.zeros(shape) for _ in range(LAYERS)],
+                torch.zeros(rows, dtype=torch.long), 0)
+
+
+def _write(cache: RowCache, block: torch.Tensor) -> RowCache:
+    """What a step writes: ``block`` (R, 2·layers, H, b, hd) at each row's own length."""
+    r, b = cache.rows, block.size(3)
+    cache.reserve(b)
+    cache.write_slots(b)
+    rows = cache.home if cache.table is not None else torch.arange(r)
+    slots = cache.lens.unsqueeze(1) + torch.arange(b)
+    for i, buf in enumerate(cache.keys + cache.values):
+        buf.index_put_((rows.view(r, 1, 1), torch.arange(H).view(1, H, 1), slots.view(r, 1, b)), block[:, i])
+    return cache.advanced(b)
+
+
+def _same(plain: RowCache, fixed: RowCache) -> None:
+    assert torch.equal(plain.lens, fixed.lens) and plain.width == fixed.width
+    seen = fixed.gathered()
+    for a, b in zip(plain.keys + plain.values, seen.keys + seen.values):
+        for r, n in enumerate(plain.lens.tolist()):
+            assert torch.equal(a[r, :, :n], b[r, :, :n]), f"row {r}"
+
+
+def test_a_streams_life_reads_the_same_keys_through_the_table():
+    g = torch.Generator().manual_seed(0)
+    plain, fixed = _empty(4, False), _empty(4, True)
+    for step in range(40):
+        r = plain.rows
+        op = step % 5
+        if op in (0, 4):  # a step of one token
+            block = torch.randn(r, 2 * LAYERS, H, 1, HD, generator=g)
+            plain, fixed = _write(plain, block), _write(fixed, block)
+        elif op == 1:  # a block of 3, then rejected block tokens: each row keeps 1 to 3 (rows of their own lengths)
+            block = torch.randn(r, 2 * LAYERS, H, 3, HD, generator=g)
+            plain, fixed = _write(plain, block), _write(fixed, block)
+            _same(plain, fixed)
+            keep = torch.randint(1, 4, (r,), generator=g)
+            width = int((plain.lens - 3 + keep).max())
+            plain, fixed = plain.accept(keep, 3, width), fixed.accept(keep, 3, width)
+        elif op == 2:  # a beam reorder: rows repeated, some dropped
+            rows = torch.randint(0, r, (max(1, r + int(torch.randint(-2, 3, (1,), generator=g))),), generator=g)
+            rows = rows.sort().values
+            keys_before = fixed.keys[0]
+            plain, fixed = plain.select(rows), fixed.select(rows)
+            assert fixed.keys[0] is keys_before or fixed.arena.rows > keys_before.size(0)  # no copy but a growth
+        elif op == 3:  # split, then join with a refill's new rows
+            cut = r // 2
+            new_plain, new_fixed = _empty(2, False), _empty(2, True)
+            plain = RowCache.concat([plain.narrow(0, cut), plain.narrow(cut, r - cut), new_plain])
+            fixed = RowCache.concat([fixed.narrow(0, cut), fixed.narrow(cut, r - cut), new_fixed])
+        _same(plain, fixed)
+    assert fixed.arena is not None
+
+
+def test_a_beams_reorders_keep_the_buffers_bounded():
+    # First children continue their parent's buffer row; the others take rows nobody reads.
+    g = torch.Generator().manual_seed(1)
+    k = 5
+    fixed = _empty(k, True)
+    for _ in range(60):
+        fixed = _write(fixed, torch.randn(k, 2 * LAYERS, H, 1, HD, generator=g))
+        fixed = fixed.select(torch.randint(0, k, (k,), generator=g).sort().values)
+    assert fixed.arena.rows <= 2 * k, fixed.arena.rows
