@@ -103,3 +103,18 @@ def test_what_native_does_not_run_falls_back_to_eager_and_is_named(demo_session6
     assert "not native: the decoder is not float32 on the CPU" in out.stats.summary()
     auto = demo_session64.translate(data, search="fixed-ours", gen={"beam": 5})
     assert auto.stats.step_mode["mode"] == "eager" and not auto.stats.step_mode["fallbacks"]
+
+
+@pytest.mark.slow
+def test_native_equals_eager_on_an_ensemble(demo_sources):
+    """Two models, each with caches that never move over an arena of its own, average their probabilities."""
+    import os
+
+    from fairseq_stream.tools.session import TranslationSession
+
+    ckpt = os.path.join(DEMO, "checkpoint.pt")
+    session = TranslationSession.load(DEMO, f"{ckpt}:{ckpt}", bpe_codes=os.path.join(DEMO, "bpe.codes"),
+                                      extra_args=["--source-lang", "es", "--target-lang", "en"])
+    data = session.encode(demo_sources[:12])
+    for case in ("var-stream", "gs-jacobi"):
+        _check(_run(session, data, case, "eager"), _run(session, data, case, "native"))
