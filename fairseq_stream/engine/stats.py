@@ -216,10 +216,13 @@ def describe_backends(backends: Dict[str, Any], sep: str = " ") -> str:
 def describe_step_mode(modes: Dict[str, Any]) -> str:
     """``step mode graph: 410 replayed, 35 static, 0 eager (12 graphs captured in 0.31 s, 40 MiB graph pool)``
     (``, 3 evicted`` inside the parentheses when the LRU bound of the model's graphs dropped some);
-    ``step mode native: 410 native, 2 eager; not native: a block with its own mask (2)`` under native."""
+    ``step mode native: 410 native, 2 eager (395 reorders as table copies); not native: a block with its
+    own mask (2)`` under native (its caches never move: model/row_arena.py)."""
     mode = modes.get("mode", "?")
     if mode == "native" or modes.get("steps_native"):  # --step-mode native: the C++ step's count
         line = f"step mode {mode}: {int(modes.get('steps_native', 0))} native, {int(modes.get('steps_eager', 0))} eager"
+        if modes.get("reorders_by_table"):
+            line += f" ({int(modes['reorders_by_table'])} reorders as table copies)"
     else:
         line = (f"step mode {mode}: {int(modes.get('steps_replayed', 0))} replayed, "
                 f"{int(modes.get('steps_static', 0))} static, {int(modes.get('steps_eager', 0))} eager")

@@ -428,6 +428,8 @@ class ModelStep:
         ``index``: the new rows' per-sentence layout when the caller knows it (no host read).
         """
         caches = [b.select(c, rows) for b, c in zip(self.backends, state.caches)]
+        if any(getattr(c, "arena", None) is not None for c in caches):  # caches that never move: a table copy
+            self.step_stats.table_reorders += 1
         history = None if state.history is None else state.history.index_select(0, rows)
         if index is not None:
             index.inherit(state.index)

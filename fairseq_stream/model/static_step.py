@@ -103,6 +103,7 @@ class StepModeStats:
     capture_seconds: float = 0.0
     graph_bytes: int = 0
     evicted: int = 0  # graphs dropped by the LRU bound of StepGraphs (captured again if their key recurs)
+    table_reorders: int = 0  # reorders of caches that never move (model/row_arena.py): tables copied, not keys
     fallbacks: Dict[str, int] = field(default_factory=dict)  # why a step left the static path → count
     warned: bool = field(default=False, repr=False)  # the run's one warning line about uncaptured steps
 
@@ -113,7 +114,8 @@ class StepModeStats:
         """One decoder step ran ``how``: ``replayed``, ``static``, ``native`` or ``eager``."""
         setattr(self, how, getattr(self, how) + 1)
 
-    _COUNTS = ("replayed", "static", "native", "eager", "captured", "capture_seconds", "graph_bytes", "evicted")
+    _COUNTS = ("replayed", "static", "native", "eager", "captured", "capture_seconds", "graph_bytes", "evicted",
+               "table_reorders")
 
     def add(self, other: "StepModeStats") -> None:
         """``other``'s steps counted in these (a helper decode of the run's: ``--prune-auto``'s probes)."""
@@ -134,7 +136,7 @@ class StepModeStats:
                 "steps_eager": self.eager,
                 "graphs_captured": self.captured, "graph_capture_s": round(self.capture_seconds, 4),
                 "graph_pool_mib": round(self.graph_bytes / 2 ** 20, 2), "graphs_evicted": self.evicted,
-                "fallbacks": dict(self.fallbacks)}
+                "reorders_by_table": self.table_reorders, "fallbacks": dict(self.fallbacks)}
 
 
 class Lease:

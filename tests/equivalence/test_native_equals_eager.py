@@ -69,9 +69,12 @@ def test_native_equals_eager_bit_for_bit_in_float32(demo_session, data, case, mo
     select = row_arena.select
     monkeypatch.setattr(row_arena, "select", lambda *a, **k: reorders.append(1) or select(*a, **k))
     eager = _run(demo_session, data, case, "eager")
-    assert not reorders  # the eager step's caches are copied
-    _check(eager, _run(demo_session, data, case, "native"))
-    assert reorders  # the native step's reorders copied tables
+    assert not reorders and not eager.stats.step_mode["reorders_by_table"]  # the eager step's caches are copied
+    native = _run(demo_session, data, case, "native")
+    _check(eager, native)
+    assert reorders  # the native step's reorders copied tables, and the statistics say how many
+    assert native.stats.step_mode["reorders_by_table"] > 0
+    assert f"({native.stats.step_mode['reorders_by_table']} reorders as table copies)" in native.stats.summary()
 
 
 @pytest.mark.parametrize("case", _params())
