@@ -7,7 +7,7 @@
 // `key_padding[n, j]` is false when it is given (padded source positions).
 //
 // Given `row_table` (N, >= L), key j of n is not in buffer row n but in buffer row row_table[n, j]:
-// the caches that never move (model/row_cache.py, RowArena), where a beam reorder copies that table
+// the caches that never move (model/row_arena.py), where a beam reorder copies that table
 // and not the keys and values. Both layouts address each key through one pointer, so the arithmetic
 // is the same instructions in the same order whichever layout holds the keys.
 //
@@ -26,12 +26,6 @@
 // Keys visible to a row: j < L, j <= last (when last >= 0), not padded.
 static inline bool hidden(int64_t j, int64_t last, const bool* padding) {
   return (last >= 0 && j > last) || (padding != nullptr && padding[j]);
-}
-
-// Ask for the D floats at p a few keys ahead: keys read through a row table jump between buffer
-// rows (no hardware prefetch follows them); in the per-row layout they are consecutive anyway.
-static inline void prefetch_key(const float* p, int64_t D) {
-  for (int64_t d = 0; d < D; d += 16) __builtin_prefetch(p + d);
 }
 
 // Keys and values of one (row, head) as one pointer per key (Kp[j], Vp[j]: D floats each).
@@ -56,11 +50,8 @@ static void attend_one(const float* q, const float* const* Kp, const float* cons
   float* s = scores.data();
   // Scores, four keys at a time: independent sums keep the vector units busy (one key's sum
   // is a chain of dependent adds ending in a horizontal reduction).
-  constexpr int64_t ahead = 8;  // keys prefetched ahead of the one read
-  for (int64_t j = 0; j < std::min(L, ahead); ++j) prefetch_key(Kp[j], D);
   int64_t j = 0;
   for (; j + 4 <= L; j += 4) {
-    for (int64_t f = j + ahead; f < std::min(L, j + ahead + 4); ++f) prefetch_key(Kp[f], D);
     const float *k0 = Kp[j], *k1 = Kp[j + 1], *k2 = Kp[j + 2], *k3 = Kp[j + 3];
     float a0 = 0, a1 = 0, a2 = 0, a3 = 0;
 #pragma omp simd reduction(+ : a0, a1, a2, a3)
@@ -100,9 +91,7 @@ static void attend_one(const float* q, const float* const* Kp, const float* cons
   float total = 0;
   for (j = 0; j < L; ++j) total += s[j];
   // Values, four keys per pass over the output row.
-  for (j = 0; j < std::min(L, ahead); ++j) prefetch_key(Vp[j], D);
   for (j = 0; j + 4 <= L; j += 4) {
-    for (int64_t f = j + ahead; f < std::min(L, j + ahead + 4); ++f) prefetch_key(Vp[f], D);
     const float *v0 = Vp[j], *v1 = Vp[j + 1], *v2 = Vp[j + 2], *v3 = Vp[j + 3];
     const float p0 = s[j], p1 = s[j + 1], p2 = s[j + 2], p3 = s[j + 3];
 #pragma omp simd

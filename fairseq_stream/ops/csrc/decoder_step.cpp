@@ -176,7 +176,7 @@ Tensor split_heads(const Tensor& x, int64_t heads) {
 }
 
 // Caches that never move: row r's block (R, H, b, hd) into buffer row home[r] at slots start + j, or
-// lens[r] + j (slots: (R, 1, b) then). One copy of hd floats per (row, head, token): index_copy_ and
+// slots[r, j] (rows of their own lengths: (R, b), lens[r] + j). One copy of hd floats per (row, head, token): index_copy_ and
 // index_put_ on the strided slot slice cost several times the bytes they move.
 void write_block(const Tensor& buffer, const Tensor& home, int64_t start, const Tensor& slots, const Tensor& block) {
   const Tensor src = block.contiguous();
@@ -291,11 +291,10 @@ Tensor decoder_step(const c10::intrusive_ptr<NativeDecoder>& self, const Tensor&
               "decoder_step: homes are contiguous int64");
   StepInputs in{keys, values, width, lens, Tensor(), table, home.has_value() ? *home : Tensor(), Tensor(),
                 c10::nullopt, c10::nullopt, enc_keys, enc_values, enc_padding, kv_row};
-  if (table.has_value() && lens.has_value()) {
-    in.home_slots = (lens->to(torch::kLong).unsqueeze(1) + at::arange(b, tokens.options().dtype(torch::kLong))).contiguous();
-  } else if (lens.has_value()) {  // TransformerStepper._attention_mask: each row writes at its own lens[r] + j
+  if (lens.has_value()) {  // TransformerStepper._attention_mask: each row writes at its own lens[r] + j
     const Tensor ends = lens->unsqueeze(1) + at::arange(b, tokens.options());
-    in.write = ends.view({r, 1, b, 1}).expand({r, m.heads, b, m.head_dim});
+    if (table.has_value()) in.home_slots = ends.to(torch::kLong).contiguous();
+    else in.write = ends.view({r, 1, b, 1}).expand({r, m.heads, b, m.head_dim});
   }
   if (b > 1) {  // a causal block: b queries of one row each, query j sees the slots up to its own
     const Tensor base = lens.has_value() ? *lens : at::full({r}, width, tokens.options());
