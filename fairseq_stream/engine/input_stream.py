@@ -94,6 +94,10 @@ class InputStream:
         self.without_hypothesis = 0  # sentences whose search ended with none (given the empty one)
         self.done = 0  # sentences with their hypotheses, empty sources included
         self.on_done: Optional[Callable[[int], None]] = None  # told ``done`` as it grows (the progress bar)
+        # told every refill's sentences before the stream decodes them, and each sentence's n-best lists
+        # (serial, fairseq's dicts) as they leave: --prune-auto probes there (integration/prune_auto.py)
+        self.on_admit: Optional[Callable[[Admission], None]] = None
+        self.on_finish: Optional[Callable[[int, List[Dict[str, Any]]], None]] = None
         self.max_lengths = max_lengths  # source lengths (B,) → maximum target lengths (B,)
         self.left_pad = True  # fairseq translation's default; set by the first padded batch
         self._queue: Deque[_Segment] = deque()
@@ -185,7 +189,20 @@ class InputStream:
         lengths = [k for seg, lo, hi in parts for k in seg.lengths[lo:hi]]
         limits = [k for seg, lo, hi in parts for k in seg.limits[lo:hi]]
         tokens = self._table(parts, max(lengths))
-        return Admission(first, tokens, torch.tensor(lengths), torch.tensor(limits), limits, self.left_pad)
+        admission = Admission(first, tokens, torch.tensor(lengths), torch.tensor(limits), limits, self.left_pad)
+        if self.on_admit is not None:
+            self.on_admit(admission)
+        return admission
+
+    def exhausted(self) -> bool:
+        """Whether nothing is left to admit: none queued and fairseq's iterator at its end (one batch read
+        ahead, as a refill would). False when unknown (no iterator to read ahead: interactive chunks)."""
+        return self._lookahead is not None and not self._queued and not self._read_ahead()
+
+    def sentence_id(self, serial: int) -> int:
+        """fairseq's id of the sentence in flight under ``serial``."""
+        batch, row = self._in_flight[serial]
+        return batch.ids[row]
 
     def _table(self, parts: List[Tuple[_Segment, int, int]], width: int) -> Tensor:
         """Rows of several batches' token tables as one (m, width) table, padded on the stream's side."""
@@ -207,12 +224,15 @@ class InputStream:
         """File n-best lists keyed by stream handle (``serial·SLOT_MODULUS + slot``) under their
         batch, as fairseq's dicts: this is where hypotheses leave for fairseq."""
         for handle, nbest in finished.items():
-            batch, row = self._in_flight.pop(handle // SLOT_MODULUS)
+            serial = handle // SLOT_MODULUS
+            batch, row = self._in_flight.pop(serial)
             if nbest:
                 batch.hypos[row] = [h.to_fairseq() for h in nbest]
             else:  # blocking left no candidate: fairseq would fail (IndexError) or drop the sentence
                 batch.hypos[row] = [empty_hypothesis(self.eos)]  # counted, and warned about once at the end
                 self.without_hypothesis += 1
+            if self.on_finish is not None:
+                self.on_finish(serial, batch.hypos[row])  # type: ignore[arg-type]
             self.fewer_than_nbest += max(len(nbest), 1) < self.nbest
             batch.missing -= 1
         self._count_done(len(finished))

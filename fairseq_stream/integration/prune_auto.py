@@ -1,23 +1,26 @@
 """``--prune-auto``: the variable-width beam steers its own δ and M while the run goes.
 
 The controller (:mod:`fairseq_stream.search.prune_controller`: Freitag2017 §3's ap and mc as
-Yang2020 §4.1's δ and M, moved by the search error it measures) says which sentences of a batch to
+Yang2020 §4.1's δ and M, moved by the search error it measures) says which sentences of a refill to
 probe and which rung to decode with; this module is its generator:
 
 1. the run's stream decodes every sentence with the current rung, streamed as without it (no read
    ahead beyond the stream's own); that is every sentence's output;
-2. when a batch is complete, the probes the controller chose among it wait (their source tokens
-   and the stream's hypotheses) until a group of them is ready
-   (:data:`~fairseq_stream.search.defaults.PRUNE_AUTO_GROUP`, from one batch or several: the
-   helpers' decoder steps, whose fixed cost dominates a small batch, are shared); the group is
-   decoded by the fixed beam (``fixed-ours`` at the same k) and by the next faster rung, two
-   helper generators of the run's own (silent, their work counted in the run's statistics);
-3. the controller reads their best hypotheses' model scores; when it moves, the stream prunes with
-   the new rung from its next step on, the sentences in flight included.
+2. when a refill admits sentences (``InputStream.on_admit``), before the stream decodes them, the
+   probes the controller chose among them are decoded by the fixed beam (``fixed-ours`` at the same
+   k) and by the next faster rung, two helper generators of the run's own (silent, their work
+   counted in the run's statistics), in groups of
+   :data:`~fairseq_stream.search.defaults.PRUNE_AUTO_GROUP` (the helpers' decoder steps, whose
+   fixed cost dominates a small group, are shared; the run's first probes and those of its last
+   refill go at once, however few);
+3. the controller reads the trial's best hypotheses at once — a move onto the faster rung steers
+   the refill the probes came in — and the current rung's when the stream finishes the probe
+   (``InputStream.on_finish``; not when the rung moved while it was in flight); when it moves, the
+   stream prunes with the new rung from its next step on, the sentences in flight included.
 
 fairseq-interactive steers the same way, chunk by chunk. The closing statistics (and
 ``--stream-stats``) carry the setting it ended on, every move with its reason, the probes per
-length stratum and their share of the run's expansions.
+length stratum and their share of the run's decoder work.
 """
 from __future__ import annotations
 
@@ -25,7 +28,6 @@ import copy
 import dataclasses
 import math
 import sys
-import time
 from dataclasses import dataclass
 from typing import Any, Callable, Dict, List, Optional
 
@@ -33,6 +35,7 @@ import torch
 
 from fairseq.data import data_utils
 
+from fairseq_stream.engine.input_stream import Admission
 from fairseq_stream.engine.stats import DecodeStats
 from fairseq_stream.integration.generator import StreamGenerator
 from fairseq_stream.model.static_step import StepModeStats
@@ -89,15 +92,17 @@ def work(expansions: int, timesteps: int) -> float:
     return expansions + PRUNE_AUTO_STEP_WORK * timesteps
 
 
-@dataclass
+@dataclass(eq=False)
 class Pending:
-    """A probe chosen and not decoded yet: its source, the stream's hypotheses and the rung they are of."""
+    """A probe: its source, what each search made of it (filled in as they finish), the work charged for it."""
 
+    serial: int  # the stream's serial of the sentence
     sentence_id: int
     source: torch.Tensor  # (n,) its source tokens, EOS included, no padding
-    hypos: List[Dict[str, Any]]
-    rung: int
     charged: float  # the work the controller charged for it
+    moves: int = -1  # the controller's moves when the stream started decoding it (-1: not decoded yet)
+    fixed: Optional[List[Dict[str, Any]]] = None  # the fixed beam's n-best, once decoded
+    stream: Optional[List[Dict[str, Any]]] = None  # the stream's, once it finished
 
 
 class AutoPruneGenerator(StreamGenerator):
@@ -109,10 +114,11 @@ class AutoPruneGenerator(StreamGenerator):
     trial: Optional[_Helper] = None
     probe_timesteps: int = 0  # the helpers' steps and expansions, in the run's statistics too
     probe_expansions: int = 0
-    source_tokens: int = 0  # the run's source tokens so far (the first probe's cost estimate)
+    admitted_tokens: int = 0  # source tokens of the sentences admitted so far (EOS excluded): the budget's base
     probed_ids: List[int]  # fairseq's ids of the probes decoded
-    pending: List[Pending]
-    dropped: int = 0  # probes of the input's last batch, not decoded
+    waiting: List[Pending]  # probes chosen, not decoded yet
+    in_flight: Dict[int, Pending]  # serial → a probe the stream has not finished
+    decoding: Any = None  # the models and BOS of the batch being generated (a refill decodes probes with them)
 
     @classmethod
     def build(cls, make: Callable[..., StreamGenerator], config: BeamConfig, opts: Any) -> "AutoPruneGenerator":
@@ -125,7 +131,9 @@ class AutoPruneGenerator(StreamGenerator):
         assert isinstance(generator, AutoPruneGenerator)
         generator.controller = controller
         generator.spawn = lambda cfg: make(cfg, stats_path=None, report=False)
-        generator.probed_ids, generator.pending = [], []
+        generator.probed_ids, generator.waiting, generator.in_flight = [], [], {}
+        generator.input.on_admit = generator._admitted
+        generator.input.on_finish = generator._finished
         generator.stats.prune_auto = generator.controller.as_dict(0)
         return generator
 
@@ -136,40 +144,64 @@ class AutoPruneGenerator(StreamGenerator):
 
     def generate(self, models: Any, sample: Dict[str, Any], prefix_tokens: Any = None, constraints: Any = None,
                  bos_token: Optional[int] = None, **kwargs: Any) -> Hypos:
+        self.decoding = (models, bos_token)
         hypos = super().generate(models, sample, prefix_tokens, constraints, bos_token, **kwargs)
-        start = time.perf_counter()
-        self._choose(sample, hypos)
-        if len(self.pending) >= PRUNE_AUTO_GROUP:
-            if self._input_left(sample):
-                self._decode_probes(models, bos_token)
-            else:  # the input's last batch: a move would steer nothing, the probes would only cost
-                self.dropped += len(self.pending)
-                self.pending = []
         self.stats.prune_auto = dict(self.controller.as_dict(self.own_work), probed_ids=list(self.probed_ids),
-                                     dropped_at_the_end=self.dropped)
-        self.stats.wall_seconds += time.perf_counter() - start
+                                     not_decoded=len(self.waiting))
         return hypos
 
-    def _input_left(self, sample: Dict[str, Any]) -> bool:
-        """Whether a batch follows ``sample`` (one batch peeked at, as a refill would; True when unknown:
-        fairseq-interactive, a caller's own loop)."""
-        source = self.run.source()
-        ticket = source.ticket_of(sample) if source is not None else None
-        return ticket is None or source.peek(ticket + 1) is not None
+    def _run_per_token(self) -> float:
+        """The run's decoder work per admitted source token so far (low while most of it is in flight: the
+        budget errs on the safe side); before the stream has worked, the probes' measured cost over the
+        controller's first estimate of their multiple; 1 before either (the budget's units cancel)."""
+        ctl = self.controller
+        if self.own_work > 0:
+            return self.own_work / max(self.admitted_tokens, 1)
+        return ctl.per_token / ctl.first_estimate if ctl.per_token is not None else 1.0
 
-    def _choose(self, sample: Dict[str, Any], hypos: Hypos) -> None:
-        """The controller's probes among the batch, queued with the stream's hypotheses."""
-        tokens = sample["net_input"]["src_tokens"]
-        lengths = (tokens.ne(self.pad).sum(dim=1) - 1).tolist()  # EOS excluded
-        self.source_tokens += sum(max(n, 0) for n in lengths)
-        ids = sample["id"].tolist() if "id" in sample else list(range(len(lengths)))
-        for row, charged in self.controller.choose_probes(lengths, self.own_work, self.own_work / max(self.source_tokens, 1)):
-            source = tokens[row][tokens[row].ne(self.pad)].cpu()
-            self.pending.append(Pending(ids[row], source, hypos[row], self.controller.at, charged))
+    def _admitted(self, admission: Admission) -> None:
+        """A refill's sentences, before the stream decodes them: the controller's probes among them chosen,
+        and decoded once a group waits (at once at the run's start and at its last refill)."""
+        lengths = (admission.src_lengths - 1).tolist()  # EOS excluded
+        self.admitted_tokens += sum(max(n, 0) for n in lengths)
+        ctl, per_token = self.controller, self._run_per_token()
+        first = not self.probed_ids and not self.waiting
+        last = self.input.exhausted()
+        minimum = PRUNE_AUTO_GROUP if first and not last else 0  # the first group on credit (not a one-refill input)
+        for row, charged in ctl.choose_probes(lengths, per_token * self.admitted_tokens, per_token, minimum=minimum):
+            tokens = admission.src_tokens[row]
+            serial = admission.first + row
+            self.waiting.append(Pending(serial, self.input.sentence_id(serial), tokens[tokens.ne(self.pad)].cpu(), charged))
+        if self.waiting and (len(self.waiting) >= PRUNE_AUTO_GROUP or first or last):
+            self._decode_probes()
+        moves = len(ctl.changes)  # the rung the stream decodes this refill's probes at (from its next step)
+        for probe in self.waiting + list(self.in_flight.values()):
+            if probe.serial >= admission.first:
+                probe.moves = moves
 
-    def _decode_probes(self, models: Any, bos_token: Optional[int]) -> None:
-        """The waiting probes, decoded by the fixed beam and the trial rung as one batch; the controller told."""
-        ctl, group, self.pending = self.controller, self.pending, []
+    def _finished(self, serial: int, hypos: List[Dict[str, Any]]) -> None:
+        probe = self.in_flight.get(serial)
+        if probe is None:
+            probe = next((p for p in self.waiting if p.serial == serial), None)
+            if probe is None:
+                return
+        probe.stream = hypos
+        self.in_flight.pop(serial, None)
+        if probe.fixed is not None:
+            self._observe_current(probe)
+
+    def _observe_current(self, probe: Pending) -> None:
+        """The current rung's outcome on ``probe``, unless the rung moved while the stream decoded it."""
+        ctl = self.controller
+        if probe.moves == len(ctl.changes):
+            ctl.observe(_probe(probe.fixed, probe.stream), None, sentences=self.input.done)  # type: ignore[arg-type]
+            self._apply(probe.moves)  # a move from a refill's inside: the stream's next step prunes so
+
+    def _decode_probes(self) -> None:
+        """The waiting probes, decoded by the fixed beam and the trial rung as one batch; the trial's
+        outcomes read at once, the current rung's as the stream finishes them (some may have)."""
+        models, bos_token = self.decoding
+        ctl, group, self.waiting = self.controller, self.waiting, []
         part = self._collate(group)
         fixed = self._fixed().generator.generate(models, part, bos_token=bos_token)
         trial_setting = ctl.trial_setting
@@ -181,15 +213,22 @@ class AutoPruneGenerator(StreamGenerator):
         self.probe_expansions += expansions
         self.probe_timesteps += timesteps
         ctl.count_work(work(expansions, timesteps), sum(p.charged for p in group), sum(len(p.source) - 1 for p in group))
-        at = ctl.at
+        moves = len(ctl.changes)
         for i, probe in enumerate(group):
-            if ctl.at != at:  # moved: the group's other outcomes are of the rungs before
-                break
-            ctl.observe(_probe(fixed[i], probe.hypos) if probe.rung == at else None,
-                        _probe(fixed[i], trial[i]) if trial is not None else None, sentences=self.input.done)
+            probe.fixed = fixed[i]
+            if len(ctl.changes) == moves and trial is not None:  # after a move in the group: of the rungs before
+                ctl.observe(None, _probe(fixed[i], trial[i]), sentences=self.input.done)
+            if probe.stream is not None:
+                self._observe_current(probe)
+            else:
+                self.in_flight[probe.serial] = probe
         self.probed_ids += [p.sentence_id for p in group]
-        if ctl.at != at:
-            self.config = dataclasses.replace(self.config, pruning=pruning_of(ctl.setting, self.config.pruning))
+        self._apply(moves)
+
+    def _apply(self, moves: int) -> None:
+        """The controller's rung to the stream, if it moved since ``moves``."""
+        if len(self.controller.changes) != moves:
+            self.config = dataclasses.replace(self.config, pruning=pruning_of(self.controller.setting, self.config.pruning))
             self.strategy.set_pruning(self.config.pruning)
 
     def _collate(self, group: List[Pending]) -> Dict[str, Any]:

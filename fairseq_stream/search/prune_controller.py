@@ -6,15 +6,18 @@ search error can be measured without references: the loss of the best hypothesis
 length-normalised model score against the fixed beam's (Freitag2017's comparison, its
 reference-free half). So the run measures it on its own input, all along:
 
-* a **probe** is a sentence the run also decodes, in a group of
-  :data:`~fairseq_stream.search.defaults.PRUNE_AUTO_GROUP` probes, with the fixed beam and with
-  the next faster rung of the ladder (the *trial*); the stream's own hypothesis, its output, is
-  the current rung's;
-* probes are chosen per batch, **stratified by source length** (the stratum with the fewest probes
+* a **probe** is a sentence the run also decodes, when the stream admits it and before the stream
+  decodes it, with the fixed beam and with the next faster rung of the ladder (the *trial*); the
+  stream's own hypothesis, its output, is the current rung's. So each probe gives two outcomes: the
+  trial's at once (a move onto a faster rung steers the very refill the probe came in) and the
+  current rung's when the stream finishes it;
+* probes are chosen per refill, **stratified by source length** (the stratum with the fewest probes
   so far first, :func:`stratum`), never a blank or one-token source (nothing to measure there),
   within a **budget** of decoder work: the probes' work (expansions, and a fixed cost per decoder
-  step) stays under a share of the run's own, :data:`~fairseq_stream.search.defaults.PRUNE_AUTO_BUDGET`,
-  that shrinks while the setting stays put (a long, steady input pays less and less);
+  step) stays under a share of the work of the sentences admitted so far,
+  :data:`~fairseq_stream.search.defaults.PRUNE_AUTO_BUDGET`, that shrinks while the setting stays put
+  (a long, steady input pays less and less); the run's first refill may take a group on credit
+  (the evidence is worth most before the stream has decoded anything);
 * the controller **relaxes** (one rung safer) as soon as the current rung's recent probes lose
   more than the tolerance (relative to the fixed beam's mean |score|) or change more than half of
   the best hypotheses, and **tightens** (one rung faster) only when the trial rung's recent
@@ -152,7 +155,7 @@ class PruneController:
         self.current, self.trial = Window(), Window()
         self.held_until: Dict[int, int] = {}  # rung → probe count before which the controller does not tighten onto it
         self.probes = 0  # sentences probed
-        self.observed = 0  # probe outcomes read as evidence (not those of a batch's rungs after a move in it)
+        self.observed = 0  # outcomes read as evidence (two a probe: the trial's, the current rung's; not stale ones)
         self.since_change = 0  # outcomes since the last move
         self.probe_work = 0.0  # the decoded probes' work (expansions + a step's fixed cost per step)
         self.pending_work = 0.0  # the estimated work of the probes chosen and not decoded yet
@@ -173,15 +176,18 @@ class PruneController:
     # ---- which sentences to probe ----------------------------------------------------------
     def budget_share(self) -> float:
         """The share of the run's expansions the probes may take now: the full budget after a move, less
-        and less while the setting stays put (a steady input measures less)."""
-        return PRUNE_AUTO_BUDGET / (1 + self.since_change // PRUNE_AUTO_WINDOW)
+        and less while the setting stays put (a steady input measures less: a window's worth of probes, each
+        read twice, the trial and the current rung)."""
+        return PRUNE_AUTO_BUDGET / (1 + self.since_change // (2 * PRUNE_AUTO_WINDOW))
 
-    def choose_probes(self, source_tokens: Sequence[int], run_work: float, run_per_token: float) -> List[Tuple[int, float]]:
-        """Rows of a batch (their source lengths, EOS excluded) to probe, within the budget, in row order,
+    def choose_probes(self, source_tokens: Sequence[int], run_work: float, run_per_token: float,
+                      *, minimum: int = 0) -> List[Tuple[int, float]]:
+        """Rows of a refill (their source lengths, EOS excluded) to probe, within the budget, in row order,
         each with the work it was charged (:meth:`count_work` takes it back when the probe is decoded).
 
-        ``run_work``: the run's own decoder work so far (this batch's included), the budget's base;
-        ``run_per_token``: the run's work per source token, the first estimate of a probe's cost."""
+        ``run_work``: the run's decoder work for the sentences admitted so far (this refill's included), the
+        budget's base; ``run_per_token``: the run's work per source token, the first estimate of a probe's
+        cost; ``minimum``: probes taken even past the budget (on credit: later refills pay it back)."""
         eligible = [row for row, n in enumerate(source_tokens) if n >= 2]  # blank and one-token: no evidence
         allowed = self.budget_share() * run_work - self.probe_work - self.pending_work
         per_token = self.per_token if self.per_token is not None else self.first_estimate * run_per_token
@@ -194,7 +200,7 @@ class PruneController:
             rows = by_stratum[least]
             row = rows[len(rows) // 2]  # the middle of the stratum's rows: no bias to its short or long end
             cost = per_token * source_tokens[row]
-            if cost > allowed:
+            if cost > allowed and len(chosen) >= minimum:
                 break
             allowed -= cost
             self.pending_work += cost
@@ -206,8 +212,8 @@ class PruneController:
 
     # ---- what the probes measured ----------------------------------------------------------
     def observe(self, current: Optional[Probe], trial: Optional[Probe], *, sentences: int) -> None:
-        """One probe's outcome: at the current rung (None: the stream decoded it at another) and at
-        :attr:`trial_setting` (None at the fastest rung); may move the rung."""
+        """A probe's outcomes: at the current rung (None: not known yet, or the stream decoded it at another)
+        and at :attr:`trial_setting` (None: read already, or at the fastest rung); may move the rung."""
         if current is None and trial is None:
             return
         self.observed += 1
@@ -255,5 +261,5 @@ class PruneController:
         """The closing line of the run: where it ended, how it got there, what the probes cost."""
         share = self.probe_work / run_work if run_work else 0.0
         moves = " → ".join(c.setting for c in self.changes)
-        return (f"{self.setting.label()} after {self.observed} probe(s) ({100 * share:.1f}% of the run's decoder "
-                f"work); steered {moves}")
+        return (f"{self.setting.label()} after {self.observed} outcome(s) of {self.probes} probe(s) ({100 * share:.1f}% "
+                f"of the run's decoder work); steered {moves}")

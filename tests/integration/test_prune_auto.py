@@ -41,7 +41,8 @@ def test_until_it_moves_the_output_is_the_streams_at_the_start_setting(demo_sess
     gen = {"beam": 4}
     auto = session.translate(dataset, search="var-stream", gen=gen, opts={"prune_auto": True}, batch_size=BATCH)
     info = auto.stats.prune_auto
-    assert info["steered"] and info["probed_ids"] and info["observed"] == len(info["probed_ids"])
+    # each probe read twice: the trial's outcome when it was admitted, the current rung's when the stream finished it
+    assert info["steered"] and info["probed_ids"] and info["observed"] == 2 * len(info["probed_ids"])
     assert len(info["changes"]) == 1 and info["setting"] == Setting(*start(4)).label() == "δ 1.5, M 5"
     streamed = session.translate(dataset, search="var-stream", gen=gen, opts=_explicit(*start(4)),
                                  batch_size=BATCH)
@@ -146,11 +147,16 @@ def test_fairseq_interactive_steers_chunk_by_chunk():
     assert len([line for line in proc.stdout.splitlines() if line.startswith("H-")]) == len(lines)
 
 
-def test_the_last_batchs_probes_are_not_decoded(demo_session, demo_sources, monkeypatch):
-    # a move after the input's last batch would steer nothing: its probes are dropped, not paid for
-    monkeypatch.setattr("fairseq_stream.search.prune_controller.PRUNE_AUTO_BUDGET", 1e6)  # every batch has probes
-    monkeypatch.setattr("fairseq_stream.integration.prune_auto.PRUNE_AUTO_GROUP", 1)
-    auto = demo_session.translate(demo_session.encode(demo_sources[:40]), search="var-stream", gen={"beam": 4},
-                                  opts={"prune_auto": True}, batch_size=BATCH)
+def test_probes_are_decoded_when_admitted_so_a_move_steers_their_own_refill(demo_session, demo_sources, monkeypatch):
+    # 40 sentences are one refill: its probes are decoded before the stream's first step; the trial passes
+    # (an unbounded tolerance) and the controller tightens there, so every sentence is decoded at the new rung
+    monkeypatch.setattr("fairseq_stream.search.prune_controller.PRUNE_AUTO_BUDGET", 1e6)
+    dataset = demo_session.encode(demo_sources[:40])
+    auto = demo_session.translate(dataset, search="var-stream", gen={"beam": 4},
+                                  opts={"prune_auto": True, "prune_auto_tolerance": 1e9}, batch_size=BATCH)
     info = auto.stats.prune_auto
-    assert info["dropped_at_the_end"] >= 1 and info["probes"] == len(info["probed_ids"]) + info["dropped_at_the_end"]
+    assert [c["setting"] for c in info["changes"]] == ["δ 1.5, M 5", "δ 1, M 5"] and info["changes"][1]["sentences"] == 0
+    assert info["not_decoded"] == 0 and info["probes"] == len(info["probed_ids"]) > 0
+    tightened = demo_session.translate(dataset, search="var-stream", gen={"beam": 4}, opts=_explicit(1.0, 5),
+                                       batch_size=BATCH)
+    assert _tokens(auto) == _tokens(tightened)

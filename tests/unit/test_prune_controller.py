@@ -36,6 +36,8 @@ def test_probes_skip_blank_and_one_token_sources_and_spread_over_lengths():
     ctl = PruneController(5)
     few = ctl.choose_probes(lengths, run_work=int(3 * (3 + 20 + 40) / PRUNE_AUTO_BUDGET) + 1, run_per_token=1.0)
     assert {stratum(lengths[r]) for r, _ in few} == {1, 4, 5}  # three probes: one per stratum, not the three shortest
+    ctl = PruneController(5)
+    assert len(ctl.choose_probes(lengths, run_work=0, run_per_token=1.0, minimum=2)) == 2  # on credit
 
 
 def test_the_budget_bounds_the_probes_and_shrinks_while_the_setting_holds():
@@ -50,7 +52,7 @@ def test_the_budget_bounds_the_probes_and_shrinks_while_the_setting_holds():
     assert ctl.pending_work == 0 and ctl.probe_work == 2 * charged and ctl.per_token == 2 * 2.0
     assert PruneController(50).first_estimate > ctl.first_estimate  # the fixed beam costs more at k = 50
     assert ctl.choose_probes([10] * 64, run_work=40_000, run_per_token=1.0) != []  # the run's work grew
-    ctl.since_change = 2 * PRUNE_AUTO_WINDOW
+    ctl.since_change = 2 * 2 * PRUNE_AUTO_WINDOW  # two windows of probes, each read twice (trial, current)
     assert ctl.budget_share() == PRUNE_AUTO_BUDGET / 3
 
 
@@ -99,7 +101,7 @@ def test_off_is_the_last_resort_and_the_statistics_name_every_move():
     info = ctl.as_dict(run_work=1000)
     assert info["setting"] == OFF.label() and info["steered"] and info["observed"] == 40 and info["probes"] == 0
     assert [c["setting"] for c in info["changes"]] == ["δ 2, M 5", "δ 3, M 5", "δ 3, M 10", OFF.label()]
-    assert "after 40 probe(s)" in ctl.line(1000) and "steered δ 2, M 5 → δ 3, M 5" in ctl.line(1000)
+    assert "after 40 outcome(s) of 0 probe(s)" in ctl.line(1000) and "steered δ 2, M 5 → δ 3, M 5" in ctl.line(1000)
 
 
 def test_the_same_outcomes_give_the_same_moves():
