@@ -7,7 +7,7 @@ For each beam width ``k`` this decodes the same sentences, in one process and on
 with fairseq's ``beam`` and ``fixed-ours`` (the points to beat) and the grid of pruning settings
 of ``--search`` (var-stream by default): every δ × M × reference × α (``--prune-abs-scale``) of
 the lists, the default setting, ``--prune-auto`` (its label names the settings it moved through
-and what its probes cost; ``--no-auto`` leaves it out), the default with ``--stream-max-candidates C`` (and with
+and what its probes cost, the plot draws its path through them; ``--no-auto`` leaves it out), the default with ``--stream-max-candidates C`` (and with
 over-subscription) for each ``--max-candidates C``, and any ``--run`` spec. It reports BLEU,
 its change against ``fixed-ours`` with a paired-bootstrap p-value (Koehn 2004: the share of
 resampled test sets on which the point is not worse; below 0.05 a loss is real), the length
@@ -28,7 +28,7 @@ import math
 import os
 import sys
 from dataclasses import dataclass
-from typing import Any, Dict, List, Optional, Sequence
+from typing import Any, Dict, List, Optional, Sequence, Tuple
 
 from fairseq_stream.errors import UsageError, usage_errors
 from fairseq_stream.tools.demo_files import find_demo_dir
@@ -126,9 +126,38 @@ def auto_label(row: Dict[str, Any]) -> str:
             f"{100 * (auto.get('probe_share') or 0):.1f}% of the work)")
 
 
+def setting_of(row: Dict[str, Any]) -> Optional[str]:
+    """The --prune-auto controller's label of the fixed setting a row ran (``δ 1.5, M 5``; fixed-ours is its
+    last rung, off), or None for a row of another kind; the default row is the var-* defaults' δ and M."""
+    from fairseq_stream.search.defaults import DEFAULT_ABS_THRESHOLD, DEFAULT_MAX_CANDS_PER_NODE
+    from fairseq_stream.search.prune_controller import OFF
+
+    if row["search"] == "fixed-ours":
+        return OFF.label()
+    if row["search"] == "beam" or row["label"] == "auto":
+        return None
+    opts = row.get("opts") or {}
+    if any(opts.get(name) for name in ("prune_abs_scale", "stream_max_candidates", "prune_auto")) \
+            or opts.get("prune_reference", "normalized") != "normalized":
+        return None
+    delta = opts.get("prune_abs_threshold", DEFAULT_ABS_THRESHOLD)
+    return f"δ {float(delta):g}, M {opts.get('prune_max_cands_per_node', DEFAULT_MAX_CANDS_PER_NODE)}"
+
+
+def trajectory(auto: Dict[str, Any], at_k: List[Dict[str, Any]]) -> List[Tuple[float, float]]:
+    """The --prune-auto point's path on the plot: the grid points of the settings it moved through (those
+    the grid has), in order, then the point itself."""
+    by_setting = {setting_of(r): r for r in at_k if setting_of(r) is not None}
+    changes = ((auto.get("stats") or {}).get("prune_auto") or {}).get("changes", [])
+    path = [(by_setting[c["setting"]]["time_vs_fixed"], by_setting[c["setting"]]["bleu"])
+            for c in changes if c["setting"] in by_setting]
+    return path + [(auto["time_vs_fixed"], auto["bleu"])]
+
+
 def plot(rows: List[Dict[str, Any]], path: str, title: str) -> None:
     """BLEU against time / fixed-ours' time, one panel per ``k``: the grid, its frontier line,
-    fixed-ours (×) and fairseq's beam (■)."""
+    fixed-ours (×), fairseq's beam (■) and --prune-auto (★) with its trajectory (dotted, through the
+    grid's points of the settings it moved through)."""
     import matplotlib
 
     matplotlib.use("Agg")
@@ -149,6 +178,9 @@ def plot(rows: List[Dict[str, Any]], path: str, title: str) -> None:
                 ax.annotate(r["label"], (r["time_vs_fixed"], r["bleu"]), fontsize=7, xytext=(3, 3),
                             textcoords="offset points")
         for r in (r for r in at_k if r["label"] == "auto"):
+            moves = trajectory(r, at_k)  # the fixed settings it moved through, then where its run landed
+            ax.plot([x for x, _ in moves], [y for _, y in moves], linestyle=":", marker=".", color="tab:orange",
+                    linewidth=1)
             ax.scatter([r["time_vs_fixed"]], [r["bleu"]], marker="*", s=160, color="tab:orange", label="--prune-auto")
             ax.annotate(auto_label(r), (r["time_vs_fixed"], r["bleu"]), fontsize=7, xytext=(3, -10),
                         textcoords="offset points")

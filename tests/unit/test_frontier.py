@@ -47,6 +47,24 @@ def test_the_auto_point_is_labelled_with_its_trajectory():
     assert auto_label({"label": "default", "stats": {}}) == "default"
 
 
+def test_the_auto_points_trajectory_runs_through_the_settings_it_moved_through():
+    from fairseq_stream.tools.frontier import setting_of, trajectory
+
+    def row(label, search="var-stream", opts=None, x=0.0, y=0.0):
+        return {"label": label, "search": search, "opts": opts or {}, "time_vs_fixed": x, "bleu": y}
+
+    at_k = [row("fixed-ours", "fixed-ours", x=1.0, y=40.0), row("default", x=0.2, y=39.9),
+            row("δ=2 M=5 normalized", opts={"prune_abs_threshold": 2.0, "prune_max_cands_per_node": 5,
+                                            "prune_reference": "normalized", "prune_abs_scale": 0.0}, x=0.4, y=40.1),
+            row("δ=2 M=5 final", opts={"prune_abs_threshold": 2.0, "prune_max_cands_per_node": 5,
+                                       "prune_reference": "final"}, x=0.3, y=39.0)]
+    assert [setting_of(r) for r in at_k] == ["off (the fixed beam's width)", "δ 1.5, M 5", "δ 2, M 5", None]
+    auto = dict(row("auto", opts={"prune_auto": True}, x=0.25, y=40.0), stats={"prune_auto": {"changes": [
+        {"setting": "δ 2, M 5"}, {"setting": "δ 3, M 5"}, {"setting": "δ 1.5, M 5"}]}})
+    assert setting_of(auto) is None
+    assert trajectory(auto, at_k + [auto]) == [(0.4, 40.1), (0.2, 39.9), (0.25, 40.0)]  # δ 3 is not in the grid
+
+
 @pytest.mark.parametrize("argv, needle", [
     (["--limit", "0"], "--limit must be >= 1"),
     (["--beam", "0"], "--beam must be >= 1"),
