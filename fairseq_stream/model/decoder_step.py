@@ -32,6 +32,7 @@ from fairseq_stream.errors import FairseqStreamError
 from fairseq_stream.model.linear_kernels import OneDnnLinear
 from fairseq_stream.model.quantize import is_quantized_linear, stacked_linear, weight_key
 from fairseq_stream.ops import decode_attention
+from fairseq_stream.model.row_arena import FIRST_SLOTS
 from fairseq_stream.model.row_cache import SLACK, EncoderMemory, RowCache, SentenceIndex
 from fairseq_stream.model.static_step import (
     StaticCachePool, StepGraphs, StepModeStats, StreamBufferSets, StreamBuffers, next_pow2, length_bucket, row_bucket,
@@ -228,9 +229,12 @@ class TransformerStepper:
         if static:
             lease = self.pool.acquire(row_bucket(rows), length_bucket(SLACK), like, n, self.heads, self.head_dim)
             return RowCache.static(self.pool, lease, lens, 0)
+        if fixed:  # buffers not zeroed: a slot is read only after its step wrote it (row_arena.FIRST_SLOTS: why so many)
+            shape = (rows, self.heads, FIRST_SLOTS, self.head_dim)
+            return RowCache.fixed([like.new_empty(shape) for _ in range(n)], [like.new_empty(shape) for _ in range(n)],
+                                  lens, 0, slots=SLACK)
         shape = (rows, self.heads, SLACK, self.head_dim)
-        make = RowCache.fixed if fixed else RowCache.of
-        return make([like.new_zeros(shape) for _ in range(n)], [like.new_zeros(shape) for _ in range(n)], lens, 0)
+        return RowCache.of([like.new_zeros(shape) for _ in range(n)], [like.new_zeros(shape) for _ in range(n)], lens, 0)
 
     # ---- decoder side -------------------------------------------------------------------
     def embed(self, tokens: Tensor, positions: Tensor, max_position: Optional[int] = None) -> Tensor:

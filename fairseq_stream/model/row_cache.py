@@ -91,11 +91,14 @@ class RowCache:
                                        home=home))
 
     @staticmethod
-    def fixed(keys: List[Tensor], values: List[Tensor], lens: Tensor, width: int, uniform: bool = True) -> "RowCache":
-        """A cache that never moves over new buffers (R, H, capacity, hd): row r's positions in buffer row r."""
+    def fixed(keys: List[Tensor], values: List[Tensor], lens: Tensor, width: int, uniform: bool = True,
+              slots: Optional[int] = None) -> "RowCache":
+        """A cache that never moves over new buffers (R, H, capacity, hd): row r's positions in buffer row r;
+        its table has ``slots`` columns (the buffers' capacity when None; at most that)."""
         r, capacity = keys[0].size(0), keys[0].size(2)
         home = torch.arange(r, device=lens.device)
-        return RowCache.on_arena(RowArena(list(keys), list(values)), home.unsqueeze(1).expand(r, capacity).clone(),
+        cols = capacity if slots is None else min(slots, capacity)
+        return RowCache.on_arena(RowArena(list(keys), list(values)), home.unsqueeze(1).expand(r, cols).clone(),
                                  home, lens, width, uniform)
 
     def as_fixed(self) -> "RowCache":
@@ -157,10 +160,12 @@ class RowCache:
         capacity = self.capacity
         if self.width + extra <= capacity:
             return
-        if self.arena is not None:  # the arena's buffers grow for every cache over them; this table follows
-            self.arena.reserve_slots(max(self.width + extra, capacity + extra + SLACK))
-            more = self.arena.capacity - capacity
-            self.table = torch.cat([self.table, self.home.unsqueeze(1).expand(-1, more)], 1)  # type: ignore[list-item,union-attr]
+        if self.arena is not None:  # the table doubles within the arena's buffers, which grow only when too short
+            need = self.width + extra
+            if need > self.arena.capacity:  # for every cache over them
+                self.arena.reserve_slots(max(need, capacity + extra + SLACK))
+            cols = min(self.arena.capacity, max(need, capacity + max(capacity, extra + SLACK)))
+            self.table = torch.cat([self.table, self.home.unsqueeze(1).expand(-1, cols - capacity)], 1)  # type: ignore[list-item,union-attr]
             return
         if self.lease is not None:  # the next length bucket; every row's slots copied
             lease = self._static_like(self.lease.rows, length_bucket(self.width + extra))

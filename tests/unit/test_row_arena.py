@@ -7,6 +7,9 @@ filled slots read through the table equal the copying cache's, and a reorder nev
 """
 from __future__ import annotations
 
+from typing import Optional
+
+import pytest
 import torch
 
 from fairseq_stream.model.row_cache import RowCache
@@ -14,11 +17,12 @@ from fairseq_stream.model.row_cache import RowCache
 H, HD, LAYERS = 2, 3, 2
 
 
-def _empty(rows: int, fixed: bool) -> RowCache:
-    shape = (rows, H, 4, HD)
-    make = RowCache.fixed if fixed else RowCache.of
-    return make([torch.zeros(shape) for _ in range(LAYERS)], [torch.zeros(shape) for _ in range(LAYERS)],
-                torch.zeros(rows, dtype=torch.long), 0)
+def _empty(rows: int, fixed: bool, capacity: int = 4, slots: Optional[int] = None) -> RowCache:
+    """A new cache; a fixed one over buffers of ``capacity`` positions with a table of ``slots`` columns."""
+    shape = (rows, H, capacity, HD)
+    keys, values = [torch.zeros(shape) for _ in range(LAYERS)], [torch.zeros(shape) for _ in range(LAYERS)]
+    lens = torch.zeros(rows, dtype=torch.long)
+    return RowCache.fixed(keys, values, lens, 0, slots=slots) if fixed else RowCache.of(keys, values, lens, 0)
 
 
 def _write(cache: RowCache, block: torch.Tensor) -> RowCache:
@@ -41,9 +45,12 @@ def _same(plain: RowCache, fixed: RowCache) -> None:
             assert torch.equal(a[r, :, :n], b[r, :, :n]), f"row {r}"
 
 
-def test_a_streams_life_reads_the_same_keys_through_the_table():
+@pytest.mark.parametrize("capacity, slots", [(4, None), (12, 2)])
+def test_a_streams_life_reads_the_same_keys_through_the_table(capacity, slots):
+    # (12, 2): the table doubles within buffers of 12 positions, which grow only past them (FIRST_SLOTS' way)
     g = torch.Generator().manual_seed(0)
-    plain, fixed = _empty(4, False), _empty(4, True)
+    plain, fixed = _empty(4, False), _empty(4, True, capacity, slots)
+    grew = []
     for step in range(40):
         r = plain.rows
         op = step % 5
@@ -65,11 +72,14 @@ def test_a_streams_life_reads_the_same_keys_through_the_table():
             assert fixed.keys[0] is keys_before or fixed.arena.rows > keys_before.size(0)  # no copy but a growth
         elif op == 3:  # split, then join with a refill's new rows
             cut = r // 2
-            new_plain, new_fixed = _empty(2, False), _empty(2, True)
+            new_plain, new_fixed = _empty(2, False), _empty(2, True, capacity, slots)
             plain = RowCache.concat([plain.narrow(0, cut), plain.narrow(cut, r - cut), new_plain])
             fixed = RowCache.concat([fixed.narrow(0, cut), fixed.narrow(cut, r - cut), new_fixed])
         _same(plain, fixed)
-    assert fixed.arena is not None
+        assert fixed.capacity <= fixed.arena.capacity
+        grew.append((fixed.capacity, fixed.arena.capacity))
+    assert max(arena for _, arena in grew) > capacity  # the buffers grew too
+    assert slots is None or any(table < arena for table, arena in grew)  # a table narrower than its buffers
 
 
 def test_a_beams_reorders_keep_the_buffers_bounded():
