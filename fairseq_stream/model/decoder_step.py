@@ -32,7 +32,7 @@ from fairseq_stream.errors import FairseqStreamError
 from fairseq_stream.model.linear_kernels import OneDnnLinear
 from fairseq_stream.model.quantize import is_quantized_linear, stacked_linear, weight_key
 from fairseq_stream.ops import decode_attention
-from fairseq_stream.model.row_arena import FIRST_SLOTS
+from fairseq_stream.model.row_arena import FIRST_SLOTS, untouched
 from fairseq_stream.model.row_cache import SLACK, EncoderMemory, RowCache, SentenceIndex
 from fairseq_stream.model.static_step import (
     StaticCachePool, StepGraphs, StepModeStats, StreamBufferSets, StreamBuffers, next_pow2, length_bucket, row_bucket,
@@ -231,7 +231,7 @@ class TransformerStepper:
             return RowCache.static(self.pool, lease, lens, 0)
         if fixed:  # buffers not zeroed: a slot is read only after its step wrote it (row_arena.FIRST_SLOTS: why so many)
             shape = (rows, self.heads, FIRST_SLOTS, self.head_dim)
-            return RowCache.fixed([like.new_empty(shape) for _ in range(n)], [like.new_empty(shape) for _ in range(n)],
+            return RowCache.fixed([untouched(like, shape) for _ in range(n)], [untouched(like, shape) for _ in range(n)],
                                   lens, 0, slots=SLACK)
         shape = (rows, self.heads, SLACK, self.head_dim)
         return RowCache.of([like.new_zeros(shape) for _ in range(n)], [like.new_zeros(shape) for _ in range(n)], lens, 0)

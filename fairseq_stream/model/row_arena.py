@@ -38,6 +38,50 @@ from torch import Tensor
 FIRST_SLOTS = 256
 
 
+def _thp_always() -> bool:
+    try:
+        with open("/sys/kernel/mm/transparent_hugepage/enabled", encoding="ascii") as f:
+            return "[always]" in f.read()
+    except OSError:
+        return False
+
+
+#: Whether the kernel backs anonymous memory with 2 MiB pages wherever it can (transparent huge pages
+#: "always"; most distributions say "madvise"): then one written position would take 2 MiB, and the
+#: buffers' untouched positions (FIRST_SLOTS) would all be resident. Read once.
+THP_ALWAYS = _thp_always()
+MADV_NOHUGEPAGE = 15  # Linux's <sys/mman.h>
+
+
+def untouched(like: Tensor, shape: Tuple[int, ...]) -> Tensor:
+    """An uninitialised buffer of ``shape`` whose pages are taken as they are written: on the CPU under
+    transparent huge pages "always", the buffer is told not to use them (:func:`no_huge_pages`)."""
+    out = like.new_empty(shape)
+    if THP_ALWAYS and out.device.type == "cpu":
+        no_huge_pages(out)
+    return out
+
+
+def no_huge_pages(t: Tensor) -> int:
+    """``madvise(MADV_NOHUGEPAGE)`` over the whole pages of ``t``'s memory; madvise's result (0: done;
+    -1 where it failed or there is no whole page), never an error: huge pages only cost memory."""
+    import ctypes
+    import mmap
+
+    page = mmap.PAGESIZE
+    start = t.data_ptr()
+    end = start + t.numel() * t.element_size()
+    first = -(-start // page) * page
+    length = (end - first) // page * page
+    if length <= 0:
+        return -1
+    try:
+        libc = ctypes.CDLL(None, use_errno=True)
+        return int(libc.madvise(ctypes.c_void_p(first), ctypes.c_size_t(length), MADV_NOHUGEPAGE))
+    except (OSError, AttributeError):
+        return -1
+
+
 class RowArena:
     """The keys/values buffers of the caches that index them, and which buffer rows they read.
 
@@ -80,7 +124,7 @@ class RowArena:
         filled = min(self._filled(), old)
 
         def grow(t: Tensor) -> Tensor:
-            out = t.new_empty(t.shape[:2] + (new,) + t.shape[3:])  # unwritten slots are never read
+            out = untouched(t, t.shape[:2] + (new,) + t.shape[3:])  # unwritten slots are never read
             out[:, :, :filled] = t[:, :, :filled]
             return out
 
@@ -90,7 +134,7 @@ class RowArena:
         old, filled = self.rows, min(self._filled(), self.capacity)
 
         def grow(t: Tensor) -> Tensor:
-            out = t.new_empty((rows,) + tuple(t.shape[1:]))
+            out = untouched(t, (rows,) + tuple(t.shape[1:]))
             out[:old, :, :filled] = t[:, :, :filled]
             return out
 

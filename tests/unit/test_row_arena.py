@@ -91,3 +91,19 @@ def test_a_beams_reorders_keep_the_buffers_bounded():
         fixed = _write(fixed, torch.randn(k, 2 * LAYERS, H, 1, HD, generator=g))
         fixed = fixed.select(torch.randint(0, k, (k,), generator=g).sort().values)
     assert fixed.arena.rows <= 2 * k, fixed.arena.rows
+
+
+def test_buffers_are_told_not_to_take_huge_pages_where_the_kernel_would_always_use_them(monkeypatch):
+    # under transparent huge pages "always", one written position of a 256-position buffer would take 2 MiB
+    from fairseq_stream.model import row_arena
+
+    big = torch.empty(4, 2, 256, 64)  # 512 KiB: whole pages inside
+    assert row_arena.no_huge_pages(big) == 0  # madvise accepted the page-aligned range
+    assert row_arena.no_huge_pages(torch.empty(3)) == -1  # no whole page: nothing asked
+    told = []
+    monkeypatch.setattr(row_arena, "no_huge_pages", lambda t: told.append(t.shape))
+    monkeypatch.setattr(row_arena, "THP_ALWAYS", False)
+    row_arena.untouched(big, (2, 2, 8, 4))
+    monkeypatch.setattr(row_arena, "THP_ALWAYS", True)
+    out = row_arena.untouched(big, (2, 2, 8, 4))
+    assert told == [(2, 2, 8, 4)] and out.shape == (2, 2, 8, 4)
