@@ -100,7 +100,7 @@ class Pending:
     sentence_id: int
     source: torch.Tensor  # (n,) its source tokens, EOS included, no padding
     charged: float  # the work the controller charged for it
-    moves: int = -1  # the controller's moves when the stream started decoding it (-1: not decoded yet)
+    moves: int = -1  # the controller's move count when the stream began decoding it (set as its refill is admitted)
     fixed: Optional[List[Dict[str, Any]]] = None  # the fixed beam's n-best, once decoded
     stream: Optional[List[Dict[str, Any]]] = None  # the stream's, once it finished
 
