@@ -230,9 +230,15 @@ class TransformerStepper:
             lease = self.pool.acquire(row_bucket(rows), length_bucket(SLACK), like, n, self.heads, self.head_dim)
             return RowCache.static(self.pool, lease, lens, 0)
         if fixed:  # buffers not zeroed: a slot is read only after its step wrote it (row_arena.FIRST_SLOTS: why so many)
-            shape = (rows, self.heads, FIRST_SLOTS, self.head_dim)
-            return RowCache.fixed([untouched(like, shape) for _ in range(n)], [untouched(like, shape) for _ in range(n)],
-                                  lens, 0, slots=SLACK)
+            for slots in (FIRST_SLOTS, SLACK):
+                shape = (rows, self.heads, slots, self.head_dim)
+                try:
+                    keys, values = [untouched(like, shape) for _ in range(n)], [untouched(like, shape) for _ in range(n)]
+                    break
+                except RuntimeError:  # the address space refused (strict overcommit): small buffers, grown as needed
+                    if slots == SLACK:
+                        raise
+            return RowCache.fixed(keys, values, lens, 0, slots=SLACK)
         shape = (rows, self.heads, SLACK, self.head_dim)
         return RowCache.of([like.new_zeros(shape) for _ in range(n)], [like.new_zeros(shape) for _ in range(n)], lens, 0)
 

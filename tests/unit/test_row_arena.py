@@ -107,3 +107,28 @@ def test_buffers_are_told_not_to_take_huge_pages_where_the_kernel_would_always_u
     monkeypatch.setattr(row_arena, "THP_ALWAYS", True)
     out = row_arena.untouched(big, (2, 2, 8, 4))
     assert told == [(2, 2, 8, 4)] and out.shape == (2, 2, 8, 4)
+
+
+def test_where_the_address_space_is_refused_the_arena_starts_small_and_translates_alike(demo_session, demo_sources,
+                                                                                        monkeypatch):
+    # strict overcommit may refuse 256 positions' worth of address space: the buffers then start at 16 and grow
+    from fairseq_stream.model import decoder_step, native_step, row_arena
+
+    if native_step.kernel_available() is not None:
+        pytest.skip(native_step.kernel_available())
+
+    data = demo_session.encode(demo_sources[:12])
+    run = lambda: demo_session.translate(data, search="var-stream", gen={"beam": 4}, opts={"step_mode": "native"})  # noqa: E731
+    expected = [h[0]["tokens"].tolist() for h in run().hypos]
+    asked = []
+
+    def refuse_large(like, shape):
+        asked.append(shape[2])
+        if shape[2] >= row_arena.FIRST_SLOTS:
+            raise RuntimeError("DefaultCPUAllocator: not enough memory")
+        return row_arena.untouched(like, shape)
+
+    monkeypatch.setattr(decoder_step, "untouched", refuse_large)
+    out = run()
+    assert row_arena.FIRST_SLOTS in asked and min(asked) < row_arena.FIRST_SLOTS
+    assert [h[0]["tokens"].tolist() for h in out.hypos] == expected and out.stats.step_mode["steps_native"] > 0
