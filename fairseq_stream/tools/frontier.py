@@ -130,7 +130,7 @@ def setting_of(row: Dict[str, Any]) -> Optional[str]:
     """The --prune-auto controller's label of the fixed setting a row ran (``δ 1.5, M 5``; fixed-ours is its
     last rung, off), or None for a row of another kind; the default row is the var-* defaults' δ and M."""
     from fairseq_stream.search.defaults import DEFAULT_ABS_THRESHOLD, DEFAULT_MAX_CANDS_PER_NODE
-    from fairseq_stream.search.prune_controller import OFF
+    from fairseq_stream.search.prune_controller import OFF, Setting
 
     if row["search"] == "fixed-ours":
         return OFF.label()
@@ -140,14 +140,14 @@ def setting_of(row: Dict[str, Any]) -> Optional[str]:
     if any(opts.get(name) for name in ("prune_abs_scale", "stream_max_candidates", "prune_auto")) \
             or opts.get("prune_reference", "normalized") != "normalized":
         return None
-    delta = opts.get("prune_abs_threshold", DEFAULT_ABS_THRESHOLD)
-    return f"δ {float(delta):g}, M {opts.get('prune_max_cands_per_node', DEFAULT_MAX_CANDS_PER_NODE)}"
+    return Setting(float(opts.get("prune_abs_threshold", DEFAULT_ABS_THRESHOLD)),
+                   int(opts.get("prune_max_cands_per_node", DEFAULT_MAX_CANDS_PER_NODE))).label()
 
 
 def trajectory(auto: Dict[str, Any], at_k: List[Dict[str, Any]]) -> List[Tuple[float, float]]:
     """The --prune-auto point's path on the plot: the grid points of the settings it moved through (those
     the grid has), in order, then the point itself."""
-    by_setting = {setting_of(r): r for r in at_k if setting_of(r) is not None}
+    by_setting = {setting: r for r in at_k if (setting := setting_of(r)) is not None}
     changes = ((auto.get("stats") or {}).get("prune_auto") or {}).get("changes", [])
     path = [(by_setting[c["setting"]]["time_vs_fixed"], by_setting[c["setting"]]["bleu"])
             for c in changes if c["setting"] in by_setting]
