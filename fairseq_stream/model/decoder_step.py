@@ -32,6 +32,7 @@ from fairseq_stream.errors import FairseqStreamError
 from fairseq_stream.model.linear_kernels import OneDnnLinear
 from fairseq_stream.model.quantize import is_quantized_linear, stacked_linear, weight_key
 from fairseq_stream.ops import decode_attention
+from fairseq_stream.ops.fused_output import TopWindow, window_dtype, window_of
 from fairseq_stream.model.row_arena import FIRST_SLOTS, untouched
 from fairseq_stream.model.row_cache import SLACK, EncoderMemory, RowCache, SentenceIndex
 from fairseq_stream.model.static_step import (
@@ -334,8 +335,8 @@ class TransformerStepper:
     # ---- the static step (--step-mode static|graph; model/static_step.py) -------------------
     def forward_static(self, cache: RowCache, tokens: Tensor, positions: Tensor, memory: EncoderMemory,
                        index: SentenceIndex, block_mask: Optional[Tensor], *, buffers: StreamBuffers,
-                       graphs: Optional[StepGraphs],
-                       stats: Optional[StepModeStats]) -> Optional[Tuple[Tensor, RowCache, str]]:
+                       graphs: Optional[StepGraphs], stats: Optional[StepModeStats],
+                       window: int = 0) -> Optional[Tuple[Tensor, RowCache, str, Optional[TopWindow]]]:
         """:meth:`forward` and :meth:`logits` over the whole buffer of a static ``cache``.
 
         The step computes every row of the cache's row bucket and attends over every slot of
@@ -346,8 +347,10 @@ class TransformerStepper:
         own's, so that streams stepping alternately do not see each other's inputs). ``stats``: the
         generator's, where a graph's capture is counted. Returns the live rows' logits (a view
         of the bucket's output buffer, valid until the next step), the cache and how the step
-        ran (``replayed`` or ``static``); None when this step needs the eager path (no rows, a
-        per-row block mask).
+        ran (``replayed`` or ``static``), and with ``window`` > 0 the output layer's window of that
+        width (at most V) of every scored row (Hoang2018 §3.1's top-k and normaliser, computed in the
+        same region: views of the bucket's buffers, valid as the logits); None when this step needs the
+        eager path (no rows, a per-row block mask).
         """
         r, b = tokens.shape
         if r == 0 or cache.lease is None or (block_mask is not None and block_mask.dim() != 2):
@@ -360,7 +363,8 @@ class TransformerStepper:
         self._refresh_stacked()
         table = self._prepare_positions(slots - 1, buf.device)
         wq = next_pow2(max(1, index.width))  # query columns per sentence in encoder attention
-        io = self._static_io(buffers, rows, b, slots, buf, custom=block_mask is not None)
+        window = min(window, self.decoder.output_projection.out_features)
+        io = self._static_io(buffers, rows, b, slots, buf, custom=block_mask is not None, window=window)
         kv_row = index.memory_rows(memory.modulus)
         _fill_inputs(io.ints, tokens, positions, cache.lens, kv_row, index.slot, wq)
         if block_mask is not None:
@@ -374,20 +378,28 @@ class TransformerStepper:
             how = "static"
         else:  # every tensor the step reads or writes by address: the cache, the stream's buffers, the table
             key = (buf.data_ptr(), io.ints.data_ptr(), _memory_key(memory), rows, slots, b, wq, io.mask is not None,
-                   table, self._qkv_version)
-            keep = [buf, io.ints, io.out] + ([] if io.mask is None else [io.mask]) + _memory_tensors(memory)
+                   table, self._qkv_version, window)
+            keep = ([buf, io.ints, io.out] + ([] if io.mask is None else [io.mask]) + list(io.top or ())
+                    + _memory_tensors(memory))
             how = graphs.run(key, body, keep, StepModeStats() if stats is None else stats)
-        return io.out[:r], cache.advanced(b), how
+        top = None if io.top is None else TopWindow(*(t[: r * b] for t in io.top))
+        return io.out[:r], cache.advanced(b), how, top
 
     def _static_io(self, buffers: StreamBuffers, rows: int, b: int, slots: int, like: Tensor, *,
-                   custom: bool) -> "_StaticIO":
+                   custom: bool, window: int = 0) -> "_StaticIO":
         def make() -> _StaticIO:
             vocab = self.decoder.output_projection.out_features
             ints = torch.zeros(rows, 2 * b + 3, dtype=torch.long, device=like.device)
             mask = like.new_zeros(1, 1, b, slots) if custom else None
-            return _StaticIO(ints, mask, like.new_zeros(rows, b, vocab))
+            top = None
+            if window:
+                real = window_dtype(like.dtype)
+                top = TopWindow(like.new_zeros(rows * b, window, dtype=real),
+                                torch.zeros(rows * b, window, dtype=torch.long, device=like.device),
+                                like.new_zeros(rows * b, dtype=real))
+            return _StaticIO(ints, mask, like.new_zeros(rows, b, vocab), top)
 
-        return buffers.io_for((rows, b, slots, custom, like.dtype, like.device), make)
+        return buffers.io_for((rows, b, slots, custom, window, like.dtype, like.device), make)
 
     def _prepare_positions(self, max_position: int, device: torch.device) -> Optional[int]:
         """Grow a sinusoidal position table to ``max_position`` now, outside any capture (a graph
@@ -427,6 +439,9 @@ class TransformerStepper:
                     attn, self._qkv[i], h, k, v, write, mask, ends if kernel else None),
                 lambda h, i=i, attn=layer.encoder_attn: _static_encoder_attention(attn, h, memory, i, kv_row, layout))
         io.out.copy_(self.logits(self._output(x)))
+        if io.top is not None:  # the output layer's window, in the region too (no launch after the replay)
+            for into, made in zip(io.top, window_of(io.out.view(rows * b, -1), io.top.width)):
+                into.copy_(made)
 
     def _attention_mask(self, cache: RowCache, b: int, block_mask: Optional[Tensor],
                         like: Tensor) -> Tuple[Optional[Tensor], Optional[Tensor]]:
@@ -498,6 +513,7 @@ class _StaticIO:
     ints: Tensor  # (R, 2b + 3): tokens (b), positions (b), cache length, encoder slot, query column
     mask: Optional[Tensor]  # (1, 1, b, slots) additive block mask, or None (causal)
     out: Tensor  # (R, b, V) logits
+    top: Optional[TopWindow] = None  # (R·b, w) the output layer's window of ``out`` (window_of), when asked
 
 
 def _fill_inputs(ints: Tensor, tokens: Tensor, positions: Tensor, lens: Tensor, kv_row: Tensor, slot: Tensor,

@@ -37,6 +37,7 @@ from fairseq_stream.model.static_step import (
 from fairseq_stream.model.row_cache import RowCache, SentenceIndex
 from fairseq_stream.model.decoder_step import TransformerStepper, check_supported
 from fairseq_stream.model import native_step
+from fairseq_stream.ops.fused_output import TopWindow
 
 
 @dataclass
@@ -146,26 +147,29 @@ class _TransformerBackend:
         return self.stepper.empty_cache(len(sentences), memory.keys[0], static=self.static, fixed=fixed)
 
     def step(self, memory: Any, cache: RowCache, state: DecoderState, tokens: Tensor,
-             block_mask: Optional[Tensor]) -> tuple:
-        """Logits (R, b, V), the cache and how the step ran (``replayed``, ``static``, ``native`` or ``eager``)."""
+             block_mask: Optional[Tensor], window: int = 0) -> tuple:
+        """Logits (R, b, V), the cache, how the step ran (``replayed``, ``static``, ``native`` or ``eager``)
+        and the logits' output-layer window of ``window`` (a :class:`TopWindow`, computed by a static step
+        inside its region; None otherwise)."""
         positions = state.lengths.unsqueeze(1) + torch.arange(tokens.size(1), device=tokens.device)
         if self.native:
             done = self.stepper.forward_native(cache, tokens, positions, memory, state.sentence_index(), block_mask,
                                                max_position=state.max_length + tokens.size(1) - 1)
             if not isinstance(done, str):
-                return done[0], done[1], "native"
+                return done[0], done[1], "native", None
             if self.stats is not None:
                 self.stats.fallback(done)
         if self.static:
             done = self.stepper.forward_static(cache, tokens, positions, memory, state.sentence_index(), block_mask,
-                                               buffers=self._buffers(), graphs=self.graphs, stats=self.stats)
+                                               buffers=self._buffers(), graphs=self.graphs, stats=self.stats,
+                                               window=window)
             if done is not None:
                 return done
             if self.stats is not None:
                 self.stats.fallback("a step with no rows or a per-row block mask")
         feats, cache = self.stepper.forward(cache, tokens, positions, memory, state.sentence_index(), block_mask,
                                             max_position=state.max_length + tokens.size(1) - 1)
-        return self.stepper.logits(feats), cache, "eager"
+        return self.stepper.logits(feats), cache, "eager", None
 
     def select(self, cache: RowCache, rows: Tensor) -> RowCache:
         return cache.select(rows)
@@ -259,7 +263,7 @@ class _GenericBackend:
         return {}
 
     def step(self, memory: Any, cache: Dict[str, Any], state: DecoderState, tokens: Tensor,
-             block_mask: Optional[Tensor]) -> tuple:
+             block_mask: Optional[Tensor], window: int = 0) -> tuple:
         if tokens.size(1) != 1:
             raise FairseqStreamError(
                 f"{type(self.model.decoder).__name__} decodes one token per step; this strategy "
@@ -273,8 +277,8 @@ class _GenericBackend:
         out = self.model.decoder.forward(prefix, encoder_out=enc, incremental_state=cache)
         if self.normalizes_itself:  # adaptive softmax, probabilities: log-probabilities as fairseq gets them
             last = (out[0][:, -1:, :],) + tuple(out[1:])
-            return self.model.get_normalized_probs(last, log_probs=True), cache, "eager"
-        return out[0][:, -1:, :], cache, "eager"
+            return self.model.get_normalized_probs(last, log_probs=True), cache, "eager", None
+        return out[0][:, -1:, :], cache, "eager", None
 
     def select(self, cache: Dict[str, Any], rows: Tensor) -> Dict[str, Any]:
         if not cache:
@@ -408,19 +412,31 @@ class ModelStep:
         The scores are raw logits for one model and log-probabilities for an ensemble
         (:attr:`normalized_scores`); either way ``log p = scores − logsumexp(scores)``.
         """
+        scores, _, new_state = self.scored_step(pool, state, tokens, block_mask)
+        return scores, new_state
+
+    def scored_step(self, pool: Sources, state: DecoderState, tokens: Tensor, block_mask: Optional[Tensor] = None,
+                    *, window: int = 0) -> Tuple[Tensor, Optional[TopWindow], DecoderState]:
+        """:meth:`step`, and the fused output layer's ``window`` of its scores (each of the R·b scored
+        rows' best ``min(window, V)`` raw scores and normaliser, Hoang2018 §3.1) where a static step computed
+        it inside its region — one CUDA graph replay with the decoder — else None (the output scorer
+        computes it then). Only one model's raw logits have such a window (an ensemble's are averaged)."""
+        window = window if len(self.backends) == 1 and self.temperature == 1.0 else 0
         outputs, caches, ran = [], [], []
+        top = None
         for backend, memory, cache in zip(self.backends, pool.per_model, state.caches):
-            logits, cache, how = backend.step(memory, cache, state, tokens, block_mask)
+            logits, cache, how, top = backend.step(memory, cache, state, tokens, block_mask, window)
             ran.append(how)
             outputs.append(logits)
             caches.append(cache)
         lprobs = ensemble_scores(outputs, self.temperature)  # (R, b, V)
         # an ensemble's step is as static (or native) as its least static model's
         self.step_stats.count(next(h for h in ("eager", "native", "static", "replayed") if h in ran))
+        self.step_stats.output_in_step += top is not None
         history = None if state.history is None else torch.cat([state.history, tokens], dim=1)
         new_state = DecoderState(caches, state.row_sentence, state.lengths + tokens.size(1), history, state.index,
                                  state.max_length + tokens.size(1))
-        return lprobs, new_state
+        return lprobs, top, new_state
 
     def select(self, state: DecoderState, rows: Tensor, index: Optional[SentenceIndex] = None) -> DecoderState:
         """Rows ``rows`` of ``state`` (repetition allowed); keep sentences' rows consecutive.

@@ -104,6 +104,7 @@ class StepModeStats:
     graph_bytes: int = 0
     evicted: int = 0  # graphs dropped by the LRU bound of StepGraphs (captured again if their key recurs)
     table_reorders: int = 0  # reorders of caches that never move (model/row_arena.py): tables copied, not keys
+    output_in_step: int = 0  # steps whose output layer (top-k, normaliser) ran in the static step's region
     fallbacks: Dict[str, int] = field(default_factory=dict)  # why a step left the static path → count
     warned: bool = field(default=False, repr=False)  # the run's one warning line about uncaptured steps
 
@@ -115,7 +116,7 @@ class StepModeStats:
         setattr(self, how, getattr(self, how) + 1)
 
     _COUNTS = ("replayed", "static", "native", "eager", "captured", "capture_seconds", "graph_bytes", "evicted",
-               "table_reorders")
+               "table_reorders", "output_in_step")
 
     def add(self, other: "StepModeStats") -> None:
         """``other``'s steps counted in these (a helper decode of the run's: ``--prune-auto``'s probes)."""
@@ -136,7 +137,8 @@ class StepModeStats:
                 "steps_eager": self.eager,
                 "graphs_captured": self.captured, "graph_capture_s": round(self.capture_seconds, 4),
                 "graph_pool_mib": round(self.graph_bytes / 2 ** 20, 2), "graphs_evicted": self.evicted,
-                "reorders_by_table": self.table_reorders, "fallbacks": dict(self.fallbacks)}
+                "reorders_by_table": self.table_reorders, "output_layer_in_step": self.output_in_step,
+                "fallbacks": dict(self.fallbacks)}
 
 
 class Lease:

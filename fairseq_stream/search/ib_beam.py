@@ -40,6 +40,7 @@ from fairseq_stream.ops import ib_step as fused
 from fairseq_stream.ops import packets
 from fairseq_stream.ops.backends import IB_STEP, StepRunner
 from fairseq_stream.ops.ib_step import IBStepResult
+from fairseq_stream.ops.fused_output import TopWindow
 from fairseq_stream.search.output import OutputScorer
 from fairseq_stream.model.row_cache import SentenceIndex
 from fairseq_stream.search.score_edits import RowContext
@@ -233,11 +234,14 @@ class IBBeamSearch(StateOps):
         return torch.zeros(ok.shape, dtype=torch.float32, device=device).masked_fill(~ok, float("-inf"))
 
     # ---- a step ---------------------------------------------------------------------------
-    def step(self, state: IBState, scores: Tensor) -> StepOutcome:
-        vals, toks = self._top(state, scores)
+    def output_window(self, state: IBState) -> int:
+        return self.scorer.window(self.beam)
+
+    def step(self, state: IBState, scores: Tensor, window: Optional[TopWindow] = None) -> StepOutcome:
+        vals, toks = self._top(state, scores, window)
         return self.search_step(state, vals, toks)
 
-    def _top(self, state: IBState, scores: Tensor) -> Tuple[Tensor, Tensor]:
+    def _top(self, state: IBState, scores: Tensor, window: Optional[TopWindow] = None) -> Tuple[Tensor, Tensor]:
         """Each row's best ``Bc`` words per slot and their log-probabilities (R, z, Bc), from the
         output layer (one pass for the top-k and the normaliser)."""
         r, z, v = scores.shape
@@ -249,7 +253,7 @@ class IBBeamSearch(StateOps):
         ctx = RowContext(steps=slots.repeat(r), max_len=row_max.repeat_interleave(z),
                          may_reach_max=fed + z - 1 >= state.shortest, min_steps=fed)
         bc = min(self.beam, v)
-        vals, toks, _ = self.scorer.top(scores.reshape(r * z, v), bc, ctx)
+        vals, toks, _ = self.scorer.top(scores.reshape(r * z, v), bc, ctx, window=window)
         return vals.view(r, z, bc).to(self.dtype), toks.view(r, z, bc)
 
     def search_step(self, state: IBState, vals: Tensor, toks: Tensor) -> StepOutcome:

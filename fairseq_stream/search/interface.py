@@ -101,7 +101,12 @@ class SearchStrategy(Protocol):
         ...
 
     def step(self, state: Any, lprobs: Tensor) -> StepOutcome:
-        """``lprobs``: (R, b, V) log-probabilities after each fed token of every row."""
+        """``lprobs``: (R, b, V) log-probabilities after each fed token of every row.
+
+        A strategy that also has ``output_window(state) -> int`` (the fused output layer's window it
+        takes, :meth:`~fairseq_stream.search.output.OutputScorer.window`) and asks for one (> 0) is
+        called as ``step(state, lprobs, window)``: that window where the decoder step computed it
+        inside its region (a static step: :class:`~fairseq_stream.ops.fused_output.TopWindow`), else None."""
         ...
 
     def concat(self, states: Sequence[Any]) -> Any:

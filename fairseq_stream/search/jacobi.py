@@ -39,6 +39,7 @@ from fairseq_stream.ops import packets
 from fairseq_stream.ops.backends import JACOBI_STEP, StepRunner
 from fairseq_stream.ops.jacobi_step import IterationResult
 from fairseq_stream.ops.packets import PacketView
+from fairseq_stream.ops.fused_output import TopWindow
 from fairseq_stream.search.output import OutputScorer
 from fairseq_stream.model.row_cache import SentenceIndex
 from fairseq_stream.search.score_edits import RowContext
@@ -188,11 +189,15 @@ class JacobiDecoding(StateOps):
         return replace(state, feed=feed.contiguous(), width=width.contiguous())
 
     # ---- one iteration -----------------------------------------------------------------
-    def step(self, state: JacobiState, scores: Tensor) -> StepOutcome:
-        """Predictions for every fed position → verified prefix, new draft, finished sentences."""
-        return self.iterate(state, *self.predictions(state, scores))
+    def output_window(self, state: JacobiState) -> int:
+        return self.scorer.window(1)
 
-    def predictions(self, state: JacobiState, scores: Tensor) -> "tuple[Tensor, Tensor]":
+    def step(self, state: JacobiState, scores: Tensor, window: Optional[TopWindow] = None) -> StepOutcome:
+        """Predictions for every fed position → verified prefix, new draft, finished sentences."""
+        return self.iterate(state, *self.predictions(state, scores, window))
+
+    def predictions(self, state: JacobiState, scores: Tensor,
+                    window: Optional[TopWindow] = None) -> "tuple[Tensor, Tensor]":
         """(S, b) the arg-max after each fed position and its log-probability, with the score
         edits (min/max length, unk penalty) at each position's target index."""
         s, b, v = scores.shape
@@ -201,7 +206,7 @@ class JacobiDecoding(StateOps):
         ctx = RowContext(steps=pos.reshape(-1), max_len=state.max_len.repeat_interleave(b, output_size=s * b),
                          may_reach_max=state.high + b - 1 >= state.shortest, min_steps=state.low)
         # Arg-max with its log-probability: top-1 and the normaliser in one pass (Hoang2018).
-        score, top, _ = self.scorer.top(scores.reshape(s * b, v), 1, ctx)
+        score, top, _ = self.scorer.top(scores.reshape(s * b, v), 1, ctx, window=window)
         return top[:, 0].view(s, b), score[:, 0].view(s, b)
 
     def iterate(self, state: JacobiState, pred: Tensor, score: Tensor) -> StepOutcome:

@@ -15,7 +15,7 @@ import torch
 from torch import Tensor
 
 from fairseq_stream.ops.extension import log_once
-from fairseq_stream.ops.fused_output import topk_with_normaliser
+from fairseq_stream.ops.fused_output import TopWindow, topk_with_normaliser
 from fairseq_stream.search.score_edits import Candidates, RowContext, ScoreEdit, apply_full
 
 
@@ -44,11 +44,19 @@ class OutputScorer:
         if self.fused and self.raised:
             self.note = "fused+raised:" + "/".join(map(str, self.raised))  # the window holds the raised token(s)
 
-    def top(self, scores: Tensor, k: int, ctx: RowContext, *, normalize: bool = True) -> Tuple[Tensor, Tensor, Optional[Tensor]]:
+    def window(self, k: int) -> int:
+        """The width of the raw-score window the fused layer takes for ``k`` candidates a row (at most
+        the vocabulary), so that a static step can compute it inside its region (:class:`TopWindow`);
+        0 on the full layer, where there is no window."""
+        return k + self.extra if self.fused else 0
+
+    def top(self, scores: Tensor, k: int, ctx: RowContext, *, normalize: bool = True,
+            window: Optional[TopWindow] = None) -> Tuple[Tensor, Tensor, Optional[Tensor]]:
         """(values, tokens, lse) of each row's ``k`` best candidates, best first.
 
         Values are log-probabilities, or raw logits (same ranking) when ``normalize`` is False
         on the fused path; then ``lse`` is None and :meth:`normaliser` gives it on demand.
+        ``window``: the rows' window as the step computed it (:meth:`window` wide, or it is not used).
         """
         if scores.dtype in (torch.float16, torch.bfloat16) and not (self.fused and scores.is_cuda):
             scores = scores.float()  # on CUDA the fused kernels read half precision as it is (no full copy)
@@ -60,7 +68,8 @@ class OutputScorer:
             return values, tokens, torch.zeros_like(values[:, 0])
         width = min(k + self.extra, scores.size(-1))
         if normalize:
-            raw, tokens, lse = topk_with_normaliser(scores, width)
+            raw, tokens, lse = (window if window is not None and window.width == width
+                                else topk_with_normaliser(scores, width))
             values = raw - lse.unsqueeze(1)
         else:
             values, tokens = scores.topk(width, dim=-1)

@@ -160,3 +160,8 @@ class StateOps:
 
     def row_counts(self, state: StrategyState) -> Tensor:
         return state.row_counts(self.rows_per_sentence)
+
+    def output_window(self, state: StrategyState) -> int:
+        """The fused output layer's window (candidates a scored row) the next ``step`` takes, so that
+        a static decoder step computes it inside its region (``step`` gets it as ``window``); 0: none."""
+        return 0

@@ -119,12 +119,18 @@ def test_static_equals_eager_on_an_ensemble(demo_sources):
 
 
 @pytest.mark.slow
-def test_static_equals_eager_with_ib_beam(tiny_ib_ckpt, tiny_train_bin, demo_sources):
-    """ib-beam's steps carry the IBDecoder's block mask M(h, c) (a (b, b) or (b, L + b) mask)."""
+def test_static_equals_eager_with_ib_beam(tiny_ib_ckpt, tiny_train_bin, demo_sources, monkeypatch):
+    """ib-beam's steps carry the IBDecoder's block mask M(h, c) (a (b, b) or (b, L + b) mask); the
+    output layer's window of every slot comes from the static step's region."""
     from fairseq_stream.tools.session import TranslationSession
+    from fairseq_stream.search import output
     from tests.conftest import DEMO
 
     import os
+
+    calls = []
+    real = output.topk_with_normaliser
+    monkeypatch.setattr(output, "topk_with_normaliser", lambda scores, k: calls.append(k) or real(scores, k))
 
     session = TranslationSession.load(tiny_train_bin, tiny_ib_ckpt, bpe_codes=os.path.join(DEMO, "bpe.codes"),
                                       extra_args=["--source-lang", "es", "--target-lang", "en"], dtype=torch.float64)
@@ -133,6 +139,7 @@ def test_static_equals_eager_with_ib_beam(tiny_ib_ckpt, tiny_train_bin, demo_sou
             for m in ("eager", "static")}
     assert_same(runs["eager"], runs["static"])
     assert runs["static"].stats.step_mode["steps_static"] == runs["static"].stats.timesteps
+    assert len(calls) == runs["eager"].stats.timesteps  # the eager run's: the static run's came with its steps
 
 
 class _Recorder(torch.utils._python_dispatch.TorchDispatchMode):
@@ -150,10 +157,15 @@ class _Recorder(torch.utils._python_dispatch.TorchDispatchMode):
         return out
 
 
-@pytest.mark.parametrize("case", ["var-stream", "gs-jacobi"])
+#: what reads a value on the host (a CUDA sync): none may run inside a step's region
+HOST_READS = ("_local_scalar_dense", "nonzero", "masked_select", "unique")
+
+
+@pytest.mark.parametrize("case", ["var-stream", "fixed-ours", "gs-jacobi", "speculative"])
 def test_a_static_step_creates_the_same_shapes_at_every_step_of_its_bucket(demo_session, demo_sources, monkeypatch, case):
-    """The step proper (what a graph captures) makes the same tensors, shape for shape, at every
-    step of a bucket (rows, slots, block width): nothing in it follows the live rows or lengths."""
+    """The step proper (what a graph captures: the decoder and the output layer's top-k and normaliser)
+    makes the same tensors, shape for shape, at every step of a bucket (rows, slots, block width,
+    window): nothing in it follows the live rows or lengths, and nothing in it reads the host."""
     from fairseq_stream.model.decoder_step import TransformerStepper
 
     body = TransformerStepper._static_body
@@ -162,17 +174,49 @@ def test_a_static_step_creates_the_same_shapes_at_every_step_of_its_bucket(demo_
     def recorded(self, buf, io, memory, b, wq):
         with _Recorder() as rec:
             body(self, buf, io, memory, b, wq)
-        seen[(buf.size(0), buf.size(3), b, wq, tuple(memory.keys[0].shape))].append(rec.made)
+        window = 0 if io.top is None else io.top.width
+        seen[(buf.size(0), buf.size(3), b, wq, window, tuple(memory.keys[0].shape))].append(rec.made)
 
     monkeypatch.setattr(TransformerStepper, "_static_body", recorded)
     data = demo_session.encode(demo_sources[:N])
     out = _run(demo_session, data, case, "static")
-    assert sum(len(v) for v in seen.values()) == out.stats.timesteps
+    regions = sum(len(v) for v in seen.values())
+    assert regions == out.stats.timesteps if case != "speculative" else regions > out.stats.timesteps  # + the draft's
     repeated = [steps for steps in seen.values() if len(steps) > 1]
-    assert sum(len(s) for s in repeated) >= 0.8 * out.stats.timesteps  # most steps share a bucket with others
+    assert sum(len(s) for s in repeated) >= 0.8 * regions  # most steps share a bucket with others
     for steps in repeated:
         assert all(s == steps[0] for s in steps[1:])
         assert len(steps[0]) > 20  # the recorder saw the step's operators
+    for key, steps in seen.items():
+        ops = [op for op, _ in steps[0]]
+        assert not [op for op in ops if any(r in op for r in HOST_READS)], key
+        if key[4]:  # the target's steps: the output layer's top-k and normaliser ran in the region
+            assert any("topk" in op for op in ops), key
+    assert any(key[4] for key in seen)
+
+
+@pytest.mark.parametrize("case", _params(["var-stream", "fixed-ours", "gs-jacobi", "speculative", "lookahead"]))
+def test_the_output_layer_takes_its_window_from_the_static_step(demo_session, demo_sources, monkeypatch, case):
+    """Under --step-mode static the output layer's top-k and normaliser run inside the step's region
+    (``TopWindow``): the output scorer computes no window of its own at any step (eager: every step),
+    and the tokens are the eager step's."""
+    from fairseq_stream.search import output
+
+    calls = []
+    real = output.topk_with_normaliser
+    monkeypatch.setattr(output, "topk_with_normaliser", lambda scores, k: calls.append(k) or real(scores, k))
+    data = demo_session.encode(demo_sources[:N])
+    runs = {}
+    for mode in ("eager", "static"):
+        calls.clear()
+        runs[mode] = _run(demo_session, data, case, mode)
+        runs[mode].calls = len(calls)
+    assert runs["eager"].calls == runs["eager"].stats.timesteps > 0
+    assert runs["static"].calls == 0
+    modes = runs["static"].stats.step_mode
+    assert modes["steps_static"] == modes["output_layer_in_step"] == runs["static"].stats.timesteps
+    assert not runs["eager"].stats.step_mode.get("output_layer_in_step")
+    assert_same(runs["eager"], runs["static"], scores=False)
 
 
 def test_static_step_reads_the_host_at_most_once_per_step(demo_session, demo_sources):
