@@ -264,14 +264,14 @@ class StreamingScheduler:
         """One decoder call and one strategy step of ``group``; what finished (dict or deferred)."""
         start = time.perf_counter() if self.stats.trace is not None else None
         sentences, rows, length = self.strategy.sentences(group.state), group.dec.rows, group.dec.max_length
-        wants = getattr(self.strategy, "output_window", None)  # the output layer's window, in the step's region
-        width = 0 if wants is None else wants(group.state)
-        if not width:  # (a strategy that takes no window is called as the protocol's two-argument step)
+        wants = getattr(self.strategy, "output_tail", None) if self.model.takes_tails else None
+        tail = None if wants is None else wants(group.state)  # its output layer, inside the step's region
+        if tail is None:  # (a strategy that has none is called as the protocol's two-argument step)
             lprobs, dec = self.model.step(pool, group.dec, group.feed, group.block_mask)
             out: StepOutcome = self.strategy.step(group.state, lprobs)
         else:
-            lprobs, window, dec = self.model.scored_step(pool, group.dec, group.feed, group.block_mask, window=width)
-            out = self.strategy.step(group.state, lprobs, window)
+            lprobs, top, dec = self.model.scored_step(pool, group.dec, group.feed, group.block_mask, tail=tail)
+            out = self.strategy.step(group.state, lprobs, top)
         if out.accept is not None:
             dec = self.model.accept(dec, out.accept, group.feed.size(1), out.max_length)
         if self.strategy.sentences(out.state) > 0:

@@ -21,7 +21,7 @@ evaluation mode (pre- or post-norm, NormFormer's ``attn_ln``/``c_attn``/``ffn_la
 from __future__ import annotations
 
 import weakref
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any, Callable, Dict, List, Optional, Tuple, Union
 
 import torch
@@ -32,11 +32,10 @@ from fairseq_stream.errors import FairseqStreamError
 from fairseq_stream.model.linear_kernels import OneDnnLinear
 from fairseq_stream.model.quantize import is_quantized_linear, stacked_linear, weight_key
 from fairseq_stream.ops import decode_attention
-from fairseq_stream.ops.fused_output import TopWindow, window_dtype, window_of
 from fairseq_stream.model.row_arena import FIRST_SLOTS, untouched
 from fairseq_stream.model.row_cache import SLACK, EncoderMemory, RowCache, SentenceIndex
 from fairseq_stream.model.static_step import (
-    StaticCachePool, StepGraphs, StepModeStats, StreamBufferSets, StreamBuffers, next_pow2, length_bucket, row_bucket,
+    StaticCachePool, StepGraphs, StepModeStats, StepTail, StreamBufferSets, StreamBuffers, next_pow2, length_bucket, row_bucket,
 )
 
 
@@ -336,7 +335,7 @@ class TransformerStepper:
     def forward_static(self, cache: RowCache, tokens: Tensor, positions: Tensor, memory: EncoderMemory,
                        index: SentenceIndex, block_mask: Optional[Tensor], *, buffers: StreamBuffers,
                        graphs: Optional[StepGraphs], stats: Optional[StepModeStats],
-                       window: int = 0) -> Optional[Tuple[Tensor, RowCache, str, Optional[TopWindow]]]:
+                       tail: Optional[StepTail] = None) -> Optional[Tuple[Tensor, RowCache, str, Any]]:
         """:meth:`forward` and :meth:`logits` over the whole buffer of a static ``cache``.
 
         The step computes every row of the cache's row bucket and attends over every slot of
@@ -347,10 +346,10 @@ class TransformerStepper:
         own's, so that streams stepping alternately do not see each other's inputs). ``stats``: the
         generator's, where a graph's capture is counted. Returns the live rows' logits (a view
         of the bucket's output buffer, valid until the next step), the cache and how the step
-        ran (``replayed`` or ``static``), and with ``window`` > 0 the output layer's window of that
-        width (at most V) of every scored row (Hoang2018 §3.1's top-k and normaliser, computed in the
-        same region: views of the bucket's buffers, valid as the logits); None when this step needs the
-        eager path (no rows, a per-row block mask).
+        ran (``replayed`` or ``static``), and what ``tail`` returned for the live rows (it runs in the
+        same region, after the logits: the strategy's output layer; views of the bucket's buffers,
+        valid as the logits; None without a tail, or where its inputs are not one per scored row);
+        None when this step needs the eager path (no rows, a per-row block mask).
         """
         r, b = tokens.shape
         if r == 0 or cache.lease is None or (block_mask is not None and block_mask.dim() != 2):
@@ -363,43 +362,48 @@ class TransformerStepper:
         self._refresh_stacked()
         table = self._prepare_positions(slots - 1, buf.device)
         wq = next_pow2(max(1, index.width))  # query columns per sentence in encoder attention
-        window = min(window, self.decoder.output_projection.out_features)
-        io = self._static_io(buffers, rows, b, slots, buf, custom=block_mask is not None, window=window)
+        if tail is not None and any(t.size(0) != r * b for t in tail.inputs):
+            tail = None  # (a strategy's inputs that are not one per scored row: it runs its layer itself)
+        io = self._static_io(buffers, rows, b, slots, buf, custom=block_mask is not None, tail=tail)
         kv_row = index.memory_rows(memory.modulus)
         _fill_inputs(io.ints, tokens, positions, cache.lens, kv_row, index.slot, wq)
+        for into, live in zip(io.tail_in, () if tail is None else tail.inputs):
+            into[: r * b].copy_(live)
         if block_mask is not None:
             _fill_block_mask(io.mask, block_mask, cache.width, b)  # type: ignore[arg-type]
 
         def body() -> None:
-            self._static_body(buf, io, memory, b, wq)
+            self._static_body(buf, io, memory, b, wq, tail)
 
         if graphs is None:
             body()
             how = "static"
         else:  # every tensor the step reads or writes by address: the cache, the stream's buffers, the table
             key = (buf.data_ptr(), io.ints.data_ptr(), _memory_key(memory), rows, slots, b, wq, io.mask is not None,
-                   table, self._qkv_version, window)
-            keep = ([buf, io.ints, io.out] + ([] if io.mask is None else [io.mask]) + list(io.top or ())
+                   table, self._qkv_version, None if tail is None else tail.key)
+            keep = ([buf, io.ints, io.out] + ([] if io.mask is None else [io.mask]) + io.tail_in + io.tail_out
                     + _memory_tensors(memory))
             how = graphs.run(key, body, keep, StepModeStats() if stats is None else stats)
-        top = None if io.top is None else TopWindow(*(t[: r * b] for t in io.top))
-        return io.out[:r], cache.advanced(b), how, top
+        made = None if tail is None else tuple(t[: r * b] for t in io.tail_out)
+        return io.out[:r], cache.advanced(b), how, made
 
     def _static_io(self, buffers: StreamBuffers, rows: int, b: int, slots: int, like: Tensor, *,
-                   custom: bool, window: int = 0) -> "_StaticIO":
+                   custom: bool, tail: Optional[StepTail] = None) -> "_StaticIO":
         def make() -> _StaticIO:
             vocab = self.decoder.output_projection.out_features
             ints = torch.zeros(rows, 2 * b + 3, dtype=torch.long, device=like.device)
             mask = like.new_zeros(1, 1, b, slots) if custom else None
-            top = None
-            if window:
-                real = window_dtype(like.dtype)
-                top = TopWindow(like.new_zeros(rows * b, window, dtype=real),
-                                torch.zeros(rows * b, window, dtype=torch.long, device=like.device),
-                                like.new_zeros(rows * b, dtype=real))
-            return _StaticIO(ints, mask, like.new_zeros(rows, b, vocab), top)
+            io = _StaticIO(ints, mask, like.new_zeros(rows, b, vocab))
+            if tail is not None:  # zeros: a padding row's inputs are finite from the start
+                n = rows * b
+                io.tail_in = [torch.zeros((n,) + t.shape[1:], dtype=t.dtype, device=t.device) for t in tail.inputs]
+                scores = torch.float32 if like.dtype in (torch.float16, torch.bfloat16) else like.dtype
+                io.tail_out = [torch.zeros((n,) + shape, dtype=dtype, device=like.device)
+                               for shape, dtype in tail.outputs(vocab, scores)]
+            return io
 
-        return buffers.io_for((rows, b, slots, custom, window, like.dtype, like.device), make)
+        return buffers.io_for((rows, b, slots, custom, None if tail is None else tail.key, like.dtype, like.device),
+                              make)
 
     def _prepare_positions(self, max_position: int, device: torch.device) -> Optional[int]:
         """Grow a sinusoidal position table to ``max_position`` now, outside any capture (a graph
@@ -413,8 +417,10 @@ class TransformerStepper:
             return module.weights.data_ptr()
         return None
 
-    def _static_body(self, buf: Tensor, io: "_StaticIO", memory: EncoderMemory, b: int, wq: int) -> None:
-        """The step proper: every tensor it makes has a shape fixed by the bucket (rows, slots, b)."""
+    def _static_body(self, buf: Tensor, io: "_StaticIO", memory: EncoderMemory, b: int, wq: int,
+                     tail: Optional[StepTail] = None) -> None:
+        """The step proper: every tensor it makes has a shape fixed by the bucket (rows, slots, b); then
+        ``tail`` (the strategy's output layer) over its logits, into ``io.tail_out``."""
         ints = io.ints
         rows, slots, layers = ints.size(0), buf.size(3), buf.size(1) // 2
         tokens, positions = ints[:, :b], ints[:, b: 2 * b]
@@ -439,9 +445,11 @@ class TransformerStepper:
                     attn, self._qkv[i], h, k, v, write, mask, ends if kernel else None),
                 lambda h, i=i, attn=layer.encoder_attn: _static_encoder_attention(attn, h, memory, i, kv_row, layout))
         io.out.copy_(self.logits(self._output(x)))
-        if io.top is not None:  # the output layer's window, in the region too (no launch after the replay)
-            for into, made in zip(io.top, window_of(io.out.view(rows * b, -1), io.top.width)):
-                into.copy_(made)
+        if tail is not None:  # the strategy's output layer, in the region too (no launch after a replay)
+            scores = io.out.view(rows * b, -1)
+            made = tail(scores.float() if scores.dtype in (torch.float16, torch.bfloat16) else scores, *io.tail_in)
+            for into, out in zip(io.tail_out, made):
+                into.copy_(out)
 
     def _attention_mask(self, cache: RowCache, b: int, block_mask: Optional[Tensor],
                         like: Tensor) -> Tuple[Optional[Tensor], Optional[Tensor]]:
@@ -513,7 +521,8 @@ class _StaticIO:
     ints: Tensor  # (R, 2b + 3): tokens (b), positions (b), cache length, encoder slot, query column
     mask: Optional[Tensor]  # (1, 1, b, slots) additive block mask, or None (causal)
     out: Tensor  # (R, b, V) logits
-    top: Optional[TopWindow] = None  # (R·b, w) the output layer's window of ``out`` (window_of), when asked
+    tail_in: List[Tensor] = field(default_factory=list)  # (R·b, ...) a StepTail's inputs
+    tail_out: List[Tensor] = field(default_factory=list)  # (R·b, ...) what it returns
 
 
 def _fill_inputs(ints: Tensor, tokens: Tensor, positions: Tensor, lens: Tensor, kv_row: Tensor, slot: Tensor,

@@ -32,12 +32,11 @@ from fairseq_stream.errors import FairseqStreamError
 from fairseq_stream.model.encoder import cpu_fallback, encoder_out
 from fairseq_stream.model.ensemble import ensemble_scores, normalizes
 from fairseq_stream.model.static_step import (
-    StepGraphs, StepModeStats, StreamBuffers, length_bucket, resolve_step_mode, row_bucket,
+    StepGraphs, StepModeStats, StepTail, StreamBuffers, length_bucket, resolve_step_mode, row_bucket,
 )
 from fairseq_stream.model.row_cache import RowCache, SentenceIndex
 from fairseq_stream.model.decoder_step import TransformerStepper, check_supported
 from fairseq_stream.model import native_step
-from fairseq_stream.ops.fused_output import TopWindow
 
 
 @dataclass
@@ -147,10 +146,9 @@ class _TransformerBackend:
         return self.stepper.empty_cache(len(sentences), memory.keys[0], static=self.static, fixed=fixed)
 
     def step(self, memory: Any, cache: RowCache, state: DecoderState, tokens: Tensor,
-             block_mask: Optional[Tensor], window: int = 0) -> tuple:
+             block_mask: Optional[Tensor], tail: Optional[StepTail] = None) -> tuple:
         """Logits (R, b, V), the cache, how the step ran (``replayed``, ``static``, ``native`` or ``eager``)
-        and the logits' output-layer window of ``window`` (a :class:`TopWindow`, computed by a static step
-        inside its region; None otherwise)."""
+        and what ``tail`` returned, where a static step ran it inside its region (None otherwise)."""
         positions = state.lengths.unsqueeze(1) + torch.arange(tokens.size(1), device=tokens.device)
         if self.native:
             done = self.stepper.forward_native(cache, tokens, positions, memory, state.sentence_index(), block_mask,
@@ -162,7 +160,7 @@ class _TransformerBackend:
         if self.static:
             done = self.stepper.forward_static(cache, tokens, positions, memory, state.sentence_index(), block_mask,
                                                buffers=self._buffers(), graphs=self.graphs, stats=self.stats,
-                                               window=window)
+                                               tail=tail)
             if done is not None:
                 return done
             if self.stats is not None:
@@ -263,7 +261,7 @@ class _GenericBackend:
         return {}
 
     def step(self, memory: Any, cache: Dict[str, Any], state: DecoderState, tokens: Tensor,
-             block_mask: Optional[Tensor], window: int = 0) -> tuple:
+             block_mask: Optional[Tensor], tail: Any = None) -> tuple:
         if tokens.size(1) != 1:
             raise FairseqStreamError(
                 f"{type(self.model.decoder).__name__} decodes one token per step; this strategy "
@@ -415,28 +413,35 @@ class ModelStep:
         scores, _, new_state = self.scored_step(pool, state, tokens, block_mask)
         return scores, new_state
 
+    @property
+    def takes_tails(self) -> bool:
+        """Whether :meth:`scored_step` may run a strategy's :class:`StepTail` inside the decoder step's
+        region: one transformer under ``--step-mode static|graph`` (an ensemble's scores are averaged,
+        a temperature divides them, after the step)."""
+        return (len(self.backends) == 1 and self.temperature == 1.0 and self.step_mode in ("static", "graph")
+                and isinstance(self.backends[0], _TransformerBackend))
+
     def scored_step(self, pool: Sources, state: DecoderState, tokens: Tensor, block_mask: Optional[Tensor] = None,
-                    *, window: int = 0) -> Tuple[Tensor, Optional[TopWindow], DecoderState]:
-        """:meth:`step`, and the fused output layer's ``window`` of its scores (each of the R·b scored
-        rows' best ``min(window, V)`` raw scores and normaliser, Hoang2018 §3.1) where a static step computed
-        it inside its region — one CUDA graph replay with the decoder — else None (the output scorer
-        computes it then). Only one model's raw logits have such a window (an ensemble's are averaged)."""
-        window = window if len(self.backends) == 1 and self.temperature == 1.0 else 0
+                    *, tail: Optional[StepTail] = None) -> Tuple[Tensor, Optional[Tuple[Tensor, ...]], DecoderState]:
+        """:meth:`step`, and what ``tail`` (the strategy's output layer) returned for the live rows, where
+        the static step ran it inside its region — one CUDA graph replay with the decoder; None where it
+        did not (:attr:`takes_tails` false, a step that ran eager): the strategy runs it itself then."""
+        tail = tail if self.takes_tails else None
         outputs, caches, ran = [], [], []
-        top = None
+        made = None
         for backend, memory, cache in zip(self.backends, pool.per_model, state.caches):
-            logits, cache, how, top = backend.step(memory, cache, state, tokens, block_mask, window)
+            logits, cache, how, made = backend.step(memory, cache, state, tokens, block_mask, tail)
             ran.append(how)
             outputs.append(logits)
             caches.append(cache)
         lprobs = ensemble_scores(outputs, self.temperature)  # (R, b, V)
         # an ensemble's step is as static (or native) as its least static model's
         self.step_stats.count(next(h for h in ("eager", "native", "static", "replayed") if h in ran))
-        self.step_stats.output_in_step += top is not None
+        self.step_stats.output_in_step += made is not None
         history = None if state.history is None else torch.cat([state.history, tokens], dim=1)
         new_state = DecoderState(caches, state.row_sentence, state.lengths + tokens.size(1), history, state.index,
                                  state.max_length + tokens.size(1))
-        return lprobs, top, new_state
+        return lprobs, made, new_state
 
     def select(self, state: DecoderState, rows: Tensor, index: Optional[SentenceIndex] = None) -> DecoderState:
         """Rows ``rows`` of ``state`` (repetition allowed); keep sentences' rows consecutive.

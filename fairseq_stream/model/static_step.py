@@ -36,7 +36,7 @@ import time
 import weakref
 from collections import OrderedDict
 from dataclasses import dataclass, field
-from typing import Any, Callable, Dict, List, Tuple
+from typing import Any, Callable, Dict, List, Protocol, Tuple
 
 import torch
 from torch import Tensor
@@ -52,6 +52,28 @@ STEP_MODES = ("auto", "eager", "static", "graph", "native")
 
 MIN_ROWS = 8  # the smallest row bucket: tiny groups share one
 MIN_SLOTS = 16  # the smallest cache-length bucket (the eager cache's first allocation, too)
+
+
+class StepTail(Protocol):
+    """What a strategy runs inside a static step's region after the decoder, so that a CUDA graph
+    replays it with the step: a function of the step's ``(N, V)`` scores (N = row bucket × block
+    width; the model's logits, half precision read in float32) and of per-row inputs, whose
+    operations follow the shapes only (no host read, no branch on a value). The output layer after
+    the product is one (``search/output.TopTail``).
+    """
+
+    #: what fixes its operations besides the shapes: the step's buffers and graphs are keyed by it
+    key: Tuple[Any, ...]
+    #: the live rows' inputs, each ``(n, ...)`` with n = live rows × block width; the step copies them
+    #: into buffers of N rows (the padding rows keep stale, finite values: they are never read back)
+    inputs: Tuple[Tensor, ...]
+
+    def outputs(self, vocab: int, dtype: torch.dtype) -> List[Tuple[Tuple[int, ...], torch.dtype]]:
+        """Each returned tensor's shape past the row dimension and dtype, for scores of ``dtype``."""
+        ...
+
+    def __call__(self, scores: Tensor, *inputs: Tensor) -> Tuple[Tensor, ...]:
+        ...
 
 
 def next_pow2(n: int) -> int:
@@ -104,7 +126,7 @@ class StepModeStats:
     graph_bytes: int = 0
     evicted: int = 0  # graphs dropped by the LRU bound of StepGraphs (captured again if their key recurs)
     table_reorders: int = 0  # reorders of caches that never move (model/row_arena.py): tables copied, not keys
-    output_in_step: int = 0  # steps whose output layer (top-k, normaliser) ran in the static step's region
+    output_in_step: int = 0  # steps whose output layer (a StepTail) ran in the static step's region
     fallbacks: Dict[str, int] = field(default_factory=dict)  # why a step left the static path → count
     warned: bool = field(default=False, repr=False)  # the run's one warning line about uncaptured steps
 

@@ -36,7 +36,7 @@ from __future__ import annotations
 
 import os
 import time
-from typing import Any, Callable, Dict, List, NamedTuple, Set, Tuple
+from typing import Any, Callable, Dict, List, Set, Tuple
 
 import torch
 from torch import Tensor
@@ -71,36 +71,6 @@ def cpu_kernel() -> Any:
     """The compiled CPU kernel module (its op: ``torch.ops.fairseq_stream.topk_lse``), or None
     when it cannot be built here."""
     return extension.load(_SOURCE, KERNEL_FLAGS, "output-layer")
-
-
-class TopWindow(NamedTuple):
-    """:func:`topk_with_normaliser`'s result for each scored row — its best ``width`` raw scores (best
-    first), their ids and the row's ``logsumexp`` — computed where the scores were made: inside a static
-    decoder step's region (one CUDA graph replay with the step), so that the output layer launches
-    nothing after it. Rows are the step's ``(rows · block, V)`` scores flattened."""
-
-    values: Tensor  # (R·b, width), float32 for half-precision scores, else their dtype
-    tokens: Tensor  # (R·b, width) int64
-    lse: Tensor  # (R·b,)
-
-    @property
-    def width(self) -> int:
-        return int(self.values.size(1))
-
-
-def window_dtype(scores_dtype: torch.dtype) -> torch.dtype:
-    """The dtype of a window's values and normaliser for scores of ``scores_dtype`` (every
-    implementation normalises half precision in float32)."""
-    return torch.float32 if scores_dtype in (torch.float16, torch.bfloat16) else scores_dtype
-
-
-def window_of(logits: Tensor, width: int) -> TopWindow:
-    """The :class:`TopWindow` of ``width`` of one model's (R, V) ``logits``, exactly as the output scorer
-    takes it: half precision is read in float32, as the search reads a model's scores
-    (:func:`~fairseq_stream.model.ensemble.ensemble_scores`)."""
-    if logits.dtype in (torch.float16, torch.bfloat16):
-        logits = logits.float()
-    return TopWindow(*topk_with_normaliser(logits, width))
 
 
 def topk_with_normaliser(scores: Tensor, k: int) -> Tuple[Tensor, Tensor, Tensor]:

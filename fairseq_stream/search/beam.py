@@ -51,7 +51,6 @@ from fairseq_stream.ops import packets
 from fairseq_stream.ops.backends import BEAM_STEP, StepRunner
 from fairseq_stream.ops.beam_step import StepResult
 from fairseq_stream.ops.packets import PacketView
-from fairseq_stream.ops.fused_output import TopWindow
 from fairseq_stream.search.output import OutputScorer
 from fairseq_stream.model.row_cache import SentenceIndex
 from fairseq_stream.search.score_edits import RowContext
@@ -328,16 +327,17 @@ class BeamSearch(StateOps):
     def length(self, state: BeamState) -> int:
         return state.t + 1 if state.size else 0
 
-    def output_window(self, state: BeamState) -> int:
-        return self.scorer.window(self.per_row)
+    def output_tail(self, state: BeamState) -> Any:
+        return self.scorer.tail(self.per_row, self._row_context(state, state.row_slot))
 
-    def step(self, state: BeamState, scores: Tensor, window: Optional[TopWindow] = None) -> StepOutcome:
+    def step(self, state: BeamState, scores: Tensor, top: Optional[Tuple[Tensor, Tensor]] = None) -> StepOutcome:
         """One step of every sentence of the group from the rows' next-token scores ``(R, 1, V)``
-        (``window``: their output-layer window, when the decoder step computed it)."""
+        (``top``: each row's best candidates, where the decoder step ran :meth:`output_tail`)."""
         row_slot = state.row_slot
-        c = min(self.per_row, scores.size(-1))
-        top_lp, top_tok, _ = self.scorer.top(scores[:, -1], c, self._row_context(state, row_slot),
-                                             window=window if scores.size(1) == 1 else None)
+        if top is None:
+            c = min(self.per_row, scores.size(-1))
+            top = self.scorer.top(scores[:, -1], c, self._row_context(state, row_slot))[:2]
+        top_lp, top_tok = top
         return self.search_step(state, top_lp.to(state.scores.dtype), top_tok)
 
     def search_step(self, state: BeamState, top_lp: Tensor, top_tok: Tensor) -> StepOutcome:

@@ -40,7 +40,6 @@ from fairseq_stream.ops import ib_step as fused
 from fairseq_stream.ops import packets
 from fairseq_stream.ops.backends import IB_STEP, StepRunner
 from fairseq_stream.ops.ib_step import IBStepResult
-from fairseq_stream.ops.fused_output import TopWindow
 from fairseq_stream.search.output import OutputScorer
 from fairseq_stream.model.row_cache import SentenceIndex
 from fairseq_stream.search.score_edits import RowContext
@@ -234,26 +233,32 @@ class IBBeamSearch(StateOps):
         return torch.zeros(ok.shape, dtype=torch.float32, device=device).masked_fill(~ok, float("-inf"))
 
     # ---- a step ---------------------------------------------------------------------------
-    def output_window(self, state: IBState) -> int:
-        return self.scorer.window(self.beam)
+    def output_tail(self, state: IBState) -> Any:
+        return self.scorer.tail(self.beam, self._context(state, state.row_slot.numel(), self.z))
 
-    def step(self, state: IBState, scores: Tensor, window: Optional[TopWindow] = None) -> StepOutcome:
-        vals, toks = self._top(state, scores, window)
+    def step(self, state: IBState, scores: Tensor, top: Optional[Tuple[Tensor, Tensor]] = None) -> StepOutcome:
+        vals, toks = self._top(state, scores, top)
         return self.search_step(state, vals, toks)
 
-    def _top(self, state: IBState, scores: Tensor, window: Optional[TopWindow] = None) -> Tuple[Tensor, Tensor]:
-        """Each row's best ``Bc`` words per slot and their log-probabilities (R, z, Bc), from the
-        output layer (one pass for the top-k and the normaliser)."""
-        r, z, v = scores.shape
+    def _context(self, state: IBState, r: int, z: int) -> RowContext:
+        """Each scored row's context: the target slot it predicts, its sentence's maximum length."""
         fed = state.tokens.size(2)
-        slots = fed + torch.arange(z, device=scores.device)
+        slots = fed + torch.arange(z, device=state.tokens.device)
         row_max = state.max_len.index_select(0, state.row_slot // self.beam)
         # Host bounds skip the edits that cannot apply yet: no row is at its maximum length before
         # the group's shortest, and every row has generated at least ``fed`` tokens.
-        ctx = RowContext(steps=slots.repeat(r), max_len=row_max.repeat_interleave(z),
-                         may_reach_max=fed + z - 1 >= state.shortest, min_steps=fed)
+        return RowContext(steps=slots.repeat(r), max_len=row_max.repeat_interleave(z),
+                          may_reach_max=fed + z - 1 >= state.shortest, min_steps=fed)
+
+    def _top(self, state: IBState, scores: Tensor, top: Optional[Tuple[Tensor, Tensor]] = None) -> Tuple[Tensor, Tensor]:
+        """Each row's best ``Bc`` words per slot and their log-probabilities (R, z, Bc), from the
+        output layer (one pass for the top-k and the normaliser; ``top``: these for every scored row,
+        where the decoder step ran :meth:`output_tail`)."""
+        r, z, v = scores.shape
         bc = min(self.beam, v)
-        vals, toks, _ = self.scorer.top(scores.reshape(r * z, v), bc, ctx, window=window)
+        if top is None:
+            top = self.scorer.top(scores.reshape(r * z, v), bc, self._context(state, r, z))[:2]
+        vals, toks = top
         return vals.view(r, z, bc).to(self.dtype), toks.view(r, z, bc)
 
     def search_step(self, state: IBState, vals: Tensor, toks: Tensor) -> StepOutcome:

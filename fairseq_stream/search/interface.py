@@ -103,10 +103,11 @@ class SearchStrategy(Protocol):
     def step(self, state: Any, lprobs: Tensor) -> StepOutcome:
         """``lprobs``: (R, b, V) log-probabilities after each fed token of every row.
 
-        A strategy that also has ``output_window(state) -> int`` (the fused output layer's window it
-        takes, :meth:`~fairseq_stream.search.output.OutputScorer.window`) and asks for one (> 0) is
-        called as ``step(state, lprobs, window)``: that window where the decoder step computed it
-        inside its region (a static step: :class:`~fairseq_stream.ops.fused_output.TopWindow`), else None."""
+        A strategy that also has ``output_tail(state)`` — its output layer as a
+        :class:`~fairseq_stream.model.static_step.StepTail` (:meth:`~fairseq_stream.search.output.OutputScorer.tail`),
+        or None — is asked for it where the decoder step can run it inside its region (a static step),
+        and when it gives one, called as ``step(state, lprobs, top)``: ``top`` what the tail returned for
+        the live rows, or None where the step did not run it (the strategy runs its layer itself)."""
         ...
 
     def concat(self, states: Sequence[Any]) -> Any:

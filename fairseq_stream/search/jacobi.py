@@ -26,7 +26,7 @@ that converges leaves the batch while a new one joins.
 from __future__ import annotations
 
 from dataclasses import dataclass, replace
-from typing import Any, Dict, List, Optional, Sequence
+from typing import Any, Dict, List, Optional, Sequence, Tuple
 
 import torch
 import torch.nn.functional as F
@@ -39,7 +39,6 @@ from fairseq_stream.ops import packets
 from fairseq_stream.ops.backends import JACOBI_STEP, StepRunner
 from fairseq_stream.ops.jacobi_step import IterationResult
 from fairseq_stream.ops.packets import PacketView
-from fairseq_stream.ops.fused_output import TopWindow
 from fairseq_stream.search.output import OutputScorer
 from fairseq_stream.model.row_cache import SentenceIndex
 from fairseq_stream.search.score_edits import RowContext
@@ -189,25 +188,31 @@ class JacobiDecoding(StateOps):
         return replace(state, feed=feed.contiguous(), width=width.contiguous())
 
     # ---- one iteration -----------------------------------------------------------------
-    def output_window(self, state: JacobiState) -> int:
-        return self.scorer.window(1)
+    def output_tail(self, state: JacobiState) -> Any:
+        return self.scorer.tail(1, self._context(state, state.feed.size(1)))
 
-    def step(self, state: JacobiState, scores: Tensor, window: Optional[TopWindow] = None) -> StepOutcome:
+    def step(self, state: JacobiState, scores: Tensor, top: Optional[Tuple[Tensor, Tensor]] = None) -> StepOutcome:
         """Predictions for every fed position → verified prefix, new draft, finished sentences."""
-        return self.iterate(state, *self.predictions(state, scores, window))
+        return self.iterate(state, *self.predictions(state, scores, top))
 
     def predictions(self, state: JacobiState, scores: Tensor,
-                    window: Optional[TopWindow] = None) -> "tuple[Tensor, Tensor]":
+                    top: Optional[Tuple[Tensor, Tensor]] = None) -> "tuple[Tensor, Tensor]":
         """(S, b) the arg-max after each fed position and its log-probability, with the score
-        edits (min/max length, unk penalty) at each position's target index."""
+        edits (min/max length, unk penalty) at each position's target index (``top``: these for
+        every scored row, where the decoder step ran :meth:`output_tail`)."""
         s, b, v = scores.shape
-        offsets = torch.arange(b, device=scores.device)
-        pos = state.verified.unsqueeze(1) + offsets  # (S, b) target index of each prediction
-        ctx = RowContext(steps=pos.reshape(-1), max_len=state.max_len.repeat_interleave(b, output_size=s * b),
-                         may_reach_max=state.high + b - 1 >= state.shortest, min_steps=state.low)
-        # Arg-max with its log-probability: top-1 and the normaliser in one pass (Hoang2018).
-        score, top, _ = self.scorer.top(scores.reshape(s * b, v), 1, ctx, window=window)
-        return top[:, 0].view(s, b), score[:, 0].view(s, b)
+        if top is None:
+            # Arg-max with its log-probability: top-1 and the normaliser in one pass (Hoang2018).
+            top = self.scorer.top(scores.reshape(s * b, v), 1, self._context(state, b))[:2]
+        score, token = top
+        return token[:, 0].view(s, b), score[:, 0].view(s, b)
+
+    def _context(self, state: JacobiState, b: int) -> RowContext:
+        """Each prediction's row context: its target index, its sentence's maximum length."""
+        s = state.verified.size(0)
+        pos = state.verified.unsqueeze(1) + torch.arange(b, device=state.verified.device)  # (S, b)
+        return RowContext(steps=pos.reshape(-1), max_len=state.max_len.repeat_interleave(b, output_size=s * b),
+                          may_reach_max=state.high + b - 1 >= state.shortest, min_steps=state.low)
 
     def iterate(self, state: JacobiState, pred: Tensor, score: Tensor) -> StepOutcome:
         """The iteration after the output layer, from the block's predictions ``pred`` and their

@@ -15,7 +15,7 @@ import torch
 from torch import Tensor
 
 from fairseq_stream.ops.extension import log_once
-from fairseq_stream.ops.fused_output import TopWindow, topk_with_normaliser
+from fairseq_stream.ops.fused_output import topk_with_normaliser
 from fairseq_stream.search.score_edits import Candidates, RowContext, ScoreEdit, apply_full
 
 
@@ -40,23 +40,29 @@ class OutputScorer:
         self.extra = sum(p.extra for p in processors)
         #: tokens an edit may raise (a negative --unkpen: <unk>): they join every row's window
         self.raised = sorted({t for p in processors if isinstance(p, ScoreEdit) for t in (p.raises or ())})
-        self._raised_ids: Dict[Any, Tensor] = {}
         if self.fused and self.raised:
             self.note = "fused+raised:" + "/".join(map(str, self.raised))  # the window holds the raised token(s)
 
-    def window(self, k: int) -> int:
-        """The width of the raw-score window the fused layer takes for ``k`` candidates a row (at most
-        the vocabulary), so that a static step can compute it inside its region (:class:`TopWindow`);
-        0 on the full layer, where there is no window."""
-        return k + self.extra if self.fused else 0
+    def signature(self) -> Tuple[Any, ...]:
+        """What fixes this scorer's operations: its path and every edit's constants (equal signatures,
+        the same operations: a step graph captured with one scorer serves the next run's)."""
+        def constants(edit: Any) -> Tuple[Any, ...]:
+            return tuple(sorted((k, v) for k, v in vars(edit).items() if isinstance(v, (int, float, str, tuple))))
 
-    def top(self, scores: Tensor, k: int, ctx: RowContext, *, normalize: bool = True,
-            window: Optional[TopWindow] = None) -> Tuple[Tensor, Tensor, Optional[Tensor]]:
+        return (self.fused, self.normalized_input, tuple(self.raised),
+                tuple((type(p).__name__, constants(p)) for p in self.processors))
+
+    def tail(self, k: int, ctx: RowContext) -> "Optional[TopTail]":
+        """This layer after the product for ``k`` candidates a row, as a static step runs it inside its
+        region (:class:`TopTail`); None where it cannot run there (the full layer: an edit that needs
+        whole rows reads them on the host)."""
+        return TopTail(self, k, ctx) if self.fused else None
+
+    def top(self, scores: Tensor, k: int, ctx: RowContext, *, normalize: bool = True) -> Tuple[Tensor, Tensor, Optional[Tensor]]:
         """(values, tokens, lse) of each row's ``k`` best candidates, best first.
 
         Values are log-probabilities, or raw logits (same ranking) when ``normalize`` is False
         on the fused path; then ``lse`` is None and :meth:`normaliser` gives it on demand.
-        ``window``: the rows' window as the step computed it (:meth:`window` wide, or it is not used).
         """
         if scores.dtype in (torch.float16, torch.bfloat16) and not (self.fused and scores.is_cuda):
             scores = scores.float()  # on CUDA the fused kernels read half precision as it is (no full copy)
@@ -68,8 +74,7 @@ class OutputScorer:
             return values, tokens, torch.zeros_like(values[:, 0])
         width = min(k + self.extra, scores.size(-1))
         if normalize:
-            raw, tokens, lse = (window if window is not None and window.width == width
-                                else topk_with_normaliser(scores, width))
+            raw, tokens, lse = topk_with_normaliser(scores, width)
             values = raw - lse.unsqueeze(1)
         else:
             values, tokens = scores.topk(width, dim=-1)
@@ -85,9 +90,10 @@ class OutputScorer:
     def _with_raised(self, values: Tensor, tokens: Tensor, scores: Tensor,
                      lse: Optional[Tensor]) -> Tuple[Tensor, Tensor]:
         """The window plus the tokens an edit may raise (a token already in it: once, the copy at −inf)."""
-        ids = self._raised_ids.get(scores.device)
-        if ids is None:
-            ids = self._raised_ids[scores.device] = torch.tensor(self.raised, device=scores.device)
+        key = (tuple(self.raised), scores.device)
+        ids = _RAISED_IDS.get(key)
+        if ids is None:  # kept for the process: a step graph that read them reads them again
+            ids = _RAISED_IDS[key] = torch.tensor(self.raised, device=scores.device)
         raw = scores.index_select(1, ids)
         extra = (raw - lse.unsqueeze(1) if lse is not None else raw).to(values.dtype)
         present = (tokens.unsqueeze(2) == ids.view(1, 1, -1)).any(1)  # (R, m)
@@ -99,3 +105,32 @@ class OutputScorer:
         if not self.fused:
             return scores.new_zeros(scores.shape[:-1], dtype=torch.float32 if scores.dtype in (torch.float16, torch.bfloat16) else scores.dtype)
         return torch.logsumexp(scores.float() if scores.dtype in (torch.float16, torch.bfloat16) else scores, dim=-1)
+
+
+#: the raised tokens' ids per (tokens, device), never freed: a captured step reads them by address
+_RAISED_IDS: Dict[Tuple[Tuple[int, ...], Any], Tensor] = {}
+
+
+class TopTail:
+    """The output layer after the product — the fused top-k and normaliser (Hoang2018 §3.1), the score
+    edits, each row's best ``k`` — as a static step's :class:`~fairseq_stream.model.static_step.StepTail`:
+    the step runs it inside its region (one CUDA graph replay with the decoder) on every row of its
+    bucket and returns the live rows' ``(values, tokens)``, what :meth:`OutputScorer.top` returns.
+
+    The per-row context (tokens generated, maximum length) comes in as the step's inputs; the host's
+    bounds that let :meth:`OutputScorer.top` skip an edit that cannot apply yet are left out, so the
+    edits always run: they then change nothing (masks with no row set), the same values as skipped.
+    """
+
+    def __init__(self, scorer: OutputScorer, k: int, ctx: RowContext) -> None:
+        self.scorer, self.k = scorer, k
+        self.key = ("output-layer", k) + scorer.signature()
+        self.inputs = (ctx.steps, ctx.max_len)
+
+    def outputs(self, vocab: int, dtype: torch.dtype) -> List[Tuple[Tuple[int, ...], torch.dtype]]:
+        width = min(self.k, vocab)
+        return [((width,), dtype), ((width,), torch.long)]
+
+    def __call__(self, scores: Tensor, steps: Tensor, max_len: Tensor) -> Tuple[Tensor, ...]:
+        values, tokens, _ = self.scorer.top(scores, self.k, RowContext(steps, max_len))
+        return values, tokens

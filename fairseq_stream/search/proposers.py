@@ -21,14 +21,13 @@ from __future__ import annotations
 
 import time
 from dataclasses import dataclass, replace
-from typing import NamedTuple, Optional, Protocol
+from typing import Any, NamedTuple, Optional, Protocol, Tuple
 
 from torch import Tensor
 
 from fairseq_stream.ops.backends import StepRunner
 from fairseq_stream.search.interface import StepOutcome
 from fairseq_stream.search.jacobi import JacobiDecoding, JacobiState
-from fairseq_stream.ops.fused_output import TopWindow
 from fairseq_stream.search.output import OutputScorer
 from fairseq_stream.search.registry import Capabilities
 from fairseq_stream.search.state import StateOps, StrategyState, part
@@ -120,13 +119,13 @@ class ProposeAndVerify(StateOps):
     def length(self, state: ProposedState) -> int:
         return self.verifier.length(state.verify)
 
-    def output_window(self, state: ProposedState) -> int:
-        return self.verifier.output_window(state.verify)
+    def output_tail(self, state: ProposedState) -> Any:
+        return self.verifier.output_tail(state.verify)
 
-    def step(self, state: ProposedState, scores: Tensor, window: Optional[TopWindow] = None) -> StepOutcome:
+    def step(self, state: ProposedState, scores: Tensor, top: Optional[Tuple[Tensor, Tensor]] = None) -> StepOutcome:
         """The model's scores of the fed block (S, b, V) → accepted tokens, the next guesses."""
         entered = time.perf_counter()
-        pred, score = self.verifier.predictions(state.verify, scores, window)
+        pred, score = self.verifier.predictions(state.verify, scores, top)
         before = self.stats.accepted_tokens
         out = self.verifier.iterate(state.verify, pred, score)  # the one host read (packet)
         verdict = Verdict(pred=pred, accept=out.accept, accepted=self.stats.accepted_tokens - before, outcome=out,

@@ -161,7 +161,7 @@ class StateOps:
     def row_counts(self, state: StrategyState) -> Tensor:
         return state.row_counts(self.rows_per_sentence)
 
-    def output_window(self, state: StrategyState) -> int:
-        """The fused output layer's window (candidates a scored row) the next ``step`` takes, so that
-        a static decoder step computes it inside its region (``step`` gets it as ``window``); 0: none."""
-        return 0
+    def output_tail(self, state: StrategyState) -> Any:
+        """The output layer of the next ``step`` as a static decoder step runs it inside its region (a
+        :class:`~fairseq_stream.model.static_step.StepTail`; ``step`` gets its results as ``top``), or None."""
+        return None

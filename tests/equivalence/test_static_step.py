@@ -55,6 +55,31 @@ def assert_same(a, b, tol: float = 1e-9, *, scores: bool = True) -> None:
             assert [h["score"] for h in x] == pytest.approx([h["score"] for h in y], abs=tol), f"sentence {i}"
 
 
+def _count_output_layers(monkeypatch) -> Dict[str, int]:
+    """Counts of the output layer's top-k (``topk_with_normaliser``) inside and outside a static step's region."""
+    from fairseq_stream.model.decoder_step import TransformerStepper
+    from fairseq_stream.search import output
+
+    counts = {"inside": 0, "outside": 0}
+    where = ["outside"]
+    real, body = output.topk_with_normaliser, TransformerStepper._static_body
+
+    def counted(scores, k):
+        counts[where[0]] += 1
+        return real(scores, k)
+
+    def region(self, *args):
+        where[0] = "inside"
+        try:
+            body(self, *args)
+        finally:
+            where[0] = "outside"
+
+    monkeypatch.setattr(output, "topk_with_normaliser", counted)
+    monkeypatch.setattr(TransformerStepper, "_static_body", region)
+    return counts
+
+
 @pytest.fixture(scope="module")
 def data64(demo_session64, demo_sources):
     return demo_session64.encode(demo_sources[:N])
@@ -121,16 +146,13 @@ def test_static_equals_eager_on_an_ensemble(demo_sources):
 @pytest.mark.slow
 def test_static_equals_eager_with_ib_beam(tiny_ib_ckpt, tiny_train_bin, demo_sources, monkeypatch):
     """ib-beam's steps carry the IBDecoder's block mask M(h, c) (a (b, b) or (b, L + b) mask); the
-    output layer's window of every slot comes from the static step's region."""
+    output layer of every slot runs inside the static step's region."""
     from fairseq_stream.tools.session import TranslationSession
-    from fairseq_stream.search import output
     from tests.conftest import DEMO
 
     import os
 
-    calls = []
-    real = output.topk_with_normaliser
-    monkeypatch.setattr(output, "topk_with_normaliser", lambda scores, k: calls.append(k) or real(scores, k))
+    counts = _count_output_layers(monkeypatch)
 
     session = TranslationSession.load(tiny_train_bin, tiny_ib_ckpt, bpe_codes=os.path.join(DEMO, "bpe.codes"),
                                       extra_args=["--source-lang", "es", "--target-lang", "en"], dtype=torch.float64)
@@ -139,7 +161,7 @@ def test_static_equals_eager_with_ib_beam(tiny_ib_ckpt, tiny_train_bin, demo_sou
             for m in ("eager", "static")}
     assert_same(runs["eager"], runs["static"])
     assert runs["static"].stats.step_mode["steps_static"] == runs["static"].stats.timesteps
-    assert len(calls) == runs["eager"].stats.timesteps  # the eager run's: the static run's came with its steps
+    assert counts == {"outside": runs["eager"].stats.timesteps, "inside": runs["static"].stats.timesteps}
 
 
 class _Recorder(torch.utils._python_dispatch.TorchDispatchMode):
@@ -163,19 +185,20 @@ HOST_READS = ("_local_scalar_dense", "nonzero", "masked_select", "unique")
 
 @pytest.mark.parametrize("case", ["var-stream", "fixed-ours", "gs-jacobi", "speculative"])
 def test_a_static_step_creates_the_same_shapes_at_every_step_of_its_bucket(demo_session, demo_sources, monkeypatch, case):
-    """The step proper (what a graph captures: the decoder and the output layer's top-k and normaliser)
-    makes the same tensors, shape for shape, at every step of a bucket (rows, slots, block width,
-    window): nothing in it follows the live rows or lengths, and nothing in it reads the host."""
+    """The step proper (what a graph captures: the decoder and the strategy's output layer — top-k,
+    normaliser, score edits) makes the same tensors, shape for shape, at every step of a bucket (rows,
+    slots, block width, output layer): nothing in it follows the live rows or lengths, and nothing in it
+    reads the host."""
     from fairseq_stream.model.decoder_step import TransformerStepper
 
     body = TransformerStepper._static_body
     seen: Dict[Tuple[int, ...], List[list]] = defaultdict(list)
 
-    def recorded(self, buf, io, memory, b, wq):
+    def recorded(self, buf, io, memory, b, wq, tail=None):
         with _Recorder() as rec:
-            body(self, buf, io, memory, b, wq)
-        window = 0 if io.top is None else io.top.width
-        seen[(buf.size(0), buf.size(3), b, wq, window, tuple(memory.keys[0].shape))].append(rec.made)
+            body(self, buf, io, memory, b, wq, tail)
+        seen[(buf.size(0), buf.size(3), b, wq, None if tail is None else tail.key, tuple(memory.keys[0].shape))].append(
+            rec.made)
 
     monkeypatch.setattr(TransformerStepper, "_static_body", recorded)
     data = demo_session.encode(demo_sources[:N])
@@ -190,29 +213,25 @@ def test_a_static_step_creates_the_same_shapes_at_every_step_of_its_bucket(demo_
     for key, steps in seen.items():
         ops = [op for op, _ in steps[0]]
         assert not [op for op in ops if any(r in op for r in HOST_READS)], key
-        if key[4]:  # the target's steps: the output layer's top-k and normaliser ran in the region
-            assert any("topk" in op for op in ops), key
+        if key[4]:  # the target's steps: the output layer (fused top-k, the edits, the best k) ran in the region
+            assert any("topk" in op for op in ops) and any("masked_fill" in op for op in ops), key
     assert any(key[4] for key in seen)
 
 
 @pytest.mark.parametrize("case", _params(["var-stream", "fixed-ours", "gs-jacobi", "speculative", "lookahead"]))
-def test_the_output_layer_takes_its_window_from_the_static_step(demo_session, demo_sources, monkeypatch, case):
-    """Under --step-mode static the output layer's top-k and normaliser run inside the step's region
-    (``TopWindow``): the output scorer computes no window of its own at any step (eager: every step),
+def test_the_output_layer_runs_inside_the_static_step(demo_session, demo_sources, monkeypatch, case):
+    """Under --step-mode static the output layer after the product runs inside the step's region
+    (``TopTail``): the output scorer computes no top-k of its own at any step (eager: every step),
     and the tokens are the eager step's."""
-    from fairseq_stream.search import output
-
-    calls = []
-    real = output.topk_with_normaliser
-    monkeypatch.setattr(output, "topk_with_normaliser", lambda scores, k: calls.append(k) or real(scores, k))
+    counts = _count_output_layers(monkeypatch)
     data = demo_session.encode(demo_sources[:N])
     runs = {}
     for mode in ("eager", "static"):
-        calls.clear()
+        counts.update(inside=0, outside=0)
         runs[mode] = _run(demo_session, data, case, mode)
-        runs[mode].calls = len(calls)
-    assert runs["eager"].calls == runs["eager"].stats.timesteps > 0
-    assert runs["static"].calls == 0
+        runs[mode].counts = dict(counts)
+    assert runs["eager"].counts == {"outside": runs["eager"].stats.timesteps, "inside": 0}
+    assert runs["static"].counts == {"outside": 0, "inside": runs["static"].stats.timesteps}
     modes = runs["static"].stats.step_mode
     assert modes["steps_static"] == modes["output_layer_in_step"] == runs["static"].stats.timesteps
     assert not runs["eager"].stats.step_mode.get("output_layer_in_step")
