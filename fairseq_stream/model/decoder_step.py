@@ -176,7 +176,8 @@ class TransformerStepper:
         self._qkv_of: Any = None  # the parameters the stacked copies were made from
         self._qkv_version = 0  # a step graph reads the stacked copies of one version
         # --step-mode static|graph, kept across runs (a benchmark's repeats, a session's calls replay them):
-        self.pool = StaticCachePool()  # the slot caches, lent one lease at a time
+        # the slot caches, lent one lease at a time; a buffer it drops takes its step graphs with it
+        self.pool = StaticCachePool(on_evict=_forget_graphs_of(weakref.ref(self)))
         self.streams = StreamBufferSets()  # the encoder slots and input/output buffers no stream holds now
         self.graphs: Optional[StepGraphs] = None  # --step-mode graph: built by step_graphs()
         # --step-mode native: the weights collected for the C++ step (model/native_step.py), or why not
@@ -512,6 +513,17 @@ class TransformerStepper:
         if dec.project_out_dim is not None:
             x = dec.project_out_dim(x)
         return x
+
+
+def _forget_graphs_of(stepper: "weakref.ref[TransformerStepper]") -> Callable[[Tensor], None]:
+    """The pool's eviction hook: the graphs bound to a dropped buffer go too (a weak reference: the
+    pool belongs to the stepper)."""
+    def forget(buffer: Tensor) -> None:
+        owner = stepper()
+        if owner is not None and owner.graphs is not None:
+            owner.graphs.forget(buffer.data_ptr())
+
+    return forget
 
 
 @dataclass

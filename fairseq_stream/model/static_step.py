@@ -124,7 +124,7 @@ class StepModeStats:
     captured: int = 0
     capture_seconds: float = 0.0
     graph_bytes: int = 0
-    evicted: int = 0  # graphs dropped by the LRU bound of StepGraphs (captured again if their key recurs)
+    evicted: int = 0  # graphs dropped by the LRU bound of StepGraphs, or with a cache buffer the pool dropped
     table_reorders: int = 0  # reorders of caches that never move (model/row_arena.py): tables copied, not keys
     output_in_step: int = 0  # steps whose output layer (a StepTail) ran in the static step's region
     fallbacks: Dict[str, int] = field(default_factory=dict)  # why a step left the static path → count
@@ -184,14 +184,23 @@ class StaticCachePool:
     frees it at once), the buffer is free again. A recycled buffer keeps its stale values: every
     slot of it has been written with finite numbers (new buffers are zeros), and attention masks
     what a row has not written. Leases are exclusive, so streams stepping alternately share the
-    pool safely. At most ``limit`` buffers are kept free, the least recently used bucket's
-    dropped first: a session's calls of other sizes do not pile up buckets (a run's own buckets
-    recur within a few steps, well inside the bound).
+    pool safely. At most ``limit`` buffers are kept free, and at most as many bytes as were ever
+    lent at once (``peak_lent``, or ``min_bytes``), the least recently used bucket's dropped first:
+    a session's calls of other sizes do not pile up buckets, and neither do the many row buckets of
+    one wide run (the ladder's eight rungs per doubling past 512 rows: a 100-sentence k = 50 run kept
+    15.8 GB of free buffers against ~1 GB lent at once before this bound). A run's own buckets recur
+    within a few steps, well inside it; a repeat of a run finds the buffers of its last steps.
     """
 
-    def __init__(self, *, limit: int = 64) -> None:
+    def __init__(self, *, limit: int = 64, min_bytes: int = 256 * 2 ** 20,
+                 on_evict: "Callable[[Tensor], None] | None" = None) -> None:
         self.limit = limit
+        self.min_bytes = min_bytes
+        self.on_evict = on_evict  # told of every buffer dropped (the step graphs bound to it go too)
         self.free: "OrderedDict[Tuple[Any, ...], List[Tensor]]" = OrderedDict()  # least recently used first
+        self.free_bytes = 0
+        self.lent = 0  # bytes of the leases out now
+        self.peak_lent = 0
 
     def acquire(self, rows: int, capacity: int, like: Tensor, layers: int, heads: int, head_dim: int) -> Lease:
         key = (rows, capacity, layers, heads, head_dim, like.dtype, like.device)
@@ -200,18 +209,31 @@ class StaticCachePool:
             buffer = spare.pop()
             if not spare:
                 del self.free[key]
+            self.free_bytes -= _nbytes(buffer)
         else:
             buffer = like.new_zeros(rows, 2 * layers, heads, capacity, head_dim)
+        self.lent += _nbytes(buffer)
+        self.peak_lent = max(self.peak_lent, self.lent)
         return Lease(self, key, buffer)
 
     def release(self, key: Tuple[Any, ...], buffer: Tensor) -> None:
+        self.lent -= _nbytes(buffer)
         self.free.setdefault(key, []).append(buffer)
         self.free.move_to_end(key)
-        while sum(len(v) for v in self.free.values()) > self.limit:
+        self.free_bytes += _nbytes(buffer)
+        budget = max(self.min_bytes, self.peak_lent)
+        while self.free and (sum(len(v) for v in self.free.values()) > self.limit or self.free_bytes > budget):
             oldest, spare = next(iter(self.free.items()))
-            spare.pop(0)
+            dropped = spare.pop(0)
+            self.free_bytes -= _nbytes(dropped)
             if not spare:
                 del self.free[oldest]
+            if self.on_evict is not None:
+                self.on_evict(dropped)
+
+
+def _nbytes(t: Tensor) -> int:
+    return t.numel() * t.element_size()
 
 
 class StreamBuffers:
@@ -290,9 +312,20 @@ class StepGraphs:
         self.pool: Any = None
         self.refused: "OrderedDict[Tuple[Any, ...], str]" = OrderedDict()  # keys that cannot be captured (bounded too)
         self._side: Any = None  # one side stream for every warm-up (its freed blocks serve the next)
+        self._forgotten = 0  # graphs dropped with their cache buffer, counted at the next step's run
+
+    def forget(self, buffer_address: int) -> None:
+        """Drop the graphs bound to the cache buffer at ``buffer_address`` (the pool dropped it: its
+        memory goes only when no graph holds it; its bucket's next buffer has another address)."""
+        stale = [key for key in self.graphs if key[0] == buffer_address]
+        for key in stale:
+            del self.graphs[key]
+        self._forgotten += len(stale)
 
     def run(self, key: Tuple[Any, ...], body: Callable[[], None], keep: List[Tensor], stats: StepModeStats) -> str:
         """Replay ``key``'s graph, or run ``body`` and capture it; how the step ran: ``replayed``/``static``."""
+        stats.evicted += self._forgotten
+        self._forgotten = 0
         entry = self.graphs.get(key)
         if entry is not None:
             self.graphs.move_to_end(key)

@@ -127,6 +127,34 @@ def test_step_graphs_count_in_the_statistics_of_the_caller_and_evict_the_least_r
     assert "2 graphs captured" in line and "2 evicted" in line
 
 
+def test_the_cache_pool_keeps_no_more_free_bytes_than_it_ever_lent_at_once_and_drops_their_graphs():
+    """A wide run's many row buckets (eight rungs per doubling past 512 rows) do not pile up free
+    buffers: the pool keeps at most the bytes it had lent at its peak (least recently used bucket
+    dropped first), and a dropped buffer's step graphs go with it (counted as evicted)."""
+    from fairseq_stream.model.static_step import StaticCachePool, StepModeStats
+
+    dropped: List[int] = []
+    graphs = _fake_graphs(limit=16)
+    pool = StaticCachePool(min_bytes=0, on_evict=lambda buffer: (dropped.append(buffer.size(0)),
+                                                                 graphs.forget(buffer.data_ptr())))
+    like = torch.zeros(1)
+    size = lambda rows: rows * 2 * 1 * 4 * 4 * like.element_size()  # noqa: E731  (rows, 2·layers, H, slots, hd)
+    leases = [pool.acquire(rows, 4, like, 1, 1, 4) for rows in (8, 16)]  # 24 rows lent at once: the peak
+    stats = StepModeStats()
+    for lease in leases:
+        graphs.run((lease.buffer.data_ptr(), "step"), lambda: None, [], stats)
+    del leases, lease
+    assert pool.lent == 0 and pool.peak_lent == size(24) and pool.free_bytes == size(24) and not dropped
+    for rows in (12, 20):  # other buckets, one at a time: each pushes the least recently used out
+        lease = pool.acquire(rows, 4, like, 1, 1, 4)
+        del lease
+        assert pool.free_bytes <= pool.peak_lent
+    assert dropped == [8, 16, 12] and [key[0] for key in pool.free] == [20]  # 12 + 20 rows are past the peak
+    assert len(graphs.graphs) == 0  # the dropped buffers' graphs went with them
+    graphs.run(("other", "step"), lambda: None, [], stats)
+    assert stats.evicted == 2
+
+
 # ---- memory: bounded over a long-running session --------------------------------------------------
 @pytest.fixture(scope="module")
 def own_session():
