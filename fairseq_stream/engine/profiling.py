@@ -9,7 +9,9 @@ kernels. Both can be counted on any machine, without a GPU:
   the data (``nonzero``, boolean-mask indexing, ``masked_select``, ``unique``,
   ``repeat_interleave`` without ``output_size``), which synchronise on CUDA;
 * **aten ops** — operations that reach the dispatcher's kernels: each is (at least) one kernel
-  launch on a GPU, so their number per step is what CUDA graphs or fusion must remove.
+  launch on a GPU, so their number per step is what CUDA graphs or fusion must remove; those
+  *outside* a static step's region (``--step-mode static``: what one graph replay does not hold)
+  are the launches a GPU still issues around each replay.
 
 :class:`CostCounter` counts both with a ``TorchFunctionMode`` (for ``tolist``/``numpy``, which
 never dispatch) and a ``TorchDispatchMode``. It slows the run down; use it for counting, not
@@ -93,6 +95,8 @@ class CostCounts:
     host_reads: int = 0
     host_writes: int = 0  # host→device copies
     ops: int = 0
+    region_ops: int = 0  # of ``ops``, those inside a static step's region (count_decoder_steps marks it)
+    in_region: int = 0  # >0 while a static step's region runs
     reads_by_op: Counter = field(default_factory=Counter)
     ops_by_name: Counter = field(default_factory=Counter)
     #: >0 while a host method runs: the device→host copy it dispatches is the same read, not a second one
@@ -109,7 +113,7 @@ class CostCounts:
     def per_step(self, steps: int) -> Dict[str, float]:
         steps = max(steps, 1)
         return {"host_reads_per_step": self.host_reads / steps, "host_writes_per_step": self.host_writes / steps,
-                "ops_per_step": self.ops / steps}
+                "ops_per_step": self.ops / steps, "ops_outside_region_per_step": (self.ops - self.region_ops) / steps}
 
 
 class _FunctionCounter(TorchFunctionMode):
@@ -145,6 +149,7 @@ class _DispatchCounter(TorchDispatchMode):
             c.host_writes += 1
         if func not in _FREE:
             c.ops += 1
+            c.region_ops += c.in_region > 0
             c.ops_by_name[str(func.overloadpacket.__name__)] += 1
         return func(*args, **kwargs)
 
@@ -170,10 +175,19 @@ class CostCounter:
 def count_decoder_steps(counts: CostCounts) -> Iterator[CostCounts]:
     """Count inside the streaming scheduler's steps only (decoder call, strategy step, cache
     reorder, and the read-out of finished hypotheses kept on the device); fairseq's batching and
-    its encoder are left out. ``counts`` accumulates over every step run meanwhile."""
+    its encoder are left out. ``counts`` accumulates over every step run meanwhile; the operations
+    of static steps' regions are counted apart too (``region_ops``)."""
     from fairseq_stream.engine.scheduler import StreamingScheduler
+    from fairseq_stream.model.decoder_step import TransformerStepper
 
-    step, finish = StreamingScheduler._step, StreamingScheduler._finish
+    step, finish, region = StreamingScheduler._step, StreamingScheduler._finish, TransformerStepper._static_body
+
+    def counted_region(self: Any, *args: Any, **kwargs: Any) -> Any:
+        counts.in_region += 1
+        try:
+            return region(self, *args, **kwargs)
+        finally:
+            counts.in_region -= 1
 
     def counted_step(self: Any, *args: Any, **kwargs: Any) -> Any:
         with CostCounter(counts):
@@ -184,10 +198,12 @@ def count_decoder_steps(counts: CostCounts) -> Iterator[CostCounts]:
             return finish(self, *args, **kwargs)
 
     StreamingScheduler._step, StreamingScheduler._finish = counted_step, counted_finish  # type: ignore[method-assign]
+    TransformerStepper._static_body = counted_region  # type: ignore[method-assign]
     try:
         yield counts
     finally:
         StreamingScheduler._step, StreamingScheduler._finish = step, finish  # type: ignore[method-assign]
+        TransformerStepper._static_body = region  # type: ignore[method-assign]
 
 
 class PeakMemory:

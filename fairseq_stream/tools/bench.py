@@ -407,7 +407,9 @@ def measure_costs(session: Any, sources: List[str], runs: List[RunSpec], rows: L
 
     ``host reads/step`` and ``ops/step`` are counted in the decoding loop (the scheduler's
     steps and the read-out after each pool; fairseq's ``beam`` has no such loop and is
-    counted whole, encoder included); ``run reads/step`` counts the whole run. ``peak MiB`` is
+    counted whole, encoder included); ``outside the region`` are the ops/step outside a static
+    step's region (a row with ``step_mode=static``: what a CUDA graph replay would not hold, the
+    launches around it; all of them for any other row); ``run reads/step`` counts the whole run. ``peak MiB`` is
     the run's peak memory (``max_memory_allocated``, reset per row, on CUDA; the process's
     resident high-water mark on CPU). On CUDA one profiled run gives ``GPU busy`` (kernel time /
     wall time) and ``kernels/step`` (kernels run over the whole run / decoder steps); on CPU
@@ -429,7 +431,7 @@ def measure_costs(session: Any, sources: List[str], runs: List[RunSpec], rows: L
         counted = loop if run.search != "beam" else whole.counts
         costs: Dict[str, Optional[float]] = {
             "host_reads_per_step": counted.host_reads / steps, "host_writes_per_step": counted.host_writes / steps,
-            "ops_per_step": counted.ops / steps,
+            "ops_per_step": counted.ops / steps, "ops_outside_region_per_step": (counted.ops - counted.region_ops) / steps,
             "run_reads_per_step": whole.counts.host_reads / steps, "peak_mib": peak.mib,
             "gpu_busy": None, "kernels_per_step": None}
         if device == "cuda":
@@ -445,12 +447,14 @@ def _cell(value: Optional[float], fmt: str) -> str:
 
 def format_costs(rows: List[Dict[str, Any]]) -> str:
     """The device-cost table of :func:`measure_costs`."""
-    head = ["strategy", "host reads/step", "run reads/step", "ops/step", "kernels/step", "peak MiB", "GPU busy"]
+    head = ["strategy", "host reads/step", "run reads/step", "ops/step", "outside the region", "kernels/step",
+            "peak MiB", "GPU busy"]
     lines = ["| " + " | ".join(head) + " |", "|" + "|".join(["---"] * len(head)) + "|"]
     for row in rows:
         c = row["costs"]
         cells = [row["label"], f"{c['host_reads_per_step']:.2f}", f"{c['run_reads_per_step']:.2f}",
-                 f"{c['ops_per_step']:.1f}", _cell(c.get("kernels_per_step"), ".1f"), f"{c['peak_mib']:.0f}",
+                 f"{c['ops_per_step']:.1f}", f"{c.get('ops_outside_region_per_step', c['ops_per_step']):.1f}",
+                 _cell(c.get("kernels_per_step"), ".1f"), f"{c['peak_mib']:.0f}",
                  _cell(c.get("gpu_busy"), ".0%")]
         lines.append("| " + " | ".join(cells) + " |")
     return "\n".join(lines)

@@ -133,3 +133,15 @@ def test_a_beam_step_issues_at_most_half_the_operations_it_used_to(demo_session,
     per_step = counts.ops / out.stats.timesteps
     assert per_step <= OPS_BEFORE_FUSED_STEP / 2, (per_step, counts.ops_by_name.most_common(10))
     assert counts.ops_by_name["beam_step"] == out.stats.timesteps  # one operator per step
+
+
+def test_the_counter_counts_the_static_regions_operations_apart(demo_session, demo_sources):
+    """``region_ops``: the operations inside static steps' regions (what one graph replay holds): none
+    under the eager step; under ``--step-mode static`` most of a step's, the rest outside."""
+    data = demo_session.encode(demo_sources[:8])
+    out, eager = _count_steps(demo_session, data, "var-stream", {"beam": 5}, {"stream_capacity": 8})
+    assert eager.region_ops == 0 and eager.ops > 0
+    out, static = _count_steps(demo_session, data, "var-stream", {"beam": 5}, {"stream_capacity": 8, "step_mode": "static"})
+    per_step = static.per_step(out.stats.timesteps)
+    assert 0 < per_step["ops_outside_region_per_step"] < 0.5 * per_step["ops_per_step"]
+    assert static.in_region == 0

@@ -155,10 +155,10 @@ def test_warm_up_passes_are_not_timed_and_backends_are_reported():
 
 
 def test_costs_a_cpu_cannot_measure_are_not_applicable():
-    costs = {"host_reads_per_step": 1.0, "run_reads_per_step": 2.0, "ops_per_step": 90.0, "peak_mib": 500.0,
-             "gpu_busy": None, "kernels_per_step": None}
+    costs = {"host_reads_per_step": 1.0, "run_reads_per_step": 2.0, "ops_per_step": 90.0,
+             "ops_outside_region_per_step": 21.5, "peak_mib": 500.0, "gpu_busy": None, "kernels_per_step": None}
     line = format_costs([{"label": "ours", "costs": costs}]).splitlines()[-1]
-    assert line == "| ours | 1.00 | 2.00 | 90.0 | n/a | 500 | n/a |"
+    assert line == "| ours | 1.00 | 2.00 | 90.0 | 21.5 | n/a | 500 | n/a |"
 
 
 def test_every_beam_width_gets_our_own_baseline_beside_fairseqs():
