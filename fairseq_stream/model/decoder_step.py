@@ -403,8 +403,10 @@ class TransformerStepper:
                                for shape, dtype in tail.outputs(vocab, scores)]
             return io
 
-        return buffers.io_for((rows, b, slots, custom, None if tail is None else tail.key, like.dtype, like.device),
-                              make)
+        # one set for every slot bucket of a row bucket (only a block mask spans the slots): the logits
+        # buffer (rows, b, V) is the large one, and a stream steps one group at a time
+        return buffers.io_for((rows, b, slots if custom else None, None if tail is None else tail.key, like.dtype,
+                               like.device), make)
 
     def _prepare_positions(self, max_position: int, device: torch.device) -> Optional[int]:
         """Grow a sinusoidal position table to ``max_position`` now, outside any capture (a graph
