@@ -38,6 +38,7 @@ class OutputScorer:
             if raisers and not blockers and not normalized_input:
                 self.note = "full:raising-edit"  # the full layer, for an edit that may raise any token
         self.extra = sum(p.extra for p in processors)
+        self._signature: Optional[Tuple[Any, ...]] = None
         #: tokens an edit may raise (a negative --unkpen: <unk>): they join every row's window
         self.raised = sorted({t for p in processors if isinstance(p, ScoreEdit) for t in (p.raises or ())})
         if self.fused and self.raised:
@@ -46,11 +47,13 @@ class OutputScorer:
     def signature(self) -> Tuple[Any, ...]:
         """What fixes this scorer's operations: its path and every edit's constants (equal signatures,
         the same operations: a step graph captured with one scorer serves the next run's)."""
-        def constants(edit: Any) -> Tuple[Any, ...]:
-            return tuple(sorted((k, v) for k, v in vars(edit).items() if isinstance(v, (int, float, str, tuple))))
+        if self._signature is None:  # once: a static step asks at every step
+            def constants(edit: Any) -> Tuple[Any, ...]:
+                return tuple(sorted((k, v) for k, v in vars(edit).items() if isinstance(v, (int, float, str, tuple))))
 
-        return (self.fused, self.normalized_input, tuple(self.raised),
-                tuple((type(p).__name__, constants(p)) for p in self.processors))
+            self._signature = (self.fused, self.normalized_input, tuple(self.raised),
+                               tuple((type(p).__name__, constants(p)) for p in self.processors))
+        return self._signature
 
     def tail(self, k: int, ctx: RowContext) -> "Optional[TopTail]":
         """This layer after the product for ``k`` candidates a row, as a static step runs it inside its

@@ -19,7 +19,7 @@ from typing import Any, Dict, List, Optional
 COLUMNS = ["table", "strategy", "sentences", "wall s (median)", "ratio vs fairseq", "vs fixed-ours", "vs [eager]",
            "steps replayed",
            "BLEU", "step backends",
-           "GPU busy", "kernels/step", "host reads/step", "ops/step", "peak MiB"]
+           "GPU busy", "kernels/step", "host reads/step", "ops/step", "ops/step outside the replay", "peak MiB"]
 
 
 def load_tables(out: Path) -> Dict[str, Dict[str, Any]]:
@@ -107,7 +107,8 @@ def row_cells(tables: Dict[str, Dict[str, Any]], name: str, row: Dict[str, Any])
     return [name, label, str(row["sentences"]), f"{row['wall_median']:.3f}", _num(ratio, ".2f"),
             _num(vs_own, ".2f"), _num(vs_eager, ".2f"), replayed(row), f"{row['bleu']:.2f}", backends(row), _num(costs.get("gpu_busy"), ".0%"),
             _num(costs.get("kernels_per_step"), ".1f"), _num(costs.get("host_reads_per_step"), ".2f"),
-            _num(costs.get("ops_per_step"), ".1f"), _num(costs.get("peak_mib"), ".0f")]
+            _num(costs.get("ops_per_step"), ".1f"), _num(costs.get("ops_outside_region_per_step"), ".1f"),
+            _num(costs.get("peak_mib"), ".0f")]
 
 
 def header(tables: Dict[str, Dict[str, Any]], title: str) -> List[str]:
@@ -119,7 +120,8 @@ def header(tables: Dict[str, Dict[str, Any]], title: str) -> List[str]:
               f"- per row: {meta.get('warmup', '?')} untimed warm-up run(s), then the median of {meta.get('repeats', '?')} "
               "timed runs (synchronised on CUDA), rows of a table interleaved; costs from extra runs over the first "
               f"{meta.get('costs_sentences', '?')} sentences (kernels/step: the whole run's kernels over decoder steps; "
-              "host reads and ops/step: the decoding loop's, fairseq's beam counted whole)",
+              "host reads and ops/step: the decoding loop's, fairseq's beam counted whole; ops/step outside the replay: "
+              "those outside the static step's region, the launches around each graph replay)",
               "- ratio vs fairseq: wall time / stock fairseq's at the same beam in the same process (< 1: faster)",
               "- vs [eager]: wall time / the same row's with --step-mode eager; steps replayed: decoder steps run as a "
               "CUDA graph replay / all decoder steps (the run's step_mode statistic)",
