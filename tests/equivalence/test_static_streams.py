@@ -105,6 +105,34 @@ def _fake_graphs(limit: int):
     return FakeGraphs(limit=limit)
 
 
+@pytest.mark.parametrize("case", ["var-stream", "gs-jacobi", "speculative"])
+def test_a_replayed_step_is_the_body_captured_at_its_keys_first_step(demo_session64, demo_sources, monkeypatch, case):
+    """CUDA graph semantics on the host: a key's later steps re-run the closure of its first step (the
+    stand-in's replay), so a step whose region read anything but its key's buffers — the decoder's or
+    the output layer's (``output_tail``) inputs taken from the first step's Python objects — would
+    decode wrong. The output equals the eager step's (float64, scores to 1e-9)."""
+    from equivalence.test_static_step import CASES
+    from fairseq_stream.model import model_step
+
+    init = model_step._TransformerBackend.__init__
+    graphs = _fake_graphs(limit=256)
+
+    def with_graphs(self, *args, **kwargs):
+        init(self, *args, **kwargs)
+        if self.static:
+            self.graphs = graphs
+
+    monkeypatch.setattr(model_step._TransformerBackend, "__init__", with_graphs)
+    search, gen, opts = CASES[case]
+    data = demo_session64.encode(demo_sources[:16])
+    runs = {mode: demo_session64.translate(data, search=search, gen=gen, opts=dict(opts, step_mode=mode))
+            for mode in ("eager", "static")}
+    assert_same(runs["eager"], runs["static"])
+    modes = runs["static"].stats.step_mode
+    assert modes["steps_replayed"] > 0.5 * runs["static"].stats.timesteps, modes
+    assert modes["output_layer_in_step"] == runs["static"].stats.timesteps
+
+
 def test_step_graphs_count_in_the_statistics_of_the_caller_and_evict_the_least_recently_used():
     from fairseq_stream.model.static_step import StepModeStats
 
