@@ -24,6 +24,7 @@ is read only after its step wrote it).
 """
 from __future__ import annotations
 
+import functools
 import weakref
 from typing import Any, List, Sequence, Tuple
 
@@ -76,10 +77,17 @@ def no_huge_pages(t: Tensor) -> int:
     if length <= 0:
         return -1
     try:
-        libc = ctypes.CDLL(None, use_errno=True)
-        return int(libc.madvise(ctypes.c_void_p(first), ctypes.c_size_t(length), MADV_NOHUGEPAGE))
+        return int(_libc().madvise(ctypes.c_void_p(first), ctypes.c_size_t(length), MADV_NOHUGEPAGE))
     except (OSError, AttributeError):
         return -1
+
+
+@functools.lru_cache(maxsize=1)
+def _libc() -> Any:
+    """The C library, loaded once (an arena's every buffer is advised)."""
+    import ctypes
+
+    return ctypes.CDLL(None, use_errno=True)
 
 
 class RowArena:
