@@ -16,7 +16,12 @@ from torch import Tensor
 
 from fairseq_stream.ops.extension import log_once
 from fairseq_stream.ops.fused_output import topk_with_normaliser
-from fairseq_stream.search.score_edits import Candidates, RowContext, ScoreEdit, apply_full
+from fairseq_stream.search.score_edits import (
+    Candidates, ForceEosAtMaxLen, MinLength, NeverPad, RowContext, ScoreEdit, UnkPenalty, apply_full,
+)
+
+#: the edits a static step runs inside its region: fairseq's own, whose constants are plain numbers
+REGION_EDITS = (NeverPad, UnkPenalty, ForceEosAtMaxLen, MinLength)
 
 
 class OutputScorer:
@@ -57,9 +62,12 @@ class OutputScorer:
 
     def tail(self, k: int, ctx: RowContext) -> "Optional[TopTail]":
         """This layer after the product for ``k`` candidates a row, as a static step runs it inside its
-        region (:class:`TopTail`); None where it cannot run there (the full layer: an edit that needs
-        whole rows reads them on the host)."""
-        return TopTail(self, k, ctx) if self.fused else None
+        region (:class:`TopTail`); None where it does not run there: the full layer (an edit that needs
+        whole rows reads them on the host), or an edit other than fairseq's own (its constants are not
+        known to :meth:`signature`, so a step graph captured with it could not be told from another's)."""
+        if not self.fused or any(type(p) not in REGION_EDITS for p in self.processors):
+            return None
+        return TopTail(self, k, ctx)
 
     def top(self, scores: Tensor, k: int, ctx: RowContext, *, normalize: bool = True) -> Tuple[Tensor, Tensor, Optional[Tensor]]:
         """(values, tokens, lse) of each row's ``k`` best candidates, best first.

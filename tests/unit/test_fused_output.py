@@ -60,6 +60,34 @@ def test_score_edits_on_candidates_equal_edits_on_full_rows(k):
     assert torch.equal(fused[1][finite], full[1][finite])
 
 
+@pytest.mark.parametrize("penalty", [2.5, -1.5])
+def test_the_layer_a_static_step_runs_in_its_region_gives_the_scorers_values(penalty):
+    """``TopTail``: the edits always run (the host bounds that let ``top`` skip them are left out),
+    and give the same bits; its key is the same for scorers of the same options, and an edit that
+    is not fairseq's own keeps the layer out of the region."""
+    pad, unk, eos = 1, 3, 2
+    procs = lambda: [NeverPad(pad), UnkPenalty(unk, penalty), ForceEosAtMaxLen(eos), MinLength(eos, 2)]  # noqa: E731
+    g = torch.Generator().manual_seed(3)
+    scores = torch.randn(6, 40, generator=g) * 3
+    scores[:, [pad, unk, eos]] += torch.tensor([10.0, 8.0, 6.0])
+    scorer = OutputScorer(procs(), fused=True, normalized_input=False)
+    for ctx in (_ctx(6), RowContext(steps=torch.full((6,), 4), max_len=torch.full((6,), 9), may_reach_max=False,
+                                    min_steps=4)):  # no row near its bounds: top skips the two length edits
+        tail = scorer.tail(5, ctx)
+        values, tokens = tail(scores.clone(), *tail.inputs)
+        want = scorer.top(scores.clone(), 5, ctx)
+        assert torch.equal(values, want[0]) and torch.equal(tokens, want[1])
+        assert [tuple(v.shape[1:]) for v in (values, tokens)] == [s for s, _ in tail.outputs(40, torch.float32)]
+    assert tail.key == OutputScorer(procs(), fused=True, normalized_input=False).tail(5, _ctx(6)).key
+    assert tail.key != OutputScorer(procs()[:3], fused=True, normalized_input=False).tail(5, _ctx(6)).key
+
+    class Own(NeverPad):  # a user's edit: its constants are not known to the key
+        pass
+
+    assert OutputScorer([Own(pad)], fused=True, normalized_input=False).tail(5, _ctx(6)) is None
+    assert OutputScorer(procs(), fused=False, normalized_input=False).tail(5, _ctx(6)) is None
+
+
 @pytest.mark.parametrize("k", [1, 4])
 def test_an_infinite_unk_penalty_bans_unk_without_nan(k):
     # issue 52 item 3: the candidate path multiplied (tokens == unk) * inf, 0 * inf = NaN for every
