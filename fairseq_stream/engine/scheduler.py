@@ -266,12 +266,10 @@ class StreamingScheduler:
         sentences, rows, length = self.strategy.sentences(group.state), group.dec.rows, group.dec.max_length
         wants = getattr(self.strategy, "output_tail", None) if self.model.takes_tails else None
         tail = None if wants is None else wants(group.state)  # its output layer, inside the step's region
-        if tail is None:  # (a strategy that has none is called as the protocol's two-argument step)
-            lprobs, dec = self.model.step(pool, group.dec, group.feed, group.block_mask)
-            out: StepOutcome = self.strategy.step(group.state, lprobs)
-        else:
-            lprobs, top, dec = self.model.scored_step(pool, group.dec, group.feed, group.block_mask, tail=tail)
-            out = self.strategy.step(group.state, lprobs, top)
+        lprobs, top, dec = self.model.scored_step(pool, group.dec, group.feed, group.block_mask, tail=tail)
+        # a strategy that gave no tail is called as the protocol's two-argument step
+        out: StepOutcome = (self.strategy.step(group.state, lprobs) if tail is None
+                            else self.strategy.step(group.state, lprobs, top))
         if out.accept is not None:
             dec = self.model.accept(dec, out.accept, group.feed.size(1), out.max_length)
         if self.strategy.sentences(out.state) > 0:

@@ -32,6 +32,7 @@ from fairseq_stream.errors import FairseqStreamError
 from fairseq_stream.model.linear_kernels import OneDnnLinear
 from fairseq_stream.model.quantize import is_quantized_linear, stacked_linear, weight_key
 from fairseq_stream.ops import decode_attention
+from fairseq_stream.model.ensemble import search_dtype, search_scores
 from fairseq_stream.model.row_arena import FIRST_SLOTS, untouched
 from fairseq_stream.model.row_cache import SLACK, EncoderMemory, RowCache, SentenceIndex
 from fairseq_stream.model.static_step import (
@@ -398,9 +399,8 @@ class TransformerStepper:
             if tail is not None:  # zeros: a padding row's inputs are finite from the start
                 n = rows * b
                 io.tail_in = [torch.zeros((n,) + t.shape[1:], dtype=t.dtype, device=t.device) for t in tail.inputs]
-                scores = torch.float32 if like.dtype in (torch.float16, torch.bfloat16) else like.dtype
                 io.tail_out = [torch.zeros((n,) + shape, dtype=dtype, device=like.device)
-                               for shape, dtype in tail.outputs(vocab, scores)]
+                               for shape, dtype in tail.outputs(vocab, search_dtype(like.dtype))]
             return io
 
         # one set for every slot bucket of a row bucket (only a block mask spans the slots): the logits
@@ -450,7 +450,7 @@ class TransformerStepper:
         io.out.copy_(self.logits(self._output(x)))
         if tail is not None:  # the strategy's output layer, in the region too (no launch after a replay)
             scores = io.out.view(rows * b, -1)
-            made = tail(scores.float() if scores.dtype in (torch.float16, torch.bfloat16) else scores, *io.tail_in)
+            made = tail(search_scores(scores), *io.tail_in)
             for into, out in zip(io.tail_out, made):
                 into.copy_(out)
 

@@ -20,12 +20,20 @@ def normalizes(models: int) -> bool:
     return models > 1
 
 
+def search_dtype(dtype: torch.dtype) -> torch.dtype:
+    """The dtype the search reads a model's scores of ``dtype`` in: float32 for half precision."""
+    return torch.float32 if dtype in (torch.float16, torch.bfloat16) else dtype
+
+
+def search_scores(scores: Tensor) -> Tensor:
+    """A model's scores as the search reads them (half precision as float32: a copy; else as they are)."""
+    return scores.float() if scores.dtype != search_dtype(scores.dtype) else scores
+
+
 def ensemble_scores(per_model: Sequence[Tensor], temperature: float = 1.0) -> Tensor:
     """Each model's scores (R, b, V) → the ensemble's (R, b, V), float32 or wider."""
     scaled = []
-    for scores in per_model:
-        if scores.dtype in (torch.float16, torch.bfloat16):
-            scores = scores.float()  # the search runs in float32 (fp16 logits are read as they are)
+    for scores in map(search_scores, per_model):
         scaled.append(scores / temperature if temperature != 1.0 else scores)
     if not normalizes(len(scaled)):
         return scaled[0]

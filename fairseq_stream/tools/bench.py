@@ -429,11 +429,9 @@ def measure_costs(session: Any, sources: List[str], runs: List[RunSpec], rows: L
             result = translate()
         steps = max(result.stats.timesteps, 1)
         counted = loop if run.search != "beam" else whole.counts
-        costs: Dict[str, Optional[float]] = {
-            "host_reads_per_step": counted.host_reads / steps, "host_writes_per_step": counted.host_writes / steps,
-            "ops_per_step": counted.ops / steps, "ops_outside_region_per_step": (counted.ops - counted.region_ops) / steps,
-            "run_reads_per_step": whole.counts.host_reads / steps, "peak_mib": peak.mib,
-            "gpu_busy": None, "kernels_per_step": None}
+        costs: Dict[str, Optional[float]] = dict(
+            counted.per_step(steps), run_reads_per_step=whole.counts.host_reads / steps, peak_mib=peak.mib,
+            gpu_busy=None, kernels_per_step=None)
         if device == "cuda":
             prof = gpu_profile(translate)
             costs.update(gpu_busy=prof["gpu_busy"], kernels_per_step=prof["kernels"] / steps)
