@@ -18,7 +18,7 @@ Three implementations sit behind :func:`topk_with_normaliser`, chosen at run tim
 * CPU: a small C++ kernel (``csrc/fused_topk.cpp``), built with ``torch.utils.cpp_extension``
   into ``~/.cache/fairseq_stream`` (~40 s) once per CPU feature set, compiler and torch version
   (:func:`kernel_cache_key`: a home shared by machines never runs a kernel built for another
-  CPU's instruction set). One streaming pass per row, in blocks of 16: a block's maximum
+  CPU's instruction set). One streaming pass per row, in blocks of 64: a block's maximum
   updates the running maximum (rescaling the running sum of exponentials), its exponentials
   join the sum (vectorised), and only a block that beats the current k-th best is scanned for
   candidates;

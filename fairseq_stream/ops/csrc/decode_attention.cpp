@@ -23,6 +23,9 @@
 #include <limits>
 #include <vector>
 
+// Floats in the widest vector the kernel is built for (AVX-512); a multiple of narrower ones.
+constexpr int64_t kExpWidth = 16;
+
 // Keys visible to a row: j < L, j <= last (when last >= 0), not padded.
 static inline bool hidden(int64_t j, int64_t last, const bool* padding) {
   return (last >= 0 && j > last) || (padding != nullptr && padding[j]);
@@ -46,7 +49,13 @@ static void attend_one(const float* q, const float* const* Kp, const float* cons
   Vp += lo;
   L = std::max<int64_t>(hi - lo, 0);
   last = -1;  // the span ends at the last visible key
-  scores.resize(L);
+  // A hidden key inside the span (a padded position between visible ones) is rare: without one the
+  // loops below test no key (the maximum and the weights are the same numbers either way).
+  if (padding != nullptr && std::none_of(padding, padding + L, [](bool p) { return p; })) padding = nullptr;
+  // Whole vectors for the exp below (16 floats, the widest SIMD): every weight comes from the
+  // vectorised exp, none from the scalar one a loop's tail would call (~20 cycles a key).
+  const int64_t padded = (L + kExpWidth - 1) / kExpWidth * kExpWidth;
+  scores.resize(padded);
   float* s = scores.data();
   // Scores, four keys at a time: independent sums keep the vector units busy (one key's sum
   // is a chain of dependent adds ending in a horizontal reduction).
@@ -76,18 +85,25 @@ static void attend_one(const float* q, const float* const* Kp, const float* cons
   const float lowest = std::numeric_limits<float>::lowest();
   float m = lowest;
   int64_t visible = 0;
-  for (j = 0; j < L; ++j) {
-    if (hidden(j, last, padding)) continue;
-    m = s[j] > m ? s[j] : m;
-    ++visible;
+  if (padding == nullptr) {
+    for (j = 0; j < L; ++j) m = s[j] > m ? s[j] : m;
+    visible = L;
+  } else {
+    for (j = 0; j < L; ++j) {
+      if (hidden(j, last, padding)) continue;
+      m = s[j] > m ? s[j] : m;
+      ++visible;
+    }
   }
   for (int64_t d = 0; d < D; ++d) out[d] = 0;
   if (visible == 0) return;  // no key to attend to: zeros (never the case in a decoder step)
   // Weights (a vectorised exp; hidden keys weigh 0 and never enter exp), then their sum.
+  for (j = L; j < padded; ++j) s[j] = m;  // the tail of the last vector: weighed, never summed
 #pragma omp simd
-  for (j = 0; j < L; ++j) s[j] = std::exp(std::min(s[j] - m, 0.0f));  // hidden keys may score above m
-  for (j = 0; j < L; ++j)
-    if (hidden(j, last, padding)) s[j] = 0;
+  for (j = 0; j < padded; ++j) s[j] = std::exp(std::min(s[j] - m, 0.0f));  // hidden keys may score above m
+  if (padding != nullptr)
+    for (j = 0; j < L; ++j)
+      if (hidden(j, last, padding)) s[j] = 0;
   float total = 0;
   for (j = 0; j < L; ++j) total += s[j];
   // Values, four keys per pass over the output row.
@@ -147,23 +163,28 @@ torch::Tensor decode_attention(const torch::Tensor& query, const torch::Tensor& 
   at::parallel_for(0, R * H, 1, [&](int64_t begin, int64_t end) {
     std::vector<float> scores;
     std::vector<const float*> kp(L), vp(L);
+    std::vector<int64_t> offset(L);  // of each key of the current row's buffer row, head 0
+    int64_t offsets_of = -1;  // the row `offset` was computed for: its heads follow one another
     for (int64_t i = begin; i < end; ++i) {
       const int64_t r = i / H, h = i % H;
       const int64_t n = prow ? prow[r] : r;
-      if (ptable != nullptr) {
-        TORCH_CHECK(n >= 0 && n < table_rows, "kv_row out of the row table");
-        const int64_t* held = ptable + n * table_stride;  // the buffer row of each key
-        for (int64_t j = 0; j < L; ++j) {
-          TORCH_CHECK(held[j] >= 0 && held[j] < N, "row_table out of range");
-          kp[j] = pk + held[j] * sn + h * sh + j * D;
-          vp[j] = pv + held[j] * sn + h * sh + j * D;
+      if (n != offsets_of) {  // checked once per row, not once per head
+        if (ptable != nullptr) {
+          TORCH_CHECK(n >= 0 && n < table_rows, "kv_row out of the row table");
+          const int64_t* held = ptable + n * table_stride;  // the buffer row of each key
+          for (int64_t j = 0; j < L; ++j) {
+            TORCH_CHECK(held[j] >= 0 && held[j] < N, "row_table out of range");
+            offset[j] = held[j] * sn + j * D;
+          }
+        } else {
+          TORCH_CHECK(n >= 0 && n < N, "kv_row out of range");
+          for (int64_t j = 0; j < L; ++j) offset[j] = n * sn + j * D;
         }
-      } else {
-        TORCH_CHECK(n >= 0 && n < N, "kv_row out of range");
-        for (int64_t j = 0; j < L; ++j) {
-          kp[j] = pk + n * sn + h * sh + j * D;
-          vp[j] = pv + n * sn + h * sh + j * D;
-        }
+        offsets_of = n;
+      }
+      for (int64_t j = 0; j < L; ++j) {
+        kp[j] = pk + offset[j] + h * sh;
+        vp[j] = pv + offset[j] + h * sh;
       }
       attend_one(pq + i * D, kp.data(), vp.data(), L, D, static_cast<float>(scale),
                  ppad ? ppad + n * pad_stride : nullptr, pend ? pend[r] : -1, po + i * D, scores);

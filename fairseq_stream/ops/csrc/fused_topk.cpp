@@ -1,6 +1,6 @@
 // Fused output layer on the CPU (Hoang2018 §3.1, Algorithms 2-3): for every row of raw scores,
 // the top-k scores with their ids and the log-normaliser, in one streaming pass over the row.
-// The row is walked in blocks of 16: a vectorised block maximum updates the running maximum, the
+// The row is walked in blocks of 64: a vectorised block maximum updates the running maximum, the
 // running sum of exp(x - max) is rescaled when it grows and gets the block's (vectorised) terms,
 // and only a block whose maximum beats the current k-th best is scanned (without branches) for
 // candidates, which go to an unsorted buffer; once it holds 2k it is cut back to its k best
@@ -13,7 +13,9 @@
 #include <limits>
 #include <vector>
 
-constexpr int64_t kBlock = 16;
+// Four vectors of the widest SIMD (16 floats): a block's horizontal maximum and sum, and the test
+// against the k-th best, are paid once per 64 scores (16 measured 1.15-1.2x slower on a 6k vocabulary).
+constexpr int64_t kBlock = 64;
 
 template <typename scalar_t>
 struct Cand {
