@@ -139,9 +139,10 @@ def gpu_systems(session: Any, dataset_for: Callable[[Sequence[int]], Any], k: in
 
 def systems_for(session: Any, model_dir: Optional[str], tokens: List[List[str]], k: int, batch: int,
                 dataset_for: Callable[[Sequence[int]], Any], deltas: Sequence[float] = (),
-                scales: Sequence[float] = (), device: str = "cpu") -> List[System]:
+                scales: Sequence[float] = (), device: str = "cpu", prune_auto: bool = False) -> List[System]:
     """fairseq's beam first (the reference), then ours in float32 and int8 (``var-stream`` also at
-    each δ of ``deltas`` and each α of ``scales``), then CTranslate2; on a GPU ours in float16
+    each δ of ``deltas``, each α of ``scales`` and, with ``prune_auto``, steering its own pruning), then
+    CTranslate2; on a GPU ours in float16
     as graphs (:func:`gpu_systems`) and CTranslate2 float16 / int8_float16."""
     from fairseq.data.data_utils import post_process
 
@@ -159,6 +160,8 @@ def systems_for(session: Any, model_dir: Optional[str], tokens: List[List[str]],
                 ("var-stream", "var-stream", {})]
     variants += [(f"var-stream δ {delta:g}", "var-stream", {"prune_abs_threshold": delta}) for delta in deltas]
     variants += [(f"var-stream α {scale:g}", "var-stream", {"prune_abs_scale": scale}) for scale in scales]
+    if prune_auto:
+        variants.append(("var-stream --prune-auto", "var-stream", {"prune_auto": True}))
     for quantize in ("none", "int8"):
         for label, search, opts in variants:
             name = label + (" int8" if quantize == "int8" else "")
@@ -239,6 +242,8 @@ def _parser() -> argparse.ArgumentParser:
                         help="more var-stream rows (float32 and int8), one per pruning threshold δ")
     parser.add_argument("--scales", type=float, nargs="*", default=[],
                         help="more var-stream rows (float32 and int8), one per --prune-abs-scale α")
+    parser.add_argument("--prune-auto", action="store_true",
+                        help="more var-stream rows (float32 and int8) with --prune-auto: the pruning that steers itself")
     return parser
 
 
@@ -282,7 +287,7 @@ def main(argv: Optional[Sequence[str]] = None) -> None:
         for k, n in ((5, args.limit), (50, args.limit_k50)):
             if n > 0:
                 rows = systems_for(session, model_dir, tokens, k, args.ct2_batch_size, dataset_for, args.deltas,
-                                   args.scales, device=args.device)
+                                   args.scales, device=args.device, prune_auto=args.prune_auto)
                 results += measure(rows, min(n, len(sources)), args.repeats, references, log, k)
     print(format_table(results))
     if args.json:
