@@ -179,7 +179,9 @@ class TransformerStepper:
         # --step-mode static|graph, kept across runs (a benchmark's repeats, a session's calls replay them):
         # the slot caches, lent one lease at a time; a buffer it drops takes its step graphs with it
         self.pool = StaticCachePool(on_evict=_forget_graphs_of(weakref.ref(self)))
-        self.streams = StreamBufferSets()  # the encoder slots and input/output buffers no stream holds now
+        # the encoder slots and input/output buffers no stream holds now (a shared output buffer that
+        # grows takes the graphs bound to it along)
+        self.streams = StreamBufferSets(on_evict=_forget_graphs_of(weakref.ref(self)))
         self.graphs: Optional[StepGraphs] = None  # --step-mode graph: built by step_graphs()
         # --step-mode native: the weights collected for the C++ step (model/native_step.py), or why not
         self._native: Any = None
@@ -381,8 +383,8 @@ class TransformerStepper:
             body()
             how = "static"
         else:  # every tensor the step reads or writes by address: the cache, the stream's buffers, the table
-            key = (buf.data_ptr(), io.ints.data_ptr(), _memory_key(memory), rows, slots, b, wq, io.mask is not None,
-                   table, self._qkv_version, None if tail is None else tail.key)
+            key = (buf.data_ptr(), io.ints.data_ptr(), io.out.data_ptr(), _memory_key(memory), rows, slots, b, wq,
+                   io.mask is not None, table, self._qkv_version, None if tail is None else tail.key)
             keep = ([buf, io.ints, io.out] + ([] if io.mask is None else [io.mask]) + io.tail_in + io.tail_out
                     + _memory_tensors(memory))
             how = graphs.run(key, body, keep, StepModeStats() if stats is None else stats)
@@ -391,11 +393,12 @@ class TransformerStepper:
 
     def _static_io(self, buffers: StreamBuffers, rows: int, b: int, slots: int, like: Tensor, *,
                    custom: bool, tail: Optional[StepTail] = None) -> "_StaticIO":
+        vocab = self.decoder.output_projection.out_features
+
         def make() -> _StaticIO:
-            vocab = self.decoder.output_projection.out_features
             ints = torch.zeros(rows, 2 * b + 3, dtype=torch.long, device=like.device)
             mask = like.new_zeros(1, 1, b, slots) if custom else None
-            io = _StaticIO(ints, mask, like.new_zeros(rows, b, vocab))
+            io = _StaticIO(ints, mask, like.new_zeros(0, b, vocab))
             if tail is not None:  # zeros: a padding row's inputs are finite from the start
                 n = rows * b
                 io.tail_in = [torch.zeros((n,) + t.shape[1:], dtype=t.dtype, device=t.device) for t in tail.inputs]
@@ -403,10 +406,15 @@ class TransformerStepper:
                                for shape, dtype in tail.outputs(vocab, search_dtype(like.dtype))]
             return io
 
-        # one set for every slot bucket of a row bucket (only a block mask spans the slots): the logits
-        # buffer (rows, b, V) is the large one, and a stream steps one group at a time
-        return buffers.io_for((rows, b, slots if custom else None, None if tail is None else tail.key, like.dtype,
-                               like.device), make)
+        # one set for every slot bucket of a row bucket (only a block mask spans the slots), and one logits
+        # buffer (rows, b, V), the large one, for every row bucket: a stream steps one group at a time
+        io = buffers.io_for((rows, b, slots if custom else None, None if tail is None else tail.key, like.dtype,
+                             like.device), make)
+        logits = buffers.rows_of_shared(("logits", b, vocab, like.dtype, like.device), rows,
+                                        lambda n: like.new_zeros(n, b, vocab))
+        if io.out.size(0) != rows or io.out.data_ptr() != logits.data_ptr():  # a new set, or the buffer grew
+            io.out = logits[:rows]
+        return io
 
     def _prepare_positions(self, max_position: int, device: torch.device) -> Optional[int]:
         """Grow a sinusoidal position table to ``max_position`` now, outside any capture (a graph
@@ -518,8 +526,8 @@ class TransformerStepper:
 
 
 def _forget_graphs_of(stepper: "weakref.ref[TransformerStepper]") -> Callable[[Tensor], None]:
-    """The pool's eviction hook: the graphs bound to a dropped buffer go too (a weak reference: the
-    pool belongs to the stepper)."""
+    """The eviction hook of the pool and of the stream buffer sets: the graphs bound to a dropped buffer
+    go too (a weak reference: both belong to the stepper)."""
     def forget(buffer: Tensor) -> None:
         owner = stepper()
         if owner is not None and owner.graphs is not None:

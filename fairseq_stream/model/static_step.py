@@ -13,9 +13,10 @@ on a bucket only (:mod:`fairseq_stream.model.decoder_step` runs the step itself)
   :class:`StaticCachePool` and given back when no cache refers to it (a :class:`Lease`), so that
   the few buffers of each bucket recur and their captured graphs are replayed again and again;
 * **stream buffers** — what one stream writes between steps (its encoder slots, each bucket's
-  input and output buffers) is a :class:`StreamBuffers` set the stream holds while it has
-  sentences in flight and hands back when it drains (:class:`StreamBufferSets`), so that two
-  streams stepping one model alternately never share one, and the next run reuses the last one's;
+  input and output buffers, the logits of every row bucket in one buffer) is a :class:`StreamBuffers`
+  set the stream holds while it has sentences in flight and hands back when it drains
+  (:class:`StreamBufferSets`), so that two streams stepping one model alternately never share one,
+  and the next run reuses the last one's;
 * **graphs** — :class:`StepGraphs` captures the step of each key once (buffers, bucket, block
   width) into one shared memory pool and replays it afterwards, at most ``limit`` graphs (least
   recently used evicted); a step it cannot capture runs the same static code eagerly, with one
@@ -244,11 +245,14 @@ class StreamBuffers:
     same tensors, so the graphs bound to them replay.
     """
 
-    def __init__(self, *, memory_per_name: int = 2, io_limit: int = 64) -> None:
+    def __init__(self, *, memory_per_name: int = 2, io_limit: int = 64,
+                 on_evict: "Callable[[Tensor], None] | None" = None) -> None:
         self.memory_per_name = memory_per_name  # encoder-slot buffers of this many shapes per name (LRU)
         self.io_limit = io_limit  # input/output buffers of this many buckets (LRU)
+        self.on_evict = on_evict  # told of a shared buffer replaced by a larger one (its step graphs go)
         self.memory: "OrderedDict[Tuple[Any, ...], Tensor]" = OrderedDict()
         self.io: "OrderedDict[Tuple[Any, ...], Any]" = OrderedDict()
+        self.shared: Dict[Tuple[Any, ...], Tensor] = {}  # one buffer per kind, for every row bucket
 
     @property
     def memory_limit(self) -> int:
@@ -267,6 +271,20 @@ class StreamBuffers:
         self.memory.move_to_end(key)
         return buf.fill_(fill)
 
+    def rows_of_shared(self, key: Tuple[Any, ...], rows: int, make: Callable[[int], Tensor]) -> Tensor:
+        """The buffer ``key`` that every row bucket of this stream shares, with at least ``rows`` rows
+        (``make(n)`` makes one of ``n``): a stream steps one bucket at a time and reads a step's
+        output before its next step, so the buckets' outputs (the logits, ``(rows, b, V)``: the large
+        buffers) need one buffer, not one each (a 100-sentence k = 50 run held 0.8 GB of them). It
+        doubles when a bucket needs more rows; the one it replaces goes to ``on_evict``."""
+        buf = self.shared.get(key)
+        if buf is None or buf.size(0) < rows:
+            old = buf
+            buf = self.shared[key] = make(rows if old is None else max(rows, 2 * old.size(0)))
+            if old is not None and self.on_evict is not None:
+                self.on_evict(old)
+        return buf
+
     def io_for(self, key: Tuple[Any, ...], make: Callable[[], Any]) -> Any:
         """The input/output buffers of bucket ``key``, made by ``make()`` the first time."""
         io = self.io.get(key)
@@ -281,17 +299,23 @@ class StreamBuffers:
 class StreamBufferSets:
     """A model's :class:`StreamBuffers` not held by a stream, most recently handed back last (at most ``limit``)."""
 
-    def __init__(self, *, limit: int = 2) -> None:
+    def __init__(self, *, limit: int = 2, on_evict: "Callable[[Tensor], None] | None" = None) -> None:
         self.limit = limit
+        self.on_evict = on_evict  # each set's (StreamBuffers.on_evict)
         self.idle: List[StreamBuffers] = []
 
     def acquire(self) -> StreamBuffers:
         """A set no stream holds: the one handed back last (its tensors are those of the last run), or a new one."""
-        return self.idle.pop() if self.idle else StreamBuffers()
+        return self.idle.pop() if self.idle else StreamBuffers(on_evict=self.on_evict)
 
     def release(self, buffers: StreamBuffers) -> None:
         self.idle.append(buffers)
         del self.idle[: max(0, len(self.idle) - self.limit)]
+
+
+#: A step graph's key begins with the addresses of the buffers it binds: the slot cache, the stream's
+#: input buffer of the bucket and its shared logits (:meth:`StepGraphs.forget`).
+BOUND_ADDRESSES = 3
 
 
 class StepGraphs:
@@ -315,9 +339,11 @@ class StepGraphs:
         self._forgotten = 0  # graphs dropped with their cache buffer, counted at the next step's run
 
     def forget(self, buffer_address: int) -> None:
-        """Drop the graphs bound to the cache buffer at ``buffer_address`` (the pool dropped it: its
-        memory goes only when no graph holds it; its bucket's next buffer has another address)."""
-        stale = [key for key in self.graphs if key[0] == buffer_address]
+        """Drop the graphs bound to the buffer at ``buffer_address`` (a cache buffer the pool dropped,
+        a stream's shared output buffer it replaced: its memory goes only when no graph holds it; the
+        next buffer has another address). A key's first :data:`BOUND_ADDRESSES` entries are the
+        addresses of the buffers its graph is bound to."""
+        stale = [key for key in self.graphs if buffer_address in key[:BOUND_ADDRESSES]]
         for key in stale:
             del self.graphs[key]
         self._forgotten += len(stale)

@@ -183,6 +183,26 @@ def test_the_cache_pool_keeps_no_more_free_bytes_than_it_ever_lent_at_once_and_d
     assert stats.evicted == 2
 
 
+def test_a_streams_row_buckets_share_one_logits_buffer_that_doubles_and_drops_its_graphs():
+    """Every row bucket of a stream writes its logits (rows, b, V) into one buffer: a bucket of more rows
+    doubles it (or takes exactly what it needs), and the buffer it replaces goes with its step graphs
+    (bound by its address, a key's third entry)."""
+    from fairseq_stream.model.static_step import StepModeStats, StreamBuffers
+
+    graphs = _fake_graphs(limit=16)
+    dropped: List[int] = []
+    buffers = StreamBuffers(on_evict=lambda buffer: (dropped.append(buffer.size(0)), graphs.forget(buffer.data_ptr())))
+    make = lambda rows: torch.zeros(rows, 1, 3)  # noqa: E731
+    first = buffers.rows_of_shared("logits", 5, make)
+    stats = StepModeStats()
+    graphs.run(("cache", "ints", first.data_ptr(), "step"), lambda: None, [], stats)
+    assert buffers.rows_of_shared("logits", 4, make) is first and not dropped  # fewer rows: the same buffer
+    grown = buffers.rows_of_shared("logits", 7, make)
+    assert grown.size(0) == 10 and dropped == [5] and len(graphs.graphs) == 0  # doubled; its graph went
+    assert buffers.rows_of_shared("logits", 33, make).size(0) == 33 and dropped == [5, 10]
+    assert buffers.rows_of_shared("other", 2, make).size(0) == 2 and len(buffers.shared) == 2
+
+
 # ---- memory: bounded over a long-running session --------------------------------------------------
 @pytest.fixture(scope="module")
 def own_session():
@@ -209,6 +229,11 @@ def test_a_long_running_session_keeps_bounded_static_buffers(own_session, demo_s
     assert len(streams) == 1  # the runs came one after another: one buffer set, reused by each
     buffers = streams[0]
     assert len(buffers.memory) <= buffers.memory_limit and len(buffers.io) <= buffers.io_limit
+    # the row buckets' logits are views of one buffer per kind: an input set not used since it grew holds
+    # an older, at most half as large one
+    held = {io.out.untyped_storage().data_ptr(): io.out.untyped_storage().nbytes() for io in buffers.io.values()}
+    shared = sum(t.untyped_storage().nbytes() for t in buffers.shared.values())
+    assert len(buffers.io) > len(buffers.shared) and sum(held.values()) <= 2 * shared
     names = {key[0] for key in buffers.memory}
     assert len(buffers.memory) <= 2 * len(names)  # the encoder slots of the last two widths per buffer
 
