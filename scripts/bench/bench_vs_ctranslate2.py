@@ -3,6 +3,7 @@
 
     pip install -e .[bench]    # ctranslate2==4.8.5
     OMP_NUM_THREADS=1 python scripts/bench/bench_vs_ctranslate2.py --limit 300 --limit-k50 60 --json out.json
+    OMP_NUM_THREADS=1 python scripts/bench/bench_vs_ctranslate2.py --deltas 1 1.25 --prune-auto   # more var-stream rows
     python scripts/bench/bench_vs_ctranslate2.py --device cuda --limit 300 --limit-k50 60   # on a GPU
 
 ``--device cuda``: the model in float16, our rows with ``--step-mode graph`` (and var-stream eager
@@ -141,9 +142,9 @@ def systems_for(session: Any, model_dir: Optional[str], tokens: List[List[str]],
                 dataset_for: Callable[[Sequence[int]], Any], deltas: Sequence[float] = (),
                 scales: Sequence[float] = (), device: str = "cpu", prune_auto: bool = False) -> List[System]:
     """fairseq's beam first (the reference), then ours in float32 and int8 (``var-stream`` also at
-    each δ of ``deltas``, each α of ``scales`` and, with ``prune_auto``, steering its own pruning), then
-    CTranslate2; on a GPU ours in float16
-    as graphs (:func:`gpu_systems`) and CTranslate2 float16 / int8_float16."""
+    each δ of ``deltas``, each α of ``scales`` and, with ``prune_auto``, steering its own pruning),
+    then CTranslate2; on a GPU ours in float16 as graphs (:func:`gpu_systems`) and CTranslate2
+    float16 / int8_float16."""
     from fairseq.data.data_utils import post_process
 
     from fairseq_stream.integration.text import detokenize

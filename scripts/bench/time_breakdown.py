@@ -2,6 +2,8 @@
 """Where a k=5 decode of our strategies spends its time on a CPU, next to CTranslate2's total.
 
     OMP_NUM_THREADS=1 python scripts/bench/time_breakdown.py [--limit 100] [--beam 5] [--search var-stream fixed-ours]
+    OMP_NUM_THREADS=1 python scripts/bench/time_breakdown.py --step-mode native --data W/bin \
+        --path W/checkpoints/checkpoint_last.pt --bpe-codes W/bpe.codes --src W/raw/test.es   # another model
 
 Wraps the package's functions with wall-clock timers (1 thread; the wrappers cost microseconds
 per call) and splits one decode of the demo's first ``--limit`` sentences, after an untimed
@@ -109,15 +111,21 @@ def main(argv: Optional[Sequence[str]] = None) -> None:
     parser.add_argument("--search", nargs="+", default=["var-stream", "fixed-ours"])
     parser.add_argument("--step-mode", default="eager", choices=["eager", "native", "static", "auto"],
                         help="the decoder step to split (native: one C++ call for the layers and the projection)")
-    args = parser.parse_args(argv)
-    torch.set_num_threads(1)
     from bench_vs_ctranslate2 import DEMO, convert
 
+    parser.add_argument("--data", default=DEMO, help="directory with the dictionaries (default: the demo's)")
+    parser.add_argument("--path", default=os.path.join(DEMO, "checkpoint.pt"), help="one fairseq checkpoint")
+    parser.add_argument("--bpe-codes", default=os.path.join(DEMO, "bpe.codes"))
+    parser.add_argument("--src", default=os.path.join(DEMO, "test.es"), help="source sentences (its suffix: the language)")
+    parser.add_argument("--target-lang", default="en")
+    args = parser.parse_args(argv)
+    torch.set_num_threads(1)
     from fairseq_stream.tools.session import TranslationSession
 
-    session = TranslationSession.load(DEMO, os.path.join(DEMO, "checkpoint.pt"), bpe_codes=os.path.join(DEMO, "bpe.codes"),
-                                      extra_args=["--source-lang", "es", "--target-lang", "en"])
-    with open(os.path.join(DEMO, "test.es"), encoding="utf-8") as f:
+    src_lang = os.path.splitext(args.src)[1].lstrip(".")
+    session = TranslationSession.load(args.data, args.path, bpe_codes=args.bpe_codes,
+                                      extra_args=["--source-lang", src_lang, "--target-lang", args.target_lang])
+    with open(args.src, encoding="utf-8") as f:
         sources = [line.rstrip("\n") for line in f][: args.limit]
     dataset = session.encode(sources)
     print(f"{len(sources)} sentences, beam {args.beam}, --step-mode {args.step_mode}, 1 thread\n")
@@ -131,7 +139,7 @@ def main(argv: Optional[Sequence[str]] = None) -> None:
     except ImportError:
         return
     with tempfile.TemporaryDirectory() as model_dir:
-        convert(os.path.join(DEMO, "checkpoint.pt"), DEMO, model_dir, "es", "en")
+        convert(args.path, args.data, model_dir, src_lang, args.target_lang)
         for compute_type in ("float32", "int8"):
             print(f"| CTranslate2 {compute_type} | **total** | "
                   f"{ctranslate2_total(session, sources, args.beam, compute_type, model_dir):.2f} | |")
