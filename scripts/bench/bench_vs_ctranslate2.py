@@ -223,13 +223,24 @@ def format_table(results: List[Dict[str, Any]]) -> str:
     return "\n".join(lines)
 
 
-def _parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+def add_model_arguments(parser: argparse.ArgumentParser) -> None:
+    """The model and sentences a script decodes (the demo's by default; the files' suffixes are the
+    languages): ``--data``, ``--path``, ``--bpe-codes``, ``--src``, ``--ref`` (also time_breakdown.py's)."""
     parser.add_argument("--data", default=DEMO, help="directory with dict.SRC.txt and dict.TGT.txt")
     parser.add_argument("--path", default=os.path.join(DEMO, "checkpoint.pt"), help="one fairseq checkpoint")
     parser.add_argument("--bpe-codes", default=os.path.join(DEMO, "bpe.codes"))
     parser.add_argument("--src", default=os.path.join(DEMO, "test.es"))
     parser.add_argument("--ref", default=os.path.join(DEMO, "test.en"))
+
+
+def languages(args: argparse.Namespace) -> Tuple[str, str]:
+    """(source, target) language: the suffixes of ``--src`` and ``--ref``."""
+    return os.path.splitext(args.src)[1].lstrip("."), os.path.splitext(args.ref)[1].lstrip(".")
+
+
+def _parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    add_model_arguments(parser)
     parser.add_argument("--limit", type=int, default=300, help="sentences decoded at k=5")
     parser.add_argument("--limit-k50", type=int, default=60, help="sentences decoded at k=50 (0 = skip k=50)")
     parser.add_argument("--repeats", type=int, default=3)
@@ -260,7 +271,7 @@ def main(argv: Optional[Sequence[str]] = None) -> None:
     from fairseq_stream.tools.session import TranslationSession
 
     install_excepthook()
-    src_lang, tgt_lang = os.path.splitext(args.src)[1].lstrip("."), os.path.splitext(args.ref)[1].lstrip(".")
+    src_lang, tgt_lang = languages(args)
     cuda = args.device == "cuda"
     session = TranslationSession.load(args.data, args.path, bpe_codes=args.bpe_codes,
                                       extra_args=["--source-lang", src_lang, "--target-lang", tgt_lang],

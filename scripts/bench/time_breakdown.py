@@ -3,10 +3,10 @@
 
     OMP_NUM_THREADS=1 python scripts/bench/time_breakdown.py [--limit 100] [--beam 5] [--search var-stream fixed-ours]
     OMP_NUM_THREADS=1 python scripts/bench/time_breakdown.py --step-mode native --data W/bin \
-        --path W/checkpoints/checkpoint_last.pt --bpe-codes W/bpe.codes --src W/raw/test.es   # another model
+        --path W/checkpoints/checkpoint_last.pt --bpe-codes W/bpe.codes --src W/raw/test.es --ref W/raw/test.en
 
 Wraps the package's functions with wall-clock timers (1 thread; the wrappers cost microseconds
-per call) and splits one decode of the demo's first ``--limit`` sentences, after an untimed
+per call) and splits one decode of the first ``--limit`` sentences (the demo's, or ``--src``'s), after an untimed
 warm-up, into: the encoder (``ModelStep.encode``/``admit``: encoder layers and the encoder-attention
 keys/values), the decoder layers (``TransformerStepper.forward``), the output projection
 (``TransformerStepper.logits``), the search step (the strategy's ``step``: the fused top-k of the
@@ -111,20 +111,16 @@ def main(argv: Optional[Sequence[str]] = None) -> None:
     parser.add_argument("--search", nargs="+", default=["var-stream", "fixed-ours"])
     parser.add_argument("--step-mode", default="eager", choices=["eager", "native", "static", "auto"],
                         help="the decoder step to split (native: one C++ call for the layers and the projection)")
-    from bench_vs_ctranslate2 import DEMO, convert
+    from bench_vs_ctranslate2 import add_model_arguments, convert, languages
 
-    parser.add_argument("--data", default=DEMO, help="directory with the dictionaries (default: the demo's)")
-    parser.add_argument("--path", default=os.path.join(DEMO, "checkpoint.pt"), help="one fairseq checkpoint")
-    parser.add_argument("--bpe-codes", default=os.path.join(DEMO, "bpe.codes"))
-    parser.add_argument("--src", default=os.path.join(DEMO, "test.es"), help="source sentences (its suffix: the language)")
-    parser.add_argument("--target-lang", default="en")
+    add_model_arguments(parser)  # --data, --path, --bpe-codes, --src, --ref: the demo's by default
     args = parser.parse_args(argv)
     torch.set_num_threads(1)
     from fairseq_stream.tools.session import TranslationSession
 
-    src_lang = os.path.splitext(args.src)[1].lstrip(".")
+    src_lang, tgt_lang = languages(args)
     session = TranslationSession.load(args.data, args.path, bpe_codes=args.bpe_codes,
-                                      extra_args=["--source-lang", src_lang, "--target-lang", args.target_lang])
+                                      extra_args=["--source-lang", src_lang, "--target-lang", tgt_lang])
     with open(args.src, encoding="utf-8") as f:
         sources = [line.rstrip("\n") for line in f][: args.limit]
     dataset = session.encode(sources)
@@ -139,7 +135,7 @@ def main(argv: Optional[Sequence[str]] = None) -> None:
     except ImportError:
         return
     with tempfile.TemporaryDirectory() as model_dir:
-        convert(args.path, args.data, model_dir, src_lang, args.target_lang)
+        convert(args.path, args.data, model_dir, src_lang, tgt_lang)
         for compute_type in ("float32", "int8"):
             print(f"| CTranslate2 {compute_type} | **total** | "
                   f"{ctranslate2_total(session, sources, args.beam, compute_type, model_dir):.2f} | |")
