@@ -253,6 +253,14 @@ class StreamDecodingConfig(FairseqDataclass):
                   "before each verification from the recent acceptance rate and the measured draft/verification cost "
                   "(Leviathan et al. 2023, Theorem 3.8), up to 8"},
     )
+    draft_quantize: str = field(
+        default="auto",
+        metadata={"help": "speculative: the draft's Linear weights: 'int8' (--quantize int8's per-row kernels, "
+                  "CPU and float32 drafts only), 'none' (float, as loaded; --cpu-matmul applies), 'auto' (int8 on a "
+                  "CPU where the int8 kernels run, else none); a draft only proposes, so the output is the model's "
+                  "greedy output either way: int8 makes the demo's draft call about half as long at batch 1 "
+                  "(docs/results.md)"},
+    )
     # ---- lookahead decoding (Fu et al. 2024) ----
     lookahead_ngram: int = field(
         default=4,

@@ -167,8 +167,11 @@ class DecodeStats:
             line += ", step operators: " + describe_backends(self.step_backends, sep=", ")
         if self.step_mode and (self.step_mode.get("mode") != "eager" or self.step_mode.get("fallbacks")):
             line += ", " + describe_step_mode(self.step_mode)
-        if self.draft_step_mode and (self.draft_step_mode.get("mode") != "eager" or self.draft_step_mode.get("fallbacks")):
-            line += ", draft's " + describe_step_mode(self.draft_step_mode)
+        draft = self.draft_step_mode
+        if draft and (draft.get("mode") != "eager" or draft.get("fallbacks")):
+            line += ", draft's " + describe_step_mode(draft)
+        if draft.get("weights"):  # --draft-quantize
+            line += f", draft's weights {draft['weights']}"
         if self.prune_auto:
             auto = self.prune_auto
             line += (f", --prune-auto {auto['setting']} ({auto.get('probes', 0)} probes, "

@@ -10,17 +10,21 @@ it. It lives in ``integration/`` because what it builds is the generator fairseq
 """
 from __future__ import annotations
 
-from typing import Any, Dict, List
+import os
+import weakref
+from typing import Any, Dict, List, Optional, Tuple
 
 import torch
 
 from fairseq_stream.search.interface import StrategyContext
 from fairseq_stream.search.score_edits import build_processors, needs_history
 from fairseq_stream.engine.validation import validate_run
+from fairseq_stream.errors import FairseqStreamError
 from fairseq_stream.integration.generator import StreamGenerator
 from fairseq_stream.model import linear_kernels
 from fairseq_stream.search.output import OutputScorer
-from fairseq_stream.model.quantize import activation_bits_of, count_linears, prepare_models
+from fairseq_stream.model.quantize import activation_bits_of, count_linears, int8_runs, prepare_models
+from fairseq_stream.ops import int8_rows
 from fairseq_stream.ops.int8_rows import kernel_name as int8_kernel_name
 
 
@@ -61,7 +65,7 @@ def _generator(name: str, plan: Any, config: Any, task: Any, models: List[Any], 
             stats.note_backend("output_layer", scorer.note)
         ctx = StrategyContext(scorer=scorer, eos=tgt_dict.eos(), pad=tgt_dict.pad(), bos=tgt_dict.eos(),
                               dtype=dtype, needs_history=history, stats=stats, step_backend=opts.step_backend,
-                              task=task, load_models=lambda paths: load_models_like(paths, task, models, opts),
+                              task=task, load_models=lambda paths, **kw: load_models_like(paths, task, models, opts, **kw),
                               step_mode=getattr(opts, "step_mode", "auto"))
         return entry.strategy.from_config(config, ctx)
 
@@ -75,22 +79,53 @@ def _generator(name: str, plan: Any, config: Any, task: Any, models: List[Any], 
     return generator
 
 
-def load_models_like(paths: str, task: Any, like: List[Any], opts: Any) -> List[Any]:
+def load_models_like(paths: str, task: Any, like: List[Any], opts: Any, *, quantize: Optional[str] = None) -> List[Any]:
     """Checkpoints ``paths`` (``a.pt:b.pt``) loaded with ``task`` and prepared as the run's models
-    ``like``: their device and dtype, ``--quantize`` and ``--cpu-matmul`` (a speculative draft)."""
+    ``like``: their device and dtype, and ``--cpu-matmul``; ``quantize`` (a speculative draft's
+    ``--draft-quantize``: ``auto``, ``none``, ``int8``) in place of the run's ``--quantize`` where given."""
     from fairseq_stream.integration.checkpoints import load_draft
 
+    key = _draft_key(paths, quantize, opts, next(like[0].parameters()))
+    kept = _drafts.get(like[0], {}).get(key)
+    if kept is not None:  # a session builds a generator per call: the same files, prepared once
+        return list(kept)
     loaded = load_draft(paths, task)  # read as --path is; one line naming --draft-path for any problem
     param = next(like[0].parameters())
     for model in loaded:
         model.eval()
         model.to(device=param.device, dtype=param.dtype)
-    quantize = getattr(opts, "quantize", "none")
+    if quantize is None:
+        quantize = getattr(opts, "quantize", "none")
+    elif quantize == "auto":  # a draft only proposes: its fastest weights, wherever they run
+        quantize = "int8" if int8_runs(loaded) else "none"
+    elif quantize == "int8" and not int8_runs(loaded):
+        raise FairseqStreamError(f"--draft-quantize int8 needs float32 weights on the CPU and PyTorch's x86 int8 "
+                                 f"kernels (the draft has {param.dtype} on {param.device}); use --draft-quantize auto")
     loaded = prepare_models(loaded, quantize)
     if quantize == "none":
         loaded = linear_kernels.prepare(loaded, linear_kernels.resolve(getattr(opts, "cpu_matmul", "auto"), loaded,
                                                                        fairseq_search=False))
+    _drafts.setdefault(like[0], {})[key] = list(loaded)
     return loaded
+
+
+#: models loaded by :func:`load_models_like`, per run model (dropped with it): a ``TranslationSession`` builds a
+#: generator per call, and loading and preparing a draft again costs ~0.1 s each time (the demo's, int8, a CPU)
+_drafts: "weakref.WeakKeyDictionary[Any, Dict[Tuple[Any, ...], List[Any]]]" = weakref.WeakKeyDictionary()
+
+
+def _draft_key(paths: str, quantize: Optional[str], opts: Any, like: torch.Tensor) -> Tuple[Any, ...]:
+    """What the prepared models depend on: the files as they are now, the run model's device and dtype
+    (``like``, one of its parameters), and how they are prepared."""
+    files = []
+    for path in paths.split(":"):
+        try:
+            st = os.stat(path)
+            files.append((os.path.abspath(path), st.st_mtime_ns, st.st_size))
+        except OSError:
+            files.append((path, None, None))  # load_draft says what is wrong
+    return (tuple(files), str(like.device), like.dtype, quantize, getattr(opts, "quantize", "none"),
+            getattr(opts, "cpu_matmul", "auto"), int8_rows.activation_bits())
 
 
 def run_settings(models: List[Any], opts: Any) -> Dict[str, str]:

@@ -78,6 +78,14 @@ def prepare_models(models: Sequence[Any], quantize: Optional[str]) -> List[Any]:
     return [_int8_copy(model) for model in models]
 
 
+def int8_runs(models: Sequence[Any]) -> bool:
+    """Whether :func:`prepare_models` can make int8 copies of ``models``: float32 weights on the CPU and
+    PyTorch's x86 int8 kernels (what a speculative draft's ``--draft-quantize auto`` asks)."""
+    params = [p for model in models for p in model.parameters()]
+    return (bool(params) and all(p.device.type == "cpu" and p.dtype == torch.float32 for p in params)
+            and torch.backends.quantized.engine in ("fbgemm", "x86"))
+
+
 def _refuse_unsupported(models: Sequence[Any]) -> None:
     for model in models:
         for param in model.parameters():

@@ -67,8 +67,8 @@ class StrategyContext:
     step_backend: str = "auto"  # --step-backend: who runs the fused step operators (ops/backends.py)
     task: Any = None  # fairseq's task (its dictionaries), for a strategy with models of its own
     # checkpoints (fairseq's ``a.pt:b.pt``) → models loaded with the task and prepared as the run's
-    # (device, dtype, --quantize, --cpu-matmul): a speculative draft
-    load_models: Optional[Callable[[str], List[Any]]] = None
+    # (device, dtype, --quantize, --cpu-matmul; ``quantize=`` a draft's own choice): a speculative draft
+    load_models: Optional[Callable[..., List[Any]]] = None
     step_mode: str = "eager"  # --step-mode, for a strategy's own models (the draft steps as the target does)
 
 

@@ -10,6 +10,7 @@ the mean γ and the draft's share of the time.
     OMP_NUM_THREADS=1 python scripts/bench/bench_speculative.py --limit 100 --capacity 1 --repeats 3
     OMP_NUM_THREADS=1 python scripts/bench/bench_speculative.py --limit 300 --capacity 64 --repeats 3
     ... --draft user_dir_examples/demo/draft.pt NEW.pt     # two drafts, side by side
+    ... --draft-quantize none,int8                         # the draft's float and int8 weights, side by side
 """
 from __future__ import annotations
 
@@ -43,6 +44,8 @@ def main() -> None:
     parser.add_argument("--limit", type=int, default=100)
     parser.add_argument("--capacity", type=int, default=1)
     parser.add_argument("--gammas", default="2,3,4,6,auto", help="--draft-tokens values, one row each")
+    parser.add_argument("--draft-quantize", default="auto",
+                        help="--draft-quantize values (comma-separated): each gets the --gammas rows")
     parser.add_argument("--lookahead", default="4", help="--lookahead-ngram values, one row each ('' = none)")
     parser.add_argument("--repeats", type=int, default=3)
     args = parser.parse_args()
@@ -51,11 +54,14 @@ def main() -> None:
     data = session.encode(_read(args.src, args.limit))
     gen = {"beam": 1}
     rows: List[Dict[str, Any]] = [{"label": "greedy (fixed-ours --beam 1)", "search": "fixed-ours", "opts": {}}]
+    choices = args.draft_quantize.split(",")
     for draft in args.draft:
         name = f" ({os.path.basename(draft)})" if len(args.draft) > 1 else ""
-        for g in args.gammas.split(","):
-            rows.append({"label": f"speculative --draft-tokens {g}{name}", "search": "speculative",
-                         "opts": {"draft_path": draft, "draft_tokens": g}})
+        for q in choices:
+            weights = f" --draft-quantize {q}" if len(choices) > 1 else ""
+            for g in args.gammas.split(","):
+                rows.append({"label": f"speculative --draft-tokens {g}{weights}{name}", "search": "speculative",
+                             "opts": {"draft_path": draft, "draft_tokens": g, "draft_quantize": q}})
     for n in filter(None, args.lookahead.split(",")):
         rows.append({"label": f"lookahead --lookahead-ngram {n}", "search": "lookahead",
                      "opts": {"lookahead_ngram": int(n)}})

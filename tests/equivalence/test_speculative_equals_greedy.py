@@ -146,10 +146,57 @@ def test_a_draft_whose_dictionary_files_differ_is_one_clear_error(demo_session, 
     ({"beam": 1}, {"draft_path": SHIPPED_DRAFT, "draft_tokens": "0"}, "--draft-tokens must be"),
     ({"beam": 1}, {"draft_path": SHIPPED_DRAFT, "draft_tokens": "many"}, "--draft-tokens must be"),
     ({"beam": 4}, {"draft_path": SHIPPED_DRAFT}, "--beam 4"),
+    ({"beam": 1}, {"draft_path": SHIPPED_DRAFT, "draft_quantize": "int4"}, "--draft-quantize must be one of auto, none, int8"),
 ])
 def test_bad_options(demo_session, gen, opts, message):
     with pytest.raises(FairseqStreamError, match=message):
         demo_session.build_generator("speculative", gen, opts)
+
+
+# ---- --draft-quantize: the draft's weights (a draft only proposes) ----
+@pytest.mark.parametrize("draft_quantize", ["none", "int8", "auto"])
+def test_the_drafts_weights_leave_the_output_alone(demo_session, demo_sources, draft_quantize):
+    """In float32 a float or an int8 draft proposes (``auto``: int8 on a CPU); the output is greedy's, bit for
+    bit, and the closing statistics line says which weights proposed."""
+    data = demo_session.encode(demo_sources[:N])
+    greedy = _greedy(demo_session, data)
+    out = demo_session.translate(data, search="speculative", gen=GEN,
+                                 opts={"draft_path": SHIPPED_DRAFT, "draft_quantize": draft_quantize,
+                                       "stream_capacity": 3})
+    for i, (g, s) in enumerate(zip(greedy.hypos, out.hypos)):
+        assert s[0]["tokens"].tolist() == g[0]["tokens"].tolist(), f"sentence {i}"
+        assert torch.equal(s[0]["positional_scores"], g[0]["positional_scores"]), f"sentence {i}"
+    int8 = "draft's weights int8 (fbgemm u8s8" in out.stats.summary()
+    assert int8 == (draft_quantize != "none")
+    assert ("draft's weights float" in out.stats.summary()) == (draft_quantize == "none")
+    assert out.stats.extra["verify_accepted"] / out.stats.extra["verify_rows"] > 1.2  # an int8 draft still helps
+
+
+def test_an_int8_draft_where_it_cannot_run_is_one_clear_error(demo_session64):
+    """A float64 run: ``auto`` keeps the draft's float weights, ``int8`` is refused in one line."""
+    g = demo_session64.build_generator("speculative", {"beam": 1}, {"draft_path": SHIPPED_DRAFT})
+    assert g.make_strategy(g.stats).proposer.weights == "float"
+    with pytest.raises(FairseqStreamError, match="--draft-quantize int8 needs float32 weights on the CPU"):
+        demo_session64.build_generator("speculative", {"beam": 1}, {"draft_path": SHIPPED_DRAFT, "draft_quantize": "int8"})
+
+
+def test_a_session_prepares_its_draft_once(demo_session, tmp_path):
+    """Each call of a session builds a generator; the draft is loaded and quantised once per file and choice
+    (~0.1 s a call saved), and loaded again when the file changes."""
+    import shutil
+
+    path = str(tmp_path / "draft.pt")
+    shutil.copy(SHIPPED_DRAFT, path)
+
+    def draft_models(**opts):
+        g = demo_session.build_generator("speculative", {"beam": 1}, dict(opts, draft_path=path))
+        return g.make_strategy(g.stats).proposer.draft.models
+
+    first = draft_models()
+    assert draft_models()[0] is first[0]
+    assert draft_models(draft_quantize="none")[0] is not first[0]
+    os.utime(path, ns=(0, 0))  # the file changed (as far as its time says)
+    assert draft_models()[0] is not first[0]
 
 
 def test_other_strategies_refuse_the_draft(demo_session):

@@ -73,6 +73,7 @@ OPT_SPACE: Dict[str, Tuple[List[Any], List[Any]]] = {
     "cpu_matmul": (["torch"], ["mkl", "bogus"]),  # onednn: float32 models only (test_linear_kernels)
     "draft_path": ([os.path.join(DEMO, "draft.pt")], ["/nonexistent/draft.pt"]),
     "draft_tokens": (["2", "auto"], ["0", "bogus"]),
+    "draft_quantize": (["none", "int8", "auto"], ["int4", "bogus"]),
     "lookahead_ngram": ([2, 6], [1]),
     "jacobi_block": ([1, 2], [0]),
     "jacobi_max_parallel_len": ([0, 4], [-1]),

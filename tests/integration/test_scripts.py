@@ -157,6 +157,15 @@ def test_output_layer_micro_benchmark_prints_every_cell():
     assert all(line.split("|")[-2].strip() == "cpp" for line in cells)  # the kernel that ran each cell (a CPU: C++)
 
 
+@pytest.mark.slow  # loads the demo model and its draft in a process of its own
+def test_speculative_benchmark_compares_the_drafts_weights():
+    out = run_python(["scripts/bench/bench_speculative.py", "--limit", "3", "--gammas", "2", "--draft-quantize", "none,int8",
+                      "--lookahead", "", "--repeats", "1"])
+    rows = {line.split("|")[1].strip(): line.split("|") for line in out.splitlines() if line.startswith("| ")}
+    for label in ("speculative --draft-tokens 2 --draft-quantize none", "speculative --draft-tokens 2 --draft-quantize int8"):
+        assert rows[label][4].strip() == "3/3"  # greedy's output whatever the draft's weights
+
+
 def test_step_cost_fit_recovers_a_linear_cost(tmp_path):
     import json
 

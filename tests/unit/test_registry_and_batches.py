@@ -131,6 +131,7 @@ _EFFECTIVE = {
     "jacobi_init": lambda g, s: g.config.init,
     "draft_path": lambda g, s: g.config.draft_path or None,
     "draft_tokens": lambda g, s: str(g.config.draft_tokens),
+    "draft_quantize": lambda g, s: g.config.draft_quantize,
     "lookahead_ngram": lambda g, s: g.config.ngram,
     "ib_dedup": lambda g, s: s.dedup,
     "ib_finalize": lambda g, s: s.finalize,
@@ -176,6 +177,7 @@ def test_help_defaults_are_what_every_strategy_does():
 
     spec = SpeculativeConfig.from_options("speculative", gen_cfg(beam=1), stream_opts(draft_path=__file__))
     assert str(spec.draft_tokens) == _stated_default("draft_tokens", "speculative")
+    assert spec.draft_quantize == _stated_default("draft_quantize", "speculative")
 
 
 # ---- issue 52: what --help states against what the parser and the checks do ----
@@ -242,7 +244,7 @@ def test_help_states_the_parsers_defaults_and_the_values_the_checks_accept():
         checked.append(f.name)
     assert checked == ["stream_input_order", "prune_reference", "prune_ended", "beam_finalize", "prune_preset",
                        "output_layer", "step_backend", "step_mode", "quantize", "cpu_matmul", "jacobi_init", "draft_tokens",
-                       "ib_finalize"]  # every option with a list of values (a new one: add it here)
+                       "draft_quantize", "ib_finalize"]  # every option with a list of values (a new one: add it here)
 
 
 def test_help_texts_say_what_the_code_does():
