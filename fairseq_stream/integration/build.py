@@ -23,9 +23,8 @@ from fairseq_stream.errors import FairseqStreamError
 from fairseq_stream.integration.generator import StreamGenerator
 from fairseq_stream.model import linear_kernels
 from fairseq_stream.search.output import OutputScorer
-from fairseq_stream.model.quantize import activation_bits_of, count_linears, int8_runs, prepare_models
+from fairseq_stream.model.quantize import count_linears, int8_weights, prepare_models, why_no_int8
 from fairseq_stream.ops import int8_rows
-from fairseq_stream.ops.int8_rows import kernel_name as int8_kernel_name
 
 
 def build_generator(name: str, task: Any, models: List[Any], gen_cfg: Any, opts: Any, **fairseq_kwargs: Any) -> Any:
@@ -65,7 +64,8 @@ def _generator(name: str, plan: Any, config: Any, task: Any, models: List[Any], 
             stats.note_backend("output_layer", scorer.note)
         ctx = StrategyContext(scorer=scorer, eos=tgt_dict.eos(), pad=tgt_dict.pad(), bos=tgt_dict.eos(),
                               dtype=dtype, needs_history=history, stats=stats, step_backend=opts.step_backend,
-                              task=task, load_models=lambda paths, **kw: load_models_like(paths, task, models, opts, **kw),
+                              task=task,
+                              load_models=lambda paths, **kw: load_models_like(paths, task, models, opts, **kw),
                               step_mode=getattr(opts, "step_mode", "auto"))
         return entry.strategy.from_config(config, ctx)
 
@@ -85,20 +85,20 @@ def load_models_like(paths: str, task: Any, like: List[Any], opts: Any, *, quant
     ``--draft-quantize``: ``auto``, ``none``, ``int8``) in place of the run's ``--quantize`` where given."""
     from fairseq_stream.integration.checkpoints import load_draft
 
-    key = _draft_key(paths, quantize, opts, next(like[0].parameters()))
+    param = next(like[0].parameters())
+    key = _draft_key(paths, quantize, opts, param)
     kept = _drafts.get(like[0], {}).get(key)
     if kept is not None:  # a session builds a generator per call: the same files, prepared once
         return list(kept)
     loaded = load_draft(paths, task)  # read as --path is; one line naming --draft-path for any problem
-    param = next(like[0].parameters())
     for model in loaded:
         model.eval()
         model.to(device=param.device, dtype=param.dtype)
     if quantize is None:
         quantize = getattr(opts, "quantize", "none")
     elif quantize == "auto":  # a draft only proposes: its fastest weights, wherever they run
-        quantize = "int8" if int8_runs(loaded) else "none"
-    elif quantize == "int8" and not int8_runs(loaded):
+        quantize = "int8" if why_no_int8(loaded) is None else "none"
+    elif quantize == "int8" and why_no_int8(loaded) is not None:
         raise FairseqStreamError(f"--draft-quantize int8 needs float32 weights on the CPU and PyTorch's x86 int8 "
                                  f"kernels (the draft has {param.dtype} on {param.device}); use --draft-quantize auto")
     loaded = prepare_models(loaded, quantize)
@@ -132,9 +132,9 @@ def run_settings(models: List[Any], opts: Any) -> Dict[str, str]:
     """The settings the closing statistics line confirms: int8 weights where the models carry them
     (counted in the copies decoded), the input's own order where asked for."""
     settings: Dict[str, str] = {}
-    bits = sorted({b for model in models for b in activation_bits_of(model)})
-    if bits:  # the width the layers were made with (7 and 8 give different hypotheses)
-        settings["quantize"] = "int8 (" + "; ".join(int8_kernel_name(b) for b in bits) + ")"
+    weights = int8_weights(models)
+    if weights is not None:
+        settings["quantize"] = weights
     if opts.stream_input_order != "sorted":
         settings["input order"] = str(opts.stream_input_order)
     return settings

@@ -74,33 +74,36 @@ def prepare_models(models: Sequence[Any], quantize: Optional[str]) -> List[Any]:
     check_choice(quantize)
     if quantize == "none":
         return list(models)
-    _refuse_unsupported(models)
+    why = why_no_int8(models)
+    if why is not None:
+        raise FairseqStreamError(why)
     return [_int8_copy(model) for model in models]
 
 
-def int8_runs(models: Sequence[Any]) -> bool:
-    """Whether :func:`prepare_models` can make int8 copies of ``models``: float32 weights on the CPU and
-    PyTorch's x86 int8 kernels (what a speculative draft's ``--draft-quantize auto`` asks)."""
-    params = [p for model in models for p in model.parameters()]
-    return (bool(params) and all(p.device.type == "cpu" and p.dtype == torch.float32 for p in params)
-            and torch.backends.quantized.engine in ("fbgemm", "x86"))
-
-
-def _refuse_unsupported(models: Sequence[Any]) -> None:
+def why_no_int8(models: Sequence[Any]) -> Optional[str]:
+    """Why :func:`prepare_models` cannot make int8 copies of ``models`` (one line for the user), or None
+    where it can: float32 weights on the CPU and PyTorch's x86 int8 kernels."""
     for model in models:
         for param in model.parameters():
-            if param.is_cuda or param.device.type != "cpu":
-                raise FairseqStreamError("--quantize int8 runs on the CPU only; drop it on a GPU or add --cpu")
+            if param.device.type != "cpu":
+                return "--quantize int8 runs on the CPU only; drop it on a GPU or add --cpu"
             if param.dtype != torch.float32:
-                raise FairseqStreamError(f"--quantize int8 needs float32 models (got {param.dtype}); drop --fp16/--bf16")
+                return f"--quantize int8 needs float32 models (got {param.dtype}); drop --fp16/--bf16"
+    if torch.backends.quantized.engine not in ("fbgemm", "x86"):
+        return (f"--quantize int8 needs PyTorch's x86 int8 kernels (fbgemm); this CPU's engine is "
+                f"{torch.backends.quantized.engine!r}")
+    return None
+
+
+def int8_weights(models: Sequence[Any]) -> Optional[str]:
+    """``int8 (<kernel>)`` where ``models`` carry int8 layers (the closing statistics line), else None."""
+    bits = sorted({b for model in models for b in activation_bits_of(model)})
+    if not bits:
+        return None  # the width the layers were made with (7 and 8 give different hypotheses)
+    return "int8 (" + "; ".join(int8_rows.kernel_name(b) for b in bits) + ")"
 
 
 def _int8_copy(model: nn.Module) -> nn.Module:
-    if torch.backends.quantized.engine not in ("fbgemm", "x86"):
-        raise FairseqStreamError(
-            f"--quantize int8 needs PyTorch's x86 int8 kernels (fbgemm); this CPU's engine is "
-            f"{torch.backends.quantized.engine!r}"
-        )
     copies = _copies.setdefault(int8_rows.activation_bits(), DerivedCopies())
     return copies.get(model, lambda m: swap_linears(m, RowInt8Linear.of))
 

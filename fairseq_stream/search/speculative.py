@@ -45,9 +45,8 @@ from fairseq_stream.model.model_step import DecoderState, ModelStep
 from fairseq_stream.search.registry import lenpen_of, register_search
 from fairseq_stream.search.state import StrategyState, host, part, per_sentence
 from fairseq_stream.errors import FairseqStreamError
-from fairseq_stream.model.quantize import activation_bits_of
+from fairseq_stream.model.quantize import int8_weights
 from fairseq_stream.model.row_cache import SentenceIndex
-from fairseq_stream.ops.int8_rows import kernel_name as int8_kernel_name
 from fairseq_stream.search.jacobi import JacobiConfig, JacobiDecoding, JacobiState
 from fairseq_stream.search.proposers import ProposeAndVerify, Proposal, Verdict, verifier_capabilities
 
@@ -153,8 +152,7 @@ class DraftProposer:
         self.tuner = GammaTuner(cfg.most_draft_tokens) if cfg.draft_tokens is None else None
         self.histogram = None  # (γ_max + 2,) rows that accepted k tokens in a verification, on the device
         self._left_step: Optional[float] = None  # when the last step returned (the verification's start)
-        bits = sorted({b for model in draft.models for b in activation_bits_of(model)})
-        self.weights = f"int8 ({int8_kernel_name(bits[0])})" if bits else "float"  # the closing statistics
+        self.weights = int8_weights(draft.models) or "float"  # the closing statistics
 
     def admit(self, src_tokens: Tensor, src_lengths: Tensor, free: Tensor, size: int, *, pad: int, eos: int,
               left_pad: bool) -> None:
@@ -369,5 +367,6 @@ register_search(
     summary="a draft (--draft-path) proposes --draft-tokens γ tokens, the model verifies them in one block step; "
             "output identical to greedy (Leviathan et al. 2023 Alg. 1, Xia et al. 2023)",
     config=SpeculativeConfig,
-    capabilities=verifier_capabilities(why_no_beam=WHY_NO_BEAM, reads=frozenset({"draft_path", "draft_tokens", "draft_quantize"})),
+    capabilities=verifier_capabilities(why_no_beam=WHY_NO_BEAM,
+                                       reads=frozenset({"draft_path", "draft_tokens", "draft_quantize"})),
 )(SpeculativeDecoding)
