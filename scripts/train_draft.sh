@@ -14,9 +14,11 @@
 # from the model's training data (never its test set). Settings (environment):
 #   SRC_LANG=es TGT_LANG=en  BPE_CODES=MODEL_DIR/bpe.codes (empty: sources are already BPE'd)
 #   KD_LINES=12000 (sources to distil)  DIM=128 FFN=512 HEADS=4 ENC_LAYERS=2 DEC_LAYERS=1
-#   TRAIN_MINUTES=12  WORK=./work/draft  THREADS=1
+#   TRAIN_MINUTES=12  LR=0.002 (the peak of the inverse-sqrt schedule)  WORK=./work/draft  THREADS=1
 #   STAGES=distil,train,export (a subset reruns only those; RESUME=1: train on from WORK's last
 #   checkpoint until TRAIN_MINUTES of training in all, fairseq-train's --stop-time-hours)
+#   INIT=DRAFT.pt: start from an earlier draft of the same shape (its weights; a fresh optimizer and
+#   learning-rate warm-up) instead of random weights, e.g. to distil it further on more sources
 #
 # Time for the shipped demo draft user_dir_examples/demo/draft.pt (retrained 2026-11-27 on an Intel
 # Xeon, 2 cores shared with a test run, 1 thread; the commands: user_dir_examples/demo/draft.md):
@@ -25,7 +27,7 @@
 set -euo pipefail
 
 if [ $# -ne 4 ]; then
-    sed -n '2,23p' "$0" | sed 's/^# \{0,1\}//'
+    sed -n '2,26p' "$0" | sed 's/^# \{0,1\}//'
     exit 2
 fi
 MODEL_DIR=$1 CHECKPOINT=$2 SOURCES=$3 OUT=$4
@@ -35,7 +37,7 @@ BIN=$(dirname "$(command -v "$PY")")
 SRC_LANG=${SRC_LANG:-es} TGT_LANG=${TGT_LANG:-en}
 BPE_CODES=${BPE_CODES-$MODEL_DIR/bpe.codes}
 KD_LINES=${KD_LINES:-12000} DIM=${DIM:-128} FFN=${FFN:-512} HEADS=${HEADS:-4}
-ENC_LAYERS=${ENC_LAYERS:-2} DEC_LAYERS=${DEC_LAYERS:-1} TRAIN_MINUTES=${TRAIN_MINUTES:-12}
+ENC_LAYERS=${ENC_LAYERS:-2} DEC_LAYERS=${DEC_LAYERS:-1} TRAIN_MINUTES=${TRAIN_MINUTES:-12} LR=${LR:-0.002}
 WORK=${WORK:-./work/draft} THREADS=${THREADS:-1}
 export OMP_NUM_THREADS=$THREADS
 mkdir -p "$WORK/kd"
@@ -85,16 +87,23 @@ cmp -s "$MODEL_DIR/dict.$SRC_LANG.txt" "$MODEL_DIR/dict.$TGT_LANG.txt" && SHARE=
 echo "== 3. train the draft for $TRAIN_MINUTES minutes ($(date -u +%T))"
 start=$(date +%s)
 [ "$RESUME" = 1 ] || rm -rf "$WORK/checkpoints"
+START=()
+if [ -n "${INIT:-}" ] && [ "$RESUME" != 1 ]; then
+    [ -f "$INIT" ] || { echo "train_draft.sh: INIT=$INIT: no such file" >&2; exit 2; }
+    START=(--restore-file "$(cd "$(dirname "$INIT")" && pwd)/$(basename "$INIT")" --reset-optimizer \
+           --reset-lr-scheduler --reset-dataloader --reset-meters)
+fi
 "$BIN/fairseq-train" "$WORK/bin" --user-dir "$REPO/fairseq_stream" --cpu --arch transformer "${SHARE[@]}" \
     --encoder-layers "$ENC_LAYERS" --decoder-layers "$DEC_LAYERS" \
     --encoder-embed-dim "$DIM" --decoder-embed-dim "$DIM" --encoder-ffn-embed-dim "$FFN" --decoder-ffn-embed-dim "$FFN" \
     --encoder-attention-heads "$HEADS" --decoder-attention-heads "$HEADS" \
     --encoder-normalize-before --decoder-normalize-before --dropout 0.1 \
-    --optimizer adam --adam-betas '(0.9, 0.98)' --lr 0.002 --lr-scheduler inverse_sqrt --warmup-updates 300 \
+    --optimizer adam --adam-betas '(0.9, 0.98)' --lr "$LR" --lr-scheduler inverse_sqrt --warmup-updates 300 \
     --criterion label_smoothed_cross_entropy --label-smoothing 0.1 --max-tokens 4096 \
     --stop-time-hours "$(awk "BEGIN { print $TRAIN_MINUTES / 60 }")" --max-epoch 200 \
     --save-dir "$WORK/checkpoints" --no-epoch-checkpoints --save-interval-updates 200 --keep-interval-updates 1 \
-    --disable-validation --num-workers 0 --log-format simple --log-interval 50 --seed 1 > "$WORK/train.log" 2>&1
+    --disable-validation --num-workers 0 --log-format simple --log-interval 50 --seed 1 "${START[@]}" \
+    > "$WORK/train.log" 2>&1
 tail -n 3 "$WORK/train.log"
 echo "   $(( $(date +%s) - start )) s"
 

@@ -499,6 +499,18 @@ def test_train_draft_makes_a_draft_that_speculative_decoding_loads(tmp_path, dem
                            str(sources), str(draft)], capture_output=True, text=True, env=env, cwd=str(tmp_path))
     assert proc.returncode == 0, proc.stdout[-2000:] + proc.stderr[-2000:]
     assert "distilled 16 pairs" in proc.stdout and draft.is_file()
+    # INIT: trained on from the first draft's weights (the distilled sources kept), not from random ones
+    more = tmp_path / "more.pt"
+    again = subprocess.run(["bash", os.path.join(REPO, "scripts", "train_draft.sh"), DEMO, os.path.join(DEMO, "checkpoint.pt"),
+                            str(sources), str(more)], capture_output=True, text=True, cwd=str(tmp_path),
+                           env=dict(env, INIT=str(draft), STAGES="train,export", LR="0.001"))
+    assert again.returncode == 0, again.stdout[-2000:] + again.stderr[-2000:]
+    log = (tmp_path / "work" / "train.log").read_text(encoding="utf-8")
+    assert f"Loaded checkpoint {draft}" in log and more.is_file()
+    missing = subprocess.run(["bash", os.path.join(REPO, "scripts", "train_draft.sh"), DEMO, os.path.join(DEMO, "checkpoint.pt"),
+                              str(sources), str(more)], capture_output=True, text=True, cwd=str(tmp_path),
+                             env=dict(env, INIT=str(tmp_path / "nope.pt"), STAGES="train"))
+    assert missing.returncode == 2 and "INIT=" in missing.stderr and "no such file" in missing.stderr
     from conftest import _load_demo
 
     session = _load_demo()
