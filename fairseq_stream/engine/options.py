@@ -267,6 +267,12 @@ class StreamDecodingConfig(FairseqDataclass):
         metadata={"help": "lookahead: N, the n-gram size of the pool (a token and the N - 1 tokens that followed it "
                   "in the run's greedy outputs); a step verifies N positions"},
     )
+    lookahead_prior: Optional[str] = field(
+        default=None,
+        metadata={"help": "lookahead: a file of the model's frequent continuations (of its last token and last two), "
+                  "counted on its greedy output of training sources by python -m fairseq_stream.tools.lookahead_prior; "
+                  "the pool starts from it. Guesses only: the output is the model's greedy output either way"},
+    )
     # ---- IBDecoder family (Zhang2020) ----
     ib_dedup: bool = field(
         default=False, metadata={"help": "ib-beam: remove immediately repeated n-grams (n <= 4) from outputs (Zhang2020 §5.1)"}

@@ -13,6 +13,9 @@ verified in the same decoder call; the output is greedy's. Here, in its simplest
   mask): the pool's continuation of the last verified token, or, when the pool has none, the
   Jacobi iteration's own unverified predictions (``gs-jacobi --jacobi-init tail``'s guess,
   Santilli2023), in a block of ``N`` positions;
+* with ``--lookahead-prior FILE`` (:mod:`fairseq_stream.search.lookahead_prior`) the pool starts from
+  the model's most frequent continuations counted offline on its greedy output of training sources,
+  and the continuation of the last **two** verified tokens there, where the prior has one, comes first;
 * the verification is the Jacobi iteration of :mod:`fairseq_stream.search.jacobi`
   (Santilli2023 Proposition 1): at least one token per call, the longest verified prefix
   accepted, so the output **is** greedy's, batched, with ragged acceptance per row; the pool is
@@ -31,6 +34,7 @@ from fairseq_stream.search.interface import StrategyContext
 from fairseq_stream.search.registry import lenpen_of, register_search
 from fairseq_stream.errors import FairseqStreamError
 from fairseq_stream.search.jacobi import JacobiConfig, JacobiDecoding, JacobiState
+from fairseq_stream.search.lookahead_prior import NgramPrior, load_prior
 from fairseq_stream.search.proposers import ProposeAndVerify, Proposal, Verdict, verifier_capabilities
 from fairseq_stream.search.state import StrategyState
 
@@ -39,6 +43,7 @@ from fairseq_stream.search.state import StrategyState
 class LookaheadConfig:
     ngram: int  # N: a pool entry is a token and the N - 1 that followed it; a block verifies N positions
     lenpen: float = 1.0  # only scales the reported score: the output is greedy's
+    prior: Optional[str] = None  # --lookahead-prior: a file of lookahead_prior.py
 
     rows_per_sentence = 1
 
@@ -48,17 +53,20 @@ class LookaheadConfig:
 
     @classmethod
     def from_options(cls, name: str, gen_cfg: Any, opts: Any, models: Sequence[Any] = ()) -> "LookaheadConfig":
-        return cls(ngram=int(opts.lookahead_ngram), lenpen=lenpen_of(gen_cfg))
+        return cls(ngram=int(opts.lookahead_ngram), lenpen=lenpen_of(gen_cfg),
+                   prior=getattr(opts, "lookahead_prior", None) or None)
 
 
 class NgramPoolProposer:
     """The :class:`~fairseq_stream.search.proposers.Proposer` of lookahead decoding (Fu et al. 2024
     §3): the pool's continuation of the last verified token, else the Jacobi iteration's own guess.
-    The pool is the run's: it learns from every group's verified tokens."""
+    The pool is the run's: it learns from every group's verified tokens. With a ``prior``, the pool
+    starts from its one-token continuations, and its two-token continuation comes first."""
 
-    def __init__(self, ngram: int, *, pad: int, bos: int) -> None:
+    def __init__(self, ngram: int, *, pad: int, bos: int, prior: Optional[NgramPrior] = None) -> None:
         self.ngram = ngram
         self.pad, self.bos = pad, bos
+        self.prior = prior
         self.pool: Optional[Tensor] = None  # (V + 1, N − 1) token ids, pad = none; row V is scratch
 
     def admit(self, src_tokens: Tensor, src_lengths: Tensor, free: Tensor, size: int, *, pad: int, eos: int,
@@ -72,6 +80,9 @@ class NgramPoolProposer:
         if self.pool is None:
             self.pool = torch.full((verdict.vocab + 1, self.ngram - 1), self.pad, dtype=torch.long,
                                    device=verdict.pred.device)
+            if self.prior is not None:
+                self.prior = self.prior.to(self.pool.device)
+                self.pool.index_copy_(0, self.prior.unigram[:, 0], self.prior.unigram[:, 1:])
         state = verdict.outcome.state
         if state.size == 0:
             return Proposal(None, None)
@@ -99,6 +110,11 @@ class NgramPoolProposer:
             return None
         last = state.feed[:, 0]  # (S,) the last verified token (BOS first)
         pooled = self.pool.index_select(0, last)  # (S, N − 1)
+        if self.prior is not None:  # the last two verified tokens' continuation first, where the prior has one
+            seq = F.pad(state.tokens, (1, 0), value=self.bos)  # BOS, y_1, ...: y_v is ``last``
+            prev = seq.gather(1, (state.verified - 1).clamp(min=0).unsqueeze(1)).squeeze(1)
+            two = self.prior.bigram_guesses(prev.masked_fill(state.verified < 1, -1), last, self.pad)
+            pooled = torch.where(two[:, :1] != self.pad, two, pooled)
         own = F.pad(state.feed[:, 1:], (0, self.ngram - state.feed.size(1)), value=self.pad)
         return torch.where(pooled[:, :1] != self.pad, pooled, own)
 
@@ -108,8 +124,13 @@ class LookaheadDecoding(ProposeAndVerify):
 
     @classmethod
     def from_config(cls, cfg: LookaheadConfig, ctx: StrategyContext) -> "LookaheadDecoding":
+        prior = None
+        if cfg.prior is not None:
+            if ctx.task is None:
+                raise FairseqStreamError("--lookahead-prior needs the run's target dictionary (integration/build.py)")
+            prior = load_prior(cfg.prior, ngram=cfg.ngram, dictionary=ctx.task.target_dictionary)
         verifier = JacobiDecoding.from_config(JacobiConfig(block=cfg.ngram, init="tail", lenpen=cfg.lenpen), ctx)
-        return cls(verifier, NgramPoolProposer(cfg.ngram, pad=ctx.pad, bos=ctx.bos))
+        return cls(verifier, NgramPoolProposer(cfg.ngram, pad=ctx.pad, bos=ctx.bos, prior=prior))
 
 
 WHY_NO_BEAM = (
@@ -122,5 +143,6 @@ register_search(
     summary="no draft model: Jacobi iteration plus a pool of n-grams from the model's own outputs, verified in one "
             "block step; output identical to greedy (Fu et al. 2024)",
     config=LookaheadConfig,
-    capabilities=verifier_capabilities(why_no_beam=WHY_NO_BEAM, reads=frozenset({"lookahead_ngram"})),
+    capabilities=verifier_capabilities(why_no_beam=WHY_NO_BEAM,
+                                       reads=frozenset({"lookahead_ngram", "lookahead_prior"})),
 )(LookaheadDecoding)

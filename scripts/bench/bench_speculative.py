@@ -11,6 +11,7 @@ the mean γ and the draft's share of the time.
     OMP_NUM_THREADS=1 python scripts/bench/bench_speculative.py --limit 300 --capacity 64 --repeats 3
     ... --draft user_dir_examples/demo/draft.pt NEW.pt     # two drafts, side by side
     ... --draft-quantize none,int8                         # the draft's float and int8 weights, side by side
+    ... --lookahead-prior PRIOR.pt                         # lookahead also with a prior (tools/lookahead_prior.py)
 """
 from __future__ import annotations
 
@@ -43,10 +44,13 @@ def main() -> None:
     parser.add_argument("--src", default=os.path.join(DEMO, "test.es"))
     parser.add_argument("--limit", type=int, default=100)
     parser.add_argument("--capacity", type=int, default=1)
-    parser.add_argument("--gammas", default="2,3,4,6,auto", help="--draft-tokens values, one row each")
+    parser.add_argument("--gammas", default="2,3,4,6,auto",
+                        help="--draft-tokens values, one row each ('' = no speculative rows)")
     parser.add_argument("--draft-quantize", default="auto",
                         help="--draft-quantize values (comma-separated): each gets the --gammas rows")
     parser.add_argument("--lookahead", default="4", help="--lookahead-ngram values, one row each ('' = none)")
+    parser.add_argument("--lookahead-prior", nargs="*", default=[],
+                        help="--lookahead-prior files: each --lookahead row again with each")
     parser.add_argument("--repeats", type=int, default=3)
     args = parser.parse_args()
     session = TranslationSession.load(DEMO, args.path, bpe_codes=os.path.join(DEMO, "bpe.codes"),
@@ -59,12 +63,15 @@ def main() -> None:
         name = f" ({os.path.basename(draft)})" if len(args.draft) > 1 else ""
         for q in choices:
             weights = f" --draft-quantize {q}" if len(choices) > 1 else ""
-            for g in args.gammas.split(","):
+            for g in filter(None, args.gammas.split(",")):
                 rows.append({"label": f"speculative --draft-tokens {g}{weights}{name}", "search": "speculative",
                              "opts": {"draft_path": draft, "draft_tokens": g, "draft_quantize": q}})
     for n in filter(None, args.lookahead.split(",")):
         rows.append({"label": f"lookahead --lookahead-ngram {n}", "search": "lookahead",
                      "opts": {"lookahead_ngram": int(n)}})
+        for prior in args.lookahead_prior:
+            rows.append({"label": f"lookahead --lookahead-ngram {n} --lookahead-prior {os.path.basename(prior)}",
+                         "search": "lookahead", "opts": {"lookahead_ngram": int(n), "lookahead_prior": prior}})
     warm = session.encode(_read(args.src, 8))
     for row in rows:  # warm-up: kernel builds, first-call allocations
         session.translate(warm, search=row["search"], gen=gen, opts=dict(row["opts"], stream_capacity=args.capacity),

@@ -75,6 +75,7 @@ OPT_SPACE: Dict[str, Tuple[List[Any], List[Any]]] = {
     "draft_tokens": (["2", "auto"], ["0", "bogus"]),
     "draft_quantize": (["none", "int8", "auto"], ["int4", "bogus"]),
     "lookahead_ngram": ([2, 6], [1]),
+    "lookahead_prior": ([os.path.join(DEMO, "lookahead_prior.pt")], ["/nonexistent/prior.pt"]),
     "jacobi_block": ([1, 2], [0]),
     "jacobi_max_parallel_len": ([0, 4], [-1]),
     "jacobi_init": (["tail"], ["bogus"]),

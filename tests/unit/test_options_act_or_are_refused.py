@@ -32,7 +32,7 @@ AWAY = {
     "step_backend": "reference", "quantize": "int8", "cpu_matmul": "torch", "jacobi_block": 4,
     "jacobi_max_parallel_len": 32, "jacobi_init": "tail", "ib_dedup": True, "ib_finalize": "all",
     "step_mode": "static", "draft_path": "DRAFT", "draft_tokens": "3", "draft_quantize": "none",
-    "lookahead_ngram": 3,
+    "lookahead_ngram": 3, "lookahead_prior": "PRIOR",
     "prune_auto": True, "prune_auto_tolerance": 0.05,
 }
 #: what a strategy needs to be built at all (speculative: a draft; the walk then changes it to DRAFT)
@@ -62,6 +62,7 @@ def _configs(search: str, changes: dict, tmp_path):
     gen = OmegaConf.structured(GenerationConfig(beam=4 if caps.beam else 1, max_len_b=20))
     opts = StreamDecodingConfig(search=search)
     named = {"STATS": str(tmp_path / "stats.json"), "DRAFT": os.path.join(DEMO, "draft.pt"),
+             "PRIOR": os.path.join(DEMO, "lookahead_prior.pt"),
              "CHECKPOINT": os.path.join(DEMO, "checkpoint.pt")}
     for name, value in dict(BASE.get(search, {}), **changes).items():
         setattr(opts, name, named.get(value, value) if isinstance(value, str) else value)

@@ -133,6 +133,7 @@ _EFFECTIVE = {
     "draft_tokens": lambda g, s: str(g.config.draft_tokens),
     "draft_quantize": lambda g, s: g.config.draft_quantize,
     "lookahead_ngram": lambda g, s: g.config.ngram,
+    "lookahead_prior": lambda g, s: g.config.prior,
     "ib_dedup": lambda g, s: s.dedup,
     "ib_finalize": lambda g, s: s.finalize,
 }
