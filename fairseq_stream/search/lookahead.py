@@ -23,6 +23,7 @@ verified in the same decoder call; the output is greedy's. Here, in its simplest
 """
 from __future__ import annotations
 
+import os
 from dataclasses import dataclass
 from typing import Any, Optional, Sequence
 
@@ -129,6 +130,8 @@ class LookaheadDecoding(ProposeAndVerify):
             if ctx.task is None:
                 raise FairseqStreamError("--lookahead-prior needs the run's target dictionary (integration/build.py)")
             prior = load_prior(cfg.prior, ngram=cfg.ngram, dictionary=ctx.task.target_dictionary)
+            ctx.stats.settings["lookahead prior"] = (f"{os.path.basename(cfg.prior)} ({len(prior.unigram)} one-token, "
+                                                     f"{len(prior.bigram_keys)} two-token keys)")
         verifier = JacobiDecoding.from_config(JacobiConfig(block=cfg.ngram, init="tail", lenpen=cfg.lenpen), ctx)
         return cls(verifier, NgramPoolProposer(cfg.ngram, pad=ctx.pad, bos=ctx.bos, prior=prior))
 

@@ -50,7 +50,7 @@ def main() -> None:
                         help="--draft-quantize values (comma-separated): each gets the --gammas rows")
     parser.add_argument("--lookahead", default="4", help="--lookahead-ngram values, one row each ('' = none)")
     parser.add_argument("--lookahead-prior", nargs="*", default=[],
-                        help="--lookahead-prior files: each --lookahead row again with each")
+                        help="--lookahead-prior files: each --lookahead row again with each counted for its N")
     parser.add_argument("--repeats", type=int, default=3)
     args = parser.parse_args()
     session = TranslationSession.load(DEMO, args.path, bpe_codes=os.path.join(DEMO, "bpe.codes"),
@@ -70,6 +70,8 @@ def main() -> None:
         rows.append({"label": f"lookahead --lookahead-ngram {n}", "search": "lookahead",
                      "opts": {"lookahead_ngram": int(n)}})
         for prior in args.lookahead_prior:
+            if torch.load(prior, weights_only=True)["ngram"] != int(n):
+                continue  # a prior counted for another N
             rows.append({"label": f"lookahead --lookahead-ngram {n} --lookahead-prior {os.path.basename(prior)}",
                          "search": "lookahead", "opts": {"lookahead_ngram": int(n), "lookahead_prior": prior}})
     warm = session.encode(_read(args.src, 8))

@@ -65,7 +65,8 @@ def test_batched_jacobi_equals_greedy(demo_session, data, greedy, quantize):
     ("hybrid-jacobi", {"jacobi_block": 3, "jacobi_max_parallel_len": 8, "stream_capacity": 3}),
     ("speculative", {"stream_capacity": 5}),
     ("lookahead", {"stream_capacity": 4}),
-    ("lookahead", {"stream_capacity": 4, "lookahead_prior": os.path.join(DEMO, "lookahead_prior.pt")}),
+    ("lookahead", {"stream_capacity": 4, "lookahead_ngram": 3,
+                   "lookahead_prior": os.path.join(DEMO, "lookahead_prior.pt")}),
 ], ids=["jacobi", "hybrid-jacobi", "speculative", "lookahead", "lookahead-prior"])
 def test_block_strategies_equal_greedy(demo_session, data, greedy, quantize, search, opts):
     if search == "speculative":

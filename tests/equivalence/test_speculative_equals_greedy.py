@@ -220,17 +220,19 @@ def test_lookahead_with_a_prior_identical_to_greedy_and_accepting_more(demo_sess
     tokens a call than the run's own pool (batch 1 and batched)."""
     prior = os.path.join(DEMO, "lookahead_prior.pt")
     for capacity in (1, 5):
-        plain = demo_session64.translate(data64, search="lookahead", gen=GEN, opts={"stream_capacity": capacity})
+        plain = demo_session64.translate(data64, search="lookahead", gen=GEN,
+                                         opts={"stream_capacity": capacity, "lookahead_ngram": 3})
         out = demo_session64.translate(data64, search="lookahead", gen=GEN,
-                                       opts={"stream_capacity": capacity, "lookahead_prior": prior})
+                                       opts={"stream_capacity": capacity, "lookahead_ngram": 3, "lookahead_prior": prior})
         _same(greedy64, out)
         assert out.stats.extra["sentence_iterations"] < plain.stats.extra["sentence_iterations"]
+        assert "lookahead prior=lookahead_prior.pt (3094 one-token, 23768 two-token keys)" in out.stats.summary()
 
 
 def test_lookahead_prior_of_another_n_is_one_clear_error(demo_session):
     prior = os.path.join(DEMO, "lookahead_prior.pt")
-    with pytest.raises(FairseqStreamError, match="counted for --lookahead-ngram 4, the run has 3"):
-        demo_session.build_generator("lookahead", {"beam": 1}, {"lookahead_ngram": 3, "lookahead_prior": prior})
+    with pytest.raises(FairseqStreamError, match="counted for --lookahead-ngram 3, the run has 4"):
+        demo_session.build_generator("lookahead", {"beam": 1}, {"lookahead_prior": prior})  # the default N
     with pytest.raises(FairseqStreamError, match="does not read --lookahead-prior"):
         demo_session.build_generator("gs-jacobi", {"beam": 1}, {"lookahead_prior": prior})
 
