@@ -20,10 +20,10 @@
 #   INIT=DRAFT.pt: start from an earlier draft of the same shape (its weights; a fresh optimizer and
 #   learning-rate warm-up) instead of random weights, e.g. to distil it further on more sources
 #
-# Time for the shipped demo draft user_dir_examples/demo/draft.pt (retrained 2026-11-27 on an Intel
-# Xeon, 2 cores shared with a test run, 1 thread; the commands: user_dir_examples/demo/draft.md):
-# distilling 12,000 sources took 246 s (52 sentences/s: greedy, capacity 64, the native step),
-# training 30 minutes (fairseq-train's stop time; 2,100 updates, 16 epochs), export a few seconds.
+# Time for the shipped demo draft user_dir_examples/demo/draft.pt (Intel Xeon, AVX-512 VNNI, 1 thread;
+# the commands: user_dir_examples/demo/draft.md): 12,000 sources distilled in 246 s and 30 minutes of
+# training (2,100 updates) on 2026-11-27, then INIT= that draft, 28,605 sources distilled in 306 s (107
+# sentences/s: greedy, capacity 64, the native step) and 55 minutes (4,616 updates) on 2026-11-28.
 set -euo pipefail
 
 if [ $# -ne 4 ]; then

@@ -66,11 +66,12 @@ def main() -> None:
             for g in filter(None, args.gammas.split(",")):
                 rows.append({"label": f"speculative --draft-tokens {g}{weights}{name}", "search": "speculative",
                              "opts": {"draft_path": draft, "draft_tokens": g, "draft_quantize": q}})
+    prior_ngram = {prior: torch.load(prior, weights_only=True)["ngram"] for prior in args.lookahead_prior}
     for n in filter(None, args.lookahead.split(",")):
         rows.append({"label": f"lookahead --lookahead-ngram {n}", "search": "lookahead",
                      "opts": {"lookahead_ngram": int(n)}})
         for prior in args.lookahead_prior:
-            if torch.load(prior, weights_only=True)["ngram"] != int(n):
+            if prior_ngram[prior] != int(n):
                 continue  # a prior counted for another N
             rows.append({"label": f"lookahead --lookahead-ngram {n} --lookahead-prior {os.path.basename(prior)}",
                          "search": "lookahead", "opts": {"lookahead_ngram": int(n), "lookahead_prior": prior}})
