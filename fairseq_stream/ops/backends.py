@@ -57,6 +57,8 @@ DEVICE_TABLE: Dict[str, Dict[str, str]] = {
     # top-k + normaliser after the output projection (ops/fused_output.py); on CUDA the faster of
     # the Triton kernels and PyTorch's, measured once per shape class
     "output_layer": {"cpu": "cpp", "cuda": "fastest"},
+    # lookahead decoding's n-gram pool: learn and guess, once per verification (ops/ngram_pool.py)
+    "ngram_pool": {"cpu": "cpp", "cuda": "reference"},
     # attention of one query per row in the decoder step (ops/decode_attention.py, float32)
     "attention": {"cpu": "cpp", "cuda": "reference"},
     # the product of --quantize int8's layers (ops/int8_rows.py, float32 activations)

@@ -11,7 +11,7 @@ import sys
 import time
 from typing import Any, Dict, Tuple
 
-from fairseq_stream.ops import decode_attention, extension, fused_output, int8_rows, native_step
+from fairseq_stream.ops import decode_attention, extension, fused_output, int8_rows, native_step, ngram_pool
 
 
 def all_kernels() -> Dict[str, Tuple[str, Tuple[str, ...], str]]:
@@ -19,7 +19,8 @@ def all_kernels() -> Dict[str, Tuple[str, Tuple[str, ...], str]]:
     kernels = {"decode_attention.cpp": (decode_attention._SOURCE, tuple(decode_attention.KERNEL_FLAGS), "attention"),
                "fused_topk.cpp": (fused_output._SOURCE, tuple(fused_output.KERNEL_FLAGS), "output-layer"),
                int8_rows.KERNEL_SOURCE: (int8_rows.KERNEL_SOURCE, int8_rows.KERNEL_FLAGS, "int8"),
-               native_step._SOURCE: (native_step._SOURCE, tuple(native_step.KERNEL_FLAGS), "native-step")}
+               native_step._SOURCE: (native_step._SOURCE, tuple(native_step.KERNEL_FLAGS), "native-step"),
+               ngram_pool._SOURCE: (ngram_pool._SOURCE, tuple(ngram_pool.KERNEL_FLAGS), "n-gram pool")}
     kernels.update({source: (source, flags, what) for source, flags, what in extension.OPERATORS.values()})
     return kernels
 

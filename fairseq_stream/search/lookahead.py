@@ -28,9 +28,9 @@ from dataclasses import dataclass
 from typing import Any, Optional, Sequence
 
 import torch
-import torch.nn.functional as F
 from torch import Tensor
 
+from fairseq_stream.ops import ngram_pool
 from fairseq_stream.search.interface import StrategyContext
 from fairseq_stream.search.registry import lenpen_of, register_search
 from fairseq_stream.errors import FairseqStreamError
@@ -64,10 +64,13 @@ class NgramPoolProposer:
     The pool is the run's: it learns from every group's verified tokens. With a ``prior``, the pool
     starts from its one-token continuations, and its two-token continuation comes first."""
 
-    def __init__(self, ngram: int, *, pad: int, bos: int, prior: Optional[NgramPrior] = None) -> None:
+    def __init__(self, ngram: int, *, pad: int, bos: int, prior: Optional[NgramPrior] = None, stats: Any = None,
+                 native: bool = True) -> None:
         self.ngram = ngram
         self.pad, self.bos = pad, bos
         self.prior = prior
+        self.stats = stats
+        self.native = native  # the C++ operator where it runs (False: --step-backend reference)
         self.pool: Optional[Tensor] = None  # (V + 1, N − 1) token ids, pad = none; row V is scratch
 
     def admit(self, src_tokens: Tensor, src_lengths: Tensor, free: Tensor, size: int, *, pad: int, eos: int,
@@ -75,7 +78,7 @@ class NgramPoolProposer:
         """No model of its own: nothing to encode."""
 
     def start(self, sentences: Tensor, verify: JacobiState) -> Proposal:
-        return Proposal(self._guesses(verify), None)
+        return Proposal(None, None, self._propose(verify, 0))
 
     def propose(self, verdict: Verdict, rows: Optional[StrategyState]) -> Proposal:
         if self.pool is None:
@@ -87,37 +90,22 @@ class NgramPoolProposer:
         state = verdict.outcome.state
         if state.size == 0:
             return Proposal(None, None)
-        self._collect(state, verdict.pred.size(1))
-        return Proposal(self._guesses(state), None)
+        return Proposal(None, None, self._propose(state, verdict.pred.size(1)))
 
-    def _collect(self, state: JacobiState, b: int) -> None:
-        """Write the n-grams this iteration completed into the pool: key ``y_c`` (BOS = column 0)
-        and its continuation ``y_{c+1}..y_{c+N−1}``, for the ``b`` keys before each row's newest
-        complete one (some were written before: the same values)."""
-        g = self.ngram - 1
-        seq = F.pad(state.tokens, (1, 0), value=self.bos)  # (S, T + 1): BOS, y_1, y_2, ...
-        c = state.verified.unsqueeze(1) - g - torch.arange(b, device=seq.device)  # (S, b) key columns
-        valid = c >= 0
-        c = c.clamp(min=0)
-        keys = seq.gather(1, c).masked_fill(~valid, self.pool.size(0) - 1)  # invalid → the scratch row
-        cols = c.unsqueeze(2) + torch.arange(1, g + 1, device=seq.device)  # (S, b, g)
-        conts = seq.gather(1, cols.view(cols.size(0), -1).clamp(max=seq.size(1) - 1)).view_as(cols)
-        self.pool.index_put_((keys.reshape(-1),), conts.reshape(-1, g))
-
-    def _guesses(self, state: JacobiState) -> Optional[Tensor]:
-        """(S, N − 1) the pool's continuation of the last verified token where it has one, else the
-        Jacobi iteration's own guess (the unverified predictions); None: no pool yet, or no room."""
-        if self.pool is None or state.feed.size(1) < 2:
+    def _propose(self, state: JacobiState, collect: int) -> Optional[Tensor]:
+        """Learn the n-grams of the ``collect`` keys before each row's newest complete one (the
+        iteration's ``b``: some were written before, the same values), then guess: the prior's
+        continuation of the last two verified tokens, else the pool's of the last one, else the Jacobi
+        iteration's own (the unverified predictions), as the verifier's next feed (windows of at most
+        N positions: its block). None: no pool yet, or no room."""
+        if self.pool is None:
             return None
-        last = state.feed[:, 0]  # (S,) the last verified token (BOS first)
-        pooled = self.pool.index_select(0, last)  # (S, N − 1)
-        if self.prior is not None:  # the last two verified tokens' continuation first, where the prior has one
-            seq = F.pad(state.tokens, (1, 0), value=self.bos)  # BOS, y_1, ...: y_v is ``last``
-            prev = seq.gather(1, (state.verified - 1).clamp(min=0).unsqueeze(1)).squeeze(1)
-            two = self.prior.bigram_guesses(prev.masked_fill(state.verified < 1, -1), last, self.pad)
-            pooled = torch.where(two[:, :1] != self.pad, two, pooled)
-        own = F.pad(state.feed[:, 1:], (0, self.ngram - state.feed.size(1)), value=self.pad)
-        return torch.where(pooled[:, :1] != self.pad, pooled, own)
+        feed, backend = ngram_pool.propose(self.pool, state.tokens, state.verified, state.feed, state.width, collect,
+                                           bos=self.bos, pad=self.pad, native=self.native,
+                                           bigrams=self.prior.bigrams if self.prior is not None else None)
+        if self.stats is not None:
+            self.stats.note_backend(ngram_pool.OPERATOR, backend)
+        return feed
 
 
 class LookaheadDecoding(ProposeAndVerify):
@@ -133,7 +121,8 @@ class LookaheadDecoding(ProposeAndVerify):
             ctx.stats.settings["lookahead prior"] = (f"{os.path.basename(cfg.prior)} ({len(prior.unigram)} one-token, "
                                                      f"{len(prior.bigram_keys)} two-token keys)")
         verifier = JacobiDecoding.from_config(JacobiConfig(block=cfg.ngram, init="tail", lenpen=cfg.lenpen), ctx)
-        return cls(verifier, NgramPoolProposer(cfg.ngram, pad=ctx.pad, bos=ctx.bos, prior=prior))
+        return cls(verifier, NgramPoolProposer(cfg.ngram, pad=ctx.pad, bos=ctx.bos, prior=prior, stats=ctx.stats,
+                                               native=ctx.step_backend != "reference"))
 
 
 WHY_NO_BEAM = (

@@ -25,6 +25,7 @@ import torch
 from torch import Tensor
 
 from fairseq_stream.errors import FairseqStreamError
+from fairseq_stream.ops.ngram_pool import Bigrams, bigram_lookup
 
 FORMAT = "fairseq-stream lookahead prior"
 VERSION = 1
@@ -50,15 +51,15 @@ class NgramPrior:
         return NgramPrior(self.ngram, self.vocab, self.digest, self.unigram.to(device), self.bigram_keys.to(device),
                           self.bigram.to(device))
 
+    @property
+    def bigrams(self) -> Bigrams:
+        """The two-token table as :mod:`fairseq_stream.ops.ngram_pool` reads it."""
+        return self.bigram_keys, self.bigram, self.vocab
+
     def bigram_guesses(self, prev: Tensor, last: Tensor, pad: int) -> Tensor:
         """(S, N − 1) the continuation of each row's last two tokens ``prev``, ``last`` (S,), ``pad`` where the
         prior has none (a row whose ``prev`` is negative has no two tokens yet)."""
-        if self.bigram_keys.numel() == 0:
-            return torch.full((last.size(0), self.ngram - 1), pad, dtype=torch.long, device=last.device)
-        query = prev * self.vocab + last
-        at = torch.searchsorted(self.bigram_keys, query).clamp(max=self.bigram_keys.numel() - 1)
-        hit = (self.bigram_keys.index_select(0, at) == query) & (prev >= 0)
-        return self.bigram.index_select(0, at).masked_fill(~hit.unsqueeze(1), pad)
+        return bigram_lookup(self.bigrams, prev, last, pad)
 
     def as_dict(self) -> Dict[str, Any]:
         """What a file holds, in the narrowest integers that hold it (a shipped prior stays small)."""

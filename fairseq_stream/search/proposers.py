@@ -38,6 +38,9 @@ class Proposal(NamedTuple):
 
     guesses: Optional[Tensor]  # (S, γ) tokens after each verified prefix; None = the iteration's own
     rows: Optional[StrategyState]  # the proposer's per-sentence state (None: it keeps none)
+    # or the verifier's next feed with the guesses in place, where the proposer placed them itself (its
+    # windows unchanged: at most the verifier's block wide); lookahead's C++ operator does (ops/ngram_pool.py)
+    feed: Optional[Tensor] = None
 
 
 @dataclass
@@ -135,7 +138,9 @@ class ProposeAndVerify(StateOps):
     def _guessed(self, out: StepOutcome, proposal: Proposal) -> StepOutcome:
         """The verifier's outcome whose next feed guesses ``proposal``'s tokens (when it has some)."""
         verify: JacobiState = out.state
-        if proposal.guesses is not None:
+        if proposal.feed is not None:
+            verify = replace(verify, feed=proposal.feed)
+        elif proposal.guesses is not None:
             verify = self.verifier.with_guesses(verify, proposal.guesses, proposal.guesses.size(1))
         return replace(out, state=ProposedState(verify=verify, rows=proposal.rows), feed=verify.feed)
 

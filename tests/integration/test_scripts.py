@@ -160,10 +160,14 @@ def test_output_layer_micro_benchmark_prints_every_cell():
 @pytest.mark.slow  # loads the demo model and its draft in a process of its own
 def test_speculative_benchmark_compares_the_drafts_weights():
     out = run_python(["scripts/bench/bench_speculative.py", "--limit", "3", "--gammas", "2", "--draft-quantize", "none,int8",
-                      "--lookahead", "", "--repeats", "1"])
+                      "--lookahead", "3", "--lookahead-prior", "user_dir_examples/demo/lookahead_prior.pt",
+                      "--repeats", "2"])
     rows = {line.split("|")[1].strip(): line.split("|") for line in out.splitlines() if line.startswith("| ")}
-    for label in ("speculative --draft-tokens 2 --draft-quantize none", "speculative --draft-tokens 2 --draft-quantize int8"):
-        assert rows[label][4].strip() == "3/3"  # greedy's output whatever the draft's weights
+    for label in ("speculative --draft-tokens 2 --draft-quantize none", "speculative --draft-tokens 2 --draft-quantize int8",
+                  "lookahead --lookahead-ngram 3 --lookahead-prior lookahead_prior.pt"):
+        assert rows[label][5].strip() == "3/3"  # greedy's output whatever the draft's weights or the prior
+    assert rows["greedy (fixed-ours --beam 1)"][4].strip() == "1.00×"  # paired with itself
+    assert "greedy (fixed-ours --beam 1): runs " in out  # every run's time
 
 
 def test_step_cost_fit_recovers_a_linear_cost(tmp_path):
