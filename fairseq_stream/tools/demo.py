@@ -44,7 +44,8 @@ DEMO_ROWS: List[Tuple[bool, RunSpec]] = [
     (False, RunSpec("hybrid-jacobi b=3", "hybrid-jacobi", gen=dict(_LEN, beam=1), opts=dict(_CAP))),
     (True, RunSpec("speculative γ=2", "speculative", gen=dict(_LEN, beam=1),
                    opts={"draft_path": os.path.join(DEMO_DIR, "draft.pt")})),
-    (True, RunSpec("lookahead N=4", "lookahead", gen=dict(_LEN, beam=1), opts={"lookahead_ngram": 4})),
+    (True, RunSpec("lookahead N=3 + prior", "lookahead", gen=dict(_LEN, beam=1),
+                   opts={"lookahead_ngram": 3, "lookahead_prior": os.path.join(DEMO_DIR, "lookahead_prior.pt")})),
 ]
 DEMO_RUNS: List[RunSpec] = [run for _, run in DEMO_ROWS]  # --full's rows
 QUICK_RUNS: List[RunSpec] = [run for quick, run in DEMO_ROWS if quick]  # the default's rows

@@ -49,7 +49,7 @@ def main() -> None:
                         help="--draft-tokens values, one row each ('' = no speculative rows)")
     parser.add_argument("--draft-quantize", default="auto",
                         help="--draft-quantize values (comma-separated): each gets the --gammas rows")
-    parser.add_argument("--lookahead", default="4", help="--lookahead-ngram values, one row each ('' = none)")
+    parser.add_argument("--lookahead", default="3", help="--lookahead-ngram values, one row each ('' = none)")
     parser.add_argument("--lookahead-prior", nargs="*", default=[],
                         help="--lookahead-prior files: each --lookahead row again with each counted for its N")
     parser.add_argument("--repeats", type=int, default=3)

@@ -232,7 +232,7 @@ def test_lookahead_with_a_prior_identical_to_greedy_and_accepting_more(demo_sess
 def test_lookahead_prior_of_another_n_is_one_clear_error(demo_session):
     prior = os.path.join(DEMO, "lookahead_prior.pt")
     with pytest.raises(FairseqStreamError, match="counted for --lookahead-ngram 3, the run has 4"):
-        demo_session.build_generator("lookahead", {"beam": 1}, {"lookahead_prior": prior})  # the default N
+        demo_session.build_generator("lookahead", {"beam": 1}, {"lookahead_prior": prior, "lookahead_ngram": 4})
     with pytest.raises(FairseqStreamError, match="does not read --lookahead-prior"):
         demo_session.build_generator("gs-jacobi", {"beam": 1}, {"lookahead_prior": prior})
 

@@ -32,7 +32,7 @@ AWAY = {
     "step_backend": "reference", "quantize": "int8", "cpu_matmul": "torch", "jacobi_block": 4,
     "jacobi_max_parallel_len": 32, "jacobi_init": "tail", "ib_dedup": True, "ib_finalize": "all",
     "step_mode": "static", "draft_path": "DRAFT", "draft_tokens": "3", "draft_quantize": "none",
-    "lookahead_ngram": 3, "lookahead_prior": "PRIOR",
+    "lookahead_ngram": 4, "lookahead_prior": "PRIOR",
     "prune_auto": True, "prune_auto_tolerance": 0.05,
 }
 #: what a strategy needs to be built at all (speculative: a draft; the walk then changes it to DRAFT)
