@@ -5,8 +5,9 @@ One process, the demo model (float32) and its shipped draft, held-out ``test.es`
 run ``--repeats`` times interleaved with the others (a shared machine slows all alike) and the
 table gives the median decode time and its ratio to our greedy (``fixed-ours --beam 1``) at
 the same capacity, the median of each run's ratio to greedy's run of the same round (``paired``:
-steadier where the machine's speed drifts between rounds; every run's time is printed below), how many sentences' tokens equal greedy's, tokens accepted per verification,
-the mean γ and the draft's share of the time.
+steadier where the machine's speed drifts between rounds; every run's time is printed below),
+how many sentences' tokens equal greedy's, tokens accepted per verification, the mean γ and the
+draft's share of the time.
 
     OMP_NUM_THREADS=1 python scripts/bench/bench_speculative.py --limit 100 --capacity 1 --repeats 3
     OMP_NUM_THREADS=1 python scripts/bench/bench_speculative.py --limit 300 --capacity 64 --repeats 3
