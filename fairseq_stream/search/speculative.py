@@ -165,8 +165,7 @@ class DraftProposer:
         gamma = self._next_gamma()
         dec = self.draft.initial_state(self.memory, sentences, self.bos)
         start = time.perf_counter()
-        first, dec = self._draft_call(dec, verify.feed[:, :1])  # BOS
-        tokens, dec = self._continue(first, dec, gamma)
+        tokens, dec = self._greedy(dec, verify.feed[:, 0], gamma)  # after BOS
         self._count_draft(start)
         rows = DraftState(sentences=verify.sentences.clone(), caches=DraftCaches(self.draft, dec),
                           unverified=torch.full_like(sentences, gamma - 1), most=gamma - 1)
@@ -186,11 +185,15 @@ class DraftProposer:
             return Proposal(None, rows)
         gamma = self._next_gamma()
         start = time.perf_counter()
-        caches, first = self._catch_up(rows, verdict.pred, verdict.accept, out.max_length, verdict.accepted)
+        caches, first, feed = self._catch_up(rows, verdict.pred, verdict.accept, out.max_length, verdict.accepted)
         if out.parents is not None:  # finished sentences leave: their draft rows too
             caches = caches.select(out.parents, SentenceIndex.one_per_row(out.state.sentences))
-            first = first.index_select(0, out.parents)
-        tokens, dec = self._continue(first, caches.state, gamma)
+            first = first.index_select(0, out.parents) if first is not None else None
+            feed = feed.index_select(0, out.parents) if feed is not None else None
+        if feed is not None:  # the verified token not fed yet: it starts the γ calls
+            tokens, dec = self._greedy(caches.state, feed, gamma)
+        else:
+            tokens, dec = self._continue(first, caches.state, gamma)
         self._count_draft(start)
         sentences = out.state.sentences
         new = DraftState(sentences=sentences, caches=DraftCaches(self.draft, dec),
@@ -207,7 +210,7 @@ class DraftProposer:
                                           weights=self.weights)
 
     def _catch_up(self, rows: DraftState, pred: Tensor, accept: Tensor, longest: int,
-                  accepted: int) -> Tuple[DraftCaches, Tensor]:
+                  accepted: int) -> Tuple[DraftCaches, Optional[Tensor], Optional[Tensor]]:
         """Roll the draft's caches back to the verified prefix and feed it what it has not seen.
 
         The draft was fed the verified prefix, then ``u = γ − 1`` proposals; ``a = accept[r]``
@@ -215,7 +218,8 @@ class DraftProposer:
         first ``min(a − 1, u)`` proposals; the one or two verified tokens after them are fed in
         one block (two when every proposal was accepted). Every row of the old order takes part
         (the finished ones leave afterwards), so the host's bounds of the lengths stay exact for
-        one row. Returns the caches and each row's first new proposal (S_old,).
+        one row. Returns the caches and each row's first new proposal (S_old,); or, where one row
+        needs one token, the caches, None and that token (S_old,), fed by the next proposal's calls.
         """
         dec = rows.caches.state
         keep = torch.minimum(accept - 1, rows.unverified)  # proposals that stay in the cache
@@ -227,10 +231,10 @@ class DraftProposer:
         pending = accept - keep  # (S,) 1 or 2 verified tokens the draft has not seen
         last = pred.gather(1, (accept - 1).unsqueeze(1))  # the target's token
         if rows.size == 1 and accepted - min(accepted - 1, rows.most) == 1:
-            # one row, known on the host to need one token (the packet's total is its own): a
-            # single-token call instead of a block (cheaper on a CPU: the one-query attention kernel)
-            first, dec = self._draft_call(dec, last)
-            return DraftCaches(self.draft, dec), first
+            # one row, known on the host to need one token (the packet's total is its own): fed as the
+            # first of the proposal's single-token calls instead of a block (cheaper on a CPU: the
+            # one-query attention kernel, and one native call for all of them)
+            return DraftCaches(self.draft, dec), None, last.squeeze(1)
         before = pred.gather(1, (accept - 2).clamp(min=0).unsqueeze(1))  # the last accepted proposal
         two = pending.unsqueeze(1) == 2
         feed = torch.cat([torch.where(two, before, last), torch.where(two, last, torch.full_like(last, self.pad))], 1)
@@ -238,7 +242,7 @@ class DraftProposer:
         dec = self.draft.accept(dec, pending, 2, min(longest + 1, dec.max_length))
         first = logits.gather(1, (pending - 1).view(-1, 1, 1).expand(-1, 1, logits.size(2))).squeeze(1).argmax(-1)
         self.stats.add_extra("draft_calls")
-        return DraftCaches(self.draft, dec), first
+        return DraftCaches(self.draft, dec), first, None
 
     def _draft_call(self, dec: DecoderState, tokens: Tensor) -> Tuple[Tensor, DecoderState]:
         """One draft call of single tokens (S, 1) → its arg-max (S,)."""
@@ -250,10 +254,23 @@ class DraftProposer:
         """The draft's greedy continuation ``d_1..d_γ`` (S, γ) from its first proposal ``d_1`` (S,):
         ``γ − 1`` single-token calls (the last proposal is not fed: its cache slot would be
         rolled back or fed with the target's token anyway)."""
-        tokens = [first]
-        for _ in range(gamma - 1):
-            nxt, dec = self._draft_call(dec, tokens[-1].unsqueeze(1))
-            tokens.append(nxt)
+        if gamma == 1:
+            return first.unsqueeze(1), dec
+        rest, dec = self._greedy(dec, first, gamma - 1)
+        return torch.cat([first.unsqueeze(1), rest], 1), dec
+
+    def _greedy(self, dec: DecoderState, feed: Tensor, calls: int) -> Tuple[Tensor, DecoderState]:
+        """``calls`` single-token draft calls, the first fed ``feed`` (S,), each next one the last one's
+        arg-max: the arg-maxes (S, calls). One native call where the draft runs natively (no interpreter
+        between the calls), else a loop of :meth:`_draft_call`."""
+        done = self.draft.greedy_steps(self.memory, dec, feed, calls)
+        if done is not None:
+            self.stats.add_extra("draft_calls", calls)
+            return done
+        tokens = []
+        for _ in range(calls):
+            feed, dec = self._draft_call(dec, feed.unsqueeze(1))
+            tokens.append(feed)
         return torch.stack(tokens, 1), dec
 
     # ---- γ and the statistics ---------------------------------------------------------------

@@ -82,3 +82,57 @@ def test_a_decoder_it_does_not_cover_runs_eager_with_the_reason_named():
     assert stats.fallbacks == {"an activation other than ReLU or GELU": 4}
     assert all(torch.equal(a, b) for a, b in zip(eager, native))
     assert ModelStep([model], step_mode="auto").step_mode == "eager"  # auto: native only where it runs every step
+
+
+def _greedy_states(model, mode: str, fused: bool):
+    """Greedy continuations of 3 calls from rows of one length, then from rows of different lengths:
+    ``greedy_steps`` (one native call) or a loop of ``step`` and ``argmax`` — tokens, and the logits
+    of one more step over the caches they left."""
+    g = torch.Generator().manual_seed(5)
+    n = 4
+    src = torch.randint(4, len(D), (n, 6), generator=g)
+    src[:, -1] = D.eos()
+    step = ModelStep([model], step_mode=mode)
+    pool = step.encode(src, torch.full((n,), 6), D.pad(), D.eos())
+    state = step.initial_state(pool, torch.arange(n), D.eos())
+    feed = torch.randint(4, len(D), (n, 4), generator=g)
+
+    def greedy(state, first):
+        if fused:
+            done = step.greedy_steps(pool, state, first, 3)
+            assert done is not None
+            return done
+        out = []
+        for _ in range(3):
+            lp, state = step.step(pool, state, first.unsqueeze(1))
+            first = lp[:, -1].argmax(-1)
+            out.append(first)
+        return torch.stack(out, 1), state
+
+    out = []
+    with torch.no_grad():
+        a, state = greedy(state, feed[:, 0])
+        out.append(a)
+        _, state = step.step(pool, state, feed[:, 1:4])  # a block, then rows of different lengths
+        state = step.accept(state, torch.tensor([3, 1, 2, 3]), 3)
+        b, state = greedy(state, feed[:, 1])
+        out.append(b)
+        lp, state = step.step(pool, state, b[:, -1:])
+        out.append(lp)
+    return out, step.step_stats
+
+
+@needs_kernel
+@pytest.mark.parametrize("quantize", ["none", "int8"])
+def test_greedy_steps_in_one_native_call_equal_a_loop_of_steps(quantize):
+    """Speculative decoding's draft proposes by ``greedy_steps``: its tokens, and the caches it leaves,
+    are a Python loop's of single-token native steps and arg-max — in float32 and int8."""
+    from fairseq_stream.model.quantize import prepare_models
+
+    model = prepare_models([_model(True, False, False)], None if quantize == "none" else "int8")[0]
+    loop, loop_stats = _greedy_states(model, "native", fused=False)
+    fused, stats = _greedy_states(model, "native", fused=True)
+    assert stats.native == loop_stats.native == 2 * 3 + 2 and stats.eager == 0 and not stats.fallbacks
+    for a, b in zip(loop, fused):
+        assert torch.equal(a, b)
+    assert ModelStep([model], step_mode="eager").greedy_steps(None, None, torch.zeros(1), 3) is None  # loops then
