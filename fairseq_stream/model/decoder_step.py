@@ -327,24 +327,25 @@ class TransformerStepper:
 
     def greedy_native(self, cache: RowCache, first: Tensor, steps: int, positions: Tensor, memory: EncoderMemory,
                       index: SentenceIndex, max_position: int) -> Union[Tuple[Tensor, RowCache], str]:
-        """``steps`` calls of :meth:`forward_native` with one token a row, each fed the arg-max of the
-        last one's logits (the first fed ``first`` (R, 1) at ``positions`` (R, 1), at most
-        ``max_position``), as one C++ call: the arg-maxes (R, steps) and the cache extended by them;
-        or why the operator cannot run them."""
+        """``steps`` calls of :meth:`forward_native`, the first fed the block ``first`` (R, f) at
+        ``positions`` (R, f) (at most ``max_position``), each next one the arg-max of the last one's
+        last logits, as one C++ call: the arg-maxes (R, steps) and the cache extended by the
+        ``f + steps − 1`` tokens fed; or why the operator cannot run them."""
         if first.size(0) == 0:
             return "a step with no rows"
         native = self.native_decoder()
         if isinstance(native, str):
             return native
-        cache.reserve(steps)
-        cache.write_slots(steps)  # each row's home at every slot the steps fill (a slot is read once written)
+        fed = first.size(1) + steps - 1
+        cache.reserve(fed)
+        cache.write_slots(fed)  # each row's home at every slot the steps fill (a slot is read once written)
         grown = self._prepare_positions(max_position + steps - 1, first.device)
         table = None if grown is None else self.decoder.embed_positions.weights
         tokens = torch.ops.fairseq_stream.decoder_greedy(
             native, first, steps, positions, table, cache.keys, cache.values, cache.width,
             None if cache.uniform else cache.lens, memory.keys, memory.values, memory.padding,
             index.memory_rows(memory.modulus), cache.table, cache.home)  # (R, steps)
-        return tokens, cache.advanced(steps)
+        return tokens, cache.advanced(fed)
 
     def native_decoder(self) -> Any:
         """The decoder's NativeDecoder, built again when its stacked q/k/v copies are; or why there is none."""

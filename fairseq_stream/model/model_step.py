@@ -171,12 +171,12 @@ class _TransformerBackend:
 
     def greedy(self, memory: Any, cache: RowCache, state: DecoderState, first: Tensor,
                steps: int) -> Union[Tuple[Tensor, RowCache], str]:
-        """``steps`` native single-token steps fed their own arg-max (see :meth:`ModelStep.greedy_steps`)."""
+        """``steps`` native steps fed their own arg-max after the block ``first`` (see :meth:`ModelStep.greedy_steps`)."""
         if not self.native:
             return "not --step-mode native"
-        positions = state.lengths.unsqueeze(1)
+        positions = state.lengths.unsqueeze(1) + torch.arange(first.size(1), device=first.device)
         return self.stepper.greedy_native(cache, first, steps, positions, memory, state.sentence_index(),
-                                          max_position=state.max_length)
+                                          max_position=state.max_length + first.size(1) - 1)
 
     def select(self, cache: RowCache, rows: Tensor) -> RowCache:
         return cache.select(rows)
@@ -424,24 +424,27 @@ class ModelStep:
 
     def greedy_steps(self, pool: Sources, state: DecoderState, first: Tensor,
                      steps: int) -> Optional[Tuple[Tensor, DecoderState]]:
-        """Feed ``first`` (R,), then ``steps − 1`` times each row's arg-max of the last scores, as one native
-        call: the arg-maxes (R, steps) and the new state — what :meth:`step` and ``scores[:, -1].argmax(-1)``
-        in a loop give (a draft's greedy proposals, search/speculative.py). None where the model cannot
-        (an ensemble, a temperature, another step mode, a decoder the operator does not run): loop then."""
+        """Feed ``first`` (R,) or a block (R, f), then ``steps − 1`` times each row's arg-max of the last
+        scores, as one native call: the arg-maxes (R, steps) and the new state — what :meth:`step` and
+        ``scores[:, -1].argmax(-1)`` in a loop give (a draft's greedy proposals, search/speculative.py).
+        None where the model cannot (an ensemble, a temperature, another step mode, a decoder the operator
+        does not run): loop then."""
         if (len(self.backends) != 1 or self.temperature != 1.0 or self.step_mode != "native" or steps < 1
                 or state.history is not None):
             return None
         backend = self.backends[0]
         if not isinstance(backend, _TransformerBackend):
             return None
-        done = backend.greedy(pool.per_model[0], state.caches[0], state, first.unsqueeze(1), steps)
+        block = first if first.dim() == 2 else first.unsqueeze(1)
+        done = backend.greedy(pool.per_model[0], state.caches[0], state, block, steps)
         if isinstance(done, str):
             return None
         tokens, cache = done
         for _ in range(steps):
             self.step_stats.count("native")
-        new_state = DecoderState([cache], state.row_sentence, state.lengths + steps, None, state.index,
-                                 state.max_length + steps)
+        fed = block.size(1) + steps - 1
+        new_state = DecoderState([cache], state.row_sentence, state.lengths + fed, None, state.index,
+                                 state.max_length + fed)
         return tokens, new_state
 
     @property

@@ -190,7 +190,7 @@ class DraftProposer:
             caches = caches.select(out.parents, SentenceIndex.one_per_row(out.state.sentences))
             first = first.index_select(0, out.parents) if first is not None else None
             feed = feed.index_select(0, out.parents) if feed is not None else None
-        if feed is not None:  # the verified token not fed yet: it starts the γ calls
+        if feed is not None:  # the verified tokens not fed yet: they start the γ calls
             tokens, dec = self._greedy(caches.state, feed, gamma)
         else:
             tokens, dec = self._continue(first, caches.state, gamma)
@@ -218,8 +218,8 @@ class DraftProposer:
         first ``min(a − 1, u)`` proposals; the one or two verified tokens after them are fed in
         one block (two when every proposal was accepted). Every row of the old order takes part
         (the finished ones leave afterwards), so the host's bounds of the lengths stay exact for
-        one row. Returns the caches and each row's first new proposal (S_old,); or, where one row
-        needs one token, the caches, None and that token (S_old,), fed by the next proposal's calls.
+        one row. Returns the caches and each row's first new proposal (S_old,); or, for one row,
+        the caches, None and the tokens to feed (1, 1 or 2), fed by the next proposal's calls.
         """
         dec = rows.caches.state
         keep = torch.minimum(accept - 1, rows.unverified)  # proposals that stay in the cache
@@ -230,12 +230,13 @@ class DraftProposer:
             dec = self.draft.accept(dec, keep + (rows.most - rows.unverified), rows.most, min(bound, dec.max_length))
         pending = accept - keep  # (S,) 1 or 2 verified tokens the draft has not seen
         last = pred.gather(1, (accept - 1).unsqueeze(1))  # the target's token
-        if rows.size == 1 and accepted - min(accepted - 1, rows.most) == 1:
-            # one row, known on the host to need one token (the packet's total is its own): fed as the
-            # first of the proposal's single-token calls instead of a block (cheaper on a CPU: the
-            # one-query attention kernel, and one native call for all of them)
-            return DraftCaches(self.draft, dec), None, last.squeeze(1)
         before = pred.gather(1, (accept - 2).clamp(min=0).unsqueeze(1))  # the last accepted proposal
+        if rows.size == 1:
+            # one row, its one or two tokens known on the host (the packet's total is its own): fed by
+            # the proposal's first call (one token: the one-query attention kernel, cheaper on a CPU;
+            # one native call for all of the proposal's calls)
+            feed = last if accepted - min(accepted - 1, rows.most) == 1 else torch.cat([before, last], 1)
+            return DraftCaches(self.draft, dec), None, feed
         two = pending.unsqueeze(1) == 2
         feed = torch.cat([torch.where(two, before, last), torch.where(two, last, torch.full_like(last, self.pad))], 1)
         logits, dec = self.draft.step(self.memory, dec, feed)  # (S, 2, V)
@@ -245,7 +246,7 @@ class DraftProposer:
         return DraftCaches(self.draft, dec), first, None
 
     def _draft_call(self, dec: DecoderState, tokens: Tensor) -> Tuple[Tensor, DecoderState]:
-        """One draft call of single tokens (S, 1) → its arg-max (S,)."""
+        """One draft call of a block (S, b) → the arg-max of its last position (S,)."""
         logits, dec = self.draft.step(self.memory, dec, tokens)
         self.stats.add_extra("draft_calls")
         return logits[:, -1].argmax(-1), dec
@@ -260,16 +261,16 @@ class DraftProposer:
         return torch.cat([first.unsqueeze(1), rest], 1), dec
 
     def _greedy(self, dec: DecoderState, feed: Tensor, calls: int) -> Tuple[Tensor, DecoderState]:
-        """``calls`` single-token draft calls, the first fed ``feed`` (S,), each next one the last one's
-        arg-max: the arg-maxes (S, calls). One native call where the draft runs natively (no interpreter
-        between the calls), else a loop of :meth:`_draft_call`."""
+        """``calls`` draft calls, the first fed ``feed`` (S,) or a block (S, f), each next one the last
+        one's arg-max: the arg-maxes (S, calls). One native call where the draft runs natively (no
+        interpreter between the calls), else a loop of :meth:`_draft_call`."""
         done = self.draft.greedy_steps(self.memory, dec, feed, calls)
         if done is not None:
             self.stats.add_extra("draft_calls", calls)
             return done
         tokens = []
         for _ in range(calls):
-            feed, dec = self._draft_call(dec, feed.unsqueeze(1))
+            feed, dec = self._draft_call(dec, feed if feed.dim() == 2 else feed.unsqueeze(1))
             tokens.append(feed)
         return torch.stack(tokens, 1), dec
 

@@ -85,9 +85,9 @@ def test_a_decoder_it_does_not_cover_runs_eager_with_the_reason_named():
 
 
 def _greedy_states(model, mode: str, fused: bool):
-    """Greedy continuations of 3 calls from rows of one length, then from rows of different lengths:
-    ``greedy_steps`` (one native call) or a loop of ``step`` and ``argmax`` — tokens, and the logits
-    of one more step over the caches they left."""
+    """Greedy continuations of 3 calls from rows of one length, from rows of different lengths, and
+    from a block of 2 tokens: ``greedy_steps`` (one native call) or a loop of ``step`` and ``argmax``
+    — tokens, and the logits of one more step over the caches they left."""
     g = torch.Generator().manual_seed(5)
     n = 4
     src = torch.randint(4, len(D), (n, 6), generator=g)
@@ -104,7 +104,7 @@ def _greedy_states(model, mode: str, fused: bool):
             return done
         out = []
         for _ in range(3):
-            lp, state = step.step(pool, state, first.unsqueeze(1))
+            lp, state = step.step(pool, state, first if first.dim() == 2 else first.unsqueeze(1))
             first = lp[:, -1].argmax(-1)
             out.append(first)
         return torch.stack(out, 1), state
@@ -117,7 +117,9 @@ def _greedy_states(model, mode: str, fused: bool):
         state = step.accept(state, torch.tensor([3, 1, 2, 3]), 3)
         b, state = greedy(state, feed[:, 1])
         out.append(b)
-        lp, state = step.step(pool, state, b[:, -1:])
+        c, state = greedy(state, feed[:, 2:4])  # the draft's catch-up block of two, then its proposals
+        out.append(c)
+        lp, state = step.step(pool, state, c[:, -1:])
         out.append(lp)
     return out, step.step_stats
 
@@ -132,7 +134,7 @@ def test_greedy_steps_in_one_native_call_equal_a_loop_of_steps(quantize):
     model = prepare_models([_model(True, False, False)], None if quantize == "none" else "int8")[0]
     loop, loop_stats = _greedy_states(model, "native", fused=False)
     fused, stats = _greedy_states(model, "native", fused=True)
-    assert stats.native == loop_stats.native == 2 * 3 + 2 and stats.eager == 0 and not stats.fallbacks
+    assert stats.native == loop_stats.native == 3 * 3 + 2 and stats.eager == 0 and not stats.fallbacks
     for a, b in zip(loop, fused):
         assert torch.equal(a, b)
     assert ModelStep([model], step_mode="eager").greedy_steps(None, None, torch.zeros(1), 3) is None  # loops then

@@ -308,32 +308,35 @@ Tensor decoder_step(const c10::intrusive_ptr<NativeDecoder>& self, const Tensor&
   return m.linear(m.output, x);
 }
 
-// The greedy continuation of `first` (R, 1): `steps` single-token steps, each fed the previous step's
-// arg-max of its logits (the first fed `first`), as many decoder_step calls with the arguments the
-// caller would pass them (positions, width and lens one further each time). The caller has reserved
-// the caches' `steps` slots and, with a table, written each row's home at them. Returns the arg-maxes
-// (R, steps) — what a Python loop of decoder_step and argmax(-1) gives, without the interpreter
-// between the steps (speculative decoding's draft: search/speculative.py).
+// The greedy continuation of `first` (R, f): `steps` steps, the first fed the block `first` at
+// `positions` (R, f), each next one the previous step's arg-max of its last logits (one token a row),
+// as many decoder_step calls with the arguments the caller would pass them (positions, width and lens
+// further by what the last call fed). The caller has reserved the caches' f + steps - 1 slots and, with
+// a table, written each row's home at them. Returns the arg-maxes (R, steps) — what a Python loop of
+// decoder_step and argmax(-1) gives, without the interpreter between the steps (speculative decoding's
+// draft: search/speculative.py).
 Tensor decoder_greedy(const c10::intrusive_ptr<NativeDecoder>& self, const Tensor& first, int64_t steps,
                       const Tensor& positions, const c10::optional<Tensor>& position_table, std::vector<Tensor> keys,
                       std::vector<Tensor> values, int64_t width, const c10::optional<Tensor>& lens,
                       std::vector<Tensor> enc_keys, std::vector<Tensor> enc_values,
                       const c10::optional<Tensor>& enc_padding, const Tensor& kv_row,
                       const c10::optional<Tensor>& table, const c10::optional<Tensor>& home) {
-  TORCH_CHECK(first.dim() == 2 && first.size(1) == 1 && positions.sizes() == first.sizes(),
-              "decoder_greedy: one token a row, and its position");
+  TORCH_CHECK(first.dim() == 2 && first.size(1) >= 1 && positions.sizes() == first.sizes(),
+              "decoder_greedy: a block of tokens a row, and their positions");
   TORCH_CHECK(steps >= 1, "decoder_greedy: at least one step");
   Tensor fed = first, at_position = positions;
   c10::optional<Tensor> row_lens = lens;
   std::vector<Tensor> out;
   out.reserve(steps);
   for (int64_t j = 0; j < steps; ++j) {
-    const Tensor logits = decoder_step(self, fed, at_position, position_table, keys, values, width + j, row_lens,
+    const Tensor logits = decoder_step(self, fed, at_position, position_table, keys, values, width, row_lens,
                                        enc_keys, enc_values, enc_padding, kv_row, table, home);
+    const int64_t b = fed.size(1);
+    width += b;
+    if (row_lens.has_value()) row_lens = *row_lens + b;
+    at_position = at_position.slice(1, b - 1, b) + 1;
     fed = logits.select(1, -1).argmax(-1).unsqueeze(1);  // speculative.py: logits[:, -1].argmax(-1)
     out.push_back(fed);
-    at_position = at_position + 1;
-    if (row_lens.has_value()) row_lens = *row_lens + 1;
   }
   return at::cat(out, 1);
 }
