@@ -35,16 +35,20 @@ def _model(normalize_before: bool, learned_pos: bool, gelu: bool):
     return model
 
 
-def _steps(model, mode: str):
-    """Logits of a sequence of steps: one token, a block of 3, rows kept at different lengths, one token."""
-    g = torch.Generator().manual_seed(3)
+def _start(model, mode: str, seed: int, feed: int):
+    """A model step over 4 random sources, its first state, and ``feed`` random tokens a row."""
+    g = torch.Generator().manual_seed(seed)
     n = 4
     src = torch.randint(4, len(D), (n, 6), generator=g)
     src[:, -1] = D.eos()
     step = ModelStep([model], step_mode=mode)
     pool = step.encode(src, torch.full((n,), 6), D.pad(), D.eos())
-    state = step.initial_state(pool, torch.arange(n), D.eos())
-    tokens = torch.randint(4, len(D), (n, 8), generator=g)
+    return step, pool, step.initial_state(pool, torch.arange(n), D.eos()), torch.randint(4, len(D), (n, feed), generator=g)
+
+
+def _steps(model, mode: str):
+    """Logits of a sequence of steps: one token, a block of 3, rows kept at different lengths, one token."""
+    step, pool, state, tokens = _start(model, mode, 3, 8)
     out = []
     with torch.no_grad():
         lp, state = step.step(pool, state, tokens[:, :1])
@@ -88,14 +92,7 @@ def _greedy_states(model, mode: str, fused: bool):
     """Greedy continuations of 3 calls from rows of one length, from rows of different lengths, and
     from a block of 2 tokens: ``greedy_steps`` (one native call) or a loop of ``step`` and ``argmax``
     — tokens, and the logits of one more step over the caches they left."""
-    g = torch.Generator().manual_seed(5)
-    n = 4
-    src = torch.randint(4, len(D), (n, 6), generator=g)
-    src[:, -1] = D.eos()
-    step = ModelStep([model], step_mode=mode)
-    pool = step.encode(src, torch.full((n,), 6), D.pad(), D.eos())
-    state = step.initial_state(pool, torch.arange(n), D.eos())
-    feed = torch.randint(4, len(D), (n, 4), generator=g)
+    step, pool, state, feed = _start(model, mode, 5, 4)
 
     def greedy(state, first):
         if fused:
