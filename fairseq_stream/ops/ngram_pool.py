@@ -31,6 +31,7 @@ OPERATOR = "ngram_pool"
 #: A prior's two-token table: its sorted keys ``prev · vocab + last`` (K,), their continuations
 #: (K, N − 1), and ``vocab``.
 Bigrams = Tuple[Tensor, Tensor, int]
+_EMPTY = torch.empty(0, dtype=torch.long)  # no prior: the operator's empty two-token table
 
 
 def cpu_kernel() -> Any:
@@ -60,9 +61,6 @@ def propose(pool: Tensor, tokens: Tensor, verified: Tensor, feed: Tensor, width:
         return None, "reference"
     guesses = reference_guesses(pool, tokens, verified, feed, bos=bos, pad=pad, bigrams=bigrams)
     return reference_feed(feed, guesses, width, pad=pad), "reference"
-
-
-_EMPTY = torch.empty(0, dtype=torch.long)
 
 
 def reference_collect(pool: Tensor, tokens: Tensor, verified: Tensor, collect: int, *, bos: int) -> None:
@@ -97,7 +95,7 @@ def reference_guesses(pool: Tensor, tokens: Tensor, verified: Tensor, feed: Tens
 
 def reference_feed(feed: Tensor, guesses: Tensor, width: Tensor, *, pad: int) -> Tensor:
     """The next feed: ``feed``'s first column (the last verified token), then ``guesses``, PAD from each
-    row's window ``width`` on (the placement of ``JacobiDecoding.with_guesses``)."""
+    row's window ``width`` on (``JacobiDecoding.with_guesses`` places a proposer's guesses by it)."""
     b = feed.size(1)
     out = torch.cat([feed[:, :1], guesses[:, : b - 1]], dim=1)
     return out.masked_fill(torch.arange(b, device=feed.device) >= width.unsqueeze(1), pad)

@@ -35,7 +35,7 @@ from torch import Tensor
 from fairseq_stream.errors import FairseqStreamError
 from fairseq_stream.search.interface import Hypothesis, StepOutcome, StrategyContext
 from fairseq_stream.ops import jacobi_step as fused
-from fairseq_stream.ops import packets
+from fairseq_stream.ops import ngram_pool, packets
 from fairseq_stream.ops.backends import JACOBI_STEP, StepRunner
 from fairseq_stream.ops.jacobi_step import IterationResult
 from fairseq_stream.ops.packets import PacketView
@@ -183,8 +183,7 @@ class JacobiDecoding(StateOps):
         :class:`~fairseq_stream.search.proposers.ProposeAndVerify`; the verification reads ``state.feed``)."""
         width = state.width.clamp(max=most + 1)  # (S,)
         b = min(state.feed.size(1), most + 1)
-        feed = torch.cat([state.feed[:, :1], guesses[:, : b - 1]], dim=1)
-        feed = feed.masked_fill(torch.arange(b, device=feed.device) >= width.unsqueeze(1), self.pad)
+        feed = ngram_pool.reference_feed(state.feed[:, :b], guesses, width, pad=self.pad)  # as lookahead's C++ pool
         return replace(state, feed=feed.contiguous(), width=width.contiguous())
 
     # ---- one iteration -----------------------------------------------------------------
