@@ -246,10 +246,10 @@ class StreamDecodingConfig(FairseqDataclass):
                   "the output is the model's greedy output whatever the draft"},
     )
     draft_tokens: str = field(
-        default="2",
+        default="3",
         metadata={"help": "speculative: γ, the tokens the draft proposes per verification (the model verifies "
-                  "γ + 1 positions in one block step), an integer in [1, 64] (default 2: with the demo model's draft "
-                  "on a CPU, 2 and 3 measured within noise of each other and 4 slower, docs/results.md), or 'auto': γ "
+                  "γ + 1 positions in one block step), an integer in [1, 64] (default 3: with the demo model's int8 "
+                  "draft on a CPU at batch 1, 3 measured faster than 2 and 4, docs/results.md), or 'auto': γ "
                   "before each verification from the recent acceptance rate and the measured draft/verification cost "
                   "(Leviathan et al. 2023, Theorem 3.8), up to 8"},
     )

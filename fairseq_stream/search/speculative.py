@@ -52,7 +52,7 @@ from fairseq_stream.search.proposers import ProposeAndVerify, Proposal, Verdict,
 
 #: ``--draft-tokens`` without a value: on the demo model's draft on a CPU, γ = 2 and 3 measured within noise
 #: of each other, 4 slower (docs/results.md).
-DEFAULT_DRAFT_TOKENS = "2"
+DEFAULT_DRAFT_TOKENS = "3"
 #: The largest γ ``auto`` considers.
 AUTO_MAX_DRAFT_TOKENS = 8
 #: ``--draft-quantize``: a draft only proposes, so its weights may be coarser than the model's; at batch 1 on a
