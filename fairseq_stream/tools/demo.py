@@ -42,8 +42,8 @@ DEMO_ROWS: List[Tuple[bool, RunSpec]] = [
     (True, RunSpec("fairseq greedy", "beam", gen=dict(_LEN, beam=1))),
     (True, RunSpec("gs-jacobi b=3", "gs-jacobi", gen=dict(_LEN, beam=1), opts=dict(_CAP))),
     (False, RunSpec("hybrid-jacobi b=3", "hybrid-jacobi", gen=dict(_LEN, beam=1), opts=dict(_CAP))),
-    (True, RunSpec("speculative γ=2", "speculative", gen=dict(_LEN, beam=1),
-                   opts={"draft_path": os.path.join(DEMO_DIR, "draft.pt")})),
+    (True, RunSpec("speculative γ=3", "speculative", gen=dict(_LEN, beam=1),
+                   opts={"draft_path": os.path.join(DEMO_DIR, "draft.pt"), "draft_tokens": "3"})),
     (True, RunSpec("lookahead N=3 + prior", "lookahead", gen=dict(_LEN, beam=1),
                    opts={"lookahead_ngram": 3, "lookahead_prior": os.path.join(DEMO_DIR, "lookahead_prior.pt")})),
 ]
