@@ -311,18 +311,12 @@ class TransformerStepper:
             return "a block with its own mask"
         if r == 0:
             return "a step with no rows"
-        native = self.native_decoder()
-        if isinstance(native, str):
-            return native
-        cache.reserve(b)
-        cache.write_slots(b)  # a cache that never moves: each row's home at the block's slots
-        # a sinusoidal table grows here, as the eager step's embed() grows it; a learned one is the NativeDecoder's
-        grown = self._prepare_positions(int(positions.max()) if max_position is None else max_position, tokens.device)
-        table = None if grown is None else self.decoder.embed_positions.weights
-        logits = torch.ops.fairseq_stream.decoder_step(
-            native, tokens, positions, table, cache.keys, cache.values, cache.width,
-            None if cache.uniform else cache.lens, memory.keys, memory.values, memory.padding,
-            index.memory_rows(memory.modulus), cache.table, cache.home)  # (R, b, V)
+        operands = self._native_operands(cache, b, int(positions.max()) if max_position is None else max_position,
+                                         memory, index)
+        if isinstance(operands, str):
+            return operands
+        native, table, rest = operands
+        logits = torch.ops.fairseq_stream.decoder_step(native, tokens, positions, table, *rest)  # (R, b, V)
         return logits, cache.advanced(b)
 
     def greedy_native(self, cache: RowCache, first: Tensor, steps: int, positions: Tensor, memory: EncoderMemory,
@@ -333,19 +327,30 @@ class TransformerStepper:
         ``f + steps − 1`` tokens fed; or why the operator cannot run them."""
         if first.size(0) == 0:
             return "a step with no rows"
+        fed = first.size(1) + steps - 1
+        operands = self._native_operands(cache, fed, max_position + steps - 1, memory, index)
+        if isinstance(operands, str):
+            return operands
+        native, table, rest = operands
+        tokens = torch.ops.fairseq_stream.decoder_greedy(native, first, steps, positions, table, *rest)  # (R, steps)
+        return tokens, cache.advanced(fed)
+
+    def _native_operands(self, cache: RowCache, fed: int, max_position: int, memory: EncoderMemory,
+                         index: SentenceIndex) -> Union[Tuple[Any, Optional[Tensor], Tuple[Any, ...]], str]:
+        """What both native operators take after their tokens and positions, with the cache made ready
+        for ``fed`` more tokens (positions up to ``max_position``): the NativeDecoder, the sinusoidal
+        position table (None for learned positions) and the cache and memory operands; or why not."""
         native = self.native_decoder()
         if isinstance(native, str):
             return native
-        fed = first.size(1) + steps - 1
         cache.reserve(fed)
-        cache.write_slots(fed)  # each row's home at every slot the steps fill (a slot is read once written)
-        grown = self._prepare_positions(max_position + steps - 1, first.device)
+        cache.write_slots(fed)  # a cache that never moves: each row's home at every slot the calls fill
+        # a sinusoidal table grows here, as the eager step's embed() grows it; a learned one is the NativeDecoder's
+        grown = self._prepare_positions(max_position, cache.lens.device)
         table = None if grown is None else self.decoder.embed_positions.weights
-        tokens = torch.ops.fairseq_stream.decoder_greedy(
-            native, first, steps, positions, table, cache.keys, cache.values, cache.width,
-            None if cache.uniform else cache.lens, memory.keys, memory.values, memory.padding,
-            index.memory_rows(memory.modulus), cache.table, cache.home)  # (R, steps)
-        return tokens, cache.advanced(fed)
+        return native, table, (cache.keys, cache.values, cache.width, None if cache.uniform else cache.lens,
+                               memory.keys, memory.values, memory.padding, index.memory_rows(memory.modulus),
+                               cache.table, cache.home)
 
     def native_decoder(self) -> Any:
         """The decoder's NativeDecoder, built again when its stacked q/k/v copies are; or why there is none."""

@@ -171,7 +171,7 @@ class _TransformerBackend:
 
     def greedy(self, memory: Any, cache: RowCache, state: DecoderState, first: Tensor,
                steps: int) -> Union[Tuple[Tensor, RowCache], str]:
-        """``steps`` native steps fed their own arg-max after the block ``first`` (see :meth:`ModelStep.greedy_steps`)."""
+        """``steps`` native steps fed their own arg-max after the block ``first`` (:meth:`ModelStep.greedy_steps`)."""
         if not self.native:
             return "not --step-mode native"
         positions = state.lengths.unsqueeze(1) + torch.arange(first.size(1), device=first.device)

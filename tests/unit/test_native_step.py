@@ -43,7 +43,8 @@ def _start(model, mode: str, seed: int, feed: int):
     src[:, -1] = D.eos()
     step = ModelStep([model], step_mode=mode)
     pool = step.encode(src, torch.full((n,), 6), D.pad(), D.eos())
-    return step, pool, step.initial_state(pool, torch.arange(n), D.eos()), torch.randint(4, len(D), (n, feed), generator=g)
+    state = step.initial_state(pool, torch.arange(n), D.eos())
+    return step, pool, state, torch.randint(4, len(D), (n, feed), generator=g)
 
 
 def _steps(model, mode: str):

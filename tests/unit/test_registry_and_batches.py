@@ -250,8 +250,8 @@ def test_help_states_the_parsers_defaults_and_the_values_the_checks_accept():
 
 def test_help_texts_say_what_the_code_does():
     """--quantize's activation bits (ops/int8_rows.activation_bits), --draft-tokens' measurements (docs/results.md:
-    3 faster than 2 and 4 since the draft's calls are one native call; it once called 2 "the fastest"), --prune-auto's start, budget and rule
-    (search/defaults.py, search/prune_controller.py)."""
+    3 faster than 2 and 4 since the draft's calls are one native call; it once called 2 "the fastest"),
+    --prune-auto's start, budget and rule (search/defaults.py, search/prune_controller.py)."""
     import dataclasses
 
     from fairseq_stream.engine.options import StreamDecodingConfig
