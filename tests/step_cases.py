@@ -14,7 +14,7 @@ import torch
 
 from fairseq_stream.search.ib_order import IBSpec
 from fairseq_stream.engine.stats import DecodeStats
-from fairseq_stream.search.beam import BeamConfig, BeamSearch, Pruning
+from fairseq_stream.search.beam import BeamConfig, BeamSearch, Pruning, Rung
 from fairseq_stream.search.ib_beam import FinishedIB, IBBeamSearch
 from fairseq_stream.search.jacobi import JacobiConfig, JacobiDecoding
 
@@ -40,6 +40,11 @@ BEAM_CASES: List[Dict[str, Any]] = [
     dict(beam=7, abs_threshold=2.0, sentences=7),
     dict(beam=5, abs_threshold=0.5, abs_scale=1.5, max_cands_per_node=3),  # δ per sentence: max(0.5, 1.5 · ū)
     dict(beam=6, abs_threshold=0.0, abs_scale=0.7, reference="final", lenpen=0.6, ended="keep"),
+    # per-sentence rungs (--prune-auto's probes in the run's steps): sentence i at rung i mod 3 — the run's
+    # pruning, the fixed beam, a faster rung — and under another reference, a rung with δ and no M
+    dict(beam=5, abs_threshold=1.5, max_cands_per_node=3, rungs=((math.inf, None), (1.0, 2)), sentences=7),
+    dict(beam=4, abs_threshold=2.0, reference="active", ended="keep", rel_local_threshold=0.05,
+         rungs=((0.5, None), (math.inf, 2))),
 ]
 JACOBI_CASES: List[Dict[str, Any]] = [
     dict(block=None), dict(block=3), dict(block=4, init="tail"), dict(block=3, max_parallel_len=4), dict(block=1),
@@ -62,10 +67,14 @@ def beam_search(case: Dict[str, Any], dtype: torch.dtype, backend: str) -> Tuple
     sentences = case.pop("sentences", 6)
     beam, final_count = case.pop("beam"), case.pop("final_count", 0)
     finalize, lenpen = case.pop("finalize", "ours"), case.pop("lenpen", 1.0)
+    rungs = case.pop("rungs", None)
     cfg = BeamConfig(beam=beam, nbest=min(2, final_count or beam), final_count=final_count, lenpen=lenpen,
                      finalize=finalize, pruning=Pruning(**case))
-    return BeamSearch(cfg, None, eos=EOS, pad=PAD, bos=BOS, dtype=dtype, stats=DecodeStats(),
-                      step_backend=backend), sentences
+    search = BeamSearch(cfg, None, eos=EOS, pad=PAD, bos=BOS, dtype=dtype, stats=DecodeStats(), step_backend=backend)
+    if rungs is not None:  # the i-th sentence (its handle's rank) at rung i mod (rungs + 1)
+        search.use_rungs([Rung(d, m) for d, m in rungs],
+                         lambda handles: torch.arange(len(handles), device=handles.device) % (len(rungs) + 1))
+    return search, sentences
 
 
 def beam_candidates(g: torch.Generator, state: Any, search: BeamSearch, dtype: torch.dtype) -> Tuple[Any, Any]:

@@ -7,12 +7,13 @@ probe and which rung to decode with; this module is its generator:
 1. the run's stream decodes every sentence with the current rung, streamed as without it (no read
    ahead beyond the stream's own); that is every sentence's output;
 2. when a refill admits sentences (``InputStream.on_admit``), before the stream decodes them, the
-   probes the controller chose among them are decoded by the fixed beam (``fixed-ours`` at the same
-   k) and by the next faster rung, two helper generators of the run's own (silent, their work
-   counted in the run's statistics), in groups of
-   :data:`~fairseq_stream.search.defaults.PRUNE_AUTO_GROUP` (the helpers' decoder steps, whose
-   fixed cost dominates a small group, are shared; the run's first probes and those of its last
-   refill go at once, however few);
+   probes the controller chose among them are decoded by the fixed beam (the run's strategy at the
+   same k, no pruning) and by the next faster rung, as two copies of each probe in one stream of a
+   helper generator of the run's own (silent, its work counted in the run's statistics), each copy
+   pinned to its rung (``BeamSearch.use_rungs``: per-sentence rungs in the beam step, so the two
+   share every decoder step), in groups of :data:`~fairseq_stream.search.defaults.PRUNE_AUTO_GROUP`
+   (the decoder steps, whose fixed cost dominates a small group, are shared too; the run's first
+   probes and those of its last refill go at once, however few);
 3. the controller reads the trial's best hypotheses at once — a move onto the faster rung steers
    the refill the probes came in — and the current rung's when the stream finishes the probe
    (``InputStream.on_finish``; not when the rung moved while it was in flight); when it moves, the
@@ -32,6 +33,7 @@ from dataclasses import dataclass
 from typing import Any, Callable, Dict, List, Optional
 
 import torch
+from torch import Tensor
 
 from fairseq.data import data_utils
 
@@ -39,7 +41,8 @@ from fairseq_stream.engine.input_stream import Admission
 from fairseq_stream.engine.stats import DecodeStats
 from fairseq_stream.integration.generator import StreamGenerator
 from fairseq_stream.model.static_step import StepModeStats
-from fairseq_stream.search.beam import BeamConfig, Pruning
+from fairseq_stream.model.encoder_slots import SLOT_MODULUS
+from fairseq_stream.search.beam import BeamConfig, Pruning, Rung
 from fairseq_stream.search.defaults import PRUNE_AUTO_GROUP, PRUNE_AUTO_STEP_WORK, PRUNE_AUTO_TOLERANCE
 from fairseq_stream.search.prune_controller import Probe, PruneController, Setting
 
@@ -67,12 +70,29 @@ def _probe(fixed: List[Dict[str, Any]], got: List[Dict[str, Any]]) -> Optional[P
 
 
 class _Helper:
-    """A silent generator of the run's (the fixed beam, or the trial rung) and what it has added to the run's counts."""
+    """The silent generator of the run's that decodes the probes, each twice in one stream — the fixed beam's
+    copy and the trial rung's, pinned to their rungs (``BeamSearch.use_rungs``) — and what it has added to the
+    run's counts."""
 
     def __init__(self, generator: StreamGenerator) -> None:
         self.generator = generator
         self.counted = {name: 0 for name in _COUNTS}
         self.counted_steps = StepModeStats()
+        self.copies = 0  # the probes of the group being decoded: ids below it are the fixed beam's copies
+
+    def decode(self, models: Any, part: Dict[str, Any], copies: int, trial: Optional[Setting],
+               bos_token: Optional[int]) -> Hypos:
+        """``part``: the probes, then (``trial`` not None) the same again; the first ``copies`` decoded by the
+        fixed beam, the rest by the trial rung, in one stream. Their n-best lists in ``part``'s order."""
+        rungs = [Rung(math.inf, None)] + ([Rung(trial.delta, trial.max_cands)] if trial is not None else [])
+        self.copies = copies
+        self.generator.strategy.use_rungs(rungs, self._pin)
+        return self.generator.generate(models, part, bos_token=bos_token)
+
+    def _pin(self, handles: Tensor) -> Tensor:
+        """A refill's rungs: 1 (the fixed beam) for a probe's first copy, 2 (the trial) for its second."""
+        ids = torch.tensor([self.generator.input.sentence_id(int(h) // SLOT_MODULUS) for h in handles.tolist()])
+        return torch.where(ids < self.copies, 1, 2)
 
     def add_new_work(self, stats: DecodeStats, steps: StepModeStats) -> Dict[str, int]:
         """Its counts since the last call, added to the run's ``stats`` and ``steps``; returns them."""
@@ -110,9 +130,8 @@ class AutoPruneGenerator(StreamGenerator):
 
     controller: PruneController
     spawn: Callable[[BeamConfig], StreamGenerator]
-    fixed: Optional[_Helper] = None
-    trial: Optional[_Helper] = None
-    probe_timesteps: int = 0  # the helpers' steps and expansions, in the run's statistics too
+    helper: Optional[_Helper] = None
+    probe_timesteps: int = 0  # the probes' steps and expansions, in the run's statistics too
     probe_expansions: int = 0
     admitted_tokens: int = 0  # source tokens of the sentences admitted so far (EOS excluded): the budget's base
     probed_ids: List[int]  # fairseq's ids of the probes decoded
@@ -202,14 +221,12 @@ class AutoPruneGenerator(StreamGenerator):
         outcomes read at once, the current rung's as the stream finishes them (some may have)."""
         models, bos_token = self.decoding
         ctl, group, self.waiting = self.controller, self.waiting, []
-        part = self._collate(group)
-        fixed = self._fixed().generator.generate(models, part, bos_token=bos_token)
-        trial_setting = ctl.trial_setting
-        trial = self._trial(trial_setting).generator.generate(models, part, bos_token=bos_token) \
-            if trial_setting is not None else None
-        new = [helper.add_new_work(self.stats, self.model.step_stats)
-               for helper in (self.fixed, self.trial) if helper is not None]
-        expansions, timesteps = sum(n["expansions"] for n in new), sum(n["timesteps"] for n in new)
+        helper, n, trial_setting = self._helper(), len(group), ctl.trial_setting
+        both = helper.decode(models, self._collate(group if trial_setting is None else group + group), n,
+                             trial_setting, bos_token)
+        fixed, trial = both[:n], (both[n:] if trial_setting is not None else None)
+        new = helper.add_new_work(self.stats, self.model.step_stats)
+        expansions, timesteps = new["expansions"], new["timesteps"]
         self.probe_expansions += expansions
         self.probe_timesteps += timesteps
         ctl.count_work(work(expansions, timesteps), sum(p.charged for p in group), sum(len(p.source) - 1 for p in group))
@@ -238,20 +255,11 @@ class AutoPruneGenerator(StreamGenerator):
                 "net_input": {"src_tokens": src.to(self.model.device),
                               "src_lengths": torch.tensor([len(p.source) for p in group], device=self.model.device)}}
 
-    def _fixed(self) -> _Helper:
-        if self.fixed is None:
-            config = BeamConfig(beam=self.config.beam, nbest=self.config.nbest, final_count=self.config.final_count,
-                                lenpen=self.config.lenpen, finalize=self.config.finalize, pruning=Pruning())
-            self.fixed = _Helper(self.spawn(config))
-        return self.fixed
-
-    def _trial(self, setting: Setting) -> _Helper:
-        pruning = pruning_of(setting, self.config.pruning)
-        if self.trial is None:
-            self.trial = _Helper(self.spawn(dataclasses.replace(self.config, pruning=pruning)))
-        else:
-            self.trial.generator.strategy.set_pruning(pruning)
-        return self.trial
+    def _helper(self) -> _Helper:
+        """The probes' generator: the run's configuration, every sentence at a pinned rung."""
+        if self.helper is None:
+            self.helper = _Helper(self.spawn(self.config))
+        return self.helper
 
     def report(self) -> None:
         print(PREFIX + self.controller.line(self.own_work), file=sys.stderr, flush=True)

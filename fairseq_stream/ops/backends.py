@@ -100,6 +100,8 @@ class StepOperator:
         return getattr(importlib.import_module(module), function)
 
 
+#: a beam step whose sentences prune at their own rungs (search/beam.py, ``BeamSearch.use_rungs``)
+RUNGS_FEATURE = "per-sentence rungs"
 BEAM_STEP = StepOperator(
     name="beam_step",
     fields=("sentences", "scores", "ended", "ended_len", "tokens", "token_scores", "steps", "max_len", "n_final",
@@ -108,7 +110,8 @@ BEAM_STEP = StepOperator(
     implementations={"cpp": "fairseq_stream.ops.beam_step:cpp_step",
                      "triton": "fairseq_stream.ops.triton_beam_step:triton_step"},
     compacts=("cpp",),
-    lacks={"triton": ("--prune-abs-scale",)},  # the surprisal-scaled δ is encoded in the C++ operator only
+    # the surprisal-scaled δ and the per-sentence rungs are encoded in the C++ operator only
+    lacks={"triton": ("--prune-abs-scale", RUNGS_FEATURE)},
 )
 JACOBI_STEP = StepOperator(
     name="jacobi_step",

@@ -19,7 +19,8 @@ The contract, shared by every backend (:mod:`fairseq_stream.ops.backends` runs t
   the token to feed, its place among its sentence's rows, its sentence (compacted index) and
   its flat slot ``s·k + j``.
 
-The operator covers the built-in rules (ap, rp, rpl under any reference and ``--prune-ended``)
+The operator covers the built-in rules (ap, rp, rpl under any reference and ``--prune-ended``),
+per-sentence rungs (each sentence's own δ and M: ``--prune-auto``'s probes, :func:`with_rungs`)
 and both finalisation rules on contiguous tensors of one float dtype; on CUDA the same step
 runs as two Triton kernels (:mod:`fairseq_stream.ops.triton_beam_step`); anything else (a rule
 from ``--prune-rules`` of a user's) runs the reference.
@@ -34,7 +35,7 @@ from torch import Tensor
 
 from fairseq_stream.ops import backends, packets
 from fairseq_stream.ops.pruning import (
-    AbsoluteThreshold, RelativeLocalThreshold, RelativeThreshold, SurprisalScaledThreshold,
+    AbsoluteThreshold, RelativeLocalThreshold, RelativeThreshold, RungThreshold, SurprisalScaledThreshold,
 )
 
 FIELDS: Tuple[str, ...] = backends.BEAM_STEP.fields
@@ -60,12 +61,23 @@ def encode_rules(rules: Sequence[Any]) -> Optional[Tuple[List[int], List[float]]
         elif type(rule) is SurprisalScaledThreshold:  # the C++ operator only (backends.BEAM_STEP.lacks)
             ints += [2, _REFERENCES[rule.reference], int(rule.ended == "keep")]
             params += [rule.alpha, rule.floor]
+        elif type(rule) is RungThreshold:  # the C++ operator only: its δ is each sentence's rung's (with_rungs)
+            ints += [3, _REFERENCES[rule.reference], int(rule.ended == "keep")]
+            params.append(0.0)
         elif type(rule) is RelativeLocalThreshold:
             ints += [1, 0, 0]
             params.append(math.log(rule.rpl))
         else:
             return None
     return ints, params
+
+
+def with_rungs(rules: Optional[Tuple[List[int], List[float]]], table: Sequence[Tuple[float, float]]) -> Optional[Tuple[Any, ...]]:
+    """``rules`` with the per-sentence rungs' table, (δ, M) per rung (inf = none): the operator reads each
+    sentence's rung from a last state tensor (``BeamState.rung``) and its δ and M from the table."""
+    if rules is None:
+        return None
+    return rules[0], rules[1], [float(v) for pair in table for v in pair]
 
 
 def fits(state_tensors: Sequence[Tensor], top_lp: Tensor) -> bool:
@@ -80,10 +92,12 @@ def fits(state_tensors: Sequence[Tensor], top_lp: Tensor) -> bool:
 
 def cpp_step(state_tensors: List[Tensor], top_lp: Tensor, top_tok: Tensor, row_slot: Tensor, len_pow: Tensor,
              *, k: int, width: int, final_count: int, eos: int, pad: int, finalize: int, track_best: bool,
-             rules: Tuple[List[int], List[float]]) -> StepResult:
+             rules: Tuple[Any, ...]) -> StepResult:
     """One step by the C++ operator (``csrc/beam_step.cpp``; the contract above)."""
-    ints, params = rules
+    ints, params = rules[0], rules[1]
     config = [k, width, final_count, eos, pad, finalize, int(track_best), len(ints) // 3] + ints
+    if len(rules) > 2:  # per-sentence rungs: the table's size after the rules, its pairs after their params
+        config, params = config + [len(rules[2]) // 2], list(params) + list(rules[2])
     packet, rows = torch.ops.fairseq_stream.beam_step(
         top_lp.contiguous(), top_tok.contiguous(), row_slot.contiguous(), state_tensors, len_pow, config, params,
         packets.BEAM_STEP.starts(state_tensors[0].numel(), final_count))

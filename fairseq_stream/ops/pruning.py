@@ -44,6 +44,7 @@ class StepView:
     best_final_norm: Tensor  # (S,) best length-normalised score of a final hypothesis
     lenpen: float
     length_scale: Optional[Tensor] = None  # (S, W) lengths ** lenpen, when the step has them already
+    rung_delta: Optional[Tensor] = None  # (S, 1) each sentence's own δ under per-sentence rungs (inf = none)
     _references: Dict[str, Tensor] = field(default_factory=dict)
 
     def reference(self, kind: str, keep: Tensor) -> Tensor:
@@ -99,6 +100,24 @@ def _within(view: StepView, keep: Tensor, margin: "float | Tensor", reference: s
     """``keep`` & score > the reference − ``margin``; candidates ending in EOS are spared under ``ended="keep"``."""
     ok = view.cand.val > view.reference(reference, keep) - margin
     return keep & (ok | view.ended) if ended == "keep" else keep & ok
+
+
+@dataclass(frozen=True)
+class RungThreshold:
+    """ap (Freitag2017 Eq. 2) with each sentence's own δ, ``view.rung_delta`` (S, 1): the per-sentence
+    rungs of ``--prune-auto`` (its probes share a step with the run's sentences, each at its rung);
+    a sentence whose δ is ``inf`` is not pruned by it (the fixed beam)."""
+
+    reference: str = DEFAULT_REFERENCE
+    ended: str = "prune"
+
+    def prune(self, view: StepView, keep: Tensor) -> Tensor:
+        delta = view.rung_delta
+        if delta is None:
+            return keep
+        delta = delta.to(view.cand.val.dtype)
+        pruned = _within(view, keep, delta, self.reference, self.ended)
+        return torch.where(torch.isinf(delta), keep, pruned)
 
 
 @dataclass(frozen=True)

@@ -35,7 +35,7 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass, replace
-from typing import Any, Dict, List, Optional, Sequence, Tuple
+from typing import Any, Callable, Dict, List, NamedTuple, Optional, Sequence, Tuple
 
 import torch
 from torch import Tensor
@@ -48,7 +48,7 @@ from fairseq_stream.errors import FairseqStreamError
 from fairseq_stream.search.interface import Hypothesis, StepOutcome, StrategyContext
 from fairseq_stream.ops import beam_step as fused
 from fairseq_stream.ops import packets
-from fairseq_stream.ops.backends import BEAM_STEP, StepRunner
+from fairseq_stream.ops.backends import BEAM_STEP, RUNGS_FEATURE, StepRunner
 from fairseq_stream.ops.beam_step import StepResult
 from fairseq_stream.ops.packets import PacketView
 from fairseq_stream.search.output import OutputScorer
@@ -57,10 +57,18 @@ from fairseq_stream.search.score_edits import RowContext
 from fairseq_stream.search.registry import check_beam_and_nbest, lenpen_of
 from fairseq_stream.ops.pruning import (
     DEFAULT_REFERENCE, ENDED, REFERENCES, AbsoluteThreshold, BeamCandidates, PruningRule, RelativeLocalThreshold,
-    RelativeThreshold, StepView, SurprisalScaledThreshold,
+    RelativeThreshold, RungThreshold, StepView, SurprisalScaledThreshold,
 )
 from fairseq_stream.search.beam_rules import FINALIZATION_CODES, FINALIZATION_RULES, RuleDefaults, parse_pruning_rules
 from fairseq_stream.search.state import PAD, StateOps, StrategyState, host, per_sentence, rows
+
+
+class Rung(NamedTuple):
+    """A sentence's own pruning under per-sentence rungs (:meth:`BeamSearch.use_rungs`): δ (``inf`` = no
+    threshold) and M (``None`` = no limit)."""
+
+    delta: float
+    max_cands: Optional[int]
 
 
 @dataclass(frozen=True)
@@ -229,6 +237,7 @@ class BeamState(StrategyState):
     fin_scores: Tensor = per_sentence(pad=0.0)  # (S, Z + 1, L) their positional scores
     fin_len: Tensor = per_sentence()  # (S, Z + 1)
     fin_total: Tensor = per_sentence()  # (S, Z + 1) cumulative log-probability
+    rung: Tensor = per_sentence()  # (S,) its per-sentence rung (:meth:`BeamSearch.use_rungs`); 0 = the run's pruning
     row_slot: Tensor = rows()  # (R,)
     t: int = host(max)  # host: max(steps)
     min_max_len: int = host(min)  # host: min(max_len)
@@ -263,6 +272,8 @@ class BeamSearch(StateOps):
         self.finalizer = FINALIZATION_RULES[cfg.finalize]
         self.final_width = self.finalizer.width(self.k)
         self.done_at = self.finalizer.ends_at(self.k, cfg.final_count)
+        self.rungs: Optional[List[Rung]] = None  # per-sentence rungs (use_rungs); None: one pruning for all
+        self.pin: Optional[Callable[[Tensor], Optional[Tensor]]] = None
         self._use_rules(cfg.pruning)
         self._len_pow: Dict[Tuple[torch.dtype, torch.device], Tensor] = {}
 
@@ -273,16 +284,38 @@ class BeamSearch(StateOps):
         self.cfg = replace(self.cfg, pruning=pruning)
         self._use_rules(pruning)
 
+    def use_rungs(self, rungs: Sequence[Rung], pin: Callable[[Tensor], Optional[Tensor]]) -> None:
+        """Prune each sentence at its own rung from now on: rung 0 is the run's pruning (``set_pruning``
+        moves it), rung ``i`` ≥ 1 is ``rungs[i - 1]`` (δ, M), pinned for the sentence's lifetime;
+        ``pin(handles)`` says which rung the sentences of a refill take (None: 0). ``--prune-auto``'s
+        probes (the fixed beam and the faster rung) so share the steps of the run's sentences."""
+        if self.cfg.pruning.abs_scale:
+            raise FairseqStreamError("per-sentence rungs take δ as it is: not with --prune-abs-scale")
+        self.rungs, self.pin = list(rungs), pin
+        self._use_rules(self.cfg.pruning)
+
+    def rung_table(self) -> List[Rung]:
+        """(δ, M) of every rung, the run's first (inf = no threshold, None = no limit)."""
+        run = self.cfg.pruning
+        own = Rung(math.inf if run.abs_threshold is None else float(run.abs_threshold), run.max_cands_per_node)
+        return [own] + list(self.rungs or ())
+
     def _use_rules(self, pruning: Pruning) -> None:
         self.rules = pruning.rules()
         per_row = self.finalizer.expansions(self.k)
         mc = pruning.max_cands_per_node
         self.per_row = min(per_row, mc) if mc else per_row
+        if self.rungs is not None:
+            # ap by each sentence's own δ, first as ap is; M by each sentence's own, from the widest rung's expansions
+            self.rules = (RungThreshold(pruning.reference, pruning.ended),) + tuple(
+                r for r in self.rules if type(r) is not AbsoluteThreshold)
+            self.per_row = max(min(per_row, m) if m else per_row for _, m in self.rung_table())
         self.kernel_rules = fused.encode_rules(self.rules)  # None: a rule the operator does not know
         # the surprisal-scaled δ is in the C++ operator only: on a GPU those steps run the reference
         # what some fused backends lack (ops/backends.py, BEAM_STEP.lacks): those run the reference
         self.step_features: Tuple[str, ...] = (
-            ("--prune-abs-scale",) if any(type(rule) is SurprisalScaledThreshold for rule in self.rules) else ())
+            ("--prune-abs-scale",) if any(type(rule) is SurprisalScaledThreshold for rule in self.rules) else ()) + (
+            (RUNGS_FEATURE,) if self.rungs is not None else ())
 
     @classmethod
     def from_config(cls, cfg: BeamConfig, ctx: StrategyContext) -> "BeamSearch":
@@ -317,12 +350,20 @@ class BeamSearch(StateOps):
             fin_scores=torch.zeros(s, z + 1, width, dtype=self.dtype, device=dev),
             fin_len=torch.zeros(s, z + 1, dtype=torch.long, device=dev),
             fin_total=torch.full((s, z + 1), -math.inf, dtype=self.dtype, device=dev),
+            rung=self._pinned(sentences),
             row_slot=torch.arange(s, device=dev) * k,
             t=0,
             min_max_len=shortest,
         )
         feed = torch.full((s, 1), self.bos, dtype=torch.long, device=dev)
         return StepOutcome(state=state, parents=None, feed=feed, row_counts=[1] * s)
+
+    def _pinned(self, handles: Tensor) -> Tensor:
+        """(S,) the rungs of a refill's sentences (0: the run's pruning)."""
+        pinned = self.pin(handles) if self.pin is not None else None
+        if pinned is None:
+            return torch.zeros_like(handles)
+        return pinned.to(device=handles.device, dtype=torch.long).clone()
 
     def length(self, state: BeamState) -> int:
         return state.t + 1 if state.size else 0
@@ -345,8 +386,12 @@ class BeamSearch(StateOps):
         the backend :mod:`fairseq_stream.ops.backends` picks (the reference for a user's rule)."""
         len_pow = self._length_penalties(state)
         tensors = [getattr(state, name) for name in fused.FIELDS]
+        rules = self.kernel_rules
+        if self.rungs is not None:  # the rungs' state and table travel with the operator's (ops/beam_step.py)
+            tensors.append(state.rung)
+            rules = fused.with_rungs(rules, [(d, math.inf if m is None else float(m)) for d, m in self.rung_table()])
         config = dict(k=self.k, width=self.final_width, final_count=self.done_at, eos=self.eos, pad=self.pad,
-                      finalize=FINALIZATION_CODES[self.finalizer.name], track_best=bool(self.rules), rules=self.kernel_rules)
+                      finalize=FINALIZATION_CODES[self.finalizer.name], track_best=bool(self.rules), rules=rules)
         ran = self.runner.run(
             BEAM_STEP, tensors, (top_lp, top_tok, state.row_slot, len_pow), config,
             reference=lambda: self._reference_step(state, top_lp, top_tok, len_pow),
@@ -397,6 +442,10 @@ class BeamSearch(StateOps):
         # (S·k, c): expansions of every slot; empty and ended slots stay -inf
         cand = top_lp.new_full((s * k, c), -math.inf)
         cand.index_copy_(0, row_slot, state.scores.view(-1).index_select(0, row_slot).unsqueeze(1).to(top_lp) + top_lp)
+        if self.rungs is not None:  # a sentence's expansions past its rung's M per row are no candidates
+            caps = torch.tensor([math.inf if m is None else float(m) for _, m in self.rung_table()], device=cand.device)
+            cap = caps.index_select(0, state.rung).repeat_interleave(k).unsqueeze(1)  # (S·k, 1)
+            cand.masked_fill_(torch.arange(c, device=cand.device) >= cap, -math.inf)
         toks = top_tok.new_full((s * k, c), self.pad).index_copy_(0, row_slot, top_tok)
         lps = top_lp.new_zeros(s * k, c).index_copy_(0, row_slot, top_lp)
         # (S, k·c + k): expansions of every slot, then the ended candidates carried over.
@@ -447,8 +496,12 @@ class BeamSearch(StateOps):
         keep = keep & (rank <= self.finalizer.beam_width(state.n_final, self.k).unsqueeze(1))
         if not self.rules:
             return keep
+        rung_delta = None
+        if self.rungs is not None:
+            deltas = torch.tensor([d for d, _ in self.rung_table()], dtype=torch.float64, device=keep.device)
+            rung_delta = deltas.index_select(0, state.rung).unsqueeze(1)
         view = StepView(cand, cand.tok == self.eos, lengths, state.best_final, state.best_final_norm, self.cfg.lenpen,
-                        length_scale=len_pow[lengths])
+                        length_scale=len_pow[lengths], rung_delta=rung_delta)
         before = keep
         for rule in self.rules:
             keep = rule.prune(view, keep)

@@ -8,6 +8,7 @@ the probes' work is in the run's counts, within the budget; the statistics (and 
 to --prune-auto, or a strategy without pruning, is refused in one line.
 """
 import json
+import math
 import os
 
 import pytest
@@ -160,3 +161,43 @@ def test_probes_are_decoded_when_admitted_so_a_move_steers_their_own_refill(demo
     tightened = demo_session.translate(dataset, search="var-stream", gen={"beam": 4}, opts=_explicit(1.0, 5),
                                        batch_size=BATCH)
     assert _tokens(auto) == _tokens(tightened)
+
+
+@pytest.mark.parametrize("beam", [5, 12])
+def test_per_sentence_rungs_decode_each_sentence_as_its_rung_alone(demo_session, demo_sources, beam):
+    """The building block of probes in the run's own steps: sentences of one stream pinned to their own rungs
+    (BeamSearch.use_rungs) — the run's pruning, the fixed beam, a faster rung — each get the best hypothesis and score
+    that the stream gives it when every sentence runs at that rung."""
+    from fairseq_stream.model.encoder_slots import SLOT_MODULUS
+    from fairseq_stream.search.beam import Rung
+
+    dataset = demo_session.encode(demo_sources[:36])
+    gen = {"beam": beam}
+    rungs = [Rung(math.inf, None), Rung(1.0, 3)]  # the fixed beam (no δ, no M), a faster rung
+    own = {"prune_abs_threshold": 1.5, "prune_max_cands_per_node": 5}
+
+    def decode(opts, pinned=None):
+        generator = demo_session.build_generator("var-stream", gen, opts)
+        of = {}
+        if pinned is not None:
+            def pin(handles):
+                rung = (handles // SLOT_MODULUS) % 3  # by serial: the run's, the fixed beam, the faster rung
+                for h, r in zip(handles.tolist(), rung.tolist()):
+                    of[generator.input.sentence_id(h // SLOT_MODULUS)] = r
+                return rung
+            generator.strategy.use_rungs(rungs, pin)
+        out = {}
+        with torch.no_grad():
+            for batch in demo_session.batches(dataset, None, 16, None):
+                for i, nbest in zip(batch["id"].tolist(), generator.generate(demo_session.models, batch)):
+                    out[i] = (nbest[0]["tokens"].tolist(), float(nbest[0]["score"]))
+        return out, of
+
+    mixed, of = decode(own, pinned=True)
+    assert sorted(set(of.values())) == [0, 1, 2] and len(of) == len(dataset)
+    alone = [decode(own)[0], decode({"prune_abs_threshold": math.inf, "prune_max_cands_per_node": 10 ** 6})[0],
+             decode({"prune_abs_threshold": 1.0, "prune_max_cands_per_node": 3})[0]]
+    for i, rung in of.items():
+        assert mixed[i] == alone[rung][i], (i, rung)
+    # the rungs differ on this input: the test can tell a sentence decoded at the wrong one
+    assert any(alone[0][i] != alone[1][i] for i in of) and any(alone[0][i] != alone[2][i] for i in of)

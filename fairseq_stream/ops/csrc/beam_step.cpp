@@ -18,6 +18,10 @@
 // place among the sentence's rows, sentence, flat slot), all in the compacted order.
 // A NaN score counts as -inf (it would break the ordering); a sentence that has no final
 // hypothesis keeps its best candidate when the rules would prune them all (never zero outputs).
+// Per-sentence rungs (--prune-auto's probes share a step with the run's sentences): an optional
+// last state tensor `rung` (S,) indexes a table of (delta, M) pairs; a sentence's expansions past
+// its M per row are no candidates (as if the output layer had given it M), and a kind-3 rule
+// prunes it by its own delta (none where delta is inf).
 #include "step_common.h"
 #include <algorithm>
 #include <cmath>
@@ -40,6 +44,7 @@ enum PacketField { kRows, kFinished, kWidest, kRowCount, kSentence, kFinalCount,
 struct Rule {
   int64_t kind;  // 0: threshold (ap, rp) with margin = param; 1: rpl with log(rpl) = param;
                  // 2: threshold with margin max(param2, param * the best kept candidate's -score / length)
+                 // 3: threshold with margin = the sentence's rung's delta (skipped where it is inf)
   int64_t ref;
   bool keep_ended;
   double param;
@@ -56,6 +61,8 @@ struct Step {
   bool track_best;
   const std::vector<Rule>* rules;
   const T* len_pow;
+  const int64_t* rung;  // (S,) each sentence's rung, or nullptr (no per-sentence rungs)
+  const double* table;  // (delta, M) per rung; inf = none
   // state
   T* scores;
   bool* ended;
@@ -82,6 +89,8 @@ struct Step {
   void sentence(int64_t s, Out& out) const {
     const T neg_inf = -std::numeric_limits<T>::infinity();
     const int64_t kc = k * c, P = kc + k, Wn = std::min(W, P);
+    const double delta = rung ? table[2 * rung[s]] : std::numeric_limits<double>::infinity();
+    const double cap = rung ? table[2 * rung[s] + 1] : std::numeric_limits<double>::infinity();
     // 1. the pool
     std::vector<T> pv(P);
     std::vector<int64_t> ptok(kc);
@@ -90,7 +99,7 @@ struct Step {
       const int64_t r = (*row_of)[s * k + j];
       for (int64_t q = 0; q < c; ++q) {
         const int64_t i = j * c + q;
-        if (r >= 0) {
+        if (r >= 0 && q < cap) {
           pv[i] = scores[s * k + j] + top_lp[r * c + q];
           ptok[i] = top_tok[r * c + q];
           plp[i] = top_lp[r * c + q];
@@ -174,7 +183,8 @@ struct Step {
     T ref_scalar[3] = {neg_inf, neg_inf, neg_inf};
     std::vector<T> ref_norm;
     for (const Rule& rule : *rules) {
-      if (rule.kind == 0 || rule.kind == 2) {
+      if (rule.kind == 3 && std::isinf(delta)) continue;  // this sentence's rung has no threshold
+      if (rule.kind == 0 || rule.kind == 2 || rule.kind == 3) {
         if (!have[rule.ref]) {
           have[rule.ref] = true;
           T best = neg_inf;
@@ -187,7 +197,7 @@ struct Step {
           }
           ref_scalar[rule.ref] = best;
         }
-        T margin = static_cast<T>(rule.param);
+        T margin = static_cast<T>(rule.kind == 3 ? delta : rule.param);
         if (rule.kind == 2) {  // beam_rules.SurprisalScaledThreshold, the same operations in the same order
           T best = neg_inf;
           int64_t at = -1;
@@ -264,17 +274,28 @@ std::tuple<torch::Tensor, torch::Tensor> beam_step(const torch::Tensor& top_lp, 
                                                    at::ArrayRef<double> params, at::IntArrayRef packet_at) {
   TORCH_CHECK(packet_at.size() == kPacketFields + 1, "beam_step: expected the starts of ", int(kPacketFields),
               " packet fields and the size");
-  TORCH_CHECK(state.size() == kFields, "beam_step: expected ", int(kFields), " state tensors");
+  TORCH_CHECK(state.size() == kFields || state.size() == kFields + 1, "beam_step: expected ", int(kFields),
+              " state tensors (and the rungs)");
   for (const auto& t : state) TORCH_CHECK(t.is_contiguous() && t.device().is_cpu(), "beam_step: state must be contiguous CPU tensors");
   TORCH_CHECK(top_lp.is_contiguous() && top_tok.is_contiguous() && row_slot.is_contiguous() && len_pow.is_contiguous(),
               "beam_step: inputs must be contiguous");
   const int64_t k = config[0], z = config[2], n_rules = config[7];
   std::vector<Rule> rules;
-  for (int64_t i = 0, p = 0; i < n_rules; ++i) {  // one param a rule, two for kind 2
+  int64_t p = 0;
+  for (int64_t i = 0; i < n_rules; ++i) {  // one param a rule, two for kind 2
     const int64_t kind = config[8 + 3 * i];
     rules.push_back({kind, config[9 + 3 * i], config[10 + 3 * i] != 0, params[p], kind == 2 ? params[p + 1] : 0.0});
     p += kind == 2 ? 2 : 1;
   }
+  // the rungs' table: its size after the rules in config, its (delta, M) pairs after their params
+  const int64_t n_table = static_cast<int64_t>(config.size()) > 8 + 3 * n_rules ? config[8 + 3 * n_rules] : 0;
+  const bool rungs = state.size() == kFields + 1;
+  TORCH_CHECK(rungs == (n_table > 0) && static_cast<int64_t>(params.size()) == p + 2 * n_table,
+              "beam_step: the rungs tensor and the rungs' table come together");
+  const int64_t* rung = rungs ? ptr<int64_t>(state[kFields]) : nullptr;
+  if (rungs)
+    for (int64_t s = 0; s < state[kSentences].size(0); ++s)
+      TORCH_CHECK(rung[s] >= 0 && rung[s] < n_table, "beam_step: a rung outside the table");
   const int64_t S = state[kSentences].size(0), R = top_lp.size(0);
   std::vector<int64_t> row_of(S * k, -1);
   const int64_t* rs = row_slot.data_ptr<int64_t>();
@@ -287,6 +308,7 @@ std::tuple<torch::Tensor, torch::Tensor> beam_step(const torch::Tensor& top_lp, 
     using T = scalar_t;
     Step<T> step{ptr<T>(top_lp), top_tok.data_ptr<int64_t>(), top_lp.size(1), k, config[1], z, config[3], config[4],
                  state[kTokens].size(2), state[kFinTokens].size(1), config[5], config[6] != 0, &rules, ptr<T>(len_pow),
+                 rung, params.data() + p,
                  ptr<T>(state[kScores]), state[kEnded].data_ptr<bool>(), ptr<int64_t>(state[kEndedLen]),
                  ptr<int64_t>(state[kTokens]), ptr<T>(state[kTokenScores]), ptr<int64_t>(state[kSteps]),
                  ptr<int64_t>(state[kNFinal]), ptr<T>(state[kBestFinal]), ptr<T>(state[kBestFinalNorm]),
