@@ -305,12 +305,19 @@ class BeamSearch(StateOps):
         per_row = self.finalizer.expansions(self.k)
         mc = pruning.max_cands_per_node
         self.per_row = min(per_row, mc) if mc else per_row
+        self.rung_deltas: List[float] = []  # each rung's δ and M as the step reads them (inf = none): they change only here
+        self.rung_caps: List[float] = []
         if self.rungs is not None:
             # ap by each sentence's own δ, first as ap is; M by each sentence's own, from the widest rung's expansions
             self.rules = (RungThreshold(pruning.reference, pruning.ended),) + tuple(
                 r for r in self.rules if type(r) is not AbsoluteThreshold)
-            self.per_row = max(min(per_row, m) if m else per_row for _, m in self.rung_table())
+            table = self.rung_table()
+            self.per_row = max(min(per_row, m) if m else per_row for _, m in table)
+            self.rung_deltas = [d for d, _ in table]
+            self.rung_caps = [math.inf if m is None else float(m) for _, m in table]
         self.kernel_rules = fused.encode_rules(self.rules)  # None: a rule the operator does not know
+        if self.rungs is not None:  # the rungs' table travels with the rules (ops/beam_step.py)
+            self.kernel_rules = fused.with_rungs(self.kernel_rules, list(zip(self.rung_deltas, self.rung_caps)))
         # the surprisal-scaled δ is in the C++ operator only: on a GPU those steps run the reference
         # what some fused backends lack (ops/backends.py, BEAM_STEP.lacks): those run the reference
         self.step_features: Tuple[str, ...] = (
@@ -386,12 +393,10 @@ class BeamSearch(StateOps):
         the backend :mod:`fairseq_stream.ops.backends` picks (the reference for a user's rule)."""
         len_pow = self._length_penalties(state)
         tensors = [getattr(state, name) for name in fused.FIELDS]
-        rules = self.kernel_rules
-        if self.rungs is not None:  # the rungs' state and table travel with the operator's (ops/beam_step.py)
+        if self.rungs is not None:  # the rungs travel with the operator's state (their table is in kernel_rules)
             tensors.append(state.rung)
-            rules = fused.with_rungs(rules, [(d, math.inf if m is None else float(m)) for d, m in self.rung_table()])
         config = dict(k=self.k, width=self.final_width, final_count=self.done_at, eos=self.eos, pad=self.pad,
-                      finalize=FINALIZATION_CODES[self.finalizer.name], track_best=bool(self.rules), rules=rules)
+                      finalize=FINALIZATION_CODES[self.finalizer.name], track_best=bool(self.rules), rules=self.kernel_rules)
         ran = self.runner.run(
             BEAM_STEP, tensors, (top_lp, top_tok, state.row_slot, len_pow), config,
             reference=lambda: self._reference_step(state, top_lp, top_tok, len_pow),
@@ -443,7 +448,7 @@ class BeamSearch(StateOps):
         cand = top_lp.new_full((s * k, c), -math.inf)
         cand.index_copy_(0, row_slot, state.scores.view(-1).index_select(0, row_slot).unsqueeze(1).to(top_lp) + top_lp)
         if self.rungs is not None:  # a sentence's expansions past its rung's M per row are no candidates
-            caps = torch.tensor([math.inf if m is None else float(m) for _, m in self.rung_table()], device=cand.device)
+            caps = torch.tensor(self.rung_caps, device=cand.device)
             cap = caps.index_select(0, state.rung).repeat_interleave(k).unsqueeze(1)  # (S·k, 1)
             cand.masked_fill_(torch.arange(c, device=cand.device) >= cap, -math.inf)
         toks = top_tok.new_full((s * k, c), self.pad).index_copy_(0, row_slot, top_tok)
@@ -498,7 +503,7 @@ class BeamSearch(StateOps):
             return keep
         rung_delta = None
         if self.rungs is not None:
-            deltas = torch.tensor([d for d, _ in self.rung_table()], dtype=torch.float64, device=keep.device)
+            deltas = torch.tensor(self.rung_deltas, dtype=torch.float64, device=keep.device)
             rung_delta = deltas.index_select(0, state.rung).unsqueeze(1)
         view = StepView(cand, cand.tok == self.eos, lengths, state.best_final, state.best_final_norm, self.cfg.lenpen,
                         length_scale=len_pow[lengths], rung_delta=rung_delta)

@@ -52,7 +52,8 @@ PRUNE_AUTO_MAX_CHANGED = 0.5
 #: dispatches), which a small group of probes pays nearly in full.
 PRUNE_AUTO_BUDGET, PRUNE_AUTO_STEP_WORK = 0.08, 16
 #: probes are decoded in groups of this many (from one refill or several), their fixed-beam and
-#: trial copies in one stream: the decoder steps are shared. The run's first probes (taken on credit, this many) and those of its last refill go at once.
+#: trial copies in one stream: the decoder steps are shared. The run's first probes (taken on
+#: credit, this many) and those of its last refill go at once.
 PRUNE_AUTO_GROUP = 4
 #: the probes a rung is judged on (its most recent), the fewest that may relax it or (the trial's)
 #: tighten onto a faster one, and the outcomes (two a probe) after a rung failed before the controller

@@ -50,8 +50,8 @@ from fairseq_stream.model.row_cache import SentenceIndex
 from fairseq_stream.search.jacobi import JacobiConfig, JacobiDecoding, JacobiState
 from fairseq_stream.search.proposers import ProposeAndVerify, Proposal, Verdict, verifier_capabilities
 
-#: ``--draft-tokens`` without a value: on the demo model's draft on a CPU, γ = 2 and 3 measured within noise
-#: of each other, 4 slower (docs/results.md).
+#: ``--draft-tokens`` without a value: with the draft's calls as one native call, γ = 3 measured faster than
+#: 2 and 4 on the demo model's draft on a CPU (docs/results.md, "Round 7").
 DEFAULT_DRAFT_TOKENS = "3"
 #: The largest γ ``auto`` considers.
 AUTO_MAX_DRAFT_TOKENS = 8
