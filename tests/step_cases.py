@@ -86,7 +86,7 @@ def beam_candidates(g: torch.Generator, state: Any, search: BeamSearch, dtype: t
     if rows % 3 == 0:  # ties between candidates of different rows and tokens
         logits = torch.round(logits * 2) / 2
     lp = torch.log_softmax(logits, dim=-1).to(dtype)
-    c = min(search.per_row, V)
+    c = min(search.row_width(state), V)
     top_lp, top_tok = lp.topk(c, dim=-1)
     row_s = (state.row_slot // search.k).cpu()
     at_max = (state.steps.cpu().index_select(0, row_s) >= state.max_len.cpu().index_select(0, row_s)).unsqueeze(1)

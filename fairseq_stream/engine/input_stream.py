@@ -98,12 +98,15 @@ class InputStream:
         # (serial, fairseq's dicts) as they leave: --prune-auto probes there (integration/prune_auto.py)
         self.on_admit: Optional[Callable[[Admission], None]] = None
         self.on_finish: Optional[Callable[[int, List[Dict[str, Any]]], None]] = None
+        # told a copy's n-best list (its stream handle, fairseq's dicts) as it leaves (:meth:`add_copies`)
+        self.on_copy: Optional[Callable[[int, List[Dict[str, Any]]], None]] = None
         self.max_lengths = max_lengths  # source lengths (B,) → maximum target lengths (B,)
         self.left_pad = True  # fairseq translation's default; set by the first padded batch
         self._queue: Deque[_Segment] = deque()
         self._queued = 0
         self._next_serial = 0  # serial of the next sentence admitted (serials follow the input)
         self._in_flight: Dict[int, Tuple[QueuedBatch, int]] = {}  # serial → (batch, row), admitted
+        self._copies: Dict[int, int] = {}  # serial → fairseq's id of the sentence it copies, in flight
         self._lookahead: Optional[Lookahead] = None
         self._tickets: Dict[int, QueuedBatch] = {}  # batches read from the lookahead, not returned
         self._next_ticket = 0
@@ -194,13 +197,39 @@ class InputStream:
             self.on_admit(admission)
         return admission
 
+    def add_copies(self, admission: Admission, rows: List[int]) -> List[int]:
+        """Append to ``admission`` (from :attr:`on_admit`, before the stream sees it) a copy of each of its
+        ``rows``: decoded like any sentence of the refill, delivered to :attr:`on_copy` only — no batch, no
+        progress, not in :attr:`in_flight` (``--prune-auto``'s probes decoded in the run's own steps). Returns
+        the copies' serials, which follow the refill's."""
+        if admission.first + admission.count != self._next_serial:
+            raise RuntimeError("copies are added to the newest refill only")
+        if not rows:
+            return []
+        idx = torch.tensor(rows, dtype=torch.long)
+        admission.src_tokens = torch.cat([admission.src_tokens, admission.src_tokens.index_select(0, idx)])
+        admission.src_lengths = torch.cat([admission.src_lengths, admission.src_lengths.index_select(0, idx)])
+        admission.max_len = torch.cat([admission.max_len, admission.max_len.index_select(0, idx)])
+        admission.limits = admission.limits + [admission.limits[r] for r in rows]
+        serials = list(range(self._next_serial, self._next_serial + len(rows)))
+        for serial, row in zip(serials, rows):
+            self._copies[serial] = self.sentence_id(admission.first + row)
+        self._next_serial += len(rows)
+        return serials
+
+    @property
+    def copies_in_flight(self) -> int:
+        return len(self._copies)
+
     def exhausted(self) -> bool:
         """Whether nothing is left to admit: none queued and fairseq's iterator at its end (one batch read
         ahead, as a refill would). False when unknown (no iterator to read ahead: interactive chunks)."""
         return self._lookahead is not None and not self._queued and not self._read_ahead()
 
     def sentence_id(self, serial: int) -> int:
-        """fairseq's id of the sentence in flight under ``serial``."""
+        """fairseq's id of the sentence in flight under ``serial`` (a copy's: the copied sentence's)."""
+        if serial in self._copies:
+            return self._copies[serial]
         batch, row = self._in_flight[serial]
         return batch.ids[row]
 
@@ -223,8 +252,14 @@ class InputStream:
     def deliver(self, finished: Dict[int, List[Hypothesis]]) -> None:
         """File n-best lists keyed by stream handle (``serial·SLOT_MODULUS + slot``) under their
         batch, as fairseq's dicts: this is where hypotheses leave for fairseq."""
+        copies = 0
         for handle, nbest in finished.items():
             serial = handle // SLOT_MODULUS
+            if self._copies.pop(serial, None) is not None:
+                copies += 1
+                if self.on_copy is not None:
+                    self.on_copy(handle, [h.to_fairseq() for h in nbest])
+                continue
             batch, row = self._in_flight.pop(serial)
             if nbest:
                 batch.hypos[row] = [h.to_fairseq() for h in nbest]
@@ -235,7 +270,7 @@ class InputStream:
                 self.on_finish(serial, batch.hypos[row])  # type: ignore[arg-type]
             self.fewer_than_nbest += max(len(nbest), 1) < self.nbest
             batch.missing -= 1
-        self._count_done(len(finished))
+        self._count_done(len(finished) - copies)
 
     def _count_done(self, n: int) -> None:
         """Progress is counted here, once, as hypotheses leave for fairseq."""

@@ -7,17 +7,22 @@ probe and which rung to decode with; this module is its generator:
 1. the run's stream decodes every sentence with the current rung, streamed as without it (no read
    ahead beyond the stream's own); that is every sentence's output;
 2. when a refill admits sentences (``InputStream.on_admit``), before the stream decodes them, the
-   probes the controller chose among them are decoded by the fixed beam (the run's strategy at the
-   same k, no pruning) and by the next faster rung, as two copies of each probe in one stream of a
-   helper generator of the run's own (silent, its work counted in the run's statistics), each copy
-   pinned to its rung (``BeamSearch.use_rungs``: per-sentence rungs in the beam step, so the two
-   share every decoder step), in groups of :data:`~fairseq_stream.search.defaults.PRUNE_AUTO_GROUP`
-   (the decoder steps, whose fixed cost dominates a small group, are shared too; the run's first
-   probes and those of its last refill go at once, however few);
-3. the controller reads the trial's best hypotheses at once — a move onto the faster rung steers
-   the refill the probes came in — and the current rung's when the stream finishes the probe
-   (``InputStream.on_finish``; not when the rung moved while it was in flight); when it moves, the
-   stream prunes with the new rung from its next step on, the sentences in flight included.
+   probes the controller chose among them are decoded twice more: by the fixed beam (the run's
+   strategy at the same k, no pruning) and by the next faster rung, each copy pinned to its rung
+   (``BeamSearch.use_rungs``: per-sentence rungs in the beam step). The run's first probes, taken on
+   credit, go to a helper generator of the run's own at once (silent, its work counted in the run's
+   statistics: its two copies of each probe in one stream), so that their move steers the first
+   refill; later ones ride in the **run's own stream** (on a CPU): the input stream appends their
+   copies to the refill (``InputStream.add_copies``: decoded like its sentences, delivered to
+   ``on_copy`` only), so they share the run's decoder steps and cost only their rows (metered per
+   copy by the strategy). A probe of the last refill would steer nothing: none is taken there. On a
+   GPU (the Triton beam step lacks rungs) every group goes to the helper, in groups of
+   :data:`~fairseq_stream.search.defaults.PRUNE_AUTO_GROUP`;
+3. the controller reads a probe's outcomes once the fixed beam's is in — the helper's trial at once
+   (a move onto the faster rung steers the refill the probes came in), the copies' as they leave the
+   stream — and the current rung's when the stream finishes the probe (``InputStream.on_finish``);
+   an outcome whose rung moved while it was in flight is dropped; when it moves, the stream prunes
+   with the new rung from its next step on, the sentences in flight included.
 
 fairseq-interactive steers the same way, chunk by chunk. The closing statistics (and
 ``--stream-stats``) carry the setting it ended on, every move with its reason, the probes per
@@ -30,7 +35,7 @@ import dataclasses
 import math
 import sys
 from dataclasses import dataclass
-from typing import Any, Callable, Dict, List, Optional
+from typing import Any, Callable, Dict, List, Optional, Tuple
 
 import torch
 from torch import Tensor
@@ -123,6 +128,12 @@ class Pending:
     moves: int = -1  # the controller's move count when the stream began decoding it (set as its refill is admitted)
     fixed: Optional[List[Dict[str, Any]]] = None  # the fixed beam's n-best, once decoded
     stream: Optional[List[Dict[str, Any]]] = None  # the stream's, once it finished
+    # decoded in the run's own steps (its copies at the fixed beam and the trial rung ride in the stream)
+    in_stream: bool = False
+    trial: Optional[List[Dict[str, Any]]] = None  # the trial copy's n-best, once it finished
+    copies: int = 0  # its copies still in flight
+    work: int = 0  # its copies' decoder rows so far
+    read: int = 0  # its outcomes read (bits: 1 the trial's, 2 the current rung's)
 
 
 class AutoPruneGenerator(StreamGenerator):
@@ -138,6 +149,10 @@ class AutoPruneGenerator(StreamGenerator):
     waiting: List[Pending]  # probes chosen, not decoded yet
     in_flight: Dict[int, Pending]  # serial → a probe the stream has not finished
     decoding: Any = None  # the models and BOS of the batch being generated (a refill decodes probes with them)
+    in_stream: bool = False  # later probes ride in the run's own stream (the strategy's rungs: CPU beam steps)
+    copy_of: Dict[int, Any]  # serial of a copy in flight → (its probe, "fixed" or "trial")
+    copy_rung: Dict[int, int]  # serial of a copy in flight → its rung in the run's strategy
+    in_stream_probes: int = 0  # probes decoded in the run's own steps
 
     @classmethod
     def build(cls, make: Callable[..., StreamGenerator], config: BeamConfig, opts: Any) -> "AutoPruneGenerator":
@@ -151,22 +166,33 @@ class AutoPruneGenerator(StreamGenerator):
         generator.controller = controller
         generator.spawn = lambda cfg: make(cfg, stats_path=None, report=False)
         generator.probed_ids, generator.waiting, generator.in_flight = [], [], {}
+        generator.copy_of, generator.copy_rung = {}, {}
         generator.input.on_admit = generator._admitted
         generator.input.on_finish = generator._finished
+        # the probes after the first group ride in the run's stream, each copy pinned to its rung of the ladder
+        # (rung i + 1 = the controller's rung i), where the beam step takes per-sentence rungs (the C++ operator;
+        # Triton's lacks them: on a GPU every group goes to the helper)
+        generator.in_stream = generator.model.device.type == "cpu" and hasattr(generator.strategy, "use_rungs")
+        if generator.in_stream:
+            generator.strategy.use_rungs([Rung(r.delta, r.max_cands) for r in controller.rungs], generator._pin_copies,
+                                         meter=True)
+            generator.input.on_copy = generator._copy_finished
         generator.stats.prune_auto = generator.controller.as_dict(0)
         return generator
 
     @property
     def own_work(self) -> float:
-        """The run's stream's own decoder work (the probes' excluded)."""
-        return work(self.stats.expansions - self.probe_expansions, self.stats.timesteps - self.probe_timesteps)
+        """The run's stream's own decoder work (the probes' excluded: the helper's steps, the copies' rows)."""
+        copies = self.strategy.pinned_rows_total if self.in_stream else 0
+        return work(self.stats.expansions - self.probe_expansions - copies, self.stats.timesteps - self.probe_timesteps)
 
     def generate(self, models: Any, sample: Dict[str, Any], prefix_tokens: Any = None, constraints: Any = None,
                  bos_token: Optional[int] = None, **kwargs: Any) -> Hypos:
         self.decoding = (models, bos_token)
         hypos = super().generate(models, sample, prefix_tokens, constraints, bos_token, **kwargs)
+        in_flight = {id(probe) for probe, _ in self.copy_of.values()}
         self.stats.prune_auto = dict(self.controller.as_dict(self.own_work), probed_ids=list(self.probed_ids),
-                                     not_decoded=len(self.waiting))
+                                     not_decoded=len(self.waiting) + len(in_flight), in_stream=self.in_stream_probes)
         return hypos
 
     def _run_per_token(self) -> float:
@@ -184,8 +210,12 @@ class AutoPruneGenerator(StreamGenerator):
         lengths = (admission.src_lengths - 1).tolist()  # EOS excluded
         self.admitted_tokens += sum(max(n, 0) for n in lengths)
         ctl, per_token = self.controller, self._run_per_token()
-        first = not self.probed_ids and not self.waiting
+        first = not (self.probed_ids or self.waiting or self.in_flight or self.copy_of)  # no probe chosen yet
         last = self.input.exhausted()
+        if self.in_stream and not first:
+            if not last:  # the last refill's outcomes would come as the run ends: they could steer nothing
+                self._add_copies(admission, ctl.choose_probes(lengths, per_token * self.admitted_tokens, per_token))
+            return
         minimum = PRUNE_AUTO_GROUP if first and not last else 0  # the first group on credit (not a one-refill input)
         for row, charged in ctl.choose_probes(lengths, per_token * self.admitted_tokens, per_token, minimum=minimum):
             tokens = admission.src_tokens[row]
@@ -198,6 +228,64 @@ class AutoPruneGenerator(StreamGenerator):
             if probe.serial >= admission.first:
                 probe.moves = moves
 
+    def _add_copies(self, admission: Admission, chosen: List[Tuple[int, float]]) -> None:
+        """The probes ``chosen`` among a refill's rows, each decoded in the run's stream twice more: by the fixed
+        beam and by the trial rung, as copies the input stream appends to the refill (``InputStream.add_copies``)."""
+        ctl = self.controller
+        if not chosen:
+            return
+        rungs = [(len(ctl.rungs), "fixed")] + ([(ctl.at, "trial")] if ctl.trial_setting is not None else [])
+        rows = [row for row, _ in chosen]
+        serials = self.input.add_copies(admission, rows * len(rungs))
+        probes = []
+        for row, charged in chosen:
+            tokens = admission.src_tokens[row]
+            serial = admission.first + row
+            probe = Pending(serial, self.input.sentence_id(serial), tokens[tokens.ne(self.pad)].cpu(), charged,
+                            moves=len(ctl.changes), in_stream=True, copies=len(rungs))
+            self.in_flight[serial] = probe
+            probes.append(probe)
+        self.in_stream_probes += len(probes)
+        for i, serial in enumerate(serials):
+            rung, role = rungs[i // len(chosen)]
+            self.copy_of[serial] = (probes[i % len(chosen)], role)
+            self.copy_rung[serial] = rung
+
+    def _pin_copies(self, handles: Tensor) -> Optional[Tensor]:
+        """A refill's rungs in the run's strategy: a copy's, 0 (the run's pruning) for every other sentence."""
+        if not self.copy_rung:
+            return None
+        return torch.tensor([self.copy_rung.get(int(h) // SLOT_MODULUS, 0) for h in handles.tolist()])
+
+    def _copy_finished(self, handle: int, hypos: List[Dict[str, Any]]) -> None:
+        """A probe's copy left the stream: its outcome kept, its rows counted; read once the fixed beam's is in."""
+        serial = handle // SLOT_MODULUS
+        probe, role = self.copy_of.pop(serial)
+        self.copy_rung.pop(serial, None)
+        probe.work += self.strategy.take_rows(handle)
+        setattr(probe, role, hypos)
+        probe.copies -= 1
+        if not probe.copies:  # both copies decoded: their work replaces the estimate
+            self.controller.count_work(float(probe.work), probe.charged, len(probe.source) - 1)
+            self.probed_ids.append(probe.sentence_id)
+        self._settle(probe)
+
+    def _settle(self, probe: Pending) -> None:
+        """An in-stream probe's outcomes, each read once when it and the fixed beam's are in, unless the rung
+        moved since its refill was admitted (its trial is then no longer the trial, its current rung not current)."""
+        if probe.fixed is None:
+            return
+        ctl, moves = self.controller, len(self.controller.changes)
+        if probe.trial is not None and not probe.read & 1:
+            probe.read |= 1
+            if probe.moves == len(ctl.changes):
+                ctl.observe(None, _probe(probe.fixed, probe.trial), sentences=self.input.done)
+        if probe.stream is not None and not probe.read & 2:
+            probe.read |= 2
+            if probe.moves == len(ctl.changes):
+                ctl.observe(_probe(probe.fixed, probe.stream), None, sentences=self.input.done)
+        self._apply(moves)
+
     def _finished(self, serial: int, hypos: List[Dict[str, Any]]) -> None:
         probe = self.in_flight.get(serial)
         if probe is None:
@@ -206,7 +294,9 @@ class AutoPruneGenerator(StreamGenerator):
                 return
         probe.stream = hypos
         self.in_flight.pop(serial, None)
-        if probe.fixed is not None:
+        if probe.in_stream:
+            self._settle(probe)
+        elif probe.fixed is not None:
             self._observe_current(probe)
 
     def _observe_current(self, probe: Pending) -> None:
@@ -240,6 +330,8 @@ class AutoPruneGenerator(StreamGenerator):
             else:
                 self.in_flight[probe.serial] = probe
         self.probed_ids += [p.sentence_id for p in group]
+        if self.in_stream:  # the helper paid decoder steps of its own, the copies after it pay rows: estimate afresh
+            ctl.per_token = None
         self._apply(moves)
 
     def _apply(self, moves: int) -> None:

@@ -208,6 +208,13 @@ class VariableBeamConfig(BeamConfig):
                        extra=parse_pruning_rules(opts.prune_rules, RuleDefaults(reference, opts.prune_ended)))
 
 
+def _union(parts: Sequence[int]) -> int:
+    out = 0
+    for bits in parts:
+        out |= bits
+    return out
+
+
 @dataclass
 class BeamState(StrategyState):
     """The beams of a group of ``S`` sentences, ``k`` slots each, all on the device.
@@ -242,6 +249,7 @@ class BeamState(StrategyState):
     t: int = host(max)  # host: max(steps)
     min_max_len: int = host(min)  # host: min(max_len)
     t_min: int = host(min)  # host: min(steps)
+    rungs_in: int = host(_union)  # host: the pinned rungs (≥ 1) among the sentences, as bits; 0 = none
 
     @property
     def live(self) -> Tensor:
@@ -274,6 +282,11 @@ class BeamSearch(StateOps):
         self.done_at = self.finalizer.ends_at(self.k, cfg.final_count)
         self.rungs: Optional[List[Rung]] = None  # per-sentence rungs (use_rungs); None: one pruning for all
         self.pin: Optional[Callable[[Tensor], Optional[Tensor]]] = None
+        self.pinned: Dict[int, int] = {}  # handle → rung (≥ 1) of the pinned sentences in flight
+        # metered rungs (use_rungs(meter=True)): handle → decoder rows a pinned sentence took so far, kept until
+        # take_rows; and their sum over the run
+        self.pinned_rows: Optional[Dict[int, int]] = None
+        self.pinned_rows_total = 0
         self._use_rules(cfg.pruning)
         self._len_pow: Dict[Tuple[torch.dtype, torch.device], Tensor] = {}
 
@@ -284,15 +297,33 @@ class BeamSearch(StateOps):
         self.cfg = replace(self.cfg, pruning=pruning)
         self._use_rules(pruning)
 
-    def use_rungs(self, rungs: Sequence[Rung], pin: Callable[[Tensor], Optional[Tensor]]) -> None:
+    def use_rungs(self, rungs: Sequence[Rung], pin: Callable[[Tensor], Optional[Tensor]], *,
+                  meter: bool = False) -> None:
         """Prune each sentence at its own rung from now on: rung 0 is the run's pruning (``set_pruning``
         moves it), rung ``i`` ≥ 1 is ``rungs[i - 1]`` (δ, M), pinned for the sentence's lifetime;
         ``pin(handles)`` says which rung the sentences of a refill take (None: 0). ``--prune-auto``'s
-        probes (the fixed beam and the faster rung) so share the steps of the run's sentences."""
+        probes (the fixed beam and the faster rung) so share the steps of the run's sentences.
+
+        A group's output layer gives each row as many candidates as the widest rung *among its sentences*
+        needs (a group with none pinned: the run's own), so sentences at rung 0 pay nothing for a table of wide
+        rungs. ``meter``: count each pinned sentence's decoder rows (:meth:`take_rows`)."""
         if self.cfg.pruning.abs_scale:
             raise FairseqStreamError("per-sentence rungs take δ as it is: not with --prune-abs-scale")
         self.rungs, self.pin = list(rungs), pin
+        if meter and self.pinned_rows is None:
+            self.pinned_rows = {}
         self._use_rules(self.cfg.pruning)
+
+    def take_rows(self, handle: int) -> int:
+        """The decoder rows (expansions) the pinned sentence ``handle`` took, once it finished (metered rungs)."""
+        return 0 if self.pinned_rows is None else self.pinned_rows.pop(handle, 0)
+
+    def row_width(self, state: BeamState) -> int:
+        """Candidates per row the output layer gives ``state``'s rows: the widest of its sentences' rungs."""
+        if not state.rungs_in:
+            return self.per_row
+        widths = self.rung_widths
+        return max([self.per_row] + [widths[i] for i in range(1, len(widths)) if state.rungs_in >> i & 1])
 
     def rung_table(self) -> List[Rung]:
         """(δ, M) of every rung, the run's first (inf = no threshold, None = no limit)."""
@@ -312,7 +343,7 @@ class BeamSearch(StateOps):
             self.rules = (RungThreshold(pruning.reference, pruning.ended),) + tuple(
                 r for r in self.rules if type(r) is not AbsoluteThreshold)
             table = self.rung_table()
-            self.per_row = max(min(per_row, m) if m else per_row for _, m in table)
+            self.rung_widths = [min(per_row, m) if m else per_row for _, m in table]  # candidates per row of each
             self.rung_deltas = [d for d, _ in table]
             self.rung_caps = [math.inf if m is None else float(m) for _, m in table]
         self.kernel_rules = fused.encode_rules(self.rules)  # None: a rule the operator does not know
@@ -339,6 +370,7 @@ class BeamSearch(StateOps):
         width = longest + 2  # max_len tokens, the forced EOS, one spare column
         scores = torch.full((s, k), -math.inf, dtype=self.dtype, device=dev)
         scores[:, 0] = 0.0
+        rung, rungs_in = self._pinned(sentences)
         state = BeamState(
             # Own copies: a step updates the state in place (the caller's tensors live on elsewhere).
             sentences=sentences.clone(),
@@ -357,33 +389,42 @@ class BeamSearch(StateOps):
             fin_scores=torch.zeros(s, z + 1, width, dtype=self.dtype, device=dev),
             fin_len=torch.zeros(s, z + 1, dtype=torch.long, device=dev),
             fin_total=torch.full((s, z + 1), -math.inf, dtype=self.dtype, device=dev),
-            rung=self._pinned(sentences),
+            rung=rung,
             row_slot=torch.arange(s, device=dev) * k,
             t=0,
             min_max_len=shortest,
+            rungs_in=rungs_in,
         )
         feed = torch.full((s, 1), self.bos, dtype=torch.long, device=dev)
         return StepOutcome(state=state, parents=None, feed=feed, row_counts=[1] * s)
 
-    def _pinned(self, handles: Tensor) -> Tensor:
-        """(S,) the rungs of a refill's sentences (0: the run's pruning)."""
+    def _pinned(self, handles: Tensor) -> Tuple[Tensor, int]:
+        """(S,) the rungs of a refill's sentences (0: the run's pruning), and those present as bits."""
         pinned = self.pin(handles) if self.pin is not None else None
         if pinned is None:
-            return torch.zeros_like(handles)
-        return pinned.to(device=handles.device, dtype=torch.long).clone()
+            return torch.zeros_like(handles), 0
+        rungs_in = 0
+        for handle, rung in zip(handles.tolist(), pinned.tolist()):  # the host knows its refills
+            if rung:
+                self.pinned[handle] = rung
+                rungs_in |= 1 << rung
+                if self.pinned_rows is not None:
+                    self.pinned_rows[handle] = 1  # its first step's one row
+                    self.pinned_rows_total += 1
+        return pinned.to(device=handles.device, dtype=torch.long).clone(), rungs_in
 
     def length(self, state: BeamState) -> int:
         return state.t + 1 if state.size else 0
 
     def output_tail(self, state: BeamState) -> Any:
-        return self.scorer.tail(self.per_row, self._row_context(state, state.row_slot))
+        return self.scorer.tail(self.row_width(state), self._row_context(state, state.row_slot))
 
     def step(self, state: BeamState, scores: Tensor, top: Optional[Tuple[Tensor, Tensor]] = None) -> StepOutcome:
         """One step of every sentence of the group from the rows' next-token scores ``(R, 1, V)``
         (``top``: each row's best candidates, where the decoder step ran :meth:`output_tail`)."""
         row_slot = state.row_slot
         if top is None:
-            c = min(self.per_row, scores.size(-1))
+            c = min(self.row_width(state), scores.size(-1))
             top = self.scorer.top(scores[:, -1], c, self._row_context(state, row_slot))[:2]
         top_lp, top_tok = top
         return self.search_step(state, top_lp.to(state.scores.dtype), top_tok)
@@ -576,6 +617,8 @@ class BeamSearch(StateOps):
         if n_done:
             finished = self._finished(state, packet, range(going_on, s))
             new = new.split(going_on, n_rows, self.k)[0]
+        if state.rungs_in:
+            new.rungs_in = self._count_pinned(packet.ints("sentence"), counts, finished)
         new.row_slot = rows[4]
         index = SentenceIndex(new.sentences, rows[3], rows[2], widest)
         # Greedy with nobody finished: each sentence's one row goes on in place (the packet's order is the
@@ -583,6 +626,21 @@ class BeamSearch(StateOps):
         same_rows = self.k == 1 and not n_done and n_rows == s
         return StepOutcome(state=new, parents=None if same_rows else rows[0], feed=rows[1].unsqueeze(1),
                            finished=finished, index=index, row_counts=counts)
+
+    def _count_pinned(self, sentences: Sequence[int], counts: Sequence[int], finished: Dict[int, Any]) -> int:
+        """The pinned sentences' rows of the next step metered, the finished ones forgotten; the pinned rungs
+        still present, as bits (a group's output layer narrows when its wide probes leave)."""
+        for handle in finished:
+            self.pinned.pop(handle, None)
+        rungs_in = 0
+        for handle, rows in zip(sentences, counts):  # the sentences that go on, first in the packet
+            rung = self.pinned.get(handle)
+            if rung:
+                rungs_in |= 1 << rung
+                if self.pinned_rows is not None:
+                    self.pinned_rows[handle] = self.pinned_rows.get(handle, 0) + rows
+                    self.pinned_rows_total += rows
+        return rungs_in
 
     def _finished(self, state: BeamState, packet: PacketView, positions: range) -> Dict[int, List[Hypothesis]]:
         """n-best lists of the finished sentences at ``positions`` of ``state`` (packet order):

@@ -16,6 +16,7 @@ import torch
 
 from conftest import DEMO, run_cli
 from fairseq_stream.errors import FairseqStreamError
+from fairseq_stream.model.encoder_slots import SLOT_MODULUS
 from fairseq_stream.search.defaults import PRUNE_AUTO_BUDGET
 from fairseq_stream.search.prune_controller import Setting, start
 
@@ -40,17 +41,21 @@ def test_until_it_moves_the_output_is_the_streams_at_the_start_setting(demo_sess
     session = demo_session64
     dataset = session.encode(demo_sources[:N])
     gen = {"beam": 4}
-    auto = session.translate(dataset, search="var-stream", gen=gen, opts={"prune_auto": True}, batch_size=BATCH)
+    # refills of 16: the first group goes to the helper, the later probes ride in the run's own stream as copies
+    auto = session.translate(dataset, search="var-stream", gen=gen, opts={"prune_auto": True, "stream_capacity": 16},
+                             batch_size=BATCH)
     info = auto.stats.prune_auto
-    # each probe read twice: the trial's outcome when it was admitted, the current rung's when the stream finished it
+    # each probe read twice: the trial's outcome and the current rung's
     assert info["steered"] and info["probed_ids"] and info["observed"] == 2 * len(info["probed_ids"])
+    assert 0 < info["in_stream"] < len(info["probed_ids"]) and info["not_decoded"] == 0, info
     assert len(info["changes"]) == 1 and info["setting"] == Setting(*start(4)).label() == "δ 1.5, M 5"
-    streamed = session.translate(dataset, search="var-stream", gen=gen, opts=_explicit(*start(4)),
+    streamed = session.translate(dataset, search="var-stream", gen=gen, opts=dict(_explicit(*start(4)), stream_capacity=16),
                                  batch_size=BATCH)
     batched = session.translate(dataset, search="var-batch", gen=gen, opts=_explicit(*start(4)),
                                 batch_size=BATCH)
-    assert _tokens(auto) == _tokens(streamed) == _tokens(batched)
-    # the probes' decoder work (fixed beam and trial) is in the run's counts
+    # the copies leave no output and count as no sentence; every sentence's output is the stream's
+    assert _tokens(auto) == _tokens(streamed) == _tokens(batched) and auto.stats.sentences == N
+    # the probes' decoder work (fixed beam and trial) is in the run's counts: the helper's steps, the copies' rows
     assert info["probe_work"] > 0 and auto.stats.timesteps > streamed.stats.timesteps
     assert auto.stats.expansions > streamed.stats.expansions
 
@@ -69,8 +74,8 @@ def test_a_move_reaches_the_stream_and_the_moves_are_deterministic(demo_session,
 
     def run():
         # an unbounded tolerance: the trial rung passes whenever at most half its outputs change, so the run tightens
-        generator = demo_session.build_generator("var-batch", {"beam": 4}, {"prune_auto": True,
-                                                                             "prune_auto_tolerance": 1e9})
+        generator = demo_session.build_generator("var-stream", {"beam": 4}, {"prune_auto": True, "stream_capacity": 16,
+                                                                              "prune_auto_tolerance": 1e9})
         out = []
         with torch.no_grad():
             for batch in demo_session.batches(dataset, None, BATCH, None):
@@ -79,7 +84,12 @@ def test_a_move_reaches_the_stream_and_the_moves_are_deterministic(demo_session,
 
     (first, out1), (second, out2) = run(), run()
     info = first.stats.prune_auto
-    assert len(info["changes"]) > 1, info
+    assert len(info["changes"]) > 1 and info["in_stream"] > 0, info
+    # what the strategy keeps per pinned sentence is the copies still in flight at the end (they steer nothing now),
+    # each counted as not decoded: every copy that left handed back its rung and its rows
+    in_flight = {h // SLOT_MODULUS for h in first.strategy.pinned}
+    assert in_flight == set(first.copy_of) and {h // SLOT_MODULUS for h in first.strategy.pinned_rows} == in_flight
+    assert info["not_decoded"] == len({id(p) for p, _ in first.copy_of.values()})
     assert first.strategy.cfg.pruning.abs_threshold == info["delta"]  # the stream prunes at the rung it moved to
     assert first.strategy.per_row == min(4, info["max_cands"])
     assert info == second.stats.prune_auto and out1 == out2

@@ -42,6 +42,29 @@ def test_progress_is_counted_once_as_hypotheses_leave_empty_sources_included():
     assert progress.done == 3 and batch.missing == 0
 
 
+def test_a_copy_is_decoded_like_its_sentence_and_leaves_no_output_and_no_progress():
+    # --prune-auto's in-stream probes: copies appended to a refill, delivered to on_copy only
+    from fairseq_stream.model.encoder_slots import SLOT_MODULUS
+    from fairseq_stream.engine.input_stream import InputStream
+    from fairseq_stream.search.interface import Hypothesis
+
+    stream = InputStream(pad=1, eos=2, max_lengths=lambda lengths: lengths + 5)
+    copied = []
+    stream.on_admit = lambda admission: copied.extend(stream.add_copies(admission, [1, 1]))
+    stream.on_copy = lambda handle, hypos: copied.append((handle, hypos[0]["tokens"].tolist()))
+    tokens = torch.tensor([[1, 5, 2], [6, 7, 2]])
+    batch = stream.batch_for({"id": torch.tensor([10, 11]), "net_input": {"src_tokens": tokens}}, None)
+    admitted = stream.take(2)
+    assert copied == [admitted.first + 2, admitted.first + 3] and admitted.count == 4
+    assert admitted.src_tokens[2:].tolist() == [[6, 7, 2]] * 2 and admitted.limits[2:] == [8, 8]
+    assert stream.sentence_id(admitted.first + 3) == 11 and stream.copies_in_flight == 2 and stream.in_flight == 2
+    hypo = Hypothesis(tokens=torch.tensor([4, 2]), score=-1.0, positional_scores=torch.zeros(2))
+    stream.deliver({(admitted.first + 2) * SLOT_MODULUS + 3: [hypo], admitted.first * SLOT_MODULUS: [hypo]})
+    assert copied[2] == ((admitted.first + 2) * SLOT_MODULUS + 3, [4, 2])
+    assert stream.done == 1 and batch.missing == 1 and stream.copies_in_flight == 1
+    assert stream.take(1) is None  # a copy is no sentence of the input
+
+
 def test_threads_drop_to_the_idle_cores_when_the_cpu_is_busy(monkeypatch, capsys):
     monkeypatch.delenv("OMP_NUM_THREADS", raising=False)
     monkeypatch.setattr(runtime, "_threads_checked", False)
