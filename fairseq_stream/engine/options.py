@@ -167,10 +167,11 @@ class StreamDecodingConfig(FairseqDataclass):
     )
     prune_auto: bool = field(
         default=False,
-        metadata={"help": "var-*: steer δ and M while the run goes, without references: it starts at "
+        metadata={"help": "var-*: steer δ and M while the run goes, without references: it starts at " + (
+                  f"δ {PRUNE_AUTO_START[0]:g}, M {PRUNE_AUTO_START[1]}" if PRUNE_AUTO_START == PRUNE_AUTO_START_NARROW else
                   f"δ {PRUNE_AUTO_START_NARROW[0]:g}, M {PRUNE_AUTO_START_NARROW[1]} up to --beam {PRUNE_AUTO_NARROW_BEAM}, "
-                  f"δ {PRUNE_AUTO_START[0]:g}, M {PRUNE_AUTO_START[1]} above; probe sentences, chosen per batch across source "
-                  "lengths, are decoded again, 4 at a time, by the fixed beam and by the next faster setting, at most "
+                  f"δ {PRUNE_AUTO_START[0]:g}, M {PRUNE_AUTO_START[1]} above") + "; probe sentences, chosen per batch across "
+                  "source lengths, are decoded again by the fixed beam and by the next faster setting, at most "
                   f"{100 * PRUNE_AUTO_BUDGET:g}%% of the run's decoder work (less while the setting holds); the run moves "
                   "one setting safer when the current one's recent probes lose more than --prune-auto-tolerance of the "
                   "fixed beam's model score, one faster when the faster one's lose less than half of it. Deterministic "
@@ -181,8 +182,7 @@ class StreamDecodingConfig(FairseqDataclass):
         default=None,
         metadata={"help": "with --prune-auto: the largest mean loss of the best hypothesis's length-normalised "
                   "model score against the fixed beam's the current setting may have over its recent probes, as a "
-                  f"fraction of the fixed beam's mean |score| there (default {PRUNE_AUTO_TOLERANCE:g}); it must also "
-                  "change at most half of their best hypotheses"},
+                  f"fraction of the fixed beam's mean |score| there (default {PRUNE_AUTO_TOLERANCE:g})"},
     )
     # ---- the output layer (Hoang2018 §3.1) ----
     output_layer: str = field(

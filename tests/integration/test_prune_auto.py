@@ -29,6 +29,12 @@ def _tokens(result):
     return [h[0]["tokens"].tolist() for h in result.hypos]
 
 
+def _start_above_the_fastest_rung(monkeypatch):
+    # the run starts at the fastest rung, where there is no faster one to try: these tests start one rung above it
+    monkeypatch.setattr("fairseq_stream.search.prune_controller.PRUNE_AUTO_START_NARROW", (1.5, 5))
+    monkeypatch.setattr("fairseq_stream.search.prune_controller.PRUNE_AUTO_START", (1.5, 5))
+
+
 def _explicit(delta, max_cands):
     return {"prune_abs_threshold": delta, "prune_max_cands_per_node": max_cands or 10 ** 6}
 
@@ -38,6 +44,7 @@ def test_until_it_moves_the_output_is_the_streams_at_the_start_setting(demo_sess
     monkeypatch.setattr("fairseq_stream.search.prune_controller.PRUNE_AUTO_BUDGET", 1.0)
     monkeypatch.setattr("fairseq_stream.search.prune_controller.PRUNE_AUTO_MIN_RELAX", 10 ** 6)
     monkeypatch.setattr("fairseq_stream.search.prune_controller.PRUNE_AUTO_MIN_TIGHTEN", 10 ** 6)
+    _start_above_the_fastest_rung(monkeypatch)
     session = demo_session64
     dataset = session.encode(demo_sources[:N])
     gen = {"beam": 4}
@@ -70,6 +77,7 @@ def test_the_probes_stay_within_the_budget(demo_session, demo_sources):
 def test_a_move_reaches_the_stream_and_the_moves_are_deterministic(demo_session, demo_sources, monkeypatch):
     # 72 sentences buy one probe under the run's budget; a budget of the whole run's work buys a probe a sentence
     monkeypatch.setattr("fairseq_stream.search.prune_controller.PRUNE_AUTO_BUDGET", 1.0)
+    _start_above_the_fastest_rung(monkeypatch)
     dataset = demo_session.encode(demo_sources[:N])
 
     def run():
@@ -134,7 +142,7 @@ def test_fairseq_generate_prints_the_setting_and_writes_it_to_the_stats_file(dem
                     "--prune-auto", "--stream-stats", str(stats)])
     assert proc.returncode == 0, proc.stderr[-2000:]
     lines = [line for line in proc.stderr.splitlines() if line.startswith("fairseq-stream: --prune-auto: ")]
-    assert len(lines) == 1 and " probe(s) (" in lines[0] and "steered δ 1.5, M 5" in lines[0], proc.stderr[-2000:]
+    assert len(lines) == 1 and " probe(s) (" in lines[0] and "steered δ 1.25, M 5" in lines[0], proc.stderr[-2000:]
     # the probes' own decodes (the fixed beam, the trial) say nothing at the end: only the run's one statistics line
     both = (proc.stdout + proc.stderr).splitlines()
     summaries = [line for line in both if "fairseq-stream var-stream: " in line or "fairseq-stream fixed-ours: " in line]
@@ -162,13 +170,14 @@ def test_probes_are_decoded_when_admitted_so_a_move_steers_their_own_refill(demo
     # 40 sentences are one refill: its probes are decoded before the stream's first step; the trial passes
     # (an unbounded tolerance) and the controller tightens there, so every sentence is decoded at the new rung
     monkeypatch.setattr("fairseq_stream.search.prune_controller.PRUNE_AUTO_BUDGET", 1e6)
+    _start_above_the_fastest_rung(monkeypatch)
     dataset = demo_session.encode(demo_sources[:40])
     auto = demo_session.translate(dataset, search="var-stream", gen={"beam": 4},
                                   opts={"prune_auto": True, "prune_auto_tolerance": 1e9}, batch_size=BATCH)
     info = auto.stats.prune_auto
-    assert [c["setting"] for c in info["changes"]] == ["δ 1.5, M 5", "δ 1, M 5"] and info["changes"][1]["sentences"] == 0
+    assert [c["setting"] for c in info["changes"]] == ["δ 1.5, M 5", "δ 1.25, M 5"] and info["changes"][1]["sentences"] == 0
     assert info["not_decoded"] == 0 and info["probes"] == len(info["probed_ids"]) > 0
-    tightened = demo_session.translate(dataset, search="var-stream", gen={"beam": 4}, opts=_explicit(1.0, 5),
+    tightened = demo_session.translate(dataset, search="var-stream", gen={"beam": 4}, opts=_explicit(1.25, 5),
                                        batch_size=BATCH)
     assert _tokens(auto) == _tokens(tightened)
 

@@ -170,6 +170,20 @@ def test_speculative_benchmark_compares_the_drafts_weights():
     assert "greedy (fixed-ours --beam 1): runs " in out  # every run's time
 
 
+def test_rung_outcomes_prints_every_rung_with_rows_metered_per_sentence(tmp_path):
+    import json
+
+    # the script stops with a message where the per-sentence rows do not add up to the run's expansions
+    out = run_python(["scripts/experiments/rung_outcomes.py", "--limit", "8", "--beam", "4", "--model", "demo",
+                      "--json", str(tmp_path / "out.json")])
+    rows = [line.split("|") for line in out.splitlines() if line.startswith("| demo | 4 | δ")]
+    assert [r[3].strip() for r in rows] == ["δ 1, M 5", "δ 1.25, M 5", "δ 1.5, M 5", "δ 2, M 5", "δ 3, M 5"], out
+    assert all(0 < float(r[9]) <= 1 for r in rows), out  # a rung expands at most the fixed beam's rows
+    dump = json.loads((tmp_path / "out.json").read_text())["4"]
+    fixed = dump["off (the fixed beam's width)"]
+    assert len(fixed) == 8 and all(o["rows"] > 0 and o["tokens"][-1] == 2 for o in fixed.values())
+
+
 def test_step_cost_fit_recovers_a_linear_cost(tmp_path):
     import json
 
