@@ -13,7 +13,7 @@ from fairseq.dataclass import FairseqDataclass
 
 from fairseq_stream.search.defaults import (
     DEFAULT_ABS_SCALE, DEFAULT_ABS_THRESHOLD, DEFAULT_FINALIZE, DEFAULT_MAX_CANDS_PER_NODE, PRUNE_AUTO_BUDGET,
-    PRUNE_AUTO_NARROW_BEAM, PRUNE_AUTO_START, PRUNE_AUTO_START_NARROW, PRUNE_AUTO_TOLERANCE,
+    PRUNE_AUTO_START, PRUNE_AUTO_TOLERANCE,
 )
 from fairseq_stream.ops.pruning import DEFAULT_REFERENCE
 from fairseq_stream.search.registry import epsilon_defaults_help, search_names
@@ -167,10 +167,8 @@ class StreamDecodingConfig(FairseqDataclass):
     )
     prune_auto: bool = field(
         default=False,
-        metadata={"help": "var-*: steer δ and M while the run goes, without references: it starts at " + (
-                  f"δ {PRUNE_AUTO_START[0]:g}, M {PRUNE_AUTO_START[1]}" if PRUNE_AUTO_START == PRUNE_AUTO_START_NARROW else
-                  f"δ {PRUNE_AUTO_START_NARROW[0]:g}, M {PRUNE_AUTO_START_NARROW[1]} up to --beam {PRUNE_AUTO_NARROW_BEAM}, "
-                  f"δ {PRUNE_AUTO_START[0]:g}, M {PRUNE_AUTO_START[1]} above") + "; probe sentences, chosen per batch across "
+        metadata={"help": "var-*: steer δ and M while the run goes, without references: it starts at "
+                  f"δ {PRUNE_AUTO_START[0]:g}, M {PRUNE_AUTO_START[1]}; probe sentences, chosen per batch across "
                   "source lengths, are decoded again by the fixed beam and by the next faster setting, at most "
                   f"{100 * PRUNE_AUTO_BUDGET:g}%% of the run's decoder work (less while the setting holds); the run moves "
                   "one setting safer when the current one's recent probes lose more than --prune-auto-tolerance of the "

@@ -150,8 +150,7 @@ class AutoPruneGenerator(StreamGenerator):
     in_flight: Dict[int, Pending]  # serial → a probe the stream has not finished
     decoding: Any = None  # the models and BOS of the batch being generated (a refill decodes probes with them)
     in_stream: bool = False  # later probes ride in the run's own stream (the strategy's rungs: CPU beam steps)
-    copy_of: Dict[int, Any]  # serial of a copy in flight → (its probe, "fixed" or "trial")
-    copy_rung: Dict[int, int]  # serial of a copy in flight → its rung in the run's strategy
+    copy_of: Dict[int, Tuple[Pending, str, int]]  # serial of a copy in flight → its probe, "fixed" or "trial", its rung
     in_stream_probes: int = 0  # probes decoded in the run's own steps
 
     @classmethod
@@ -166,7 +165,7 @@ class AutoPruneGenerator(StreamGenerator):
         generator.controller = controller
         generator.spawn = lambda cfg: make(cfg, stats_path=None, report=False)
         generator.probed_ids, generator.waiting, generator.in_flight = [], [], {}
-        generator.copy_of, generator.copy_rung = {}, {}
+        generator.copy_of = {}
         generator.input.on_admit = generator._admitted
         generator.input.on_finish = generator._finished
         # the probes after the first group ride in the run's stream, each copy pinned to its rung of the ladder
@@ -190,7 +189,7 @@ class AutoPruneGenerator(StreamGenerator):
                  bos_token: Optional[int] = None, **kwargs: Any) -> Hypos:
         self.decoding = (models, bos_token)
         hypos = super().generate(models, sample, prefix_tokens, constraints, bos_token, **kwargs)
-        in_flight = {id(probe) for probe, _ in self.copy_of.values()}
+        in_flight = {id(probe) for probe, _, _ in self.copy_of.values()}
         self.stats.prune_auto = dict(self.controller.as_dict(self.own_work), probed_ids=list(self.probed_ids),
                                      not_decoded=len(self.waiting) + len(in_flight), in_stream=self.in_stream_probes)
         return hypos
@@ -248,20 +247,20 @@ class AutoPruneGenerator(StreamGenerator):
         self.in_stream_probes += len(probes)
         for i, serial in enumerate(serials):
             rung, role = rungs[i // len(chosen)]
-            self.copy_of[serial] = (probes[i % len(chosen)], role)
-            self.copy_rung[serial] = rung
+            self.copy_of[serial] = (probes[i % len(chosen)], role, rung)
 
     def _pin_copies(self, handles: Tensor) -> Optional[Tensor]:
         """A refill's rungs in the run's strategy: a copy's, 0 (the run's pruning) for every other sentence."""
-        if not self.copy_rung:
+        if not self.copy_of:
             return None
-        return torch.tensor([self.copy_rung.get(int(h) // SLOT_MODULUS, 0) for h in handles.tolist()])
+        copies = self.copy_of
+        return torch.tensor([copies[serial][2] if serial in copies else 0
+                             for serial in (int(h) // SLOT_MODULUS for h in handles.tolist())])
 
     def _copy_finished(self, handle: int, hypos: List[Dict[str, Any]]) -> None:
         """A probe's copy left the stream: its outcome kept, its rows counted; read once the fixed beam's is in."""
         serial = handle // SLOT_MODULUS
-        probe, role = self.copy_of.pop(serial)
-        self.copy_rung.pop(serial, None)
+        probe, role, _ = self.copy_of.pop(serial)
         probe.work += self.strategy.take_rows(handle)
         setattr(probe, role, hypos)
         probe.copies -= 1
@@ -282,8 +281,7 @@ class AutoPruneGenerator(StreamGenerator):
                 ctl.observe(None, _probe(probe.fixed, probe.trial), sentences=self.input.done)
         if probe.stream is not None and not probe.read & 2:
             probe.read |= 2
-            if probe.moves == len(ctl.changes):
-                ctl.observe(_probe(probe.fixed, probe.stream), None, sentences=self.input.done)
+            self._observe_current(probe)
         self._apply(moves)
 
     def _finished(self, serial: int, hypos: List[Dict[str, Any]]) -> None:

@@ -36,7 +36,9 @@ PRESETS = {
 #: δ 1.25 keeps BLEU within 0.15 of the fixed beam on all six (δ 1 loses 0.20 to 0.40 on three), so it is
 #: the fastest rung, and where a run starts at any k.
 PRUNE_AUTO_LADDER = ((1.25, 5), (1.5, 5), (2.0, 5), (3.0, 5), (3.0, 10))
-PRUNE_AUTO_START, PRUNE_AUTO_START_NARROW, PRUNE_AUTO_NARROW_BEAM = (1.25, 5), (1.25, 5), 10
+PRUNE_AUTO_START = (1.25, 5)
+#: beams up to this width are narrow: a probe's fixed beam costs less against the run (the budget's first estimate)
+PRUNE_AUTO_NARROW_BEAM = 10
 #: the largest loss of the best hypothesis's length-normalised model score (fairseq's score) against
 #: the fixed beam's that the current rung may have over its recent probes, as a fraction of the fixed
 #: beam's mean |score| there; a faster rung must be within half. The same runs: the loss at δ 1.25 is

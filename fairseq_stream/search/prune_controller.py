@@ -19,8 +19,8 @@ reference-free half). So the run measures it on its own input, all along:
   (a long, steady input pays less and less); the run's first refill may take a group on credit
   (the evidence is worth most before the stream has decoded anything);
 * the controller **relaxes** (one rung safer) as soon as the current rung's recent probes lose
-  more than the tolerance (relative to the fixed beam's mean |score|), and **tightens** (one rung faster) only when the trial rung's recent
-  probes are within half the tolerance (hysteresis), and not onto a rung that failed in the last
+  more than the tolerance (relative to the fixed beam's mean |score|), and **tightens** (one rung
+  faster) only when the trial rung's recent probes are within half the tolerance (hysteresis), and not onto a rung that failed in the last
   :data:`~fairseq_stream.search.defaults.PRUNE_AUTO_HOLD` probes.
 
 It reads model scores and counts of expansions, never a clock: for a given input (and batch
@@ -36,7 +36,7 @@ from typing import Any, Deque, Dict, List, Optional, Sequence, Tuple
 
 from fairseq_stream.search.defaults import (
     PRUNE_AUTO_BUDGET, PRUNE_AUTO_HOLD, PRUNE_AUTO_LADDER, PRUNE_AUTO_MIN_RELAX,
-    PRUNE_AUTO_MIN_TIGHTEN, PRUNE_AUTO_NARROW_BEAM, PRUNE_AUTO_START, PRUNE_AUTO_START_NARROW, PRUNE_AUTO_TOLERANCE,
+    PRUNE_AUTO_MIN_TIGHTEN, PRUNE_AUTO_NARROW_BEAM, PRUNE_AUTO_START, PRUNE_AUTO_TOLERANCE,
     PRUNE_AUTO_WINDOW,
 )
 
@@ -75,7 +75,7 @@ def ladder(beam: int, rungs: Sequence[Tuple[float, int]] = PRUNE_AUTO_LADDER) ->
 
 def start(beam: int) -> Tuple[float, int]:
     """The rung a run of ``--beam beam`` starts at (search/defaults.py says why)."""
-    return PRUNE_AUTO_START_NARROW if beam <= PRUNE_AUTO_NARROW_BEAM else PRUNE_AUTO_START
+    return PRUNE_AUTO_START
 
 
 def stratum(source_tokens: int) -> int:

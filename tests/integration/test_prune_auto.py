@@ -31,7 +31,6 @@ def _tokens(result):
 
 def _start_above_the_fastest_rung(monkeypatch):
     # the run starts at the fastest rung, where there is no faster one to try: these tests start one rung above it
-    monkeypatch.setattr("fairseq_stream.search.prune_controller.PRUNE_AUTO_START_NARROW", (1.5, 5))
     monkeypatch.setattr("fairseq_stream.search.prune_controller.PRUNE_AUTO_START", (1.5, 5))
 
 
@@ -97,7 +96,7 @@ def test_a_move_reaches_the_stream_and_the_moves_are_deterministic(demo_session,
     # each counted as not decoded: every copy that left handed back its rung and its rows
     in_flight = {h // SLOT_MODULUS for h in first.strategy.pinned}
     assert in_flight == set(first.copy_of) and {h // SLOT_MODULUS for h in first.strategy.pinned_rows} == in_flight
-    assert info["not_decoded"] == len({id(p) for p, _ in first.copy_of.values()})
+    assert info["not_decoded"] == len({id(p) for p, _, _ in first.copy_of.values()})
     assert first.strategy.cfg.pruning.abs_threshold == info["delta"]  # the stream prunes at the rung it moved to
     assert first.strategy.per_row == min(4, info["max_cands"])
     assert info == second.stats.prune_auto and out1 == out2
