@@ -100,6 +100,12 @@ class InputStream:
         self.on_finish: Optional[Callable[[int, List[Dict[str, Any]]], None]] = None
         # told a copy's n-best list (its stream handle, fairseq's dicts) as it leaves (:meth:`add_copies`)
         self.on_copy: Optional[Callable[[int, List[Dict[str, Any]]], None]] = None
+        # asked, at each refill, which of its rows (source lengths, EOS included; whether it is the input's last)
+        # to copy (a row once per copy; only rows the refill keeps: below its length minus the copies), and told
+        # the admission, the rows and the copies' serials once they joined it; the refill takes one sentence
+        # fewer per copy (take)
+        self.plan_copies: Optional[Callable[[List[int], bool], List[int]]] = None
+        self.on_copies: Optional[Callable[[Admission, List[int], List[int]], None]] = None
         self.max_lengths = max_lengths  # source lengths (B,) → maximum target lengths (B,)
         self.left_pad = True  # fairseq translation's default; set by the first padded batch
         self._queue: Deque[_Segment] = deque()
@@ -169,22 +175,29 @@ class InputStream:
 
     # ---- refills ----------------------------------------------------------------------------
     def take(self, n: int) -> Optional[Admission]:
-        """The next ``n`` sentences (fewer at the end of the input), reading ahead as needed."""
+        """The next ``n`` sentences (fewer at the end of the input), reading ahead as needed; with
+        :attr:`plan_copies`, fewer by the copies it asks for, which join the refill (:meth:`add_copies`),
+        so that sentences and copies together stay within ``n``."""
         while self._queued < n and self._read_ahead():
             pass
         if not self._queued:
             return None
-        parts: List[Tuple[_Segment, int, int]] = []  # (segment, first row, end row)
-        while n > 0 and self._queue:
-            seg = self._queue[0]
-            end = min(seg.next + n, len(seg.lengths))
-            parts.append((seg, seg.next, end))
-            n -= end - seg.next
-            seg.next = end
-            if end == len(seg.lengths):
-                self._queue.popleft()
+        parts = self._peek(n)
+        copies: List[int] = []
+        if self.plan_copies is not None:
+            lengths = [k for seg, lo, hi in parts for k in seg.lengths[lo:hi]]
+            # the input's last refill (nothing queued beyond it, nothing left to read): copies would steer nothing
+            last = self._queued <= len(lengths) and self._lookahead is not None and not self._read_ahead()
+            copies = self.plan_copies(lengths, last)
+            keep = len(lengths) - len(copies)
+            if copies and not (keep > 0 and max(copies) < keep):
+                raise RuntimeError("plan_copies may copy only the rows that the refill keeps")
+            parts = self._peek(keep)
         first = self._next_serial
         for seg, lo, hi in parts:
+            seg.next = hi
+            if hi == len(seg.lengths):
+                self._queue.popleft()
             for row in range(lo, hi):
                 self._in_flight[self._next_serial] = (seg.batch, seg.rows[row])
                 self._next_serial += 1
@@ -195,7 +208,20 @@ class InputStream:
         admission = Admission(first, tokens, torch.tensor(lengths), torch.tensor(limits), limits, self.left_pad)
         if self.on_admit is not None:
             self.on_admit(admission)
+        if copies and self.on_copies is not None:
+            self.on_copies(admission, copies, self.add_copies(admission, copies))
         return admission
+
+    def _peek(self, n: int) -> List[Tuple[_Segment, int, int]]:
+        """The queue's next ``n`` sentences as (segment, first row, end row), taking none."""
+        parts: List[Tuple[_Segment, int, int]] = []
+        for seg in self._queue:
+            if n <= 0:
+                break
+            end = min(seg.next + n, len(seg.lengths))
+            parts.append((seg, seg.next, end))
+            n -= end - seg.next
+        return parts
 
     def add_copies(self, admission: Admission, rows: List[int]) -> List[int]:
         """Append to ``admission`` (from :attr:`on_admit`, before the stream sees it) a copy of each of its

@@ -101,7 +101,7 @@ class StreamDecodingConfig(FairseqDataclass):
         default=None,
         metadata={"help": "absolute threshold δ (ap): prune candidates scoring ≤ best − δ in "
                   f"log-probability; the best may be a finished hypothesis (default {DEFAULT_ABS_THRESHOLD:g} for "
-                  "var-*; inf = off)"},
+                  f"var-*; var-stream steers it from {PRUNE_AUTO_START[0]:g}: --prune-auto; given, it is fixed; inf = off)"},
     )
     prune_abs_scale: Optional[float] = field(
         default=None,
@@ -113,7 +113,8 @@ class StreamDecodingConfig(FairseqDataclass):
     prune_max_cands_per_node: Optional[int] = field(
         default=None,
         metadata={"help": "max candidates per node M (mc): at most M expansions of one hypothesis "
-                  f"(default {DEFAULT_MAX_CANDS_PER_NODE} for var-*; --beam = off)"},
+                  f"(default {DEFAULT_MAX_CANDS_PER_NODE} for var-*; var-stream steers it from {PRUNE_AUTO_START[1]}: "
+                  "--prune-auto; given, it is fixed; --beam = off)"},
     )
     prune_rel_threshold: Optional[float] = field(
         default=None,
@@ -165,16 +166,20 @@ class StreamDecodingConfig(FairseqDataclass):
                   "shrink); 'freitag2017-k14' = its beam-14 row (rp 0.3, ap 2.5, rpl 0.3, mc 3, same rule); an "
                   "option left unset takes the preset's value, one given another value is refused"},
     )
-    prune_auto: bool = field(
-        default=False,
-        metadata={"help": "var-*: steer δ and M while the run goes, without references: it starts at "
-                  f"δ {PRUNE_AUTO_START[0]:g}, M {PRUNE_AUTO_START[1]}; probe sentences, chosen per batch across "
-                  "source lengths, are decoded again by the fixed beam and by the next faster setting, at most "
-                  f"{100 * PRUNE_AUTO_BUDGET:g}%% of the run's decoder work (less while the setting holds); the run moves "
-                  "one setting safer when the current one's recent probes lose more than --prune-auto-tolerance of the "
-                  "fixed beam's model score, one faster when the faster one's lose less than half of it. Deterministic "
-                  "(no clock); streams without reading the input ahead; fairseq-interactive steers the same way; "
-                  "refused with an explicit pruning option"},
+    prune_auto: Optional[str] = field(
+        default=None,
+        metadata={"argparse_const": "on",
+                  "help": "'on' (or the bare flag) or 'off'; not given: on for var-stream unless an option fixes the "
+                  "pruning (δ, M, α, rp, rpl, rules, a preset), off for other searches. It steers δ and M while "
+                  f"the run goes, without references: it starts at δ {PRUNE_AUTO_START[0]:g}, M {PRUNE_AUTO_START[1]}; "
+                  "probe sentences, chosen per batch across source lengths, are decoded again by the fixed beam and "
+                  f"by the next faster setting, at most {100 * PRUNE_AUTO_BUDGET:g}%% of the run's decoder work (less "
+                  "while the setting holds); the run moves one setting safer when the current one's recent probes "
+                  "lose more than --prune-auto-tolerance of the fixed beam's model score, one faster when the faster "
+                  "one's lose less than half of it. Deterministic (no clock); streams without reading the input ahead; "
+                  "fairseq-interactive steers the same way; 'off': var-stream keeps δ "
+                  f"{DEFAULT_ABS_THRESHOLD:g}, M {DEFAULT_MAX_CANDS_PER_NODE} fixed and decodes exactly as var-batch; "
+                  "'on' with an option that fixes the pruning is refused"},
     )
     prune_auto_tolerance: Optional[float] = field(
         default=None,

@@ -22,7 +22,7 @@ from typing import Any, Dict, Iterable, List, Optional, Sequence, Tuple
 from fairseq.dataclass.configs import GenerationConfig
 
 from fairseq_stream.engine.options import INPUT_ORDERS, default_capacity
-from fairseq_stream.search.defaults import PRESETS
+from fairseq_stream.search.defaults import PRESETS, PRUNE_AUTO_EXCLUDES, PRUNE_AUTO_MODES, prune_auto_mode, prune_auto_on
 from fairseq_stream.engine.options import StreamDecodingConfig
 from fairseq_stream.model.linear_kernels import check_choice as check_cpu_matmul
 from fairseq_stream.model.quantize import check_choice as check_quantize
@@ -51,6 +51,7 @@ def validate_run(name: str, gen_cfg: Any, opts: Any, models: Sequence[Any] = (),
     check_generation(gen_cfg, models, tgt_dict)
     entry = get_search(name)
     check_combinations(entry, gen_cfg, opts, models, extra_gen_cls_kwargs)
+    check_prune_auto(opts, name)
     if entry.build is not None:  # fairseq's own generator checks the rest itself
         return RunPlan(entry, None, None)
     config = entry.config.from_options(name, gen_cfg, opts, models)  # checks its own fields
@@ -149,25 +150,25 @@ def check_preset(opts: Any) -> None:
                                      f"{_flag(option)} {given} contradicts it: drop one of them")
 
 
-#: the pruning options --prune-auto chooses itself (δ, M) or that would change what it measured
-_AUTO_EXCLUDES = ("prune_preset", "prune_abs_threshold", "prune_max_cands_per_node", "prune_abs_scale",
-                  "prune_rel_threshold", "prune_rel_local_threshold", "prune_rules")
-
-
-def check_prune_auto(opts: Any) -> None:
-    """``--prune-auto`` chooses δ and M itself: an explicit pruning setting is refused (not silently
-    overridden); ``--prune-auto-tolerance`` means nothing without it."""
+def check_prune_auto(opts: Any, name: Optional[str] = None) -> None:
+    """``--prune-auto on`` chooses δ and M itself: an explicit pruning setting with it is refused (not silently
+    overridden); ``--prune-auto-tolerance`` means nothing where the steering is off. Not given, the steering is
+    var-stream's default unless such a setting is given (:func:`~fairseq_stream.search.defaults.prune_auto_on`);
+    ``name``: the search (default ``--search``)."""
+    mode = prune_auto_mode(getattr(opts, "prune_auto", None))
+    if mode is not None and mode not in PRUNE_AUTO_MODES:
+        raise FairseqStreamError(f"--prune-auto must be 'on' or 'off' (or given alone, meaning on), got {mode!r}")
     tolerance = getattr(opts, "prune_auto_tolerance", None)
-    if not getattr(opts, "prune_auto", False):
-        if tolerance is not None:
-            raise FairseqStreamError("--prune-auto-tolerance is the tolerance of --prune-auto; add --prune-auto or drop it")
-        return
     if tolerance is not None and not tolerance >= 0:
         raise FairseqStreamError(f"--prune-auto-tolerance must be >= 0 (a fraction of the fixed beam's mean |score|), got {tolerance}")
-    for option in _AUTO_EXCLUDES:
-        if getattr(opts, option, None) is not None:
-            raise FairseqStreamError(f"--prune-auto chooses the pruning itself; {_flag(option)} fixes it: drop one of "
-                                     "them (a fixed setting given explicitly decodes exactly as before)")
+    fixed = [option for option in PRUNE_AUTO_EXCLUDES if getattr(opts, option, None) not in (None, "")]
+    if mode == "on" and fixed:
+        raise FairseqStreamError(f"--prune-auto chooses the pruning itself; {_flag(fixed[0])} fixes it: drop one of "
+                                 "them (a fixed setting given explicitly decodes exactly as before)")
+    if tolerance is not None and not prune_auto_on(name or getattr(opts, "search", ""), opts):
+        why = ("--prune-auto off" if mode == "off" else f"{_flag(fixed[0])} fixes the pruning" if fixed
+               else f"--search {name or getattr(opts, 'search', '')} does not steer its pruning unless given --prune-auto")
+        raise FairseqStreamError(f"--prune-auto-tolerance is the tolerance of --prune-auto, and {why}: drop one of them")
 
 
 def check_options(opts: Any) -> None:

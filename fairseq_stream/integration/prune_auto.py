@@ -152,6 +152,7 @@ class AutoPruneGenerator(StreamGenerator):
     in_stream: bool = False  # later probes ride in the run's own stream (the strategy's rungs: CPU beam steps)
     copy_of: Dict[int, Tuple[Pending, str, int]]  # serial of a copy in flight → its probe, "fixed" or "trial", its rung
     in_stream_probes: int = 0  # probes decoded in the run's own steps
+    planned: List[Tuple[int, float]]  # the probes of the refill being taken (rows, the work charged)
 
     @classmethod
     def build(cls, make: Callable[..., StreamGenerator], config: BeamConfig, opts: Any) -> "AutoPruneGenerator":
@@ -165,7 +166,7 @@ class AutoPruneGenerator(StreamGenerator):
         generator.controller = controller
         generator.spawn = lambda cfg: make(cfg, stats_path=None, report=False)
         generator.probed_ids, generator.waiting, generator.in_flight = [], [], {}
-        generator.copy_of = {}
+        generator.copy_of, generator.planned = {}, []
         generator.input.on_admit = generator._admitted
         generator.input.on_finish = generator._finished
         # the probes after the first group ride in the run's stream, each copy pinned to its rung of the ladder
@@ -176,6 +177,8 @@ class AutoPruneGenerator(StreamGenerator):
             generator.strategy.use_rungs([Rung(r.delta, r.max_cands) for r in controller.rungs], generator._pin_copies,
                                          meter=True)
             generator.input.on_copy = generator._copy_finished
+            generator.input.plan_copies = generator._plan_copies
+            generator.input.on_copies = generator._add_copies
         generator.stats.prune_auto = generator.controller.as_dict(0)
         return generator
 
@@ -203,18 +206,22 @@ class AutoPruneGenerator(StreamGenerator):
             return self.own_work / max(self.admitted_tokens, 1)
         return ctl.per_token / ctl.first_estimate if ctl.per_token is not None else 1.0
 
+    def _first(self) -> bool:
+        """No probe chosen yet: the run's first group goes to the helper (on credit)."""
+        return not (self.probed_ids or self.waiting or self.in_flight or self.copy_of)
+
     def _admitted(self, admission: Admission) -> None:
-        """A refill's sentences, before the stream decodes them: the controller's probes among them chosen,
-        and decoded once a group waits (at once at the run's start and at its last refill)."""
+        """A refill's sentences, before the stream decodes them: the helper's probes among them chosen, and
+        decoded once a group waits (at once at the run's start and at its last refill); where probes ride in
+        the stream, after the first group, the refill's copies were planned before it was taken
+        (:meth:`_plan_copies`)."""
         lengths = (admission.src_lengths - 1).tolist()  # EOS excluded
         self.admitted_tokens += sum(max(n, 0) for n in lengths)
         ctl, per_token = self.controller, self._run_per_token()
-        first = not (self.probed_ids or self.waiting or self.in_flight or self.copy_of)  # no probe chosen yet
-        last = self.input.exhausted()
+        first = self._first()
         if self.in_stream and not first:
-            if not last:  # the last refill's outcomes would come as the run ends: they could steer nothing
-                self._add_copies(admission, ctl.choose_probes(lengths, per_token * self.admitted_tokens, per_token))
             return
+        last = self.input.exhausted()
         minimum = PRUNE_AUTO_GROUP if first and not last else 0  # the first group on credit (not a one-refill input)
         for row, charged in ctl.choose_probes(lengths, per_token * self.admitted_tokens, per_token, minimum=minimum):
             tokens = admission.src_tokens[row]
@@ -227,21 +234,42 @@ class AutoPruneGenerator(StreamGenerator):
             if probe.serial >= admission.first:
                 probe.moves = moves
 
-    def _add_copies(self, admission: Admission, chosen: List[Tuple[int, float]]) -> None:
-        """The probes ``chosen`` among a refill's rows, each decoded in the run's stream twice more: by the fixed
-        beam and by the trial rung, as copies the input stream appends to the refill (``InputStream.add_copies``)."""
+    def _copy_rungs(self) -> List[Tuple[int, str]]:
+        """The rungs a probe's copies are pinned to: the fixed beam's, and the trial's where there is one."""
         ctl = self.controller
+        return [(len(ctl.rungs), "fixed")] + ([(ctl.at, "trial")] if ctl.trial_setting is not None else [])
+
+    def _plan_copies(self, lengths: List[int], last: bool) -> List[int]:
+        """The probes among a refill's rows (source lengths, EOS included) before the stream takes it, once per
+        copy: the refill then takes one sentence fewer per copy, so that sentences and copies stay within the
+        stream's capacity (and --stream-max-candidates). At most PRUNE_AUTO_GROUP probes, none among the rows
+        the copies displace, none at the input's last refill (their outcomes would steer nothing)."""
+        self.planned = []
+        if not self.in_stream or self._first() or last:
+            return []
+        tokens = [max(n - 1, 0) for n in lengths]
+        copies = len(self._copy_rungs())
+        limit = min(PRUNE_AUTO_GROUP, len(tokens) // (2 * copies))
+        if not limit:
+            return []
+        kept = tokens[: len(tokens) - limit * copies] + [0] * (limit * copies)  # 0: not eligible (rows given up)
+        per_token = self._run_per_token()
+        self.planned = self.controller.choose_probes(kept, per_token * (self.admitted_tokens + sum(kept)), per_token,
+                                                     limit=limit)
+        return [row for row, _ in self.planned] * copies
+
+    def _add_copies(self, admission: Admission, rows: List[int], serials: List[int]) -> None:
+        """The planned probes' copies joined ``admission`` under ``serials`` (``InputStream.add_copies``): each
+        probe decoded in the run's stream twice more, by the fixed beam and by the trial rung."""
+        chosen, rungs = self.planned, self._copy_rungs()
         if not chosen:
             return
-        rungs = [(len(ctl.rungs), "fixed")] + ([(ctl.at, "trial")] if ctl.trial_setting is not None else [])
-        rows = [row for row, _ in chosen]
-        serials = self.input.add_copies(admission, rows * len(rungs))
         probes = []
         for row, charged in chosen:
             tokens = admission.src_tokens[row]
             serial = admission.first + row
             probe = Pending(serial, self.input.sentence_id(serial), tokens[tokens.ne(self.pad)].cpu(), charged,
-                            moves=len(ctl.changes), in_stream=True, copies=len(rungs))
+                            moves=len(self.controller.changes), in_stream=True, copies=len(rungs))
             self.in_flight[serial] = probe
             probes.append(probe)
         self.in_stream_probes += len(probes)

@@ -29,6 +29,43 @@ PRESETS = {
         ("prune_max_cands_per_node", 3), ("prune_reference", "active"), ("beam_finalize", "shrink"))),
 }
 
+#: --prune-auto's values: "on" (also a bare --prune-auto, or True through the API), "off"; not given, it is on for
+#: var-stream when no option below fixes the pruning (issue 50: the default), off for every other search.
+PRUNE_AUTO_MODES = ("on", "off")
+#: the pruning options --prune-auto chooses itself (δ, M) or that would change what it measures: given with
+#: --prune-auto on, refused; given without it, they fix the pruning (var-stream's default steering is off).
+PRUNE_AUTO_EXCLUDES = ("prune_preset", "prune_abs_threshold", "prune_max_cands_per_node", "prune_abs_scale",
+                       "prune_rel_threshold", "prune_rel_local_threshold", "prune_rules")
+#: the search whose default it is (the streamed variable-width beam; var-batch and var-fifo keep δ and M fixed,
+#: so that var-stream with --prune-auto off, or with an explicit δ, decodes exactly as var-batch).
+PRUNE_AUTO_DEFAULT_SEARCH = "var-stream"
+
+
+def prune_auto_mode(value: object) -> "str | None":
+    """--prune-auto as given: "on", "off" or None (not given); True/False (the API, bench specs) as on/off."""
+    if value is None or value == "":
+        return None
+    if isinstance(value, bool):
+        return "on" if value else "off"
+    text = str(value).lower()
+    if text in ("true", "1", "yes"):
+        return "on"
+    if text in ("false", "0", "no"):
+        return "off"
+    return text  # checked by the validation (engine/validation.py): one of PRUNE_AUTO_MODES
+
+
+def prune_auto_on(name: str, opts: object) -> bool:
+    """Whether ``--search name`` with ``opts`` steers its own pruning: as given, else var-stream's default
+    (on unless an option fixes the pruning)."""
+    mode = prune_auto_mode(getattr(opts, "prune_auto", None))
+    if mode is not None:
+        return mode == "on"
+    if name != PRUNE_AUTO_DEFAULT_SEARCH:
+        return False
+    return all(getattr(opts, option, None) in (None, "") for option in PRUNE_AUTO_EXCLUDES)
+
+
 #: --prune-auto (search/prune_controller.py). The ladder of (δ, M) the controller moves on, from the
 #: fastest to the widest (then off): δ 1.25 … 3 at Yang2020's M 5, then δ 3 with M 10 for wide beams.
 #: Chosen on the demo model and its 500- and 800-update checkpoints at k = 5 and 50 by every sentence's

@@ -181,18 +181,19 @@ class PruneController:
         return PRUNE_AUTO_BUDGET / (1 + self.since_change // (2 * PRUNE_AUTO_WINDOW))
 
     def choose_probes(self, source_tokens: Sequence[int], run_work: float, run_per_token: float,
-                      *, minimum: int = 0) -> List[Tuple[int, float]]:
+                      *, minimum: int = 0, limit: Optional[int] = None) -> List[Tuple[int, float]]:
         """Rows of a refill (their source lengths, EOS excluded) to probe, within the budget, in row order,
         each with the work it was charged (:meth:`count_work` takes it back when the probe is decoded).
 
         ``run_work``: the run's decoder work for the sentences admitted so far (this refill's included), the
         budget's base; ``run_per_token``: the run's work per source token, the first estimate of a probe's
-        cost; ``minimum``: probes taken even past the budget (on credit: later refills pay it back)."""
+        cost; ``minimum``: probes taken even past the budget (on credit: later refills pay it back); ``limit``: at
+        most this many."""
         eligible = [row for row, n in enumerate(source_tokens) if n >= 2]  # blank and one-token: no evidence
         allowed = self.budget_share() * run_work - self.probe_work - self.pending_work
         per_token = self.per_token if self.per_token is not None else self.first_estimate * run_per_token
         chosen: List[Tuple[int, float]] = []
-        while eligible:
+        while eligible and (limit is None or len(chosen) < limit):
             by_stratum: Dict[int, List[int]] = {}
             for row in eligible:
                 by_stratum.setdefault(stratum(source_tokens[row]), []).append(row)

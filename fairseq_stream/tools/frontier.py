@@ -6,8 +6,9 @@
 For each beam width ``k`` this decodes the same sentences, in one process and on one thread,
 with fairseq's ``beam`` and ``fixed-ours`` (the points to beat) and the grid of pruning settings
 of ``--search`` (var-stream by default): every δ × M × reference × α (``--prune-abs-scale``) of
-the lists, the default setting, ``--prune-auto`` (its label names the settings it moved through
-and what its probes cost, the plot draws its path through them; ``--no-auto`` leaves it out), the default with ``--stream-max-candidates C`` (and with
+the lists, the default setting (for var-stream, whose default is ``--prune-auto``, the row "off": δ 1.5,
+M 5 fixed), ``--prune-auto`` (its label names the settings it moved through and what its probes cost, the plot
+draws its path through them; ``--no-auto`` leaves it out), the default with ``--stream-max-candidates C`` (and with
 over-subscription) for each ``--max-candidates C``, and any ``--run`` spec. It reports BLEU,
 its change against ``fixed-ours`` with a paired-bootstrap p-value (Koehn 2004: the share of
 resampled test sets on which the point is not worse; below 0.05 a loss is real), the length
@@ -31,6 +32,7 @@ from dataclasses import dataclass
 from typing import Any, Dict, List, Optional, Sequence, Tuple
 
 from fairseq_stream.errors import UsageError, usage_errors
+from fairseq_stream.search.defaults import PRUNE_AUTO_DEFAULT_SEARCH
 from fairseq_stream.tools.demo_files import find_demo_dir
 
 DEMO_DIR = find_demo_dir()
@@ -68,7 +70,10 @@ class Grid:
     def specs(self, k: int, fairseq_beam: bool = True) -> List[str]:
         """``--run`` specs of the bench harness: the two baselines first, then the grid."""
         specs = ([f"beam:beam={k},label=fairseq beam"] if fairseq_beam else []) + [f"fixed-ours:beam={k},label=fixed-ours"]
-        specs.append(f"{self.search}:beam={k},label=default")
+        # var-stream's default is the --prune-auto point; its row "off" is the var-* defaults' δ and M, fixed
+        steers = self.search == PRUNE_AUTO_DEFAULT_SEARCH
+        fixed = ",prune_auto=false" if steers else ""
+        specs.append(f"{self.search}:beam={k}{fixed},label={'off' if steers else 'default'}")
         if self.auto:
             specs.append(f"{self.search}:beam={k},prune_auto=true,label=auto")
         for delta, m, ref, scale in itertools.product(self.deltas, self.max_cands, self.references, self.scales):
@@ -76,8 +81,8 @@ class Grid:
             specs.append(f"{self.search}:beam={k},prune_abs_threshold={delta},prune_max_cands_per_node={m},"
                          f"prune_reference={ref},prune_abs_scale={scale},label={label}")
         for c in self.max_candidates:
-            specs.append(f"{self.search}:beam={k},stream_max_candidates={c},label=default C={c}")
-            specs.append(f"{self.search}:beam={k},stream_max_candidates={c},stream_oversubscribe=true,"
+            specs.append(f"{self.search}:beam={k},stream_max_candidates={c}{fixed},label=default C={c}")
+            specs.append(f"{self.search}:beam={k},stream_max_candidates={c},stream_oversubscribe=true{fixed},"
                          f"label=default C={c} oversubscribed")
         specs += [s.replace("{k}", str(k)) for s in self.runs]
         return specs
@@ -174,7 +179,7 @@ def plot(rows: List[Dict[str, Any]], path: str, title: str) -> None:
         ax.step([r["time_vs_fixed"] for r in front], [r["bleu"] for r in front], where="post", color="tab:green",
                 label="Pareto frontier")
         for r in grid:
-            if r["frontier"] or r["label"] == "default":
+            if r["frontier"] or r["label"] in ("default", "off"):
                 ax.annotate(r["label"], (r["time_vs_fixed"], r["bleu"]), fontsize=7, xytext=(3, 3),
                             textcoords="offset points")
         for r in (r for r in at_k if r["label"] == "auto"):

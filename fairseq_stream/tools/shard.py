@@ -65,11 +65,13 @@ import sys
 import tempfile
 import time
 from dataclasses import dataclass
+from types import SimpleNamespace
 from typing import Any, Callable, Dict, List, Optional, Sequence
 
 import numpy as np
 
 from fairseq_stream.errors import PREFIX, FairseqStreamError
+from fairseq_stream.search.defaults import prune_auto_on
 
 #: Per-sentence lines of fairseq-generate: S(ource), T(arget), H(ypothesis), D(etokenised),
 #: P(ositional scores), A(lignment), E/I (steps of iterative decoders).
@@ -135,12 +137,23 @@ def _parse(argv: Sequence[str]) -> "tuple[argparse.Namespace, List[str]]":
 
 
 def prune_auto_warning(generate_args: Sequence[str]) -> Optional[str]:
-    """The one line said when ``--prune-auto`` is given: it is the one option whose output depends on the split."""
-    if "--prune-auto" not in generate_args:
+    """The one line said when the run steers its pruning (``--prune-auto``, var-stream's default): it is the one
+    setting whose output depends on the split."""
+    given: Dict[str, Optional[str]] = {}
+    for i, arg in enumerate(generate_args):  # --name value, --name=value or a bare flag
+        if arg.startswith("--"):
+            name, eq, value = arg[2:].partition("=")
+            following = generate_args[i + 1] if i + 1 < len(generate_args) else None
+            given[name.replace("-", "_")] = value if eq else (
+                following if following is not None and not following.startswith("--") else "")
+    opts = SimpleNamespace(**{name: (value if value != "" or name != "prune_auto" else "on")
+                              for name, value in given.items()})
+    if not prune_auto_on(given.get("search") or "", opts):
         return None
-    return ("fairseq-stream: warning: --prune-auto steers each shard on its own input (probes of its own batches), "
-            "so the shards may move through other settings than one process would and the output can differ from "
-            "one process's; each shard's --prune-auto line is in its shardI.log")
+    return ("fairseq-stream: warning: --prune-auto (var-stream's default) steers each shard on its own input (probes "
+            "of its own batches), so the shards may move through other settings than one process would and the "
+            "output can differ from one process's; each shard's --prune-auto line is in its shardI.log "
+            "(--prune-auto off or an explicit δ decodes as one process)")
 
 
 def _visible_gpus(devices: str) -> List[str]:

@@ -24,12 +24,12 @@ bench() { PYTHONPATH=. "$PYTHON" -m fairseq_stream.tools.bench --threads "$THREA
 var() {  # Yang2020 Tables 4-7 on the demo model: k = 5 and k = 50, 500 sentences
     bench --limit 500 --repeats 2 --json "$OUT/k5.json" --trace-dir "$OUT/traces_k5" \
         --run beam:beam=5,label=fairseq-beam --run fixed-ours:beam=5,stream_capacity=32 \
-        --run var-batch:beam=5,stream_capacity=32 --run var-stream:beam=5,stream_capacity=32 \
+        --run var-batch:beam=5,stream_capacity=32 --run var-stream:beam=5,stream_capacity=32,prune_auto=false \
         --run var-fifo:beam=5,stream_capacity=32 --run topup:beam=5,stream_capacity=32 \
         --run beam:beam=1,label=fairseq-greedy | tee "$OUT/k5.md"
     bench --limit 500 --repeats 1 --json "$OUT/k50.json" --trace-dir "$OUT/traces_k50" \
         --run beam:beam=50,label=fairseq-beam --run fixed-ours:beam=50,stream_capacity=16 \
-        --run var-batch:beam=50,stream_capacity=16 --run var-stream:beam=50,stream_capacity=16 \
+        --run var-batch:beam=50,stream_capacity=16 --run var-stream:beam=50,stream_capacity=16,prune_auto=false \
         --run var-fifo:beam=50,stream_capacity=16 --run beam:beam=1,label=fairseq-greedy | tee "$OUT/k50.md"
     "$PYTHON" scripts/experiments/step_cost.py "$OUT"/traces_k5/*.json "$OUT"/traces_k50/*.json | tee "$OUT/step_cost.md"
 }

@@ -18,7 +18,8 @@ import torch
 from equivalence.test_static_step import assert_same
 
 CASES = {  # name → (search, gen, opts); capacity below the batch: refills while the other stream is in flight
-    "var-stream": ("var-stream", {"beam": 5, "nbest": 2}, {"stream_capacity": 4}),
+    # (stepped by hand through the scheduler: --prune-auto off, the steering's probes hook generate())
+    "var-stream": ("var-stream", {"beam": 5, "nbest": 2}, {"stream_capacity": 4, "prune_auto": "off"}),
     "gs-jacobi": ("gs-jacobi", {"beam": 1}, {"jacobi_block": 3, "stream_capacity": 4}),
 }
 

@@ -35,8 +35,9 @@ SAME_PATHS = pytest.mark.slow  # scheduled as a fast-tier case is (selection, re
 
 
 @pytest.mark.parametrize("search,gen,opts", [
-    ("var-stream", GEN, {"stream_capacity": 6}),
-    pytest.param("var-stream", GEN, {"stream_epsilon": 0.3, "stream_max_candidates": 20}, marks=pytest.mark.slow),
+    ("var-stream", GEN, {"stream_capacity": 6, "prune_auto": "off"}),  # fixed δ, M: the same searches either way
+    pytest.param("var-stream", GEN, {"stream_epsilon": 0.3, "stream_max_candidates": 20, "prune_auto": "off"},
+                 marks=pytest.mark.slow),
     pytest.param("fixed-stream", GEN, {"stream_capacity": 7, "stream_max_wait": 4}, marks=SAME_PATHS),
     ("var-fifo", GEN, {"stream_capacity": 5}),
     pytest.param("topup", GEN, {"stream_capacity": 6}, marks=SAME_PATHS),

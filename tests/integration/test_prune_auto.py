@@ -3,9 +3,10 @@
 The contracts: every output is the stream's; blank and one-token sources are never probes; while
 the setting holds, the output is the stream's at that setting (so var-stream ≡ var-batch where
 nothing moved); a move reaches the stream; the moves are deterministic;
-the probes' work is in the run's counts, within the budget; the statistics (and fairseq-generate's
---stream-stats file) carry the setting, every move and the probes; an explicit pruning setting next
-to --prune-auto, or a strategy without pruning, is refused in one line.
+the probes' work is in the run's counts, within the budget; the copies take the places of sentences
+(within the capacity); the statistics (and fairseq-generate's --stream-stats file) carry the setting,
+every move and the probes; var-stream steers by default, unless a pruning option fixes it; an
+explicit pruning setting next to --prune-auto, or a strategy without pruning, is refused in one line.
 """
 import json
 import math
@@ -73,6 +74,20 @@ def test_the_probes_stay_within_the_budget(demo_session, demo_sources):
     assert info["probes"] > 0 and info["probe_share"] <= PRUNE_AUTO_BUDGET * 1.5, info
 
 
+@pytest.mark.parametrize("opts", [{"stream_capacity": 12}, {"stream_max_candidates": 48}], ids=["capacity", "budget"])
+def test_the_copies_take_the_places_of_sentences_within_the_capacity_and_the_budget(demo_session, demo_sources,
+                                                                                  monkeypatch, opts):
+    """A refill that takes in-stream probes takes one sentence fewer per copy: sentences and copies together stay
+    within --stream-capacity and --stream-max-candidates (copies were added on top: 552 slots for a capacity of 500)."""
+    monkeypatch.setattr("fairseq_stream.search.prune_controller.PRUNE_AUTO_BUDGET", 1.0)  # many probes
+    auto = demo_session.translate(demo_session.encode(demo_sources[:120]), search="var-stream", gen={"beam": 4},
+                                  opts=opts, batch_size=BATCH)
+    info, stats = auto.stats.prune_auto, auto.stats
+    assert info["in_stream"] > 0 and stats.sentences == 120
+    assert stats.peak_in_flight <= opts.get("stream_capacity", 48 // 4), stats.peak_in_flight
+    assert stats.encoder_slots <= opts.get("stream_capacity", 48 // 4)
+
+
 def test_a_move_reaches_the_stream_and_the_moves_are_deterministic(demo_session, demo_sources, monkeypatch):
     # 72 sentences buy one probe under the run's budget; a budget of the whole run's work buys a probe a sentence
     monkeypatch.setattr("fairseq_stream.search.prune_controller.PRUNE_AUTO_BUDGET", 1.0)
@@ -127,9 +142,36 @@ def test_an_explicit_setting_or_a_fixed_search_is_refused_in_one_line(demo_sessi
     assert "\n" not in str(exc.value)
 
 
-def test_the_tolerance_needs_prune_auto_and_a_number_at_least_zero(demo_session):
-    with pytest.raises(FairseqStreamError, match="--prune-auto-tolerance is the tolerance of --prune-auto"):
-        demo_session.build_generator("var-stream", {"beam": 4}, {"prune_auto_tolerance": 0.1})
+@pytest.mark.parametrize("search, opts, steers", [
+    ("var-stream", {}, True),  # issue 50: var-stream's default
+    ("var-stream", {"prune_auto": "on"}, True),
+    ("var-stream", {"prune_auto": "off"}, False),
+    ("var-stream", {"prune_abs_threshold": 1.5}, False),  # an explicit setting is fixed, not refused
+    ("var-stream", {"prune_max_cands_per_node": 5}, False),
+    ("var-stream", {"prune_preset": "freitag2017"}, False),
+    ("var-batch", {}, False),
+    ("var-fifo", {}, False),
+    ("var-batch", {"prune_auto": True}, True),
+])
+def test_var_stream_steers_by_default_unless_the_pruning_is_fixed(demo_session, search, opts, steers):
+    generator = demo_session.build_generator(search, {"beam": 4}, opts)
+    assert hasattr(generator, "controller") == steers
+    pruning = generator.config.pruning
+    start = (1.25, 5) if steers else (opts.get("prune_abs_threshold", 2.5 if "prune_preset" in opts else 1.5),
+                                      opts.get("prune_max_cands_per_node", 3 if "prune_preset" in opts else 5))
+    assert (pruning.abs_threshold, pruning.max_cands_per_node) == start
+
+
+def test_the_tolerance_needs_the_steering_on_and_a_number_at_least_zero(demo_session):
+    # var-stream steers by default: its tolerance needs no --prune-auto; where the steering is off it is refused
+    assert demo_session.build_generator("var-stream", {"beam": 4}, {"prune_auto_tolerance": 0.1}).controller.tolerance == 0.1
+    for search, opts, why in [("var-stream", {"prune_auto": "off"}, "--prune-auto off"),
+                              ("var-stream", {"prune_abs_threshold": 2.0}, "--prune-abs-threshold fixes the pruning"),
+                              ("var-batch", {}, "--search var-batch does not steer")]:
+        with pytest.raises(FairseqStreamError, match=f"--prune-auto-tolerance is the tolerance of --prune-auto, and {why}"):
+            demo_session.build_generator(search, {"beam": 4}, dict(opts, prune_auto_tolerance=0.1))
+    with pytest.raises(FairseqStreamError, match="--prune-auto must be 'on' or 'off'"):
+        demo_session.build_generator("var-stream", {"beam": 4}, {"prune_auto": "sometimes"})
     with pytest.raises(FairseqStreamError, match="--prune-auto-tolerance must be >= 0"):
         demo_session.build_generator("var-stream", {"beam": 4}, {"prune_auto": True, "prune_auto_tolerance": -1.0})
 
@@ -138,7 +180,7 @@ def test_fairseq_generate_prints_the_setting_and_writes_it_to_the_stats_file(dem
     stats = tmp_path / "stats.json"
     proc = run_cli(["fairseq-generate", demo_bin, "--user-dir", "fairseq_stream", "--path", CKPT, "--cpu",
                     "--gen-subset", "test", "--search", "var-stream", "--beam", "4", "--batch-size", "16",
-                    "--prune-auto", "--stream-stats", str(stats)])
+                    "--stream-stats", str(stats)])  # var-stream steers by default (issue 50)
     assert proc.returncode == 0, proc.stderr[-2000:]
     lines = [line for line in proc.stderr.splitlines() if line.startswith("fairseq-stream: --prune-auto: ")]
     assert len(lines) == 1 and " probe(s) (" in lines[0] and "steered δ 1.25, M 5" in lines[0], proc.stderr[-2000:]

@@ -53,8 +53,9 @@ def test_lstm_models(demo_sources, tiny_lstm_ckpt, tiny_train_bin):
     data = session.encode(demo_sources[:12])
     gen = {"beam": 4, "nbest": 2, "max_len_b": 12}
     ref = session.translate(data, search="var-batch", gen=gen, opts={"stream_capacity": 12})
-    for name, opts in [("var-stream", {"stream_capacity": 5}), ("var-fifo", {"stream_capacity": 5}),
-                       ("var-stream", {"stream_capacity": 8, "stream_max_candidates": 6, "stream_oversubscribe": True})]:
+    off = {"prune_auto": "off"}  # var-batch's fixed δ 1.5, M 5 (var-stream's default steers them)
+    for name, opts in [("var-stream", dict(off, stream_capacity=5)), ("var-fifo", {"stream_capacity": 5}),
+                       ("var-stream", dict(off, stream_capacity=8, stream_max_candidates=6, stream_oversubscribe=True))]:
         out = session.translate(data, search=name, gen=gen, opts=opts)
         assert [[h["tokens"].tolist() for h in x] for x in out.hypos] == [[h["tokens"].tolist() for h in x] for x in ref.hypos]
         assert out.stats.extra.get("oversubscribed_steps", 0) > 0 or not opts.get("stream_oversubscribe")

@@ -35,6 +35,11 @@ def test_grid_puts_the_baselines_first_and_sweeps_every_combination():
     assert grid.specs(5, fairseq_beam=False)[0].startswith("fixed-ours:beam=5")
     no_auto = Grid("var-batch", deltas=[], max_cands=[], references=[], scales=[], max_candidates=[], runs=[], auto=False)
     assert not any("prune_auto" in spec for spec in no_auto.specs(5))
+    # var-stream steers by default (issue 50): its fixed defaults are the row "off", its C rows fixed too
+    steering = Grid("var-stream", deltas=[], max_cands=[], references=[], scales=[], max_candidates=[40], runs=[])
+    assert steering.specs(5, fairseq_beam=False)[1:4] == [
+        "var-stream:beam=5,prune_auto=false,label=off", "var-stream:beam=5,prune_auto=true,label=auto",
+        "var-stream:beam=5,stream_max_candidates=40,prune_auto=false,label=default C=40"]
 
 
 def test_the_auto_point_is_labelled_with_its_trajectory():

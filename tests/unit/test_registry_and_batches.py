@@ -81,9 +81,18 @@ def _stated_default(option: str, name: str):
     from fairseq_stream.engine.options import StreamDecodingConfig
 
     f = next(f for f in dataclasses.fields(StreamDecodingConfig) if f.name == option)
+    steered = re.search(r"var-stream steers it from ([0-9.]+)", f.metadata["help"])  # --prune-auto's start
+    if steered and _stated_default("prune_auto", name) == "on":
+        return float(steered.group(1))
     per_strategy = re.search(r"default ([0-9.]+) for var-\*", f.metadata["help"])
     if per_strategy and name.startswith("var-"):
         return float(per_strategy.group(1))
+    tolerance = re.search(r"\(default ([0-9.]+)\)", f.metadata["help"])  # where the steering is on
+    if f.default is None and tolerance:
+        return float(tolerance.group(1)) if _stated_default("prune_auto", name) == "on" else None
+    steers = re.search(r"not given: on for ([\w-]+)", f.metadata["help"])  # --prune-auto: on for one search
+    if f.default is None and steers:
+        return "on" if name == steers.group(1) else "off"
     stated = re.search(r"default '([\w-]+)'", f.metadata["help"])  # an option left unset (None) by default
     if f.default is None and stated:
         return stated.group(1)
@@ -124,7 +133,7 @@ _EFFECTIVE = {
     "beam_final_count": lambda g, s: 0 if s.done_at == g.config.beam else s.done_at,  # "0 = --beam"
     "beam_finalize": lambda g, s: s.finalizer.name,
     "prune_preset": lambda g, s: _preset_in_effect(g.config),
-    "prune_auto": lambda g, s: hasattr(g, "controller"),  # integration/prune_auto.AutoPruneGenerator
+    "prune_auto": lambda g, s: "on" if hasattr(g, "controller") else "off",  # integration/prune_auto.AutoPruneGenerator
     "prune_auto_tolerance": lambda g, s: g.controller.tolerance if hasattr(g, "controller") else None,
     "jacobi_block": lambda g, s: g.config.block,
     "jacobi_max_parallel_len": lambda g, s: g.config.max_parallel_len,
@@ -244,7 +253,7 @@ def test_help_states_the_parsers_defaults_and_the_values_the_checks_accept():
         assert quoted == accepted and ranges == set(re.findall(r"\[\d+, \d+\]", named)), (f.name, quoted, named)
         checked.append(f.name)
     assert checked == ["stream_input_order", "prune_reference", "prune_ended", "beam_finalize", "prune_preset",
-                       "output_layer", "step_backend", "step_mode", "quantize", "cpu_matmul", "jacobi_init", "draft_tokens",
+                       "prune_auto", "output_layer", "step_backend", "step_mode", "quantize", "cpu_matmul", "jacobi_init", "draft_tokens",
                        "draft_quantize", "ib_finalize"]  # every option with a list of values (a new one: add it here)
 
 
