@@ -12,7 +12,7 @@
 #                                                                 sentence in flight steps), sorted
 #   top-up (unsorted)            Figs. 6-7, top-up alone          topup, as-given
 #   var-stream (sorted/unsorted) — (Yang2020, comparison)         var-stream, ε = 1/6, shortest beams step; our
-#                                                                 default rule (δ 1.5, M 5, --prune-reference
+#                                                                 fixed default rule (--prune-auto off: δ 1.5, M 5, --prune-reference
 #                                                                 normalized): a variable beam, not Hoang2018's
 #   fairseq (sorted/unsorted)    — (beside ours)                  fairseq's beam search, batches of --batch
 # Rule: Hoang2018 does not state its beam's ending rule; the fixed-beam rows use --finalize (default
@@ -44,7 +44,7 @@ for k in $beams; do
     done
     for order in sorted as-given; do
         name=$([ "$order" = sorted ] && echo sorted || echo unsorted)
-        rows+=(--run "var-stream:beam=$k,stream_capacity=$batch,stream_input_order=$order,label=var-stream ($name)")
+        rows+=(--run "var-stream:beam=$k,stream_capacity=$batch,stream_input_order=$order,prune_auto=false,label=var-stream ($name)")
         rows+=(--run "beam:beam=$k,stream_input_order=$order,label=fairseq ($name)")
     done
     if [ -n "$dry_run" ]; then
