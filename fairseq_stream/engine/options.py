@@ -169,8 +169,9 @@ class StreamDecodingConfig(FairseqDataclass):
     prune_auto: Optional[str] = field(
         default=None,
         metadata={"argparse_const": "on",
-                  "help": "'on' (or the bare flag) or 'off'; not given: on for var-stream unless an option fixes the "
-                  "pruning (δ, M, α, rp, rpl, rules, a preset), off for other searches. It steers δ and M while "
+                  "help": "'on' (or the bare flag) or 'off'; not given: on for var-stream on a CPU unless an option fixes "
+                  "the pruning (δ, M, α, rp, rpl, rules, a preset), off for other searches and on a GPU (not measured "
+                  "there: opt-in). It steers δ and M while "
                   f"the run goes, without references: it starts at δ {PRUNE_AUTO_START[0]:g}, M {PRUNE_AUTO_START[1]}; "
                   "probe sentences, chosen per batch across source lengths, are decoded again by the fixed beam and "
                   f"by the next faster setting, at most {100 * PRUNE_AUTO_BUDGET:g}%% of the run's decoder work (less "

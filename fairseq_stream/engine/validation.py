@@ -22,7 +22,8 @@ from typing import Any, Dict, Iterable, List, Optional, Sequence, Tuple
 from fairseq.dataclass.configs import GenerationConfig
 
 from fairseq_stream.engine.options import INPUT_ORDERS, default_capacity
-from fairseq_stream.search.defaults import PRESETS, PRUNE_AUTO_EXCLUDES, PRUNE_AUTO_MODES, prune_auto_mode, prune_auto_on
+from fairseq_stream.search.defaults import (PRESETS, PRUNE_AUTO_EXCLUDES, PRUNE_AUTO_MODES, models_on_cuda,
+                                            prune_auto_mode, prune_auto_on)
 from fairseq_stream.engine.options import StreamDecodingConfig
 from fairseq_stream.model.linear_kernels import check_choice as check_cpu_matmul
 from fairseq_stream.model.quantize import check_choice as check_quantize
@@ -51,7 +52,7 @@ def validate_run(name: str, gen_cfg: Any, opts: Any, models: Sequence[Any] = (),
     check_generation(gen_cfg, models, tgt_dict)
     entry = get_search(name)
     check_combinations(entry, gen_cfg, opts, models, extra_gen_cls_kwargs)
-    check_prune_auto(opts, name)
+    check_prune_auto(opts, name, models_on_cuda(models))
     if entry.build is not None:  # fairseq's own generator checks the rest itself
         return RunPlan(entry, None, None)
     config = entry.config.from_options(name, gen_cfg, opts, models)  # checks its own fields
@@ -76,8 +77,8 @@ def stream_capacity(opts: Any, gen_cfg: Any, models: Sequence[Any]) -> int:
     """--stream-capacity as given, else the default of the models' device (search/defaults.py)."""
     if opts.stream_capacity is not None:
         return int(opts.stream_capacity)
-    on_cuda = any(p.is_cuda for m in models if hasattr(m, "parameters") for p in list(m.parameters())[:1])
-    return default_capacity(int(gen_cfg.beam), on_cuda)
+    return default_capacity(int(gen_cfg.beam), models_on_cuda(models))
+
 
 
 def _check_writable(path: str, flag: str) -> None:
@@ -150,11 +151,11 @@ def check_preset(opts: Any) -> None:
                                      f"{_flag(option)} {given} contradicts it: drop one of them")
 
 
-def check_prune_auto(opts: Any, name: Optional[str] = None) -> None:
+def check_prune_auto(opts: Any, name: Optional[str] = None, on_cuda: bool = False) -> None:
     """``--prune-auto on`` chooses δ and M itself: an explicit pruning setting with it is refused (not silently
     overridden); ``--prune-auto-tolerance`` means nothing where the steering is off. Not given, the steering is
     var-stream's default unless such a setting is given (:func:`~fairseq_stream.search.defaults.prune_auto_on`);
-    ``name``: the search (default ``--search``)."""
+    ``name``: the search (default ``--search``); ``on_cuda``: the models are on a GPU (no default steering)."""
     mode = prune_auto_mode(getattr(opts, "prune_auto", None))
     if mode is not None and mode not in PRUNE_AUTO_MODES:
         raise FairseqStreamError(f"--prune-auto must be 'on' or 'off' (or given alone, meaning on), got {mode!r}")
@@ -165,8 +166,9 @@ def check_prune_auto(opts: Any, name: Optional[str] = None) -> None:
     if mode == "on" and fixed:
         raise FairseqStreamError(f"--prune-auto chooses the pruning itself; {_flag(fixed[0])} fixes it: drop one of "
                                  "them (a fixed setting given explicitly decodes exactly as before)")
-    if tolerance is not None and not prune_auto_on(name or getattr(opts, "search", ""), opts):
+    if tolerance is not None and not prune_auto_on(name or getattr(opts, "search", ""), opts, on_cuda):
         why = ("--prune-auto off" if mode == "off" else f"{_flag(fixed[0])} fixes the pruning" if fixed
+               else "on a GPU the pruning is steered only with --prune-auto" if on_cuda
                else f"--search {name or getattr(opts, 'search', '')} does not steer its pruning unless given --prune-auto")
         raise FairseqStreamError(f"--prune-auto-tolerance is the tolerance of --prune-auto, and {why}: drop one of them")
 

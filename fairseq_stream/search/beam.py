@@ -42,7 +42,7 @@ from torch import Tensor
 
 from fairseq_stream.search.defaults import (
     DEFAULT_ABS_SCALE, DEFAULT_ABS_THRESHOLD, DEFAULT_FINALIZE, DEFAULT_MAX_CANDS_PER_NODE, PRESETS,
-    PRUNE_AUTO_START, prune_auto_on,
+    PRUNE_AUTO_START, models_on_cuda, prune_auto_on,
 )
 from fairseq_stream.errors import FairseqStreamError
 from fairseq_stream.search.interface import Hypothesis, StepOutcome, StrategyContext
@@ -178,10 +178,10 @@ class BeamConfig:
     def from_options(cls, name: str, gen_cfg: Any, opts: Any, models: Sequence[Any] = ()) -> "BeamConfig":
         return cls(beam=int(gen_cfg.beam), nbest=int(gen_cfg.nbest), final_count=int(opts.beam_final_count),
                    lenpen=lenpen_of(gen_cfg), finalize=option_value(opts, "beam_finalize"),
-                   pruning=cls.pruning_from_options(opts, name))
+                   pruning=cls.pruning_from_options(opts, name, models_on_cuda(models)))
 
     @staticmethod
-    def pruning_from_options(opts: Any, name: str = "") -> Pruning:
+    def pruning_from_options(opts: Any, name: str = "", on_cuda: bool = False) -> Pruning:
         return Pruning()
 
 
@@ -191,9 +191,9 @@ class VariableBeamConfig(BeamConfig):
     by default Yang2020's δ = 1.5 and M = 5 (§4.1)."""
 
     @staticmethod
-    def pruning_from_options(opts: Any, name: str = "") -> Pruning:
+    def pruning_from_options(opts: Any, name: str = "", on_cuda: bool = False) -> Pruning:
         ap, mc = option_value(opts, "prune_abs_threshold"), option_value(opts, "prune_max_cands_per_node")
-        if prune_auto_on(name, opts):  # the controller sets where it starts (integration/prune_auto.py)
+        if prune_auto_on(name, opts, on_cuda):  # the controller sets where it starts (integration/prune_auto.py)
             ap, mc = PRUNE_AUTO_START
         scale = option_value(opts, "prune_abs_scale")
         if scale is None and ap is None:  # an explicit δ (Yang2020's rule, the presets) stays fixed

@@ -30,7 +30,9 @@ PRESETS = {
 }
 
 #: --prune-auto's values: "on" (also a bare --prune-auto, or True through the API), "off"; not given, it is on for
-#: var-stream when no option below fixes the pruning (issue 50: the default), off for every other search.
+#: var-stream on a CPU when no option below fixes the pruning (issue 50: the default), off for every other search
+#: and on a GPU (there its probes go to a helper stream of their own, in small batches whose cost the budget's
+#: count of work does not see, and no GPU run has measured it: opt-in there).
 PRUNE_AUTO_MODES = ("on", "off")
 #: the pruning options --prune-auto chooses itself (δ, M) or that would change what it measures: given with
 #: --prune-auto on, refused; given without it, they fix the pruning (var-stream's default steering is off).
@@ -55,13 +57,18 @@ def prune_auto_mode(value: object) -> "str | None":
     return text  # checked by the validation (engine/validation.py): one of PRUNE_AUTO_MODES
 
 
-def prune_auto_on(name: str, opts: object) -> bool:
+def models_on_cuda(models: "list | tuple") -> bool:
+    """Whether the models are on a GPU (their first parameter's device)."""
+    return any(p.is_cuda for m in models if hasattr(m, "parameters") for p in list(m.parameters())[:1])
+
+
+def prune_auto_on(name: str, opts: object, on_cuda: bool = False) -> bool:
     """Whether ``--search name`` with ``opts`` steers its own pruning: as given, else var-stream's default
-    (on unless an option fixes the pruning)."""
+    on a CPU (on unless an option fixes the pruning); ``on_cuda``: the models are on a GPU."""
     mode = prune_auto_mode(getattr(opts, "prune_auto", None))
     if mode is not None:
         return mode == "on"
-    if name != PRUNE_AUTO_DEFAULT_SEARCH:
+    if name != PRUNE_AUTO_DEFAULT_SEARCH or on_cuda:
         return False
     return all(getattr(opts, option, None) in (None, "") for option in PRUNE_AUTO_EXCLUDES)
 

@@ -136,9 +136,9 @@ def _parse(argv: Sequence[str]) -> "tuple[argparse.Namespace, List[str]]":
     return args, generate_args
 
 
-def prune_auto_warning(generate_args: Sequence[str]) -> Optional[str]:
-    """The one line said when the run steers its pruning (``--prune-auto``, var-stream's default): it is the one
-    setting whose output depends on the split."""
+def prune_auto_warning(generate_args: Sequence[str], on_cuda: bool = False) -> Optional[str]:
+    """The one line said when the run steers its pruning (``--prune-auto``, var-stream's default on a CPU): it is
+    the one setting whose output depends on the split. ``on_cuda``: the shards run on GPUs."""
     given: Dict[str, Optional[str]] = {}
     for i, arg in enumerate(generate_args):  # --name value, --name=value or a bare flag
         if arg.startswith("--"):
@@ -148,7 +148,7 @@ def prune_auto_warning(generate_args: Sequence[str]) -> Optional[str]:
                 following if following is not None and not following.startswith("--") else "")
     opts = SimpleNamespace(**{name: (value if value != "" or name != "prune_auto" else "on")
                               for name, value in given.items()})
-    if not prune_auto_on(given.get("search") or "", opts):
+    if not prune_auto_on(given.get("search") or "", opts, on_cuda):
         return None
     return ("fairseq-stream: warning: --prune-auto (var-stream's default) steers each shard on its own input (probes "
             "of its own batches), so the shards may move through other settings than one process would and the "
@@ -728,7 +728,8 @@ def main(argv: Optional[Sequence[str]] = None) -> None:
     try:
         args, generate_args = _parse(argv)
         ranks = torchrun_ranks(dict(os.environ))
-        warning = prune_auto_warning(generate_args)
+        on_cuda = "--cpu" not in generate_args and bool(_visible_gpus(args.devices))
+        warning = prune_auto_warning(generate_args, on_cuda)
         if warning and (ranks is None or ranks.rank == 0):  # said once per run
             print(warning, file=sys.stderr, flush=True)
         if ranks is not None:

@@ -162,6 +162,18 @@ def test_var_stream_steers_by_default_unless_the_pruning_is_fixed(demo_session, 
     assert (pruning.abs_threshold, pruning.max_cands_per_node) == start
 
 
+def test_on_a_gpu_the_steering_is_opt_in():
+    # the probes go to a helper stream there (the Triton beam step has no rungs), a cost no GPU run has measured
+    from types import SimpleNamespace
+
+    from fairseq_stream.search.defaults import prune_auto_on
+
+    assert prune_auto_on("var-stream", SimpleNamespace(), on_cuda=False)
+    assert not prune_auto_on("var-stream", SimpleNamespace(), on_cuda=True)
+    assert prune_auto_on("var-stream", SimpleNamespace(prune_auto=True), on_cuda=True)
+    assert prune_auto_on("var-stream", SimpleNamespace(prune_auto="on"), on_cuda=True)
+
+
 def test_the_tolerance_needs_the_steering_on_and_a_number_at_least_zero(demo_session):
     # var-stream steers by default: its tolerance needs no --prune-auto; where the steering is off it is refused
     assert demo_session.build_generator("var-stream", {"beam": 4}, {"prune_auto_tolerance": 0.1}).controller.tolerance == 0.1

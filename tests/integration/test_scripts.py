@@ -318,7 +318,7 @@ def test_gpu_check_dry_run_writes_one_report(tmp_path):
     ours = ["fixed-ours k=5", "var-stream k=5", "greedy-ours", "gs-jacobi b=3", "fixed-ours k=4", "ib-beam k=4",
             "speculative", "lookahead N=4"]
     assert {"fairseq-beam k=5", "fairseq-greedy", "fairseq-beam k=4", "var-stream k=5 cap=256 [static]",
-            "var-stream k=5 cap=256 prune-auto off [static]", "var-stream k=8 prune-auto off [static]"} <= labels
+            "var-stream k=5 cap=256 prune-auto [static]", "var-stream k=8 prune-auto [static]"} <= labels
     assert {f"{label} [{mode}]" for label in ours for mode in ("eager", "static")} <= labels
     assert all(float(r[4]) > 0 for r in rows)  # every ratio to stock fairseq is a number
     for r in rows:  # against our own fixed beam (greedy) of the same step mode: every strategy but the baselines
