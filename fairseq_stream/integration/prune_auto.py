@@ -6,17 +6,19 @@ probe and which rung to decode with; this module is its generator:
 
 1. the run's stream decodes every sentence with the current rung, streamed as without it (no read
    ahead beyond the stream's own); that is every sentence's output;
-2. when a refill admits sentences (``InputStream.on_admit``), before the stream decodes them, the
-   probes the controller chose among them are decoded twice more: by the fixed beam (the run's
-   strategy at the same k, no pruning) and by the next faster rung, each copy pinned to its rung
-   (``BeamSearch.use_rungs``: per-sentence rungs in the beam step). The run's first probes, taken on
-   credit, go to a helper generator of the run's own at once (silent, its work counted in the run's
-   statistics: its two copies of each probe in one stream), so that their move steers the first
-   refill; later ones ride in the **run's own stream** (on a CPU): the input stream appends their
-   copies to the refill (``InputStream.add_copies``: decoded like its sentences, delivered to
-   ``on_copy`` only), so they share the run's decoder steps and cost only their rows (metered per
-   copy by the strategy). A probe of the last refill would steer nothing: none is taken there. On a
-   GPU (the Triton beam step lacks rungs) every group goes to the helper, in groups of
+2. when a refill admits sentences, before the stream decodes them, the probes the controller chose
+   among them are decoded twice more: by the fixed beam (the run's strategy at the same k, no
+   pruning) and by the next faster rung (none at the fastest), each copy pinned to its rung
+   (``BeamSearch.use_rungs``: per-sentence rungs in the beam step). On a CPU they ride in the **run's
+   own stream**: the refill's probes are planned before the input stream takes it
+   (``InputStream.plan_copies``), the refill takes one sentence fewer per copy and the copies join it
+   (``InputStream.add_copies``: decoded like its sentences, delivered to ``on_copy`` only), so they
+   share the run's decoder steps, cost only their rows (metered per copy by the strategy) and keep the
+   stream within its capacity. The run's first probes are taken on credit; where the run starts above
+   the fastest rung they go to a helper generator of the run's own at once (silent, its work counted
+   in the run's statistics: its two copies of each probe in one stream), so that the trial's outcome
+   steers the first refill. A probe of the last refill would steer nothing: none is taken there. On
+   a GPU (the Triton beam step lacks rungs) every group goes to the helper, in groups of
    :data:`~fairseq_stream.search.defaults.PRUNE_AUTO_GROUP`;
 3. the controller reads a probe's outcomes once the fixed beam's is in — the helper's trial at once
    (a move onto the faster rung steers the refill the probes came in), the copies' as they leave the
@@ -207,7 +209,7 @@ class AutoPruneGenerator(StreamGenerator):
         return ctl.per_token / ctl.first_estimate if ctl.per_token is not None else 1.0
 
     def _first(self) -> bool:
-        """No probe chosen yet: the run's first group goes to the helper (on credit)."""
+        """No probe chosen yet: the run's first group is taken on credit."""
         return not (self.probed_ids or self.waiting or self.in_flight or self.copy_of)
 
     def _admitted(self, admission: Admission) -> None:
@@ -219,7 +221,7 @@ class AutoPruneGenerator(StreamGenerator):
         self.admitted_tokens += sum(max(n, 0) for n in lengths)
         ctl, per_token = self.controller, self._run_per_token()
         first = self._first()
-        if self.in_stream and not first:
+        if self.in_stream and (not first or self.planned):  # (the first group rides in the stream too)
             return
         last = self.input.exhausted()
         minimum = PRUNE_AUTO_GROUP if first and not last else 0  # the first group on credit (not a one-refill input)
@@ -243,10 +245,14 @@ class AutoPruneGenerator(StreamGenerator):
         """The probes among a refill's rows (source lengths, EOS included) before the stream takes it, once per
         copy: the refill then takes one sentence fewer per copy, so that sentences and copies stay within the
         stream's capacity (and --stream-max-candidates). At most PRUNE_AUTO_GROUP probes, none among the rows
-        the copies displace, none at the input's last refill (their outcomes would steer nothing)."""
+        the copies displace, none at the input's last refill (their outcomes would steer nothing). The run's first
+        group too, on credit, where it starts at the fastest rung (only the fixed beam's copy to decode: nothing
+        to learn before the stream decodes the refill); from a slower start the helper decodes it (its trial's
+        outcome can steer the first refill)."""
         self.planned = []
-        if not self.in_stream or self._first() or last:
-            return []
+        first = self._first()
+        if not self.in_stream or last or (first and self.controller.trial_setting is not None):
+            return []  # (a trial rung at the start: the helper measures it before the stream decodes this refill)
         tokens = [max(n - 1, 0) for n in lengths]
         copies = len(self._copy_rungs())
         limit = min(PRUNE_AUTO_GROUP, len(tokens) // (2 * copies))
@@ -255,7 +261,7 @@ class AutoPruneGenerator(StreamGenerator):
         kept = tokens[: len(tokens) - limit * copies] + [0] * (limit * copies)  # 0: not eligible (rows given up)
         per_token = self._run_per_token()
         self.planned = self.controller.choose_probes(kept, per_token * (self.admitted_tokens + sum(kept)), per_token,
-                                                     limit=limit)
+                                                     limit=limit, minimum=limit if first else 0)  # the first on credit
         return [row for row, _ in self.planned] * copies
 
     def _add_copies(self, admission: Admission, rows: List[int], serials: List[int]) -> None:
