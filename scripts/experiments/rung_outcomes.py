@@ -41,7 +41,7 @@ Outcome = Dict[int, Dict[str, Any]]  # sentence id → score, tokens, text, rows
 
 def decode(session: Any, dataset: Any, beam: int, setting: Setting, batch_size: int) -> Outcome:
     """Every sentence of ``dataset`` by var-stream at ``setting``: its best hypothesis and its decoder rows."""
-    gen = session.build_generator("var-stream", {"beam": beam}, {})
+    gen = session.build_generator("var-stream", {"beam": beam}, {"prune_auto": "off"})  # each rung fixed, no probes
     gen.config = dataclasses.replace(gen.config, pruning=pruning_of(setting, gen.config.pruning))
     gen.strategy.set_pruning(gen.config.pruning)
     # every sentence pinned to one rung, the run's setting: the same outputs, and each sentence's rows metered

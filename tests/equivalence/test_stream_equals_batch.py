@@ -68,7 +68,7 @@ def test_var_fifo_and_heuristics_equal_var_batch(demo_session64, demo_sources, d
 @pytest.mark.slow  # two decodes under a candidate budget: ~50 s on 2 cores
 def test_oversubscription_fills_steps_within_the_budget(demo_session64, data64, var_batch64):
     """Yang2020 §3: 16 beams cached, at most 12 candidates a step; the same searches, fuller steps."""
-    budget = {"stream_capacity": 16, "stream_max_candidates": 12}
+    budget = {"stream_capacity": 16, "stream_max_candidates": 12, "prune_auto": "off"}  # var-batch's fixed δ, M
     plain = demo_session64.translate(data64, search="var-stream", gen=GEN, opts=budget)
     over = demo_session64.translate(data64, search="var-stream", gen=GEN, opts=dict(budget, stream_oversubscribe=True))
     assert_same_nbest(var_batch64, over)
