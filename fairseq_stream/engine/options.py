@@ -13,7 +13,7 @@ from fairseq.dataclass import FairseqDataclass
 
 from fairseq_stream.search.defaults import (
     DEFAULT_ABS_SCALE, DEFAULT_ABS_THRESHOLD, DEFAULT_FINALIZE, DEFAULT_MAX_CANDS_PER_NODE, PRUNE_AUTO_BUDGET,
-    PRUNE_AUTO_START, PRUNE_AUTO_TOLERANCE,
+    PRUNE_AUTO_START, PRUNE_AUTO_TOLERANCE, prune_auto_arg,
 )
 from fairseq_stream.ops.pruning import DEFAULT_REFERENCE
 from fairseq_stream.search.registry import epsilon_defaults_help, search_names
@@ -168,7 +168,7 @@ class StreamDecodingConfig(FairseqDataclass):
     )
     prune_auto: Optional[str] = field(
         default=None,
-        metadata={"argparse_const": "on",
+        metadata={"argparse_const": "on", "argparse_type": prune_auto_arg,
                   "help": "'on' (or the bare flag) or 'off'; not given: on for var-stream on a CPU unless an option fixes "
                   "the pruning (δ, M, α, rp, rpl, rules, a preset), off for other searches and on a GPU (not measured "
                   "there: opt-in). It steers δ and M while "

@@ -22,8 +22,8 @@ from typing import Any, Dict, Iterable, List, Optional, Sequence, Tuple
 from fairseq.dataclass.configs import GenerationConfig
 
 from fairseq_stream.engine.options import INPUT_ORDERS, default_capacity
-from fairseq_stream.search.defaults import (PRESETS, PRUNE_AUTO_EXCLUDES, PRUNE_AUTO_MODES, models_on_cuda,
-                                            prune_auto_mode, prune_auto_on)
+from fairseq_stream.search.defaults import (PRESETS, PRUNE_AUTO_MODES, models_on_cuda, prune_auto_mode,
+                                            prune_auto_on, pruning_fixed_by)
 from fairseq_stream.engine.options import StreamDecodingConfig
 from fairseq_stream.model.linear_kernels import check_choice as check_cpu_matmul
 from fairseq_stream.model.quantize import check_choice as check_quantize
@@ -162,7 +162,7 @@ def check_prune_auto(opts: Any, name: Optional[str] = None, on_cuda: bool = Fals
     tolerance = getattr(opts, "prune_auto_tolerance", None)
     if tolerance is not None and not tolerance >= 0:
         raise FairseqStreamError(f"--prune-auto-tolerance must be >= 0 (a fraction of the fixed beam's mean |score|), got {tolerance}")
-    fixed = [option for option in PRUNE_AUTO_EXCLUDES if getattr(opts, option, None) not in (None, "")]
+    fixed = pruning_fixed_by(opts)
     if mode == "on" and fixed:
         raise FairseqStreamError(f"--prune-auto chooses the pruning itself; {_flag(fixed[0])} fixes it: drop one of "
                                  "them (a fixed setting given explicitly decodes exactly as before)")

@@ -6,6 +6,7 @@ fairseq's behaviour live in :mod:`fairseq_stream.integration.compat` alone.
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import os
 import sys
 from typing import Optional
@@ -38,9 +39,11 @@ def fairseq_cli_name(argv0: Optional[str] = None, main_spec: Optional[str] = Non
 
 
 def add_dataclass_args(parser: argparse.ArgumentParser, config: object) -> None:
-    """Add the fields of ``config`` to ``parser``, skipping options the parser already has."""
+    """Add the fields of ``config`` to ``parser``, skipping options the parser already has. A field's
+    ``argparse_type`` metadata (fairseq's generator knows none) checks its value as the line is parsed."""
     scratch = argparse.ArgumentParser(add_help=False)
     gen_parser_from_dataclass(scratch, config)
+    set_arg_types(scratch, config)
     have_dests = {a.dest for a in parser._actions}
     for action in scratch._actions:
         if action.option_strings:
@@ -49,3 +52,13 @@ def add_dataclass_args(parser: argparse.ArgumentParser, config: object) -> None:
         elif action.dest in have_dests:
             continue
         parser._add_action(action)
+
+
+def set_arg_types(parser: "argparse.ArgumentParser | argparse._ArgumentGroup", config: object) -> None:
+    """Give the options of ``config``'s fields on ``parser`` their ``argparse_type`` metadata (a check of the
+    value as the line is parsed, with argparse's one-line error; fairseq's generator knows no such key)."""
+    checks = {f.name: f.metadata["argparse_type"] for f in dataclasses.fields(config)  # type: ignore[arg-type]
+              if "argparse_type" in f.metadata}
+    for action in parser._actions:
+        if action.option_strings and action.dest in checks:
+            action.type = checks[action.dest]

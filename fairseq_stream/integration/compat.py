@@ -51,7 +51,7 @@ from fairseq.dataclass.utils import gen_parser_from_dataclass
 from fairseq_stream.integration import input_checks
 from fairseq_stream.integration.checkpoints import register_safe_globals
 from fairseq_stream.errors import format_error
-from fairseq_stream.integration.cli import fairseq_cli_name
+from fairseq_stream.integration.cli import fairseq_cli_name, set_arg_types
 
 def install() -> None:
     """The hooks of the module docstring (idempotent); called when the package is imported."""
@@ -95,6 +95,7 @@ def add_stream_decoding_args(parser: argparse.ArgumentParser) -> None:
         return
     group = parser.add_argument_group("fairseq-stream decoding")
     gen_parser_from_dataclass(group, StreamDecodingConfig())
+    set_arg_types(group, StreamDecodingConfig())
 
 
 def show_options_in_help() -> None:

@@ -57,6 +57,25 @@ def prune_auto_mode(value: object) -> "str | None":
     return text  # checked by the validation (engine/validation.py): one of PRUNE_AUTO_MODES
 
 
+def prune_auto_arg(text: str) -> str:
+    """--prune-auto's value as the command line gives it, checked while the line is parsed: a bare
+    ``--prune-auto`` right before DATA takes DATA as its value, and fairseq would then say only that DATA
+    is missing. Raises ``argparse.ArgumentTypeError`` (one line naming the value) for anything but on/off."""
+    mode = prune_auto_mode(text)
+    if mode not in PRUNE_AUTO_MODES:
+        import argparse  # only where a command line is parsed
+
+        raise argparse.ArgumentTypeError(
+            f"takes 'on' or 'off', not {text!r} (a bare --prune-auto reads the word after it: "
+            "write --prune-auto on, or put the flag after DATA)")
+    return str(mode)
+
+
+def pruning_fixed_by(opts: object) -> "list[str]":
+    """The options of PRUNE_AUTO_EXCLUDES that ``opts`` gives: each fixes the pruning."""
+    return [option for option in PRUNE_AUTO_EXCLUDES if getattr(opts, option, None) not in (None, "")]
+
+
 def models_on_cuda(models: "list | tuple") -> bool:
     """Whether the models are on a GPU (their first parameter's device)."""
     return any(p.is_cuda for m in models if hasattr(m, "parameters") for p in list(m.parameters())[:1])
@@ -70,7 +89,7 @@ def prune_auto_on(name: str, opts: object, on_cuda: bool = False) -> bool:
         return mode == "on"
     if name != PRUNE_AUTO_DEFAULT_SEARCH or on_cuda:
         return False
-    return all(getattr(opts, option, None) in (None, "") for option in PRUNE_AUTO_EXCLUDES)
+    return not pruning_fixed_by(opts)
 
 
 #: --prune-auto (search/prune_controller.py). The ladder of (δ, M) the controller moves on, from the

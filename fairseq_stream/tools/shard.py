@@ -146,9 +146,9 @@ def prune_auto_warning(generate_args: Sequence[str], on_cuda: bool = False) -> O
             following = generate_args[i + 1] if i + 1 < len(generate_args) else None
             given[name.replace("-", "_")] = value if eq else (
                 following if following is not None and not following.startswith("--") else "")
-    opts = SimpleNamespace(**{name: (value if value != "" or name != "prune_auto" else "on")
-                              for name, value in given.items()})
-    if not prune_auto_on(given.get("search") or "", opts, on_cuda):
+    if given.get("prune_auto") == "":
+        given["prune_auto"] = "on"  # the bare flag
+    if not prune_auto_on(given.get("search") or "", SimpleNamespace(**given), on_cuda):
         return None
     return ("fairseq-stream: warning: --prune-auto (var-stream's default) steers each shard on its own input (probes "
             "of its own batches), so the shards may move through other settings than one process would and the "
