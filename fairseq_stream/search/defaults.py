@@ -100,8 +100,18 @@ def prune_auto_on(name: str, opts: object, on_cuda: bool = False) -> bool:
 #: the fastest rung, and where a run starts at any k.
 PRUNE_AUTO_LADDER = ((1.25, 5), (1.5, 5), (2.0, 5), (3.0, 5), (3.0, 10))
 PRUNE_AUTO_START = (1.25, 5)
-#: beams up to this width are narrow: a probe's fixed beam costs less against the run (the budget's first estimate)
-PRUNE_AUTO_NARROW_BEAM = 10
+#: the run's decoder work per sentence and step at the start rung, the step's fixed cost included: ~3.7 at
+#: k = 5 and ~6 at k = 50 on the demo model (fan-out 3.2 and 5.7 rows a sentence and step); a probe's fixed
+#: beam takes k rows, so the budget's first estimate of a probe against the run, before one was measured, is
+#: k over this, at least 2 (a probe is often longer than the run's mean sentence): 8.3 at k = 50, where 11 was
+#: measured (the old flat 3.5 let a 100-sentence k = 50 run spend 39% of its work on probes)
+PRUNE_AUTO_START_ROWS = 6
+#: the run's first refill takes probes past the budget (on credit: later refills pay it back) up to about this
+#: many of the run's sentences' work by the first estimate, at least one: four at k ≤ 12 (as many as the
+#: controller needs to relax, plus one), one at k = 50, where a fixed beam's copy costs ~11 of the run's
+#: sentences (four, whatever k, put 13.8% of a 300-sentence k = 50 demo run and 38.7% of a 100-sentence one
+#: into the fixed beam's copies: docs/results.md, "Round 7: the probes' credit")
+PRUNE_AUTO_CREDIT = 8
 #: the largest loss of the best hypothesis's length-normalised model score (fairseq's score) against
 #: the fixed beam's that the current rung may have over its recent probes, as a fraction of the fixed
 #: beam's mean |score| there; a faster rung must be within half. The same runs: the loss at δ 1.25 is
@@ -114,9 +124,9 @@ PRUNE_AUTO_TOLERANCE = 0.06
 #: expansions plus PRUNE_AUTO_STEP_WORK per decoder step: a step's fixed cost (its launches and
 #: dispatches), which a small group of probes pays nearly in full.
 PRUNE_AUTO_BUDGET, PRUNE_AUTO_STEP_WORK = 0.08, 16
-#: probes are decoded in groups of this many (from one refill or several), their fixed-beam and
-#: trial copies in one stream: the decoder steps are shared. The run's first probes (taken on
-#: credit, this many) and those of its last refill go at once.
+#: at most this many probes a refill; a helper stream (a slower start, a GPU) decodes them in groups of this
+#: many (from one refill or several), their fixed-beam and trial copies in one stream: the decoder steps are
+#: shared. The helper's first group (taken on credit, this many) and that of the last refill go at once.
 PRUNE_AUTO_GROUP = 4
 #: the probes a rung is judged on (its most recent), the fewest that may relax it or (the trial's)
 #: tighten onto a faster one, and the outcomes (two a probe) after a rung failed before the controller

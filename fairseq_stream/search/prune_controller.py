@@ -16,8 +16,9 @@ reference-free half). So the run measures it on its own input, all along:
   within a **budget** of decoder work: the probes' work (expansions, and a fixed cost per decoder
   step) stays under a share of the work of the sentences admitted so far,
   :data:`~fairseq_stream.search.defaults.PRUNE_AUTO_BUDGET`, that shrinks while the setting stays put
-  (a long, steady input pays less and less); the run's first refill may take a group on credit
-  (the evidence is worth most before the stream has decoded anything);
+  (a long, steady input pays less and less); the run's first refill may take a few on credit
+  (the evidence is worth most before the stream has decoded anything): :meth:`PruneController.credit`,
+  a few sentences' work, so fewer at wide beams, where the fixed beam's copy costs most;
 * the controller **relaxes** (one rung safer) as soon as the current rung's recent probes lose
   more than the tolerance (relative to the fixed beam's mean |score|), and **tightens** (one rung
   faster) only when the trial rung's recent probes are within half the tolerance (hysteresis), and not onto a rung that failed in the last
@@ -35,8 +36,8 @@ from dataclasses import dataclass, field
 from typing import Any, Deque, Dict, List, Optional, Sequence, Tuple
 
 from fairseq_stream.search.defaults import (
-    PRUNE_AUTO_BUDGET, PRUNE_AUTO_HOLD, PRUNE_AUTO_LADDER, PRUNE_AUTO_MIN_RELAX,
-    PRUNE_AUTO_MIN_TIGHTEN, PRUNE_AUTO_NARROW_BEAM, PRUNE_AUTO_START, PRUNE_AUTO_TOLERANCE,
+    PRUNE_AUTO_BUDGET, PRUNE_AUTO_CREDIT, PRUNE_AUTO_HOLD, PRUNE_AUTO_LADDER, PRUNE_AUTO_MIN_RELAX,
+    PRUNE_AUTO_MIN_TIGHTEN, PRUNE_AUTO_START, PRUNE_AUTO_START_ROWS, PRUNE_AUTO_TOLERANCE,
     PRUNE_AUTO_WINDOW,
 )
 
@@ -146,9 +147,9 @@ class PruneController:
     def __init__(self, beam: int, *, tolerance: float = PRUNE_AUTO_TOLERANCE) -> None:
         self.rungs = ladder(beam)
         self.tolerance = tolerance
-        # a probe's work before any was measured, per source token, as a multiple of the run's: the fixed
-        # beam costs ~1.3x a pruned k = 5 sentence and 2-3x at k = 50, the trial rung a little less than one
-        self.first_estimate = 2.0 if beam <= PRUNE_AUTO_NARROW_BEAM else 3.5
+        # a probe's work before any was measured, per source token, as a multiple of the run's (the fixed beam's
+        # k rows a step against the start rung's; the trial rung costs a little less than one sentence)
+        self.first_estimate = max(2.0, beam / PRUNE_AUTO_START_ROWS)
         delta, m = start(beam)
         first = (float(delta), min(int(m), beam))
         self.at = next(i for i, s in enumerate(self.rungs) if (s.delta, min(s.max_cands or beam, beam)) == first)
@@ -174,6 +175,11 @@ class PruneController:
         return self.rungs[self.at - 1] if self.at > 0 else None
 
     # ---- which sentences to probe ----------------------------------------------------------
+    def credit(self) -> int:
+        """Probes the run's first refill takes past the budget: PRUNE_AUTO_CREDIT sentences' work by the first
+        estimate, at least one."""
+        return max(1, int(PRUNE_AUTO_CREDIT // self.first_estimate))
+
     def budget_share(self) -> float:
         """The share of the run's expansions the probes may take now: the full budget after a move, less
         and less while the setting stays put (a steady input measures less: a window's worth of probes, each

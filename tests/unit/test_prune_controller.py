@@ -3,9 +3,11 @@ across source lengths within the budget, never a blank or one-token source; it r
 the tolerance, tightens only on the trial's margin, holds off a rung that failed, reads no clock."""
 import math
 
+import pytest
+
 from fairseq_stream.search.defaults import (
     PRUNE_AUTO_BUDGET, PRUNE_AUTO_HOLD, PRUNE_AUTO_MIN_RELAX, PRUNE_AUTO_MIN_TIGHTEN, PRUNE_AUTO_START,
-    PRUNE_AUTO_WINDOW,
+    PRUNE_AUTO_START_ROWS, PRUNE_AUTO_WINDOW,
 )
 from fairseq_stream.search.prune_controller import OFF, Probe, PruneController, Setting, ladder, start, stratum
 
@@ -55,6 +57,15 @@ def test_the_budget_bounds_the_probes_and_shrinks_while_the_setting_holds():
     assert ctl.choose_probes([10] * 64, run_work=40_000, run_per_token=1.0) != []  # the run's work grew
     ctl.since_change = 2 * 2 * PRUNE_AUTO_WINDOW  # two windows of probes, each read twice (trial, current)
     assert ctl.budget_share() == PRUNE_AUTO_BUDGET / 3
+
+
+def test_the_first_refills_credit_is_a_few_sentences_work_so_fewer_probes_at_wide_beams():
+    # a fixed beam of 50 costs ~k / PRUNE_AUTO_START_ROWS of the run's sentences: four such probes on credit were
+    # 38.7% of a 100-sentence demo run; at narrow beams the credit still covers what a relax needs
+    narrow, wide = PruneController(5), PruneController(50)
+    assert wide.first_estimate == pytest.approx(50 / PRUNE_AUTO_START_ROWS)
+    assert narrow.credit() == 4 and PruneController(12).credit() == 4 > PRUNE_AUTO_MIN_RELAX
+    assert PruneController(20).credit() == 2 and wide.credit() == 1 == PruneController(500).credit()
 
 
 def test_it_relaxes_when_the_current_rung_loses_and_holds_off_the_failed_rung():
