@@ -6,7 +6,8 @@ against the fixed beam's, on a few probes (fairseq_stream/search/prune_controlle
 sentence of the input at every rung of the ladder and with the fixed beam, and prints, per rung, what the
 controller would measure if every sentence were a probe — the relative loss (the controller's statistic:
 the summed loss over the fixed beam's summed |score|), the share of best hypotheses changed, made worse and
-made better — beside what it cannot see: the corpus BLEU against the fixed beam's, and the expansions (the
+made better, and their summed length against the fixed beam's (the length shift: what BLEU's brevity penalty
+reads) — beside what it cannot see: the corpus BLEU against the fixed beam's, and the expansions (the
 decoder rows) as a multiple of the fixed beam's. So one can see, model by model and k by k, whether a
 criterion on the model score can tell the rungs that keep BLEU from those that lose it.
 
@@ -85,6 +86,8 @@ def summary(fixed: Outcome, got: Outcome, refs: List[str], src_tokens: List[int]
             "worse": sum(fixed[i]["score"] - got[i]["score"] > 1e-6 for i in probes) / max(len(probes), 1),
             "better": sum(got[i]["score"] - fixed[i]["score"] > 1e-6 for i in probes) / max(len(probes), 1),
             "delta_bleu": bleu - fixed_bleu,
+            # the best hypotheses' summed length against the fixed beam's: a shift BLEU's brevity penalty reads
+            "length_shift": sum(len(got[i]["tokens"]) for i in probes) / max(sum(len(fixed[i]["tokens"]) for i in probes), 1) - 1,
             "expansions": sum(got[i]["rows"] for i in ids) / max(sum(fixed[i]["rows"] for i in ids), 1),
             "mean_fixed_score": -scale / max(len(probes), 1)}
 
@@ -120,8 +123,9 @@ def main() -> None:
     refs = lines(args.ref)
     src_tokens = [int(dataset.src_sizes[i]) - 1 for i in range(len(dataset))]  # EOS excluded, as the controller counts
     name = args.model or os.path.basename(args.path)
-    print("| model | k | rung | relative loss | changed | worse | better | Δ BLEU against the fixed beam | expansions × the fixed beam |")
-    print("|---|---|---|---|---|---|---|---|---|")
+    print("| model | k | rung | relative loss | changed | worse | better | length shift | Δ BLEU against the fixed beam | "
+          "expansions × the fixed beam |")
+    print("|---|---|---|---|---|---|---|---|---|---|")
     dump: Dict[str, Any] = {}
     for beam in args.beam:
         extra = [Setting(float(d), int(m)) for d, m in (a.split(":") for a in args.also)]
@@ -131,10 +135,11 @@ def main() -> None:
         for s in rungs[:-1]:
             row = summary(fixed, outcomes[s.label()], refs, src_tokens)
             print(f"| {name} | {beam} | {s.label()} | {100 * row['relative_loss']:.2f}% | {100 * row['changed']:.0f}% | "
-                  f"{100 * row['worse']:.0f}% | {100 * row['better']:.0f}% | {row['delta_bleu']:+.2f} | {row['expansions']:.3f} |",
+                  f"{100 * row['worse']:.0f}% | {100 * row['better']:.0f}% | {100 * row['length_shift']:+.1f}% | "
+                  f"{row['delta_bleu']:+.2f} | {row['expansions']:.3f} |",
                   flush=True)
         print(f"| {name} | {beam} | (the fixed beam's mean score {row['mean_fixed_score']:.3f}) "
-              "| | | | | | |", flush=True)
+              "| | | | | | | |", flush=True)
         dump[str(beam)] = {label: {str(i): o for i, o in out.items()} for label, out in outcomes.items()}
     if args.json:
         with open(args.json, "w", encoding="utf-8") as f:

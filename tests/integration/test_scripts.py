@@ -178,7 +178,8 @@ def test_rung_outcomes_prints_every_rung_with_rows_metered_per_sentence(tmp_path
                       "--json", str(tmp_path / "out.json")])
     rows = [line.split("|") for line in out.splitlines() if line.startswith("| demo | 4 | δ")]
     assert [r[3].strip() for r in rows] == ["δ 1, M 5", "δ 1.25, M 5", "δ 1.5, M 5", "δ 2, M 5", "δ 3, M 5"], out
-    assert all(0 < float(r[9]) <= 1 for r in rows), out  # a rung expands at most the fixed beam's rows
+    assert all(0 < float(r[10]) <= 1 for r in rows), out  # a rung expands at most the fixed beam's rows
+    assert all(-100 < float(r[8].strip().rstrip("%")) < 100 for r in rows), out  # the lengths against the fixed beam's
     dump = json.loads((tmp_path / "out.json").read_text())["4"]
     fixed = dump["off (the fixed beam's width)"]
     assert len(fixed) == 8 and all(o["rows"] > 0 and o["tokens"][-1] == 2 for o in fixed.values())
