@@ -245,10 +245,10 @@ class AutoPruneGenerator(StreamGenerator):
         """The probes among a refill's rows (source lengths, EOS included) before the stream takes it, once per
         copy: the refill then takes one sentence fewer per copy, so that sentences and copies stay within the
         stream's capacity (and --stream-max-candidates). At most PRUNE_AUTO_GROUP probes, none among the rows
-        the copies displace, none at the input's last refill (their outcomes would steer nothing). The run's first refill's too
-        (some on credit: ``PruneController.credit``), where it starts at the fastest rung (only the
-        fixed beam's copy to decode: nothing to learn before the stream decodes the refill); from a slower start the
-        helper decodes a first group (its trial's outcome can steer the first refill)."""
+        the copies displace, none at the input's last refill (their outcomes would steer nothing). The run's first
+        refill's too (some on credit: ``PruneController.credit``), where it starts at the fastest rung (only the
+        fixed beam's copy to decode: nothing to learn before the stream decodes the refill); from a slower start
+        the helper decodes a first group (its trial's outcome can steer the first refill)."""
         self.planned = []
         first = self._first()
         if not self.in_stream or last or (first and self.controller.trial_setting is not None):
@@ -260,8 +260,9 @@ class AutoPruneGenerator(StreamGenerator):
             return []
         kept = tokens[: len(tokens) - limit * copies] + [0] * (limit * copies)  # 0: not eligible (rows given up)
         per_token = self._run_per_token()
+        credit = min(limit, self.controller.credit()) if first else 0  # the first refill's, past the budget
         self.planned = self.controller.choose_probes(kept, per_token * (self.admitted_tokens + sum(kept)), per_token,
-                                                     limit=limit, minimum=min(limit, self.controller.credit()) if first else 0)
+                                                     limit=limit, minimum=credit)
         return [row for row, _ in self.planned] * copies
 
     def _add_copies(self, admission: Admission, rows: List[int], serials: List[int]) -> None:
