@@ -247,6 +247,16 @@ class InputStream:
     def copies_in_flight(self) -> int:
         return len(self._copies)
 
+    def only_copies_left(self) -> bool:
+        """Whether the copies in flight are all that is left of the input: none of its sentences is in flight
+        or still to admit (so no caller will wait for what the stream decodes next)."""
+        return bool(self._copies) and not self._in_flight and self.exhausted()
+
+    def drop_copies(self) -> int:
+        """Forget the copies in flight (their stream dropped them unfinished); how many there were."""
+        dropped, self._copies = len(self._copies), {}
+        return dropped
+
     def exhausted(self) -> bool:
         """Whether nothing is left to admit: none queued and fairseq's iterator at its end (one batch read
         ahead, as a refill would). False when unknown (no iterator to read ahead: interactive chunks)."""

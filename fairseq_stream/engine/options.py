@@ -170,8 +170,8 @@ class StreamDecodingConfig(FairseqDataclass):
         default=None,
         metadata={"argparse_const": "on", "argparse_type": prune_auto_arg,
                   "help": "'on' (or the bare flag) or 'off'; not given: on for var-stream on a CPU unless an option fixes "
-                  "the pruning (δ, M, α, rp, rpl, rules, a preset), off for other searches and on a GPU (not measured "
-                  "there: opt-in). It steers δ and M while "
+                  "the pruning (δ, M, α, rp, rpl, rules, a preset) and --beam is above 1, off for other searches and on a "
+                  "GPU (not measured there: opt-in). It steers δ and M while "
                   f"the run goes, without references: it starts at δ {PRUNE_AUTO_START[0]:g}, M {PRUNE_AUTO_START[1]}; "
                   "probe sentences, chosen per batch across source lengths, are decoded again by the fixed beam and "
                   f"by the next faster setting, at most {100 * PRUNE_AUTO_BUDGET:g}%% of the run's decoder work (less "

@@ -128,6 +128,14 @@ class StreamingScheduler:
         if not self.groups:  # drained: what the static step lent this stream goes back to the model
             self.model.drained(self.memory)
 
+    def abandon(self) -> int:
+        """Drop every sentence in flight, unfinished (the caller wants none of them: ``--prune-auto``'s probe
+        copies once the input has ended), and hand back what the static step lent; the sentences dropped."""
+        sentences, _ = self._in_flight(self.groups)
+        self.groups = []
+        self.model.drained(self.memory)
+        return sentences
+
     def read_finished(self) -> None:
         """Read the device-side finished batches (once per kind) and deliver their n-best lists."""
         if self.unread:

@@ -39,7 +39,7 @@ def build_generator(name: str, task: Any, models: List[Any], gen_cfg: Any, opts:
         models = linear_kernels.prepare(models, library)
     if entry.build is not None:  # fairseq's own generator
         return entry.build(task, models, gen_cfg, opts, **fairseq_kwargs)
-    if prune_auto_on(name, opts, models_on_cuda(models)):  # the run steers its own δ and M (integration/prune_auto.py; var-stream's default)
+    if prune_auto_on(name, opts, models_on_cuda(models), int(gen_cfg.beam)):  # the run steers its own δ and M (integration/prune_auto.py; var-stream's default)
         from fairseq_stream.integration.prune_auto import AutoPruneGenerator
 
         return AutoPruneGenerator.build(lambda config, cls=StreamGenerator, **kw: _generator(

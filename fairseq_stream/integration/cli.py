@@ -38,7 +38,7 @@ def fairseq_cli_name(argv0: Optional[str] = None, main_spec: Optional[str] = Non
     return None
 
 
-def add_dataclass_args(parser: argparse.ArgumentParser, config: object) -> None:
+def add_dataclass_args(parser: "argparse.ArgumentParser | argparse._ArgumentGroup", config: object) -> None:
     """Add the fields of ``config`` to ``parser``, skipping options the parser already has. A field's
     ``argparse_type`` metadata (fairseq's generator knows none) checks its value as the line is parsed."""
     scratch = argparse.ArgumentParser(add_help=False)

@@ -46,12 +46,11 @@ from types import TracebackType
 from typing import Any, List, Optional, Type
 
 import fairseq.options
-from fairseq.dataclass.utils import gen_parser_from_dataclass
 
 from fairseq_stream.integration import input_checks
 from fairseq_stream.integration.checkpoints import register_safe_globals
 from fairseq_stream.errors import format_error
-from fairseq_stream.integration.cli import fairseq_cli_name, set_arg_types
+from fairseq_stream.integration.cli import add_dataclass_args, fairseq_cli_name
 
 def install() -> None:
     """The hooks of the module docstring (idempotent); called when the package is imported."""
@@ -93,9 +92,7 @@ def add_stream_decoding_args(parser: argparse.ArgumentParser) -> None:
 
     if "--search" in parser._option_string_actions:
         return
-    group = parser.add_argument_group("fairseq-stream decoding")
-    gen_parser_from_dataclass(group, StreamDecodingConfig())
-    set_arg_types(group, StreamDecodingConfig())
+    add_dataclass_args(parser.add_argument_group("fairseq-stream decoding"), StreamDecodingConfig())
 
 
 def show_options_in_help() -> None:

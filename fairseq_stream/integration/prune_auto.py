@@ -154,6 +154,8 @@ class AutoPruneGenerator(StreamGenerator):
     in_stream: bool = False  # later probes ride in the run's own stream (the strategy's rungs: CPU beam steps)
     copy_of: Dict[int, Tuple[Pending, str, int]]  # serial of a copy in flight → its probe, "fixed" or "trial", its rung
     in_stream_probes: int = 0  # probes decoded in the run's own steps
+    dropped_copies: int = 0  # copies still in flight when the input ended, dropped unfinished (_drop_copies)
+    dropped_probes: int = 0  # the probes they were copies of (counted as not decoded)
     planned: List[Tuple[int, float]]  # the probes of the refill being taken (rows, the work charged)
 
     @classmethod
@@ -194,10 +196,24 @@ class AutoPruneGenerator(StreamGenerator):
                  bos_token: Optional[int] = None, **kwargs: Any) -> Hypos:
         self.decoding = (models, bos_token)
         hypos = super().generate(models, sample, prefix_tokens, constraints, bos_token, **kwargs)
+        if self.copy_of and self.input.only_copies_left():
+            self._drop_copies()
         in_flight = {id(probe) for probe, _, _ in self.copy_of.values()}
         self.stats.prune_auto = dict(self.controller.as_dict(self.own_work), probed_ids=list(self.probed_ids),
-                                     not_decoded=len(self.waiting) + len(in_flight), in_stream=self.in_stream_probes)
+                                     not_decoded=len(self.waiting) + len(in_flight) + self.dropped_probes,
+                                     in_stream=self.in_stream_probes, dropped_copies=self.dropped_copies)
         return hypos
+
+    def _drop_copies(self) -> None:
+        """The input has ended and only probe copies are in flight: their outcomes would steer nothing, so the
+        stream drops them unfinished (and hands back its buffers) rather than decode them for no one."""
+        assert self._scheduler is not None
+        self.dropped_probes += len({id(probe) for probe, _, _ in self.copy_of.values()})
+        self.dropped_copies += self._scheduler.abandon()
+        self.input.drop_copies()
+        self.strategy.unpin_all()
+        self.copy_of.clear()
+        self.in_flight.clear()
 
     def _run_per_token(self) -> float:
         """The run's decoder work per admitted source token so far (low while most of it is in flight: the
@@ -260,7 +276,7 @@ class AutoPruneGenerator(StreamGenerator):
             return []
         kept = tokens[: len(tokens) - limit * copies] + [0] * (limit * copies)  # 0: not eligible (rows given up)
         per_token = self._run_per_token()
-        credit = min(limit, self.controller.credit()) if first else 0  # the first refill's, past the budget
+        credit = self.controller.credit() if first else 0  # the first refill's, past the budget (choose_probes stops at limit)
         self.planned = self.controller.choose_probes(kept, per_token * (self.admitted_tokens + sum(kept)), per_token,
                                                      limit=limit, minimum=credit)
         return [row for row, _ in self.planned] * copies

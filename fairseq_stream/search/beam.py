@@ -178,10 +178,10 @@ class BeamConfig:
     def from_options(cls, name: str, gen_cfg: Any, opts: Any, models: Sequence[Any] = ()) -> "BeamConfig":
         return cls(beam=int(gen_cfg.beam), nbest=int(gen_cfg.nbest), final_count=int(opts.beam_final_count),
                    lenpen=lenpen_of(gen_cfg), finalize=option_value(opts, "beam_finalize"),
-                   pruning=cls.pruning_from_options(opts, name, models_on_cuda(models)))
+                   pruning=cls.pruning_from_options(opts, name, models_on_cuda(models), int(gen_cfg.beam)))
 
     @staticmethod
-    def pruning_from_options(opts: Any, name: str = "", on_cuda: bool = False) -> Pruning:
+    def pruning_from_options(opts: Any, name: str = "", on_cuda: bool = False, beam: Optional[int] = None) -> Pruning:
         return Pruning()
 
 
@@ -191,9 +191,9 @@ class VariableBeamConfig(BeamConfig):
     by default Yang2020's δ = 1.5 and M = 5 (§4.1)."""
 
     @staticmethod
-    def pruning_from_options(opts: Any, name: str = "", on_cuda: bool = False) -> Pruning:
+    def pruning_from_options(opts: Any, name: str = "", on_cuda: bool = False, beam: Optional[int] = None) -> Pruning:
         ap, mc = option_value(opts, "prune_abs_threshold"), option_value(opts, "prune_max_cands_per_node")
-        if prune_auto_on(name, opts, on_cuda):  # the controller sets where it starts (integration/prune_auto.py)
+        if prune_auto_on(name, opts, on_cuda, beam):  # the controller sets where it starts (integration/prune_auto.py)
             ap, mc = PRUNE_AUTO_START
         scale = option_value(opts, "prune_abs_scale")
         if scale is None and ap is None:  # an explicit δ (Yang2020's rule, the presets) stays fixed
@@ -313,6 +313,12 @@ class BeamSearch(StateOps):
         if meter and self.pinned_rows is None:
             self.pinned_rows = {}
         self._use_rules(self.cfg.pruning)
+
+    def unpin_all(self) -> None:
+        """Forget every pinned sentence in flight (dropped unfinished); their rows so far stay in the total."""
+        self.pinned.clear()
+        if self.pinned_rows is not None:
+            self.pinned_rows.clear()
 
     def take_rows(self, handle: int) -> int:
         """The decoder rows (expansions) the pinned sentence ``handle`` took, once it finished (metered rungs)."""

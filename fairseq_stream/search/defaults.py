@@ -57,18 +57,26 @@ def prune_auto_mode(value: object) -> "str | None":
     return text  # checked by the validation (engine/validation.py): one of PRUNE_AUTO_MODES
 
 
+def prune_auto_problem(value: object) -> "str | None":
+    """What is wrong with --prune-auto's ``value`` (one phrase, shared by the command line's check and the
+    validation's), or None where it is on, off or not given."""
+    mode = prune_auto_mode(value)
+    if mode is None or mode in PRUNE_AUTO_MODES:
+        return None
+    return f"must be 'on' or 'off' (or given alone, meaning on), got {str(value)!r}"
+
+
 def prune_auto_arg(text: str) -> str:
     """--prune-auto's value as the command line gives it, checked while the line is parsed: a bare
     ``--prune-auto`` right before DATA takes DATA as its value, and fairseq would then say only that DATA
     is missing. Raises ``argparse.ArgumentTypeError`` (one line naming the value) for anything but on/off."""
-    mode = prune_auto_mode(text)
-    if mode not in PRUNE_AUTO_MODES:
+    problem = prune_auto_problem(text)
+    if problem is not None:
         import argparse  # only where a command line is parsed
 
         raise argparse.ArgumentTypeError(
-            f"takes 'on' or 'off', not {text!r} (a bare --prune-auto reads the word after it: "
-            "write --prune-auto on, or put the flag after DATA)")
-    return str(mode)
+            f"{problem} (a bare --prune-auto reads the word after it: write --prune-auto on, or put the flag after DATA)")
+    return str(prune_auto_mode(text))
 
 
 def pruning_fixed_by(opts: object) -> "list[str]":
@@ -81,13 +89,15 @@ def models_on_cuda(models: "list | tuple") -> bool:
     return any(p.is_cuda for m in models if hasattr(m, "parameters") for p in list(m.parameters())[:1])
 
 
-def prune_auto_on(name: str, opts: object, on_cuda: bool = False) -> bool:
+def prune_auto_on(name: str, opts: object, on_cuda: bool = False, beam: "int | None" = None) -> bool:
     """Whether ``--search name`` with ``opts`` steers its own pruning: as given, else var-stream's default
-    on a CPU (on unless an option fixes the pruning); ``on_cuda``: the models are on a GPU."""
+    on a CPU (on unless an option fixes the pruning, and not at ``beam`` 1: a beam of one keeps its one best
+    candidate whatever δ and M, so its probes would cost ~4% of the run for nothing); ``on_cuda``: the models
+    are on a GPU; ``beam``: --beam, None where not known yet."""
     mode = prune_auto_mode(getattr(opts, "prune_auto", None))
     if mode is not None:
         return mode == "on"
-    if name != PRUNE_AUTO_DEFAULT_SEARCH or on_cuda:
+    if name != PRUNE_AUTO_DEFAULT_SEARCH or on_cuda or beam == 1:
         return False
     return not pruning_fixed_by(opts)
 

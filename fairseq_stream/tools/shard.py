@@ -148,7 +148,9 @@ def prune_auto_warning(generate_args: Sequence[str], on_cuda: bool = False) -> O
                 following if following is not None and not following.startswith("--") else "")
     if given.get("prune_auto") == "":
         given["prune_auto"] = "on"  # the bare flag
-    if not prune_auto_on(given.get("search") or "", SimpleNamespace(**given), on_cuda):
+    beam = given.get("beam")
+    if not prune_auto_on(given.get("search") or "", SimpleNamespace(**given), on_cuda,
+                         int(beam) if beam and beam.isdigit() else None):
         return None
     return ("fairseq-stream: warning: --prune-auto (var-stream's default) steers each shard on its own input (probes "
             "of its own batches), so the shards may move through other settings than one process would and the "

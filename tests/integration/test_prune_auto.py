@@ -162,6 +162,36 @@ def test_var_stream_steers_by_default_unless_the_pruning_is_fixed(demo_session, 
     assert (pruning.abs_threshold, pruning.max_cands_per_node) == start
 
 
+def test_at_beam_one_the_steering_is_opt_in_as_there_is_nothing_to_prune(demo_session, demo_sources):
+    # a beam of one keeps its one best candidate whatever δ and M: the tightest setting decodes as the fixed beam,
+    # so the default's probes would be work for nothing there (~4% of a 300-sentence run)
+    enc = demo_session.encode(demo_sources[:N])
+    fixed = demo_session.translate(enc, search="fixed-ours", gen={"beam": 1}, batch_size=BATCH)
+    tight = demo_session.translate(enc, search="var-stream", gen={"beam": 1}, opts=_explicit(0.25, 1), batch_size=BATCH)
+    assert _tokens(tight) == _tokens(fixed)
+    assert not hasattr(demo_session.build_generator("var-stream", {"beam": 1}, {}), "controller")
+    assert demo_session.build_generator("var-stream", {"beam": 1}, {"prune_auto": "on"}).controller
+    with pytest.raises(FairseqStreamError, match="and at --beam 1 it is steered only with --prune-auto"):
+        demo_session.build_generator("var-stream", {"beam": 1}, {"prune_auto_tolerance": 0.1})
+
+
+def test_copies_in_flight_when_the_input_ends_are_dropped_and_the_stream_drained(demo_session, demo_sources,
+                                                                                monkeypatch):
+    # in the input's order the last sentences are not the longest: a probe's copy outlives them (150 sentences at k = 5,
+    # the default steering); its outcome would steer nothing, so the stream drops it rather than decode it for no one
+    from fairseq_stream.model.model_step import ModelStep
+
+    drained, original = [], ModelStep.drained
+    monkeypatch.setattr(ModelStep, "drained", lambda self, store: (drained.append(store), original(self, store))[1])
+    dataset = demo_session.encode(demo_sources[:150])
+    auto = demo_session.translate(dataset, search="var-stream", gen={"beam": 5},
+                                  opts={"stream_input_order": "as-given"}, batch_size=BATCH)
+    info = auto.stats.prune_auto
+    assert info["dropped_copies"] >= 1 and info["not_decoded"] >= 1, info
+    assert drained, "the stream was not drained: what the static step lent it was not handed back"
+    assert auto.stats.sentences == 150 and all(h and h[0]["tokens"].numel() for h in auto.hypos)
+
+
 def test_on_a_gpu_the_steering_is_opt_in():
     # the probes go to a helper stream there (the Triton beam step has no rungs), a cost no GPU run has measured
     from types import SimpleNamespace
@@ -182,7 +212,7 @@ def test_the_tolerance_needs_the_steering_on_and_a_number_at_least_zero(demo_ses
                               ("var-batch", {}, "--search var-batch does not steer")]:
         with pytest.raises(FairseqStreamError, match=f"--prune-auto-tolerance is the tolerance of --prune-auto, and {why}"):
             demo_session.build_generator(search, {"beam": 4}, dict(opts, prune_auto_tolerance=0.1))
-    with pytest.raises(FairseqStreamError, match="--prune-auto must be 'on' or 'off'"):
+    with pytest.raises(FairseqStreamError, match=r"--prune-auto must be 'on' or 'off' \(or given alone, meaning on\), got 'sometimes'"):
         demo_session.build_generator("var-stream", {"beam": 4}, {"prune_auto": "sometimes"})
     with pytest.raises(FairseqStreamError, match="--prune-auto-tolerance must be >= 0"):
         demo_session.build_generator("var-stream", {"beam": 4}, {"prune_auto": True, "prune_auto_tolerance": -1.0})
@@ -195,7 +225,7 @@ def test_a_bare_flag_before_data_is_one_line_naming_the_word_it_read(demo_bin):
                        + ["--path", CKPT, "--cpu"])
         assert proc.returncode == 2, proc.stderr[-2000:]
         last = proc.stderr.strip().splitlines()[-1]
-        assert f"argument --prune-auto: takes 'on' or 'off', not {args[1]!r}" in last, proc.stderr[-2000:]
+        assert f"argument --prune-auto: must be 'on' or 'off' (or given alone, meaning on), got {args[1]!r}" in last, proc.stderr[-2000:]
         assert "write --prune-auto on" in last and "Traceback" not in proc.stderr
     proc = run_cli(["fairseq-generate", demo_bin, "--user-dir", "fairseq_stream", "--search", "var-stream",
                     "--prune-auto", "--path", os.path.join(os.path.dirname(CKPT), "missing.pt"), "--cpu"])
