@@ -111,6 +111,9 @@ def checkpoint_problem(exc: BaseException, tb: Optional[TracebackType], flag: Op
         return problem + (f" ({path})" if path else "")
     if path and os.path.isfile(path) and os.path.getsize(path) == 0:
         return f"the checkpoint {path} is empty (0 bytes); copy or download it again (check {where})"
+    if "PytorchStreamReader" in text and "central directory" in text:  # torch's zip format, cut short
+        return (f"the checkpoint {path + ' ' if path else ''}is truncated: its zip archive ends before its "
+                f"table of contents (a copy or a save that stopped early); copy or download it again (check {where})")
     detail = f"{type(exc).__name__}: {text}" if text else type(exc).__name__
     return (
         f"could not read the checkpoint {path + ' ' if path else ''}({detail}); "

@@ -175,8 +175,9 @@ def catalogue(p: Paths) -> Dict[str, Case]:
                                              ["--nbest must be between 1 and --beam (5), got 10"]),
         # a bad --draft-path: one line naming it and the file, as under --path (were torch's and fairseq's tracebacks)
         "draft-random-bytes": Case(_spec(p, p.random), ["corrupt", f"--draft-path: {p.random}"], ["weights_only", "(--path"]),
-        "draft-truncated": Case(_spec(p, p.drafts["truncated"]), ["PytorchStreamReader", "truncated",
-                                                                  f"check --draft-path: {p.drafts['truncated']}"]),
+        "draft-truncated": Case(_spec(p, p.drafts["truncated"]), ["is truncated", "table of contents",
+                                                                  f"check --draft-path: {p.drafts['truncated']}"],
+                                ["PytorchStreamReader", "miniz"]),
         "draft-empty": Case(_spec(p, p.drafts["empty"]), ["is empty (0 bytes)", f"check --draft-path: {p.drafts['empty']}"]),
         "draft-without-model": Case(_spec(p, p.drafts["no-model"]), ["KeyError: 'model'", "check --draft-path"]),
         "draft-unsafe-pickle": Case(_spec(p, p.evil), ["allow-list", f"--draft-path: {p.evil}"]),
