@@ -129,10 +129,11 @@ class StreamingScheduler:
             self.model.drained(self.memory)
 
     def abandon(self) -> int:
-        """Drop every sentence in flight, unfinished (the caller wants none of them: ``--prune-auto``'s probe
-        copies once the input has ended), and hand back what the static step lent; the sentences dropped."""
+        """Drop every sentence in flight, unfinished, and the finished ones not read yet (the caller wants none of
+        them: ``--prune-auto``'s probe copies once the input has ended), and hand back what the static step lent;
+        the unfinished sentences dropped."""
         sentences, _ = self._in_flight(self.groups)
-        self.groups = []
+        self.groups, self.unread, self.unread_count = [], [], 0
         self.model.drained(self.memory)
         return sentences
 
