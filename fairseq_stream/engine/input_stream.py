@@ -252,10 +252,9 @@ class InputStream:
         or still to admit (so no caller will wait for what the stream decodes next)."""
         return bool(self._copies) and not self._in_flight and self.exhausted()
 
-    def drop_copies(self) -> int:
-        """Forget the copies in flight (their stream dropped them unfinished); how many there were."""
-        dropped, self._copies = len(self._copies), {}
-        return dropped
+    def drop_copies(self) -> None:
+        """Forget the copies in flight (their stream dropped them unfinished: the scheduler counts them)."""
+        self._copies = {}
 
     def exhausted(self) -> bool:
         """Whether nothing is left to admit: none queued and fairseq's iterator at its end (one batch read
