@@ -183,6 +183,31 @@ def test_rung_outcomes_prints_every_rung_with_rows_metered_per_sentence(tmp_path
     dump = json.loads((tmp_path / "out.json").read_text())["4"]
     fixed = dump["off (the fixed beam's width)"]
     assert len(fixed) == 8 and all(o["rows"] > 0 and o["tokens"][-1] == 2 for o in fixed.values())
+    # the length rule's replay reads that dump: a row per rung decoded and per rule
+    out = run_python(["scripts/experiments/length_rule_replay.py", str(tmp_path / "out.json"), "--ref",
+                      "user_dir_examples/demo/test.en", "--probes", "4:4", "--draws", "2"])
+    rules = [line.split("|")[2].strip() for line in out.splitlines() if line.startswith("| 4 |")]
+    assert "δ 1.25, M 5, fixed" in rules and "score (the controller's)" in rules and len(rules) == 4 + 1 + 8, out
+
+
+def test_length_rule_replay_moves_on_halved_outputs_that_the_score_does_not_see(tmp_path):
+    import json
+
+    # every sentence: the fastest rung's best hypothesis half the fixed beam's length at the same score
+    eos = 2
+    def outcome(n: int, rows: int) -> dict:
+        return {"score": -1.0, "tokens": [7] * n + [eos], "text": " ".join(["the"] * n), "rows": rows}
+    rungs = {"δ 1.25, M 5": 4, "δ 1.5, M 5": 12, "off (the fixed beam's width)": 20}
+    dump = {"5": {label: {str(i): outcome(8 if label == "off (the fixed beam's width)" else 4, rows) for i in range(10)}
+                  for label, rows in rungs.items()}}
+    (tmp_path / "dump.json").write_text(json.dumps(dump))
+    (tmp_path / "ref.txt").write_text("\n".join([" ".join(["the"] * 8)] * 10) + "\n")
+    out = run_python(["scripts/experiments/length_rule_replay.py", str(tmp_path / "dump.json"), "--ref",
+                      str(tmp_path / "ref.txt"), "--probes", "5:10", "--draws", "1", "--ratio", "0.8"])
+    moved = {line.split("|")[2].strip(): line.split("|")[5].strip() for line in out.splitlines() if line.startswith("| 5 |")}
+    assert moved["score (the controller's)"] == "0%", out  # the same score: the controller's rule sees nothing
+    assert moved["length: 1 outside [0.8, 1.25] → one rung"] == "100%", out
+    assert moved["length: 2 outside [0.8, 1.25] → the safest rung"] == "100%", out
 
 
 def test_step_cost_fit_recovers_a_linear_cost(tmp_path):
