@@ -218,17 +218,22 @@ def test_the_tolerance_needs_the_steering_on_and_a_number_at_least_zero(demo_ses
         demo_session.build_generator("var-stream", {"beam": 4}, {"prune_auto": True, "prune_auto_tolerance": -1.0})
 
 
-def test_a_bare_flag_before_data_is_one_line_naming_the_word_it_read(demo_bin):
+@pytest.mark.parametrize("value", ["DATA", "sometimes"])
+def test_a_bare_flag_before_data_is_one_line_naming_the_word_it_read(demo_bin, value):
     # argparse gives a bare --prune-auto the next word: DATA, and fairseq would say only that DATA is missing
-    for args in (["--prune-auto", demo_bin], ["--prune-auto", "sometimes", demo_bin]):
-        proc = run_cli(["fairseq-generate", "--user-dir", "fairseq_stream", "--search", "var-stream"] + args
-                       + ["--path", CKPT, "--cpu"])
-        assert proc.returncode == 2, proc.stderr[-2000:]
-        last = proc.stderr.strip().splitlines()[-1]
-        assert f"argument --prune-auto: must be 'on' or 'off' (or given alone, meaning on), got {args[1]!r}" in last, proc.stderr[-2000:]
-        assert "write --prune-auto on" in last and "Traceback" not in proc.stderr
+    args = ["--prune-auto", demo_bin] if value == "DATA" else ["--prune-auto", value, demo_bin]
+    proc = run_cli(["fairseq-generate", "--user-dir", "fairseq_stream", "--search", "var-stream"] + args
+                   + ["--path", CKPT, "--cpu"])
+    assert proc.returncode == 2, proc.stderr[-2000:]
+    last = proc.stderr.strip().splitlines()[-1]
+    assert f"argument --prune-auto: must be 'on' or 'off' (or given alone, meaning on), got {args[1]!r}" in last, proc.stderr[-2000:]
+    assert "write --prune-auto on" in last and "Traceback" not in proc.stderr
+
+
+def test_a_bare_flag_after_data_reads_nothing(demo_bin):
     proc = run_cli(["fairseq-generate", demo_bin, "--user-dir", "fairseq_stream", "--search", "var-stream",
                     "--prune-auto", "--path", os.path.join(os.path.dirname(CKPT), "missing.pt"), "--cpu"])
+    assert proc.returncode != 0 and "missing.pt" in proc.stderr.strip().splitlines()[-1], proc.stderr[-2000:]
     assert "--prune-auto" not in proc.stderr.strip().splitlines()[-1]  # after DATA the bare flag reads nothing
 
 
