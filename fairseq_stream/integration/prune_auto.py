@@ -336,6 +336,9 @@ class AutoPruneGenerator(StreamGenerator):
         self._apply(moves)
 
     def _finished(self, serial: int, hypos: List[Dict[str, Any]]) -> None:
+        moves = len(self.controller.changes)
+        self.controller.observe_output(_score(hypos), len(hypos[0]["tokens"]) if hypos else 0, sentences=self.input.done)
+        self._apply(moves)  # an unsure model: the stream's next step prunes at the safest rung
         probe = self.in_flight.get(serial)
         if probe is None:
             probe = next((p for p in self.waiting if p.serial == serial), None)

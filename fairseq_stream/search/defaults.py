@@ -142,3 +142,12 @@ PRUNE_AUTO_GROUP = 4
 #: tighten onto a faster one, and the outcomes (two a probe) after a rung failed before the controller
 #: tries it again.
 PRUNE_AUTO_WINDOW, PRUNE_AUTO_MIN_RELAX, PRUNE_AUTO_MIN_TIGHTEN, PRUNE_AUTO_HOLD = 12, 3, 4, 24
+#: an unsure model: where the run's first PRUNE_AUTO_UNSURE_OUTPUTS outputs (of two tokens or more) average
+#: a best hypothesis's length-normalised score (nats a token at --lenpen 1) below PRUNE_AUTO_UNSURE, the
+#: controller moves to the safest pruned rung and stays there. On such models pruning's search error shows
+#: as a shift of output length, not as a loss of score that the probes could see, and loses 0.5–0.9 BLEU at
+#: every faster rung (docs/results.md, "--prune-auto, round 7"); only δ 3 keeps it. Chosen on the tuning
+#: checkpoints of seed 14 (their outputs at δ 1.25 average −1.55, −1.20 and −0.95 at 300, 500 and 800
+#: updates, every one losing BLEU at k = 50 at δ 1.25; the demo, which keeps it, −0.43; the first 16 a run
+#: finishes, short ones, read lower: −0.52 on the demo, −0.99 at 800 updates); judged on seed 15 ("round 8").
+PRUNE_AUTO_UNSURE, PRUNE_AUTO_UNSURE_OUTPUTS = -0.7, 16

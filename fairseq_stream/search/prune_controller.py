@@ -23,6 +23,11 @@ reference-free half). So the run measures it on its own input, all along:
   more than the tolerance (relative to the fixed beam's mean |score|), and **tightens** (one rung
   faster) only when the trial rung's recent probes are within half the tolerance (hysteresis), and not onto a rung that failed in the last
   :data:`~fairseq_stream.search.defaults.PRUNE_AUTO_HOLD` probes.
+* an **unsure model** is not pruned fast: when the run's first outputs
+  (:data:`~fairseq_stream.search.defaults.PRUNE_AUTO_UNSURE_OUTPUTS`, free: the run decodes them anyway)
+  average a normalised score below :data:`~fairseq_stream.search.defaults.PRUNE_AUTO_UNSURE`, the
+  controller moves to the safest pruned rung and stays (:meth:`PruneController.observe_output`): there
+  pruning changes the outputs' length, which loses BLEU, more than it loses score, which the probes see.
 
 It reads model scores and counts of expansions, never a clock: for a given input (and batch
 size) its choices, and so the output, are deterministic. Pure logic, no model here:
@@ -37,8 +42,8 @@ from typing import Any, Deque, Dict, List, Optional, Sequence, Tuple
 
 from fairseq_stream.search.defaults import (
     PRUNE_AUTO_BUDGET, PRUNE_AUTO_CREDIT, PRUNE_AUTO_HOLD, PRUNE_AUTO_LADDER, PRUNE_AUTO_MIN_RELAX,
-    PRUNE_AUTO_MIN_TIGHTEN, PRUNE_AUTO_START, PRUNE_AUTO_START_ROWS, PRUNE_AUTO_TOLERANCE,
-    PRUNE_AUTO_WINDOW,
+    PRUNE_AUTO_MIN_TIGHTEN, PRUNE_AUTO_START, PRUNE_AUTO_START_ROWS, PRUNE_AUTO_TOLERANCE, PRUNE_AUTO_UNSURE,
+    PRUNE_AUTO_UNSURE_OUTPUTS, PRUNE_AUTO_WINDOW,
 )
 
 
@@ -163,6 +168,8 @@ class PruneController:
         self.per_token: Optional[float] = None  # probe work per source token, measured
         self.strata: Dict[int, int] = {}  # probes per length stratum
         self.changes: List[Change] = [Change(0, 0, self.setting.label(), "start")]
+        self.outputs: List[float] = []  # the run's first outputs' normalised scores (observe_output)
+        self.unsure = False  # the model was found unsure: the safest pruned rung, for good
 
     # ---- what to decode with -------------------------------------------------------------
     @property
@@ -234,11 +241,30 @@ class PruneController:
             self.held_until[self.at] = self.observed + PRUNE_AUTO_HOLD
             self._move(self.at + 1, sentences, f"{self.setting.label()} lost {100 * loss:.2f}% of the fixed beam's "
                        f"score, {self.current.changed}/{len(self.current)} best hypotheses changed")
-        elif (self.at > 0 and len(self.trial) >= PRUNE_AUTO_MIN_TIGHTEN and self.trial.within(self.tolerance / 2)
+        elif (not self.unsure and self.at > 0 and len(self.trial) >= PRUNE_AUTO_MIN_TIGHTEN
+              and self.trial.within(self.tolerance / 2)
               and self.observed >= self.held_until.get(self.at - 1, 0)):
             loss = self.trial.relative_loss
             self._move(self.at - 1, sentences, f"{self.rungs[self.at - 1].label()} lost {100 * loss:.2f}%, "
                        f"{self.trial.changed}/{len(self.trial)} changed")
+
+    def observe_output(self, score: float, tokens: int, *, sentences: int) -> None:
+        """One of the run's outputs: its best hypothesis's normalised score and its tokens (EOS included). The
+        first PRUNE_AUTO_UNSURE_OUTPUTS of two tokens or more say whether the model is unsure (module docstring);
+        then it moves to the safest pruned rung, if it is faster now. Blank outputs say nothing."""
+        if len(self.outputs) >= PRUNE_AUTO_UNSURE_OUTPUTS or tokens < 3 or not math.isfinite(score):
+            return
+        self.outputs.append(score)
+        if len(self.outputs) < PRUNE_AUTO_UNSURE_OUTPUTS:
+            return
+        mean = sum(self.outputs) / len(self.outputs)
+        if mean >= PRUNE_AUTO_UNSURE:
+            return
+        self.unsure = True
+        safest = len(self.rungs) - 2  # the last pruned rung (the last of all is the fixed beam)
+        if self.at < safest:
+            self._move(safest, sentences, f"an unsure model: its first {len(self.outputs)} outputs average {mean:.2f} "
+                       f"a token (below {PRUNE_AUTO_UNSURE:g})")
 
     def count_work(self, work: float, estimated: float, source_tokens: int) -> None:
         """A group of probes decoded: its work (fixed beam and trial) replaces its estimate, and gives the next."""
@@ -262,6 +288,8 @@ class PruneController:
                 "probe_work": round(self.probe_work, 1),
                 "probe_share": round(self.probe_work / run_work, 4) if run_work else None,
                 "strata": {str(2 ** k): n for k, n in sorted(self.strata.items())},
+                "unsure": self.unsure,
+                "outputs_mean": round(sum(self.outputs) / len(self.outputs), 4) if self.outputs else None,
                 "changes": [c.as_dict() for c in self.changes]}
 
     def line(self, run_work: float) -> str:

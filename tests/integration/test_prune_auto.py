@@ -19,7 +19,7 @@ from conftest import DEMO, run_cli
 from fairseq_stream.errors import FairseqStreamError
 from fairseq_stream.model.encoder_slots import SLOT_MODULUS
 from fairseq_stream.search.defaults import PRUNE_AUTO_BUDGET
-from fairseq_stream.search.prune_controller import Setting, start
+from fairseq_stream.search.prune_controller import OFF, Setting, start
 
 CKPT = os.path.join(DEMO, "checkpoint.pt")
 N = 72
@@ -322,3 +322,23 @@ def test_per_sentence_rungs_decode_each_sentence_as_its_rung_alone(demo_session,
         assert mixed[i] == alone[rung][i], (i, rung)
     # the rungs differ on this input: the test can tell a sentence decoded at the wrong one
     assert any(alone[0][i] != alone[1][i] for i in of) and any(alone[0][i] != alone[2][i] for i in of)
+
+
+def test_an_unsure_model_is_moved_to_the_safest_rung_by_its_first_outputs(demo_session, demo_sources, monkeypatch):
+    # the demo's outputs average -0.43 a token; with the threshold above that it reads as unsure
+    monkeypatch.setattr("fairseq_stream.search.prune_controller.PRUNE_AUTO_UNSURE", -0.1)
+    dataset = demo_session.encode(demo_sources[:48])
+    runs = [demo_session.translate(dataset, search="var-stream", gen={"beam": 4}, opts={"prune_auto": True},
+                                   batch_size=BATCH) for _ in range(2)]
+    info = runs[0].stats.prune_auto
+    assert info["unsure"] and info["outputs_mean"] < -0.1, info
+    unsure = [c for c in info["changes"] if c["why"].startswith("an unsure model: its first 16 outputs average")]
+    assert len(unsure) == 1 and unsure[0]["setting"] == "δ 3, M 5" and info["setting"] in ("δ 3, M 5", OFF.label()), info
+    # moved at the 16th output, within the step that finished it (the run counts its finished sentences after)
+    assert unsure[0]["sentences"] < 16 and runs[0].stats.sentences == 48
+    assert _tokens(runs[0]) == _tokens(runs[1]) and runs[1].stats.prune_auto["changes"] == info["changes"]
+    # the default threshold leaves the demo (a sure model) where the steering put it
+    monkeypatch.undo()
+    sure = demo_session.translate(dataset, search="var-stream", gen={"beam": 4}, opts={"prune_auto": True}, batch_size=BATCH)
+    assert not sure.stats.prune_auto["unsure"] and sure.stats.prune_auto["outputs_mean"] > -0.7
+    assert not any(c["why"].startswith("an unsure model") for c in sure.stats.prune_auto["changes"])

@@ -7,7 +7,7 @@ import pytest
 
 from fairseq_stream.search.defaults import (
     PRUNE_AUTO_BUDGET, PRUNE_AUTO_HOLD, PRUNE_AUTO_MIN_RELAX, PRUNE_AUTO_MIN_TIGHTEN, PRUNE_AUTO_START,
-    PRUNE_AUTO_START_ROWS, PRUNE_AUTO_WINDOW,
+    PRUNE_AUTO_START_ROWS, PRUNE_AUTO_UNSURE, PRUNE_AUTO_UNSURE_OUTPUTS, PRUNE_AUTO_WINDOW,
 )
 from fairseq_stream.search.prune_controller import OFF, Probe, PruneController, Setting, ladder, start, stratum
 
@@ -129,3 +129,35 @@ def test_the_same_outcomes_give_the_same_moves():
         return [c.as_dict() for c in ctl.changes]
 
     assert run() == run()
+
+
+@pytest.mark.parametrize("beam, safest", [(5, "δ 3, M 5"), (50, "δ 3, M 10")])
+def test_an_unsure_model_goes_to_the_safest_pruned_rung_for_good(beam, safest):
+    ctl = PruneController(beam)
+    unsure = PRUNE_AUTO_UNSURE - 0.3  # nats a token: a weak model's outputs
+    ctl.observe_output(0.0, 2, sentences=0)  # a blank output (EOS and one token at most): no evidence
+    ctl.observe_output(-math.inf, 5, sentences=0)  # nothing found: no evidence
+    for i in range(PRUNE_AUTO_UNSURE_OUTPUTS - 1):
+        ctl.observe_output(unsure, 10, sentences=i)
+    assert not ctl.unsure and len(ctl.changes) == 1  # one output short of the evidence
+    ctl.observe_output(unsure, 10, sentences=20)
+    assert ctl.unsure and ctl.setting.label() == safest
+    assert ctl.changes[-1].sentences == 20 and ctl.changes[-1].why.startswith(
+        f"an unsure model: its first {PRUNE_AUTO_UNSURE_OUTPUTS} outputs average {unsure:.2f} a token")
+    for _ in range(10 * PRUNE_AUTO_MIN_TIGHTEN):  # a trial that never loses does not tighten it again
+        ctl.observe(GOOD, GOOD, sentences=30)
+    assert ctl.setting.label() == safest
+    for _ in range(PRUNE_AUTO_WINDOW):  # but losses still relax it to the fixed beam
+        ctl.observe(BAD, None, sentences=40)
+    assert ctl.setting == OFF
+    info = ctl.as_dict(1000)
+    assert info["unsure"] and info["outputs_mean"] == pytest.approx(unsure)
+
+
+def test_a_sure_model_is_not_moved_by_its_outputs_and_later_outputs_are_not_read():
+    ctl = PruneController(5)
+    for i in range(PRUNE_AUTO_UNSURE_OUTPUTS):
+        ctl.observe_output(PRUNE_AUTO_UNSURE + 0.1, 10, sentences=i)
+    for i in range(100):  # after the first outputs the model's confidence is settled
+        ctl.observe_output(PRUNE_AUTO_UNSURE - 5, 10, sentences=i)
+    assert not ctl.unsure and len(ctl.changes) == 1 and ctl.as_dict(1)["outputs_mean"] == pytest.approx(PRUNE_AUTO_UNSURE + 0.1)
