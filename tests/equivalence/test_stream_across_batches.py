@@ -77,11 +77,13 @@ def _assert_across_equals_per_batch(session, demo_sources, search, gen, opts):
 def test_ensembles_and_lstm_models_across_batches(demo_sources, tiny_transformer_ckpt, tiny_lstm_ckpt, tiny_train_bin):
     """An ensemble, and an LSTM (the generic backend: sources re-encoded in their slots)."""
     ensemble = _session(DEMO, f"{os.path.join(DEMO, 'checkpoint.pt')}:{tiny_transformer_ckpt}")
+    # a fixed setting: the steering (var-stream's default) reads the run's first outputs, which differ between
+    # one stream and a stream per batch (these tiny models are unsure: it moves)
     _assert_across_equals_per_batch(ensemble, demo_sources, "var-stream", {"beam": 3, "nbest": 2, "max_len_b": 12},
-                                    {"stream_capacity": 5})
+                                    {"stream_capacity": 5, "prune_auto": False})
     lstm = _session(tiny_train_bin, tiny_lstm_ckpt)
     _assert_across_equals_per_batch(lstm, demo_sources, "var-stream", {"beam": 4, "nbest": 2, "max_len_b": 12},
-                                    {"stream_capacity": 5})
+                                    {"stream_capacity": 5, "prune_auto": False})
     _assert_across_equals_per_batch(lstm, demo_sources, "var-fifo", {"beam": 3, "max_len_b": 12}, {"stream_capacity": 6})
 
 
