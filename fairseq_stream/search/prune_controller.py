@@ -26,8 +26,8 @@ reference-free half). So the run measures it on its own input, all along:
 * an **unsure model** is not pruned fast: when the run's first outputs
   (:data:`~fairseq_stream.search.defaults.PRUNE_AUTO_UNSURE_OUTPUTS`, free: the run decodes them anyway)
   average a normalised score below :data:`~fairseq_stream.search.defaults.PRUNE_AUTO_UNSURE`, the
-  controller moves to the safest pruned rung and stays (:meth:`PruneController.observe_output`): there
-  pruning changes the outputs' length, which loses BLEU, more than it loses score, which the probes see.
+  controller moves to the safest pruned rung and stays, probing no more (:meth:`PruneController.observe_output`):
+  there pruning changes the outputs' length, which loses BLEU, more than it loses score, which the probes see.
 
 It reads model scores and counts of expansions, never a clock: for a given input (and batch
 size) its choices, and so the output, are deterministic. Pure logic, no model here:
@@ -169,7 +169,18 @@ class PruneController:
         self.strata: Dict[int, int] = {}  # probes per length stratum
         self.changes: List[Change] = [Change(0, 0, self.setting.label(), "start")]
         self.outputs: List[float] = []  # the run's first outputs' normalised scores (observe_output)
-        self.unsure = False  # the model was found unsure: the safest pruned rung, for good
+
+    # ---- what the run's outputs say ----------------------------------------------------------
+    @property
+    def outputs_mean(self) -> Optional[float]:
+        """The mean normalised score of the run's first outputs read so far (None before the first)."""
+        return sum(self.outputs) / len(self.outputs) if self.outputs else None
+
+    @property
+    def unsure(self) -> bool:
+        """The model was found unsure (its first outputs score low): the safest pruned rung, for good, unprobed."""
+        mean = self.outputs_mean
+        return len(self.outputs) >= PRUNE_AUTO_UNSURE_OUTPUTS and mean is not None and mean < PRUNE_AUTO_UNSURE
 
     # ---- what to decode with -------------------------------------------------------------
     @property
@@ -201,7 +212,9 @@ class PruneController:
         ``run_work``: the run's decoder work for the sentences admitted so far (this refill's included), the
         budget's base; ``run_per_token``: the run's work per source token, the first estimate of a probe's
         cost; ``minimum``: probes taken even past the budget (on credit: later refills pay it back); ``limit``: at
-        most this many."""
+        most this many. None once the model is unsure (its rung is kept for good: new probes would pay for nothing)."""
+        if self.unsure:
+            return []
         eligible = [row for row, n in enumerate(source_tokens) if n >= 2]  # blank and one-token: no evidence
         allowed = self.budget_share() * run_work - self.probe_work - self.pending_work
         per_token = self.per_token if self.per_token is not None else self.first_estimate * run_per_token
@@ -255,16 +268,12 @@ class PruneController:
         if len(self.outputs) >= PRUNE_AUTO_UNSURE_OUTPUTS or tokens < 3 or not math.isfinite(score):
             return
         self.outputs.append(score)
-        if len(self.outputs) < PRUNE_AUTO_UNSURE_OUTPUTS:
+        if not self.unsure:
             return
-        mean = sum(self.outputs) / len(self.outputs)
-        if mean >= PRUNE_AUTO_UNSURE:
-            return
-        self.unsure = True
         safest = len(self.rungs) - 2  # the last pruned rung (the last of all is the fixed beam)
         if self.at < safest:
-            self._move(safest, sentences, f"an unsure model: its first {len(self.outputs)} outputs average {mean:.2f} "
-                       f"a token (below {PRUNE_AUTO_UNSURE:g})")
+            self._move(safest, sentences, f"an unsure model: its first {len(self.outputs)} outputs average "
+                       f"{self.outputs_mean:.2f} a token (below {PRUNE_AUTO_UNSURE:g})")
 
     def count_work(self, work: float, estimated: float, source_tokens: int) -> None:
         """A group of probes decoded: its work (fixed beam and trial) replaces its estimate, and gives the next."""
@@ -289,7 +298,7 @@ class PruneController:
                 "probe_share": round(self.probe_work / run_work, 4) if run_work else None,
                 "strata": {str(2 ** k): n for k, n in sorted(self.strata.items())},
                 "unsure": self.unsure,
-                "outputs_mean": round(sum(self.outputs) / len(self.outputs), 4) if self.outputs else None,
+                "outputs_mean": None if self.outputs_mean is None else round(self.outputs_mean, 4),
                 "changes": [c.as_dict() for c in self.changes]}
 
     def line(self, run_work: float) -> str:

@@ -28,13 +28,15 @@ import json
 import random
 import os
 import sys
-from typing import Any, Dict, List, Sequence, Tuple
+from collections import deque
+from typing import Any, Deque, Dict, List, Sequence, Tuple
 
 import sacrebleu
 
 REPO = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 sys.path.insert(0, REPO)
-from fairseq_stream.search.prune_controller import OFF as OFF_SETTING, ladder  # noqa: E402
+from fairseq_stream.search.defaults import PRUNE_AUTO_MIN_RELAX  # noqa: E402
+from fairseq_stream.search.prune_controller import OFF as OFF_SETTING, Probe, Window, ladder  # noqa: E402
 
 OFF = OFF_SETTING.label()
 
@@ -51,7 +53,9 @@ def replay(outcomes: Dict[str, Any], refs: Sequence[str], beam: int, probes: int
     order = list(outcomes[OFF])
     fixed = outcomes[OFF]
     rungs = rungs_of(outcomes, beam)
-    at, window, moves = 0, [], 0
+    at, moves = 0, 0
+    window = Window()  # the controller's: its relative loss over its last PRUNE_AUTO_WINDOW probes
+    drastic: Deque[bool] = deque(maxlen=window.size)  # the same probes' length test
     probe_at = set(random.Random(seed).sample(range(len(order)), min(probes, len(order))))
     out = {}
     for pos, i in enumerate(order):
@@ -61,17 +65,16 @@ def replay(outcomes: Dict[str, Any], refs: Sequence[str], beam: int, probes: int
             continue
         got = outcomes[rung][i]
         n_fixed, n_got = len(fixed[i]["tokens"]), len(got["tokens"])
-        drastic = n_fixed >= 4 and not ratio <= n_got / n_fixed <= 1 / ratio
-        window.append((fixed[i]["score"], got["score"], drastic))
-        scale = sum(abs(f) for f, _, _ in window)
-        loss = sum(f - g for f, g, _ in window) / max(scale, 1e-9)
+        window.add(Probe(fixed[i]["score"], got["score"], got["tokens"] != fixed[i]["tokens"]))
+        drastic.append(n_fixed >= 4 and not ratio <= n_got / n_fixed <= 1 / ratio)
         to = at
-        if len(window) >= 3 and loss > tolerance:
+        if len(window) >= PRUNE_AUTO_MIN_RELAX and not window.within(tolerance):
             to = at + 1
-        if rule == "length" and sum(d for _, _, d in window) >= need:
+        if rule == "length" and sum(drastic) >= need:
             to = max(to, len(rungs) - 2 if jump else at + 1)
         if to != at and to < len(rungs) - 1:
-            at, window, moves = to, [], moves + 1
+            at, moves = to, moves + 1
+            window, drastic = Window(), deque(maxlen=window.size)
     bleu = sacrebleu.corpus_bleu([out[i]["text"] for i in order], [[refs[int(i)] for i in order]]).score
     return bleu, sum(o["rows"] for o in out.values()), moves
 

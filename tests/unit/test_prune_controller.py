@@ -140,8 +140,10 @@ def test_an_unsure_model_goes_to_the_safest_pruned_rung_for_good(beam, safest):
     for i in range(PRUNE_AUTO_UNSURE_OUTPUTS - 1):
         ctl.observe_output(unsure, 10, sentences=i)
     assert not ctl.unsure and len(ctl.changes) == 1  # one output short of the evidence
+    assert ctl.choose_probes([10] * 64, run_work=10 ** 9, run_per_token=1.0) != []
     ctl.observe_output(unsure, 10, sentences=20)
     assert ctl.unsure and ctl.setting.label() == safest
+    assert ctl.choose_probes([10] * 64, run_work=10 ** 9, run_per_token=1.0) == []  # its rung is kept: no probes
     assert ctl.changes[-1].sentences == 20 and ctl.changes[-1].why.startswith(
         f"an unsure model: its first {PRUNE_AUTO_UNSURE_OUTPUTS} outputs average {unsure:.2f} a token")
     for _ in range(10 * PRUNE_AUTO_MIN_TIGHTEN):  # a trial that never loses does not tighten it again
