@@ -387,9 +387,10 @@ class TransformerStepper:
             return None
         if block_mask is not None and not cache.uniform:
             raise FairseqStreamError("a custom block mask needs rows of one length")
-        cache.reserve(b)
+        cache.reserve(b)  # (a deferred reorder is done first where the slots grow)
         buf = cache.lease.buffer  # type: ignore[union-attr]
         rows, slots = buf.size(0), buf.size(3)
+        source, parents = cache.reorder_source()  # the last step's reorder, copied in this region
         self._refresh_stacked()
         table = self._prepare_positions(slots - 1, buf.device)
         wq = next_pow2(max(1, index.width))  # query columns per sentence in encoder attention
@@ -397,33 +398,45 @@ class TransformerStepper:
             tail = None  # (a strategy's inputs that are not one per scored row: it runs its layer itself)
         io = self._static_io(buffers, rows, b, slots, buf, custom=block_mask is not None, tail=tail)
         kv_row = index.memory_rows(memory.modulus)
-        _fill_inputs(io.ints, tokens, positions, cache.lens, kv_row, index.slot, wq)
+        _fill_inputs(io.ints, tokens, positions, cache.lens, kv_row, index.slot, wq, parents)
         for into, live in zip(io.tail_in, () if tail is None else tail.inputs):
             into[: r * b].copy_(live)
         if block_mask is not None:
             _fill_block_mask(io.mask, block_mask, cache.width, b)  # type: ignore[arg-type]
 
         def body() -> None:
-            self._static_body(buf, io, memory, b, wq, tail)
+            self._static_body(buf, io, memory, b, wq, tail, source)
 
         if graphs is None:
             body()
             how = "static"
-        else:  # every tensor the step reads or writes by address: the cache, the stream's buffers, the table
-            key = (buf.data_ptr(), io.ints.data_ptr(), io.out.data_ptr(), _memory_key(memory), rows, slots, b, wq,
-                   io.mask is not None, table, self._qkv_version, None if tail is None else tail.key)
-            keep = ([buf, io.ints, io.out] + ([] if io.mask is None else [io.mask]) + io.tail_in + io.tail_out
-                    + _memory_tensors(memory))
+        else:
+            key, keep = self._region_key(buf, source, io, memory, b, wq, table, tail)
             how = graphs.run(key, body, keep, StepModeStats() if stats is None else stats)
+        if source is not None:
+            cache.pending = None  # done: the source goes back to the pool when nothing else holds it
+            if stats is not None:
+                stats.reorders_in_step += 1
         made = None if tail is None else tuple(t[: r * b] for t in io.tail_out)
         return io.out[:r], cache.advanced(b), how, made
+
+    def _region_key(self, buf: Tensor, source: Optional[Tensor], io: "_StaticIO", memory: EncoderMemory, b: int,
+                    wq: int, table: Optional[int], tail: Optional[StepTail]) -> Tuple[Tuple[Any, ...], List[Tensor]]:
+        """A step graph's key — every tensor the region reads or writes by address: the cache (and its reorder's
+        source), the stream's buffers, the position table; then the shapes — and the tensors the graph keeps."""
+        key = (buf.data_ptr(), None if source is None else source.data_ptr(), io.ints.data_ptr(), io.out.data_ptr(),
+               _memory_key(memory), buf.size(0), buf.size(3), b, wq, io.mask is not None, table, self._qkv_version,
+               None if tail is None else tail.key)
+        keep = ([buf, io.ints, io.out] + ([] if source is None else [source]) + ([] if io.mask is None else [io.mask])
+                + io.tail_in + io.tail_out + _memory_tensors(memory))
+        return key, keep
 
     def _static_io(self, buffers: StreamBuffers, rows: int, b: int, slots: int, like: Tensor, *,
                    custom: bool, tail: Optional[StepTail] = None) -> "_StaticIO":
         vocab = self.decoder.output_projection.out_features
 
         def make() -> _StaticIO:
-            ints = torch.zeros(rows, 2 * b + 3, dtype=torch.long, device=like.device)
+            ints = torch.zeros(rows, 2 * b + 4, dtype=torch.long, device=like.device)
             mask = like.new_zeros(1, 1, b, slots) if custom else None
             io = _StaticIO(ints, mask, like.new_zeros(0, b, vocab))
             if tail is not None:  # zeros: a padding row's inputs are finite from the start
@@ -456,11 +469,14 @@ class TransformerStepper:
         return None
 
     def _static_body(self, buf: Tensor, io: "_StaticIO", memory: EncoderMemory, b: int, wq: int,
-                     tail: Optional[StepTail] = None) -> None:
-        """The step proper: every tensor it makes has a shape fixed by the bucket (rows, slots, b); then
-        ``tail`` (the strategy's output layer) over its logits, into ``io.tail_out``."""
+                     tail: Optional[StepTail] = None, source: Optional[Tensor] = None) -> None:
+        """The step proper: every tensor it makes has a shape fixed by the bucket (rows, slots, b); first the
+        last step's cache reorder from ``source`` (the parents in ``io.ints``), where one is due; then ``tail``
+        (the strategy's output layer) over its logits, into ``io.tail_out``."""
         ints = io.ints
         rows, slots, layers = ints.size(0), buf.size(3), buf.size(1) // 2
+        if source is not None:  # every slot: the shape is the bucket's, whatever the rows' lengths
+            torch.index_select(source, 0, ints[:, 2 * b + 3], out=buf)
         tokens, positions = ints[:, :b], ints[:, b: 2 * b]
         lens, kv_row, slot = ints[:, 2 * b], ints[:, 2 * b + 1], ints[:, 2 * b + 2]
         x = self.embed(tokens, positions, slots - 1)  # (R, b, d)
@@ -567,7 +583,7 @@ def _forget_graphs_of(stepper: "weakref.ref[TransformerStepper]") -> Callable[[T
 class _StaticIO:
     """A row bucket's input and output buffers: what a static step reads besides the caches."""
 
-    ints: Tensor  # (R, 2b + 3): tokens (b), positions (b), cache length, encoder slot, query column
+    ints: Tensor  # (R, 2b + 4): tokens (b), positions (b), cache length, encoder slot, query column, parent row
     mask: Optional[Tensor]  # (1, 1, b, slots) additive block mask, or None (causal)
     out: Tensor  # (R, b, V) logits
     tail_in: List[Tensor] = field(default_factory=list)  # (R·b, ...) a StepTail's inputs
@@ -575,15 +591,17 @@ class _StaticIO:
 
 
 def _fill_inputs(ints: Tensor, tokens: Tensor, positions: Tensor, lens: Tensor, kv_row: Tensor, slot: Tensor,
-                 wq: int) -> None:
+                 wq: int, parents: Optional[Tensor] = None) -> None:
     """Write the live rows' inputs into ``ints`` (R, F) between steps; padding rows copy row 0's
-    (valid positions, an encoder slot with keys) but take the spare query column ``wq``."""
-    live = torch.cat([tokens, positions, lens.unsqueeze(1), kv_row.unsqueeze(1), slot.unsqueeze(1)], dim=1)  # (r, F)
-    r = live.size(0)
+    (valid positions, an encoder slot with keys, a source row) but take the spare query column ``wq``.
+    Without ``parents`` (no reorder due) the last column is left as it is (the step does not read it)."""
+    cols = [tokens, positions, lens.unsqueeze(1), kv_row.unsqueeze(1), slot.unsqueeze(1)]
+    live = torch.cat(cols if parents is None else cols + [parents.unsqueeze(1)], dim=1)  # (r, f)
+    r, f = live.shape
     if r < ints.size(0):
-        ints[r:].copy_(live[:1].expand(ints.size(0) - r, live.size(1)))
-        ints[r:, -1].fill_(wq)
-    ints[:r].copy_(live)
+        ints[r:, :f].copy_(live[:1].expand(ints.size(0) - r, f))
+        ints[r:, 2 * tokens.size(1) + 2].fill_(wq)
+    ints[:r, :f].copy_(live)
 
 
 def _fill_block_mask(mask: Tensor, block_mask: Tensor, width: int, b: int) -> None:

@@ -183,6 +183,8 @@ class _TransformerBackend:
 
     def narrow(self, cache: RowCache, start: int, length: int) -> RowCache:
         if cache.lease is not None:  # a static step writes its whole row bucket: the part gets buffers of its own
+            if cache.pending is not None:  # a deferred reorder: the part's rows are another reorder of its source
+                return cache.select(torch.arange(start, start + length, device=cache.lens.device))
             lease = cache._static_like(row_bucket(length), cache.capacity)
             lease.buffer[:length].copy_(cache.lease.buffer[start: start + length])
             return RowCache.static(cache.pool, lease, cache.lens[start: start + length], cache.width,  # type: ignore[arg-type]

@@ -82,6 +82,10 @@ class RowCache:
     arena: Optional[RowArena] = field(default=None, repr=False, compare=False)
     table: Optional[Tensor] = field(default=None, repr=False, compare=False)  # with arena: (R, capacity)
     home: Optional[Tensor] = field(default=None, repr=False, compare=False)  # with arena: (R,)
+    # with lease: a reorder not done yet — buffer row i is to receive row rows[i] of the source lease's buffer
+    # (every slot). The next static step does it inside its region (so a graph replays it); any other use of
+    # the keys and values does it first (settle)
+    pending: Optional[Tuple[Lease, Tensor]] = field(default=None, repr=False, compare=False)
 
     @staticmethod
     def on_arena(arena: RowArena, table: Tensor, home: Tensor, lens: Tensor, width: int,
@@ -107,17 +111,40 @@ class RowCache:
                                                                   self.uniform)
 
     def gathered(self) -> "RowCache":
-        """A cache that never moves copied into the per-row layout (for the eager step); others as they are."""
+        """A cache that never moves copied into the per-row layout (for the eager step); a static cache with its
+        reorder done; others as they are."""
         if self.arena is None:
-            return self
+            return self.settle()
         return RowCache.of(row_arena.gathered(self.keys, self.table, self.lens),  # type: ignore[arg-type]
                            row_arena.gathered(self.values, self.table, self.lens), self.lens, self.width, self.uniform)  # type: ignore[arg-type]
 
     def _moved(self, lens: Tensor, width: int, uniform: bool) -> "RowCache":
-        """The same rows' buffers (and table) with new lengths."""
+        """The same rows' buffers (and table, or reorder to do) with new lengths."""
         if self.arena is not None:
             return RowCache.on_arena(self.arena, self.table, self.home, lens, width, uniform)  # type: ignore[arg-type]
-        return RowCache(self.keys, self.values, lens, width, uniform, self.owned, self.spare, self.lease, self.pool)
+        return RowCache(self.keys, self.values, lens, width, uniform, self.owned, self.spare, self.lease, self.pool,
+                        pending=self.pending)
+
+    def reorder_source(self) -> Tuple[Optional[Tensor], Optional[Tensor]]:
+        """A deferred reorder for a static step's region to copy: (source buffer, each row's parent), when the
+        source has this buffer's shape past its rows; else it is done now (:meth:`settle`). (None, None): none due."""
+        if self.pending is None:
+            return None, None
+        source, parents = self.pending
+        if source.buffer.shape[1:] != self.lease.buffer.shape[1:]:  # type: ignore[union-attr]
+            self.settle()
+            return None, None
+        return source.buffer, parents
+
+    def settle(self) -> "RowCache":
+        """Do a deferred reorder now (in place; outside a step's region): the old ``select``'s one copy."""
+        if self.pending is not None:
+            source, rows = self.pending
+            end = self.width if self.uniform else self.capacity
+            torch.index_select(source.buffer[:, :, :, :end], 0, rows,
+                               out=self.lease.buffer[: rows.numel(), :, :, :end])  # type: ignore[union-attr]
+            self.pending = None
+        return self
 
     def write_slots(self, b: int) -> None:
         """With an arena: name each row's home in the table at the ``b`` slots its next block fills."""
@@ -168,6 +195,7 @@ class RowCache:
             self.table = torch.cat([self.table, self.home.unsqueeze(1).expand(-1, cols - capacity)], 1)  # type: ignore[list-item,union-attr]
             return
         if self.lease is not None:  # the next length bucket; every row's slots copied
+            self.settle()
             lease = self._static_like(self.lease.rows, length_bucket(self.width + extra))
             lease.buffer[:, :, :, :capacity].copy_(self.lease.buffer)
             grown = RowCache.static(self.pool, lease, self.lens, self.width, self.uniform)  # type: ignore[arg-type]
@@ -181,7 +209,8 @@ class RowCache:
     def select(self, rows: Tensor) -> "RowCache":
         """Rows ``rows`` (with repetition, in that order): the beam reorder, one copy.
 
-        The copy goes into the spare buffers when they are big enough (this cache's own
+        A static cache (``lease``) defers its copy into the next step's region (``pending``; a reorder of a
+        reorder composes the two). Otherwise the copy goes into the spare buffers when they are big enough (this cache's own
         become the result's spare). Rows of one length copy their ``width`` filled slots only
         (the slots beyond are written before a step reads them): the reorder moves what
         attention reads, not the spare capacity. Rows of different lengths copy every slot.
@@ -192,11 +221,14 @@ class RowCache:
             lens = self.lens.index_select(0, rows)
             table, home = row_arena.select(self.arena, self.table, self.home, lens, self.width, rows, self)  # type: ignore[arg-type]
             return RowCache.on_arena(self.arena, table, home, lens, self.width, self.uniform)
-        if self.lease is not None:  # into a buffer of the new row bucket: one copy for every layer
-            lease = self._static_like(row_bucket(r), self.capacity)
-            torch.index_select(self.lease.buffer[:, :, :, :end], 0, rows, out=lease.buffer[:r, :, :, :end])
-            return RowCache.static(self.pool, lease, self.lens.index_select(0, rows), self.width,  # type: ignore[arg-type]
-                                   self.uniform)
+        if self.lease is not None:  # a buffer of the new row bucket, filled by the next step (one copy, every layer)
+            source, parents = self.lease, rows
+            if self.pending is not None:  # a reorder of a reorder: one copy from the first source
+                source, parents = self.pending[0], self.pending[1].index_select(0, rows)
+            out = RowCache.static(self.pool, self._static_like(row_bucket(r), self.capacity),  # type: ignore[arg-type]
+                                  self.lens.index_select(0, rows), self.width, self.uniform)
+            out.pending = (source, parents)
+            return out
         if self.spare is not None and self.spare[0][0].size(0) >= r:
             out_keys, out_values = self.spare
         else:
@@ -217,6 +249,7 @@ class RowCache:
     def with_capacity(self, capacity: int) -> "RowCache":
         if capacity <= self.capacity:
             return self
+        self.settle()
         return RowCache.of([_grown(k, self.capacity, capacity) for k in self.keys],
                            [_grown(v, self.capacity, capacity) for v in self.values], self.lens, self.width, self.uniform)
 
@@ -229,9 +262,11 @@ class RowCache:
         capacity = max(c.capacity for c in caches)
         uniform = all(c.uniform and c.width == width for c in caches)
         if any(c.arena is not None for c in caches):
-            return RowCache._concat_fixed([c.as_fixed() for c in caches], width, capacity, uniform)
+            return RowCache._concat_fixed([c.settle().as_fixed() for c in caches], width, capacity, uniform)
         static = next((c for c in caches if c.lease is not None), None)
         if static is not None:  # one buffer of the joint row bucket; each part copies its slots
+            for c in caches:
+                c.settle()
             lease = static._static_like(row_bucket(sum(c.rows for c in caches)), capacity)
             start = 0
             for c in caches:

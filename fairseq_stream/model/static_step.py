@@ -128,6 +128,7 @@ class StepModeStats:
     evicted: int = 0  # graphs dropped by the LRU bound of StepGraphs, or with a cache buffer the pool dropped
     table_reorders: int = 0  # reorders of caches that never move (model/row_arena.py): tables copied, not keys
     output_in_step: int = 0  # steps whose output layer (a StepTail) ran in the static step's region
+    reorders_in_step: int = 0  # steps that did the last step's cache reorder inside their region (RowCache.select)
     fallbacks: Dict[str, int] = field(default_factory=dict)  # why a step left the static path → count
     warned: bool = field(default=False, repr=False)  # the run's one warning line about uncaptured steps
 
@@ -139,7 +140,7 @@ class StepModeStats:
         setattr(self, how, getattr(self, how) + 1)
 
     _COUNTS = ("replayed", "static", "native", "eager", "captured", "capture_seconds", "graph_bytes", "evicted",
-               "table_reorders", "output_in_step")
+               "table_reorders", "output_in_step", "reorders_in_step")
 
     def add(self, other: "StepModeStats") -> None:
         """``other``'s steps counted in these (a helper decode of the run's: ``--prune-auto``'s probes)."""
@@ -161,6 +162,7 @@ class StepModeStats:
                 "graphs_captured": self.captured, "graph_capture_s": round(self.capture_seconds, 4),
                 "graph_pool_mib": round(self.graph_bytes / 2 ** 20, 2), "graphs_evicted": self.evicted,
                 "reorders_by_table": self.table_reorders, "output_layer_in_step": self.output_in_step,
+                "reorders_in_step": self.reorders_in_step,
                 "fallbacks": dict(self.fallbacks)}
 
 
@@ -313,9 +315,10 @@ class StreamBufferSets:
         del self.idle[: max(0, len(self.idle) - self.limit)]
 
 
-#: A step graph's key begins with the addresses of the buffers it binds: the slot cache, the stream's
-#: input buffer of the bucket and its shared logits (:meth:`StepGraphs.forget`).
-BOUND_ADDRESSES = 3
+#: A step graph's key begins with the addresses of the buffers it binds: the slot cache, the cache its
+#: reorder copies from (None: no reorder), the stream's input buffer of the bucket and its shared logits
+#: (:meth:`StepGraphs.forget`).
+BOUND_ADDRESSES = 4
 
 
 class StepGraphs:

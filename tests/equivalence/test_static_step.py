@@ -194,11 +194,11 @@ def test_a_static_step_creates_the_same_shapes_at_every_step_of_its_bucket(demo_
     body = TransformerStepper._static_body
     seen: Dict[Tuple[int, ...], List[list]] = defaultdict(list)
 
-    def recorded(self, buf, io, memory, b, wq, tail=None):
+    def recorded(self, buf, io, memory, b, wq, tail=None, source=None):
         with _Recorder() as rec:
-            body(self, buf, io, memory, b, wq, tail)
-        seen[(buf.size(0), buf.size(3), b, wq, None if tail is None else tail.key, tuple(memory.keys[0].shape))].append(
-            rec.made)
+            body(self, buf, io, memory, b, wq, tail, source)
+        seen[(buf.size(0), buf.size(3), b, wq, None if tail is None else tail.key, tuple(memory.keys[0].shape),
+              None if source is None else source.size(0))].append(rec.made)
 
     monkeypatch.setattr(TransformerStepper, "_static_body", recorded)
     data = demo_session.encode(demo_sources[:N])
@@ -215,7 +215,12 @@ def test_a_static_step_creates_the_same_shapes_at_every_step_of_its_bucket(demo_
         assert not [op for op in ops if any(r in op for r in HOST_READS)], key
         if key[4]:  # the target's steps: the output layer (fused top-k, the edits, the best k) ran in the region
             assert any("topk" in op for op in ops) and any("masked_fill" in op for op in ops), key
+        if key[6] is not None:  # the last step's cache reorder: one copy into the whole stacked buffer, first
+            op, shapes = next((op, shapes) for op, shapes in steps[0] if "index_select" in op)
+            assert len(shapes[0]) == 5 and shapes[0][0] == key[0], (key, op, shapes)
     assert any(key[4] for key in seen)
+    if case in ("var-stream", "fixed-ours"):  # a beam reorders its rows at every step
+        assert sum(len(v) for key, v in seen.items() if key[6] is not None) > regions // 2
 
 
 @pytest.mark.parametrize("case", _params(["var-stream", "fixed-ours", "gs-jacobi", "speculative", "lookahead"]))
@@ -236,6 +241,32 @@ def test_the_output_layer_runs_inside_the_static_step(demo_session, demo_sources
     assert modes["steps_static"] == modes["output_layer_in_step"] == runs["static"].stats.timesteps
     assert not runs["eager"].stats.step_mode.get("output_layer_in_step")
     assert_same(runs["eager"], runs["static"], scores=False)
+
+
+@pytest.mark.parametrize("case", _params(["var-stream", "fixed-ours", "gs-jacobi", "speculative", "topup"]))
+def test_the_cache_reorder_runs_inside_the_next_static_step(demo_session, demo_sources, monkeypatch, case):
+    """Under --step-mode static a reorder of a group's rows (``RowCache.select``: a beam's parents, finished
+    sentences leaving) copies nothing when it is called: the next step's region copies the rows from the old
+    buffer, so a graph replays the copy with the step. A copy outside a region (``RowCache.settle``) is left
+    only where the rows are used otherwise first: a refill joins them, or their slots outgrow the bucket."""
+    from fairseq_stream.model.row_cache import RowCache
+
+    settle, outside = RowCache.settle, [0]
+
+    def counted(self):
+        outside[0] += self.pending is not None
+        return settle(self)
+
+    monkeypatch.setattr(RowCache, "settle", counted)
+    data = demo_session.encode(demo_sources[:N])
+    static = _run(demo_session, data, case, "static")
+    inside = static.stats.step_mode["reorders_in_step"]
+    assert inside > 0 and outside[0] <= inside // 2, (inside, outside[0])
+    if case in ("var-stream", "fixed-ours", "topup"):  # a beam reorders at (almost) every step
+        assert inside >= static.stats.timesteps // 2, (inside, static.stats.timesteps)
+    eager = _run(demo_session, data, case, "eager")
+    assert not eager.stats.step_mode.get("reorders_in_step")
+    assert_same(eager, static, scores=False)
 
 
 def test_static_step_reads_the_host_at_most_once_per_step(demo_session, demo_sources):

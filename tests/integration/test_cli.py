@@ -174,7 +174,9 @@ def test_step_mode_static_prints_the_eager_hypotheses_and_says_how_steps_ran(dem
     assert [(i, h) for i, _, h in eager] == [(i, h) for i, _, h in static] and len(static) == 13
     assert [float(s) for _, s, _ in eager] == pytest.approx([float(s) for _, s, _ in static], abs=1e-4)
     closing = runs["static"].stdout + runs["static"].stderr
-    found = re.search(r"step mode static: 0 replayed, (\d+) static, 0 eager, output layer in (\d+)", closing)
+    found = re.search(r"step mode static: 0 replayed, (\d+) static, 0 eager, output layer in (\d+), reorder in (\d+)",
+                      closing)
     assert found and found.group(1) == found.group(2), closing[-1500:]  # the output layer inside every step
+    assert 0 < int(found.group(3)) <= int(found.group(1))  # the beam's reorders, copied inside the next step
     graph = run_cli(["fairseq-generate", *common, "--step-mode", "graph"])
     assert_one_line_error(graph, "--step-mode graph", "needs a CUDA device")
