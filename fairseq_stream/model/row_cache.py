@@ -140,7 +140,7 @@ class RowCache:
         """Do a deferred reorder now (in place; outside a step's region): the old ``select``'s one copy."""
         if self.pending is not None:
             source, rows = self.pending
-            end = self.width if self.uniform else self.capacity
+            end = self.copied_slots
             torch.index_select(source.buffer[:, :, :, :end], 0, rows,
                                out=self.lease.buffer[: rows.numel(), :, :, :end])  # type: ignore[union-attr]
             self.pending = None
@@ -179,6 +179,11 @@ class RowCache:
         return self.lens.numel()
 
     @property
+    def copied_slots(self) -> int:
+        """The slots a reorder copies: the ``width`` filled ones of rows of one length, every slot otherwise."""
+        return self.width if self.uniform else self.capacity
+
+    @property
     def capacity(self) -> int:
         return self.table.size(1) if self.table is not None else self.keys[0].size(2)
 
@@ -210,13 +215,13 @@ class RowCache:
         """Rows ``rows`` (with repetition, in that order): the beam reorder, one copy.
 
         A static cache (``lease``) defers its copy into the next step's region (``pending``; a reorder of a
-        reorder composes the two). Otherwise the copy goes into the spare buffers when they are big enough (this cache's own
-        become the result's spare). Rows of one length copy their ``width`` filled slots only
+        reorder composes the two). Otherwise the copy goes into the spare buffers when they are big enough
+        (this cache's own become the result's spare). Rows of one length copy their ``width`` filled slots only
         (the slots beyond are written before a step reads them): the reorder moves what
         attention reads, not the spare capacity. Rows of different lengths copy every slot.
         """
         r = rows.numel()
-        end = self.width if self.uniform else self.capacity
+        end = self.copied_slots
         if self.arena is not None:  # the tables, not the keys and values
             lens = self.lens.index_select(0, rows)
             table, home = row_arena.select(self.arena, self.table, self.home, lens, self.width, rows, self)  # type: ignore[arg-type]

@@ -9,10 +9,10 @@ fixed beam), with and without a length rule, and prints the BLEU and decoder row
 * the run goes through the sentences in the dump's order (the stream's), starting at the fastest rung;
   ``--probes`` of them (per k) are probes, drawn at random positions, ``--draws`` times;
 * each probe's outcome at the current rung joins a window; **score rule** (the controller's relax
-  test): at least 3 outcomes and a relative loss of the fixed beam's score above ``--tolerance`` moves one
-  rung safer; **length rule**: besides, ``--need`` probes in the window whose best hypothesis is shorter
-  than ``--ratio`` × the fixed beam's or longer than 1/``--ratio`` × (the fixed beam's at least 4 tokens)
-  move one rung safer, or, with ``jump``, straight to the safest pruned rung;
+  test): at least PRUNE_AUTO_MIN_RELAX outcomes and a relative loss of the fixed beam's score above
+  ``--tolerance`` moves one rung safer; **length rule**: besides, ``--need`` probes in the window whose best
+  hypothesis is shorter than ``--ratio`` × the fixed beam's or longer than 1/``--ratio`` × (the fixed beam's at
+  least 4 tokens) move one rung safer, or, with ``jump``, straight to the safest pruned rung;
 * every sentence's output is its rung's at the time the run reached it (a move steers what follows).
 
 No tightening and no budget: it asks only whether the evidence a 300-sentence run reads could tell a
@@ -35,7 +35,7 @@ import sacrebleu
 
 REPO = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 sys.path.insert(0, REPO)
-from fairseq_stream.search.defaults import PRUNE_AUTO_MIN_RELAX  # noqa: E402
+from fairseq_stream.search.defaults import PRUNE_AUTO_MIN_RELAX, PRUNE_AUTO_TOLERANCE  # noqa: E402
 from fairseq_stream.search.prune_controller import OFF as OFF_SETTING, Probe, Window, ladder  # noqa: E402
 
 OFF = OFF_SETTING.label()
@@ -47,8 +47,9 @@ def rungs_of(outcomes: Dict[str, Any], beam: int) -> List[str]:
     return [label for label in (s.label() for s in ladder(beam)) if label in outcomes]
 
 
-def replay(outcomes: Dict[str, Any], refs: Sequence[str], beam: int, probes: int, seed: int, *, rule: str, need: int = 1,
-           ratio: float = 0.8, jump: bool = False, tolerance: float = 0.06) -> Tuple[float, int, int]:
+def replay(outcomes: Dict[str, Any], refs: Sequence[str], beam: int, probes: int, seed: int, *, rule: str,
+           need: int = 1, ratio: float = 0.8, jump: bool = False,
+           tolerance: float = PRUNE_AUTO_TOLERANCE) -> Tuple[float, int, int]:
     """BLEU, decoder rows and moves of one run with probes at ``probes`` random positions."""
     order = list(outcomes[OFF])
     fixed = outcomes[OFF]
@@ -87,7 +88,8 @@ def main() -> None:
                         help="probes a run reads at beam K (a 300-sentence run: 15-17 at k = 5, 4-7 at k = 50)")
     parser.add_argument("--draws", type=int, default=40, help="random draws of the probes' positions")
     parser.add_argument("--ratio", type=float, nargs="+", default=[0.8, 0.7], help="a drastic length change")
-    parser.add_argument("--tolerance", type=float, default=0.06)
+    parser.add_argument("--tolerance", type=float, default=PRUNE_AUTO_TOLERANCE,
+                        help="the relative loss the score rule allows (default: the controller's, %(default)s)")
     args = parser.parse_args()
     refs = open(args.ref, encoding="utf-8").read().split("\n")
     dump = json.load(open(args.dump, encoding="utf-8"))
