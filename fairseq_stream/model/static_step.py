@@ -171,9 +171,9 @@ class Lease:
 
     __slots__ = ("buffer", "__weakref__")
 
-    def __init__(self, pool: "StaticCachePool", key: Tuple[Any, ...], buffer: Tensor) -> None:
+    def __init__(self, pool: "StaticCachePool", key: Tuple[Any, ...], buffer: Tensor, ordinal: int = 0) -> None:
         self.buffer = buffer
-        weakref.finalize(self, pool.release, key, buffer)
+        weakref.finalize(self, pool.release, key, buffer, ordinal)
 
     @property
     def rows(self) -> int:
@@ -193,6 +193,14 @@ class StaticCachePool:
     one wide run (the ladder's eight rungs per doubling past 512 rows: a 100-sentence k = 50 run kept
     15.8 GB of free buffers against ~1 GB lent at once before this bound). A run's own buckets recur
     within a few steps, well inside it; a repeat of a run finds the buffers of its last steps.
+
+    Each buffer of a bucket has an ordinal (0, 1, … in the order made) and a free buffer is lent
+    lowest ordinal first: which buffer a step takes then depends only on which are held, not on the
+    order earlier runs gave them back. A beam alternates between two buffers of a bucket and a step
+    graph's key names its buffer and the one its reorder copies from, so a repeat of a run meets the
+    same keys as the run (lent last-freed-first, a run that left a bucket after an odd number of
+    steps swapped the pair's roles in the next: 15-26% of a repeat's steps were captured anew on an
+    H200).
     """
 
     def __init__(self, *, limit: int = 64, min_bytes: int = 256 * 2 ** 20,
@@ -200,7 +208,9 @@ class StaticCachePool:
         self.limit = limit
         self.min_bytes = min_bytes
         self.on_evict = on_evict  # told of every buffer dropped (the step graphs bound to it go too)
-        self.free: "OrderedDict[Tuple[Any, ...], List[Tensor]]" = OrderedDict()  # least recently used first
+        # per bucket, its free buffers and their ordinals; the least recently used bucket first
+        self.free: "OrderedDict[Tuple[Any, ...], List[Tuple[int, Tensor]]]" = OrderedDict()
+        self.ordinals: Dict[Tuple[Any, ...], set] = {}  # the ordinals of each bucket's buffers, lent or free
         self.free_bytes = 0
         self.lent = 0  # bytes of the leases out now
         self.peak_lent = 0
@@ -209,25 +219,31 @@ class StaticCachePool:
         key = (rows, capacity, layers, heads, head_dim, like.dtype, like.device)
         spare = self.free.get(key)
         if spare:
-            buffer = spare.pop()
+            ordinal, buffer = spare.pop(0)  # kept sorted: the lowest ordinal
             if not spare:
                 del self.free[key]
             self.free_bytes -= _nbytes(buffer)
         else:
+            made = self.ordinals.setdefault(key, set())
+            ordinal = next(n for n in range(len(made) + 1) if n not in made)
+            made.add(ordinal)
             buffer = like.new_zeros(rows, 2 * layers, heads, capacity, head_dim)
         self.lent += _nbytes(buffer)
         self.peak_lent = max(self.peak_lent, self.lent)
-        return Lease(self, key, buffer)
+        return Lease(self, key, buffer, ordinal)
 
-    def release(self, key: Tuple[Any, ...], buffer: Tensor) -> None:
+    def release(self, key: Tuple[Any, ...], buffer: Tensor, ordinal: int = 0) -> None:
         self.lent -= _nbytes(buffer)
-        self.free.setdefault(key, []).append(buffer)
+        spare = self.free.setdefault(key, [])
+        spare.append((ordinal, buffer))
+        spare.sort(key=lambda entry: entry[0])
         self.free.move_to_end(key)
         self.free_bytes += _nbytes(buffer)
         budget = max(self.min_bytes, self.peak_lent)
         while self.free and (sum(len(v) for v in self.free.values()) > self.limit or self.free_bytes > budget):
             oldest, spare = next(iter(self.free.items()))
-            dropped = spare.pop(0)
+            gone, dropped = spare.pop()  # the highest ordinal: the one a run takes last
+            self.ordinals[oldest].discard(gone)
             self.free_bytes -= _nbytes(dropped)
             if not spare:
                 del self.free[oldest]
@@ -394,7 +410,10 @@ class StepGraphs:
     def _capture_graph(self, body: Callable[[], None]) -> Tuple[Any, int]:
         """``body`` captured into the shared pool, and the bytes the pool grew by; raises if it cannot be."""
         before = torch.cuda.memory_reserved()
-        if self.pool is None:
+        if self.pool is None or not self.graphs:
+            # a pool that no live graph holds may not be captured into again: PyTorch keeps it (use count
+            # 0) while a tensor made in it lives, and a capture into it fails an internal assert (on an H200
+            # every capture of the demo model's benchmark rows failed so: "use_count > 0 INTERNAL ASSERT")
             self.pool = torch.cuda.graph_pool_handle()
         graph = torch.cuda.CUDAGraph()
         try:

@@ -174,6 +174,83 @@ def test_a_graph_goes_with_the_buffer_its_reorder_copies_from():
     assert list(graphs.graphs) == keys[:1]
 
 
+def test_a_capture_after_every_graph_was_dropped_takes_a_fresh_memory_pool(monkeypatch):
+    """PyTorch keeps a graph pool that no graph holds any more while a tensor made in it lives, and a
+    capture into it then fails ("use_count > 0 INTERNAL ASSERT FAILED": every capture of the demo model's
+    benchmark rows on an H200). Modelled here (the worst case: such a pool always has a live tensor): once
+    every graph was dropped (by the buffers they were bound to) or the only capture failed, the next
+    capture takes a new pool and succeeds."""
+    from contextlib import contextmanager
+
+    from fairseq_stream.model.static_step import StepGraphs, StepModeStats
+
+    use: Dict[int, int] = {}  # pool → graphs holding it (a pool stays known at 0)
+
+    class Graph:
+        pool = None
+
+        def __del__(self):
+            if self.pool is not None:
+                use[self.pool] -= 1
+
+    @contextmanager
+    def graph(g, pool):
+        if use.get(pool, 1) == 0:
+            raise RuntimeError("it->second->use_count > 0 INTERNAL ASSERT FAILED")
+        use[pool] = use.get(pool, 0) + 1
+        g.pool = pool
+        yield
+
+    handles = iter(range(1, 100))
+    for name, value in {"graph_pool_handle": lambda: next(handles), "CUDAGraph": Graph, "graph": graph,
+                        "memory_reserved": lambda: 0, "synchronize": lambda: None}.items():
+        monkeypatch.setattr(torch.cuda, name, value)
+    monkeypatch.setattr(StepGraphs, "_warm_up", lambda self, body: body())
+    graphs, stats = StepGraphs(limit=8), StepModeStats()
+    for key in ((1, None, 3, 4, "a"), (2, None, 3, 4, "b")):
+        assert graphs.run(key, lambda: None, [], stats) == "static"
+    graphs.forget(3)  # the logits buffer both are bound to: no graph holds the pool now
+    assert not graphs.graphs and use == {1: 0}
+    assert graphs.run((5, None, 6, 7, "c"), lambda: None, [], stats) == "static"
+    assert stats.captured == 3 and not stats.fallbacks and use == {1: 0, 2: 1}
+
+    calls = iter([None, RuntimeError("not capturable")])  # the warm-up runs, the capture raises
+
+    def fails() -> None:
+        error = next(calls, None)
+        if error is not None:
+            raise error
+
+    graphs.forget(6)
+    assert graphs.run((8, None, 9, 10, "d"), fails, [], stats) == "static" and "d" not in str(list(graphs.graphs))
+    assert graphs.run((11, None, 12, 13, "e"), lambda: None, [], stats) == "static"
+    assert stats.captured == 4 and list(stats.fallbacks) == ["capture failed: RuntimeError: not capturable"]
+
+
+def test_a_repeat_of_a_run_takes_the_same_cache_buffers_as_the_run():
+    """A beam alternates between two buffers of a bucket, and a step graph's key names both (the cache
+    and the buffer its reorder copies from): the pool lends a bucket's free buffers lowest ordinal first,
+    so a repeat of a run meets the keys of the run, whatever order the run handed its buffers back in."""
+    from fairseq_stream.model.static_step import StaticCachePool
+
+    pool, like = StaticCachePool(min_bytes=2 ** 30), torch.zeros(1)
+
+    def run(steps: int) -> List[int]:
+        taken = []
+        held = pool.acquire(3, 4, like, 1, 1, 4)  # another bucket: the first step's reorder source
+        for _ in range(steps):  # each step: a new buffer of the bucket, then the old one goes back
+            lease = pool.acquire(8, 4, like, 1, 1, 4)
+            taken.append(lease.buffer.data_ptr())
+            held = lease
+        del held, lease
+        return taken
+
+    first = run(3)  # odd: the last buffer taken is the first one made
+    assert first[0] == first[2] != first[1]
+    assert run(3) == first and run(4) == first + first[1:2]
+    assert sorted(pool.ordinals[next(k for k in pool.ordinals if k[0] == 8)]) == [0, 1]
+
+
 def test_the_cache_pool_keeps_no_more_free_bytes_than_it_ever_lent_at_once_and_drops_their_graphs():
     """A wide run's many row buckets (eight rungs per doubling past 512 rows) do not pile up free
     buffers: the pool keeps at most the bytes it had lent at its peak (least recently used bucket
