@@ -424,9 +424,11 @@ class TransformerStepper:
                     wq: int, table: Optional[int], tail: Optional[StepTail]) -> Tuple[Tuple[Any, ...], List[Tensor]]:
         """A step graph's key — every tensor the region reads or writes by address: the cache (and its reorder's
         source), the stream's buffers, the position table; then the shapes — and the tensors the graph keeps."""
+        # a cache buffer is a view of a pool arena (the same address for every bucket): its rows and slots, and
+        # its reorder source's rows, are part of the key
         key = (buf.data_ptr(), None if source is None else source.data_ptr(), io.ints.data_ptr(), io.out.data_ptr(),
-               _memory_key(memory), buf.size(0), buf.size(3), b, wq, io.mask is not None, table, self._qkv_version,
-               None if tail is None else tail.key)
+               _memory_key(memory), buf.size(0), buf.size(3), None if source is None else source.size(0), b, wq,
+               io.mask is not None, table, self._qkv_version, None if tail is None else tail.key)
         keep = ([buf, io.ints, io.out] + ([] if source is None else [source]) + ([] if io.mask is None else [io.mask])
                 + io.tail_in + io.tail_out + _memory_tensors(memory))
         return key, keep

@@ -167,13 +167,15 @@ class StepModeStats:
 
 
 class Lease:
-    """A stacked cache buffer lent by a :class:`StaticCachePool`; back in the pool when no cache holds it."""
+    """A stacked cache buffer lent by a :class:`StaticCachePool` (a view at the start of one of its
+    arenas); the arena is back in the pool when no cache holds the lease."""
 
     __slots__ = ("buffer", "__weakref__")
 
-    def __init__(self, pool: "StaticCachePool", key: Tuple[Any, ...], buffer: Tensor, ordinal: int = 0) -> None:
-        self.buffer = buffer
-        weakref.finalize(self, pool.release, key, buffer, ordinal)
+    def __init__(self, pool: "StaticCachePool", family: Tuple[Any, ...], arena: Tensor, ordinal: int,
+                 shape: Tuple[int, ...]) -> None:
+        self.buffer = arena[: _numel(shape)].view(shape)
+        weakref.finalize(self, pool.release, family, arena, ordinal)
 
     @property
     def rows(self) -> int:
@@ -181,64 +183,74 @@ class Lease:
 
 
 class StaticCachePool:
-    """Stacked self-attention buffers ``(rows, 2·layers, H, slots, hd)``, recycled per bucket.
+    """Stacked self-attention buffers ``(rows, 2·layers, H, slots, hd)`` of every bucket, lent as views
+    at the start of a few arenas.
 
-    A buffer is lent as a :class:`Lease`; when the last cache holding the lease is gone (CPython
-    frees it at once), the buffer is free again. A recycled buffer keeps its stale values: every
-    slot of it has been written with finite numbers (new buffers are zeros), and attention masks
-    what a row has not written. Leases are exclusive, so streams stepping alternately share the
-    pool safely. At most ``limit`` buffers are kept free, and at most as many bytes as were ever
-    lent at once (``peak_lent``, or ``min_bytes``), the least recently used bucket's dropped first:
-    a session's calls of other sizes do not pile up buckets, and neither do the many row buckets of
-    one wide run (the ladder's eight rungs per doubling past 512 rows: a 100-sentence k = 50 run kept
-    15.8 GB of free buffers against ~1 GB lent at once before this bound). A run's own buckets recur
-    within a few steps, well inside it; a repeat of a run finds the buffers of its last steps.
+    A buffer is lent as a :class:`Lease`, a view at offset 0 of a free arena of its family (layers,
+    heads, head size, dtype, device): a step graph binds its cache buffer by address, and every bucket
+    a run visits (row rungs as sentences finish, slot rungs as they grow: dozens) then has the same
+    few addresses, one per arena. Arenas are as many as leases were ever held at once (a beam holds
+    two across a reorder: the old cache and the new), each as large as the largest bucket asked for;
+    one too small is replaced by one that fits (its graphs go, ``on_evict``). Before, each bucket had
+    buffers of its own, and the free ones that a repeat of a run would meet again were bounded by the
+    bytes lent at once: on the demo model a 100-sentence run dropped 15-95 of its buffers (and their
+    graphs) and its repeat replayed no more steps than the run; a k = 50 run kept all only with 8x the
+    bytes it ever lent at once.
 
-    Each buffer of a bucket has an ordinal (0, 1, … in the order made) and a free buffer is lent
-    lowest ordinal first: which buffer a step takes then depends only on which are held, not on the
-    order earlier runs gave them back. A beam alternates between two buffers of a bucket and a step
-    graph's key names its buffer and the one its reorder copies from, so a repeat of a run meets the
-    same keys as the run (lent last-freed-first, a run that left a bucket after an odd number of
-    steps swapped the pair's roles in the next: 15-26% of a repeat's steps were captured anew on an
-    H200).
+    Each arena has an ordinal (0, 1, … in the order made) and the free one of the lowest ordinal is
+    lent first: which arena a step takes depends only on which are held, not on the order earlier
+    runs gave them back, so a repeat of a run meets the keys of the run (lent last-freed-first, a
+    beam's two arenas swapped roles after an odd stay: 15-26% of a repeat's steps captured anew on an
+    H200). A recycled arena keeps stale values: every element of it has been written with finite
+    numbers (new arenas are zeros), and attention masks what a row has not written. Leases are
+    exclusive, so streams stepping alternately share the pool safely. At most ``limit`` arenas are
+    kept free, and at most as many bytes as were ever lent at once (``peak_lent``, or ``min_bytes``),
+    the highest ordinal of the least recently used family dropped first.
     """
 
     def __init__(self, *, limit: int = 64, min_bytes: int = 256 * 2 ** 20,
                  on_evict: "Callable[[Tensor], None] | None" = None) -> None:
         self.limit = limit
         self.min_bytes = min_bytes
-        self.on_evict = on_evict  # told of every buffer dropped (the step graphs bound to it go too)
-        # per bucket, its free buffers and their ordinals; the least recently used bucket first
+        self.on_evict = on_evict  # told of every arena dropped (the step graphs bound to it go too)
+        # per family, its free arenas and their ordinals, lowest first; the least recently used family first
         self.free: "OrderedDict[Tuple[Any, ...], List[Tuple[int, Tensor]]]" = OrderedDict()
-        self.ordinals: Dict[Tuple[Any, ...], set] = {}  # the ordinals of each bucket's buffers, lent or free
+        self.ordinals: Dict[Tuple[Any, ...], set] = {}  # the ordinals of each family's arenas, lent or free
+        self.largest: Dict[Tuple[Any, ...], int] = {}  # elements of the largest bucket each family was asked for
         self.free_bytes = 0
-        self.lent = 0  # bytes of the leases out now
+        self.lent = 0  # bytes of the arenas lent now
         self.peak_lent = 0
 
     def acquire(self, rows: int, capacity: int, like: Tensor, layers: int, heads: int, head_dim: int) -> Lease:
-        key = (rows, capacity, layers, heads, head_dim, like.dtype, like.device)
-        spare = self.free.get(key)
+        family = (layers, heads, head_dim, like.dtype, like.device)
+        shape = (rows, 2 * layers, heads, capacity, head_dim)
+        size = self.largest[family] = max(self.largest.get(family, 0), _numel(shape))
+        spare = self.free.get(family)
         if spare:
-            ordinal, buffer = spare.pop(0)  # kept sorted: the lowest ordinal
+            ordinal, arena = spare.pop(0)
             if not spare:
-                del self.free[key]
-            self.free_bytes -= _nbytes(buffer)
+                del self.free[family]
+            self.free_bytes -= _nbytes(arena)
+            if arena.numel() < _numel(shape):  # too small: one that fits takes its ordinal
+                if self.on_evict is not None:
+                    self.on_evict(arena)
+                arena = like.new_zeros(size)
         else:
-            made = self.ordinals.setdefault(key, set())
+            made = self.ordinals.setdefault(family, set())
             ordinal = next(n for n in range(len(made) + 1) if n not in made)
             made.add(ordinal)
-            buffer = like.new_zeros(rows, 2 * layers, heads, capacity, head_dim)
-        self.lent += _nbytes(buffer)
+            arena = like.new_zeros(size)
+        self.lent += _nbytes(arena)
         self.peak_lent = max(self.peak_lent, self.lent)
-        return Lease(self, key, buffer, ordinal)
+        return Lease(self, family, arena, ordinal, shape)
 
-    def release(self, key: Tuple[Any, ...], buffer: Tensor, ordinal: int = 0) -> None:
-        self.lent -= _nbytes(buffer)
-        spare = self.free.setdefault(key, [])
-        spare.append((ordinal, buffer))
+    def release(self, family: Tuple[Any, ...], arena: Tensor, ordinal: int) -> None:
+        self.lent -= _nbytes(arena)
+        spare = self.free.setdefault(family, [])
+        spare.append((ordinal, arena))
         spare.sort(key=lambda entry: entry[0])
-        self.free.move_to_end(key)
-        self.free_bytes += _nbytes(buffer)
+        self.free.move_to_end(family)
+        self.free_bytes += _nbytes(arena)
         budget = max(self.min_bytes, self.peak_lent)
         while self.free and (sum(len(v) for v in self.free.values()) > self.limit or self.free_bytes > budget):
             oldest, spare = next(iter(self.free.items()))
@@ -249,6 +261,13 @@ class StaticCachePool:
                 del self.free[oldest]
             if self.on_evict is not None:
                 self.on_evict(dropped)
+
+
+def _numel(shape: Tuple[int, ...]) -> int:
+    n = 1
+    for d in shape:
+        n *= d
+    return n
 
 
 def _nbytes(t: Tensor) -> int:
