@@ -190,8 +190,8 @@ class StaticCachePool:
     heads, head size, dtype, device): a step graph binds its cache buffer by address, and every bucket
     a run visits (row rungs as sentences finish, slot rungs as they grow: dozens) then has the same
     few addresses, one per arena. Arenas are as many as leases were ever held at once (a beam holds
-    two across a reorder: the old cache and the new), each as large as the largest bucket asked for;
-    one too small is replaced by one that fits (its graphs go, ``on_evict``). Before, each bucket had
+    two across a reorder: the old cache and the new), each as large as the largest bucket it was lent for;
+    one too small for its next bucket is replaced by one that fits (its graphs go, ``on_evict``). Before, each bucket had
     buffers of its own, and the free ones that a repeat of a run would meet again were bounded by the
     bytes lent at once: on the demo model a 100-sentence run dropped 15-95 of its buffers (and their
     graphs) and its repeat replayed no more steps than the run; a k = 50 run kept all only with 8x the
@@ -216,7 +216,6 @@ class StaticCachePool:
         # per family, its free arenas and their ordinals, lowest first; the least recently used family first
         self.free: "OrderedDict[Tuple[Any, ...], List[Tuple[int, Tensor]]]" = OrderedDict()
         self.ordinals: Dict[Tuple[Any, ...], set] = {}  # the ordinals of each family's arenas, lent or free
-        self.largest: Dict[Tuple[Any, ...], int] = {}  # elements of the largest bucket each family was asked for
         self.free_bytes = 0
         self.lent = 0  # bytes of the arenas lent now
         self.peak_lent = 0
@@ -224,7 +223,6 @@ class StaticCachePool:
     def acquire(self, rows: int, capacity: int, like: Tensor, layers: int, heads: int, head_dim: int) -> Lease:
         family = (layers, heads, head_dim, like.dtype, like.device)
         shape = (rows, 2 * layers, heads, capacity, head_dim)
-        size = self.largest[family] = max(self.largest.get(family, 0), _numel(shape))
         spare = self.free.get(family)
         if spare:
             ordinal, arena = spare.pop(0)
@@ -234,12 +232,14 @@ class StaticCachePool:
             if arena.numel() < _numel(shape):  # too small: one that fits takes its ordinal
                 if self.on_evict is not None:
                     self.on_evict(arena)
-                arena = like.new_zeros(size)
+                arena = like.new_zeros(_numel(shape))
         else:
             made = self.ordinals.setdefault(family, set())
             ordinal = next(n for n in range(len(made) + 1) if n not in made)
             made.add(ordinal)
-            arena = like.new_zeros(size)
+            # the bucket's own size, not the largest the pool has seen: a k = 5 run after a k = 50 one
+            # zeroed two 1.1 GB arenas it did not need (2.2 s each on a CPU)
+            arena = like.new_zeros(_numel(shape))
         self.lent += _nbytes(arena)
         self.peak_lent = max(self.peak_lent, self.lent)
         return Lease(self, family, arena, ordinal, shape)

@@ -279,7 +279,7 @@ def test_a_repeat_of_a_run_takes_the_same_cache_buffers_as_the_run():
     steps = [(3, 4), (8, 4), (8, 4), (8, 8), (5, 8)]  # odd: the last buffer taken is the first arena
     first = run(steps)
     assert [shape for _, shape in first] == [(r, 2, 1, s, 4) for r, s in steps]
-    # an arena too small for its bucket is replaced (its graphs go) by one of the largest bucket yet
+    # an arena too small for its bucket is replaced (its graphs go) by one of the bucket's size
     assert dropped == [3 * 32, 8 * 32, 8 * 32]
     again = run(steps)
     assert len(dropped) == 3 and [ptr for ptr, _ in again] == [again[0][0], again[1][0]] * 2 + [again[0][0]]
@@ -311,9 +311,9 @@ def test_the_cache_pool_keeps_no_more_free_bytes_than_it_ever_lent_at_once_and_d
         lease = pool.acquire(rows, 4, like, 1, 1, 4)
         del lease
         assert pool.free_bytes <= pool.peak_lent
-    # 12 rows: arena 0 (8) replaced by one of 16 (the largest yet), then 16 + 16 free is past the peak: arena 1
-    # dropped; 20 rows: arena 0 (16) replaced by one of 20
-    assert dropped == [8, 16, 16] and [n for n, _ in pool.free[(1, 1, 4, like.dtype, like.device)]] == [0]
+    # 12 rows: arena 0 (8) replaced by one of 12, then 12 + 16 free is past the peak: arena 1 dropped;
+    # 20 rows: arena 0 (12) replaced by one of 20
+    assert dropped == [8, 16, 12] and [n for n, _ in pool.free[(1, 1, 4, like.dtype, like.device)]] == [0]
     assert pool.free_bytes == size(20) and len(graphs.graphs) == 0  # the dropped arenas' graphs went with them
     graphs.run(("other", "step"), lambda: None, [], stats)
     assert stats.evicted == 2
