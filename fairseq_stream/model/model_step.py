@@ -32,7 +32,7 @@ from fairseq_stream.errors import FairseqStreamError
 from fairseq_stream.model.encoder import cpu_fallback, encoder_out
 from fairseq_stream.model.ensemble import ensemble_scores, normalizes
 from fairseq_stream.model.static_step import (
-    StepGraphs, StepModeStats, StepTail, StreamBuffers, length_bucket, resolve_step_mode, row_bucket,
+    StepGraphs, StepModeStats, StepTail, StreamBuffers, length_bucket, resolve_step_mode,
 )
 from fairseq_stream.model.row_cache import RowCache, SentenceIndex
 from fairseq_stream.model.decoder_step import TransformerStepper, check_supported
@@ -182,13 +182,6 @@ class _TransformerBackend:
         return cache.select(rows)
 
     def narrow(self, cache: RowCache, start: int, length: int) -> RowCache:
-        if cache.lease is not None:  # a static step writes its whole row bucket: the part gets buffers of its own
-            if cache.pending is not None:  # a deferred reorder: the part's rows are another reorder of its source
-                return cache.select(torch.arange(start, start + length, device=cache.lens.device))
-            lease = cache._static_like(row_bucket(length), cache.capacity)
-            lease.buffer[:length].copy_(cache.lease.buffer[start: start + length])
-            return RowCache.static(cache.pool, lease, cache.lens[start: start + length], cache.width,  # type: ignore[arg-type]
-                                   cache.uniform)
         return cache.narrow(start, length)
 
     def concat(self, caches: Sequence[RowCache]) -> RowCache:

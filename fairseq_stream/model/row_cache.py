@@ -308,8 +308,15 @@ class RowCache:
 
     def narrow(self, start: int, length: int) -> "RowCache":
         """Rows ``[start, start + length)``: views of the buffers (or the arena's), no copy (a step
-        writes only its own rows)."""
+        writes only its own rows). A static cache's part gets a buffer of its own (a static step writes
+        its whole row bucket); with a reorder pending, the part's rows are another reorder of its source."""
         lens = self.lens[start: start + length]
+        if self.lease is not None:
+            if self.pending is not None:
+                return self.select(torch.arange(start, start + length, device=self.lens.device))
+            lease = self._static_like(row_bucket(length), self.capacity)
+            lease.buffer[:length].copy_(self.lease.buffer[start: start + length])
+            return RowCache.static(self.pool, lease, lens, self.width, self.uniform)  # type: ignore[arg-type]
         if self.arena is not None:
             return RowCache.on_arena(self.arena, self.table[start: start + length], self.home[start: start + length],  # type: ignore[index]
                                      lens, self.width, self.uniform)

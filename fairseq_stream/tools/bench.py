@@ -475,9 +475,10 @@ def _parser() -> argparse.ArgumentParser:
     parser.add_argument("--limit", type=int, default=None, help="first N sentences only")
     parser.add_argument("--run", action="append", default=[], help="SEARCH[:key=value,...]; repeatable")
     parser.add_argument("--repeats", type=int, default=3, help="timed runs per row; the table gives their median")
-    parser.add_argument("--warmup", type=int, default=1,
+    parser.add_argument("--warmup", type=int, default=None,
                         help="untimed runs per row before the timed ones (Triton compiles, kernel builds, the "
-                             "output layer's choice); 0 = none")
+                             "output layer's choice); 0 = none; default 1, on --device cuda 2 (a graph row's "
+                             "second run still captures the steps whose cache arenas grew in its first)")
     parser.add_argument("--max-tokens", type=int, default=None, help="tokens per batch of fairseq's beam (FIXED)")
     parser.add_argument("--batch-size", type=int, default=None, help="sentences per batch of fairseq's beam (FIXED)")
     parser.add_argument("--pool-size", type=int, default=None,
@@ -586,6 +587,8 @@ def main(argv: Optional[Sequence[str]] = None) -> None:
     args = _parser().parse_args(argv)
     with usage_errors():
         check_args(args)
+    if args.warmup is None:
+        args.warmup = 2 if args.device == "cuda" else 1
 
     from fairseq_stream.integration.compat import install_excepthook
     from fairseq_stream.tools.session import TranslationSession
