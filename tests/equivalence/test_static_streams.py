@@ -265,7 +265,8 @@ def test_a_repeat_of_a_run_takes_the_same_cache_buffers_as_the_run():
     from fairseq_stream.model.static_step import StaticCachePool
 
     dropped: List[int] = []
-    pool, like = StaticCachePool(min_bytes=2 ** 30, on_evict=lambda arena: dropped.append(arena.numel())), torch.zeros(1)
+    like = torch.zeros(1)
+    pool = StaticCachePool(min_bytes=2 ** 30, on_evict=lambda arena: dropped.append(arena.numel()))
 
     def run(buckets: List[Tuple[int, int]]) -> List[Tuple[int, Tuple[int, ...]]]:
         taken, held = [], None
