@@ -220,7 +220,8 @@ def describe_step_mode(modes: Dict[str, Any]) -> str:
     """``step mode graph: 410 replayed, 35 static, 0 eager, output layer in 445, reorder in 401 (12 graphs captured
     in 0.31 s, 40 MiB graph pool)`` (``, 3 evicted`` inside the parentheses when the LRU bound of the model's graphs
     dropped some; "output layer in N": steps whose top-k and normaliser ran inside the step's region; "reorder in
-    N": steps that copied the last step's cache reorder inside it);
+    N": steps that copied the last step's cache reorder inside it; "inputs gathered in N": steps whose rows took
+    their encoder slots (and output-layer inputs) from their parents inside it);
     ``step mode native: 410 native, 2 eager (395 reorders as table copies); not native: a block with its
     own mask (2)`` under native (its caches never move: model/row_arena.py)."""
     mode = modes.get("mode", "?")
@@ -235,6 +236,8 @@ def describe_step_mode(modes: Dict[str, Any]) -> str:
             line += f", output layer in {int(modes['output_layer_in_step'])}"
         if modes.get("reorders_in_step"):
             line += f", reorder in {int(modes['reorders_in_step'])}"
+        if modes.get("inputs_in_step"):
+            line += f", inputs gathered in {int(modes['inputs_in_step'])}"
     if modes.get("graphs_captured"):
         line += (f" ({int(modes['graphs_captured'])} graphs captured in {modes.get('graph_capture_s', 0):.2f} s, "
                  f"{modes.get('graph_pool_mib', 0):.0f} MiB graph pool"

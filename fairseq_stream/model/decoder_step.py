@@ -363,7 +363,7 @@ class TransformerStepper:
         return self._native
 
     # ---- the static step (--step-mode static|graph; model/static_step.py) -------------------
-    def forward_static(self, cache: RowCache, tokens: Tensor, positions: Tensor, memory: EncoderMemory,
+    def forward_static(self, cache: RowCache, tokens: Tensor, memory: EncoderMemory,
                        index: SentenceIndex, block_mask: Optional[Tensor], *, buffers: StreamBuffers,
                        graphs: Optional[StepGraphs], stats: Optional[StepModeStats],
                        tail: Optional[StepTail] = None) -> Optional[Tuple[Tensor, RowCache, str, Any]]:
@@ -372,11 +372,14 @@ class TransformerStepper:
         The step computes every row of the cache's row bucket and attends over every slot of
         its slot bucket (padding rows and slots masked), reading and writing only buffers fixed
         for that bucket, so it is one CUDA graph replay under ``graphs``. What changes between
-        steps (tokens, positions, lengths, which encoder slot and query column each row uses)
-        is written into the bucket's input buffer first (of the stream's ``buffers``: a stream of its
-        own's, so that streams stepping alternately do not see each other's inputs). ``stats``: the
-        generator's, where a graph's capture is counted. Returns the live rows' logits (a view
-        of the bucket's output buffer, valid until the next step), the cache and how the step
+        steps (tokens, lengths, which encoder slot and query column each row uses) is written into
+        the bucket's input buffer first (of the stream's ``buffers``: a stream of its own's, so that
+        streams stepping alternately do not see each other's inputs); the positions are the rows'
+        cache lengths, computed in the region. Where the rows are the last step's reordered
+        (:class:`_Chain`), what travels with a row — its encoder slot, the inputs of a ``tail`` that
+        says how they follow (``StepTail.follow``) — is gathered by the parents inside the region.
+        ``stats``: the generator's, where a graph's capture is counted. Returns the live rows' logits
+        (a view of the bucket's output buffer, valid until the next step), the cache and how the step
         ran (``replayed`` or ``static``), and what ``tail`` returned for the live rows (it runs in the
         same region, after the logits: the strategy's output layer; views of the bucket's buffers,
         valid as the logits; None without a tail, or where its inputs are not one per scored row);
@@ -394,56 +397,98 @@ class TransformerStepper:
         self._refresh_stacked()
         table = self._prepare_positions(slots - 1, buf.device)
         wq = next_pow2(max(1, index.width))  # query columns per sentence in encoder attention
-        if tail is not None and any(t.size(0) != r * b for t in tail.inputs):
-            tail = None  # (a strategy's inputs that are not one per scored row: it runs its layer itself)
-        io = self._static_io(buffers, rows, b, slots, buf, custom=block_mask is not None, tail=tail)
-        kv_row = index.memory_rows(memory.modulus)
-        _fill_inputs(io.ints, tokens, positions, cache.lens, kv_row, index.slot, wq, parents)
-        for into, live in zip(io.tail_in, () if tail is None else tail.inputs):
+        chain, follows, tail, io = self._chained_io(cache, source, buffers, r, b, tail, block_mask is not None)
+        # every input written here, or (a chain) those that do not travel with the rows: the encoder slots and
+        # the tail's inputs are gathered in the region
+        _fill_inputs(io.ints, tokens, cache.lens, index.slot, wq, parents,
+                     None if chain is not None else index.memory_rows(memory.modulus))
+        for into, live in zip(io.tail_in, () if tail is None or follows else tail.inputs):
             into[: r * b].copy_(live)
         if block_mask is not None:
             _fill_block_mask(io.mask, block_mask, cache.width, b)  # type: ignore[arg-type]
-
-        def body() -> None:
-            self._static_body(buf, io, memory, b, wq, tail, source)
-
-        if graphs is None:
-            body()
-            how = "static"
-        else:
-            key, keep = self._region_key(buf, source, io, memory, b, wq, table, tail)
-            how = graphs.run(key, body, keep, StepModeStats() if stats is None else stats)
+        gather = None if chain is None else (chain.io.ints, chain.io.tail_in if follows else None)
+        how = self._run_region(buf, io, memory, b, wq, table, tail, source, gather, graphs, stats)
+        io.steps += 1
+        if stats is not None:
+            stats.inputs_in_step += chain is not None
         if source is not None:
-            cache.pending = None  # done: the source goes back to the pool when nothing else holds it
+            cache.pending = cache.chain_from = None  # done: the source goes back to the pool when nothing else holds it
             if stats is not None:
                 stats.reorders_in_step += 1
         made = None if tail is None else tuple(t[: r * b] for t in io.tail_out)
-        return io.out[:r], cache.advanced(b), how, made
+        out = cache.advanced(b)
+        out.last_step = _Chain(io, io.steps, b, None if tail is None else tail.key)
+        return io.out[:r], out, how, made
+
+    def _chained_io(self, cache: RowCache, source: Optional[Tensor], buffers: StreamBuffers, r: int, b: int,
+                    tail: Optional[StepTail], custom: bool,
+                    ) -> "Tuple[Optional[_Chain], bool, Optional[StepTail], _StaticIO]":
+        """The step the rows' inputs are gathered from (:func:`_chain_of`: where the rows stay in place, only
+        the last step's own buffers), whether the tail's follow too, the tail (None where its inputs are not
+        one per scored row: the strategy runs its layer itself) and the bucket's buffers."""
+        chain = _chain_of(cache, source, b)
+        follows = (chain is not None and tail is not None and chain.tail_key == tail.key
+                   and getattr(tail, "follow", None) is not None)
+        for _ in range(2):
+            if tail is not None and not follows and any(t.size(0) != r * b for t in tail.inputs):
+                tail = None
+            rows, slots = cache.lease.buffer.size(0), cache.lease.buffer.size(3)  # type: ignore[union-attr]
+            io = self._static_io(buffers, rows, b, slots, cache.lease.buffer, custom=custom, tail=tail,  # type: ignore[union-attr]
+                                 tail_like=chain.io.tail_in if follows else None)  # type: ignore[union-attr]
+            if chain is None or source is not None or chain.io is io:
+                break
+            chain, follows = None, False  # rows in place, but this bucket's buffers are not the last step's
+        return chain, follows, tail, io
+
+    def _run_region(self, buf: Tensor, io: "_StaticIO", memory: EncoderMemory, b: int, wq: int, table: Optional[int],
+                    tail: Optional[StepTail], source: Optional[Tensor],
+                    gather: "Optional[Tuple[Tensor, Optional[List[Tensor]]]]", graphs: Optional[StepGraphs],
+                    stats: Optional[StepModeStats]) -> str:
+        """The region run (``static``), or under ``graphs`` replayed or captured by its key; how it ran."""
+        def body() -> None:
+            self._static_body(buf, io, memory, b, wq, tail, source, gather)
+
+        if graphs is None:
+            body()
+            return "static"
+        key, keep = self._region_key(buf, source, io, memory, b, wq, table, tail, gather)
+        return graphs.run(key, body, keep, StepModeStats() if stats is None else stats)
 
     def _region_key(self, buf: Tensor, source: Optional[Tensor], io: "_StaticIO", memory: EncoderMemory, b: int,
-                    wq: int, table: Optional[int], tail: Optional[StepTail]) -> Tuple[Tuple[Any, ...], List[Tensor]]:
+                    wq: int, table: Optional[int], tail: Optional[StepTail],
+                    gather: "Optional[Tuple[Tensor, Optional[List[Tensor]]]]" = None,
+                    ) -> Tuple[Tuple[Any, ...], List[Tensor]]:
         """A step graph's key — every tensor the region reads or writes by address: the cache (and its reorder's
-        source), the stream's buffers, the position table; then the shapes — and the tensors the graph keeps."""
+        source), the stream's buffers (and the last step's, where the rows' inputs are gathered from them), the
+        position table; then the shapes — and the tensors the graph keeps."""
         # a cache buffer is a view of a pool arena (the same address for every bucket): its rows and slots, and
         # its reorder source's rows, are part of the key
+        src_ints, src_tail = (None, None) if gather is None else gather
         key = (buf.data_ptr(), None if source is None else source.data_ptr(), io.ints.data_ptr(), io.out.data_ptr(),
                _memory_key(memory), buf.size(0), buf.size(3), None if source is None else source.size(0), b, wq,
-               io.mask is not None, table, self._qkv_version, None if tail is None else tail.key)
+               io.mask is not None, table, self._qkv_version, None if tail is None else tail.key,
+               None if src_ints is None else (src_ints.data_ptr(), src_ints.size(0)),
+               None if src_tail is None else tuple(t.data_ptr() for t in src_tail))
         keep = ([buf, io.ints, io.out] + ([] if source is None else [source]) + ([] if io.mask is None else [io.mask])
-                + io.tail_in + io.tail_out + _memory_tensors(memory))
+                + io.tail_in + io.tail_out + _memory_tensors(memory)
+                + ([] if src_ints is None else [src_ints]) + list(src_tail or ()))
         return key, keep
 
     def _static_io(self, buffers: StreamBuffers, rows: int, b: int, slots: int, like: Tensor, *,
-                   custom: bool, tail: Optional[StepTail] = None) -> "_StaticIO":
+                   custom: bool, tail: Optional[StepTail] = None,
+                   tail_like: Optional[List[Tensor]] = None) -> "_StaticIO":
+        """The stream's buffers of a row bucket (made the first time: a tail's inputs like ``tail_like``, the last
+        step's, where they are gathered from there, else like ``tail.inputs``)."""
         vocab = self.decoder.output_projection.out_features
 
         def make() -> _StaticIO:
-            ints = torch.zeros(rows, 2 * b + 4, dtype=torch.long, device=like.device)
+            ints = torch.zeros(rows, b + INPUT_COLS, dtype=torch.long, device=like.device)
             mask = like.new_zeros(1, 1, b, slots) if custom else None
             io = _StaticIO(ints, mask, like.new_zeros(0, b, vocab))
             if tail is not None:  # zeros: a padding row's inputs are finite from the start
                 n = rows * b
-                io.tail_in = [torch.zeros((n,) + t.shape[1:], dtype=t.dtype, device=t.device) for t in tail.inputs]
+                io.tail_in = [torch.zeros((n,) + t.shape[1:], dtype=t.dtype, device=t.device)
+                              for t in (tail.inputs if tail_like is None else tail_like)]
                 io.tail_out = [torch.zeros((n,) + shape, dtype=dtype, device=like.device)
                                for shape, dtype in tail.outputs(vocab, search_dtype(like.dtype))]
             return io
@@ -471,18 +516,29 @@ class TransformerStepper:
         return None
 
     def _static_body(self, buf: Tensor, io: "_StaticIO", memory: EncoderMemory, b: int, wq: int,
-                     tail: Optional[StepTail] = None, source: Optional[Tensor] = None) -> None:
+                     tail: Optional[StepTail] = None, source: Optional[Tensor] = None,
+                     gather: "Optional[Tuple[Tensor, Optional[List[Tensor]]]]" = None) -> None:
         """The step proper: every tensor it makes has a shape fixed by the bucket (rows, slots, b); first the
-        last step's cache reorder from ``source`` (the parents in ``io.ints``), where one is due; then ``tail``
-        (the strategy's output layer) over its logits, into ``io.tail_out``."""
+        last step's cache reorder from ``source`` (the parents in ``io.ints``), where one is due, and with it
+        what travels with the rows from the last step's buffers (``gather``: its input buffer, whose encoder
+        slots each row takes from its parent, and its tail inputs, which ``tail.follow`` turns into this
+        step's); then ``tail`` (the strategy's output layer) over its logits, into ``io.tail_out``."""
         ints = io.ints
         rows, slots, layers = ints.size(0), buf.size(3), buf.size(1) // 2
         if source is not None:  # every slot: the shape is the bucket's, whatever the rows' lengths
-            torch.index_select(source, 0, ints[:, 2 * b + 3], out=buf)
-        tokens, positions = ints[:, :b], ints[:, b: 2 * b]
-        lens, kv_row, slot = ints[:, 2 * b], ints[:, 2 * b + 1], ints[:, 2 * b + 2]
-        x = self.embed(tokens, positions, slots - 1)  # (R, b, d)
-        ends = lens.unsqueeze(1) + torch.arange(b, device=ints.device)  # (R, b): each query's own slot
+            torch.index_select(source, 0, ints[:, PARENT_COL + b], out=buf)
+        if gather is not None:  # reordered rows: from their parents; rows in place: from themselves (same buffers)
+            src_ints, src_tail = gather
+            parents = ints[:, PARENT_COL + b] if source is not None else None
+            if parents is not None:  # (in place the encoder slots are already there)
+                ints[:, KV_COL + b].copy_(src_ints[:, KV_COL + b].index_select(0, parents))
+            if src_tail is not None:  # the tail's inputs of each row's parent, one step on
+                last = src_tail if parents is None else [t.index_select(0, parents) for t in src_tail]
+                for into, value in zip(io.tail_in, tail.follow(*last)):  # type: ignore[union-attr]
+                    into.copy_(value)
+        tokens, lens, kv_row, slot = ints[:, :b], ints[:, LENS_COL + b], ints[:, KV_COL + b], ints[:, SLOT_COL + b]
+        ends = lens.unsqueeze(1) + torch.arange(b, device=ints.device)  # (R, b): each query's position and own slot
+        x = self.embed(tokens, ends, slots - 1)  # (R, b, d)
         write = ends.view(rows, 1, b, 1).expand(rows, self.heads, b, self.head_dim)
         # a CPU's float32 causal step (one query or a causal block per row): the C++ kernel, as the eager step
         kernel = decode_attention.usable(x) and io.mask is None
@@ -581,28 +637,70 @@ def _forget_graphs_of(stepper: "weakref.ref[TransformerStepper]") -> Callable[[T
     return forget
 
 
+#: the columns of a static step's input buffer (``_StaticIO.ints``) after the ``b`` tokens: the row's cache length
+#: (its next position), its query column among its sentence's rows, its parent in the reorder source, its encoder
+#: slot — last, so that the columns written before a step whose encoder slots the region gathers are one block
+LENS_COL, SLOT_COL, PARENT_COL, KV_COL = 0, 1, 2, 3
+INPUT_COLS = 4
+
+
 @dataclass
 class _StaticIO:
     """A row bucket's input and output buffers: what a static step reads besides the caches."""
 
-    ints: Tensor  # (R, 2b + 4): tokens (b), positions (b), cache length, encoder slot, query column, parent row
+    ints: Tensor  # (R, b + INPUT_COLS): tokens (b), cache length, query column, parent row, encoder slot
     mask: Optional[Tensor]  # (1, 1, b, slots) additive block mask, or None (causal)
     out: Tensor  # (R, b, V) logits
     tail_in: List[Tensor] = field(default_factory=list)  # (R·b, ...) a StepTail's inputs
     tail_out: List[Tensor] = field(default_factory=list)  # (R·b, ...) what it returns
+    steps: int = 0  # steps run on these buffers: a _Chain is good while no other step has run on them
 
 
-def _fill_inputs(ints: Tensor, tokens: Tensor, positions: Tensor, lens: Tensor, kv_row: Tensor, slot: Tensor,
-                 wq: int, parents: Optional[Tensor] = None) -> None:
-    """Write the live rows' inputs into ``ints`` (R, F) between steps; padding rows copy row 0's
-    (valid positions, an encoder slot with keys, a source row) but take the spare query column ``wq``.
-    Without ``parents`` (no reorder due) the last column is left as it is (the step does not read it)."""
-    cols = [tokens, positions, lens.unsqueeze(1), kv_row.unsqueeze(1), slot.unsqueeze(1)]
-    live = torch.cat(cols if parents is None else cols + [parents.unsqueeze(1)], dim=1)  # (r, f)
+@dataclass(frozen=True)
+class _Chain:
+    """The static step a cache's rows came out of (``RowCache.last_step``; after a reorder ``RowCache.chain_from``):
+    its input buffers, which hold each row's encoder slot and tail inputs while no other step ran on them
+    (``io.steps == steps``), its block width and its tail's key."""
+
+    io: _StaticIO
+    steps: int
+    b: int
+    tail_key: Optional[Tuple[Any, ...]]
+
+
+def _chain_of(cache: RowCache, source: Optional[Tensor], b: int) -> "Optional[_Chain]":
+    """The step whose buffers the region may gather the rows' inputs from: the one the rows came out of — before
+    the reorder the region does (``source``), or the last step itself where the rows stay as they were (a greedy
+    row, Jacobi's accepted blocks) — with the same block width, and no other step run on its buffers since
+    (another group stepping the same bucket overwrote them)."""
+    chain = cache.chain_from if source is not None else cache.last_step
+    if chain is None or chain.b != b or chain.io.steps != chain.steps:
+        return None
+    return chain
+
+
+#: per (columns, b, wq, device): the input columns of a padding row — token 0 at position 0, the spare query
+#: column ``wq``, parent 0 and encoder slot 0 (valid indices: their results are never read back)
+_PADDING_ROWS: Dict[Tuple[Any, ...], Tensor] = {}
+
+
+def _fill_inputs(ints: Tensor, tokens: Tensor, lens: Tensor, slot: Tensor, wq: int, parents: Optional[Tensor] = None,
+                 kv_row: Optional[Tensor] = None) -> None:
+    """Write the live rows' inputs into ``ints`` (R, F) between steps, and the padding rows' (:data:`_PADDING_ROWS`).
+    Without ``parents`` (no reorder due) the parent column holds the query column (the region does not read it);
+    without ``kv_row`` the encoder-slot column is left as it is (the region gathers it from the last step's)."""
+    b = tokens.size(1)
+    cols = [tokens, lens.unsqueeze(1), slot.unsqueeze(1), (slot if parents is None else parents).unsqueeze(1)]
+    live = torch.cat(cols if kv_row is None else cols + [kv_row.unsqueeze(1)], dim=1)  # (r, f)
     r, f = live.shape
     if r < ints.size(0):
-        ints[r:, :f].copy_(live[:1].expand(ints.size(0) - r, f))
-        ints[r:, 2 * tokens.size(1) + 2].fill_(wq)
+        key = (f, b, wq, ints.device)
+        pad = _PADDING_ROWS.get(key)
+        if pad is None:
+            pad = torch.zeros(1, f, dtype=ints.dtype, device=ints.device)
+            pad[0, b + SLOT_COL] = wq
+            pad = _PADDING_ROWS[key] = pad
+        ints[r:, :f].copy_(pad.expand(ints.size(0) - r, f))
     ints[:r, :f].copy_(live)
 
 

@@ -149,6 +149,14 @@ class _TransformerBackend:
              block_mask: Optional[Tensor], tail: Optional[StepTail] = None) -> tuple:
         """Logits (R, b, V), the cache, how the step ran (``replayed``, ``static``, ``native`` or ``eager``)
         and what ``tail`` returned, where a static step ran it inside its region (None otherwise)."""
+        if self.static:  # its positions are the rows' cache lengths (= state.lengths), computed in its region
+            done = self.stepper.forward_static(cache, tokens, memory, state.sentence_index(), block_mask,
+                                               buffers=self._buffers(), graphs=self.graphs, stats=self.stats,
+                                               tail=tail)
+            if done is not None:
+                return done
+            if self.stats is not None:
+                self.stats.fallback("a step with no rows or a per-row block mask")
         positions = state.lengths.unsqueeze(1) + torch.arange(tokens.size(1), device=tokens.device)
         if self.native:
             done = self.stepper.forward_native(cache, tokens, positions, memory, state.sentence_index(), block_mask,
@@ -157,14 +165,6 @@ class _TransformerBackend:
                 return done[0], done[1], "native", None
             if self.stats is not None:
                 self.stats.fallback(done)
-        if self.static:
-            done = self.stepper.forward_static(cache, tokens, positions, memory, state.sentence_index(), block_mask,
-                                               buffers=self._buffers(), graphs=self.graphs, stats=self.stats,
-                                               tail=tail)
-            if done is not None:
-                return done
-            if self.stats is not None:
-                self.stats.fallback("a step with no rows or a per-row block mask")
         feats, cache = self.stepper.forward(cache, tokens, positions, memory, state.sentence_index(), block_mask,
                                             max_position=state.max_length + tokens.size(1) - 1)
         return self.stepper.logits(feats), cache, "eager", None
@@ -320,6 +320,15 @@ class _GenericBackend:
         raise FairseqStreamError("block steps need fairseq transformer models")
 
 
+def _cache_lengths(caches: Sequence[Any], compute: Any) -> Tensor:
+    """The rows' lengths of a new state: one transformer's cache holds them already (``RowCache.lens``: the tokens
+    fed, changed by every step, reorder and split as ``DecoderState.lengths`` is), so they are that tensor, not a
+    second one computed beside it; ``compute()`` otherwise (an ensemble, fairseq's incremental states)."""
+    if len(caches) == 1 and isinstance(caches[0], RowCache):
+        return caches[0].lens
+    return compute()
+
+
 class ModelStep:
     """An ensemble seen as: encode sources, then step/select/concat rows of hypotheses."""
 
@@ -468,7 +477,8 @@ class ModelStep:
         self.step_stats.count(next(h for h in ("eager", "native", "static", "replayed") if h in ran))
         self.step_stats.output_in_step += made is not None
         history = None if state.history is None else torch.cat([state.history, tokens], dim=1)
-        new_state = DecoderState(caches, state.row_sentence, state.lengths + tokens.size(1), history, state.index,
+        lengths = _cache_lengths(caches, lambda: state.lengths + tokens.size(1))
+        new_state = DecoderState(caches, state.row_sentence, lengths, history, state.index,
                                  state.max_length + tokens.size(1))
         return lprobs, made, new_state
 
@@ -483,8 +493,9 @@ class ModelStep:
         history = None if state.history is None else state.history.index_select(0, rows)
         if index is not None:
             index.inherit(state.index)
-        return DecoderState(caches, state.row_sentence.index_select(0, rows), state.lengths.index_select(0, rows),
-                            history, index, state.max_length)
+        return DecoderState(caches, state.row_sentence.index_select(0, rows),
+                            _cache_lengths(caches, lambda: state.lengths.index_select(0, rows)), history, index,
+                            state.max_length)
 
     def split(self, state: DecoderState, rows: int, sentences: int) -> Tuple[DecoderState, DecoderState]:
         """The first ``rows`` rows (those of the first ``sentences`` sentences) and the rest: views of
@@ -528,4 +539,5 @@ class ModelStep:
         if max_length is None:
             max_length = int((state.lengths - block + keep).max()) if keep.numel() else 0
         caches = [b.accept(c, keep, block, max_length) for b, c in zip(self.backends, state.caches)]
-        return replace(state, caches=caches, lengths=state.lengths - block + keep, max_length=max_length)
+        return replace(state, caches=caches, lengths=_cache_lengths(caches, lambda: state.lengths - block + keep),
+                       max_length=max_length)

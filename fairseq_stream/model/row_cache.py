@@ -8,7 +8,7 @@ decoder step (:mod:`fairseq_stream.model.decoder_step`) reads what is inside the
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Dict, List, Optional, Sequence, Tuple
+from typing import Any, Dict, List, Optional, Sequence, Tuple
 
 import torch
 from torch import Tensor
@@ -86,6 +86,11 @@ class RowCache:
     # (every slot). The next static step does it inside its region (so a graph replays it); any other use of
     # the keys and values does it first (settle)
     pending: Optional[Tuple[Lease, Tensor]] = field(default=None, repr=False, compare=False)
+    # with lease: the static step these rows came out of (model/decoder_step._Chain, set by that step), and after a
+    # reorder (``pending``) the one the reordered rows came out of: the next step's region gathers what travels with
+    # a row (its encoder slot, its output layer's inputs) from that step's buffers by the same parents
+    last_step: Optional[Any] = field(default=None, repr=False, compare=False)
+    chain_from: Optional[Any] = field(default=None, repr=False, compare=False)
 
     @staticmethod
     def on_arena(arena: RowArena, table: Tensor, home: Tensor, lens: Tensor, width: int,
@@ -143,7 +148,7 @@ class RowCache:
             end = self.copied_slots
             torch.index_select(source.buffer[:, :, :, :end], 0, rows,
                                out=self.lease.buffer[: rows.numel(), :, :, :end])  # type: ignore[union-attr]
-            self.pending = None
+            self.pending = self.chain_from = None  # the rows are copied: the next step writes every input itself
         return self
 
     def write_slots(self, b: int) -> None:
@@ -227,12 +232,12 @@ class RowCache:
             table, home = row_arena.select(self.arena, self.table, self.home, lens, self.width, rows, self)  # type: ignore[arg-type]
             return RowCache.on_arena(self.arena, table, home, lens, self.width, self.uniform)
         if self.lease is not None:  # a buffer of the new row bucket, filled by the next step (one copy, every layer)
-            source, parents = self.lease, rows
+            source, parents, step = self.lease, rows, self.last_step
             if self.pending is not None:  # a reorder of a reorder: one copy from the first source
-                source, parents = self.pending[0], self.pending[1].index_select(0, rows)
+                source, parents, step = self.pending[0], self.pending[1].index_select(0, rows), self.chain_from
             out = RowCache.static(self.pool, self._static_like(row_bucket(r), self.capacity),  # type: ignore[arg-type]
                                   self.lens.index_select(0, rows), self.width, self.uniform)
-            out.pending = (source, parents)
+            out.pending, out.chain_from = (source, parents), step
             return out
         if self.spare is not None and self.spare[0][0].size(0) >= r:
             out_keys, out_values = self.spare
@@ -333,7 +338,9 @@ class RowCache:
         ``width`` is the host-known new maximum of ``lens`` (the strategy read it with its
         own control values); the rejected slots are simply overwritten by the next block.
         """
-        return self._moved(self.lens - block + keep, width, self.rows == 1)  # one row: lens == width
+        out = self._moved(self.lens - block + keep, width, self.rows == 1)  # one row: lens == width
+        out.last_step = self.last_step  # the same rows: what travels with them stays where the step left it
+        return out
 
 
 @dataclass

@@ -38,7 +38,7 @@ import time
 import weakref
 from collections import OrderedDict
 from dataclasses import dataclass, field
-from typing import Any, Callable, Dict, List, Protocol, Tuple
+from typing import Any, Callable, Dict, List, Optional, Protocol, Tuple
 
 import torch
 from torch import Tensor
@@ -76,6 +76,11 @@ class StepTail(Protocol):
 
     def __call__(self, scores: Tensor, *inputs: Tensor) -> Tuple[Tensor, ...]:
         ...
+
+    #: optional (None: the inputs are given at every step): ``follow(*parents_inputs)`` → the inputs of rows that
+    #: are the last step's rows reordered, from their parents' inputs at that step, in tensor operations only;
+    #: the static step then gathers them inside its region (``inputs`` is not read)
+    follow: "Optional[Callable[..., Tuple[Tensor, ...]]]"
 
 
 def next_pow2(n: int) -> int:
@@ -130,6 +135,7 @@ class StepModeStats:
     table_reorders: int = 0  # reorders of caches that never move (model/row_arena.py): tables copied, not keys
     output_in_step: int = 0  # steps whose output layer (a StepTail) ran in the static step's region
     reorders_in_step: int = 0  # steps that did the last step's cache reorder inside their region (RowCache.select)
+    inputs_in_step: int = 0  # of those, steps that gathered the rows' encoder slots (and tail inputs) there too
     fallbacks: Dict[str, int] = field(default_factory=dict)  # why a step left the static path → count
     warned: bool = field(default=False, repr=False)  # the run's one warning line about uncaptured steps
 
@@ -141,7 +147,7 @@ class StepModeStats:
         setattr(self, how, getattr(self, how) + 1)
 
     _COUNTS = ("replayed", "static", "native", "eager", "captured", "capture_seconds", "graph_bytes", "evicted",
-               "table_reorders", "output_in_step", "reorders_in_step")
+               "table_reorders", "output_in_step", "reorders_in_step", "inputs_in_step")
 
     def add(self, other: "StepModeStats") -> None:
         """``other``'s steps counted in these (a helper decode of the run's: ``--prune-auto``'s probes)."""
@@ -163,7 +169,7 @@ class StepModeStats:
                 "graphs_captured": self.captured, "graph_capture_s": round(self.capture_seconds, 4),
                 "graph_pool_mib": round(self.graph_bytes / 2 ** 20, 2), "graphs_evicted": self.evicted,
                 "reorders_by_table": self.table_reorders, "output_layer_in_step": self.output_in_step,
-                "reorders_in_step": self.reorders_in_step,
+                "reorders_in_step": self.reorders_in_step, "inputs_in_step": self.inputs_in_step,
                 "fallbacks": dict(self.fallbacks)}
 
 

@@ -423,7 +423,10 @@ class BeamSearch(StateOps):
         return state.t + 1 if state.size else 0
 
     def output_tail(self, state: BeamState) -> Any:
-        return self.scorer.tail(self.row_width(state), self._row_context(state, state.row_slot))
+        # the rows' context only where the step asks for it: a step whose rows are the last step's reordered
+        # gathers it from their parents' (one token on, the same maximum length)
+        return self.scorer.tail(self.row_width(state), lambda: self._row_context(state, state.row_slot),
+                                follow=one_token_on)
 
     def step(self, state: BeamState, scores: Tensor, top: Optional[Tuple[Tensor, Tensor]] = None) -> StepOutcome:
         """One step of every sentence of the group from the rows' next-token scores ``(R, 1, V)``
@@ -674,6 +677,12 @@ class BeamSearch(StateOps):
             self.stats.add_extra("beam_ended_short_of_z")
         if best is not None and best is hyps[0]:  # the first hypothesis to become final won
             self.stats.add_extra("beam_first_final_won")
+
+
+def one_token_on(steps: Tensor, max_len: Tensor) -> Tuple[Tensor, Tensor]:
+    """A beam row's output-layer context (tokens generated, maximum length) from its parent's at the last step:
+    every sentence of a stepped group gained one token (``BeamState.steps`` + 1), its maximum stays."""
+    return steps + 1, max_len
 
 
 def sorted_top(pool: Tensor, width: int) -> Tuple[Tensor, Tensor]:

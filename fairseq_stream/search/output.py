@@ -9,7 +9,7 @@ full log-softmax, logged once.
 """
 from __future__ import annotations
 
-from typing import Any, Dict, List, Optional, Tuple
+from typing import Any, Callable, Dict, List, Optional, Tuple, Union
 
 import torch
 from torch import Tensor
@@ -60,14 +60,17 @@ class OutputScorer:
                                tuple((type(p).__name__, constants(p)) for p in self.processors))
         return self._signature
 
-    def tail(self, k: int, ctx: RowContext) -> "Optional[TopTail]":
+    def tail(self, k: int, ctx: "Union[RowContext, Callable[[], RowContext]]", *,
+             follow: "Optional[Callable[..., Tuple[Tensor, ...]]]" = None) -> "Optional[TopTail]":
         """This layer after the product for ``k`` candidates a row, as a static step runs it inside its
         region (:class:`TopTail`); None where it does not run there: the full layer (an edit that needs
         whole rows reads them on the host), or an edit other than fairseq's own (its constants are not
-        known to :meth:`signature`, so a step graph captured with it could not be told from another's)."""
+        known to :meth:`signature`, so a step graph captured with it could not be told from another's).
+        ``ctx`` may be given as a function, called only where the step needs the rows' context (a step
+        whose rows ``follow`` their parents gathers it in its region instead: :attr:`TopTail.follow`)."""
         if not self.fused or any(type(p) not in REGION_EDITS for p in self.processors):
             return None
-        return TopTail(self, k, ctx)
+        return TopTail(self, k, ctx, follow)
 
     def top(self, scores: Tensor, k: int, ctx: RowContext, *, normalize: bool = True) -> Tuple[Tensor, Tensor, Optional[Tensor]]:
         """(values, tokens, lse) of each row's ``k`` best candidates, best first.
@@ -133,10 +136,24 @@ class TopTail:
     edits always run: they then change nothing (masks with no row set), the same values as skipped.
     """
 
-    def __init__(self, scorer: OutputScorer, k: int, ctx: RowContext) -> None:
+    def __init__(self, scorer: OutputScorer, k: int, ctx: "Union[RowContext, Callable[[], RowContext]]",
+                 follow: "Optional[Callable[..., Tuple[Tensor, ...]]]" = None) -> None:
         self.scorer, self.k = scorer, k
         self.key = ("output-layer", k) + scorer.signature()
-        self.inputs = (ctx.steps, ctx.max_len)
+        self._ctx = ctx
+        self._inputs: Optional[Tuple[Tensor, ...]] = None
+        #: ``follow(steps, max_len)`` of a row's parent at the last step → the row's now, in tensor operations
+        #: (a beam: one token more, the same maximum), so that a static step whose rows are the last step's
+        #: reordered gathers them inside its region; None: the inputs are given at every step
+        self.follow = follow
+
+    @property
+    def inputs(self) -> Tuple[Tensor, ...]:
+        """The live rows' (tokens generated, maximum length), computed on first use."""
+        if self._inputs is None:
+            ctx = self._ctx() if callable(self._ctx) else self._ctx
+            self._inputs = (ctx.steps, ctx.max_len)
+        return self._inputs
 
     def outputs(self, vocab: int, dtype: torch.dtype) -> List[Tuple[Tuple[int, ...], torch.dtype]]:
         width = min(self.k, vocab)

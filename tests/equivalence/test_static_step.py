@@ -194,11 +194,12 @@ def test_a_static_step_creates_the_same_shapes_at_every_step_of_its_bucket(demo_
     body = TransformerStepper._static_body
     seen: Dict[Tuple[int, ...], List[list]] = defaultdict(list)
 
-    def recorded(self, buf, io, memory, b, wq, tail=None, source=None):
+    def recorded(self, buf, io, memory, b, wq, tail=None, source=None, gather=None):
         with _Recorder() as rec:
-            body(self, buf, io, memory, b, wq, tail, source)
+            body(self, buf, io, memory, b, wq, tail, source, gather)
         seen[(buf.size(0), buf.size(3), b, wq, None if tail is None else tail.key, tuple(memory.keys[0].shape),
-              None if source is None else source.size(0))].append(rec.made)
+              None if source is None else source.size(0),
+              None if gather is None else (gather[0].size(0), gather[1] is not None))].append(rec.made)
 
     monkeypatch.setattr(TransformerStepper, "_static_body", recorded)
     data = demo_session.encode(demo_sources[:N])
@@ -267,6 +268,51 @@ def test_the_cache_reorder_runs_inside_the_next_static_step(demo_session, demo_s
     eager = _run(demo_session, data, case, "eager")
     assert not eager.stats.step_mode.get("reorders_in_step")
     assert_same(eager, static, scores=False)
+
+
+# oversubscribed: the two parts of a split group step the same row bucket in turn, so the second's chain is broken
+@pytest.mark.parametrize("case", ["var-stream", "fixed-ours", "topup", "var-fifo", "oversubscribed", "greedy"])
+def test_what_travels_with_a_row_is_gathered_inside_the_next_static_step(demo_session, demo_sources, monkeypatch,
+                                                                         case):
+    """A beam's reordered rows take their encoder slots and their output layer's inputs (tokens generated, maximum
+    length: ``one_token_on``) from their parents inside the next step's region: the edits' row context is computed
+    on the host only at the steps whose chain broke (a refill or a merge joined the rows, another group stepped
+    the bucket in between, the first step), and the tokens are the eager step's."""
+    from fairseq_stream.search.beam import BeamSearch
+
+    real, computed = BeamSearch._row_context, [0]
+
+    def counted(self, state, row_slot):
+        computed[0] += 1
+        return real(self, state, row_slot)
+
+    monkeypatch.setattr(BeamSearch, "_row_context", counted)
+    data = demo_session.encode(demo_sources[:N])
+    # one pruning for the run: --prune-auto's probes widen a group's output layer, another layer than its rows' last
+    fixed = {"prune_auto": False} if CASES[case][0].startswith("var-") else {}
+    static = _run(demo_session, data, case, "static", **fixed)
+    steps, gathered = static.stats.timesteps, static.stats.step_mode["inputs_in_step"]
+    assert gathered >= steps // (4 if case == "oversubscribed" else 2), (gathered, steps)
+    assert computed[0] == steps - gathered, (computed[0], steps, gathered)
+    computed[0] = 0
+    eager = _run(demo_session, data, case, "eager", **fixed)
+    assert computed[0] == eager.stats.timesteps and not eager.stats.step_mode.get("inputs_in_step")
+    assert_same(eager, static, scores=False)
+
+
+def test_a_beam_step_leaves_few_operations_outside_the_static_region(demo_session, demo_sources):
+    """What a GPU still launches around each replay of a beam step (aten operations outside the region, views
+    left out): the rows' lengths and sentences after the reorder, their inputs (one ``cat`` and two copies), the
+    lengths' advance, the fused beam step — about 8 where the tokens, positions, encoder slots and the edits'
+    row context were computed and copied before every step (19.5, docs/results.md)."""
+    from fairseq_stream.engine.profiling import CostCounts, count_decoder_steps
+
+    data = demo_session.encode(demo_sources[:N])
+    _run(demo_session, data, "var-stream", "static")  # the stream's buffers made once
+    with count_decoder_steps(CostCounts()) as counts:
+        out = _run(demo_session, data, "var-stream", "static")
+    outside = counts.per_step(out.stats.timesteps)["ops_outside_region_per_step"]
+    assert outside <= 10, (outside, counts.ops_by_name.most_common(12))
 
 
 def test_static_step_reads_the_host_at_most_once_per_step(demo_session, demo_sources):
