@@ -423,22 +423,27 @@ class TransformerStepper:
     def _chained_io(self, cache: RowCache, source: Optional[Tensor], buffers: StreamBuffers, r: int, b: int,
                     tail: Optional[StepTail], custom: bool,
                     ) -> "Tuple[Optional[_Chain], bool, Optional[StepTail], _StaticIO]":
-        """The step the rows' inputs are gathered from (:func:`_chain_of`: where the rows stay in place, only
-        the last step's own buffers), whether the tail's follow too, the tail (None where its inputs are not
-        one per scored row: the strategy runs its layer itself) and the bucket's buffers."""
+        """The step the rows' inputs are gathered from (:func:`_chain_of`; rows that stay in place only from the
+        last step's own buffers), whether the tail's inputs follow too, the tail and the bucket's buffers."""
         chain = _chain_of(cache, source, b)
+        follows, tail, io = self._bucket_io(cache, buffers, r, b, tail, custom, chain)
+        if chain is not None and source is None and chain.io is not io:  # in place, but on other buffers
+            chain = None
+            follows, tail, io = self._bucket_io(cache, buffers, r, b, tail, custom, None)
+        return chain, follows, tail, io
+
+    def _bucket_io(self, cache: RowCache, buffers: StreamBuffers, r: int, b: int, tail: Optional[StepTail],
+                   custom: bool, chain: "Optional[_Chain]") -> "Tuple[bool, Optional[StepTail], _StaticIO]":
+        """Whether ``tail``'s inputs follow the rows' parents from ``chain``'s step, the tail (None where its inputs
+        are not one per scored row: the strategy runs its layer itself) and the bucket's buffers for it."""
         follows = (chain is not None and tail is not None and chain.tail_key == tail.key
                    and getattr(tail, "follow", None) is not None)
-        for _ in range(2):
-            if tail is not None and not follows and any(t.size(0) != r * b for t in tail.inputs):
-                tail = None
-            rows, slots = cache.lease.buffer.size(0), cache.lease.buffer.size(3)  # type: ignore[union-attr]
-            io = self._static_io(buffers, rows, b, slots, cache.lease.buffer, custom=custom, tail=tail,  # type: ignore[union-attr]
-                                 tail_like=chain.io.tail_in if follows else None)  # type: ignore[union-attr]
-            if chain is None or source is not None or chain.io is io:
-                break
-            chain, follows = None, False  # rows in place, but this bucket's buffers are not the last step's
-        return chain, follows, tail, io
+        if tail is not None and not follows and any(t.size(0) != r * b for t in tail.inputs):
+            tail = None
+        buf = cache.lease.buffer  # type: ignore[union-attr]
+        io = self._static_io(buffers, buf.size(0), b, buf.size(3), buf, custom=custom, tail=tail,
+                             tail_like=chain.io.tail_in if follows else None)  # type: ignore[union-attr]
+        return follows, tail, io
 
     def _run_region(self, buf: Tensor, io: "_StaticIO", memory: EncoderMemory, b: int, wq: int, table: Optional[int],
                     tail: Optional[StepTail], source: Optional[Tensor],
@@ -699,7 +704,7 @@ def _fill_inputs(ints: Tensor, tokens: Tensor, lens: Tensor, slot: Tensor, wq: i
         if pad is None:
             pad = torch.zeros(1, f, dtype=ints.dtype, device=ints.device)
             pad[0, b + SLOT_COL] = wq
-            pad = _PADDING_ROWS[key] = pad
+            _PADDING_ROWS[key] = pad
         ints[r:, :f].copy_(pad.expand(ints.size(0) - r, f))
     ints[:r, :f].copy_(live)
 
