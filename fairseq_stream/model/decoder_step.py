@@ -392,7 +392,7 @@ class TransformerStepper:
             raise FairseqStreamError("a custom block mask needs rows of one length")
         cache.reserve(b)  # (a deferred reorder is done first where the slots grow)
         buf = cache.lease.buffer  # type: ignore[union-attr]
-        rows, slots = buf.size(0), buf.size(3)
+        slots = buf.size(3)
         source, parents = cache.reorder_source()  # the last step's reorder, copied in this region
         self._refresh_stacked()
         table = self._prepare_positions(slots - 1, buf.device)
