@@ -113,7 +113,11 @@ def same_beam_outcome(a: Any, b: Any) -> None:
         assert torch.equal(getattr(x, name), getattr(y, name)), name
     on = torch.isfinite(x.scores)  # slots with a hypothesis
     assert torch.equal(x.ended_len[x.ended], y.ended_len[y.ended])
-    assert torch.equal(x.tokens[on], y.tokens[on]) and torch.equal(x.token_scores[on], y.token_scores[on])
+    w = min(x.tokens.size(-1), y.tokens.size(-1))  # an arena's token columns may be wider (padding past them)
+    assert torch.equal(x.tokens[on][:, :w], y.tokens[on][:, :w])
+    assert torch.equal(x.token_scores[on][:, :w], y.token_scores[on][:, :w])
+    for t, pad in ((x.tokens, PAD), (x.token_scores, 0.0), (y.tokens, PAD), (y.token_scores, 0.0)):
+        assert bool((t[on][:, w:] == pad).all())
     for s in range(x.size):
         for j in range(min(int(x.n_final[s]), x.fin_len.size(1) - 1)):  # the scratch slot is not read
             n = int(x.fin_len[s, j])
@@ -139,6 +143,42 @@ def run_beam(case: Dict[str, Any], backend: str, seed: int, dtype: torch.dtype, 
         finished.update(got.finished)
         state, seen["steps"] = got.state, seen["steps"] + 1
     assert sorted(finished) == ids.tolist()
+    seen["backend"] = got_search.stats.step_backends["beam_step"]
+    return seen
+
+
+def run_beam_in_arena(case: Dict[str, Any], backend: str, seed: int, dtype: torch.dtype,
+                      device: str = "cpu") -> Dict[str, int]:
+    """Whole searches, each step by the reference and by ``backend`` as a static step's region runs it
+    (``BeamSearch.output_tail``'s search, search/sentence_buckets.py): over the group's arena of sentences
+    (inert ones after the live, finished ones made inert), every row of a row bucket (padding rows with
+    garbage scores and slot −1 after the live ones), its packet read after; every third step searched after the
+    region instead (a row bucket the arena's slots do not hold), on the arena's views; the same outcome at every
+    step."""
+    from fairseq_stream.model.static_step import row_bucket
+
+    ref, got_search, sentences = _pair(beam_search, case, dtype, backend)
+    g = torch.Generator().manual_seed(seed)
+    ids, state = _start(ref, g, sentences, (2, 9), 7, 3, device)
+    finished: Dict[int, Any] = {}
+    seen = dict(steps=0, arenas=0)
+    while state.size:
+        top_lp, top_tok = beam_candidates(g, state, ref, dtype)
+        expected = ref.search_step(clone_state(state), top_lp, top_tok)
+        search = got_search._region_search(state)
+        if seen["steps"] % 3 == 2:
+            got = got_search.search_step(state, top_lp, top_tok)
+        else:
+            rows = row_bucket(top_lp.size(0))
+            garbage = torch.randn(rows - top_lp.size(0), top_lp.size(1), generator=g, dtype=top_lp.dtype)
+            search((torch.cat([top_lp, garbage.to(top_lp.device)]),
+                    torch.cat([top_tok, top_tok.new_full(garbage.shape, EOS)])))
+            got = got_search._searched(state)
+        same_beam_outcome(got, expected)
+        finished.update(got.finished)
+        state, seen["steps"] = got.state, seen["steps"] + 1
+    assert sorted(finished) == ids.tolist()
+    seen["arenas"] = got_search.arenas.made
     seen["backend"] = got_search.stats.step_backends["beam_step"]
     return seen
 

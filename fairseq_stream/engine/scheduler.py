@@ -114,6 +114,9 @@ class StreamingScheduler:
         self.clock = 0
         self.unread: List[Any] = []  # device-side finished batches, read in one go later
         self.unread_count = 0  # sentences in them (a shape: known without a read)
+        share = getattr(strategy, "share_pools", None)
+        if share is not None and model.takes_tails:  # what its steps in the region keep, kept with the model
+            share(model.strategy_pool)
 
     def advance(self, done: Callable[[], bool]) -> None:
         """Lines 5–18 until ``done()``, or until nothing is in flight and nothing is left to admit."""

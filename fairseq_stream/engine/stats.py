@@ -221,7 +221,8 @@ def describe_step_mode(modes: Dict[str, Any]) -> str:
     in 0.31 s, 40 MiB graph pool)`` (``, 3 evicted`` inside the parentheses when the LRU bound of the model's graphs
     dropped some; "output layer in N": steps whose top-k and normaliser ran inside the step's region; "reorder in
     N": steps that copied the last step's cache reorder inside it; "inputs gathered in N": steps whose rows took
-    their encoder slots (and output-layer inputs) from their parents inside it);
+    their encoder slots (and output-layer inputs) from their parents inside it; "search in N": steps whose search
+    step — a beam's — ran inside it too, over the group's sentence arena);
     ``step mode native: 410 native, 2 eager (395 reorders as table copies); not native: a block with its
     own mask (2)`` under native (its caches never move: model/row_arena.py)."""
     mode = modes.get("mode", "?")
@@ -238,6 +239,8 @@ def describe_step_mode(modes: Dict[str, Any]) -> str:
             line += f", reorder in {int(modes['reorders_in_step'])}"
         if modes.get("inputs_in_step"):
             line += f", inputs gathered in {int(modes['inputs_in_step'])}"
+        if modes.get("search_in_step"):
+            line += f", search in {int(modes['search_in_step'])}"
     if modes.get("graphs_captured"):
         line += (f" ({int(modes['graphs_captured'])} graphs captured in {modes.get('graph_capture_s', 0):.2f} s, "
                  f"{modes.get('graph_pool_mib', 0):.0f} MiB graph pool"

@@ -36,7 +36,7 @@ from fairseq_stream.model.ensemble import search_dtype, search_scores
 from fairseq_stream.model.row_arena import FIRST_SLOTS, untouched
 from fairseq_stream.model.row_cache import SLACK, EncoderMemory, RowCache, SentenceIndex
 from fairseq_stream.model.static_step import (
-    StaticCachePool, StepGraphs, StepModeStats, StepTail, StreamBufferSets, StreamBuffers, next_pow2, length_bucket, row_bucket,
+    LiveRows, StaticCachePool, StepGraphs, StepModeStats, StepTail, StreamBufferSets, StreamBuffers, next_pow2, length_bucket, row_bucket,
 )
 
 
@@ -183,6 +183,9 @@ class TransformerStepper:
         # grows takes the graphs bound to it along)
         self.streams = StreamBufferSets(on_evict=_forget_graphs_of(weakref.ref(self)))
         self.graphs: Optional[StepGraphs] = None  # --step-mode graph: built by step_graphs()
+        # what a strategy's steps inside the region keep across runs (its sentence arenas: search/sentence_buckets.py),
+        # by name; the model does not look inside
+        self.strategy_pools: Dict[str, Any] = {}
         # --step-mode native: the weights collected for the C++ step (model/native_step.py), or why not
         self._native: Any = None
         self._native_version = -1  # the _qkv_version it was built from
@@ -407,7 +410,8 @@ class TransformerStepper:
         if block_mask is not None:
             _fill_block_mask(io.mask, block_mask, cache.width, b)  # type: ignore[arg-type]
         gather = None if chain is None else (chain.io.ints, chain.io.tail_in if follows else None)
-        how = self._run_region(buf, io, memory, b, wq, table, tail, source, gather, graphs, stats)
+        search = _search_of(tail, buf.size(0) * b)
+        how = self._run_region(buf, io, memory, b, wq, table, tail, source, gather, graphs, stats, search)
         io.steps += 1
         if stats is not None:
             stats.inputs_in_step += chain is not None
@@ -415,7 +419,8 @@ class TransformerStepper:
             cache.pending = cache.chain_from = None  # done: the source goes back to the pool when nothing else holds it
             if stats is not None:
                 stats.reorders_in_step += 1
-        made = None if tail is None else tuple(t[: r * b] for t in io.tail_out)
+        made = None if tail is None else LiveRows(tuple(t[: r * b] for t in io.tail_out), tuple(io.tail_out),
+                                                  searched=search is not None)
         out = cache.advanced(b)
         out.last_step = _Chain(io, io.steps, b, None if tail is None else tail.key)
         return io.out[:r], out, how, made
@@ -448,15 +453,17 @@ class TransformerStepper:
     def _run_region(self, buf: Tensor, io: "_StaticIO", memory: EncoderMemory, b: int, wq: int, table: Optional[int],
                     tail: Optional[StepTail], source: Optional[Tensor],
                     gather: "Optional[Tuple[Tensor, Optional[List[Tensor]]]]", graphs: Optional[StepGraphs],
-                    stats: Optional[StepModeStats]) -> str:
+                    stats: Optional[StepModeStats], search: Any = None) -> str:
         """The region run (``static``), or under ``graphs`` replayed or captured by its key; how it ran."""
         def body() -> None:
-            self._static_body(buf, io, memory, b, wq, tail, source, gather)
+            self._static_body(buf, io, memory, b, wq, tail, source, gather, search)
 
         if graphs is None:
             body()
             return "static"
         key, keep = self._region_key(buf, source, io, memory, b, wq, table, tail, gather)
+        if search is not None:
+            key, keep = key + (search.key,), keep + list(search.tensors)
         return graphs.run(key, body, keep, StepModeStats() if stats is None else stats)
 
     def _region_key(self, buf: Tensor, source: Optional[Tensor], io: "_StaticIO", memory: EncoderMemory, b: int,
@@ -522,12 +529,13 @@ class TransformerStepper:
 
     def _static_body(self, buf: Tensor, io: "_StaticIO", memory: EncoderMemory, b: int, wq: int,
                      tail: Optional[StepTail] = None, source: Optional[Tensor] = None,
-                     gather: "Optional[Tuple[Tensor, Optional[List[Tensor]]]]" = None) -> None:
+                     gather: "Optional[Tuple[Tensor, Optional[List[Tensor]]]]" = None, search: Any = None) -> None:
         """The step proper: every tensor it makes has a shape fixed by the bucket (rows, slots, b); first the
         last step's cache reorder from ``source`` (the parents in ``io.ints``), where one is due, and with it
         what travels with the rows from the last step's buffers (``gather``: its input buffer, whose encoder
         slots each row takes from its parent, and its tail inputs, which ``tail.follow`` turns into this
-        step's); then ``tail`` (the strategy's output layer) over its logits, into ``io.tail_out``."""
+        step's); then ``tail`` (the strategy's output layer) over its logits, into ``io.tail_out``, and the
+        strategy's ``search`` step from those (``StepTail.search``)."""
         ints = io.ints
         rows, slots, layers = ints.size(0), buf.size(3), buf.size(1) // 2
         if source is not None:  # every slot: the shape is the bucket's, whatever the rows' lengths
@@ -567,6 +575,8 @@ class TransformerStepper:
             made = tail(search_scores(scores), *io.tail_in)
             for into, out in zip(io.tail_out, made):
                 into.copy_(out)
+            if search is not None:
+                search(io.tail_out)
 
     def _attention_mask(self, cache: RowCache, b: int, block_mask: Optional[Tensor],
                         like: Tensor) -> Tuple[Optional[Tensor], Optional[Tensor]]:
@@ -671,6 +681,12 @@ class _Chain:
     steps: int
     b: int
     tail_key: Optional[Tuple[Any, ...]]
+
+
+def _search_of(tail: Optional[StepTail], rows: int) -> Any:
+    """``tail``'s search step where the region can run it: one token a row (a beam), a row bucket it fits."""
+    search = None if tail is None else getattr(tail, "search", None)
+    return search if search is not None and search.fits(rows) else None
 
 
 def _chain_of(cache: RowCache, source: Optional[Tensor], b: int) -> "Optional[_Chain]":

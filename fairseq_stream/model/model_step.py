@@ -20,7 +20,7 @@ from __future__ import annotations
 
 import weakref
 from dataclasses import dataclass, field, replace
-from typing import Any, Dict, List, Optional, Sequence, Tuple, Union
+from typing import Any, Callable, Dict, List, Optional, Sequence, Tuple, Union
 
 import torch
 from torch import Tensor
@@ -451,6 +451,14 @@ class ModelStep:
                                  state.max_length + fed)
         return tokens, new_state
 
+    def strategy_pool(self, name: str, make: Callable[[], Any]) -> Any:
+        """A strategy's buffers kept with the model across runs (made by ``make`` the first time), so that a repeat
+        of a run takes the addresses its step graphs were captured with; only where :attr:`takes_tails`."""
+        pools = self.backends[0].stepper.strategy_pools
+        if name not in pools:
+            pools[name] = make()
+        return pools[name]
+
     @property
     def takes_tails(self) -> bool:
         """Whether :meth:`scored_step` may run a strategy's :class:`StepTail` inside the decoder step's
@@ -476,6 +484,7 @@ class ModelStep:
         # an ensemble's step is as static (or native) as its least static model's
         self.step_stats.count(next(h for h in ("eager", "native", "static", "replayed") if h in ran))
         self.step_stats.output_in_step += made is not None
+        self.step_stats.search_in_step += bool(getattr(made, "searched", False))
         history = None if state.history is None else torch.cat([state.history, tokens], dim=1)
         lengths = _cache_lengths(caches, lambda: state.lengths + tokens.size(1))
         new_state = DecoderState(caches, state.row_sentence, lengths, history, state.index,

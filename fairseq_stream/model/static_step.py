@@ -82,6 +82,27 @@ class StepTail(Protocol):
     #: the static step then gathers them inside its region (``inputs`` is not read)
     follow: "Optional[Callable[..., Tuple[Tensor, ...]]]"
 
+    #: optional (None: the strategy runs its search step after the region): ``search(outputs)``, run in the region
+    #: after this tail with its outputs over every row of the row bucket, in tensor operations on buffers its
+    #: ``search.key`` names by address and ``search.tensors`` holds; ``search.fits(rows)`` says whether it can take
+    #: a bucket of ``rows`` rows (``search/sentence_buckets.RegionSearch``); the step's ``LiveRows.searched`` says
+    #: it ran
+    search: Any
+
+
+class LiveRows(tuple):
+    """What a step's :class:`StepTail` returned for the live rows (views), and as ``bucket`` the same outputs
+    over every row of the row bucket (the live rows first; a padding row's values are stale): a strategy's
+    search step of shapes fixed per bucket takes those (``search/sentence_buckets.py``)."""
+
+    bucket: Tuple[Tensor, ...]
+    searched: bool  # the tail's search step ran in the region too (StepTail.search)
+
+    def __new__(cls, live: Tuple[Tensor, ...], bucket: Tuple[Tensor, ...], searched: bool = False) -> "LiveRows":
+        made = super().__new__(cls, live)
+        made.bucket, made.searched = bucket, searched
+        return made
+
 
 def next_pow2(n: int) -> int:
     return 1 << max(0, (n - 1).bit_length())
@@ -136,6 +157,7 @@ class StepModeStats:
     output_in_step: int = 0  # steps whose output layer (a StepTail) ran in the static step's region
     reorders_in_step: int = 0  # steps that did the last step's cache reorder inside their region (RowCache.select)
     inputs_in_step: int = 0  # of those, steps that gathered the rows' encoder slots (and tail inputs) there too
+    search_in_step: int = 0  # steps whose search step (StepTail.search) ran in the region after the output layer
     fallbacks: Dict[str, int] = field(default_factory=dict)  # why a step left the static path → count
     warned: bool = field(default=False, repr=False)  # the run's one warning line about uncaptured steps
 
@@ -147,7 +169,7 @@ class StepModeStats:
         setattr(self, how, getattr(self, how) + 1)
 
     _COUNTS = ("replayed", "static", "native", "eager", "captured", "capture_seconds", "graph_bytes", "evicted",
-               "table_reorders", "output_in_step", "reorders_in_step", "inputs_in_step")
+               "table_reorders", "output_in_step", "reorders_in_step", "inputs_in_step", "search_in_step")
 
     def add(self, other: "StepModeStats") -> None:
         """``other``'s steps counted in these (a helper decode of the run's: ``--prune-auto``'s probes)."""
@@ -170,6 +192,7 @@ class StepModeStats:
                 "graph_pool_mib": round(self.graph_bytes / 2 ** 20, 2), "graphs_evicted": self.evicted,
                 "reorders_by_table": self.table_reorders, "output_layer_in_step": self.output_in_step,
                 "reorders_in_step": self.reorders_in_step, "inputs_in_step": self.inputs_in_step,
+                "search_in_step": self.search_in_step,
                 "fallbacks": dict(self.fallbacks)}
 
 

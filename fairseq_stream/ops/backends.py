@@ -243,24 +243,45 @@ class StepRunner:
         common contract (a backend whose ``op.lacks`` names one runs the reference instead);
         ``s``/``z``: the packet's sentence and final counts.
         """
-        backend = self.choose(op, tensors, fits, features)
-        result = None
-        if backend != "reference":
-            try:
-                impl = self.impls.get((op.name, backend))
-                if impl is None:
-                    impl = self.impls[(op.name, backend)] = op.implementation(backend)
-                result = impl(list(tensors), *args, **config)
-            except Exception as exc:  # a compile failure: the kernels wrote nothing (see triton_launch)
-                self._fail(op, backend, f"{type(exc).__name__}: {str(exc).splitlines()[0] if str(exc) else ''}")
-                backend = "reference"
-        if result is None:
-            result = reference()
+        result, backend = self._execute(op, tensors, args, config, reference, fits, features)
         self._record(op, backend)
         view = op.packet.read(result.packet, s, z)
         if op.runner_compacts and backend not in op.compacts:  # the compaction contract
             result = self._compact(op, tensors, result, view)
         return Ran(result, view, backend)
+
+    def launch(self, op: StepOperator, tensors: Sequence[Tensor], args: Sequence[Any], config: Dict[str, Any], *,
+               reference: Callable[[], Any], fits: bool = True, features: Sequence[str] = (), s: int, z: int = 0,
+               ) -> Tuple[Any, str]:
+        """:meth:`run`'s device part, as a static step's region runs it: the step and its compaction in device
+        operations only, the same ones whatever finished (no packet read, nothing recorded: :meth:`read`); the
+        result and the backend that ran."""
+        result, backend = self._execute(op, tensors, args, config, reference, fits, features)
+        if op.runner_compacts and backend not in op.compacts:
+            i = op.packet.index["position"]
+            starts = op.packet.starts(s, z)
+            order = result.packet[starts[i]: starts[i + 1]].long()  # the identity where nobody finished
+            for t in list(tensors) + [getattr(result, name) for name in op.outputs_per_sentence]:
+                t.copy_(t.index_select(0, order))
+        return result, backend
+
+    def read(self, op: StepOperator, packet: Tensor, backend: str, *, s: int, z: int = 0) -> PacketView:
+        """The packet of a step :meth:`launch` ran (by ``backend``), read once; the backend recorded."""
+        self._record(op, backend)
+        return op.packet.read(packet, s, z)
+
+    def _execute(self, op: StepOperator, tensors: Sequence[Tensor], args: Sequence[Any], config: Dict[str, Any],
+                 reference: Callable[[], Any], fits: bool, features: Sequence[str]) -> Tuple[Any, str]:
+        backend = self.choose(op, tensors, fits, features)
+        if backend != "reference":
+            try:
+                impl = self.impls.get((op.name, backend))
+                if impl is None:
+                    impl = self.impls[(op.name, backend)] = op.implementation(backend)
+                return impl(list(tensors), *args, **config), backend
+            except Exception as exc:  # a compile failure: the kernels wrote nothing (see triton_launch)
+                self._fail(op, backend, f"{type(exc).__name__}: {str(exc).splitlines()[0] if str(exc) else ''}")
+        return reference(), "reference"
 
     def _compact(self, op: StepOperator, tensors: Sequence[Tensor], result: Any, view: PacketView) -> Any:
         """Put the state (and the per-sentence outputs) in the packet's order, in place."""

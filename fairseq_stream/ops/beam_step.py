@@ -17,7 +17,10 @@ The contract, shared by every backend (:mod:`fairseq_stream.ops.backends` runs t
   :data:`fairseq_stream.ops.packets.BEAM_STEP`;
 * ``rows`` (5, S·k) int64: per new decoder row (the first ``rows`` columns) its parent row,
   the token to feed, its place among its sentence's rows, its sentence (compacted index) and
-  its flat slot ``s·k + j``.
+  its flat slot ``s·k + j`` (−1 in the columns past the new rows);
+* **padding**, for a step whose shapes are fixed per bucket (``BeamSearch``'s sentence buckets): a row
+  whose ``row_slot`` is −1 is no row (its candidates are not read); a sentence with no candidate (every
+  score −inf, none ended) ends with no hypothesis and no row, its final buffers untouched.
 
 The operator covers the built-in rules (ap, rp, rpl under any reference and ``--prune-ended``),
 per-sentence rungs (each sentence's own δ and M: ``--prune-auto``'s probes, :func:`with_rungs`)

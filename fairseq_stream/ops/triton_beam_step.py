@@ -301,7 +301,9 @@ def _launch(state_tensors: List[Tensor], top_lp: Tensor, top_tok: Tensor, row_sl
     f = dict(zip(FIELDS, state_tensors))
     s, dev = f["sentences"].numel(), top_lp.device
     r, c = top_lp.shape
-    row_of = torch.full((s * k,), -1, dtype=torch.long, device=dev).scatter_(0, row_slot, torch.arange(r, device=dev))
+    # a padding row (slot -1) writes a scratch entry past the slots, which no sentence reads
+    row_of = torch.full((s * k + 1,), -1, dtype=torch.long, device=dev).scatter_(
+        0, torch.where(row_slot >= 0, row_slot, s * k), torch.arange(r, device=dev))
     old_tokens, old_scores = f["tokens"].clone(), f["token_scores"].clone()  # read while the beam is rewritten
     cols, z1 = f["tokens"].size(2), f["fin_tokens"].size(1)
     done = torch.empty(s, dtype=torch.int8, device=dev)
@@ -317,6 +319,7 @@ def _launch(state_tensors: List[Tensor], top_lp: Tensor, top_tok: Tensor, row_sl
         done, live, parent, tok, k, w, final_count, z1, cols, eos, pad, finalize, int(track_best),
         P2=sizes["P2"], W2=sizes["W2"], L2=sizes["L2"], FP32=top_lp.dtype == torch.float32)
     rows = torch.zeros(5, s * k, dtype=torch.long, device=dev)
+    rows[4].fill_(-1)  # the next rows' slots past the live ones: padding rows
     at = packets.BEAM_STEP.starts(s, final_count)
     packet = torch.empty(at[-1], dtype=torch.float64, device=dev)
     _rows_and_packet[(1,)](done, live, parent, tok, row_of, f["sentences"], f["n_final"], f["fin_len"], f["fin_total"],

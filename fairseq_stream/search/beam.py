@@ -60,7 +60,8 @@ from fairseq_stream.ops.pruning import (
     RelativeThreshold, RungThreshold, StepView, SurprisalScaledThreshold,
 )
 from fairseq_stream.search.beam_rules import FINALIZATION_CODES, FINALIZATION_RULES, RuleDefaults, parse_pruning_rules
-from fairseq_stream.search.state import PAD, StateOps, StrategyState, host, per_sentence, rows
+from fairseq_stream.search.sentence_buckets import ArenaPool, RegionSearch, SentenceBucket, arena_size, in_bucket
+from fairseq_stream.search.state import PAD, StateOps, StrategyState, host, per_sentence, rows, transient
 
 
 class Rung(NamedTuple):
@@ -125,6 +126,10 @@ class Pruning:
             built += (RelativeLocalThreshold(self.rel_local_threshold),)
         return built + self.extra
 
+
+#: what makes a sentence of a sentence bucket inert again after it finished (no candidate; steps bounded)
+#: (an ended flag is read only with a finite score)
+_RESETS: Dict[str, Any] = dict(scores=-math.inf, steps=0)
 
 #: what an option means when it is left unset (None) and no preset sets it
 _UNSET = {"prune_reference": DEFAULT_REFERENCE, "beam_finalize": DEFAULT_FINALIZE}
@@ -250,6 +255,7 @@ class BeamState(StrategyState):
     min_max_len: int = host(min)  # host: min(max_len)
     t_min: int = host(min)  # host: min(steps)
     rungs_in: int = host(_union)  # host: the pinned rungs (≥ 1) among the sentences, as bits; 0 = none
+    bucket: Optional[SentenceBucket] = transient()  # the arena of a step of fixed shapes (search/sentence_buckets.py)
 
     @property
     def live(self) -> Tensor:
@@ -288,7 +294,10 @@ class BeamSearch(StateOps):
         self.pinned_rows: Optional[Dict[int, int]] = None
         self.pinned_rows_total = 0
         self._use_rules(cfg.pruning)
-        self._len_pow: Dict[Tuple[torch.dtype, torch.device], Tensor] = {}
+        self._len_pow: Dict[Tuple[Any, ...], Tensor] = {}  # (dtype, device, lenpen) → the table
+        #: the search step inside a static decoder step's region (output_tail); False: after it, as the eager step's
+        self.search_in_region = True
+        self.arenas = ArenaPool()  # the groups' sentence arenas of those steps
 
     def set_pruning(self, pruning: Pruning) -> None:
         """Prune with ``pruning`` from the next step on, every sentence in flight included (``--prune-auto``'s
@@ -425,8 +434,58 @@ class BeamSearch(StateOps):
     def output_tail(self, state: BeamState) -> Any:
         # the rows' context only where the step asks for it: a step whose rows are the last step's reordered
         # gathers it from their parents' (one token on, the same maximum length)
-        return self.scorer.tail(self.row_width(state), lambda: self._row_context(state, state.row_slot),
+        tail = self.scorer.tail(self.row_width(state), lambda: self._row_context(state, state.row_slot),
                                 follow=one_token_on)
+        if tail is not None and self.search_in_region:
+            tail.search = self._region_search(state)
+        return tail
+
+    def _region_search(self, state: BeamState) -> RegionSearch:
+        """The search step as the static step's region runs it, over the group's arena of sentences (made here
+        where the group has none that fits: :mod:`fairseq_stream.search.sentence_buckets`)."""
+        bucket = state.bucket
+        size = arena_size(state.size, self.k, bucket)
+        if not in_bucket(state, bucket, size):  # a new group, a merge, a split, a far smaller bucket: one copy
+            state.bucket = self.arenas.lend(state, size, self._inert, rows_per_sentence=self.k,
+                                            packet_size=packets.BEAM_STEP.starts(size, self.done_at)[-1])
+            self.arenas.release(bucket)  # the last arena of these sentences (copied out of it): back to the pool
+            bucket = state.bucket
+        elif state.row_slot.data_ptr() != bucket.rows[4].data_ptr():  # the last step searched after the region
+            bucket.next_rows(state.row_slot)
+        len_pow = self._length_penalties(bucket.arena)
+        config = (self.k, self.final_width, self.done_at, self.finalizer.name, str(self.kernel_rules), tuple(self.rung_table()))
+
+        def launch(full: BeamState, top_lp: Tensor, top_tok: Tensor) -> Tuple[Tensor, Tensor, str]:
+            result, backend = self._launch_step(full, top_lp, top_tok, len_pow)
+            return result.packet, result.rows, backend
+
+        return RegionSearch(bucket, launch, resets=_RESETS, finished_at=self._finished_at(size),
+                            dtype=state.scores.dtype, config=config, extra=[len_pow])
+
+    def _searched(self, state: BeamState) -> StepOutcome:
+        """The outcome of a step whose search ran in the region: its packet read (the step's one read)."""
+        bucket = state.bucket
+        packet = self.runner.read(BEAM_STEP, bucket.packet, bucket.backend, s=bucket.size, z=self.done_at)
+        out = self._outcome(state, StepResult(bucket.packet, bucket.rows, True), packet, bucket_size=bucket.size,
+                            own_finals=True)
+        if out.state.size:
+            out.state.bucket = bucket
+        else:  # the group ended: its arena goes back to the pool (its hypotheses were copied out)
+            self.arenas.release(bucket)
+        return out
+
+    def share_pools(self, pool: Callable[[str, Callable[[], Any]], Any]) -> None:
+        """Take the sentence arenas the model keeps across runs (``ModelStep.strategy_pool``): a repeat of a
+        run then lends the same arenas, whose addresses its step graphs are keyed by."""
+        self.arenas = pool("beam-sentence-arenas", ArenaPool)
+        self._len_pow = pool("beam-length-penalties", dict)  # read by those graphs too
+
+    def concat(self, states: Sequence[BeamState]) -> BeamState:
+        merged = super().concat(states)
+        if len(states) > 1:  # the parts' arenas were copied from: back to the pool
+            for part in states:
+                self.arenas.release(part.bucket)
+        return merged
 
     def step(self, state: BeamState, scores: Tensor, top: Optional[Tuple[Tensor, Tensor]] = None) -> StepOutcome:
         """One step of every sentence of the group from the rows' next-token scores ``(R, 1, V)``
@@ -435,33 +494,60 @@ class BeamSearch(StateOps):
         if top is None:
             c = min(self.row_width(state), scores.size(-1))
             top = self.scorer.top(scores[:, -1], c, self._row_context(state, row_slot))[:2]
+        if getattr(top, "searched", False):  # the search step ran in the decoder step's region (output_tail)
+            return self._searched(state)
         top_lp, top_tok = top
         return self.search_step(state, top_lp.to(state.scores.dtype), top_tok)
 
     def search_step(self, state: BeamState, top_lp: Tensor, top_tok: Tensor) -> StepOutcome:
         """The step after the output layer, from each row's best ``c`` candidates ``(R, c)``, by
         the backend :mod:`fairseq_stream.ops.backends` picks (the reference for a user's rule)."""
-        len_pow = self._length_penalties(state)
+        ran = self._run_step(state, top_lp, top_tok)
+        return self._outcome(state, ran.result, ran.packet)
+
+    def _finished_at(self, size: int) -> int:
+        return packets.BEAM_STEP.starts(size, self.done_at)[packets.BEAM_STEP.index["finished"]]
+
+    def _run_step(self, state: BeamState, top_lp: Tensor, top_tok: Tensor) -> Any:
+        """The operator over ``state`` (updated in place), its packet read once."""
+        args, options = self._operands(state, top_lp, top_tok, self._length_penalties(state))
+        return self.runner.run(BEAM_STEP, *args, **options)
+
+    def _launch_step(self, state: BeamState, top_lp: Tensor, top_tok: Tensor, len_pow: Tensor) -> Tuple[StepResult, str]:
+        """:meth:`_run_step` in device operations only (the region's: no read)."""
+        args, options = self._operands(state, top_lp, top_tok, len_pow)
+        return self.runner.launch(BEAM_STEP, *args, **options)
+
+    def _operands(self, state: BeamState, top_lp: Tensor, top_tok: Tensor,
+                  len_pow: Tensor) -> Tuple[Tuple[Any, ...], Dict[str, Any]]:
+        """What the runner takes after the operator: the state's tensors, the inputs, the configuration and the
+        reference, backend and packet options."""
         tensors = [getattr(state, name) for name in fused.FIELDS]
         if self.rungs is not None:  # the rungs travel with the operator's state (their table is in kernel_rules)
             tensors.append(state.rung)
         config = dict(k=self.k, width=self.final_width, final_count=self.done_at, eos=self.eos, pad=self.pad,
                       finalize=FINALIZATION_CODES[self.finalizer.name], track_best=bool(self.rules), rules=self.kernel_rules)
-        ran = self.runner.run(
-            BEAM_STEP, tensors, (top_lp, top_tok, state.row_slot, len_pow), config,
-            reference=lambda: self._reference_step(state, top_lp, top_tok, len_pow),
-            fits=self.kernel_rules is not None and fused.fits(tensors, top_lp), features=self.step_features,
-            s=state.size, z=self.done_at)
-        return self._outcome(state, ran.result, ran.packet)
+        options = dict(reference=lambda: self._reference_step(state, top_lp, top_tok, len_pow),
+                       fits=self.kernel_rules is not None and fused.fits(tensors, top_lp), features=self.step_features,
+                       s=state.size, z=self.done_at)
+        return (tensors, (top_lp, top_tok, state.row_slot, len_pow), config), options
+
+    @property
+    def _inert(self) -> Dict[str, Any]:
+        """Each per-sentence field of an inert sentence (no candidate; the padding contract of ops/beam_step.py)."""
+        return dict(_RESETS, sentences=-1, ended=False, ended_len=0, tokens=self.pad, token_scores=0.0, max_len=0, n_final=0,
+                    best_final=-math.inf, best_final_norm=-math.inf, src_lengths=0, fin_tokens=self.pad,
+                    fin_scores=0.0, fin_len=0, fin_total=-math.inf, rung=0)
 
     def _length_penalties(self, state: BeamState) -> Tensor:
         """(L + 1,) ``n^lenpen`` for every length ``n`` a candidate can have (one table for the
         kernel and the reference, so both divide by the same numbers)."""
         need = state.tokens.size(2) + 1
-        key = (state.scores.dtype, state.scores.device)
+        key = (state.scores.dtype, state.scores.device, self.cfg.lenpen)
         table = self._len_pow.get(key)
         if table is None or table.numel() < need:
-            size = max(need, 2 * (0 if table is None else table.numel()))
+            # generous from the start: a table that grows is another address for the step graphs that read it
+            size = max(need, 512, 2 * (0 if table is None else table.numel()))
             table = self._len_pow[key] = torch.arange(size, device=key[1]).to(key[0]).pow(self.cfg.lenpen)
         return table
 
@@ -494,15 +580,19 @@ class BeamSearch(StateOps):
         """
         s, k = state.scores.shape
         c = top_lp.size(1)
-        # (S·k, c): expansions of every slot; empty and ended slots stay -inf
-        cand = top_lp.new_full((s * k, c), -math.inf)
-        cand.index_copy_(0, row_slot, state.scores.view(-1).index_select(0, row_slot).unsqueeze(1).to(top_lp) + top_lp)
+        # (S·k, c): expansions of every slot; empty and ended slots stay -inf. A padding row (slot -1) writes
+        # a scratch row past the slots, dropped here.
+        row_slot = torch.where(row_slot >= 0, row_slot, s * k)
+        scores = torch.cat([state.scores.view(-1), state.scores.new_full((1,), -math.inf)])
+        cand = top_lp.new_full((s * k + 1, c), -math.inf)
+        cand.index_copy_(0, row_slot, scores.index_select(0, row_slot).unsqueeze(1).to(top_lp) + top_lp)
+        cand = cand[: s * k]
         if self.rungs is not None:  # a sentence's expansions past its rung's M per row are no candidates
             caps = torch.tensor(self.rung_caps, device=cand.device)
             cap = caps.index_select(0, state.rung).repeat_interleave(k).unsqueeze(1)  # (S·k, 1)
             cand.masked_fill_(torch.arange(c, device=cand.device) >= cap, -math.inf)
-        toks = top_tok.new_full((s * k, c), self.pad).index_copy_(0, row_slot, top_tok)
-        lps = top_lp.new_zeros(s * k, c).index_copy_(0, row_slot, top_lp)
+        toks = top_tok.new_full((s * k + 1, c), self.pad).index_copy_(0, row_slot, top_tok)[: s * k]
+        lps = top_lp.new_zeros(s * k + 1, c).index_copy_(0, row_slot, top_lp)[: s * k]
         # (S, k·c + k): expansions of every slot, then the ended candidates carried over.
         carry = state.scores.masked_fill(~state.ended, -math.inf).to(top_lp)
         pool = torch.cat([cand.view(s, k * c), carry], dim=1)
@@ -596,13 +686,14 @@ class BeamSearch(StateOps):
         live = live.index_select(0, perm)
         # Rows in sentence-major order (a stable sort instead of a data-dependent nonzero).
         live_flat = torch.argsort((~live).view(-1).to(torch.uint8), stable=True)  # (S·k,) flat s·k + j
-        row_of = torch.full((s * k,), -1, dtype=torch.long, device=row_slot.device)
-        row_of[row_slot] = torch.arange(len(row_slot), device=row_slot.device)
+        row_of = torch.full((s * k + 1,), -1, dtype=torch.long, device=row_slot.device)  # + a padding rows' scratch
+        row_of[torch.where(row_slot >= 0, row_slot, s * k)] = torch.arange(len(row_slot), device=row_slot.device)
         flat_parent = torch.arange(s, device=row_slot.device).unsqueeze(1) * k + new_parent
         parents = row_of[flat_parent].index_select(0, perm).view(-1).index_select(0, live_flat)
         feed = new_tok.index_select(0, perm).view(-1).index_select(0, live_flat)
         slot = (torch.cumsum(live.long(), dim=1) - 1).view(-1).index_select(0, live_flat)
-        rows = torch.stack([parents, feed, slot, live_flat // k, live_flat])
+        new_slot = torch.where(torch.arange(s * k, device=row_slot.device) < per_sentence.sum(), live_flat, -1)
+        rows = torch.stack([parents, feed, slot, live_flat // k, new_slot])
         z = self.done_at
         by = perm
         packet = packets.BEAM_STEP.pack(dict(
@@ -612,19 +703,24 @@ class BeamSearch(StateOps):
         return StepResult(packet, rows, False)
 
     # ---- the step's one host read ---------------------------------------------------------
-    def _outcome(self, state: BeamState, result: StepResult, packet: PacketView) -> StepOutcome:
+    def _outcome(self, state: BeamState, result: StepResult, packet: PacketView, bucket_size: int = 0,
+                 own_finals: bool = False) -> StepOutcome:
         """From the step's packet (read once, by the runner): the next rows are views of
         ``result.rows``; the state is in the packet's order, so the finished sentences are its
-        last ones and what goes on is a view; their n-best lists come from the final buffers."""
+        last ones and what goes on is a view; their n-best lists come from the final buffers.
+        ``bucket_size``: the step ran over an arena of that many sentences (the inert ones after
+        ``state``'s, finished as far as the packet says); ``own_finals``: the hypotheses get tensors of
+        their own (the arena is lent again once its group ends)."""
         s = state.size
-        n_rows, n_done, widest = packet.scalar("rows"), packet.scalar("finished"), packet.scalar("widest")
-        going_on = s - n_done
+        n_rows, widest = packet.scalar("rows"), packet.scalar("widest")
+        going_on = (bucket_size or s) - packet.scalar("finished")
+        n_done = s - going_on
         counts = packet.ints("row_count")[:going_on]
         rows = result.rows[:, :n_rows]
         new = replace(state, t=state.t + 1, t_min=state.t_min + 1)
         finished: Dict[int, List[Hypothesis]] = {}
         if n_done:
-            finished = self._finished(state, packet, range(going_on, s))
+            finished = self._finished(state, packet, range(going_on, s), own=own_finals)
             new = new.split(going_on, n_rows, self.k)[0]
         if state.rungs_in:
             new.rungs_in = self._count_pinned(packet.ints("sentence"), counts, finished)
@@ -651,12 +747,18 @@ class BeamSearch(StateOps):
                     self.pinned_rows_total += rows
         return rungs_in
 
-    def _finished(self, state: BeamState, packet: PacketView, positions: range) -> Dict[int, List[Hypothesis]]:
+    def _finished(self, state: BeamState, packet: PacketView, positions: range,
+                  own: bool = False) -> Dict[int, List[Hypothesis]]:
         """n-best lists of the finished sentences at ``positions`` of ``state`` (packet order):
         what the host knows of their final hypotheses was read with the step's packet. Token
-        tensors stay on the device (views of the final-hypothesis buffers)."""
+        tensors stay on the device (views of the final-hypothesis buffers, or with ``own`` of one
+        copy of the finished sentences' buffers)."""
         nbest = self.cfg.nbest if self.finalizer.cut_nbest else None
         z = self.done_at
+        fin_tokens, fin_scores, first = state.fin_tokens, state.fin_scores, 0
+        if own:
+            first = positions.start
+            fin_tokens, fin_scores = fin_tokens[first: positions.stop].clone(), fin_scores[first: positions.stop].clone()
         sentence, count = packet.ints("sentence"), packet.ints("final_count")
         lengths, totals = packet.ints("final_len"), packet["final_total"]
         out: Dict[int, List[Hypothesis]] = {}
@@ -664,8 +766,8 @@ class BeamSearch(StateOps):
             hyps = []
             for j in range(min(count[i], z)):
                 length, total = lengths[i * z + j], totals[i * z + j]
-                hyps.append(Hypothesis(state.fin_tokens[i, j, :length], total / (length ** self.cfg.lenpen),
-                                       state.fin_scores[i, j, :length]))
+                hyps.append(Hypothesis(fin_tokens[i - first, j, :length], total / (length ** self.cfg.lenpen),
+                                       fin_scores[i - first, j, :length]))
             out[sentence[i]] = sorted(hyps, key=lambda h: h.score, reverse=True)[:nbest]
             if self.stats is not None:  # how sentences end (short outputs), from what was read
                 self._count_ending(count[i], hyps, out[sentence[i]][0] if hyps else None)

@@ -146,6 +146,8 @@ class TopTail:
         #: (a beam: one token more, the same maximum), so that a static step whose rows are the last step's
         #: reordered gathers them inside its region; None: the inputs are given at every step
         self.follow = follow
+        #: the strategy's search step, run in the region after this layer (StepTail.search), or None
+        self.search: Any = None
 
     @property
     def inputs(self) -> Tuple[Tensor, ...]:

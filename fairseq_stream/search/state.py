@@ -10,7 +10,9 @@ they travel when the scheduler drops finished sentences (``select``) or merges g
 * :func:`rows` — the flat slot ``s·k + j`` of every decoder row: ``concat`` offsets each part
   by the sentences before it, ``select`` leaves it to the caller (the rows change too),
   ``split`` cuts it where the first part's rows end;
-* :func:`part` — a value that travels itself (a nested state, a model's decoder caches), or None.
+* :func:`part` — a value that travels itself (a nested state, a model's decoder caches), or None;
+* :func:`transient` — what a step leaves for the next step of the same sentences (the buffers its
+  tensors are views of): ``select``, ``split`` and ``concat`` drop it (None).
 
 A state without a :func:`rows` field has one decoder row per sentence.
 """
@@ -48,6 +50,11 @@ def part() -> Any:
     return dataclasses.field(metadata={"kind": "part"})
 
 
+def transient() -> Any:
+    """A value for the next step of exactly these sentences, or None; dropped where they change."""
+    return dataclasses.field(default=None, metadata={"kind": "transient"})
+
+
 @dataclasses.dataclass
 class StrategyState:
     """Base of the strategies' state dataclasses; subclasses declare a ``sentences`` field first (or
@@ -67,6 +74,8 @@ class StrategyState:
                 value = value.index_select(0, idx)
             elif kind == "part" and value is not None:
                 value = value.select(idx)
+            elif kind == "transient":
+                value = None
             values[f.name] = value
         return type(self)(**values)
 
@@ -86,6 +95,8 @@ class StrategyState:
             elif kind == "part":
                 head[f.name], tail[f.name] = (None, None) if value is None else value.split(sentences, rows,
                                                                                            rows_per_sentence)
+            elif kind == "transient":
+                head[f.name] = tail[f.name] = None
             else:  # host bounds stay valid bounds of each part
                 head[f.name] = tail[f.name] = value
         return type(self)(**head), type(self)(**tail)
@@ -117,6 +128,8 @@ class StrategyState:
             elif kind == "part":
                 values[f.name] = None if parts[0] is None else type(parts[0]).concat(
                     parts, pad=pad, rows_per_sentence=rows_per_sentence)
+            elif kind == "transient":
+                values[f.name] = None
             else:
                 values[f.name] = torch.cat(_widened(parts, f.metadata.get("pad"), pad, f.metadata.get("scratch_last")))
         return cls(**values)

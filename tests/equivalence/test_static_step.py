@@ -185,21 +185,22 @@ HOST_READS = ("_local_scalar_dense", "nonzero", "masked_select", "unique")
 
 @pytest.mark.parametrize("case", ["var-stream", "fixed-ours", "gs-jacobi", "speculative"])
 def test_a_static_step_creates_the_same_shapes_at_every_step_of_its_bucket(demo_session, demo_sources, monkeypatch, case):
-    """The step proper (what a graph captures: the decoder and the strategy's output layer — top-k,
-    normaliser, score edits) makes the same tensors, shape for shape, at every step of a bucket (rows,
-    slots, block width, output layer): nothing in it follows the live rows or lengths, and nothing in it
-    reads the host."""
+    """The step proper (what a graph captures: the decoder, the strategy's output layer — top-k,
+    normaliser, score edits — and a beam's search step) makes the same tensors, shape for shape, at every
+    step of a bucket (rows, slots, block width, output layer, sentence arena): nothing in it follows the
+    live rows, sentences or lengths, and nothing in it reads the host."""
     from fairseq_stream.model.decoder_step import TransformerStepper
 
     body = TransformerStepper._static_body
     seen: Dict[Tuple[int, ...], List[list]] = defaultdict(list)
 
-    def recorded(self, buf, io, memory, b, wq, tail=None, source=None, gather=None):
+    def recorded(self, buf, io, memory, b, wq, tail=None, source=None, gather=None, search=None):
         with _Recorder() as rec:
-            body(self, buf, io, memory, b, wq, tail, source, gather)
+            body(self, buf, io, memory, b, wq, tail, source, gather, search)
         seen[(buf.size(0), buf.size(3), b, wq, None if tail is None else tail.key, tuple(memory.keys[0].shape),
               None if source is None else source.size(0),
-              None if gather is None else (gather[0].size(0), gather[1] is not None))].append(rec.made)
+              None if gather is None else (gather[0].size(0), gather[1] is not None),
+              None if search is None else search.key[:3])].append(rec.made)  # its kind and arena size
 
     monkeypatch.setattr(TransformerStepper, "_static_body", recorded)
     data = demo_session.encode(demo_sources[:N])
@@ -220,8 +221,9 @@ def test_a_static_step_creates_the_same_shapes_at_every_step_of_its_bucket(demo_
             op, shapes = next((op, shapes) for op, shapes in steps[0] if "index_select" in op)
             assert len(shapes[0]) == 5 and shapes[0][0] == key[0], (key, op, shapes)
     assert any(key[4] for key in seen)
-    if case in ("var-stream", "fixed-ours"):  # a beam reorders its rows at every step
+    if case in ("var-stream", "fixed-ours"):  # a beam reorders its rows at every step, and searches in the region
         assert sum(len(v) for key, v in seen.items() if key[6] is not None) > regions // 2
+        assert all(key[8] is not None and any("beam_step" in op for op, _ in v[0]) for key, v in seen.items())
 
 
 @pytest.mark.parametrize("case", _params(["var-stream", "fixed-ours", "gs-jacobi", "speculative", "lookahead"]))
@@ -303,8 +305,9 @@ def test_what_travels_with_a_row_is_gathered_inside_the_next_static_step(demo_se
 def test_a_beam_step_leaves_few_operations_outside_the_static_region(demo_session, demo_sources):
     """What a GPU still launches around each replay of a beam step (aten operations outside the region, views
     left out): the rows' lengths and sentences after the reorder, their inputs (one ``cat`` and two copies), the
-    lengths' advance, the fused beam step — about 8 where the tokens, positions, encoder slots and the edits'
-    row context were computed and copied before every step (19.5, docs/results.md)."""
+    lengths' advance; a group's copy into a sentence arena where it changes — about 8.8 where the tokens, positions,
+    encoder slots and the edits' row context were computed and copied before every step (19.5, docs/results.md);
+    the fused beam step itself runs inside the region (``search in N``)."""
     from fairseq_stream.engine.profiling import CostCounts, count_decoder_steps
 
     data = demo_session.encode(demo_sources[:N])
@@ -313,6 +316,7 @@ def test_a_beam_step_leaves_few_operations_outside_the_static_region(demo_sessio
         out = _run(demo_session, data, "var-stream", "static")
     outside = counts.per_step(out.stats.timesteps)["ops_outside_region_per_step"]
     assert outside <= 10, (outside, counts.ops_by_name.most_common(12))
+    assert out.stats.step_mode["search_in_step"] == out.stats.timesteps
 
 
 def test_static_step_reads_the_host_at_most_once_per_step(demo_session, demo_sources):

@@ -40,6 +40,21 @@ def test_cpp_equals_the_reference(op, case, dtype):
     assert max(s["steps"] for s in seen) > 2
 
 
+@pytest.mark.parametrize("backend", [pytest.param("cpp", marks=pytest.mark.skipif(not HAVE_CXX, reason="no C++ compiler")),
+                                     "reference"])
+@pytest.mark.parametrize("case", [cases.BEAM_CASES[i] for i in (0, 1, 2, 5, 12, 15)], ids=_ids)
+def test_a_beam_step_over_an_arena_and_a_row_bucket_equals_the_reference(backend, case):
+    """The padding contract (ops/beam_step.py) as a static step's region runs the search step: inert sentences
+    after the live ones, padding rows (slot −1, garbage scores), finished sentences made inert on the device —
+    the outcome of every step is the plain step's, by the C++ operator and by the reference."""
+    for seed in range(2):
+        seen = cases.run_beam_in_arena(case, backend, seed, torch.float64)
+        assert seen["backend"] == [backend] and seen["steps"] > 2
+        # one arena a group, kept while its sentences end; a step searched after the region that finished some
+        # splits the state off it (one more)
+        assert seen["arenas"] <= 2 + seen["steps"] // 3
+
+
 @pytest.mark.skipif(not HAVE_CXX, reason="no C++ compiler")
 def test_the_cases_reach_what_they_are_for():
     """Waiting ended candidates occur, and boundary thresholds (δ = 0, rp = 1, δ below float
@@ -63,6 +78,9 @@ TRITON_CHECK = textwrap.dedent("""
         alternate = [torch.float64 if i % 2 else torch.float32]  # one seed each: the interpreter is slow
         for dtype in ([torch.float32, torch.float64] if {both_dtypes} else alternate):
             assert run(case, "triton", i, dtype)["backend"] == ["triton"], case
+    if {op!r} == "beam_step":  # the padding contract: over an arena and a row bucket (the static step's region)
+        for i in (0, 1, 12):
+            assert cases.run_beam_in_arena(cases.BEAM_CASES[i], "triton", i, torch.float32)["backend"] == ["triton"]
     print("ok")
 """)
 # ib-beam end to end on a random IBDecoder and IMDecoder: the reference and the Triton kernels

@@ -18,6 +18,9 @@
 // place among the sentence's rows, sentence, flat slot), all in the compacted order.
 // A NaN score counts as -inf (it would break the ordering); a sentence that has no final
 // hypothesis keeps its best candidate when the rules would prune them all (never zero outputs).
+// Padding (a step of shapes fixed per bucket): a row whose slot is -1 is no row; a sentence with no
+// candidate (all scores -inf, none ended) ends with no hypothesis and no row; the next rows' slots past
+// the live ones are -1.
 // Per-sentence rungs (--prune-auto's probes share a step with the run's sentences): an optional
 // last state tensor `rung` (S,) indexes a table of (delta, M) pairs; a sentence's expansions past
 // its M per row are no candidates (as if the output layer had given it M), and a kind-3 rule
@@ -88,6 +91,17 @@ struct Step {
 
   void sentence(int64_t s, Out& out) const {
     const T neg_inf = -std::numeric_limits<T>::infinity();
+    bool inert = true;  // no candidate (the padding of an arena): it ends with nothing, at once
+    for (int64_t j = 0; j < k && inert; ++j) inert = !(scores[s * k + j] > neg_inf);
+    if (inert) {
+      out.done = true;
+      out.live.assign(k, 0);
+      out.parent.assign(k, 0);
+      out.tok.assign(k, 0);
+      for (int64_t j = 0; j < k; ++j) ended[s * k + j] = false;
+      steps[s] += 1;
+      return;
+    }
     const int64_t kc = k * c, P = kc + k, Wn = std::min(W, P);
     const double delta = rung ? table[2 * rung[s]] : std::numeric_limits<double>::infinity();
     const double cap = rung ? table[2 * rung[s] + 1] : std::numeric_limits<double>::infinity();
@@ -299,7 +313,8 @@ std::tuple<torch::Tensor, torch::Tensor> beam_step(const torch::Tensor& top_lp, 
   const int64_t S = state[kSentences].size(0), R = top_lp.size(0);
   std::vector<int64_t> row_of(S * k, -1);
   const int64_t* rs = row_slot.data_ptr<int64_t>();
-  for (int64_t r = 0; r < R; ++r) row_of[rs[r]] = r;
+  for (int64_t r = 0; r < R; ++r)
+    if (rs[r] >= 0) row_of[rs[r]] = r;  // -1: a padding row of a fixed-shape step
 
   std::vector<int64_t> done(S), per_sentence(S);
   std::vector<std::vector<char>> live(S);
@@ -354,6 +369,7 @@ std::tuple<torch::Tensor, torch::Tensor> beam_step(const torch::Tensor& top_lp, 
     }
     widest = std::max(widest, rank);
   }
+  for (int64_t i = n_rows; i < S * k; ++i) new_slot[i] = -1;  // past the live rows: padding rows
   // The packet the host reads: [rows, finished, widest] + per compacted sentence: rows, id,
   // final count, the first Z final lengths and totals, original position.
   const int64_t Z1 = state[kFinTokens].size(1);

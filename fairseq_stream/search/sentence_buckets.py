@@ -1,0 +1,188 @@
+"""Sentence buckets: a strategy's search step inside the static step's region (docs/architecture.md, "The static step").
+
+A static decoder step computes every row of its row bucket (:func:`fairseq_stream.model.static_step.row_bucket`)
+over buffers fixed for the bucket, so that its operations — one CUDA graph — do not change while the
+live rows vary within it. This module gives a strategy's search step the same property over
+*sentences*, so that it runs in the same region after the output layer (:class:`RegionSearch`, a
+:class:`~fairseq_stream.model.static_step.StepTail`'s ``search``): the group's state tensors (its
+:func:`~fairseq_stream.search.state.per_sentence` fields) are views of ``[0, S)`` of an **arena** of
+``S_b`` sentences, the rest **inert** (no candidate: no hypothesis, no row; the padding contract of
+:mod:`fairseq_stream.ops.beam_step`); the step runs over the whole arena and every row of the row
+bucket (a padding row's slot is −1), and writes its packet and next rows into buffers of the arena,
+which the host reads after the region (one read) and the next region reads again: its row slots are
+the last step's (−1 past the live rows), and the sentences that finished there — compacted after
+those that go on — are made inert by the last packet's count, on the device. The arena changes only
+where the group does (a refill, a merge, a split) or falls to a bucket far smaller: one copy then.
+"""
+from __future__ import annotations
+
+import dataclasses
+from dataclasses import dataclass
+from typing import Any, Callable, Dict, List, Mapping, Optional, Sequence, Tuple
+
+import torch
+from torch import Tensor
+
+from fairseq_stream.model.static_step import next_pow2, row_bucket
+
+#: an arena is kept while its group's own bucket is at least this fraction of it (fewer copies as sentences end;
+#: an inert sentence costs a step little)
+KEEP_FRACTION = 8
+
+
+def sentence_bucket(sentences: int, rows_per_sentence: int) -> int:
+    """The arena's sentences for ``sentences`` live ones: a power of two whose slots hold the row bucket of a
+    full group (the step's row slots are a view of the arena's next-row slots)."""
+    s = next_pow2(max(1, sentences))
+    while s * rows_per_sentence < row_bucket(sentences * rows_per_sentence):
+        s *= 2
+    return s
+
+
+@dataclass(eq=False)
+class SentenceBucket:
+    """A group's arena and the buffers its steps leave for the next one."""
+
+    arena: Any  # a state of the strategy's class whose per-sentence tensors have S_b sentences
+    size: int  # S_b
+    thresholds: Tensor  # (S_b,) S_b − i for sentence i, in the packet's dtype
+    packet: Tensor  # the last step's packet: which sentences went on (zeros before the first)
+    rows: Tensor  # (5, S_b·k) the last step's next rows; rows[4], their slots, −1 past the live ones
+    backend: str = ""  # the backend of the last step (recorded when its packet is read)
+    ordinal: int = 0  # its place in the pool's lending order
+    family: Tuple[Any, ...] = ()
+    lent: bool = False
+
+    def next_rows(self, row_slot: Tensor) -> None:
+        """The next step's row slots: ``row_slot`` (the group's rows), then padding rows (−1)."""
+        self.rows[4].fill_(-1)
+        self.rows[4, : row_slot.numel()].copy_(row_slot)
+
+    def make_inert(self, finished: Tensor, resets: Mapping[str, Any]) -> None:
+        """The last ``finished`` sentences of the arena (a 0-dim device tensor: the last packet's count; those
+        that finished there, and the inert ones) made inert: each field of ``resets`` filled with its value."""
+        inert = finished >= self.thresholds  # (S_b,): i >= S_b - finished
+        for name, value in resets.items():
+            t = getattr(self.arena, name)
+            t.masked_fill_(inert.view((-1,) + (1,) * (t.dim() - 1)), value)
+
+
+def sentence_fields(state: Any) -> Dict[str, Tensor]:
+    """The state's per-sentence tensors by name (the rest are rows, host bounds and parts)."""
+    return {f.name: getattr(state, f.name) for f in dataclasses.fields(state)
+            if f.metadata.get("kind", "sentence") == "sentence" and torch.is_tensor(getattr(state, f.name))}
+
+
+def arena_size(sentences: int, rows_per_sentence: int, bucket: Optional[SentenceBucket]) -> int:
+    """The arena's size for the step: ``bucket``'s while the group fits it and is not far smaller, else its own."""
+    own = sentence_bucket(sentences, rows_per_sentence)
+    if bucket is not None and own <= bucket.size < KEEP_FRACTION * own:
+        return bucket.size
+    return own
+
+
+def in_bucket(state: Any, bucket: Optional[SentenceBucket], size: int) -> bool:
+    """Whether every per-sentence tensor of ``state`` is the first sentences of ``bucket``'s arena of ``size``."""
+    if bucket is None or bucket.size != size:
+        return False
+    arena = sentence_fields(bucket.arena)
+    return all(name in arena and t.data_ptr() == arena[name].data_ptr() for name, t in sentence_fields(state).items())
+
+
+class ArenaPool:
+    """A strategy's arenas, lent lowest ordinal first by family (size, the state's shapes past the sentence with
+    its token columns rounded up to a power of two, dtypes, device; like the cache arenas of
+    :class:`~fairseq_stream.model.static_step.StaticCachePool`): a repeat of a run takes the arenas — the
+    addresses its step graphs are keyed by — of the run before, so its graphs replay. An arena comes back
+    where its group ends, merges or moves to another arena (:meth:`release`); one whose group was split is
+    left to the garbage collector (both parts still read it). At most ``limit`` free arenas are kept."""
+
+    def __init__(self, *, limit: int = 32) -> None:
+        self.limit = limit
+        self.free: Dict[Tuple[Any, ...], List[SentenceBucket]] = {}
+        self.made = 0
+
+    def lend(self, state: Any, size: int, inert: Mapping[str, Any], *, packet_size: int,
+             rows_per_sentence: int) -> SentenceBucket:
+        """An arena of ``size`` sentences holding ``state`` first (the rest inert: each field ``inert[name]``);
+        ``state``'s tensors become views of it (the same values; token columns past its own are padding)."""
+        shapes = {name: _arena_shape(state, name, t) for name, t in sentence_fields(state).items()}
+        family = (size, packet_size, rows_per_sentence, state.sentences.device) + tuple(
+            (name, shape, t.dtype) for (name, shape), t in zip(shapes.items(), sentence_fields(state).values()))
+        free = self.free.get(family)
+        bucket = free.pop(0) if free else self._make(state, size, shapes, packet_size, rows_per_sentence, family)
+        s = state.size
+        for name, t in sentence_fields(state).items():
+            into = getattr(bucket.arena, name)
+            into.fill_(inert[name])
+            into[(slice(0, s),) + tuple(slice(0, n) for n in t.shape[1:])].copy_(t)
+            setattr(state, name, into[:s])
+        bucket.next_rows(state.row_slot)
+        bucket.packet.zero_()  # nobody finished: no sentence made inert before the first step
+        bucket.lent = True
+        return bucket
+
+    def release(self, bucket: Optional[SentenceBucket]) -> None:
+        """``bucket`` back to the pool (its group no longer reads it; no hypothesis views it)."""
+        if bucket is None or not bucket.lent:
+            return
+        bucket.lent = False
+        free = self.free.setdefault(bucket.family, [])
+        free.append(bucket)
+        free.sort(key=lambda b: b.ordinal)
+        if sum(len(v) for v in self.free.values()) > self.limit:  # the newest-made free arena goes
+            family = max(self.free, key=lambda f: self.free[f][-1].ordinal if self.free[f] else -1)
+            self.free[family].pop()
+
+    def _make(self, state: Any, size: int, shapes: Mapping[str, Tuple[int, ...]], packet_size: int,
+              rows_per_sentence: int, family: Tuple[Any, ...]) -> SentenceBucket:
+        full = {name: t.new_empty((size,) + shapes[name]) for name, t in sentence_fields(state).items()}
+        dropped = {f.name: None for f in dataclasses.fields(state) if f.metadata.get("kind") == "transient"}
+        dev = state.sentences.device
+        self.made += 1
+        return SentenceBucket(dataclasses.replace(state, **full, **dropped), size,
+                              size - torch.arange(size, dtype=torch.float64, device=dev),
+                              torch.zeros(packet_size, dtype=torch.float64, device=dev),
+                              torch.empty(5, size * rows_per_sentence, dtype=torch.long, device=dev),
+                              ordinal=self.made, family=family)
+
+
+def _arena_shape(state: Any, name: str, t: Tensor) -> Tuple[int, ...]:
+    """A field's shape past the sentence in an arena: the token columns of a field that is widened with padding
+    (``per_sentence(pad=...)``, not scratch-last) rounded up to a power of two, so that groups share arenas."""
+    meta = next(f.metadata for f in dataclasses.fields(state) if f.name == name)
+    shape = tuple(t.shape[1:])
+    if meta.get("pad") is not None and not meta.get("scratch_last") and shape:
+        shape = shape[:-1] + (next_pow2(shape[-1]),)
+    return shape
+
+
+#: ``step(arena_state, top_lp, top_tok)`` → (packet, rows, backend): the strategy's operator in device operations
+StepLaunch = Callable[[Any, Tensor, Tensor], Tuple[Tensor, Tensor, str]]
+
+
+class RegionSearch:
+    """A search step a static decoder step runs inside its region, after the output layer (``StepTail.search``):
+    over ``bucket``'s arena, from the output layer's outputs over every row of the row bucket, into the
+    bucket's packet and rows. Its operations follow the shapes only; every tensor it reads or writes is
+    named by :attr:`key` (addresses) and held by :attr:`tensors` (a step graph keeps them)."""
+
+    def __init__(self, bucket: SentenceBucket, launch: StepLaunch, *, resets: Mapping[str, Any], finished_at: int,
+                 dtype: torch.dtype, config: Tuple[Any, ...], extra: Sequence[Tensor] = ()) -> None:
+        self.bucket, self.launch, self.resets, self.finished_at, self.dtype = bucket, launch, resets, finished_at, dtype
+        self.tensors: List[Tensor] = (list(sentence_fields(bucket.arena).values())
+                                      + [bucket.packet, bucket.rows, bucket.thresholds] + list(extra))
+        self.key = ("search", config, bucket.size) + tuple(t.data_ptr() for t in self.tensors)
+
+    def fits(self, rows: int) -> bool:
+        """Whether a row bucket of ``rows`` rows fits the arena's row slots."""
+        return rows <= self.bucket.rows.size(1)
+
+    def __call__(self, outputs: Sequence[Tensor]) -> None:
+        bucket = self.bucket
+        bucket.make_inert(bucket.packet[self.finished_at], self.resets)
+        top_lp, top_tok = outputs[0].to(self.dtype), outputs[1]
+        full = dataclasses.replace(bucket.arena, row_slot=bucket.rows[4, : top_lp.size(0)])
+        packet, rows, bucket.backend = self.launch(full, top_lp, top_tok)
+        bucket.packet.copy_(packet)
+        bucket.rows.copy_(rows)
