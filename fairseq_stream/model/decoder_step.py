@@ -419,8 +419,7 @@ class TransformerStepper:
             cache.pending = cache.chain_from = None  # done: the source goes back to the pool when nothing else holds it
             if stats is not None:
                 stats.reorders_in_step += 1
-        made = None if tail is None else LiveRows(tuple(t[: r * b] for t in io.tail_out), tuple(io.tail_out),
-                                                  searched=search is not None)
+        made = None if tail is None else LiveRows(tuple(t[: r * b] for t in io.tail_out), searched=search is not None)
         out = cache.advanced(b)
         out.last_step = _Chain(io, io.steps, b, None if tail is None else tail.key)
         return io.out[:r], out, how, made
@@ -684,7 +683,8 @@ class _Chain:
 
 
 def _search_of(tail: Optional[StepTail], rows: int) -> Any:
-    """``tail``'s search step where the region can run it: one token a row (a beam), a row bucket it fits."""
+    """``tail``'s search step where the region can run it: the tail has one (only a beam's has today) and it
+    takes a bucket of ``rows`` rows (``search.fits``)."""
     search = None if tail is None else getattr(tail, "search", None)
     return search if search is not None and search.fits(rows) else None
 

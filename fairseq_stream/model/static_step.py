@@ -91,16 +91,15 @@ class StepTail(Protocol):
 
 
 class LiveRows(tuple):
-    """What a step's :class:`StepTail` returned for the live rows (views), and as ``bucket`` the same outputs
-    over every row of the row bucket (the live rows first; a padding row's values are stale): a strategy's
-    search step of shapes fixed per bucket takes those (``search/sentence_buckets.py``)."""
+    """What a step's :class:`StepTail` returned for the live rows (views of the outputs over the row bucket,
+    whose padding rows' values are stale); ``searched``: the tail's search step ran in the region over the
+    whole bucket (``StepTail.search``, ``search/sentence_buckets.py``)."""
 
-    bucket: Tuple[Tensor, ...]
-    searched: bool  # the tail's search step ran in the region too (StepTail.search)
+    searched: bool
 
-    def __new__(cls, live: Tuple[Tensor, ...], bucket: Tuple[Tensor, ...], searched: bool = False) -> "LiveRows":
+    def __new__(cls, live: Tuple[Tensor, ...], searched: bool = False) -> "LiveRows":
         made = super().__new__(cls, live)
-        made.bucket, made.searched = bucket, searched
+        made.searched = searched
         return made
 
 

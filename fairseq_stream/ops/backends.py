@@ -258,11 +258,7 @@ class StepRunner:
         result and the backend that ran."""
         result, backend = self._execute(op, tensors, args, config, reference, fits, features)
         if op.runner_compacts and backend not in op.compacts:
-            i = op.packet.index["position"]
-            starts = op.packet.starts(s, z)
-            order = result.packet[starts[i]: starts[i + 1]].long()  # the identity where nobody finished
-            for t in list(tensors) + [getattr(result, name) for name in op.outputs_per_sentence]:
-                t.copy_(t.index_select(0, order))
+            self._permute(op, tensors, result, op.packet.starts(s, z))  # the identity where nobody finished
         return result, backend
 
     def read(self, op: StepOperator, packet: Tensor, backend: str, *, s: int, z: int = 0) -> PacketView:
@@ -287,11 +283,17 @@ class StepRunner:
         """Put the state (and the per-sentence outputs) in the packet's order, in place."""
         if not view.scalar("finished"):
             return result  # nobody finished: the packet's order is the state's
-        i = view.spec.index["position"]
-        order = result.packet[view.starts[i]: view.starts[i + 1]].long()  # on the device: no host→device copy
+        self._permute(op, tensors, result, view.starts)
+        return result
+
+    @staticmethod
+    def _permute(op: StepOperator, tensors: Sequence[Tensor], result: Any, starts: Sequence[int]) -> None:
+        """Every state tensor and per-sentence output put in the packet's ``position`` order, in place (the
+        order read on the device: no host→device copy)."""
+        i = op.packet.index["position"]
+        order = result.packet[starts[i]: starts[i + 1]].long()
         for t in list(tensors) + [getattr(result, name) for name in op.outputs_per_sentence]:
             t.copy_(t.index_select(0, order))
-        return result
 
     def _fail(self, op: StepOperator, backend: str, why: str) -> None:
         self.failed[(op.name, backend)] = why

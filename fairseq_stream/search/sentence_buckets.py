@@ -106,13 +106,15 @@ class ArenaPool:
              rows_per_sentence: int) -> SentenceBucket:
         """An arena of ``size`` sentences holding ``state`` first (the rest inert: each field ``inert[name]``);
         ``state``'s tensors become views of it (the same values; token columns past its own are padding)."""
-        shapes = {name: _arena_shape(state, name, t) for name, t in sentence_fields(state).items()}
+        fields = sentence_fields(state)
+        shapes = {name: _arena_shape(state, name, t) for name, t in fields.items()}
         family = (size, packet_size, rows_per_sentence, state.sentences.device) + tuple(
-            (name, shape, t.dtype) for (name, shape), t in zip(shapes.items(), sentence_fields(state).values()))
+            (name, shapes[name], t.dtype) for name, t in fields.items())
         free = self.free.get(family)
-        bucket = free.pop(0) if free else self._make(state, size, shapes, packet_size, rows_per_sentence, family)
+        bucket = free.pop(0) if free else self._make(state, fields, size, shapes, packet_size, rows_per_sentence,
+                                                     family)
         s = state.size
-        for name, t in sentence_fields(state).items():
+        for name, t in fields.items():
             into = getattr(bucket.arena, name)
             into.fill_(inert[name])
             into[(slice(0, s),) + tuple(slice(0, n) for n in t.shape[1:])].copy_(t)
@@ -134,9 +136,9 @@ class ArenaPool:
             family = max(self.free, key=lambda f: self.free[f][-1].ordinal if self.free[f] else -1)
             self.free[family].pop()
 
-    def _make(self, state: Any, size: int, shapes: Mapping[str, Tuple[int, ...]], packet_size: int,
-              rows_per_sentence: int, family: Tuple[Any, ...]) -> SentenceBucket:
-        full = {name: t.new_empty((size,) + shapes[name]) for name, t in sentence_fields(state).items()}
+    def _make(self, state: Any, fields: Mapping[str, Tensor], size: int, shapes: Mapping[str, Tuple[int, ...]],
+              packet_size: int, rows_per_sentence: int, family: Tuple[Any, ...]) -> SentenceBucket:
+        full = {name: t.new_empty((size,) + shapes[name]) for name, t in fields.items()}
         dropped = {f.name: None for f in dataclasses.fields(state) if f.metadata.get("kind") == "transient"}
         dev = state.sentences.device
         self.made += 1
