@@ -403,7 +403,7 @@ class TransformerStepper:
         chain, follows, tail, io = self._chained_io(cache, source, buffers, r, b, tail, block_mask is not None)
         # every input written here, or (a chain) those that do not travel with the rows: the encoder slots and
         # the tail's inputs are gathered in the region
-        _fill_inputs(io.ints, tokens, cache.lens, index.slot, wq, parents,
+        _fill_inputs(io, tokens, cache.lens, index.slot, wq, parents,
                      None if chain is not None else index.memory_rows(memory.modulus))
         for into, live in zip(io.tail_in, () if tail is None or follows else tail.inputs):
             into[: r * b].copy_(live)
@@ -668,6 +668,7 @@ class _StaticIO:
     tail_in: List[Tensor] = field(default_factory=list)  # (R·b, ...) a StepTail's inputs
     tail_out: List[Tensor] = field(default_factory=list)  # (R·b, ...) what it returns
     steps: int = 0  # steps run on these buffers: a _Chain is good while no other step has run on them
+    padded: Tuple[Any, ...] = ()  # (columns key, r) of the last fill: rows [r, R) hold that key's padding row
 
 
 @dataclass(frozen=True)
@@ -705,23 +706,28 @@ def _chain_of(cache: RowCache, source: Optional[Tensor], b: int) -> "Optional[_C
 _PADDING_ROWS: Dict[Tuple[Any, ...], Tensor] = {}
 
 
-def _fill_inputs(ints: Tensor, tokens: Tensor, lens: Tensor, slot: Tensor, wq: int, parents: Optional[Tensor] = None,
-                 kv_row: Optional[Tensor] = None) -> None:
-    """Write the live rows' inputs into ``ints`` (R, F) between steps, and the padding rows' (:data:`_PADDING_ROWS`).
+def _fill_inputs(io: "_StaticIO", tokens: Tensor, lens: Tensor, slot: Tensor, wq: int,
+                 parents: Optional[Tensor] = None, kv_row: Optional[Tensor] = None) -> None:
+    """Write the live rows' inputs into ``io.ints`` (R, F) between steps, and the padding rows' (:data:`_PADDING_ROWS`).
     Without ``parents`` (no reorder due) the parent column holds the query column (the region does not read it);
-    without ``kv_row`` the encoder-slot column is left as it is (the region gathers it from the last step's)."""
-    b = tokens.size(1)
+    without ``kv_row`` the encoder-slot column is left as it is (the region gathers it from the last step's).
+    Padding rows written by an earlier fill of the same columns stay as they are (``io.padded``): only the rows
+    that were live then and are padding now are written (none while the live rows do not shrink)."""
+    ints, b = io.ints, tokens.size(1)
     cols = [tokens, lens.unsqueeze(1), slot.unsqueeze(1), (slot if parents is None else parents).unsqueeze(1)]
     live = torch.cat(cols if kv_row is None else cols + [kv_row.unsqueeze(1)], dim=1)  # (r, f)
     r, f = live.shape
-    if r < ints.size(0):
-        key = (f, b, wq, ints.device)
+    key = (f, b, wq, ints.device)
+    # rows [clean, R) hold the padding row of ``key`` (the region writes only valid encoder slots into them)
+    clean = io.padded[1] if io.padded and io.padded[0] == key else ints.size(0)
+    if r < clean:
         pad = _PADDING_ROWS.get(key)
         if pad is None:
             pad = torch.zeros(1, f, dtype=ints.dtype, device=ints.device)
             pad[0, b + SLOT_COL] = wq
             _PADDING_ROWS[key] = pad
-        ints[r:, :f].copy_(pad.expand(ints.size(0) - r, f))
+        ints[r:clean, :f].copy_(pad.expand(clean - r, f))
+    io.padded = (key, r)
     ints[:r, :f].copy_(live)
 
 

@@ -59,7 +59,9 @@ Sources = Union[PoolEncoding, EncoderSlots]
 class DecoderState:
     """Caches of ``R`` rows for every model of the ensemble.
 
-    ``row_sentence`` (R,): pool index or stream handle of each row; a sentence's rows are consecutive.
+    ``row_sentence`` (R,): pool index or stream handle of each row; a sentence's rows are consecutive
+    (None where ``index`` says it: computed from the index when read — only a refill reads it, so a
+    reorder by the strategy's index costs no gather of it).
     ``lengths`` (R,): target tokens fed so far (BOS included) = position of the next token.
     ``max_length`` (host): an upper bound of ``lengths``, so no step reads it from the device.
     ``history`` (R, T): fed tokens, kept only when a generic backend needs full prefixes.
@@ -68,15 +70,25 @@ class DecoderState:
     """
 
     caches: List[Any]
-    row_sentence: Tensor
+    handles: Optional[Tensor]  # row_sentence as given (None: from ``index``)
     lengths: Tensor
     history: Optional[Tensor] = None
     index: Optional[SentenceIndex] = field(default=None, repr=False)
     max_length: int = 0
 
+    def __post_init__(self) -> None:
+        if self.handles is None and self.index is None:
+            raise ValueError("DecoderState needs the rows' sentences or their index")
+
+    @property
+    def row_sentence(self) -> Tensor:
+        if self.handles is None:
+            self.handles = self.index.sentences.index_select(0, self.index.local)  # type: ignore[union-attr]
+        return self.handles
+
     @property
     def rows(self) -> int:
-        return int(self.row_sentence.numel())
+        return int((self.row_sentence if self.handles is not None else self.index.local).numel())  # type: ignore[union-attr]
 
     def sentence_index(self) -> SentenceIndex:
         if self.index is None:
@@ -447,7 +459,7 @@ class ModelStep:
         for _ in range(steps):
             self.step_stats.count("native")
         fed = block.size(1) + steps - 1
-        new_state = DecoderState([cache], state.row_sentence, state.lengths + fed, None, state.index,
+        new_state = DecoderState([cache], state.handles, state.lengths + fed, None, state.index,
                                  state.max_length + fed)
         return tokens, new_state
 
@@ -487,7 +499,7 @@ class ModelStep:
         self.step_stats.search_in_step += bool(getattr(made, "searched", False))
         history = None if state.history is None else torch.cat([state.history, tokens], dim=1)
         lengths = _cache_lengths(caches, lambda: state.lengths + tokens.size(1))
-        new_state = DecoderState(caches, state.row_sentence, lengths, history, state.index,
+        new_state = DecoderState(caches, state.handles, lengths, history, state.index,
                                  state.max_length + tokens.size(1))
         return lprobs, made, new_state
 
@@ -502,7 +514,8 @@ class ModelStep:
         history = None if state.history is None else state.history.index_select(0, rows)
         if index is not None:
             index.inherit(state.index)
-        return DecoderState(caches, state.row_sentence.index_select(0, rows),
+        handles = None if index is not None else state.row_sentence.index_select(0, rows)
+        return DecoderState(caches, handles,
                             _cache_lengths(caches, lambda: state.lengths.index_select(0, rows)), history, index,
                             state.max_length)
 

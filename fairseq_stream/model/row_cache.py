@@ -35,6 +35,26 @@ class EncoderMemory:
 
 SLACK = 16  # slots allocated with a new cache, so most steps append without reallocating
 
+#: per device, (0, 1, 2, …) and (0, 0, …): what a step would make again at every step — the lengths of a static
+#: cache's rows of one length (one entry, expanded), a one-row-a-sentence index's columns — as views of one
+#: table (no operation a step; nothing writes them)
+_TABLES: Dict[Any, Tuple[Tensor, Tensor]] = {}
+
+
+def counting(like: Tensor, n: int) -> Tuple[Tensor, Tensor]:
+    """(0, 1, …, n − 1) and n zeros on ``like``'s device: read-only views of :data:`_TABLES`."""
+    tables = _TABLES.get(like.device)
+    if tables is None or tables[0].numel() < n:
+        size = max(1024, 2 * n)
+        tables = _TABLES[like.device] = (torch.arange(size, dtype=torch.long, device=like.device),
+                                         torch.zeros(size, dtype=torch.long, device=like.device))
+    return tables[0][:n], tables[1][:n]
+
+
+def uniform_lens(like: Tensor, width: int, rows: int) -> Tensor:
+    """(rows,) lengths all ``width``, a read-only expanded view of :data:`_TABLES` (``like``'s device)."""
+    return counting(like, width + 1)[0][width: width + 1].expand(rows)
+
 
 def _grown(t: Tensor, width: int, capacity: int) -> Tensor:
     """``t`` (R, H, C, hd) with ``capacity`` slots: its first ``width`` copied, the rest zeros.
@@ -235,8 +255,10 @@ class RowCache:
             source, parents, step = self.lease, rows, self.last_step
             if self.pending is not None:  # a reorder of a reorder: one copy from the first source
                 source, parents, step = self.pending[0], self.pending[1].index_select(0, rows), self.chain_from
+            # rows of one length: every row's length is ``width`` whatever its parent (a view, no gather)
+            lens = uniform_lens(self.lens, self.width, r) if self.uniform else self.lens.index_select(0, rows)
             out = RowCache.static(self.pool, self._static_like(row_bucket(r), self.capacity),  # type: ignore[arg-type]
-                                  self.lens.index_select(0, rows), self.width, self.uniform)
+                                  lens, self.width, self.uniform)
             out.pending, out.chain_from = (source, parents), step
             return out
         if self.spare is not None and self.spare[0][0].size(0) >= r:
@@ -330,6 +352,8 @@ class RowCache:
 
     def advanced(self, b: int) -> "RowCache":
         """After a step that wrote a block of ``b`` tokens for every row."""
+        if self.lease is not None and self.uniform:  # a static step's rows of one length: a view
+            return self._moved(uniform_lens(self.lens, self.width + b, self.lens.numel()), self.width + b, True)
         return self._moved(self.lens + b, self.width + b, self.uniform)
 
     def accept(self, keep: Tensor, block: int, width: int) -> "RowCache":
@@ -399,8 +423,12 @@ class SentenceIndex:
 
     @staticmethod
     def one_per_row(row_sentence: Tensor) -> "SentenceIndex":
-        r = row_sentence.numel()
-        return SentenceIndex(row_sentence, torch.arange(r, device=row_sentence.device), torch.zeros_like(row_sentence), 1)
+        if row_sentence.dtype != torch.long:
+            r = row_sentence.numel()
+            return SentenceIndex(row_sentence, torch.arange(r, device=row_sentence.device),
+                                 torch.zeros_like(row_sentence), 1)
+        local, slot = counting(row_sentence, row_sentence.numel())  # the same every step: views of one table
+        return SentenceIndex(row_sentence, local, slot, 1)
 
     @staticmethod
     def build(row_sentence: Tensor) -> "SentenceIndex":

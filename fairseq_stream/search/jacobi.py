@@ -40,7 +40,7 @@ from fairseq_stream.ops.backends import JACOBI_STEP, StepRunner
 from fairseq_stream.ops.jacobi_step import IterationResult
 from fairseq_stream.ops.packets import PacketView
 from fairseq_stream.search.output import OutputScorer
-from fairseq_stream.model.row_cache import SentenceIndex
+from fairseq_stream.model.row_cache import SentenceIndex, counting
 from fairseq_stream.search.score_edits import RowContext
 from fairseq_stream.search.registry import Capabilities, lenpen_of, register_search
 from fairseq_stream.search.state import PAD, StateOps, StrategyState, host, per_sentence
@@ -209,7 +209,7 @@ class JacobiDecoding(StateOps):
     def _context(self, state: JacobiState, b: int) -> RowContext:
         """Each prediction's row context: its target index, its sentence's maximum length."""
         s = state.verified.size(0)
-        pos = state.verified.unsqueeze(1) + torch.arange(b, device=state.verified.device)  # (S, b)
+        pos = state.verified.unsqueeze(1) + counting(state.verified, b)[0]  # (S, b); the offsets a shared view
         # an expanded view's copy: the same values as repeat_interleave at a fraction of its cost (batch 1)
         return RowContext(steps=pos.reshape(-1), max_len=state.max_len.unsqueeze(1).expand(s, b).reshape(-1),
                           may_reach_max=state.high + b - 1 >= state.shortest, min_steps=state.low)

@@ -302,21 +302,29 @@ def test_what_travels_with_a_row_is_gathered_inside_the_next_static_step(demo_se
     assert_same(eager, static, scores=False)
 
 
-def test_a_beam_step_leaves_few_operations_outside_the_static_region(demo_session, demo_sources):
-    """What a GPU still launches around each replay of a beam step (aten operations outside the region, views
-    left out): the rows' lengths and sentences after the reorder, their inputs (one ``cat`` and two copies), the
-    lengths' advance; a group's copy into a sentence arena where it changes — about 8.8 where the tokens, positions,
-    encoder slots and the edits' row context were computed and copied before every step (19.5, docs/results.md);
-    the fused beam step itself runs inside the region (``search in N``)."""
+#: ops outside the region per step (N sentences, capacity 8): var-stream 4.7, fixed-ours 4.9, gs-jacobi 11.9
+OUTSIDE = {"var-stream": 6, "fixed-ours": 6, "gs-jacobi": 14}
+
+
+@pytest.mark.parametrize("case", list(OUTSIDE))
+def test_a_step_leaves_few_operations_outside_the_static_region(demo_session, demo_sources, case):
+    """What a GPU still launches around each replay (aten operations outside the region, views left out). A
+    beam step: the rows' inputs (one ``cat``, one copy, and the padding rows only where live rows became padding),
+    a group's copy into a sentence arena where it changes, the finished sentences' hypotheses copied out — the
+    rows' lengths (one length: a view of a shared table) and sentences (from the strategy's index, when a refill
+    reads them) cost nothing, and the fused beam step runs inside the region (``search in N``); about 8.8 before
+    those two views and the padding rule, 19.5 before the region gathered the rows' inputs (docs/results.md).
+    Jacobi: its step after the region, the row context, the accepted lengths; its index's columns are views."""
     from fairseq_stream.engine.profiling import CostCounts, count_decoder_steps
 
     data = demo_session.encode(demo_sources[:N])
-    _run(demo_session, data, "var-stream", "static")  # the stream's buffers made once
+    _run(demo_session, data, case, "static")  # the stream's buffers made once
     with count_decoder_steps(CostCounts()) as counts:
-        out = _run(demo_session, data, "var-stream", "static")
+        out = _run(demo_session, data, case, "static")
     outside = counts.per_step(out.stats.timesteps)["ops_outside_region_per_step"]
-    assert outside <= 10, (outside, counts.ops_by_name.most_common(12))
-    assert out.stats.step_mode["search_in_step"] == out.stats.timesteps
+    assert outside <= OUTSIDE[case], (outside, counts.ops_by_name.most_common(12))
+    if case != "gs-jacobi":
+        assert out.stats.step_mode["search_in_step"] == out.stats.timesteps
 
 
 def test_static_step_reads_the_host_at_most_once_per_step(demo_session, demo_sources):

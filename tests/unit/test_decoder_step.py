@@ -171,3 +171,48 @@ def test_a_step_without_rows_returns_nothing():
         empty = step.select(state, torch.zeros(0, dtype=torch.long))
         lp, _ = step.step(pool, empty, torch.zeros(0, 1, dtype=torch.long))
     assert lp.shape[0] == 0
+
+
+def test_a_static_steps_input_fill_writes_the_padding_rows_it_must_and_gives_a_full_fills_buffer():
+    # the padding rows of a bucket's input buffer are written once per columns key and again only where live
+    # rows of a bigger fill became padding: the buffer then equals one written whole, fill after fill
+    from fairseq_stream.model.decoder_step import INPUT_COLS, _fill_inputs, _StaticIO
+
+    g = torch.Generator().manual_seed(5)
+    b, R = 2, 8
+    kept = _StaticIO(torch.zeros(R, b + INPUT_COLS, dtype=torch.long), None, torch.zeros(0, b, 1))
+    written = []
+    for r, wq, kv in ((5, 4, True), (7, 4, True), (3, 4, True), (6, 4, True), (6, 2, True), (2, 2, False),
+                      (4, 2, False), (1, 2, True)):
+        ints = torch.randint(0, 9, (r, b + INPUT_COLS), generator=g)
+        args = (ints[:, :b], ints[:, b], ints[:, b + 1], wq, ints[:, b + 2], ints[:, b + 3] if kv else None)
+        whole = _StaticIO(kept.ints.clone(), None, kept.out)  # no record of earlier fills: every padding row
+        _fill_inputs(whole, *args)
+        writes = []
+        real_copy = torch.Tensor.copy_
+        try:
+            torch.Tensor.copy_ = lambda t, src, *a: writes.append(t.size(0)) or real_copy(t, src, *a)
+            _fill_inputs(kept, *args)
+        finally:
+            torch.Tensor.copy_ = real_copy
+        assert torch.equal(kept.ints, whole.ints), (r, wq, kv)
+        assert (kept.ints[r:, b + 1] == wq).all()  # every padding row's query column is the spare one
+        written.append(sum(writes) - r)  # padding rows written by this fill
+    # first fill: 3 padding rows; growing fills none; shrinking ones the rows that were live; other columns all
+    assert written == [3, 0, 4, 0, 2, 6, 0, 7]
+
+
+def test_a_reorder_by_the_strategys_index_gathers_the_rows_sentences_only_when_read():
+    # a beam's reorder passes its own index: the rows' sentences are computed from it when a refill reads them
+    model = tiny_transformer(D, dtype=torch.float32)
+    _, _, step, pool, state = _start(model, 3, 2)
+    from fairseq_stream.model.row_cache import SentenceIndex
+
+    rows = torch.tensor([0, 0, 2, 2, 2])
+    index = SentenceIndex(torch.tensor([0, 2]), torch.tensor([0, 0, 1, 1, 1]), torch.tensor([0, 1, 0, 1, 2]), 3)
+    with torch.no_grad():
+        lazy, eager = step.select(state, rows, index), step.select(state, rows)
+        assert lazy.handles is None and lazy.rows == 5
+        assert torch.equal(lazy.row_sentence, eager.row_sentence) and torch.equal(lazy.row_sentence, rows)
+        feed = torch.randint(4, len(D), (5, 1))
+        assert torch.allclose(step.step(pool, lazy, feed)[0], step.step(pool, eager, feed)[0], **TOL)
