@@ -88,7 +88,7 @@ class DecoderState:
 
     @property
     def rows(self) -> int:
-        return int((self.row_sentence if self.handles is not None else self.index.local).numel())  # type: ignore[union-attr]
+        return int((self.handles if self.handles is not None else self.index.local).numel())  # type: ignore[union-attr]
 
     def sentence_index(self) -> SentenceIndex:
         if self.index is None:
