@@ -11,6 +11,7 @@ import math
 from typing import Any, Dict, List, Tuple
 
 import torch
+from torch import Tensor
 
 from fairseq_stream.search.ib_order import IBSpec
 from fairseq_stream.engine.stats import DecodeStats
@@ -218,16 +219,27 @@ def same_jacobi_outcome(a: Any, b: Any, score_tolerance: float = 0.0) -> None:
     assert torch.equal(x.tokens[:, :-1], y.tokens[:, :-1]) and torch.equal(x.token_scores[:, :-1], y.token_scores[:, :-1])
 
 
-def run_jacobi(case: Dict[str, Any], backend: str, seed: int, dtype: torch.dtype, device: str = "cpu",
-               score_tolerance: float = 0.0) -> Dict[str, Any]:
+def _jacobi_start(case: Dict[str, Any], backend: str, seed: int, dtype: torch.dtype, device: str) -> Tuple[Any, ...]:
+    """The reference and ``backend``'s strategies, the generator, the sentence ids and their initial state."""
     ref, got_search, sentences = _pair(jacobi_search, case, dtype, backend)
     g = torch.Generator().manual_seed(seed)
     ids, state = _start(ref, g, sentences, (3, 12), 5, 1, device)
+    return ref, got_search, g, ids, state
+
+
+def jacobi_inputs(g: torch.Generator, state: Any, dtype: torch.dtype, device: str) -> Tuple[Tensor, Tensor]:
+    """An iteration's predictions (:func:`jacobi_predictions`) and their log-probabilities."""
+    pred = jacobi_predictions(g, state, eos_rate=0.04)
+    return pred, torch.log(torch.rand(pred.shape, generator=g, dtype=torch.float64)).to(dtype).to(device)
+
+
+def run_jacobi(case: Dict[str, Any], backend: str, seed: int, dtype: torch.dtype, device: str = "cpu",
+               score_tolerance: float = 0.0) -> Dict[str, Any]:
+    ref, got_search, g, ids, state = _jacobi_start(case, backend, seed, dtype, device)
     finished: Dict[int, Any] = {}
     steps = 0
     while state.size:
-        pred = jacobi_predictions(g, state, eos_rate=0.04)
-        score = torch.log(torch.rand(pred.shape, generator=g, dtype=torch.float64)).to(dtype).to(device)
+        pred, score = jacobi_inputs(g, state, dtype, device)
         expected = ref.iterate(clone_state(state), pred, score)
         got = got_search.iterate(state, pred, score)
         same_jacobi_outcome(got, expected, score_tolerance)
@@ -235,6 +247,45 @@ def run_jacobi(case: Dict[str, Any], backend: str, seed: int, dtype: torch.dtype
         state, steps = got.state, steps + 1
     assert sorted(finished) == ids.tolist()
     return dict(steps=steps, backend=got_search.stats.step_backends["jacobi_step"])
+
+
+def run_jacobi_in_arena(case: Dict[str, Any], backend: str, seed: int, dtype: torch.dtype,
+                        device: str = "cpu") -> Dict[str, Any]:
+    """Whole decodes, each iteration by the reference and by ``backend`` as a static step's region runs it
+    (``JacobiDecoding.output_tail``'s search): over an arena of as many sentences as the row bucket has rows,
+    inert ones after the live (garbage predictions and scores on their rows), finished ones made inert from the
+    last packet; every third iteration after the region instead, on the arena's views; the same outcome at every
+    iteration, and the output layer's inputs the region computes equal to the eager step's for the live rows."""
+    from fairseq_stream.model.static_step import row_bucket
+    from fairseq_stream.search.sentence_buckets import in_bucket
+
+    ref, got_search, g, ids, state = _jacobi_start(case, backend, seed, dtype, device)
+    finished: Dict[int, Any] = {}
+    steps = 0
+    while state.size:
+        s, b = state.feed.shape
+        pred, score = jacobi_inputs(g, state, dtype, device)
+        expected = ref.iterate(clone_state(state), pred, score)
+        context = ref._context(state, b)
+        search = got_search._region_search(state)
+        if steps % 3 == 2:
+            got = got_search.iterate(state, pred, score)
+        else:
+            junk = (row_bucket(s) - s, b)
+            garbage_pred = torch.randint(0, V, junk, generator=g).to(device)
+            garbage_score = torch.log(torch.rand(junk, generator=g, dtype=torch.float64)).to(dtype).to(device)
+            steps_in, max_len_in = search.tail_inputs()
+            assert torch.equal(steps_in[: s * b], context.steps) and torch.equal(max_len_in[: s * b], context.max_len)
+            search((torch.cat([score, garbage_score]).reshape(-1, 1), torch.cat([pred, garbage_pred]).reshape(-1, 1)))
+            got = got_search._searched(state)
+            if got.state.size and row_bucket(got.state.size) == row_bucket(s):  # the next iteration: the same arena
+                assert in_bucket(got.state, got.state.bucket, row_bucket(s))
+        same_jacobi_outcome(got, expected)
+        finished.update(got.finished)
+        state, steps = got.state, steps + 1
+    assert sorted(finished) == ids.tolist()
+    return dict(steps=steps, backend=got_search.stats.step_backends["jacobi_step"], arenas=got_search.arenas.made,
+                accepted=got_search.stats.accepted_tokens, expected_accepted=ref.stats.accepted_tokens)
 
 
 # ---- the IBDecoder step -----------------------------------------------------------------------

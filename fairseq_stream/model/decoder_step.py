@@ -405,12 +405,13 @@ class TransformerStepper:
         # the tail's inputs are gathered in the region
         _fill_inputs(io, tokens, cache.lens, index.slot, wq, parents,
                      None if chain is not None else index.memory_rows(memory.modulus))
-        for into, live in zip(io.tail_in, () if tail is None or follows else tail.inputs):
+        search = _search_of(tail, buf.size(0) * b)
+        given = tail is None or follows or (search is not None and search.tail_inputs is not None)
+        for into, live in zip(io.tail_in, () if given else tail.inputs):  # type: ignore[union-attr]
             into[: r * b].copy_(live)
         if block_mask is not None:
             _fill_block_mask(io.mask, block_mask, cache.width, b)  # type: ignore[arg-type]
         gather = None if chain is None else (chain.io.ints, chain.io.tail_in if follows else None)
-        search = _search_of(tail, buf.size(0) * b)
         how = self._run_region(buf, io, memory, b, wq, table, tail, source, gather, graphs, stats, search)
         io.steps += 1
         if stats is not None:
@@ -442,7 +443,8 @@ class TransformerStepper:
         are not one per scored row: the strategy runs its layer itself) and the bucket's buffers for it."""
         follows = (chain is not None and tail is not None and chain.tail_key == tail.key
                    and getattr(tail, "follow", None) is not None)
-        if tail is not None and not follows and any(t.size(0) != r * b for t in tail.inputs):
+        regional = getattr(getattr(tail, "search", None), "tail_inputs", None) is not None  # made in the region
+        if tail is not None and not follows and not regional and any(t.size(0) != r * b for t in tail.inputs):
             tail = None
         buf = cache.lease.buffer  # type: ignore[union-attr]
         io = self._static_io(buffers, buf.size(0), b, buf.size(3), buf, custom=custom, tail=tail,
@@ -570,6 +572,9 @@ class TransformerStepper:
                 lambda h, i=i, attn=layer.encoder_attn: _static_encoder_attention(attn, h, memory, i, kv_row, layout))
         io.out.copy_(self.logits(self._output(x)))
         if tail is not None:  # the strategy's output layer, in the region too (no launch after a replay)
+            if search is not None and search.tail_inputs is not None:  # its inputs from the search step's arena
+                for into, value in zip(io.tail_in, search.tail_inputs()):
+                    into.copy_(value)
             scores = io.out.view(rows * b, -1)
             made = tail(search_scores(scores), *io.tail_in)
             for into, out in zip(io.tail_out, made):

@@ -455,12 +455,18 @@ class BeamSearch(StateOps):
         len_pow = self._length_penalties(bucket.arena)
         config = (self.k, self.final_width, self.done_at, self.finalizer.name, str(self.kernel_rules), tuple(self.rung_table()))
 
-        def launch(full: BeamState, top_lp: Tensor, top_tok: Tensor) -> Tuple[Tensor, Tensor, str]:
-            result, backend = self._launch_step(full, top_lp, top_tok, len_pow)
-            return result.packet, result.rows, backend
+        dtype = state.scores.dtype
 
-        return RegionSearch(bucket, launch, resets=_RESETS, finished_at=self._finished_at(size),
-                            dtype=state.scores.dtype, config=config, extra=[len_pow])
+        def launch(arena: BeamState, outputs: Sequence[Tensor]) -> Tuple[Tensor, str]:
+            top_lp, top_tok = outputs[0].to(dtype), outputs[1]
+            # every row of the row bucket: the live ones' slots, then padding rows' (−1)
+            full = replace(arena, row_slot=bucket.rows[4, : top_lp.size(0)])
+            result, backend = self._launch_step(full, top_lp, top_tok, len_pow)
+            bucket.rows.copy_(result.rows)
+            return result.packet, backend
+
+        return RegionSearch(bucket, launch, resets=_RESETS, finished_at=self._finished_at(size), config=config,
+                            fits=lambda rows: rows <= bucket.rows.size(1), extra=[len_pow])
 
     def _searched(self, state: BeamState) -> StepOutcome:
         """The outcome of a step whose search ran in the region: its packet read (the step's one read)."""
@@ -482,9 +488,7 @@ class BeamSearch(StateOps):
 
     def concat(self, states: Sequence[BeamState]) -> BeamState:
         merged = super().concat(states)
-        if len(states) > 1:  # the parts' arenas were copied from: back to the pool
-            for part in states:
-                self.arenas.release(part.bucket)
+        self.arenas.release_merged(states)  # the parts' arenas were copied from
         return merged
 
     def step(self, state: BeamState, scores: Tensor, top: Optional[Tuple[Tensor, Tensor]] = None) -> StepOutcome:

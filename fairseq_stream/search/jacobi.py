@@ -43,7 +43,9 @@ from fairseq_stream.search.output import OutputScorer
 from fairseq_stream.model.row_cache import SentenceIndex, counting
 from fairseq_stream.search.score_edits import RowContext
 from fairseq_stream.search.registry import Capabilities, lenpen_of, register_search
-from fairseq_stream.search.state import PAD, StateOps, StrategyState, host, per_sentence
+from fairseq_stream.model.static_step import row_bucket
+from fairseq_stream.search.sentence_buckets import ArenaPool, RegionSearch, SentenceBucket, in_bucket, sentence_fields
+from fairseq_stream.search.state import PAD, StateOps, StrategyState, host, per_sentence, transient
 
 
 @dataclass(frozen=True)
@@ -83,7 +85,7 @@ class JacobiState(StrategyState):
 
     sentences: Tensor
     tokens: Tensor = per_sentence(pad=PAD, scratch_last=True)
-    token_scores: Tensor = per_sentence(pad=0.0)
+    token_scores: Tensor = per_sentence(pad=0.0, scratch_last=True)  # as wide as ``tokens`` (the operators' rows)
     verified: Tensor = per_sentence()  # (S,)
     draft: Tensor = per_sentence(pad=PAD)
     max_len: Tensor = per_sentence()
@@ -93,6 +95,12 @@ class JacobiState(StrategyState):
     low: int = host(min)  # host: min(verified)
     high: int = host(max)  # host: max(verified)
     shortest: int = host(min)  # host: min(max_len)
+    bucket: Optional[SentenceBucket] = transient()  # the arena of an iteration in a static step's region
+
+
+#: what makes a sentence of an arena inert (its iteration in the region: no window past its first position, past
+#: its maximum length — done at once, one token accepted, which the host subtracts; sorted after the live ones)
+_RESETS = dict(verified=0, max_len=-2, width=1, iterations=0)
 
 
 class JacobiDecoding(StateOps):
@@ -112,6 +120,10 @@ class JacobiDecoding(StateOps):
         self.eos, self.pad, self.bos = eos, pad, bos
         self.stats = stats
         self.dtype = dtype
+        #: the iteration inside a static decoder step's region (output_tail); False: after it (a verifier whose
+        #: proposer rewrites the feed between iterations)
+        self.search_in_region = True
+        self.arenas = ArenaPool()  # the groups' sentence arenas of those iterations
 
     @classmethod
     def from_config(cls, cfg: JacobiConfig, ctx: StrategyContext) -> "JacobiDecoding":
@@ -188,11 +200,104 @@ class JacobiDecoding(StateOps):
 
     # ---- one iteration -----------------------------------------------------------------
     def output_tail(self, state: JacobiState) -> Any:
-        return self.scorer.tail(1, self._context(state, state.feed.size(1)))
+        b = state.feed.size(1)
+        tail = self.scorer.tail(1, lambda: self._context(state, b))  # computed only where a step asks for it
+        if tail is not None and self.search_in_region and state.size:
+            tail.search = self._region_search(state)
+        return tail
 
     def step(self, state: JacobiState, scores: Tensor, top: Optional[Tuple[Tensor, Tensor]] = None) -> StepOutcome:
         """Predictions for every fed position → verified prefix, new draft, finished sentences."""
+        if getattr(top, "searched", False):  # the iteration ran in the decoder step's region (output_tail)
+            return self._searched(state)
         return self.iterate(state, *self.predictions(state, scores, top))
+
+    def share_pools(self, pool: Any) -> None:
+        """Take the sentence arenas the model keeps across runs (``ModelStep.strategy_pool``), as a beam does."""
+        self.arenas = pool("jacobi-sentence-arenas", ArenaPool)
+
+    def concat(self, states: Sequence[JacobiState]) -> JacobiState:
+        merged = super().concat(states)
+        self.arenas.release_merged(states)  # the parts' arenas were copied from
+        return merged
+
+    # ---- the iteration inside a static step's region -----------------------------------------
+    def _config(self, b: int) -> Tuple[int, Dict[str, Any]]:
+        """The widest window of an iteration fed ``b`` positions, and the operator's configuration."""
+        widest = b if self.cfg.block is None else max(self.cfg.block, b)  # no window grows past it
+        return widest, dict(eos=self.eos, pad=self.pad, bos=self.bos,
+                            block=-1 if self.cfg.block is None else self.cfg.block,
+                            init_pad=self.cfg.init == "pad" and self.cfg.block is not None,
+                            tail=self.cfg.init == "tail",
+                            max_parallel=-1 if self.cfg.max_parallel_len is None else self.cfg.max_parallel_len,
+                            feed_width=widest)
+
+    def _region_search(self, state: JacobiState) -> RegionSearch:
+        """The iteration as a static step's region runs it (:mod:`fairseq_stream.search.sentence_buckets`): over
+        an arena of as many sentences as the step's row bucket has rows (a sentence is its row), the live ones
+        first, the rest inert (:data:`_RESETS`); the next draft and feed are written into the arena's own
+        columns, the accepted counts and the order into its rows buffer. A group whose row bucket changes (a
+        refill, a merge, sentences that end past a rung) is copied into an arena of its new size."""
+        b = state.feed.size(1)
+        widest, config = self._config(b)
+        size, bucket = row_bucket(state.size), state.bucket
+        if not in_bucket(state, bucket, size) or bucket.arena.feed.size(1) < widest:  # type: ignore[union-attr]
+            state.bucket = self.arenas.lend(state, size, self._inert(), rows_per_sentence=1,
+                                            packet_size=packets.JACOBI_STEP.starts(size)[-1],
+                                            columns=dict(feed=widest, draft=max(widest - 1, 1)))
+            self.arenas.release(bucket)
+            bucket = state.bucket
+        arena = bucket.arena  # type: ignore[union-attr]
+        dtype = arena.token_scores.dtype
+
+        def launch(full: JacobiState, outputs: Sequence[Tensor]) -> Tuple[Tensor, str]:
+            score, token = outputs[0][:, 0].view(size, b).to(dtype), outputs[1][:, 0].view(size, b)
+            fed = replace(full, feed=full.feed[:, :b].contiguous())
+            tensors = [getattr(full, name) for name in fused.FIELDS]
+            result, backend = self.runner.launch(
+                JACOBI_STEP, tensors, (token, score, fed.feed), config,
+                reference=lambda: self._reference_iteration(fed, token, score, widest),
+                fits=fused.fits(tensors, score), s=size)
+            full.draft[:, : b - 1].copy_(result.draft)
+            full.feed[:, :widest].copy_(result.feed)
+            bucket.rows[:2].copy_(result.aux)  # type: ignore[union-attr]
+            return result.packet, backend
+
+        def tail_inputs() -> Tuple[Tensor, ...]:  # _context over the whole arena (an inert row's: never read)
+            steps = arena.verified.unsqueeze(1) + counting(arena.verified, b)[0]
+            return steps.reshape(-1), arena.max_len.unsqueeze(1).expand(size, b).reshape(-1)
+
+        finished_at = packets.JACOBI_STEP.starts(size)[packets.JACOBI_STEP.index["finished"]]
+        return RegionSearch(bucket, launch, resets=_RESETS, finished_at=finished_at,  # type: ignore[arg-type]
+                            config=("jacobi", b, widest, dtype) + tuple(sorted(config.items())),
+                            fits=lambda rows: rows == size * b, tail_inputs=tail_inputs)
+
+    def _inert(self) -> Dict[str, Any]:
+        return dict(_RESETS, sentences=-1, tokens=self.pad, token_scores=0.0, draft=self.pad, feed=self.pad)
+
+    def _searched(self, state: JacobiState) -> StepOutcome:
+        """The outcome of an iteration that ran in the region: its packet read (the step's one read). The
+        packet counts the inert sentences too — done, one token accepted each, after the live ones."""
+        bucket: SentenceBucket = state.bucket  # type: ignore[assignment]
+        size, s, b = bucket.size, state.size, state.feed.size(1)
+        packet = self.runner.read(JACOBI_STEP, bucket.packet, bucket.backend, s=size)
+        inert = size - s
+        n_done, longest = packet.scalar("finished") - inert, packet.scalar("longest")
+        going_on = s - n_done
+        self.stats.accepted_tokens += packet.scalar("accepted") - inert
+        arena = bucket.arena
+        whole = replace(state, **sentence_fields(arena), bucket=None)
+        whole = replace(whole, draft=arena.draft[:, : b - 1])
+        finished = self._finished(whole, packet, range(going_on, s)) if n_done else {}  # copies: the arena goes on
+        new = whole.split(going_on, going_on, 1)[0]
+        new = replace(new, feed=new.feed[:, : packet.scalar("next_width")],
+                      low=packet.scalar("shortest") if going_on else 0, high=longest,
+                      bucket=bucket if going_on else None)
+        if not going_on:  # the group ended: its arena goes back to the pool
+            self.arenas.release(bucket)
+        parents = bucket.rows[1, :going_on].clone() if n_done else None  # the rows buffer is the next step's
+        return StepOutcome(state=new, parents=parents, feed=new.feed, finished=finished, accept=bucket.rows[0, :s],
+                           index=SentenceIndex.one_per_row(new.sentences), max_length=longest)
 
     def predictions(self, state: JacobiState, scores: Tensor,
                     top: Optional[Tuple[Tensor, Tensor]] = None) -> "tuple[Tensor, Tensor]":
@@ -218,11 +323,7 @@ class JacobiDecoding(StateOps):
         """The iteration after the output layer, from the block's predictions ``pred`` and their
         log-probabilities ``score`` (S, b), by the backend :mod:`fairseq_stream.ops.backends` picks."""
         s, b = pred.shape
-        widest = b if self.cfg.block is None else max(self.cfg.block, b)  # no window grows past it
-        config = dict(eos=self.eos, pad=self.pad, bos=self.bos, block=-1 if self.cfg.block is None else self.cfg.block,
-                      init_pad=self.cfg.init == "pad" and self.cfg.block is not None, tail=self.cfg.init == "tail",
-                      max_parallel=-1 if self.cfg.max_parallel_len is None else self.cfg.max_parallel_len,
-                      feed_width=widest)
+        widest, config = self._config(b)
         score = score.to(state.token_scores.dtype)
         tensors = [getattr(state, name) for name in fused.FIELDS]
         ran = self.runner.run(JACOBI_STEP, tensors, (pred, score, state.feed), config,

@@ -97,6 +97,7 @@ class ProposeAndVerify(StateOps):
 
     def __init__(self, verifier: JacobiDecoding, proposer: Proposer) -> None:
         self.verifier = verifier
+        verifier.search_in_region = False  # the proposer rewrites the feed between iterations: no arena holds it
         self.proposer = proposer
         self.pad = verifier.pad
         self.stats = verifier.stats

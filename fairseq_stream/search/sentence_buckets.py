@@ -86,7 +86,13 @@ def in_bucket(state: Any, bucket: Optional[SentenceBucket], size: int) -> bool:
     if bucket is None or bucket.size != size:
         return False
     arena = sentence_fields(bucket.arena)
-    return all(name in arena and t.data_ptr() == arena[name].data_ptr() for name, t in sentence_fields(state).items())
+    return all(name in arena and _start(t) == _start(arena[name]) for name, t in sentence_fields(state).items())
+
+
+def _start(t: Tensor) -> Tuple[int, int]:
+    """Where ``t`` starts in memory — its storage and offset (``data_ptr`` is 0 for a view with no element: a
+    Jacobi draft of no column)."""
+    return t.untyped_storage().data_ptr(), t.storage_offset()
 
 
 class ArenaPool:
@@ -103,11 +109,13 @@ class ArenaPool:
         self.made = 0
 
     def lend(self, state: Any, size: int, inert: Mapping[str, Any], *, packet_size: int,
-             rows_per_sentence: int) -> SentenceBucket:
+             rows_per_sentence: int, columns: Optional[Mapping[str, int]] = None) -> SentenceBucket:
         """An arena of ``size`` sentences holding ``state`` first (the rest inert: each field ``inert[name]``);
-        ``state``'s tensors become views of it (the same values; token columns past its own are padding)."""
+        ``state``'s tensors become views of it (the same values; token columns past its own are padding).
+        ``columns``: fields whose arena has at least this many columns (a step's outputs written there); their
+        views keep the state's own columns (a Jacobi feed's width is the next block's)."""
         fields = sentence_fields(state)
-        shapes = {name: _arena_shape(state, name, t) for name, t in fields.items()}
+        shapes = {name: _arena_shape(state, name, t, (columns or {}).get(name, 0)) for name, t in fields.items()}
         family = (size, packet_size, rows_per_sentence, state.sentences.device) + tuple(
             (name, shapes[name], t.dtype) for name, t in fields.items())
         free = self.free.get(family)
@@ -117,12 +125,20 @@ class ArenaPool:
         for name, t in fields.items():
             into = getattr(bucket.arena, name)
             into.fill_(inert[name])
-            into[(slice(0, s),) + tuple(slice(0, n) for n in t.shape[1:])].copy_(t)
-            setattr(state, name, into[:s])
-        bucket.next_rows(state.row_slot)
+            own = into[(slice(0, s),) + tuple(slice(0, n) for n in t.shape[1:])]
+            own.copy_(t)
+            setattr(state, name, own if columns and name in columns else into[:s])
+        if getattr(state, "row_slot", None) is not None:  # a beam's rows (a Jacobi sentence is its row)
+            bucket.next_rows(state.row_slot)
         bucket.packet.zero_()  # nobody finished: no sentence made inert before the first step
         bucket.lent = True
         return bucket
+
+    def release_merged(self, parts: Sequence[Any]) -> None:
+        """The arenas of states merged into one (copied from by the merge) back to the pool."""
+        if len(parts) > 1:
+            for part in parts:
+                self.release(part.bucket)
 
     def release(self, bucket: Optional[SentenceBucket]) -> None:
         """``bucket`` back to the pool (its group no longer reads it; no hypothesis views it)."""
@@ -149,42 +165,44 @@ class ArenaPool:
                               ordinal=self.made, family=family)
 
 
-def _arena_shape(state: Any, name: str, t: Tensor) -> Tuple[int, ...]:
+def _arena_shape(state: Any, name: str, t: Tensor, columns: int = 0) -> Tuple[int, ...]:
     """A field's shape past the sentence in an arena: the token columns of a field that is widened with padding
-    (``per_sentence(pad=...)``, not scratch-last) rounded up to a power of two, so that groups share arenas."""
+    (``per_sentence(pad=...)``, not scratch-last) rounded up to a power of two, so that groups share arenas;
+    at least ``columns`` of them."""
     meta = next(f.metadata for f in dataclasses.fields(state) if f.name == name)
     shape = tuple(t.shape[1:])
     if meta.get("pad") is not None and not meta.get("scratch_last") and shape:
-        shape = shape[:-1] + (next_pow2(shape[-1]),)
+        shape = shape[:-1] + (next_pow2(max(shape[-1], columns)),)
     return shape
 
 
-#: ``step(arena_state, top_lp, top_tok)`` → (packet, rows, backend): the strategy's operator in device operations
-StepLaunch = Callable[[Any, Tensor, Tensor], Tuple[Tensor, Tensor, str]]
+#: ``launch(arena_state, outputs)`` → (packet, backend): the strategy's operator in device operations, over the
+#: whole arena and the output layer's outputs over every row of the row bucket; it writes what the next step
+#: reads besides the packet (a beam's next rows, Jacobi's draft and feed) into the arena's buffers itself
+StepLaunch = Callable[[Any, Sequence[Tensor]], Tuple[Tensor, str]]
 
 
 class RegionSearch:
     """A search step a static decoder step runs inside its region, after the output layer (``StepTail.search``):
     over ``bucket``'s arena, from the output layer's outputs over every row of the row bucket, into the
-    bucket's packet and rows. Its operations follow the shapes only; every tensor it reads or writes is
-    named by :attr:`key` (addresses) and held by :attr:`tensors` (a step graph keeps them)."""
+    bucket's packet (and what ``launch`` writes). Its operations follow the shapes only; every tensor it reads
+    or writes is named by :attr:`key` (addresses) and held by :attr:`tensors` (a step graph keeps them).
+    ``fits(rows)`` says whether a row bucket of ``rows`` rows (query rows: sentences × block width for a
+    block step) is one this arena's step takes. ``tail_inputs()``, where given, computes the output layer's
+    inputs over every row of the bucket from the arena, in the region before the layer (the step then copies
+    none in before it)."""
 
     def __init__(self, bucket: SentenceBucket, launch: StepLaunch, *, resets: Mapping[str, Any], finished_at: int,
-                 dtype: torch.dtype, config: Tuple[Any, ...], extra: Sequence[Tensor] = ()) -> None:
-        self.bucket, self.launch, self.resets, self.finished_at, self.dtype = bucket, launch, resets, finished_at, dtype
+                 config: Tuple[Any, ...], fits: Callable[[int], bool], extra: Sequence[Tensor] = (),
+                 tail_inputs: Optional[Callable[[], Tuple[Tensor, ...]]] = None) -> None:
+        self.bucket, self.launch, self.resets, self.finished_at, self.fits = bucket, launch, resets, finished_at, fits
+        self.tail_inputs = tail_inputs
         self.tensors: List[Tensor] = (list(sentence_fields(bucket.arena).values())
                                       + [bucket.packet, bucket.rows, bucket.thresholds] + list(extra))
         self.key = ("search", config, bucket.size) + tuple(t.data_ptr() for t in self.tensors)
 
-    def fits(self, rows: int) -> bool:
-        """Whether a row bucket of ``rows`` rows fits the arena's row slots."""
-        return rows <= self.bucket.rows.size(1)
-
     def __call__(self, outputs: Sequence[Tensor]) -> None:
         bucket = self.bucket
         bucket.make_inert(bucket.packet[self.finished_at], self.resets)
-        top_lp, top_tok = outputs[0].to(self.dtype), outputs[1]
-        full = dataclasses.replace(bucket.arena, row_slot=bucket.rows[4, : top_lp.size(0)])
-        packet, rows, bucket.backend = self.launch(full, top_lp, top_tok)
+        packet, bucket.backend = self.launch(bucket.arena, outputs)
         bucket.packet.copy_(packet)
-        bucket.rows.copy_(rows)

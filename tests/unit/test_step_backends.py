@@ -55,6 +55,20 @@ def test_a_beam_step_over_an_arena_and_a_row_bucket_equals_the_reference(backend
         assert seen["arenas"] <= 2 + seen["steps"] // 3
 
 
+@pytest.mark.parametrize("backend", [pytest.param("cpp", marks=pytest.mark.skipif(not HAVE_CXX, reason="no C++ compiler")),
+                                     "reference"])
+@pytest.mark.parametrize("case", cases.JACOBI_CASES, ids=_ids)
+def test_a_jacobi_iteration_over_an_arena_and_a_row_bucket_equals_the_reference(backend, case):
+    """A Jacobi iteration as a static step's region runs it: inert sentences after the live ones (past their
+    maximum length: done at once, one token each, which the host subtracts), garbage predictions on their rows,
+    finished sentences made inert on the device — every iteration's outcome is the plain iteration's, the
+    accepted-token count too, by the C++ operator and by the reference."""
+    for seed in range(2):
+        seen = cases.run_jacobi_in_arena(case, backend, seed, torch.float64)
+        assert seen["backend"] == [backend] and seen["steps"] > 2
+        assert seen["accepted"] == seen["expected_accepted"]
+
+
 @pytest.mark.skipif(not HAVE_CXX, reason="no C++ compiler")
 def test_the_cases_reach_what_they_are_for():
     """Waiting ended candidates occur, and boundary thresholds (δ = 0, rp = 1, δ below float
@@ -81,6 +95,10 @@ TRITON_CHECK = textwrap.dedent("""
     if {op!r} == "beam_step":  # the padding contract: over an arena and a row bucket (the static step's region)
         for i in (0, 1, 12):
             assert cases.run_beam_in_arena(cases.BEAM_CASES[i], "triton", i, torch.float32)["backend"] == ["triton"]
+    if {op!r} == "jacobi_step":  # inert sentences after the live ones (the static step's region)
+        for i in (0, 2, 3, 6):
+            seen = cases.run_jacobi_in_arena(cases.JACOBI_CASES[i], "triton", i, torch.float32)
+            assert seen["backend"] == ["triton"] and seen["accepted"] == seen["expected_accepted"]
     print("ok")
 """)
 # ib-beam end to end on a random IBDecoder and IMDecoder: the reference and the Triton kernels
