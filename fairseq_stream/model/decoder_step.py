@@ -689,8 +689,8 @@ class _Chain:
 
 
 def _search_of(tail: Optional[StepTail], rows: int) -> Any:
-    """``tail``'s search step where the region can run it: the tail has one (only a beam's has today) and it
-    takes a bucket of ``rows`` rows (``search.fits``)."""
+    """``tail``'s search step where the region can run it: the tail has one (a beam's, a Jacobi iteration's) and
+    it takes a bucket of ``rows`` rows (``search.fits``)."""
     search = None if tail is None else getattr(tail, "search", None)
     return search if search is not None and search.fits(rows) else None
 

@@ -286,8 +286,7 @@ class JacobiDecoding(StateOps):
         going_on = s - n_done
         self.stats.accepted_tokens += packet.scalar("accepted") - inert
         arena = bucket.arena
-        whole = replace(state, **sentence_fields(arena), bucket=None)
-        whole = replace(whole, draft=arena.draft[:, : b - 1])
+        whole = replace(state, **dict(sentence_fields(arena), draft=arena.draft[:, : b - 1]), bucket=None)
         finished = self._finished(whole, packet, range(going_on, s)) if n_done else {}  # copies: the arena goes on
         new = whole.split(going_on, going_on, 1)[0]
         new = replace(new, feed=new.feed[:, : packet.scalar("next_width")],
