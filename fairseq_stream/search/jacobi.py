@@ -198,6 +198,17 @@ class JacobiDecoding(StateOps):
         feed = ngram_pool.reference_feed(state.feed[:, :b], guesses, width, pad=self.pad)  # as lookahead's C++ pool
         return replace(state, feed=feed.contiguous(), width=width.contiguous())
 
+    def into_arena(self, state: JacobiState) -> JacobiState:
+        """``state`` whose feed and windows (a proposer's, made after the last iteration) are written into its
+        arena's own columns, where the next iteration in a static step's region reads them."""
+        arena, s, b = state.bucket.arena, state.size, state.feed.size(1)  # type: ignore[union-attr]
+        feed, width = arena.feed[:s, :b], arena.width[:s]
+        if feed.data_ptr() != state.feed.data_ptr() or feed.stride() != state.feed.stride():
+            feed.copy_(state.feed)
+        if width.data_ptr() != state.width.data_ptr():
+            width.copy_(state.width)
+        return replace(state, feed=feed, width=width)
+
     # ---- one iteration -----------------------------------------------------------------
     def output_tail(self, state: JacobiState) -> Any:
         b = state.feed.size(1)

@@ -21,7 +21,7 @@ from __future__ import annotations
 
 import time
 from dataclasses import dataclass, replace
-from typing import Any, NamedTuple, Optional, Protocol, Tuple
+from typing import Any, NamedTuple, Optional, Protocol, Sequence, Tuple
 
 from torch import Tensor
 
@@ -97,7 +97,6 @@ class ProposeAndVerify(StateOps):
 
     def __init__(self, verifier: JacobiDecoding, proposer: Proposer) -> None:
         self.verifier = verifier
-        verifier.search_in_region = False  # the proposer rewrites the feed between iterations: no arena holds it
         self.proposer = proposer
         self.pad = verifier.pad
         self.stats = verifier.stats
@@ -126,12 +125,28 @@ class ProposeAndVerify(StateOps):
     def output_tail(self, state: ProposedState) -> Any:
         return self.verifier.output_tail(state.verify)
 
+    def share_pools(self, pool: Any) -> None:
+        """The verifier's sentence arenas are the model's (a repeat of a run replays its step graphs)."""
+        self.verifier.share_pools(pool)
+
+    def concat(self, states: Sequence[ProposedState]) -> ProposedState:
+        merged = super().concat(states)
+        self.verifier.arenas.release_merged([st.verify for st in states])  # the parts' arenas were copied from
+        return merged
+
     def step(self, state: ProposedState, scores: Tensor, top: Optional[Tuple[Tensor, Tensor]] = None) -> StepOutcome:
-        """The model's scores of the fed block (S, b, V) → accepted tokens, the next guesses."""
+        """The model's scores of the fed block (S, b, V) → accepted tokens, the next guesses. Where the
+        verification ran in the decoder step's region (``top.searched``), its packet is read here and the
+        predictions are the region's output layer's (the live rows' arg-max)."""
         entered = time.perf_counter()
-        pred, score = self.verifier.predictions(state.verify, scores, top)
         before = self.stats.accepted_tokens
-        out = self.verifier.iterate(state.verify, pred, score)  # the one host read (packet)
+        if getattr(top, "searched", False):
+            s, b = state.verify.size, state.verify.feed.size(1)
+            pred = top[1][: s * b, 0].view(s, b)  # type: ignore[index]
+            out = self.verifier.step(state.verify, scores, top)  # the one host read (packet)
+        else:
+            pred, score = self.verifier.predictions(state.verify, scores, top)
+            out = self.verifier.iterate(state.verify, pred, score)  # the one host read (packet)
         verdict = Verdict(pred=pred, accept=out.accept, accepted=self.stats.accepted_tokens - before, outcome=out,
                           vocab=scores.size(-1), entered=entered)
         return self._guessed(out, self.proposer.propose(verdict, state.rows))
@@ -143,6 +158,8 @@ class ProposeAndVerify(StateOps):
             verify = replace(verify, feed=proposal.feed)
         elif proposal.guesses is not None:
             verify = self.verifier.with_guesses(verify, proposal.guesses, proposal.guesses.size(1))
+        if verify.bucket is not None:  # the next verification reads its feed and windows from the arena
+            verify = self.verifier.into_arena(verify)
         return replace(out, state=ProposedState(verify=verify, rows=proposal.rows), feed=verify.feed)
 
 
