@@ -401,18 +401,15 @@ class TransformerStepper:
         table = self._prepare_positions(slots - 1, buf.device)
         wq = next_pow2(max(1, index.width))  # query columns per sentence in encoder attention
         chain, follows, tail, io = self._chained_io(cache, source, buffers, r, b, tail, block_mask is not None)
-        # every input written here, or (a chain) those that do not travel with the rows: the encoder slots and
-        # the tail's inputs are gathered in the region
-        _fill_inputs(io, tokens, cache.lens, index.slot, wq, parents,
-                     None if chain is not None else index.memory_rows(memory.modulus))
         search = _search_of(tail, buf.size(0) * b)
+        from_rows = _write_inputs(io, cache, tokens, index, wq, parents, chain, search, memory)
         given = tail is None or follows or (search is not None and search.tail_inputs is not None)
         for into, live in zip(io.tail_in, () if given else tail.inputs):  # type: ignore[union-attr]
             into[: r * b].copy_(live)
         if block_mask is not None:
             _fill_block_mask(io.mask, block_mask, cache.width, b)  # type: ignore[arg-type]
         gather = None if chain is None else (chain.io.ints, chain.io.tail_in if follows else None)
-        how = self._run_region(buf, io, memory, b, wq, table, tail, source, gather, graphs, stats, search)
+        how = self._run_region(buf, io, memory, b, wq, table, tail, source, gather, graphs, stats, search, from_rows)
         io.steps += 1
         if stats is not None:
             stats.inputs_in_step += chain is not None
@@ -454,17 +451,17 @@ class TransformerStepper:
     def _run_region(self, buf: Tensor, io: "_StaticIO", memory: EncoderMemory, b: int, wq: int, table: Optional[int],
                     tail: Optional[StepTail], source: Optional[Tensor],
                     gather: "Optional[Tuple[Tensor, Optional[List[Tensor]]]]", graphs: Optional[StepGraphs],
-                    stats: Optional[StepModeStats], search: Any = None) -> str:
+                    stats: Optional[StepModeStats], search: Any = None, from_rows: bool = False) -> str:
         """The region run (``static``), or under ``graphs`` replayed or captured by its key; how it ran."""
         def body() -> None:
-            self._static_body(buf, io, memory, b, wq, tail, source, gather, search)
+            self._static_body(buf, io, memory, b, wq, tail, source, gather, search, from_rows)
 
         if graphs is None:
             body()
             return "static"
         key, keep = self._region_key(buf, source, io, memory, b, wq, table, tail, gather)
         if search is not None:
-            key, keep = key + (search.key,), keep + list(search.tensors)
+            key, keep = key + (search.key, from_rows), keep + list(search.tensors)
         return graphs.run(key, body, keep, StepModeStats() if stats is None else stats)
 
     def _region_key(self, buf: Tensor, source: Optional[Tensor], io: "_StaticIO", memory: EncoderMemory, b: int,
@@ -530,8 +527,10 @@ class TransformerStepper:
 
     def _static_body(self, buf: Tensor, io: "_StaticIO", memory: EncoderMemory, b: int, wq: int,
                      tail: Optional[StepTail] = None, source: Optional[Tensor] = None,
-                     gather: "Optional[Tuple[Tensor, Optional[List[Tensor]]]]" = None, search: Any = None) -> None:
-        """The step proper: every tensor it makes has a shape fixed by the bucket (rows, slots, b); first the
+                     gather: "Optional[Tuple[Tensor, Optional[List[Tensor]]]]" = None, search: Any = None,
+                     from_rows: bool = False) -> None:
+        """The step proper: every tensor it makes has a shape fixed by the bucket (rows, slots, b); first, with
+        ``from_rows``, the rows' inputs from the last search step's next rows (``search.bucket``); then the
         last step's cache reorder from ``source`` (the parents in ``io.ints``), where one is due, and with it
         what travels with the rows from the last step's buffers (``gather``: its input buffer, whose encoder
         slots each row takes from its parent, and its tail inputs, which ``tail.follow`` turns into this
@@ -539,6 +538,8 @@ class TransformerStepper:
         strategy's ``search`` step from those (``StepTail.search``)."""
         ints = io.ints
         rows, slots, layers = ints.size(0), buf.size(3), buf.size(1) // 2
+        if from_rows:
+            _inputs_from_rows(ints, search.bucket.next_inputs(rows), gather[0], b, wq)  # type: ignore[index]
         if source is not None:  # every slot: the shape is the bucket's, whatever the rows' lengths
             torch.index_select(source, 0, ints[:, PARENT_COL + b], out=buf)
         if gather is not None:  # reordered rows: from their parents; rows in place: from themselves (same buffers)
@@ -711,6 +712,42 @@ def _chain_of(cache: RowCache, source: Optional[Tensor], b: int) -> "Optional[_C
 _PADDING_ROWS: Dict[Tuple[Any, ...], Tensor] = {}
 
 
+def _write_inputs(io: "_StaticIO", cache: RowCache, tokens: Tensor, index: SentenceIndex, wq: int,
+                  parents: Optional[Tensor], chain: "Optional[_Chain]", search: Any, memory: EncoderMemory) -> bool:
+    """The rows' inputs into ``io`` before a static step's region; whether the region reads them itself instead:
+    the rows are the last search step's next rows in its arena (a beam's chain of one-token steps,
+    ``search.gives_inputs``), so nothing is written between the steps (the region writes the padding rows too)."""
+    r, b = tokens.shape
+    if chain is not None and cache.uniform and search is not None and search.gives_inputs(tokens, index.slot, parents):
+        io.padded = (_columns_key(io.ints, b + INPUT_COLS - 1, b, wq), r)
+        return True
+    # every input written here, or (a chain) those that do not travel with the rows: the encoder slots and the
+    # tail's inputs are gathered in the region
+    _fill_inputs(io, tokens, cache.lens, index.slot, wq, parents,
+                 None if chain is not None else index.memory_rows(memory.modulus))
+    return False
+
+
+def _columns_key(ints: Tensor, f: int, b: int, wq: int) -> Tuple[Any, ...]:
+    """The key of an input layout of ``f`` columns (:data:`_PADDING_ROWS`, ``_StaticIO.padded``)."""
+    return (f, b, wq, ints.device)
+
+
+def _inputs_from_rows(ints: Tensor, rows: Tuple[Tensor, Tensor, Tensor, Tensor], src_ints: Tensor, b: int,
+                      wq: int) -> None:
+    """Every row's inputs in ``ints`` from a search step's next rows over the row bucket (feed, place among the
+    sentence's rows, parent row, live: ``SentenceBucket.next_inputs``), in device operations (the region's): a
+    live row's cache length is its parent's in the last step's buffer ``src_ints`` plus the ``b`` tokens fed
+    there (rows of one length), a padding row is the padding row of :data:`_PADDING_ROWS` — what
+    :func:`_fill_inputs` writes from the same rows on the host."""
+    feed, slot, parents, live = rows
+    dead = ~live
+    parents = parents.masked_fill(dead, 0)
+    lens = src_ints[:, LENS_COL + b].index_select(0, parents) + b
+    cols = [feed.masked_fill(dead, 0), lens.masked_fill(dead, 0), slot.masked_fill(dead, wq), parents]
+    ints[:, : b + INPUT_COLS - 1].copy_(torch.stack(cols, dim=1))
+
+
 def _fill_inputs(io: "_StaticIO", tokens: Tensor, lens: Tensor, slot: Tensor, wq: int,
                  parents: Optional[Tensor] = None, kv_row: Optional[Tensor] = None) -> None:
     """Write the live rows' inputs into ``io.ints`` (R, F) between steps, and the padding rows' (:data:`_PADDING_ROWS`).
@@ -722,7 +759,7 @@ def _fill_inputs(io: "_StaticIO", tokens: Tensor, lens: Tensor, slot: Tensor, wq
     cols = [tokens, lens.unsqueeze(1), slot.unsqueeze(1), (slot if parents is None else parents).unsqueeze(1)]
     live = torch.cat(cols if kv_row is None else cols + [kv_row.unsqueeze(1)], dim=1)  # (r, f)
     r, f = live.shape
-    key = (f, b, wq, ints.device)
+    key = _columns_key(ints, f, b, wq)
     # rows [clean, R) hold the padding row of ``key`` (the region writes only valid encoder slots into them)
     clean = io.padded[1] if io.padded and io.padded[0] == key else ints.size(0)
     if r < clean:

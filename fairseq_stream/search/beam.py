@@ -445,6 +445,7 @@ class BeamSearch(StateOps):
         where the group has none that fits: :mod:`fairseq_stream.search.sentence_buckets`)."""
         bucket = state.bucket
         size = arena_size(state.size, self.k, bucket)
+        next_rows = False
         if not in_bucket(state, bucket, size):  # a new group, a merge, a split, a far smaller bucket: one copy
             state.bucket = self.arenas.lend(state, size, self._inert, rows_per_sentence=self.k,
                                             packet_size=packets.BEAM_STEP.starts(size, self.done_at)[-1])
@@ -452,6 +453,8 @@ class BeamSearch(StateOps):
             bucket = state.bucket
         elif state.row_slot.data_ptr() != bucket.rows[4].data_ptr():  # the last step searched after the region
             bucket.next_rows(state.row_slot)
+        else:  # the rows are the last step's in the region: their inputs can be read there (gives_inputs)
+            next_rows = True
         len_pow = self._length_penalties(bucket.arena)
         config = (self.k, self.final_width, self.done_at, self.finalizer.name, str(self.kernel_rules), tuple(self.rung_table()))
 
@@ -466,7 +469,7 @@ class BeamSearch(StateOps):
             return result.packet, backend
 
         return RegionSearch(bucket, launch, resets=_RESETS, finished_at=self._finished_at(size), config=config,
-                            fits=lambda rows: rows <= bucket.rows.size(1), extra=[len_pow])
+                            fits=lambda rows: rows <= bucket.rows.size(1), extra=[len_pow], next_rows=next_rows)
 
     def _searched(self, state: BeamState) -> StepOutcome:
         """The outcome of a step whose search ran in the region: its packet read (the step's one read)."""

@@ -58,6 +58,12 @@ class SentenceBucket:
         self.rows[4].fill_(-1)
         self.rows[4, : row_slot.numel()].copy_(row_slot)
 
+    def next_inputs(self, rows: int) -> Tuple[Tensor, Tensor, Tensor, Tensor]:
+        """The last step's next rows over the ``rows`` rows of a row bucket: each row's feed, place among its
+        sentence's rows, parent row and whether it is live (a padding row's slot is −1), as views."""
+        r = self.rows[:, :rows]
+        return r[1], r[2], r[0], r[4] >= 0
+
     def make_inert(self, finished: Tensor, resets: Mapping[str, Any]) -> None:
         """The last ``finished`` sentences of the arena (a 0-dim device tensor: the last packet's count; those
         that finished there, and the inert ones) made inert: each field of ``resets`` filled with its value."""
@@ -194,12 +200,21 @@ class RegionSearch:
 
     def __init__(self, bucket: SentenceBucket, launch: StepLaunch, *, resets: Mapping[str, Any], finished_at: int,
                  config: Tuple[Any, ...], fits: Callable[[int], bool], extra: Sequence[Tensor] = (),
-                 tail_inputs: Optional[Callable[[], Tuple[Tensor, ...]]] = None) -> None:
+                 tail_inputs: Optional[Callable[[], Tuple[Tensor, ...]]] = None, next_rows: bool = False) -> None:
         self.bucket, self.launch, self.resets, self.finished_at, self.fits = bucket, launch, resets, finished_at, fits
         self.tail_inputs = tail_inputs
+        self.next_rows = next_rows  # the group's rows are the bucket's next rows (its last step's, in the region)
         self.tensors: List[Tensor] = (list(sentence_fields(bucket.arena).values())
                                       + [bucket.packet, bucket.rows, bucket.thresholds] + list(extra))
         self.key = ("search", config, bucket.size) + tuple(t.data_ptr() for t in self.tensors)
+
+    def gives_inputs(self, tokens: Tensor, slot: Tensor, parents: Optional[Tensor]) -> bool:
+        """Whether a one-token step's inputs — its rows' ``tokens`` (r, 1), places among their sentence's rows and
+        parents (None: in place) — are the bucket's next rows as its last step left them, so that the region
+        reads them there (:meth:`SentenceBucket.next_inputs`)."""
+        rows = self.bucket.rows
+        return (self.next_rows and tokens.size(1) == 1 and _start(tokens) == _start(rows[1])
+                and _start(slot) == _start(rows[2]) and (parents is None or _start(parents) == _start(rows[0])))
 
     def __call__(self, outputs: Sequence[Tensor]) -> None:
         bucket = self.bucket

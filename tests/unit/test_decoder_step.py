@@ -202,6 +202,31 @@ def test_a_static_steps_input_fill_writes_the_padding_rows_it_must_and_gives_a_f
     assert written == [3, 0, 4, 0, 2, 6, 0, 7]
 
 
+def test_the_inputs_read_from_a_search_steps_next_rows_equal_the_hosts_fill():
+    # a beam step whose rows are its last search step's next rows: the region writes their inputs from the
+    # arena's rows buffer (live rows first, then −1 slots) and the last step's input buffer — the same buffer as
+    # the host's fill of those rows (cache length: the parent's plus the token fed there), padding rows included
+    from fairseq_stream.model.decoder_step import INPUT_COLS, KV_COL, LENS_COL, _fill_inputs, _inputs_from_rows, _StaticIO
+
+    g = torch.Generator().manual_seed(7)
+    b, R, r_old, wq = 1, 8, 6, 4
+    src = torch.randint(0, 9, (R, b + INPUT_COLS), generator=g)
+    src[:, LENS_COL + b] = 11  # the last step's rows, of one length
+    for r in (5, 8, 1):
+        rows = torch.randint(0, 30, (5, 12), generator=g)  # (5, S_b·k): parents, feed, place, sentence, slot
+        rows[0] = torch.randint(0, r_old, (12,), generator=g)
+        rows[4, :r] = torch.arange(r)
+        rows[4, r:] = -1
+        rows[0, r:] = 99  # stale past the live rows: never an index
+        host = _StaticIO(torch.randint(0, 9, (R, b + INPUT_COLS), generator=g), None, torch.zeros(0, b, 1))
+        region = _StaticIO(host.ints.clone(), None, host.out)
+        _fill_inputs(host, rows[1, :r].unsqueeze(1), torch.full((r,), 12), rows[2, :r], wq, rows[0, :r])
+        r_rows = rows[:, :R]
+        _inputs_from_rows(region.ints, (r_rows[1], r_rows[2], r_rows[0], r_rows[4] >= 0), src, b, wq)
+        cols = slice(0, b + KV_COL)  # the encoder slot is gathered from the parents after either
+        assert torch.equal(region.ints[:, cols], host.ints[:, cols]), r
+
+
 def test_a_reorder_by_the_strategys_index_gathers_the_rows_sentences_only_when_read():
     # a beam's reorder passes its own index: the rows' sentences are computed from it when a refill reads them
     model = tiny_transformer(D, dtype=torch.float32)
