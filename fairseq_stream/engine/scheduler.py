@@ -129,7 +129,7 @@ class StreamingScheduler:
             self._collect(self._step(self.memory, group, self.groups))
             self.clock += 1
         if not self.groups:  # drained: what the static step lent this stream goes back to the model
-            self.model.drained(self.memory)
+            self._drained()
 
     def abandon(self) -> int:
         """Drop every sentence in flight, unfinished, and the finished ones not read yet (the caller wants none of
@@ -137,8 +137,15 @@ class StreamingScheduler:
         the unfinished sentences dropped."""
         sentences, _ = self._in_flight(self.groups)
         self.groups, self.unread, self.unread_count = [], [], 0
-        self.model.drained(self.memory)
+        self._drained()
         return sentences
+
+    def _drained(self) -> None:
+        """Nothing in flight: the static step's buffers back to the model, the strategy's device counts read."""
+        self.model.drained(self.memory)
+        drained = getattr(self.strategy, "drained", None)
+        if drained is not None:
+            drained()
 
     def read_finished(self) -> None:
         """Read the device-side finished batches (once per kind) and deliver their n-best lists."""

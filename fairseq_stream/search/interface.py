@@ -18,6 +18,8 @@ answers these calls:
 * ``admit(src_tokens, src_lengths, free, size, pad=, eos=, left_pad=)`` — optional: a strategy
   with models of its own (a speculative draft) encodes the sentences a refill admits, into the
   same slots as the scheduler's models;
+* ``drained()`` — optional: the stream has no sentence in flight (the run's end): what a strategy counts on
+  the device is read now, once, outside any step (a speculative draft's acceptance histogram);
 * ``split(state, sentences, rows)`` and ``row_counts(state)`` — the first ``sentences``
   sentences (their ``rows`` rows) and the rest; the rows of each sentence (on the device):
   over-subscription steps only part of a group (:class:`~fairseq_stream.search.state.StateOps`

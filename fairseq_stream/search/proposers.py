@@ -129,6 +129,12 @@ class ProposeAndVerify(StateOps):
         """The verifier's sentence arenas are the model's (a repeat of a run replays its step graphs)."""
         self.verifier.share_pools(pool)
 
+    def drained(self) -> None:
+        """The run's end: the proposer reads what it counted on the device (the draft's histogram)."""
+        drained = getattr(self.proposer, "drained", None)
+        if drained is not None:
+            drained()
+
     def concat(self, states: Sequence[ProposedState]) -> ProposedState:
         merged = super().concat(states)
         self.verifier.arenas.release_merged([st.verify for st in states])  # the parts' arenas were copied from

@@ -180,7 +180,6 @@ class DraftProposer:
         out = verdict.outcome
         self._record(verdict.accept, rows.size, verdict.accepted, rows.most + 1)
         if out.state.size == 0:  # the group is done: nothing to propose
-            self._flush_histogram()
             self._left_step = time.perf_counter()
             return Proposal(None, rows)
         gamma = self._next_gamma()
@@ -284,8 +283,8 @@ class DraftProposer:
 
     def _record(self, accept: Tensor, rows: int, accepted: int, gamma: int) -> None:
         """Accepted tokens per row and verification: totals from the packet; the histogram on the
-        host for one row (the packet's total is that row's), else on the device, read once per
-        group that empties (:meth:`_flush_histogram`)."""
+        host for one row (the packet's total is that row's), else on the device, read once when the
+        stream drains (:meth:`drained`: the run's end, outside any step)."""
         self.stats.add_extra("verify_steps")
         self.stats.add_extra("verify_rows", rows)
         self.stats.add_extra("verify_accepted", accepted)
@@ -298,7 +297,8 @@ class DraftProposer:
         counts = torch.bincount(accept.clamp(max=size - 1), minlength=size)
         self.histogram = counts if self.histogram is None else self.histogram + counts
 
-    def _flush_histogram(self) -> None:
+    def drained(self) -> None:
+        """The device histogram of accepted tokens into the statistics (one read for the run)."""
         if self.histogram is None:
             return
         for k, n in enumerate(self.histogram.tolist()):
