@@ -290,6 +290,7 @@ def run_jacobi_in_arena(case: Dict[str, Any], backend: str, seed: int, dtype: to
 
 # ---- the IBDecoder step -----------------------------------------------------------------------
 FIN = ("fin_tokens", "fin_scores", "fin_len", "fin_total")
+WIDE = ("tokens", "token_scores", "fin_tokens", "fin_scores")  # (S, ·, L): the token columns
 
 
 def ib_search(case: Dict[str, Any], dtype: torch.dtype, backend: str) -> Tuple[IBBeamSearch, int]:
@@ -308,7 +309,7 @@ def ib_candidates(g: torch.Generator, search: IBBeamSearch, state: Any, dtype: t
     vals = vals.sort(dim=2, descending=True).values.to(dtype)
     toks = torch.stack([torch.randperm(V - 3, generator=g)[:bc] + 3 for _ in range(r * z)]).view(r, z, bc)
     toks = toks.masked_fill(torch.rand(r, z, bc, generator=g) < eos_rate, EOS)
-    slot = state.tokens.size(2) + torch.arange(z)
+    slot = state.t + torch.arange(z)
     row_max = state.max_len.cpu().index_select(0, (state.row_slot // search.beam).cpu())
     at_max = slot.unsqueeze(0) >= row_max.unsqueeze(1)  # (R, z)
     toks[..., 0] = torch.where(at_max, EOS, toks[..., 0])
@@ -317,7 +318,8 @@ def ib_candidates(g: torch.Generator, search: IBBeamSearch, state: Any, dtype: t
     return vals.to(dev), toks.to(dev)
 
 
-def same_ib_outcome(a: Any, b: Any) -> None:
+def same_ib_outcome(a: Any, b: Any, views: bool = False) -> None:
+    """``views``: ``a``'s state may be views of an arena (its transient ``bucket`` is not compared)."""
     for name in ("parents", "feed", "block_mask"):
         x, y = getattr(a, name), getattr(b, name)
         assert (x is None) == (y is None) and (x is None or torch.equal(x, y)), name
@@ -326,6 +328,10 @@ def same_ib_outcome(a: Any, b: Any) -> None:
     assert torch.equal(ia.slot, ib.slot) and ia.width == ib.width
     for name, x in vars(a.state).items():
         y = getattr(b.state, name)
+        if name == "bucket" and views:
+            continue
+        if views and name in WIDE:  # an arena's token columns are rounded up to a power of two (PAD, 0 after)
+            x = x[..., : y.size(-1)]
         if name in FIN:  # the last slot is the reference's scratch for candidates that did not end
             x, y = x[:, :-1], y[:, :-1]
         assert (torch.equal(x, y) if torch.is_tensor(x) else x == y), name
@@ -336,6 +342,8 @@ def same_ib_outcome(a: Any, b: Any) -> None:
             x, y = getattr(fa, name), getattr(fb, name)
             if name in ("tokens", "scores", "length", "total"):
                 x, y = x[:, :-1], y[:, :-1]
+            if views and name in ("tokens", "scores"):
+                x = x[..., : y.size(-1)]
             assert torch.equal(x, y), name
         ha, hb = fa.to_hypotheses(), fb.to_hypotheses()
         assert sorted(ha) == sorted(hb)
@@ -360,6 +368,48 @@ def run_ib(case: Dict[str, Any], backend: str, seed: int, dtype: torch.dtype, de
         state, steps = got.state, steps + 1
     assert sorted(done) == ids.tolist()
     return dict(steps=steps, backend=got_search.stats.step_backends["ib_step"])
+
+
+def run_ib_in_arena(case: Dict[str, Any], backend: str, seed: int, dtype: torch.dtype,
+                    device: str = "cpu") -> Dict[str, Any]:
+    """Whole decodes, each step by the reference and by ``backend`` as a static step's region runs it
+    (``IBBeamSearch.output_tail``'s search): over a sentence arena (inert sentences after the live ones) and
+    every row of the row bucket (padding rows, slot −1, with garbage candidates); every third step after the
+    region instead, on the arena's views; the same outcome at every step, and the output layer's inputs the
+    region computes equal to the eager step's for the live rows."""
+    from fairseq_stream.model.static_step import row_bucket
+    from fairseq_stream.search.sentence_buckets import in_bucket
+
+    ref, got_search, sentences = _pair(ib_search, case, dtype, backend)
+    eos_rate = (0.24 if got_search.finalize == "top" else 0.06) / got_search.z
+    g = torch.Generator().manual_seed(seed)
+    ids, state = _start(ref, g, sentences, (2, 14), 3, 1, device)
+    steps, done, z = 0, [], got_search.z
+    while state.sentences.numel():
+        vals, toks = ib_candidates(g, ref, state, dtype, eos_rate)
+        expected = ref.search_step(clone_state(state), vals, toks)
+        r = state.row_slot.numel()
+        context = ref._context(state, r, z)
+        search = got_search._region_search(state)
+        if steps % 3 == 2:
+            got = got_search.search_step(state, vals, toks)
+        else:
+            pad_rows = row_bucket(r) - r
+            junk_vals = -torch.rand(pad_rows, z, vals.size(2), generator=g, dtype=torch.float64).to(dtype).to(device)
+            junk_toks = torch.randint(0, V, (pad_rows, z, vals.size(2)), generator=g).to(device)
+            steps_in, max_len_in = search.tail_inputs()
+            assert torch.equal(steps_in[: r * z], context.steps) and torch.equal(max_len_in[: r * z], context.max_len)
+            bc = vals.size(2)
+            search((torch.cat([vals, junk_vals]).reshape(-1, bc), torch.cat([toks, junk_toks]).reshape(-1, bc)))
+            got = got_search._searched(state)
+            if got.state.size and not got.finished:  # the next step: the same arena
+                assert in_bucket(got.state, got.state.bucket, got.state.bucket.size)
+        same_ib_outcome(got, expected, views=True)
+        if isinstance(got.finished, FinishedIB):
+            done += got.finished.sentences.tolist()
+        state, steps = got.state, steps + 1
+    assert sorted(done) == ids.tolist()
+    return dict(steps=steps, backend=got_search.stats.step_backends["ib_step"], arenas=got_search.arenas.made)
 
 
 def _pair(make: Any, case: Dict[str, Any], dtype: torch.dtype, backend: str) -> Tuple[Any, Any, int]:

@@ -574,8 +574,8 @@ class TransformerStepper:
         io.out.copy_(self.logits(self._output(x)))
         if tail is not None:  # the strategy's output layer, in the region too (no launch after a replay)
             if search is not None and search.tail_inputs is not None:  # its inputs from the search step's arena
-                for into, value in zip(io.tail_in, search.tail_inputs()):
-                    into.copy_(value)
+                for into, value in zip(io.tail_in, search.tail_inputs()):  # (the arena's rows may be more)
+                    into.copy_(value[: into.size(0)])
             scores = io.out.view(rows * b, -1)
             made = tail(search_scores(scores), *io.tail_in)
             for into, out in zip(io.tail_out, made):

@@ -125,11 +125,11 @@ JACOBI_STEP = StepOperator(
 IB_STEP = StepOperator(
     name="ib_step",
     fields=("scores", "tokens", "token_scores", "seg_done", "n_final", "fin_tokens", "fin_scores", "fin_len",
-            "fin_total"),
+            "fin_total", "steps"),
     packet=packets.IB_STEP,
     implementations={"cpp": "fairseq_stream.ops.ib_step:cpp_step",
                      "triton": "fairseq_stream.ops.triton_ib_step:triton_step"},
-    # Neither backend compacts: the step returns a new state (the history grows by z words),
+    # Neither backend compacts: the step returns a new state (a history of fixed width, z words longer),
     # and the strategy drops the finished sentences from it.
     runner_compacts=False,
 )

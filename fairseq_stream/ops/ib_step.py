@@ -6,12 +6,15 @@ Algorithm 1, lines 8–27) in ~130 PyTorch operations; ``torch.ops.fairseq_strea
 bit-identical to the PyTorch reference (``tests/unit/test_step_backends.py``).
 
 Contract: the final hypotheses go into the state's ``fin_*`` buffers in place (as the
-reference's); the rest of the new state is new tensors (the token history grows by ``z``). The
-operator returns, in order: the packet the host reads once
-(:data:`fairseq_stream.ops.packets.IB_STEP`), the new ``scores``, ``tokens``, ``token_scores``, ``seg_done`` and ``n_final``, ``done``
-(S,), and the next rows: parent row, the ``z`` words to feed, place among the sentence's rows,
-flat slot numbered without the finished sentences. The state is not compacted: the host drops
-the finished sentences after its read, in the rare steps that have any.
+reference's); the rest of the new state is new tensors of the same shapes (a slot's history has a
+fixed width: its sentence's ``steps`` words, then PAD with score 0; the step writes the ``z`` new
+words after them; the host adds ``z`` to ``steps``). The operator returns, in order: the packet
+the host reads once (:data:`fairseq_stream.ops.packets.IB_STEP`), the new ``scores``, ``tokens``,
+``token_scores``, ``seg_done`` and ``n_final``, ``done`` (S,), and the next rows, ``S·B`` of them:
+parent row, the ``z`` words to feed, place among the sentence's rows, flat slot numbered without
+the finished sentences (−1 past the live rows). A row whose slot is −1 is a padding row (a static
+step's): no row of any sentence. So a step's shapes follow the group's size only. The state is not
+compacted: the host drops the finished sentences after its read, in the rare steps that have any.
 """
 from __future__ import annotations
 
@@ -28,15 +31,15 @@ FIELDS: Tuple[str, ...] = backends.IB_STEP.fields
 class IBStepResult(NamedTuple):
     packet: Tensor  # float64, packets.IB_STEP: rows, finished sentences, widest beam
     scores: Tensor  # (S, B)
-    tokens: Tensor  # (S, B, T + z)
-    token_scores: Tensor  # (S, B, T + z)
+    tokens: Tensor  # (S, B, L)
+    token_scores: Tensor  # (S, B, L)
     seg_done: Tensor  # (S, B, G)
     n_final: Tensor  # (S,)
     done: Tensor  # (S,) bool
-    parents: Tensor  # (R',) parent row of each next row
-    feed: Tensor  # (R', z)
-    slot: Tensor  # (R',) place among the sentence's rows
-    row_slot: Tensor  # (R',) flat slot s·B + j, s counted without the finished sentences
+    parents: Tensor  # (S·B,) parent row of each next row (the first ``rows`` count)
+    feed: Tensor  # (S·B, z)
+    slot: Tensor  # (S·B,) place among the sentence's rows
+    row_slot: Tensor  # (S·B,) flat slot s·B + j, s counted without the finished sentences; −1 past the rows
 
 
 def fits(state_tensors: Sequence[Tensor], vals: Tensor) -> bool:

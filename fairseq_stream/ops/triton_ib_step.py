@@ -9,13 +9,14 @@ Zhang2020 Algorithm 1 lines 8–27, and the contract). On CUDA the PyTorch refer
    slots of ended IMDecoder segments are PAD for free), and the segments each one ends;
 2. :func:`_sentence_step` — one program per sentence: the ``B·Bc`` continuations of its
    hypotheses, the final hypotheses into the ``fin_*`` buffers (in place, after the sentence's
-   earlier ones), the ``B`` best open continuations as the new beam (new tensors: the history
-   grows by ``z``), whether the sentence is done;
+   earlier ones), the ``B`` best open continuations as the new beam (new tensors of the history's
+   fixed width: the sentence's ``steps`` words, the ``z`` new ones, PAD after), whether it is done;
 3. :func:`_rows_and_packet` — one program: the next rows (parent row, the ``z`` words to feed,
    place among the sentence's rows, flat slot numbered without the finished sentences) and the
    packet the host reads once (:data:`fairseq_stream.ops.packets.IB_STEP`).
 
-The next rows' tensors are ``S·B`` long, as the reference's (the first ``rows`` count). Every
+The next rows' tensors are ``S·B`` long, as the reference's (the first ``rows`` count, slot −1 after);
+a row whose slot is −1 (a static step's padding row) is no sentence's. Every
 selection takes the best value first, ties (and -inf) by the lower index, as the reference's
 stable sorts; the only arithmetic is the reference's additions in its dtype, so the outputs are
 bit-identical (``tests/unit/test_step_backends.py``: under Triton's interpreter on the CPU, and
@@ -69,7 +70,7 @@ def _continuations(vals, toks, row_slot, seg_done, slot_segment, acc_out, words_
     q = tl.arange(0, BC2)
     in_q = q < bc
     zl = tl.arange(0, Z2)
-    prior_at = tl.load(row_slot + r) * G
+    prior_at = tl.maximum(tl.load(row_slot + r), 0) * G  # a padding row (−1) reads slot 0; nobody reads it back
     v, w = _slot_candidates(vals, toks, seg_done, slot_segment, r, prior_at, 0, z, bc, G, pad, q, BC2)
     acc = v
     words = tl.where(zl[None, :] == 0, w[:, None], 0)  # (BC2, Z2) each continuation's words so far
@@ -129,15 +130,15 @@ def _select(x, idx, valid, width, W2: tl.constexpr):
 
 
 @triton.jit
-def _extend(tokens, token_scores, words, lps, hist, cont, t, z, cols, write, pad, out_tokens, out_scores, out_at,
-            L2: tl.constexpr):
-    """Rows ``out_at`` of width ``cols`` where ``write`` (per lane): the history ``hist`` of ``t``
-    words, then the continuation ``cont`` of ``z`` words, PAD (score 0) after."""
+def _extend(tokens, token_scores, words, lps, hist, cont, t, width, z, cols, write, pad, out_tokens, out_scores,
+            out_at, L2: tl.constexpr):
+    """Rows ``out_at`` of width ``cols`` where ``write`` (per lane): the history ``hist`` (rows of
+    ``width``) of ``t`` words, then the continuation ``cont`` of ``z`` words, PAD (score 0) after."""
     c = tl.arange(0, L2)[None, :]
     ok = write[:, None]
     old = ok & (c < t)
     new = ok & (c >= t) & (c < t + z)
-    at_old = hist[:, None] * t + c
+    at_old = hist[:, None] * width + c
     at_new = cont[:, None] * z + c - t
     tok = tl.where(old, tl.load(tokens + at_old, mask=old, other=pad), tl.load(words + at_new, mask=new, other=pad))
     lp = tl.where(old, tl.load(token_scores + at_old, mask=old, other=0.0), tl.load(lps + at_new, mask=new, other=0.0))
@@ -146,14 +147,15 @@ def _extend(tokens, token_scores, words, lps, hist, cont, t, z, cols, write, pad
 
 
 @step_jit
-def _sentence_step(acc, words, lps, seg, row_of, scores, tokens, token_scores, n_final, fin_tokens, fin_scores,
+def _sentence_step(acc, words, lps, seg, row_of, scores, tokens, token_scores, n_final, steps, fin_tokens, fin_scores,
                    fin_len, fin_total, new_scores, new_tokens, new_token_scores, new_seg_done, new_n_final, done_out,
-                   parent_out, live_out, B, bc, t, z, G, Z1, cols, pad, top,
+                   parent_out, live_out, B, bc, width, z, G, Z1, cols, pad, top,
                    P2: tl.constexpr, K2: tl.constexpr, L2: tl.constexpr):
     """Sentence ``s``'s step after its rows' continuations (reference: ``step``, ``_record``,
     ``_advance``)."""
     NEG = float("-inf")
     s = tl.program_id(0)
+    t = tl.load(steps + s)
     n = B * bc
     p = tl.arange(0, P2)
     in_pool = p < n
@@ -181,7 +183,7 @@ def _sentence_step(acc, words, lps, seg, row_of, scores, tokens, token_scores, n
     ok = ok & (nf + lane < Z1 - 1)  # the reference's scratch slot is never written (nor read)
     hist = s * B + sel // bc
     row = tl.maximum(tl.load(row_of + hist, mask=lane < B, other=0), 0)
-    _extend(tokens, token_scores, words, lps, hist, row * bc + sel % bc, t, z, cols, ok, pad, fin_tokens,
+    _extend(tokens, token_scores, words, lps, hist, row * bc + sel % bc, t, width, z, cols, ok, pad, fin_tokens,
             fin_scores, dest, L2)
     tl.store(fin_len + dest, (t + z) + lane * 0, mask=ok)
     tl.store(fin_total + dest, val, mask=ok)
@@ -195,7 +197,7 @@ def _sentence_step(acc, words, lps, seg, row_of, scores, tokens, token_scores, n
     hist = s * B + sel // bc
     row = tl.maximum(tl.load(row_of + hist, mask=in_b, other=0), 0)
     cont = row * bc + sel % bc
-    _extend(tokens, token_scores, words, lps, hist, cont, t, z, t + z, in_b, pad, new_tokens, new_token_scores,
+    _extend(tokens, token_scores, words, lps, hist, cont, t, width, z, width, in_b, pad, new_tokens, new_token_scores,
             s * B + lane, L2)
     tl.store(new_scores + s * B + lane, val, mask=in_b)
     for g in range(G):
@@ -206,8 +208,8 @@ def _sentence_step(acc, words, lps, seg, row_of, scores, tokens, token_scores, n
 
 
 @step_jit
-def _rows_and_packet(done_in, live_in, parent_in, new_tokens, parents, feed, slot_out, row_slot_out, packet,
-                     at_rows, at_finished, at_widest, S, B, t, z,
+def _rows_and_packet(done_in, live_in, parent_in, new_tokens, steps, parents, feed, slot_out, row_slot_out, packet,
+                     at_rows, at_finished, at_widest, S, B, width, z,
                      S2: tl.constexpr, K2: tl.constexpr):
     """The next rows in flat order (the live slots, sentence-major), slots numbered without the
     finished sentences; the packet (its field starts ``at_*`` from :data:`packets.IB_STEP`)."""
@@ -219,8 +221,9 @@ def _rows_and_packet(done_in, live_in, parent_in, new_tokens, parents, feed, slo
     tl.store(parents + at, tl.load(parent_in + grid, mask=live, other=0), mask=live)
     tl.store(slot_out + at, rank, mask=live)
     tl.store(row_slot_out + at, kept[:, None] * B + kl[None, :], mask=live)
+    t = tl.load(steps + sl, mask=in_s, other=0)[:, None]  # each sentence's words before this step's
     for j in range(z):
-        tl.store(feed + at * z + j, tl.load(new_tokens + grid * (t + z) + t + j, mask=live, other=0), mask=live)
+        tl.store(feed + at * z + j, tl.load(new_tokens + grid * width + t + j, mask=live, other=0), mask=live)
     tl.store(packet + at_rows, tl.sum(count, axis=0).to(tl.float64))
     tl.store(packet + at_finished, tl.sum(done.to(tl.int64), axis=0).to(tl.float64))
     tl.store(packet + at_widest, tl.max(count, axis=0).to(tl.float64))
@@ -231,7 +234,7 @@ def triton_step(state_tensors: Sequence[Tensor], vals: Tensor, toks: Tensor, row
     """One step by the Triton kernels from each row's slot candidates ``vals``/``toks`` (R, z, Bc)
     (the contract of :mod:`fairseq_stream.ops.ib_step`; the next rows' tensors ``S·B`` long)."""
     _, z, bc = vals.shape
-    cols = state_tensors[FIELDS.index("fin_tokens")].size(2)
+    cols = max(state_tensors[FIELDS.index("fin_tokens")].size(2), state_tensors[FIELDS.index("tokens")].size(2))
     sizes = dict(BC2=triton.next_power_of_2(bc), Z2=triton.next_power_of_2(z), P2=triton.next_power_of_2(beam * bc),
                  K2=triton.next_power_of_2(beam), L2=bucket(cols), S2=bucket(state_tensors[0].size(0)))
     signature = ("ib_step", vals.dtype, vals.device, tuple(sorted(sizes.items())))
@@ -248,7 +251,7 @@ def _launch(state_tensors: List[Tensor], vals: Tensor, toks: Tensor, row_slot: T
             sizes: Dict[str, int], *, beam: int, eos: int, pad: int, top: int) -> IBStepResult:
     f = dict(zip(FIELDS, state_tensors))
     r, z, bc = vals.shape
-    s, b, t = f["tokens"].shape
+    s, b, width = f["tokens"].shape
     g = f["seg_done"].size(2)
     z1, cols = f["fin_tokens"].shape[1:]
     dev, dtype = vals.device, vals.dtype
@@ -261,26 +264,27 @@ def _launch(state_tensors: List[Tensor], vals: Tensor, toks: Tensor, row_slot: T
     if r:
         _continuations[(r,)](vals, toks, row_slot, seg_done, slot_segment, acc, words, lps, seg, z, bc, g, eos, pad,
                              BC2=sizes["BC2"], Z2=sizes["Z2"])
-    row_of = torch.full((s * b,), -1, dtype=torch.long, device=dev).scatter_(0, row_slot, torch.arange(r, device=dev))
+    into = torch.where(row_slot < 0, s * b, row_slot)  # a padding row's: the scratch entry s·B
+    row_of = torch.full((s * b + 1,), -1, dtype=torch.long, device=dev).scatter_(0, into, torch.arange(r, device=dev))
     new_scores = torch.empty(s, b, dtype=dtype, device=dev)
-    new_tokens = torch.empty(s, b, t + z, dtype=torch.long, device=dev)
-    new_token_scores = torch.empty(s, b, t + z, dtype=dtype, device=dev)
+    new_tokens = torch.empty(s, b, width, dtype=torch.long, device=dev)
+    new_token_scores = torch.empty(s, b, width, dtype=dtype, device=dev)
     new_seg_done = torch.empty(s, b, g, dtype=torch.int8, device=dev)
     n_final = torch.empty_like(f["n_final"])
     done = torch.empty(s, dtype=torch.int8, device=dev)
     parent = torch.empty(s, b, dtype=torch.long, device=dev)
     live = torch.empty(s, b, dtype=torch.int8, device=dev)
     _sentence_step[(s,)](acc, words, lps, seg, row_of, f["scores"], f["tokens"], f["token_scores"], f["n_final"],
-                         f["fin_tokens"], f["fin_scores"], f["fin_len"], f["fin_total"], new_scores, new_tokens,
-                         new_token_scores, new_seg_done, n_final, done, parent, live, b, bc, t, z, g, z1, cols, pad,
-                         top, P2=sizes["P2"], K2=sizes["K2"], L2=sizes["L2"])
+                         f["steps"], f["fin_tokens"], f["fin_scores"], f["fin_len"], f["fin_total"], new_scores,
+                         new_tokens, new_token_scores, new_seg_done, n_final, done, parent, live, b, bc, width, z, g,
+                         z1, cols, pad, top, P2=sizes["P2"], K2=sizes["K2"], L2=sizes["L2"])
     parents = torch.zeros(s * b, dtype=torch.long, device=dev)
     feed = torch.zeros(s * b, z, dtype=torch.long, device=dev)
     slot = torch.zeros(s * b, dtype=torch.long, device=dev)
-    row_slot_next = torch.zeros(s * b, dtype=torch.long, device=dev)
+    row_slot_next = torch.full((s * b,), -1, dtype=torch.long, device=dev)
     at = packets.IB_STEP.starts(s)
     packet = torch.empty(at[-1], dtype=torch.float64, device=dev)
-    _rows_and_packet[(1,)](done, live, parent, new_tokens, parents, feed, slot, row_slot_next, packet, *at[:-1], s, b,
-                           t, z, S2=sizes["S2"], K2=sizes["K2"])
+    _rows_and_packet[(1,)](done, live, parent, new_tokens, f["steps"], parents, feed, slot, row_slot_next, packet,
+                           *at[:-1], s, b, width, z, S2=sizes["S2"], K2=sizes["K2"])
     return IBStepResult(packet, new_scores, new_tokens, new_token_scores, new_seg_done.view(torch.bool), n_final,
                         done.view(torch.bool), parents, feed, slot, row_slot_next)

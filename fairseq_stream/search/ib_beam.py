@@ -44,8 +44,9 @@ from fairseq_stream.search.output import OutputScorer
 from fairseq_stream.model.row_cache import SentenceIndex
 from fairseq_stream.search.score_edits import RowContext
 from fairseq_stream.search.registry import Capabilities, check_beam_and_nbest, lenpen_of, register_search
-from fairseq_stream.search.state import PAD, StateOps, StrategyState, host, per_sentence, rows
+from fairseq_stream.search.state import PAD, StateOps, StrategyState, host, per_sentence, rows, transient
 from fairseq_stream.search.beam import sorted_top
+from fairseq_stream.search.sentence_buckets import ArenaPool, RegionSearch, SentenceBucket, arena_size, in_bucket
 
 
 @dataclass(frozen=True)
@@ -87,21 +88,31 @@ def ib_spec_of(models: Sequence[Any], name: str) -> IBSpec:
 @dataclass
 class IBState(StrategyState):
     """The beams of ``S`` sentences on the device; final hypotheses wait in the ``fin_*``
-    buffers (decoder order, ``2B`` slots and a scratch slot) until the pool is read."""
+    buffers (decoder order, ``2B`` slots and a scratch slot) until the pool is read. The token
+    history has a fixed width (that of the ``fin_*`` buffers): a slot's first ``steps`` words, PAD
+    after, so a step's shapes follow the group's size only."""
 
     sentences: Tensor  # (S,)
     scores: Tensor  # (S, B) cumulative log-probability, -inf = empty
-    tokens: Tensor  # (S, B, T) words of the slots so far (decoder order; groups merge at equal T)
-    token_scores: Tensor  # (S, B, T)
-    seg_done: Tensor  # (S, B, G) segments that reached their EOS
-    max_len: Tensor  # (S,)
-    n_final: Tensor  # (S,)
+    tokens: Tensor = per_sentence(pad=PAD)  # (S, B, L) words of the slots so far (decoder order), PAD after
+    token_scores: Tensor = per_sentence(pad=0.0)  # (S, B, L)
+    seg_done: Tensor = per_sentence()  # (S, B, G) segments that reached their EOS
+    max_len: Tensor = per_sentence()  # (S,)
+    n_final: Tensor = per_sentence()  # (S,)
+    steps: Tensor = per_sentence()  # (S,) words generated so far (groups merge at equal counts: all alike)
     fin_tokens: Tensor = per_sentence(pad=PAD)  # (S, 2B + 1, L)
     fin_scores: Tensor = per_sentence(pad=0.0)  # (S, 2B + 1, L)
     fin_len: Tensor = per_sentence()  # (S, 2B + 1)
     fin_total: Tensor = per_sentence()  # (S, 2B + 1)
     row_slot: Tensor = rows()  # (R,) flat s·B + j of every decoder row
+    t: int = host(max)  # host: ``steps`` (one value in a group)
     shortest: int = host(min)  # host: a lower bound of max_len (the forced-EOS edit waits for it)
+    bucket: Optional[SentenceBucket] = transient()  # the arena of a step in a static step's region
+
+
+#: what makes a sentence of an arena inert again after it finished (no candidate: done at once, no hypothesis, no
+#: row; its history empty, so that the step's bounds hold)
+_RESETS: Dict[str, Any] = dict(scores=-math.inf, steps=0, n_final=0)
 
 
 class IBCandidates(NamedTuple):
@@ -179,6 +190,9 @@ class IBBeamSearch(StateOps):
         # Segment of each slot of a step: words come in (left, right) pairs per segment (Eq. 9).
         self.slot_segment = torch.tensor([(j % spec.h) // 2 for j in range(self.z)]) if spec.h > 2 else torch.zeros(self.z, dtype=torch.long)
         self.segment_slots = [torch.tensor([j for j in range(self.z) if int(self.slot_segment[j]) == g]) for g in range(self.segments)]
+        #: the search step inside a static decoder step's region (output_tail); False: after it
+        self.search_in_region = True
+        self.arenas = ArenaPool()  # the groups' sentence arenas of those steps
 
     @classmethod
     def from_config(cls, cfg: IBBeamConfig, ctx: StrategyContext) -> "IBBeamSearch":
@@ -200,9 +214,10 @@ class IBBeamSearch(StateOps):
         scores[:, 0] = 0.0
         state = IBState(
             sentences=sentences, scores=scores,
-            tokens=sentences.new_zeros(s, b, 0), token_scores=scores.new_zeros(s, b, 0),
+            tokens=torch.full((s, b, width), self.pad, dtype=torch.long, device=dev),
+            token_scores=torch.zeros(s, b, width, dtype=self.dtype, device=dev),
             seg_done=torch.zeros(s, b, self.segments, dtype=torch.bool, device=dev),
-            max_len=max_len, n_final=torch.zeros_like(sentences),
+            max_len=max_len, n_final=torch.zeros_like(sentences), steps=torch.zeros_like(sentences),
             fin_tokens=torch.full((s, 2 * b + 1, width), self.pad, dtype=torch.long, device=dev),
             fin_scores=torch.zeros(s, 2 * b + 1, width, dtype=self.dtype, device=dev),
             fin_len=torch.zeros(s, 2 * b + 1, dtype=torch.long, device=dev),
@@ -214,12 +229,18 @@ class IBBeamSearch(StateOps):
         return StepOutcome(state=state, parents=None, feed=feed, block_mask=self.block_mask(0, sentences.device))
 
     def length(self, state: IBState) -> int:
-        return state.tokens.size(2)
+        return state.t
 
     def concat(self, states: Sequence[IBState]) -> IBState:
-        if len({st.tokens.size(2) for st in states}) != 1:
+        if len({st.t for st in states}) != 1:
             raise FairseqStreamError("ib-beam merges groups of equal length only (min-length selection)")
-        return super().concat(states)
+        merged = super().concat(states)
+        self.arenas.release_merged(states)  # the parts' arenas were copied from
+        return merged
+
+    def share_pools(self, pool: Any) -> None:
+        """Take the sentence arenas the model keeps across runs (``ModelStep.strategy_pool``), as a beam does."""
+        self.arenas = pool("ib-sentence-arenas", ArenaPool)
 
     def block_mask(self, fed: int, device: Any):
         """Mask of the next step's ``z`` slots over the ``fed`` cached ones and themselves."""
@@ -234,15 +255,101 @@ class IBBeamSearch(StateOps):
 
     # ---- a step ---------------------------------------------------------------------------
     def output_tail(self, state: IBState) -> Any:
-        return self.scorer.tail(self.beam, self._context(state, state.row_slot.numel(), self.z))
+        tail = self.scorer.tail(self.beam, lambda: self._context(state, state.row_slot.numel(), self.z))
+        if tail is not None and self.search_in_region and state.size:
+            tail.search = self._region_search(state)
+        return tail
 
     def step(self, state: IBState, scores: Tensor, top: Optional[Tuple[Tensor, Tensor]] = None) -> StepOutcome:
+        if getattr(top, "searched", False):  # the step ran in the decoder step's region (output_tail)
+            return self._searched(state)
         vals, toks = self._top(state, scores, top)
         return self.search_step(state, vals, toks)
 
+    # ---- the step inside a static step's region ---------------------------------------------
+    def _region_search(self, state: IBState) -> RegionSearch:
+        """The step as a static step's region runs it (:mod:`fairseq_stream.search.sentence_buckets`), as a beam's:
+        over the group's arena of sentences (the rest inert: :data:`_RESETS`), every row of the row bucket (a
+        padding row's slot −1), the new state and the next rows written into the arena's buffers, the output
+        layer's inputs (each row's target slots, its sentence's maximum length) made there from the arena. The
+        operator does not compact: a step that finishes sentences leaves the host a new group (one copy)."""
+        bucket = state.bucket
+        size = arena_size(state.size, self.beam, bucket)
+        if not in_bucket(state, bucket, size):  # a new group, a merge, finished sentences: one copy
+            state.bucket = self.arenas.lend(state, size, self._inert(), rows_per_sentence=self.beam,
+                                            packet_size=packets.IB_STEP.starts(size)[-1])
+            self.arenas.release(bucket)
+            bucket = state.bucket
+        elif state.row_slot.data_ptr() != bucket.rows[4].data_ptr():  # type: ignore[union-attr]
+            bucket.next_rows(state.row_slot)  # type: ignore[union-attr]
+        bucket = state.bucket
+        arena, z, b = bucket.arena, self.z, self.beam  # type: ignore[union-attr]
+        scratch = bucket.scratch  # type: ignore[union-attr]
+        if "feed" not in scratch:  # the next rows' z words and each sentence's end: the operator's, kept
+            scratch["feed"] = arena.sentences.new_zeros(size * b, z)
+            scratch["done"] = torch.zeros(size, dtype=torch.bool, device=arena.sentences.device)
+        slot_segment, _ = self._tables(arena.scores.device)
+        config = dict(beam=b, eos=self.eos, pad=self.pad, finalize_top=self.finalize == "top")
+        dtype = arena.scores.dtype
+
+        def launch(full: IBState, outputs: Sequence[Tensor]) -> Tuple[Tensor, str]:
+            r = outputs[0].size(0) // z
+            vals, toks = outputs[0].view(r, z, -1).to(dtype), outputs[1].view(r, z, -1)
+            row_slot = bucket.rows[4, :r]  # type: ignore[union-attr]
+            stepped = replace(full, row_slot=row_slot)
+            tensors = [getattr(full, name) for name in fused.FIELDS]
+            out, backend = self.runner.launch(IB_STEP, tensors, (vals, toks, row_slot, slot_segment), config,
+                                              reference=lambda: self._reference_step(stepped, vals, toks),
+                                              fits=fused.fits(tensors, vals), s=size)
+            for name in ("scores", "tokens", "token_scores", "seg_done", "n_final"):
+                getattr(full, name).copy_(getattr(out, name))
+            full.steps.add_(z)
+            scratch["feed"].copy_(out.feed)
+            scratch["done"].copy_(out.done)
+            bucket.rows.copy_(torch.stack([out.parents, out.feed[:, 0], out.slot,  # type: ignore[union-attr]
+                                           out.row_slot.clamp(min=0) // b, out.row_slot]))
+            return out.packet, backend
+
+        def tail_inputs() -> Tuple[Tensor, ...]:  # _context over every row of the bucket (a padding row's: unread)
+            rows = bucket.rows.size(1)  # type: ignore[union-attr]
+            sentence = bucket.rows[4].clamp(min=0) // b  # type: ignore[union-attr]
+            steps = arena.steps.index_select(0, sentence).unsqueeze(1) + torch.arange(z, device=sentence.device)
+            return steps.view(-1), arena.max_len.index_select(0, sentence).unsqueeze(1).expand(rows, z).reshape(-1)
+
+        return RegionSearch(bucket, launch, resets=_RESETS,  # type: ignore[arg-type]
+                            finished_at=packets.IB_STEP.starts(size)[packets.IB_STEP.index["finished"]],
+                            config=("ib", b, z, self.finalize, dtype), fits=lambda q: q <= bucket.rows.size(1) * z,
+                            extra=[scratch["feed"], scratch["done"], slot_segment], tail_inputs=tail_inputs)
+
+    def _inert(self) -> Dict[str, Any]:
+        """Each per-sentence field of an inert sentence (no candidate: the padding contract of ops/ib_step.py)."""
+        return dict(_RESETS, sentences=-1, tokens=self.pad, token_scores=0.0, seg_done=False, max_len=0,
+                    fin_tokens=self.pad, fin_scores=0.0, fin_len=0, fin_total=-math.inf)
+
+    def _searched(self, state: IBState) -> StepOutcome:
+        """The outcome of a step that ran in the region: its packet read (the step's one read). The packet counts
+        the inert sentences among the finished ones; the live ones come first in the arena."""
+        bucket: SentenceBucket = state.bucket  # type: ignore[assignment]
+        s, size = state.size, bucket.size
+        packet = self.runner.read(IB_STEP, bucket.packet, bucket.backend, s=size)
+        n_rows, widest = packet.scalar("rows"), packet.scalar("widest")
+        n_done = packet.scalar("finished") - (size - s)
+        arena, rows, feed = bucket.arena, bucket.rows, bucket.scratch["feed"]
+        new = replace(state, **{name: getattr(arena, name)[:s] for name in
+                                ("scores", "tokens", "token_scores", "seg_done", "n_final", "steps")},
+                      t=state.t + self.z, bucket=bucket)
+        parents, next_feed, slot, row_slot = rows[0, :n_rows], feed[:n_rows], rows[2, :n_rows], rows[4, :n_rows]
+        if n_done:  # a new group (the operator does not compact): the arena goes back, its rows copied out first
+            parents, next_feed, slot, row_slot = parents.clone(), next_feed.clone(), slot.clone(), row_slot.clone()
+        out = self._outcome(new, bucket.scratch["done"][:s], n_done, widest, parents, next_feed, slot, row_slot,
+                            state.t)
+        if n_done:
+            self.arenas.release(bucket)
+        return out
+
     def _context(self, state: IBState, r: int, z: int) -> RowContext:
         """Each scored row's context: the target slot it predicts, its sentence's maximum length."""
-        fed = state.tokens.size(2)
+        fed = state.t
         slots = fed + torch.arange(z, device=state.tokens.device)
         row_max = state.max_len.index_select(0, state.row_slot // self.beam)
         # Host bounds skip the edits that cannot apply yet: no row is at its maximum length before
@@ -265,7 +372,7 @@ class IBBeamSearch(StateOps):
         """The step after the output layer, from each row's slot candidates ``vals``/``toks``
         (R, z, Bc), by the backend :mod:`fairseq_stream.ops.backends` picks (the C++ operator on
         a CPU, the Triton kernels on CUDA), with the same results."""
-        t, cols = state.tokens.size(2), state.fin_tokens.size(2)
+        t, cols = state.t, state.fin_tokens.size(2)
         if t + self.z > cols:
             raise FairseqStreamError(f"ib-beam: hypothesis longer than its buffer ({t + self.z} > {cols})")
         tensors = [getattr(state, name) for name in fused.FIELDS]
@@ -277,7 +384,7 @@ class IBBeamSearch(StateOps):
         out, packet = ran.result, ran.packet
         n_rows, n_done, widest = packet.scalar("rows"), packet.scalar("finished"), packet.scalar("widest")
         new = replace(state, scores=out.scores, tokens=out.tokens, token_scores=out.token_scores,
-                      seg_done=out.seg_done, n_final=out.n_final)
+                      seg_done=out.seg_done, n_final=out.n_final, steps=state.steps + self.z, t=t + self.z)
         return self._outcome(new, out.done, n_done, widest, out.parents[:n_rows], out.feed[:n_rows],
                              out.slot[:n_rows], out.row_slot[:n_rows], t)
 
@@ -293,18 +400,21 @@ class IBBeamSearch(StateOps):
         """The step in PyTorch operations, on any device: the contract of :mod:`fairseq_stream.ops.ib_step`
         (the next rows' tensors are S·B long; the first ``rows`` of them count)."""
         s, b = state.scores.shape
-        row_slot = state.row_slot  # (R,)
+        # a padding row (slot −1: a static step's) reads slot 0 and writes the scratch slot s·B
+        row_slot = state.row_slot.clamp(min=0)  # (R,)
+        into = torch.where(state.row_slot < 0, s * b, state.row_slot)
         words, word_lp, sums = self._continuations(state, vals, toks, row_slot)
         total = state.scores.view(-1).index_select(0, row_slot).unsqueeze(1) + sums  # (R, Bc)
         seg_done = self._segments_done(state, words, row_slot)  # (R, Bc, G)
         ended = seg_done.all(dim=2) & torch.isfinite(total)
         bc = total.size(1)
         # Per sentence: (S, B·Bc) candidates of all its hypotheses.
-        full = total.new_full((s * b, bc), -math.inf).index_copy_(0, row_slot, total)
-        full_end = torch.zeros(s * b, bc, dtype=torch.bool, device=total.device).index_copy_(0, row_slot, ended)
+        full = total.new_full((s * b + 1, bc), -math.inf).index_copy_(0, into, total)[: s * b]
+        full_end = torch.zeros(s * b + 1, bc, dtype=torch.bool, device=total.device).index_copy_(0, into, ended)[: s * b]
         full, full_end = full.view(s, b * bc), full_end.view(s, b * bc)
-        row_of = torch.full((s * b,), -1, dtype=torch.long, device=total.device)
-        row_of[row_slot] = torch.arange(len(row_slot), device=total.device)
+        row_of = torch.full((s * b + 1,), -1, dtype=torch.long, device=total.device)
+        row_of[into] = torch.arange(len(row_slot), device=total.device)
+        row_of = row_of[: s * b]
         cand = IBCandidates(full, full_end, words, word_lp, seg_done, row_of, bc)
         return self._advance(self._record(state, cand), cand)
 
@@ -350,18 +460,25 @@ class IBBeamSearch(StateOps):
         dest = torch.where(ok, rank, state.fin_len.size(1) - 1)  # the scratch slot takes the rest
         slot, cont = torch.div(idx, bc, rounding_mode="floor"), idx % bc
         rows = row_of.view(s, self.beam).gather(1, slot).clamp(min=0)
-        t, cols = state.tokens.size(2), state.fin_tokens.size(2)
-        gather = slot.unsqueeze(2).expand(s, w, t)
-        seq = torch.cat([state.tokens.gather(1, gather), words[rows.view(-1), cont.view(-1)].view(s, w, self.z)], dim=2)
-        lps = torch.cat([state.token_scores.gather(1, gather),
-                         word_lp[rows.view(-1), cont.view(-1)].view(s, w, self.z).to(state.token_scores.dtype)], dim=2)
-        seq = F.pad(seq, (0, cols - seq.size(2)), value=self.pad)
-        lps = F.pad(lps, (0, cols - lps.size(2)))
+        cols = state.fin_tokens.size(2)
+        seq, lps = self._extended(state, slot, words[rows.view(-1), cont.view(-1)].view(s, w, self.z),
+                                  word_lp[rows.view(-1), cont.view(-1)].view(s, w, self.z))
         state.fin_tokens.scatter_(1, dest.unsqueeze(2).expand(s, w, cols), seq)
         state.fin_scores.scatter_(1, dest.unsqueeze(2).expand(s, w, cols), lps)
-        state.fin_len.scatter_(1, dest, torch.full_like(dest, t + self.z))
+        state.fin_len.scatter_(1, dest, (state.steps + self.z).unsqueeze(1).expand(s, w).contiguous())
         state.fin_total.scatter_(1, dest, best.to(state.fin_total.dtype))
         return replace(state, n_final=state.n_final + ok.sum(dim=1))
+
+    def _extended(self, state: IBState, slot: Tensor, words: Tensor, lps: Tensor) -> Tuple[Tensor, Tensor]:
+        """(S, W, L) the history of each sentence's slots ``slot`` (S, W) with ``words``/``lps`` (S, W, z) after
+        its ``steps`` words: PAD (score 0) after them, as every history is."""
+        s, w = slot.shape
+        width = state.tokens.size(2)
+        at = (state.steps.view(s, 1, 1) + torch.arange(self.z, device=slot.device)).expand(s, w, self.z)
+        gather = slot.unsqueeze(2).expand(s, w, width)
+        seq = state.tokens.gather(1, gather).scatter_(2, at, words)
+        scores = state.token_scores.gather(1, gather).scatter_(2, at, lps.to(state.token_scores.dtype))
+        return seq, scores
 
     def _hypothesis(self, seq: List[int], lps: List[float], total: float) -> Hypothesis:
         order = ib_order.restore_order(seq, self.spec.h, self.spec.c, self.eos, self.pad, self.spec.order)
@@ -390,24 +507,22 @@ class IBBeamSearch(StateOps):
         rows = row_of.view(s, b).gather(1, parent_slot).clamp(min=0)  # (S, B) rows of the parents
         w = words[rows.view(-1), cont.view(-1)].view(s, b, self.z)
         lp = word_lp[rows.view(-1), cont.view(-1)].view(s, b, self.z)
-        t = state.tokens.size(2)
-        gather = parent_slot.unsqueeze(2).expand(s, b, t)
+        tokens, token_scores = self._extended(state, parent_slot, w, lp)
         live = ok & ~done.unsqueeze(1)  # (S, B)
         per_sentence = live.sum(dim=1)
         live_flat = torch.argsort((~live).view(-1).to(torch.uint8), stable=True)  # (S·B,) the live ones first
-        # Slots numbered without the finished sentences.
+        # Slots numbered without the finished sentences; −1 past the live rows (no row: a padding row's slot).
         renumber = torch.cumsum((~done).long(), dim=0) - 1
+        is_row = torch.arange(s * b, device=live.device) < per_sentence.sum()
         return IBStepResult(
             packet=packets.IB_STEP.pack(dict(rows=per_sentence.sum(), finished=done.sum(), widest=per_sentence.max())),
-            scores=val.masked_fill(~ok, -math.inf),
-            tokens=torch.cat([state.tokens.gather(1, gather), w], dim=2),
-            token_scores=torch.cat([state.token_scores.gather(1, gather), lp.to(state.token_scores.dtype)], dim=2),
+            scores=val.masked_fill(~ok, -math.inf), tokens=tokens, token_scores=token_scores,
             seg_done=seg_done[rows.view(-1), cont.view(-1)].view(s, b, self.segments),
             n_final=state.n_final, done=done,
             parents=rows.view(-1).index_select(0, live_flat),
             feed=w.view(s * b, self.z).index_select(0, live_flat),
             slot=(torch.cumsum(live.long(), dim=1) - 1).view(-1).index_select(0, live_flat),
-            row_slot=renumber.index_select(0, live_flat // b) * b + live_flat % b)
+            row_slot=torch.where(is_row, renumber.index_select(0, live_flat // b) * b + live_flat % b, -1))
 
     def _outcome(self, new: IBState, done: Tensor, n_done: int, widest: int, parents: Tensor, feed: Tensor,
                  slot: Tensor, row_slot: Tensor, t: int) -> StepOutcome:

@@ -49,6 +49,7 @@ class SentenceBucket:
     packet: Tensor  # the last step's packet: which sentences went on (zeros before the first)
     rows: Tensor  # (5, S_b·k) the last step's next rows; rows[4], their slots, −1 past the live ones
     backend: str = ""  # the backend of the last step (recorded when its packet is read)
+    scratch: Dict[str, Tensor] = dataclasses.field(default_factory=dict)  # the strategy's own buffers of its steps
     ordinal: int = 0  # its place in the pool's lending order
     family: Tuple[Any, ...] = ()
     lent: bool = False
@@ -195,8 +196,8 @@ class RegionSearch:
     or writes is named by :attr:`key` (addresses) and held by :attr:`tensors` (a step graph keeps them).
     ``fits(rows)`` says whether a row bucket of ``rows`` rows (query rows: sentences × block width for a
     block step) is one this arena's step takes. ``tail_inputs()``, where given, computes the output layer's
-    inputs over every row of the bucket from the arena, in the region before the layer (the step then copies
-    none in before it)."""
+    inputs over every row of the bucket (or more: the first are taken) from the arena, in the region before the
+    layer (the step then copies none in before it)."""
 
     def __init__(self, bucket: SentenceBucket, launch: StepLaunch, *, resets: Mapping[str, Any], finished_at: int,
                  config: Tuple[Any, ...], fits: Callable[[int], bool], extra: Sequence[Tensor] = (),

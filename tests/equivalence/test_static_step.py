@@ -148,13 +148,25 @@ def test_static_equals_eager_on_an_ensemble(demo_sources):
 @pytest.mark.slow
 def test_static_equals_eager_with_ib_beam(tiny_ib_ckpt, tiny_train_bin, demo_sources, monkeypatch):
     """ib-beam's steps carry the IBDecoder's block mask M(h, c) (a (b, b) or (b, L + b) mask); the
-    output layer of every slot runs inside the static step's region."""
+    output layer of every slot and the multi-word step (``ib_step``, over a sentence arena) run inside the
+    static step's region, with the same operators and shapes at every step of a bucket and no host read."""
+    from fairseq_stream.model.decoder_step import TransformerStepper
     from fairseq_stream.tools.session import TranslationSession
     from tests.conftest import DEMO
 
     import os
 
     counts = _count_output_layers(monkeypatch)
+    body = TransformerStepper._static_body  # the counting wrapper
+    seen: Dict[Tuple[int, ...], List[list]] = defaultdict(list)
+
+    def recorded(self, buf, io, memory, b, wq, tail=None, source=None, gather=None, search=None, from_rows=False):
+        with _Recorder() as rec:
+            body(self, buf, io, memory, b, wq, tail, source, gather, search, from_rows)
+        seen[(buf.size(0), buf.size(3), b, wq, None if source is None else source.size(0),
+              None if gather is None else gather[0].size(0), None if search is None else search.key[:3])].append(rec.made)
+
+    monkeypatch.setattr(TransformerStepper, "_static_body", recorded)
 
     session = TranslationSession.load(tiny_train_bin, tiny_ib_ckpt, bpe_codes=os.path.join(DEMO, "bpe.codes"),
                                       extra_args=["--source-lang", "es", "--target-lang", "en"], dtype=torch.float64)
@@ -162,8 +174,18 @@ def test_static_equals_eager_with_ib_beam(tiny_ib_ckpt, tiny_train_bin, demo_sou
     runs = {m: session.translate(data, search="ib-beam", gen={"beam": 3}, opts={"step_mode": m, "stream_capacity": 5})
             for m in ("eager", "static")}
     assert_same(runs["eager"], runs["static"])
-    assert runs["static"].stats.step_mode["steps_static"] == runs["static"].stats.timesteps
-    assert counts == {"outside": runs["eager"].stats.timesteps, "inside": runs["static"].stats.timesteps}
+    steps = runs["static"].stats.timesteps
+    assert runs["static"].stats.step_mode["steps_static"] == steps == runs["static"].stats.step_mode["search_in_step"]
+    assert counts == {"outside": runs["eager"].stats.timesteps, "inside": steps}
+    assert sum(len(v) for v in seen.values()) == steps
+    repeated = [v for v in seen.values() if len(v) > 1]
+    assert sum(len(v) for v in repeated) >= steps // 2  # most steps share a bucket with others
+    for regions in repeated:
+        assert all(r == regions[0] for r in regions[1:])
+    for key, regions in seen.items():
+        ops = [op for op, _ in regions[0]]
+        assert key[-1] is not None and any("ib_step" in op for op in ops), key
+        assert not [op for op in ops if any(r in op for r in HOST_READS)], key
 
 
 class _Recorder(torch.utils._python_dispatch.TorchDispatchMode):

@@ -183,7 +183,8 @@ def test_ib_finalize_top_ignores_ended_continuations_outside_the_beam(finalize):
     out = search.init_state(torch.tensor([0]), torch.tensor([50]), torch.tensor([5]))
     # Step 1: (A B) −0.2 and (A C) −0.6 are the beam.
     out = search.step(out.state, _step_scores(1, 2, {(0, 0): {A: -0.1}, (0, 1): {B_: -0.1, C: -0.5}}))
-    assert not out.finished and out.state.tokens[0].tolist() == [[A, B_], [A, C]]
+    assert not out.finished and out.state.tokens[0, :, :2].tolist() == [[A, B_], [A, C]]
+    assert out.state.t == 2 and out.state.steps.tolist() == [2] and (out.state.tokens[0, :, 2:] == PAD).all()
     # Step 2: the sentence's candidates are (D E) −0.3, (D EOS) −0.4 [ends], (EOS G) −2.6 [ends], (F G) −2.65.
     scores = _step_scores(2, 2, {(0, 0): {D_: -0.05}, (0, 1): {E: -0.05, EOS: -0.15},
                                  (1, 0): {EOS: -1.0, F_: -1.05}, (1, 1): {G: -1.0}})
@@ -193,7 +194,7 @@ def test_ib_finalize_top_ignores_ended_continuations_outside_the_beam(finalize):
         assert set(finished) == {0} and finished[0][0].tokens.tolist() == [A, D_, B_, EOS]
     else:  # only (D EOS) is final; the beam goes on with (D E) and (F G)
         st = out.state
-        assert not out.finished and st.tokens[0, :, 2:].tolist() == [[D_, E], [F_, G]]
+        assert not out.finished and st.tokens[0, :, 2:4].tolist() == [[D_, E], [F_, G]]
         assert st.n_final.tolist() == [1]
         final = search._hypothesis(st.fin_tokens[0, 0, : int(st.fin_len[0, 0])].tolist(),
                                    st.fin_scores[0, 0, : int(st.fin_len[0, 0])].tolist(), float(st.fin_total[0, 0]))

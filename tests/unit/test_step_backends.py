@@ -69,6 +69,19 @@ def test_a_jacobi_iteration_over_an_arena_and_a_row_bucket_equals_the_reference(
         assert seen["accepted"] == seen["expected_accepted"]
 
 
+@pytest.mark.parametrize("backend", [pytest.param("cpp", marks=pytest.mark.skipif(not HAVE_CXX, reason="no C++ compiler")),
+                                     "reference"])
+@pytest.mark.parametrize("case", cases.IB_CASES, ids=_ids)
+def test_an_ib_step_over_an_arena_and_a_row_bucket_equals_the_reference(backend, case):
+    """ib-beam's multi-word step as a static step's region runs it: inert sentences after the live ones (no
+    candidate: done at once, no hypothesis, no row, which the host subtracts), padding rows (slot −1) with garbage
+    candidates, the new state and next rows written into the arena — every step's outcome is the plain step's,
+    by the C++ operator and by the reference."""
+    for seed in range(2):
+        seen = cases.run_ib_in_arena(case, backend, seed, torch.float64)
+        assert seen["backend"] == [backend] and seen["steps"] >= 2
+
+
 @pytest.mark.skipif(not HAVE_CXX, reason="no C++ compiler")
 def test_the_cases_reach_what_they_are_for():
     """Waiting ended candidates occur, and boundary thresholds (δ = 0, rp = 1, δ below float
@@ -99,6 +112,9 @@ TRITON_CHECK = textwrap.dedent("""
         for i in (0, 2, 3, 6):
             seen = cases.run_jacobi_in_arena(cases.JACOBI_CASES[i], "triton", i, torch.float32)
             assert seen["backend"] == ["triton"] and seen["accepted"] == seen["expected_accepted"]
+    if {op!r} == "ib_step":  # padding rows and inert sentences (the static step's region)
+        for i in (0, 3, 4, 7):
+            assert cases.run_ib_in_arena(cases.IB_CASES[i], "triton", i, torch.float32)["backend"] == ["triton"]
     print("ok")
 """)
 # ib-beam end to end on a random IBDecoder and IMDecoder: the reference and the Triton kernels

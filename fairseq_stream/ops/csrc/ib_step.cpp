@@ -9,10 +9,13 @@
 //   2. per sentence, the B·Bc continuations of its hypotheses; those that end every segment;
 //   3. final hypotheses ("top": only ended continuations among the sentence's B best) written to
 //      the fin_* buffers, in place, after the sentence's earlier ones;
-//   4. the B best open continuations become the new beam (new tensors: the token history grows by
-//      z); a sentence is done with B finals or no open continuation;
-//   5. the next rows (parent row, the z words to feed, place among the sentence's rows, flat slot
-//      in the order without the finished sentences) and the host's packet [rows, done, widest].
+//   4. the B best open continuations become the new beam (new tensors of the history's fixed width:
+//      a slot's `steps` words, the z new ones, PAD after); a sentence is done with B finals or no
+//      open continuation;
+//   5. the next rows, S*B of them (parent row, the z words to feed, place among the sentence's rows,
+//      flat slot in the order without the finished sentences, -1 past the live rows) and the host's
+//      packet [rows, done, widest].
+// A row whose slot is -1 (a static step's padding row) is no row of any sentence.
 // Every selection is a stable descending sort: ties go to the lower index, as the reference's
 // torch.sort(stable=True).
 #include "step_common.h"
@@ -23,16 +26,18 @@ namespace {
 
 using namespace fairseq_stream_ops;
 
-enum Field { kScores, kTokens, kTokenScores, kSegDone, kNFinal, kFinTokens, kFinScores, kFinLen, kFinTotal, kFields };
+enum Field { kScores, kTokens, kTokenScores, kSegDone, kNFinal, kFinTokens, kFinScores, kFinLen, kFinTotal, kSteps,
+             kFields };
 // The packet's fields, in fairseq_stream/ops/packets.py's order (IB_STEP; a test checks it).
 enum PacketField { kRows, kFinished, kWidest, kPacketFields };
 
 template <typename T>
 struct IBStep {
   static constexpr T inf = std::numeric_limits<T>::infinity();
-  int64_t R, z, bc, S, B, t, G, Z1, cols, eos, pad;
+  int64_t R, z, bc, S, B, L, G, Z1, cols, eos, pad;  // L: the history's width
   bool top;
   const int64_t* row_slot;
+  const int64_t* steps;  // per sentence: the words of its slots' histories
   const bool* seg_done;
   const int64_t* slot_segment;
   // per row r and continuation q: z words and their log-probabilities, the sum, segments ended
@@ -50,7 +55,7 @@ struct IBStep {
     std::vector<int64_t> toks(toks_in, toks_in + R * z * bc);
     if (G > 1)  // the slots of a segment that ended are padding, for free
       for (int64_t r = 0; r < R; ++r)
-        for (int64_t j = 0; j < z; ++j)
+        for (int64_t j = 0; j < z && row_slot[r] >= 0; ++j)
           if (seg_done[row_slot[r] * G + slot_segment[j]]) {
             for (int64_t q = 0; q < bc; ++q) vals[(r * z + j) * bc + q] = q == 0 ? T(0) : -inf;
             toks[(r * z + j) * bc] = pad;
@@ -58,10 +63,11 @@ struct IBStep {
     words.assign(R * bc * z, 0);
     lps.assign(R * bc * z, T(0));
     acc.assign(R * bc, T(0));
-    for (int64_t r = 0; r < R; ++r) combine(r, &vals[r * z * bc], &toks[r * z * bc]);
+    for (int64_t r = 0; r < R; ++r)
+      if (row_slot[r] >= 0) combine(r, &vals[r * z * bc], &toks[r * z * bc]);
     seg.assign(R * bc * G, 0);
     for (int64_t r = 0; r < R; ++r)
-      for (int64_t q = 0; q < bc; ++q)
+      for (int64_t q = 0; q < bc && row_slot[r] >= 0; ++q)
         for (int64_t g = 0; g < G; ++g) {
           bool hit = seg_done[row_slot[r] * G + g];
           for (int64_t j = 0; j < z && !hit; ++j)
@@ -107,6 +113,7 @@ struct IBStep {
     full_end.assign(S * B * bc, 0);
     row_of.assign(S * B, -1);
     for (int64_t r = 0; r < R; ++r) {
+      if (row_slot[r] < 0) continue;  // a padding row
       row_of[row_slot[r]] = r;
       for (int64_t q = 0; q < bc; ++q) {
         const T total = scores[row_slot[r]] + acc[r * bc + q];
@@ -118,14 +125,17 @@ struct IBStep {
     }
   }
 
-  // Sentence s's history of slot `slot` followed by continuation q of its row.
+  // Sentence s's history of slot `slot` followed by continuation q of its row, PAD (score 0) after, into a row
+  // of `width` columns.
   void extend(int64_t s, int64_t slot, int64_t q, const int64_t* tokens, const T* token_scores, int64_t* out_tok,
-              T* out_lp) const {
-    const int64_t r = std::max<int64_t>(row_of[s * B + slot], 0);
-    std::copy(tokens + (s * B + slot) * t, tokens + (s * B + slot + 1) * t, out_tok);
-    std::copy(token_scores + (s * B + slot) * t, token_scores + (s * B + slot + 1) * t, out_lp);
+              T* out_lp, int64_t width) const {
+    const int64_t r = std::max<int64_t>(row_of[s * B + slot], 0), t = steps[s];
+    std::copy(tokens + (s * B + slot) * L, tokens + (s * B + slot) * L + t, out_tok);
+    std::copy(token_scores + (s * B + slot) * L, token_scores + (s * B + slot) * L + t, out_lp);
     std::copy(&words[(r * bc + q) * z], &words[(r * bc + q + 1) * z], out_tok + t);
     std::copy(&lps[(r * bc + q) * z], &lps[(r * bc + q + 1) * z], out_lp + t);
+    std::fill(out_tok + t + z, out_tok + width, pad);
+    std::fill(out_lp + t + z, out_lp + width, T(0));
   }
 };
 
@@ -171,10 +181,8 @@ int64_t record(const IBStep<T>& c, const StateData<T>& d, int64_t s) {
     TORCH_CHECK(dest < c.Z1 - 1, "ib_step: more final hypotheses than the fin_* buffers hold");
     int64_t* ft = &d.fin_tokens[(s * c.Z1 + dest) * c.cols];
     T* fs = &d.fin_scores[(s * c.Z1 + dest) * c.cols];
-    c.extend(s, idx[m] / c.bc, idx[m] % c.bc, d.tokens, d.token_scores, ft, fs);
-    std::fill(ft + c.t + c.z, ft + c.cols, c.pad);
-    std::fill(fs + c.t + c.z, fs + c.cols, T(0));
-    d.fin_len[s * c.Z1 + dest] = c.t + c.z;
+    c.extend(s, idx[m] / c.bc, idx[m] % c.bc, d.tokens, d.token_scores, ft, fs, c.cols);
+    d.fin_len[s * c.Z1 + dest] = c.steps[s] + c.z;
     d.fin_total[s * c.Z1 + dest] = best;
   }
   return count;
@@ -190,7 +198,7 @@ struct NewState {
 // 4. Sentence s's new beam: the B best open continuations (reference: _advance).
 template <typename T>
 void advance(const IBStep<T>& c, const StateData<T>& d, int64_t s, NewState& o) {
-  const int64_t n = c.B * c.bc, width = std::min(c.B, n), B = c.B, tz = c.t + c.z;
+  const int64_t n = c.B * c.bc, width = std::min(c.B, n), B = c.B, L = c.L;
   const T* f = &c.full[s * n];
   const char* fe = &c.full_end[s * n];
   std::vector<T> cand(n);
@@ -207,8 +215,8 @@ void advance(const IBStep<T>& c, const StateData<T>& d, int64_t s, NewState& o) 
     const bool ok = std::isfinite(val);
     const int64_t slot = idx[m] / c.bc, q = idx[m] % c.bc, r = std::max<int64_t>(c.row_of[s * B + slot], 0);
     o.scores.data_ptr<T>()[s * B + m] = ok ? val : -IBStep<T>::inf;
-    c.extend(s, slot, q, d.tokens, d.token_scores, o.tokens.data_ptr<int64_t>() + (s * B + m) * tz,
-             o.token_scores.data_ptr<T>() + (s * B + m) * tz);
+    c.extend(s, slot, q, d.tokens, d.token_scores, o.tokens.data_ptr<int64_t>() + (s * B + m) * L,
+             o.token_scores.data_ptr<T>() + (s * B + m) * L, L);
     for (int64_t g = 0; g < c.G; ++g) o.seg_done.data_ptr<bool>()[(s * B + m) * c.G + g] = c.seg[(r * c.bc + q) * c.G + g];
     o.parent_row[s * B + m] = r;
     o.live[s * B + m] = ok && !done[s];
@@ -216,9 +224,10 @@ void advance(const IBStep<T>& c, const StateData<T>& d, int64_t s, NewState& o) 
   }
 }
 
-// 5. The next rows in flat order, slots numbered without the finished sentences; the packet.
-std::vector<torch::Tensor> next_rows(const NewState& o, int64_t S, int64_t B, int64_t t, int64_t z,
-                                     const torch::TensorOptions& i64, at::IntArrayRef packet_at) {
+// 5. The next rows in flat order, slots numbered without the finished sentences (S*B of them: zeros and slot -1
+// past the live rows); the packet.
+std::vector<torch::Tensor> next_rows(const NewState& o, int64_t S, int64_t B, int64_t L, const int64_t* steps,
+                                     int64_t z, const torch::TensorOptions& i64, at::IntArrayRef packet_at) {
   const bool* done = o.done.data_ptr<bool>();
   const int64_t* tokens = o.tokens.data_ptr<int64_t>();
   int64_t n_rows = 0, n_done = 0, widest = 0;
@@ -227,8 +236,8 @@ std::vector<torch::Tensor> next_rows(const NewState& o, int64_t S, int64_t B, in
     n_done += done[s];
     widest = std::max(widest, o.n_live[s]);
   }
-  auto parents = torch::empty({n_rows}, i64), feed = torch::empty({n_rows, z}, i64);
-  auto slot = torch::empty({n_rows}, i64), live_flat = torch::empty({n_rows}, i64);
+  auto parents = torch::zeros({S * B}, i64), feed = torch::zeros({S * B, z}, i64);
+  auto slot = torch::zeros({S * B}, i64), live_flat = torch::full({S * B}, -1, i64);
   int64_t *pp = parents.data_ptr<int64_t>(), *fd = feed.data_ptr<int64_t>();
   int64_t *sl = slot.data_ptr<int64_t>(), *lf = live_flat.data_ptr<int64_t>();
   int64_t row = 0, kept = 0;
@@ -237,7 +246,8 @@ std::vector<torch::Tensor> next_rows(const NewState& o, int64_t S, int64_t B, in
     for (int64_t m = 0; m < B; ++m) {
       if (!o.live[s * B + m]) continue;
       pp[row] = o.parent_row[s * B + m];
-      std::copy(tokens + (s * B + m) * (t + z) + t, tokens + (s * B + m + 1) * (t + z), fd + row * z);
+      const int64_t* words = tokens + (s * B + m) * L + steps[s];
+      std::copy(words, words + z, fd + row * z);
       sl[row] = rank++;
       lf[row] = kept * B + m;
       ++row;
@@ -257,19 +267,22 @@ std::vector<torch::Tensor> run(const torch::Tensor& vals, const torch::Tensor& t
                                int64_t eos, int64_t pad, bool top, at::IntArrayRef packet_at) {
   IBStep<T> c;
   c.R = vals.size(0), c.z = vals.size(1), c.bc = vals.size(2);
-  c.S = st[kScores].size(0), c.B = B, c.t = st[kTokens].size(2), c.G = st[kSegDone].size(2);
+  c.S = st[kScores].size(0), c.B = B, c.L = st[kTokens].size(2), c.G = st[kSegDone].size(2);
   c.Z1 = st[kFinTokens].size(1), c.cols = st[kFinTokens].size(2), c.eos = eos, c.pad = pad, c.top = top;
   c.row_slot = row_slot.data_ptr<int64_t>();
+  c.steps = st[kSteps].data_ptr<int64_t>();
   c.seg_done = st[kSegDone].data_ptr<bool>();
   c.slot_segment = slot_segment.data_ptr<int64_t>();
   const StateData<T> d(st);
   c.continuations(vals.data_ptr<T>(), toks.data_ptr<int64_t>());
   c.pool(d.scores);
-  const int64_t S = c.S, tz = c.t + c.z;
+  const int64_t S = c.S;
+  for (int64_t s = 0; s < S; ++s)
+    TORCH_CHECK(c.steps[s] >= 0 && c.steps[s] + c.z <= std::min(c.L, c.cols), "ib_step: a history past its buffer");
   NewState o;
   o.scores = torch::empty({S, B}, st[kScores].options());
-  o.tokens = torch::empty({S, B, tz}, st[kTokens].options());
-  o.token_scores = torch::empty({S, B, tz}, st[kScores].options());
+  o.tokens = torch::empty({S, B, c.L}, st[kTokens].options());
+  o.token_scores = torch::empty({S, B, c.L}, st[kScores].options());
   o.seg_done = torch::empty({S, B, c.G}, st[kSegDone].options());
   o.n_final = torch::empty({S}, st[kNFinal].options());
   o.done = torch::empty({S}, st[kSegDone].options());
@@ -280,7 +293,7 @@ std::vector<torch::Tensor> run(const torch::Tensor& vals, const torch::Tensor& t
     o.n_final.data_ptr<int64_t>()[s] = d.n_final[s] + record(c, d, s);
     advance(c, d, s, o);
   }
-  auto rows = next_rows(o, S, B, c.t, c.z, st[kTokens].options(), packet_at);
+  auto rows = next_rows(o, S, B, c.L, c.steps, c.z, st[kTokens].options(), packet_at);
   return {rows[0], o.scores, o.tokens, o.token_scores, o.seg_done, o.n_final, o.done, rows[1], rows[2], rows[3], rows[4]};
 }
 
