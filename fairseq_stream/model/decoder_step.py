@@ -735,17 +735,17 @@ def _columns_key(ints: Tensor, f: int, b: int, wq: int) -> Tuple[Any, ...]:
 
 def _inputs_from_rows(ints: Tensor, rows: Tuple[Tensor, Tensor, Tensor, Tensor], src_ints: Tensor, b: int,
                       wq: int) -> None:
-    """Every row's inputs in ``ints`` from a search step's next rows over the row bucket (feed, place among the
-    sentence's rows, parent row, live: ``SentenceBucket.next_inputs``), in device operations (the region's): a
-    live row's cache length is its parent's in the last step's buffer ``src_ints`` plus the ``b`` tokens fed
+    """Every row's inputs in ``ints`` from a search step's next rows over the row bucket (feed (R, b), place among
+    the sentence's rows, parent row, live: ``SentenceBucket.next_inputs``), in device operations (the region's):
+    a live row's cache length is its parent's in the last step's buffer ``src_ints`` plus the ``b`` tokens fed
     there (rows of one length), a padding row is the padding row of :data:`_PADDING_ROWS` — what
     :func:`_fill_inputs` writes from the same rows on the host."""
     feed, slot, parents, live = rows
     dead = ~live
     parents = parents.masked_fill(dead, 0)
     lens = src_ints[:, LENS_COL + b].index_select(0, parents) + b
-    cols = [feed.masked_fill(dead, 0), lens.masked_fill(dead, 0), slot.masked_fill(dead, wq), parents]
-    ints[:, : b + INPUT_COLS - 1].copy_(torch.stack(cols, dim=1))
+    cols = torch.stack([lens.masked_fill(dead, 0), slot.masked_fill(dead, wq), parents], dim=1)
+    ints[:, : b + INPUT_COLS - 1].copy_(torch.cat([feed.masked_fill(dead.unsqueeze(1), 0), cols], dim=1))
 
 
 def _fill_inputs(io: "_StaticIO", tokens: Tensor, lens: Tensor, slot: Tensor, wq: int,

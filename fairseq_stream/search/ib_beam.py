@@ -275,6 +275,7 @@ class IBBeamSearch(StateOps):
         operator does not compact: a step that finishes sentences leaves the host a new group (one copy)."""
         bucket = state.bucket
         size = arena_size(state.size, self.beam, bucket)
+        next_rows = False
         if not in_bucket(state, bucket, size):  # a new group, a merge, finished sentences: one copy
             state.bucket = self.arenas.lend(state, size, self._inert(), rows_per_sentence=self.beam,
                                             packet_size=packets.IB_STEP.starts(size)[-1])
@@ -282,7 +283,8 @@ class IBBeamSearch(StateOps):
             bucket = state.bucket
         elif state.row_slot.data_ptr() != bucket.rows[4].data_ptr():  # type: ignore[union-attr]
             bucket.next_rows(state.row_slot)  # type: ignore[union-attr]
-        bucket = state.bucket
+        else:  # the rows are the last step's in the region: their inputs can be read there (gives_inputs)
+            next_rows = True
         arena, z, b = bucket.arena, self.z, self.beam  # type: ignore[union-attr]
         scratch = bucket.scratch  # type: ignore[union-attr]
         if "feed" not in scratch:  # the next rows' z words and each sentence's end: the operator's, kept
@@ -319,7 +321,8 @@ class IBBeamSearch(StateOps):
         return RegionSearch(bucket, launch, resets=_RESETS,  # type: ignore[arg-type]
                             finished_at=packets.IB_STEP.starts(size)[packets.IB_STEP.index["finished"]],
                             config=("ib", b, z, self.finalize, dtype), fits=lambda q: q <= bucket.rows.size(1) * z,
-                            extra=[scratch["feed"], scratch["done"], slot_segment], tail_inputs=tail_inputs)
+                            extra=[scratch["feed"], scratch["done"], slot_segment], tail_inputs=tail_inputs,
+                            next_rows=next_rows)
 
     def _inert(self) -> Dict[str, Any]:
         """Each per-sentence field of an inert sentence (no candidate: the padding contract of ops/ib_step.py)."""

@@ -59,11 +59,17 @@ class SentenceBucket:
         self.rows[4].fill_(-1)
         self.rows[4, : row_slot.numel()].copy_(row_slot)
 
+    def next_feed(self) -> Tensor:
+        """(S_b·k, b) what the last step's next rows are fed: ``scratch["feed"]`` where the strategy keeps a block of
+        its own there (ib-beam's z words), else the rows buffer's one token."""
+        feed = self.scratch.get("feed")
+        return self.rows[1].unsqueeze(1) if feed is None else feed
+
     def next_inputs(self, rows: int) -> Tuple[Tensor, Tensor, Tensor, Tensor]:
-        """The last step's next rows over the ``rows`` rows of a row bucket: each row's feed, place among its
-        sentence's rows, parent row and whether it is live (a padding row's slot is −1), as views."""
+        """The last step's next rows over the ``rows`` rows of a row bucket: each row's feed (rows, b), place among
+        its sentence's rows, parent row and whether it is live (a padding row's slot is −1), as views."""
         r = self.rows[:, :rows]
-        return r[1], r[2], r[0], r[4] >= 0
+        return self.next_feed()[:rows], r[2], r[0], r[4] >= 0
 
     def make_inert(self, finished: Tensor, resets: Mapping[str, Any]) -> None:
         """The last ``finished`` sentences of the arena (a 0-dim device tensor: the last packet's count; those
@@ -210,12 +216,13 @@ class RegionSearch:
         self.key = ("search", config, bucket.size) + tuple(t.data_ptr() for t in self.tensors)
 
     def gives_inputs(self, tokens: Tensor, slot: Tensor, parents: Optional[Tensor]) -> bool:
-        """Whether a one-token step's inputs — its rows' ``tokens`` (r, 1), places among their sentence's rows and
-        parents (None: in place) — are the bucket's next rows as its last step left them, so that the region
-        reads them there (:meth:`SentenceBucket.next_inputs`)."""
-        rows = self.bucket.rows
-        return (self.next_rows and tokens.size(1) == 1 and _start(tokens) == _start(rows[1])
-                and _start(slot) == _start(rows[2]) and (parents is None or _start(parents) == _start(rows[0])))
+        """Whether a step's inputs — its rows' ``tokens`` (r, b), places among their sentence's rows and parents
+        (None: in place) — are the bucket's next rows as its last step left them, so that the region reads them
+        there (:meth:`SentenceBucket.next_inputs`)."""
+        rows, feed = self.bucket.rows, self.bucket.next_feed()
+        return (self.next_rows and tokens.size(1) == feed.size(1) and _start(tokens) == _start(feed)
+                and tokens.stride() == feed.stride() and _start(slot) == _start(rows[2])
+                and (parents is None or _start(parents) == _start(rows[0])))
 
     def __call__(self, outputs: Sequence[Tensor]) -> None:
         bucket = self.bucket

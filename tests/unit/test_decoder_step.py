@@ -209,22 +209,23 @@ def test_the_inputs_read_from_a_search_steps_next_rows_equal_the_hosts_fill():
     from fairseq_stream.model.decoder_step import INPUT_COLS, KV_COL, LENS_COL, _fill_inputs, _inputs_from_rows, _StaticIO
 
     g = torch.Generator().manual_seed(7)
-    b, R, r_old, wq = 1, 8, 6, 4
-    src = torch.randint(0, 9, (R, b + INPUT_COLS), generator=g)
-    src[:, LENS_COL + b] = 11  # the last step's rows, of one length
-    for r in (5, 8, 1):
+    R, r_old, wq = 8, 6, 4
+    for b, r in ((1, 5), (1, 8), (1, 1), (3, 5), (3, 2)):  # one token (a beam) or a block (ib-beam's z words)
+        src = torch.randint(0, 9, (R, b + INPUT_COLS), generator=g)
+        src[:, LENS_COL + b] = 11  # the last step's rows, of one length
         rows = torch.randint(0, 30, (5, 12), generator=g)  # (5, S_b·k): parents, feed, place, sentence, slot
         rows[0] = torch.randint(0, r_old, (12,), generator=g)
         rows[4, :r] = torch.arange(r)
         rows[4, r:] = -1
         rows[0, r:] = 99  # stale past the live rows: never an index
+        feed = torch.randint(0, 30, (12, b), generator=g)
         host = _StaticIO(torch.randint(0, 9, (R, b + INPUT_COLS), generator=g), None, torch.zeros(0, b, 1))
         region = _StaticIO(host.ints.clone(), None, host.out)
-        _fill_inputs(host, rows[1, :r].unsqueeze(1), torch.full((r,), 12), rows[2, :r], wq, rows[0, :r])
+        _fill_inputs(host, feed[:r], torch.full((r,), 11 + b), rows[2, :r], wq, rows[0, :r])
         r_rows = rows[:, :R]
-        _inputs_from_rows(region.ints, (r_rows[1], r_rows[2], r_rows[0], r_rows[4] >= 0), src, b, wq)
+        _inputs_from_rows(region.ints, (feed[:R], r_rows[2], r_rows[0], r_rows[4] >= 0), src, b, wq)
         cols = slice(0, b + KV_COL)  # the encoder slot is gathered from the parents after either
-        assert torch.equal(region.ints[:, cols], host.ints[:, cols]), r
+        assert torch.equal(region.ints[:, cols], host.ints[:, cols]), (b, r)
 
 
 def test_a_reorder_by_the_strategys_index_gathers_the_rows_sentences_only_when_read():
