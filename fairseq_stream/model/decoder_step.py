@@ -407,7 +407,7 @@ class TransformerStepper:
         for into, live in zip(io.tail_in, () if given else tail.inputs):  # type: ignore[union-attr]
             into[: r * b].copy_(live)
         if block_mask is not None:
-            _fill_block_mask(io.mask, block_mask, cache.width, b)  # type: ignore[arg-type]
+            _set_block_mask(io, block_mask, cache.width, b)
         gather = None if chain is None else (chain.io.ints, chain.io.tail_in if follows else None)
         how = self._run_region(buf, io, memory, b, wq, table, tail, source, gather, graphs, stats, search, from_rows)
         io.steps += 1
@@ -476,10 +476,11 @@ class TransformerStepper:
         src_ints, src_tail = (None, None) if gather is None else gather
         key = (buf.data_ptr(), None if source is None else source.data_ptr(), io.ints.data_ptr(), io.out.data_ptr(),
                _memory_key(memory), buf.size(0), buf.size(3), None if source is None else source.size(0), b, wq,
-               io.mask is not None, table, self._qkv_version, None if tail is None else tail.key,
+               io.mask is not None, io.block_in_region, table, self._qkv_version, None if tail is None else tail.key,
                None if src_ints is None else (src_ints.data_ptr(), src_ints.size(0)),
                None if src_tail is None else tuple(t.data_ptr() for t in src_tail))
         keep = ([buf, io.ints, io.out] + ([] if source is None else [source]) + ([] if io.mask is None else [io.mask])
+                + ([] if io.block is None else [io.block])
                 + io.tail_in + io.tail_out + _memory_tensors(memory)
                 + ([] if src_ints is None else [src_ints]) + list(src_tail or ()))
         return key, keep
@@ -559,6 +560,8 @@ class TransformerStepper:
         kernel = decode_attention.usable(x) and io.mask is None
         if kernel:
             mask = None
+        elif io.block_in_region:  # (1, 1, b, slots) additive, rows of one length: placed here
+            mask = _region_block_mask(io.block, lens, slots, b)  # type: ignore[arg-type]
         elif io.mask is not None:
             mask = io.mask  # (1, 1, b, slots) additive, rows of one length
         else:  # causal, per row: query j of row r sees slots <= lens[r] + j
@@ -675,6 +678,9 @@ class _StaticIO:
     tail_out: List[Tensor] = field(default_factory=list)  # (R·b, ...) what it returns
     steps: int = 0  # steps run on these buffers: a _Chain is good while no other step has run on them
     padded: Tuple[Any, ...] = ()  # (columns key, r) of the last fill: rows [r, R) hold that key's padding row
+    block: Optional[Tensor] = None  # (b, b) a block mask inside the block, which the region places itself
+    block_of: Tuple[Any, ...] = ()  # (tensor, version) it was copied from: copied again only when it changes
+    block_in_region: bool = False  # this step's mask is made in the region from ``block`` (else ``mask`` is filled)
 
 
 @dataclass(frozen=True)
@@ -771,6 +777,41 @@ def _fill_inputs(io: "_StaticIO", tokens: Tensor, lens: Tensor, slot: Tensor, wq
         ints[r:clean, :f].copy_(pad.expand(clean - r, f))
     io.padded = (key, r)
     ints[:r, :f].copy_(live)
+
+
+def _set_block_mask(io: "_StaticIO", block_mask: Tensor, width: int, b: int) -> None:
+    """A step's block mask: a (b, b) one inside the block into ``io.block`` (copied only when it is another tensor or
+    was written since), which the region places after the rows' cached slots itself (:func:`_region_block_mask`);
+    one over cache and block (b, width + b) into ``io.mask`` here."""
+    io.block_in_region = block_mask.size(-1) == b
+    if not io.block_in_region:
+        _fill_block_mask(io.mask, block_mask, width, b)  # type: ignore[arg-type]
+        return
+    if io.block is None:
+        io.block = io.mask.new_empty(b, b)  # type: ignore[union-attr]
+    version = _version_of(block_mask)
+    if version is None or len(io.block_of) != 2 or io.block_of[0] is not block_mask or io.block_of[1] != version:
+        io.block.copy_(block_mask)
+        io.block_of = (block_mask, version)
+
+
+def _version_of(t: Tensor) -> Optional[int]:
+    """``t``'s version counter (it counts in-place writes), or None where it keeps none (an inference tensor)."""
+    try:
+        return t._version
+    except RuntimeError:
+        return None
+
+
+def _region_block_mask(block: Tensor, lens: Tensor, slots: int, b: int) -> Tensor:
+    """(1, 1, b, slots) the additive mask of a step whose rows have one length (``lens[0]``: row 0 is live) — its
+    cached slots visible, the block at ``[width, width + b)`` under ``block`` (b, b), −inf after — in device
+    operations (the region's): what :func:`_fill_block_mask` writes on the host."""
+    rel = torch.arange(slots, device=lens.device) - lens[:1]  # (slots,) each slot's place after the cached ones
+    inside = (rel >= 0) & (rel < b)
+    placed = block.index_select(1, rel.clamp(0, b - 1))  # (b, slots)
+    outside = torch.full_like(placed, float("-inf")).masked_fill(rel < 0, 0.0)
+    return torch.where(inside, placed, outside).view(1, 1, b, slots)
 
 
 def _fill_block_mask(mask: Tensor, block_mask: Tensor, width: int, b: int) -> None:

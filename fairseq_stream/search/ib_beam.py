@@ -181,6 +181,7 @@ class IBBeamSearch(StateOps):
         self.stats = stats
         self.runner = StepRunner(step_backend, stats)
         self._device_tables: Dict[str, Tuple[Tensor, List[Tensor]]] = {}
+        self._block_zeros: Dict[str, Tensor] = {}  # per device: the (z, z) block mask of M(h, c)
         self.beam = self.rows_per_sentence = beam
         self.nbest, self.lenpen = nbest, lenpen
         self.eos, self.pad, self.bos = eos, pad, bos
@@ -245,8 +246,14 @@ class IBBeamSearch(StateOps):
     def block_mask(self, fed: int, device: Any):
         """Mask of the next step's ``z`` slots over the ``fed`` cached ones and themselves."""
         if not self.spec.independent_directions:
-            # M(h, c): the cache and the whole step are visible (zeros); vanilla: causal.
-            return None if self.spec.vanilla_mask else torch.zeros(self.z, self.z, device=device)
+            # M(h, c): the cache and the whole step are visible (zeros, one tensor a device: a static step copies
+            # a block mask it has seen no more); vanilla: causal.
+            if self.spec.vanilla_mask:
+                return None
+            key = str(device)
+            if key not in self._block_zeros:
+                self._block_zeros[key] = torch.zeros(self.z, self.z, device=device)
+            return self._block_zeros[key]
         i = torch.arange(fed, fed + self.z, device=device).unsqueeze(1)
         j = torch.arange(0, fed + self.z, device=device).unsqueeze(0)
         ok = ib_order.allowed(i, j, self.spec.h, self.spec.c, vanilla=self.spec.vanilla_mask,
@@ -341,11 +348,13 @@ class IBBeamSearch(StateOps):
         new = replace(state, **{name: getattr(arena, name)[:s] for name in
                                 ("scores", "tokens", "token_scores", "seg_done", "n_final", "steps")},
                       t=state.t + self.z, bucket=bucket)
-        parents, next_feed, slot, row_slot = rows[0, :n_rows], feed[:n_rows], rows[2, :n_rows], rows[4, :n_rows]
+        parents, next_feed, slot, local, row_slot = (rows[0, :n_rows], feed[:n_rows], rows[2, :n_rows],
+                                                     rows[3, :n_rows], rows[4, :n_rows])
         if n_done:  # a new group (the operator does not compact): the arena goes back, its rows copied out first
             parents, next_feed, slot, row_slot = parents.clone(), next_feed.clone(), slot.clone(), row_slot.clone()
+            local = None  # numbered in the new group
         out = self._outcome(new, bucket.scratch["done"][:s], n_done, widest, parents, next_feed, slot, row_slot,
-                            state.t)
+                            state.t, local)
         if n_done:
             self.arenas.release(bucket)
         return out
@@ -528,9 +537,10 @@ class IBBeamSearch(StateOps):
             row_slot=torch.where(is_row, renumber.index_select(0, live_flat // b) * b + live_flat % b, -1))
 
     def _outcome(self, new: IBState, done: Tensor, n_done: int, widest: int, parents: Tensor, feed: Tensor,
-                 slot: Tensor, row_slot: Tensor, t: int) -> StepOutcome:
+                 slot: Tensor, row_slot: Tensor, t: int, local: Optional[Tensor] = None) -> StepOutcome:
         """The finished sentences leave the state (their ``fin_*`` buffers wait for the pool's
-        read); the next rows' index (``row_slot`` numbered without them)."""
+        read); the next rows' index (``row_slot`` numbered without them; ``local``: their sentences, where
+        already made)."""
         s, b = new.scores.shape
         finished: Any = {}
         if n_done:
@@ -541,7 +551,7 @@ class IBBeamSearch(StateOps):
                                   pick(new.fin_len), pick(new.fin_total), pick(new.n_final), self)
             new = new.select(goes_on)
         new.row_slot = row_slot
-        index = SentenceIndex(new.sentences, row_slot // b, slot, widest)
+        index = SentenceIndex(new.sentences, row_slot // b if local is None else local, slot, widest)
         return StepOutcome(state=new, parents=parents, feed=feed, finished=finished,
                            block_mask=self.block_mask(t + self.z, new.scores.device), index=index)
 

@@ -228,6 +228,20 @@ def test_the_inputs_read_from_a_search_steps_next_rows_equal_the_hosts_fill():
         assert torch.equal(region.ints[:, cols], host.ints[:, cols]), (b, r)
 
 
+def test_a_block_mask_placed_in_the_region_equals_the_hosts_fill():
+    # ib-beam's (b, b) block mask is copied into a step's buffers once and placed after the rows' cached slots
+    # inside the region (their length from the input buffer): the mask the host's fill writes for that length
+    from fairseq_stream.model.decoder_step import _fill_block_mask, _region_block_mask
+
+    g = torch.Generator().manual_seed(3)
+    for b, slots, width in ((2, 8, 0), (2, 8, 6), (4, 16, 5), (1, 4, 3)):
+        block = torch.where(torch.rand(b, b, generator=g) < 0.5, 0.0, float("-inf")).double()
+        host = torch.empty(1, 1, b, slots, dtype=torch.float64)
+        _fill_block_mask(host, block, width, b)
+        lens = torch.tensor([width, 0, 0])  # row 0 live, padding rows after
+        assert torch.equal(_region_block_mask(block, lens, slots, b), host), (b, slots, width)
+
+
 def test_a_reorder_by_the_strategys_index_gathers_the_rows_sentences_only_when_read():
     # a beam's reorder passes its own index: the rows' sentences are computed from it when a refill reads them
     model = tiny_transformer(D, dtype=torch.float32)
