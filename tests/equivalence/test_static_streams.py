@@ -139,12 +139,15 @@ def test_a_replayed_step_is_the_body_captured_at_its_keys_first_step(demo_sessio
 
 
 @pytest.mark.parametrize("case", ["var-stream", "topup"])
-def test_a_repeat_of_a_run_replays_the_graphs_of_the_run(demo_session64, demo_sources, monkeypatch, case):
+def test_a_repeat_of_a_run_replays_the_graphs_of_the_run(demo_sources, monkeypatch, case):
     """A benchmark's timed runs after its warm-up, a session's later calls of a size: with the model's graphs
     (here the host stand-in) kept, the second repeat of a run meets only keys of the earlier runs and
     replays every step, with the run's output (the first repeat most: the run's first steps took arenas
-    it then outgrew). Before the arenas, buckets' buffers were dropped within a run and a repeat replayed
-    no more than the run (63-80% here; on an H200 the demo rows' timed runs 34-100%)."""
+    it then outgrew — var-stream 84 of 108 steps). Before the arenas, buckets' buffers were dropped within a
+    run and a repeat replayed no more than the run (63-80% here; on an H200 the demo rows' timed runs 34-100%).
+    A model of its own: the pools a model keeps across runs would hold earlier tests' arenas (a repeat of a
+    session-wide model replays more, and the figures would follow the order the tests ran in)."""
+    from conftest import _load_demo
     from equivalence.test_static_step import CASES
     from fairseq_stream.model import model_step
 
@@ -159,12 +162,13 @@ def test_a_repeat_of_a_run_replays_the_graphs_of_the_run(demo_session64, demo_so
 
     monkeypatch.setattr(model_step._TransformerBackend, "__init__", with_graphs)
     search, gen, opts = CASES[case]
-    data = demo_session64.encode(demo_sources[:16])
-    run, again, third = (demo_session64.translate(data, search=search, gen=gen, opts=dict(opts, step_mode="static"))
+    session = _load_demo(dtype=torch.float64)
+    data = session.encode(demo_sources[:16])
+    run, again, third = (session.translate(data, search=search, gen=gen, opts=dict(opts, step_mode="static"))
                          for _ in range(3))
     assert_same(run, again)
     assert_same(run, third)
-    assert again.stats.step_mode["steps_replayed"] >= 0.8 * again.stats.timesteps, again.stats.step_mode
+    assert again.stats.step_mode["steps_replayed"] >= 0.75 * again.stats.timesteps, again.stats.step_mode
     assert third.stats.step_mode["steps_replayed"] == third.stats.timesteps, third.stats.step_mode
 
 
