@@ -60,7 +60,7 @@ from fairseq_stream.ops.pruning import (
     RelativeThreshold, RungThreshold, StepView, SurprisalScaledThreshold,
 )
 from fairseq_stream.search.beam_rules import FINALIZATION_CODES, FINALIZATION_RULES, RuleDefaults, parse_pruning_rules
-from fairseq_stream.search.sentence_buckets import ArenaPool, RegionSearch, SentenceBucket, arena_size, in_bucket
+from fairseq_stream.search.sentence_buckets import ArenaPool, RegionSearch, SentenceBucket
 from fairseq_stream.search.state import PAD, StateOps, StrategyState, host, per_sentence, rows, transient
 
 
@@ -443,18 +443,8 @@ class BeamSearch(StateOps):
     def _region_search(self, state: BeamState) -> RegionSearch:
         """The search step as the static step's region runs it, over the group's arena of sentences (made here
         where the group has none that fits: :mod:`fairseq_stream.search.sentence_buckets`)."""
-        bucket = state.bucket
-        size = arena_size(state.size, self.k, bucket)
-        next_rows = False
-        if not in_bucket(state, bucket, size):  # a new group, a merge, a split, a far smaller bucket: one copy
-            state.bucket = self.arenas.lend(state, size, self._inert, rows_per_sentence=self.k,
-                                            packet_size=packets.BEAM_STEP.starts(size, self.done_at)[-1])
-            self.arenas.release(bucket)  # the last arena of these sentences (copied out of it): back to the pool
-            bucket = state.bucket
-        elif state.row_slot.data_ptr() != bucket.rows[4].data_ptr():  # the last step searched after the region
-            bucket.next_rows(state.row_slot)
-        else:  # the rows are the last step's in the region: their inputs can be read there (gives_inputs)
-            next_rows = True
+        bucket, next_rows = self.arenas.hold(state, self._inert, rows_per_sentence=self.k,
+                                             packet_size=lambda n: packets.BEAM_STEP.starts(n, self.done_at)[-1])
         len_pow = self._length_penalties(bucket.arena)
         config = (self.k, self.final_width, self.done_at, self.finalizer.name, str(self.kernel_rules), tuple(self.rung_table()))
 
@@ -468,7 +458,7 @@ class BeamSearch(StateOps):
             bucket.rows.copy_(result.rows)
             return result.packet, backend
 
-        return RegionSearch(bucket, launch, resets=_RESETS, finished_at=self._finished_at(size), config=config,
+        return RegionSearch(bucket, launch, resets=_RESETS, finished_at=self._finished_at(bucket.size), config=config,
                             fits=lambda rows: rows <= bucket.rows.size(1), extra=[len_pow], next_rows=next_rows)
 
     def _searched(self, state: BeamState) -> StepOutcome:

@@ -46,7 +46,7 @@ from fairseq_stream.search.score_edits import RowContext
 from fairseq_stream.search.registry import Capabilities, check_beam_and_nbest, lenpen_of, register_search
 from fairseq_stream.search.state import PAD, StateOps, StrategyState, host, per_sentence, rows, transient
 from fairseq_stream.search.beam import sorted_top
-from fairseq_stream.search.sentence_buckets import ArenaPool, RegionSearch, SentenceBucket, arena_size, in_bucket
+from fairseq_stream.search.sentence_buckets import ArenaPool, RegionSearch, SentenceBucket
 
 
 @dataclass(frozen=True)
@@ -113,6 +113,8 @@ class IBState(StrategyState):
 #: what makes a sentence of an arena inert again after it finished (no candidate: done at once, no hypothesis, no
 #: row; its history empty, so that the step's bounds hold)
 _RESETS: Dict[str, Any] = dict(scores=-math.inf, steps=0, n_final=0)
+#: the fields a step makes anew (the operator's new tensors, then ``steps``, which the host advances by z)
+_STEPPED = ("scores", "tokens", "token_scores", "seg_done", "n_final", "steps")
 
 
 class IBCandidates(NamedTuple):
@@ -280,18 +282,10 @@ class IBBeamSearch(StateOps):
         padding row's slot −1), the new state and the next rows written into the arena's buffers, the output
         layer's inputs (each row's target slots, its sentence's maximum length) made there from the arena. The
         operator does not compact: a step that finishes sentences leaves the host a new group (one copy)."""
-        bucket = state.bucket
-        size = arena_size(state.size, self.beam, bucket)
-        next_rows = False
-        if not in_bucket(state, bucket, size):  # a new group, a merge, finished sentences: one copy
-            state.bucket = self.arenas.lend(state, size, self._inert(), rows_per_sentence=self.beam,
-                                            packet_size=packets.IB_STEP.starts(size)[-1])
-            self.arenas.release(bucket)
-            bucket = state.bucket
-        elif state.row_slot.data_ptr() != bucket.rows[4].data_ptr():  # type: ignore[union-attr]
-            bucket.next_rows(state.row_slot)  # type: ignore[union-attr]
-        else:  # the rows are the last step's in the region: their inputs can be read there (gives_inputs)
-            next_rows = True
+        # a new group, a merge, finished sentences (the operator does not compact): a copy into an arena
+        bucket, next_rows = self.arenas.hold(state, self._inert(), rows_per_sentence=self.beam,
+                                             packet_size=lambda n: packets.IB_STEP.starts(n)[-1])
+        size = bucket.size
         arena, z, b = bucket.arena, self.z, self.beam  # type: ignore[union-attr]
         scratch = bucket.scratch  # type: ignore[union-attr]
         if "feed" not in scratch:  # the next rows' z words and each sentence's end: the operator's, kept
@@ -310,7 +304,7 @@ class IBBeamSearch(StateOps):
             out, backend = self.runner.launch(IB_STEP, tensors, (vals, toks, row_slot, slot_segment), config,
                                               reference=lambda: self._reference_step(stepped, vals, toks),
                                               fits=fused.fits(tensors, vals), s=size)
-            for name in ("scores", "tokens", "token_scores", "seg_done", "n_final"):
+            for name in _STEPPED[:-1]:
                 getattr(full, name).copy_(getattr(out, name))
             full.steps.add_(z)
             scratch["feed"].copy_(out.feed)
@@ -345,9 +339,8 @@ class IBBeamSearch(StateOps):
         n_rows, widest = packet.scalar("rows"), packet.scalar("widest")
         n_done = packet.scalar("finished") - (size - s)
         arena, rows, feed = bucket.arena, bucket.rows, bucket.scratch["feed"]
-        new = replace(state, **{name: getattr(arena, name)[:s] for name in
-                                ("scores", "tokens", "token_scores", "seg_done", "n_final", "steps")},
-                      t=state.t + self.z, bucket=bucket)
+        new = replace(state, **{name: getattr(arena, name)[:s] for name in _STEPPED}, t=state.t + self.z,
+                      bucket=bucket)
         parents, next_feed, slot, local, row_slot = (rows[0, :n_rows], feed[:n_rows], rows[2, :n_rows],
                                                      rows[3, :n_rows], rows[4, :n_rows])
         if n_done:  # a new group (the operator does not compact): the arena goes back, its rows copied out first

@@ -147,6 +147,24 @@ class ArenaPool:
         bucket.lent = True
         return bucket
 
+    def hold(self, state: Any, inert: Mapping[str, Any], *, packet_size: Callable[[int], int],
+             rows_per_sentence: int) -> Tuple[SentenceBucket, bool]:
+        """A beam-like group's arena for its next step (rows of their own: ``state.row_slot``): its own where it
+        still fits (:func:`arena_size`, :func:`in_bucket`), else one lent here (``packet_size(size)``), the old
+        one handed back; and whether the group's rows are that arena's next rows as its last step left them in
+        the region (the region may read their inputs there: ``RegionSearch.gives_inputs``)."""
+        bucket = state.bucket
+        size = arena_size(state.size, rows_per_sentence, bucket)
+        if not in_bucket(state, bucket, size):  # a new group, a merge, a split, a far smaller bucket: one copy
+            state.bucket = self.lend(state, size, inert, rows_per_sentence=rows_per_sentence,
+                                     packet_size=packet_size(size))
+            self.release(bucket)
+            return state.bucket, False
+        if state.row_slot.data_ptr() != bucket.rows[4].data_ptr():  # the last step searched after the region
+            bucket.next_rows(state.row_slot)
+            return bucket, False
+        return bucket, True
+
     def release_merged(self, parts: Sequence[Any]) -> None:
         """The arenas of states merged into one (copied from by the merge) back to the pool."""
         if len(parts) > 1:
