@@ -114,7 +114,7 @@ def same_beam_outcome(a: Any, b: Any) -> None:
         assert torch.equal(getattr(x, name), getattr(y, name)), name
     on = torch.isfinite(x.scores)  # slots with a hypothesis
     assert torch.equal(x.ended_len[x.ended], y.ended_len[y.ended])
-    w = min(x.tokens.size(-1), y.tokens.size(-1))  # an arena's token columns may be wider (padding past them)
+    w = min(x.tokens.size(-1), y.tokens.size(-1))  # a bucket state's token columns may be wider (padding past them)
     assert torch.equal(x.tokens[on][:, :w], y.tokens[on][:, :w])
     assert torch.equal(x.token_scores[on][:, :w], y.token_scores[on][:, :w])
     for t, pad in ((x.tokens, PAD), (x.token_scores, 0.0), (y.tokens, PAD), (y.token_scores, 0.0)):
@@ -148,21 +148,21 @@ def run_beam(case: Dict[str, Any], backend: str, seed: int, dtype: torch.dtype, 
     return seen
 
 
-def run_beam_in_arena(case: Dict[str, Any], backend: str, seed: int, dtype: torch.dtype,
+def run_beam_in_bucket(case: Dict[str, Any], backend: str, seed: int, dtype: torch.dtype,
                       device: str = "cpu") -> Dict[str, int]:
     """Whole searches, each step by the reference and by ``backend`` as a static step's region runs it
-    (``BeamSearch.output_tail``'s search, search/sentence_buckets.py): over the group's arena of sentences
+    (``BeamSearch.output_tail``'s search, search/region.py): over the group's bucket state of sentences
     (inert ones after the live, finished ones made inert), every row of a row bucket (padding rows with
     garbage scores and slot −1 after the live ones), its packet read after; every third step searched after the
-    region instead (a row bucket the arena's slots do not hold), on the arena's views; the same outcome at every
+    region instead (a row bucket the bucket state's slots do not hold), on the bucket state's views; the same outcome at every
     step."""
-    from fairseq_stream.model.static_step import row_bucket
+    from fairseq_stream.model.static.buckets import row_bucket
 
     ref, got_search, sentences = _pair(beam_search, case, dtype, backend)
     g = torch.Generator().manual_seed(seed)
     ids, state = _start(ref, g, sentences, (2, 9), 7, 3, device)
     finished: Dict[int, Any] = {}
-    seen = dict(steps=0, arenas=0)
+    seen = dict(steps=0, buckets=0)
     while state.size:
         top_lp, top_tok = beam_candidates(g, state, ref, dtype)
         expected = ref.search_step(clone_state(state), top_lp, top_tok)
@@ -179,7 +179,7 @@ def run_beam_in_arena(case: Dict[str, Any], backend: str, seed: int, dtype: torc
         finished.update(got.finished)
         state, seen["steps"] = got.state, seen["steps"] + 1
     assert sorted(finished) == ids.tolist()
-    seen["arenas"] = got_search.arenas.made
+    seen["buckets"] = got_search.buckets.made
     seen["backend"] = got_search.stats.step_backends["beam_step"]
     return seen
 
@@ -249,15 +249,15 @@ def run_jacobi(case: Dict[str, Any], backend: str, seed: int, dtype: torch.dtype
     return dict(steps=steps, backend=got_search.stats.step_backends["jacobi_step"])
 
 
-def run_jacobi_in_arena(case: Dict[str, Any], backend: str, seed: int, dtype: torch.dtype,
+def run_jacobi_in_bucket(case: Dict[str, Any], backend: str, seed: int, dtype: torch.dtype,
                         device: str = "cpu") -> Dict[str, Any]:
     """Whole decodes, each iteration by the reference and by ``backend`` as a static step's region runs it
-    (``JacobiDecoding.output_tail``'s search): over an arena of as many sentences as the row bucket has rows,
+    (``JacobiDecoding.output_tail``'s search): over a bucket state of as many sentences as the row bucket has rows,
     inert ones after the live (garbage predictions and scores on their rows), finished ones made inert from the
-    last packet; every third iteration after the region instead, on the arena's views; the same outcome at every
+    last packet; every third iteration after the region instead, on the bucket state's views; the same outcome at every
     iteration, and the output layer's inputs the region computes equal to the eager step's for the live rows."""
-    from fairseq_stream.model.static_step import row_bucket
-    from fairseq_stream.search.sentence_buckets import in_bucket
+    from fairseq_stream.model.static.buckets import row_bucket
+    from fairseq_stream.search.region import in_bucket
 
     ref, got_search, g, ids, state = _jacobi_start(case, backend, seed, dtype, device)
     finished: Dict[int, Any] = {}
@@ -278,13 +278,13 @@ def run_jacobi_in_arena(case: Dict[str, Any], backend: str, seed: int, dtype: to
             assert torch.equal(steps_in[: s * b], context.steps) and torch.equal(max_len_in[: s * b], context.max_len)
             search((torch.cat([score, garbage_score]).reshape(-1, 1), torch.cat([pred, garbage_pred]).reshape(-1, 1)))
             got = got_search._searched(state)
-            if got.state.size and row_bucket(got.state.size) == row_bucket(s):  # the next iteration: the same arena
+            if got.state.size and row_bucket(got.state.size) == row_bucket(s):  # the next iteration: the same bucket state
                 assert in_bucket(got.state, got.state.bucket, row_bucket(s))
         same_jacobi_outcome(got, expected)
         finished.update(got.finished)
         state, steps = got.state, steps + 1
     assert sorted(finished) == ids.tolist()
-    return dict(steps=steps, backend=got_search.stats.step_backends["jacobi_step"], arenas=got_search.arenas.made,
+    return dict(steps=steps, backend=got_search.stats.step_backends["jacobi_step"], buckets=got_search.buckets.made,
                 accepted=got_search.stats.accepted_tokens, expected_accepted=ref.stats.accepted_tokens)
 
 
@@ -319,7 +319,7 @@ def ib_candidates(g: torch.Generator, search: IBBeamSearch, state: Any, dtype: t
 
 
 def same_ib_outcome(a: Any, b: Any, views: bool = False) -> None:
-    """``views``: ``a``'s state may be views of an arena (its transient ``bucket`` is not compared)."""
+    """``views``: ``a``'s state may be views of a bucket state (its transient ``bucket`` is not compared)."""
     for name in ("parents", "feed", "block_mask"):
         x, y = getattr(a, name), getattr(b, name)
         assert (x is None) == (y is None) and (x is None or torch.equal(x, y)), name
@@ -330,7 +330,7 @@ def same_ib_outcome(a: Any, b: Any, views: bool = False) -> None:
         y = getattr(b.state, name)
         if name == "bucket" and views:
             continue
-        if views and name in WIDE:  # an arena's token columns are rounded up to a power of two (PAD, 0 after)
+        if views and name in WIDE:  # a bucket state's token columns are rounded up to a power of two (PAD, 0 after)
             x = x[..., : y.size(-1)]
         if name in FIN:  # the last slot is the reference's scratch for candidates that did not end
             x, y = x[:, :-1], y[:, :-1]
@@ -370,15 +370,15 @@ def run_ib(case: Dict[str, Any], backend: str, seed: int, dtype: torch.dtype, de
     return dict(steps=steps, backend=got_search.stats.step_backends["ib_step"])
 
 
-def run_ib_in_arena(case: Dict[str, Any], backend: str, seed: int, dtype: torch.dtype,
+def run_ib_in_bucket(case: Dict[str, Any], backend: str, seed: int, dtype: torch.dtype,
                     device: str = "cpu") -> Dict[str, Any]:
     """Whole decodes, each step by the reference and by ``backend`` as a static step's region runs it
-    (``IBBeamSearch.output_tail``'s search): over a sentence arena (inert sentences after the live ones) and
+    (``IBBeamSearch.output_tail``'s search): over a bucket state (inert sentences after the live ones) and
     every row of the row bucket (padding rows, slot −1, with garbage candidates); every third step after the
-    region instead, on the arena's views; the same outcome at every step, and the output layer's inputs the
+    region instead, on the bucket state's views; the same outcome at every step, and the output layer's inputs the
     region computes equal to the eager step's for the live rows."""
-    from fairseq_stream.model.static_step import row_bucket
-    from fairseq_stream.search.sentence_buckets import in_bucket
+    from fairseq_stream.model.static.buckets import row_bucket
+    from fairseq_stream.search.region import in_bucket
 
     ref, got_search, sentences = _pair(ib_search, case, dtype, backend)
     eos_rate = (0.24 if got_search.finalize == "top" else 0.06) / got_search.z
@@ -402,14 +402,14 @@ def run_ib_in_arena(case: Dict[str, Any], backend: str, seed: int, dtype: torch.
             bc = vals.size(2)
             search((torch.cat([vals, junk_vals]).reshape(-1, bc), torch.cat([toks, junk_toks]).reshape(-1, bc)))
             got = got_search._searched(state)
-            if got.state.size and not got.finished:  # the next step: the same arena
+            if got.state.size and not got.finished:  # the next step: the same bucket state
                 assert in_bucket(got.state, got.state.bucket, got.state.bucket.size)
         same_ib_outcome(got, expected, views=True)
         if isinstance(got.finished, FinishedIB):
             done += got.finished.sentences.tolist()
         state, steps = got.state, steps + 1
     assert sorted(done) == ids.tolist()
-    return dict(steps=steps, backend=got_search.stats.step_backends["ib_step"], arenas=got_search.arenas.made)
+    return dict(steps=steps, backend=got_search.stats.step_backends["ib_step"], buckets=got_search.buckets.made)
 
 
 def _pair(make: Any, case: Dict[str, Any], dtype: torch.dtype, backend: str) -> Tuple[Any, Any, int]:

@@ -5,7 +5,7 @@ hands over the next, so batches stay the unit of input and output. Algorithm 1 s
 the whole input: a refill admits the next ``m`` sentences ``x_c … x_{c+m−1}`` (line 8)
 whichever batch they came in. :class:`InputStream` queues the sentences of the batches the
 generator was given, in order, and when a refill wants more than are queued, it reads the
-next batches ahead from fairseq's iterator (:class:`~fairseq_stream.integration.read_ahead.Lookahead`).
+next batches ahead from fairseq's iterator (:class:`~fairseq_stream.integration.read_ahead.ReadAhead`).
 Each finished n-best list goes back to its batch; a batch is complete once every one of its
 sentences finished, while the sentences of later batches stay in flight.
 
@@ -30,8 +30,8 @@ from fairseq_stream.search.interface import Hypothesis, empty_hypothesis
 Batch = Dict[str, Any]  # a collated fairseq sample
 
 
-class Lookahead(Protocol):
-    """What the stream needs of fairseq's iterator read ahead (``integration/read_ahead.Lookahead``
+class ReadAhead(Protocol):
+    """What the stream needs of fairseq's iterator read ahead (``integration/read_ahead.ReadAhead``
     implements it; declared here so that core imports nothing of the fairseq glue above it)."""
 
     def peek(self, ticket: int) -> Optional[Batch]:
@@ -113,20 +113,20 @@ class InputStream:
         self._next_serial = 0  # serial of the next sentence admitted (serials follow the input)
         self._in_flight: Dict[int, Tuple[QueuedBatch, int]] = {}  # serial → (batch, row), admitted
         self._copies: Dict[int, int] = {}  # serial → fairseq's id of the sentence it copies, in flight
-        self._lookahead: Optional[Lookahead] = None
-        self._tickets: Dict[int, QueuedBatch] = {}  # batches read from the lookahead, not returned
+        self._reader: Optional[ReadAhead] = None
+        self._tickets: Dict[int, QueuedBatch] = {}  # batches read ahead, not returned
         self._next_ticket = 0
 
     # ---- batches in -------------------------------------------------------------------------
-    def batch_for(self, sample: Batch, lookahead: Optional[Lookahead]) -> QueuedBatch:
+    def batch_for(self, sample: Batch, reader: Optional[ReadAhead]) -> QueuedBatch:
         """``sample``'s batch: queued when it was read ahead, queued now otherwise.
 
-        ``lookahead``: fairseq's iterator ``sample`` came from, read ahead at refills; None
+        ``reader``: fairseq's iterator ``sample`` came from, read ahead at refills; None
         decodes the batch on its own (``--stream-per-batch``, or a caller's own loop).
         """
-        if lookahead is not self._lookahead:  # a new run (fairseq-interactive: a new buffer)
-            self._lookahead, self._tickets, self._next_ticket = lookahead, {}, 0
-        ticket = None if lookahead is None else lookahead.ticket_of(sample)
+        if reader is not self._reader:  # a new run (fairseq-interactive: a new buffer)
+            self._reader, self._tickets, self._next_ticket = reader, {}, 0
+        ticket = None if reader is None else reader.ticket_of(sample)
         if ticket is None:
             return self._push(sample)
         batch = self._tickets.pop(ticket, None)
@@ -136,9 +136,9 @@ class InputStream:
         return batch
 
     def _read_ahead(self) -> bool:
-        """Queue the next batch of the lookahead; False at its end."""
-        while self._lookahead is not None:
-            sample = self._lookahead.peek(self._next_ticket)
+        """Queue the next batch read ahead; False at its end."""
+        while self._reader is not None:
+            sample = self._reader.peek(self._next_ticket)
             if sample is None:
                 return False
             ticket, self._next_ticket = self._next_ticket, self._next_ticket + 1
@@ -187,7 +187,7 @@ class InputStream:
         if self.plan_copies is not None:
             lengths = [k for seg, lo, hi in parts for k in seg.lengths[lo:hi]]
             # the input's last refill (nothing queued beyond it, nothing left to read): copies would steer nothing
-            last = self._queued <= len(lengths) and self._lookahead is not None and not self._read_ahead()
+            last = self._queued <= len(lengths) and self._reader is not None and not self._read_ahead()
             copies = self.plan_copies(lengths, last)
             keep = len(lengths) - len(copies)
             if copies and not (keep > 0 and max(copies) < keep):
@@ -259,7 +259,7 @@ class InputStream:
     def exhausted(self) -> bool:
         """Whether nothing is left to admit: none queued and fairseq's iterator at its end (one batch read
         ahead, as a refill would). False when unknown (no iterator to read ahead: interactive chunks)."""
-        return self._lookahead is not None and not self._queued and not self._read_ahead()
+        return self._reader is not None and not self._queued and not self._read_ahead()
 
     def sentence_id(self, serial: int) -> int:
         """fairseq's id of the sentence in flight under ``serial`` (a copy's: the copied sentence's)."""

@@ -178,9 +178,9 @@ def count_decoder_steps(counts: CostCounts) -> Iterator[CostCounts]:
     its encoder are left out. ``counts`` accumulates over every step run meanwhile; the operations
     of static steps' regions are counted apart too (``region_ops``)."""
     from fairseq_stream.engine.scheduler import StreamingScheduler
-    from fairseq_stream.model.decoder_step import TransformerStepper
+    from fairseq_stream.model.static.region import StaticStep
 
-    step, finish, region = StreamingScheduler._step, StreamingScheduler._finish, TransformerStepper._static_body
+    step, finish, region = StreamingScheduler._step, StreamingScheduler._finish, StaticStep._body
 
     def counted_region(self: Any, *args: Any, **kwargs: Any) -> Any:
         counts.in_region += 1
@@ -198,12 +198,12 @@ def count_decoder_steps(counts: CostCounts) -> Iterator[CostCounts]:
             return finish(self, *args, **kwargs)
 
     StreamingScheduler._step, StreamingScheduler._finish = counted_step, counted_finish  # type: ignore[method-assign]
-    TransformerStepper._static_body = counted_region  # type: ignore[method-assign]
+    StaticStep._body = counted_region  # type: ignore[method-assign]
     try:
         yield counts
     finally:
         StreamingScheduler._step, StreamingScheduler._finish = step, finish  # type: ignore[method-assign]
-        TransformerStepper._static_body = region  # type: ignore[method-assign]
+        StaticStep._body = region  # type: ignore[method-assign]
 
 
 class PeakMemory:

@@ -31,7 +31,7 @@ from __future__ import annotations
 
 import time
 from dataclasses import dataclass
-from typing import Any, Callable, Dict, List, Optional, Protocol
+from typing import Any, Callable, Dict, FrozenSet, List, Optional, Protocol
 
 import torch
 from torch import Tensor
@@ -96,10 +96,13 @@ class StreamingScheduler:
     One scheduler serves a whole run: :meth:`advance` steps until its caller has what it
     needs (a fairseq batch's hypotheses) and keeps everything else in flight for the next
     call, so the stream never drains at a batch's end (Algorithm 1 runs over all of ``X``).
+    ``hooks``: the optional hooks the strategy declares (``Capabilities.hooks``; the protocols of
+    :mod:`fairseq_stream.search.interface`): the scheduler calls those, and no other.
     """
 
     def __init__(self, model: ModelStep, strategy: SearchStrategy, cfg: SchedulerConfig, *, source: SentenceSource,
-                 bos: int, pad: int, eos: int, rows_per_sentence: int, stats: DecodeStats) -> None:
+                 bos: int, pad: int, eos: int, rows_per_sentence: int, stats: DecodeStats,
+                 hooks: FrozenSet[str] = frozenset()) -> None:
         if cfg.selection == "all" and not model.mixed_lengths:
             model.require_block_steps("stepping sentences of different lengths together (VAR-STR-FIFO, top-up)")
         self.model = model
@@ -114,9 +117,11 @@ class StreamingScheduler:
         self.clock = 0
         self.unread: List[Any] = []  # device-side finished batches, read in one go later
         self.unread_count = 0  # sentences in them (a shape: known without a read)
-        share = getattr(strategy, "share_pools", None)
-        if share is not None and model.takes_tails:  # what its steps in the region keep, kept with the model
-            share(model.strategy_pool)
+        self.hooks = hooks
+        # its output layer (and search step) inside the decoder step's region, where the model's step has one
+        self.in_region = "region" in hooks and model.takes_tails
+        if self.in_region:  # what its steps in the region keep, kept with the model
+            strategy.share_pools(model.strategy_pool)  # type: ignore[attr-defined]
 
     def advance(self, done: Callable[[], bool]) -> None:
         """Lines 5–18 until ``done()``, or until nothing is in flight and nothing is left to admit."""
@@ -143,9 +148,8 @@ class StreamingScheduler:
     def _drained(self) -> None:
         """Nothing in flight: the static step's buffers back to the model, the strategy's device counts read."""
         self.model.drained(self.memory)
-        drained = getattr(self.strategy, "drained", None)
-        if drained is not None:
-            drained()
+        if "drained" in self.hooks:
+            self.strategy.drained()  # type: ignore[attr-defined]
 
     def read_finished(self) -> None:
         """Read the device-side finished batches (once per kind) and deliver their n-best lists."""
@@ -207,10 +211,9 @@ class StreamingScheduler:
         src_lengths = admission.src_lengths.to(dev)
         self.model.admit(self.memory, admission.src_tokens.to(dev), src_lengths, free,
                          pad=self.pad, eos=self.eos, left_pad=admission.left_pad)
-        admit = getattr(self.strategy, "admit", None)
-        if admit is not None:  # a strategy with models of its own (a speculative draft) encodes them too
-            admit(admission.src_tokens.to(dev), src_lengths, free, self.memory.size, pad=self.pad, eos=self.eos,
-                  left_pad=admission.left_pad)
+        if "admit" in self.hooks:  # a strategy with models of its own (a speculative draft) encodes them too
+            self.strategy.admit(admission.src_tokens.to(dev), src_lengths, free,  # type: ignore[attr-defined]
+                                self.memory.size, pad=self.pad, eos=self.eos, left_pad=admission.left_pad)
         handles = torch.arange(admission.first, admission.first + m, device=dev) * self.memory.modulus + free
         out = self.strategy.init_state(handles, admission.max_len.to(dev), src_lengths,
                                        longest=max(admission.limits), shortest=min(admission.limits))
@@ -283,12 +286,11 @@ class StreamingScheduler:
         """One decoder call and one strategy step of ``group``; what finished (dict or deferred)."""
         start = time.perf_counter() if self.stats.trace is not None else None
         sentences, rows, length = self.strategy.sentences(group.state), group.dec.rows, group.dec.max_length
-        wants = getattr(self.strategy, "output_tail", None) if self.model.takes_tails else None
-        tail = None if wants is None else wants(group.state)  # its output layer, inside the step's region
-        lprobs, top, dec = self.model.scored_step(pool, group.dec, group.feed, group.block_mask, tail=tail)
-        # a strategy that gave no tail is called as the protocol's two-argument step
-        out: StepOutcome = (self.strategy.step(group.state, lprobs) if tail is None
-                            else self.strategy.step(group.state, lprobs, top))
+        # its output layer (and search step) inside the step's region, where it gives one
+        tail = self.strategy.output_tail(group.state) if self.in_region else None  # type: ignore[attr-defined]
+        scores, dec = self.model.scored_step(pool, group.dec, group.feed, group.block_mask, tail=tail)
+        # the "region" hook's step takes what the step computed; every other strategy the scores alone
+        out: StepOutcome = self.strategy.step(group.state, scores if self.in_region else scores.scores)
         if out.accept is not None:
             dec = self.model.accept(dec, out.accept, group.feed.size(1), out.max_length)
         if self.strategy.sentences(out.state) > 0:

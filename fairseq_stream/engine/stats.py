@@ -34,7 +34,7 @@ class DecodeStats:
     peak_step_rows: int = 0  # the most hypotheses one decoder call fed (bounded by C when over-subscribed)
     step_backends: Dict[str, List[str]] = field(default_factory=dict)  # fused operator → the backends that ran it
     # --step-mode: the mode run and how many decoder steps were replayed graphs, static or eager
-    # (model/static_step.StepModeStats.as_dict)
+    # (model/static/modes.StepModeStats.as_dict)
     step_mode: Dict[str, Any] = field(default_factory=dict)
     draft_step_mode: Dict[str, Any] = field(default_factory=dict)  # the same for a speculative draft's steps
     trace: Optional[List[Dict[str, Any]]] = None  # per-step active batch, when requested
@@ -222,7 +222,7 @@ def describe_step_mode(modes: Dict[str, Any]) -> str:
     dropped some; "output layer in N": steps whose top-k and normaliser ran inside the step's region; "reorder in
     N": steps that copied the last step's cache reorder inside it; "inputs gathered in N": steps whose rows took
     their encoder slots (and output-layer inputs) from their parents inside it; "search in N": steps whose search
-    step — a beam's — ran inside it too, over the group's sentence arena);
+    step — a beam's — ran inside it too, over the group's bucket state);
     ``step mode native: 410 native, 2 eager (395 reorders as table copies); not native: a block with its
     own mask (2)`` under native (its caches never move: model/row_arena.py)."""
     mode = modes.get("mode", "?")

@@ -31,7 +31,7 @@ from fairseq_stream.search.registry import (SearchEntry, StrategyConfig, check_b
                                              stream_epsilon)
 from fairseq_stream.engine.scheduler import SchedulerConfig
 from fairseq_stream.errors import FairseqStreamError
-from fairseq_stream.model.static_step import STEP_MODES
+from fairseq_stream.model.static.modes import STEP_MODES
 from fairseq_stream.search.registry import is_ib_model
 from fairseq_stream.ops.backends import CHOICES as STEP_BACKENDS
 

@@ -73,7 +73,7 @@ def _generator(name: str, plan: Any, config: Any, task: Any, models: List[Any], 
     generator = cls(models, tgt_dict, name=name, make_strategy=make_strategy, scheduler=plan.scheduler,
                     gen_cfg=gen_cfg, rows_per_sentence=config.rows_per_sentence,
                     stats_path=opts.stream_stats if stats_path == "" else stats_path, config=config,
-                    step_mode=getattr(opts, "step_mode", "auto"), **extra)
+                    step_mode=getattr(opts, "step_mode", "auto"), hooks=entry.capabilities.hooks, **extra)
     if entry.capabilities.block_steps:
         generator.model.require_block_steps(f"--search {name}")
     generator.stats.settings.update(run_settings(models, opts))

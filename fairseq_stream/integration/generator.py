@@ -23,7 +23,7 @@ import json
 import logging
 import sys
 import time
-from typing import Any, Callable, Dict, List, Optional
+from typing import Any, Callable, Dict, FrozenSet, List, Optional
 
 import torch
 
@@ -61,8 +61,10 @@ class StreamGenerator:
         config: Any = None,
         step_mode: str = "auto",
         report: bool = True,
+        hooks: FrozenSet[str] = frozenset(),
     ) -> None:
         self.name = name
+        self.hooks = hooks  # the strategy's declared optional hooks (Capabilities.hooks)
         self.config = config  # the strategy's configuration (its options, validated)
         self.model = ModelStep(models, temperature=float(gen_cfg.temperature), step_mode=step_mode)
         self.tgt_dict = tgt_dict
@@ -131,7 +133,7 @@ class StreamGenerator:
             self._scheduler = StreamingScheduler(
                 self.model, self.strategy, self.scheduler_cfg, source=self.input,
                 bos=bos_token if bos_token is not None else self.bos, pad=self.pad, eos=self.eos,
-                rows_per_sentence=self.rows_per_sentence, stats=self.stats)
+                rows_per_sentence=self.rows_per_sentence, stats=self.stats, hooks=self.hooks)
         return self._scheduler
 
     def _complete(self, batch: QueuedBatch, scheduler: StreamingScheduler) -> bool:

@@ -117,7 +117,7 @@ MakeBatches = Callable[..., Iterator[Any]]
 
 
 class ChunkedInput:
-    """fairseq-interactive's chunks and their batches, with a :class:`~fairseq_stream.integration.read_ahead.Lookahead`'s
+    """fairseq-interactive's chunks and their batches, with a :class:`~fairseq_stream.integration.read_ahead.ReadAhead`'s
     ``peek``/``ticket_of`` over every chunk's batches: batch ``t`` of the run is ticket ``t``."""
 
     def __init__(self, lines: LineReader, buffer_size: int, make_batches: MakeBatches) -> None:

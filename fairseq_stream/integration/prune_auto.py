@@ -47,7 +47,7 @@ from fairseq.data import data_utils
 from fairseq_stream.engine.input_stream import Admission
 from fairseq_stream.engine.stats import DecodeStats
 from fairseq_stream.integration.generator import StreamGenerator
-from fairseq_stream.model.static_step import StepModeStats
+from fairseq_stream.model.static.modes import StepModeStats
 from fairseq_stream.model.encoder_slots import SLOT_MODULUS
 from fairseq_stream.search.beam import BeamConfig, Pruning, Rung
 from fairseq_stream.search.defaults import PRUNE_AUTO_GROUP, PRUNE_AUTO_STEP_WORK, PRUNE_AUTO_TOLERANCE
@@ -176,7 +176,7 @@ class AutoPruneGenerator(StreamGenerator):
         # the probes after the first group ride in the run's stream, each copy pinned to its rung of the ladder
         # (rung i + 1 = the controller's rung i), where the beam step takes per-sentence rungs (the C++ operator;
         # Triton's lacks them: on a GPU every group goes to the helper)
-        generator.in_stream = generator.model.device.type == "cpu" and hasattr(generator.strategy, "use_rungs")
+        generator.in_stream = generator.model.device.type == "cpu" and "rungs" in generator.hooks
         if generator.in_stream:
             generator.strategy.use_rungs([Rung(r.delta, r.max_cands) for r in controller.rungs], generator._pin_copies,
                                          meter=True)

@@ -3,7 +3,7 @@
 fairseq-generate asks the generator for one batch's hypotheses at a time; Algorithm 1 of
 Yang2020 streams over the whole input, so when a refill wants more sentences than the
 current batch has left, the stream takes them from the batches that come next. A
-:class:`Lookahead` is fairseq's own epoch iterator (a ``CountingIterator``, so progress bars,
+:class:`ReadAhead` is fairseq's own epoch iterator (a ``CountingIterator``, so progress bars,
 ``len`` and ``n`` are unchanged) that can also :meth:`peek` at batches it has not handed out
 yet; a peeked batch is later handed to fairseq's loop unchanged, and :meth:`ticket_of` tells
 the generator which batch the loop is asking about.
@@ -34,7 +34,7 @@ def same_batch(a: Batch, b: Batch) -> bool:
     return ("id" not in a or "id" not in b) or a["id"].shape == b["id"].shape
 
 
-class Lookahead(CountingIterator):
+class ReadAhead(CountingIterator):
     """A ``CountingIterator`` over fairseq batches with read-ahead; batch ``t`` (0-based) is ticket ``t``."""
 
     def __init__(self, itr: CountingIterator) -> None:
@@ -75,19 +75,19 @@ class Lookahead(CountingIterator):
 _READING_AHEAD: "weakref.WeakSet[Any]" = weakref.WeakSet()
 
 
-def read_ahead(epoch_itr: Any, on_new: Callable[[Lookahead], None]) -> None:
-    """Make ``epoch_itr.next_epoch_itr`` return a :class:`Lookahead`, handed to ``on_new`` first.
+def read_ahead(epoch_itr: Any, on_new: Callable[[ReadAhead], None]) -> None:
+    """Make ``epoch_itr.next_epoch_itr`` return a :class:`ReadAhead`, handed to ``on_new`` first.
 
     fairseq-generate builds its iterator before the generator, so the task keeps the last
-    :class:`Lookahead` for the generator it builds next (see the task's ``build_generator``).
+    :class:`ReadAhead` for the generator it builds next (see the task's ``build_generator``).
     """
     if epoch_itr in _READING_AHEAD:  # fairseq reuses a dataset's epoch iterator
         return
     _READING_AHEAD.add(epoch_itr)
     original = epoch_itr.next_epoch_itr
 
-    def next_epoch_itr(*args: Any, **kwargs: Any) -> Lookahead:
-        itr = Lookahead(original(*args, **kwargs))
+    def next_epoch_itr(*args: Any, **kwargs: Any) -> ReadAhead:
+        itr = ReadAhead(original(*args, **kwargs))
         on_new(itr)
         return itr
 

@@ -4,15 +4,15 @@ Strategies and the scheduler see an ensemble through :class:`ModelStep` and the 
 :class:`DecoderState` of a set of *rows* (hypotheses), each tied to a source sentence: an
 index into an encoded pool (:meth:`ModelStep.encode`), or the handle of a sentence a stream
 admitted (:meth:`ModelStep.admit` encodes a refill's sentences into the stream's slots,
-:mod:`fairseq_stream.model.encoder_slots`). Two backends sit behind it, chosen per model:
+:mod:`fairseq_stream.model.encoder_slots`). Two adapters sit behind it, chosen per model:
 
-* fairseq transformers run on :class:`~fairseq_stream.model.decoder_step.TransformerStepper`
+* fairseq transformers run on :class:`~fairseq_stream.model.decoder_step.BlockDecoder`
   (blocks, per-row positions, per-sentence encoder keys);
 * any other ``FairseqIncrementalDecoder`` (LSTM, convolutional, hand-written test decoders)
   runs through fairseq's own ``forward`` with an incremental state, one token per step, rows of
   equal length. fairseq skips the encoder-attention cache reorder when the new order has the
   old size (``MultiheadAttention.reorder_incremental_state``), which silently mixes sentences
-  once rows are permuted; :meth:`_GenericBackend.select` reorders those buffers itself.
+  once rows are permuted; :meth:`_GenericAdapter.select` reorders those buffers itself.
 
 Ensembles average probabilities as fairseq does: ``logsumexp(log p_m) − log M``.
 """
@@ -31,11 +31,14 @@ from fairseq_stream.model.encoder_slots import (
 from fairseq_stream.errors import FairseqStreamError
 from fairseq_stream.model.encoder import cpu_fallback, encoder_out
 from fairseq_stream.model.ensemble import ensemble_scores, normalizes
-from fairseq_stream.model.static_step import (
-    StepGraphs, StepModeStats, StepTail, StreamBuffers, length_bucket, resolve_step_mode,
-)
+from fairseq_stream.model.static.buckets import length_bucket
+from fairseq_stream.model.static.graphs import StepGraphs
+from fairseq_stream.model.static.modes import StepModeStats, resolve_step_mode
+from fairseq_stream.model.static.region import StaticStep
+from fairseq_stream.model.static.streams import StreamBuffers
+from fairseq_stream.model.static.tail import RegionTail, StepScores
 from fairseq_stream.model.row_cache import RowCache, SentenceIndex
-from fairseq_stream.model.decoder_step import TransformerStepper, check_supported
+from fairseq_stream.model.decoder_step import BlockDecoder, check_supported
 from fairseq_stream.model import native_step
 
 
@@ -64,7 +67,7 @@ class DecoderState:
     reorder by the strategy's index costs no gather of it).
     ``lengths`` (R,): target tokens fed so far (BOS included) = position of the next token.
     ``max_length`` (host): an upper bound of ``lengths``, so no step reads it from the device.
-    ``history`` (R, T): fed tokens, kept only when a generic backend needs full prefixes.
+    ``history`` (R, T): fed tokens, kept only when a generic adapter needs full prefixes.
     ``index``: the rows' per-sentence layout for encoder attention, when the strategy knows it
     (built from ``row_sentence`` with host reads otherwise).
     """
@@ -96,38 +99,39 @@ class DecoderState:
         return self.index
 
 
-#: one stepper per decoder, kept while the model lives: a static step's pooled buffers, the buffer sets
+#: one block decoder per decoder, kept while the model lives: a static step's pooled buffers, the buffer sets
 #: streams hand back and the captured graphs serve every later run of the same model (a benchmark's
 #: repeats, a session's calls)
-_STEPPERS: "weakref.WeakKeyDictionary[Any, TransformerStepper]" = weakref.WeakKeyDictionary()
+_BLOCK_DECODERS: "weakref.WeakKeyDictionary[Any, BlockDecoder]" = weakref.WeakKeyDictionary()
 
 
-def _stepper_of(decoder: Any) -> TransformerStepper:
-    stepper = _STEPPERS.get(decoder)
-    if stepper is None:
-        stepper = _STEPPERS[decoder] = TransformerStepper(decoder)
-    return stepper
+def _block_decoder_of(decoder: Any) -> BlockDecoder:
+    block = _BLOCK_DECODERS.get(decoder)
+    if block is None:
+        block = _BLOCK_DECODERS[decoder] = BlockDecoder(decoder)
+    return block
 
 
-class _TransformerBackend:
+class _TransformerAdapter:
     block_steps = True
     mixed_lengths = True
 
     def __init__(self, model: Any, *, static: bool = False, graph: bool = False, native: bool = False,
                  stats: Optional[StepModeStats] = None) -> None:
         self.model = model
-        self.stepper = _stepper_of(model.decoder)
+        self.block_decoder = _block_decoder_of(model.decoder)
         self.static = static  # --step-mode static|graph: the slot caches and the static step
+        self.static_step: Optional[StaticStep] = StaticStep(self.block_decoder) if static else None
         self.native = native  # --step-mode native: the eager step as one C++ call (model/native_step.py)
         self.stats = stats  # this generator's: its steps, and the graphs they captured or evicted
         # --step-mode graph: the model's step graphs, shared by its streams (keyed by the buffers they bind)
-        self.graphs: Optional[StepGraphs] = self.stepper.step_graphs() if graph else None
+        self.graphs: Optional[StepGraphs] = self.block_decoder.step_graphs() if graph else None
         # the stream's encoder slots and input/output buffers while it has sentences in flight (see drained)
         self.buffers: Optional[StreamBuffers] = None
 
     def _buffers(self) -> StreamBuffers:
         if self.buffers is None:
-            self.buffers = self.stepper.streams.acquire()
+            self.buffers = self.block_decoder.streams.acquire()
         return self.buffers
 
     def drained(self) -> bool:
@@ -135,51 +139,51 @@ class _TransformerBackend:
         (True when it held one: its encoder slots are the set's, and no longer the stream's)."""
         if self.buffers is None:
             return False
-        self.stepper.streams.release(self.buffers)
+        self.block_decoder.streams.release(self.buffers)
         self.buffers = None
         return True
 
     def encode(self, net_input: Dict[str, Tensor]) -> Any:
-        return self.stepper.encoder_memory(encoder_out(self.model.encoder, net_input))
+        return self.block_decoder.encoder_memory(encoder_out(self.model.encoder, net_input))
 
     def admit(self, memory: Any, net_input: Dict[str, Tensor], free: Tensor, size: int, meter: LiveBytes,
               *, pad: int, eos: int, left_pad: bool) -> Any:
         """Encode only the admitted sentences and write their keys/values into their slots."""
-        block = self.stepper.encoder_memory(encoder_out(self.model.encoder, net_input), keep_padding=True)
+        block = self.block_decoder.encoder_memory(encoder_out(self.model.encoder, net_input), keep_padding=True)
         meter.track(block.keys + block.values + ([] if block.padding is None else [block.padding]))
-        if self.static:  # slot buffers of doubling widths, kept by the stepper: graphs bind to them
+        if self.static:  # slot buffers of doubling widths, kept by the block decoder: graphs bind to them
             return write_memory(memory, block, free, size, meter, width_of=length_bucket,
                                 alloc=self._buffers().memory_buffer)
         return write_memory(memory, block, free, size, meter)
 
     def initial(self, memory: Any, sentences: Tensor) -> RowCache:
         # the native step reads through a row table: caches that never move (model/row_arena.py)
-        fixed = self.native and not isinstance(self.stepper.native_decoder(), str)
-        return self.stepper.empty_cache(len(sentences), memory.keys[0], static=self.static, fixed=fixed)
+        fixed = self.native and not isinstance(self.block_decoder.native_decoder(), str)
+        return self.block_decoder.empty_cache(len(sentences), memory.keys[0], static=self.static, fixed=fixed)
 
     def step(self, memory: Any, cache: RowCache, state: DecoderState, tokens: Tensor,
-             block_mask: Optional[Tensor], tail: Optional[StepTail] = None) -> tuple:
+             block_mask: Optional[Tensor], tail: Optional[RegionTail] = None) -> tuple:
         """Logits (R, b, V), the cache, how the step ran (``replayed``, ``static``, ``native`` or ``eager``)
         and what ``tail`` returned, where a static step ran it inside its region (None otherwise)."""
         if self.static:  # its positions are the rows' cache lengths (= state.lengths), computed in its region
-            done = self.stepper.forward_static(cache, tokens, memory, state.sentence_index(), block_mask,
-                                               buffers=self._buffers(), graphs=self.graphs, stats=self.stats,
-                                               tail=tail)
+            done = self.static_step.forward(cache, tokens, memory, state.sentence_index(),  # type: ignore[union-attr]
+                                            block_mask, buffers=self._buffers(), graphs=self.graphs, stats=self.stats,
+                                            tail=tail)
             if done is not None:
                 return done
             if self.stats is not None:
                 self.stats.fallback("a step with no rows or a per-row block mask")
         positions = state.lengths.unsqueeze(1) + torch.arange(tokens.size(1), device=tokens.device)
         if self.native:
-            done = self.stepper.forward_native(cache, tokens, positions, memory, state.sentence_index(), block_mask,
-                                               max_position=state.max_length + tokens.size(1) - 1)
+            done = self.block_decoder.forward_native(cache, tokens, positions, memory, state.sentence_index(),
+                                                     block_mask, max_position=state.max_length + tokens.size(1) - 1)
             if not isinstance(done, str):
                 return done[0], done[1], "native", None
             if self.stats is not None:
                 self.stats.fallback(done)
-        feats, cache = self.stepper.forward(cache, tokens, positions, memory, state.sentence_index(), block_mask,
-                                            max_position=state.max_length + tokens.size(1) - 1)
-        return self.stepper.logits(feats), cache, "eager", None
+        feats, cache = self.block_decoder.forward(cache, tokens, positions, memory, state.sentence_index(),
+                                                  block_mask, max_position=state.max_length + tokens.size(1) - 1)
+        return self.block_decoder.logits(feats), cache, "eager", None
 
     def greedy(self, memory: Any, cache: RowCache, state: DecoderState, first: Tensor,
                steps: int) -> Union[Tuple[Tensor, RowCache], str]:
@@ -187,8 +191,8 @@ class _TransformerBackend:
         if not self.native:
             return "not --step-mode native"
         positions = state.lengths.unsqueeze(1) + torch.arange(first.size(1), device=first.device)
-        return self.stepper.greedy_native(cache, first, steps, positions, memory, state.sentence_index(),
-                                          max_position=state.max_length + first.size(1) - 1)
+        return self.block_decoder.greedy_native(cache, first, steps, positions, memory, state.sentence_index(),
+                                                max_position=state.max_length + first.size(1) - 1)
 
     def select(self, cache: RowCache, rows: Tensor) -> RowCache:
         return cache.select(rows)
@@ -229,7 +233,7 @@ def _is_encoder_attention_buffer(name: str, attn_ids: set) -> bool:
     return name.split(".")[0] in attn_ids
 
 
-class _GenericBackend:
+class _GenericAdapter:
     """Any incremental fairseq decoder, through its own ``forward`` (one token per step)."""
 
     block_steps = False
@@ -358,49 +362,49 @@ class ModelStep:
             self.step_mode = "eager"  # auto takes native only where it runs every step
         self.step_stats = StepModeStats()  # how the run's steps ran (the closing statistics)
         static = self.step_mode in ("static", "graph")
-        self.backends = [self._backend(m, static, self.step_mode == "native") for m in self.models]
+        self.adapters = [self._adapter(m, static, self.step_mode == "native") for m in self.models]
         self.fallbacks = self._encoder_fallbacks()  # what drops a bit-exactness promise (the closing statistics)
-        self.block_steps = all(b.block_steps for b in self.backends)
-        self.mixed_lengths = all(b.mixed_lengths for b in self.backends)
+        self.block_steps = all(b.block_steps for b in self.adapters)
+        self.mixed_lengths = all(b.mixed_lengths for b in self.adapters)
         self.needs_history = not self.block_steps
         # One model: raw logits (normalised lazily by the output scorer); an ensemble: log-probs.
         self.normalized_scores = normalizes(len(self.models))
         self.max_decoder_positions = min(int(m.max_decoder_positions()) for m in self.models)
 
-    def _backend(self, model: Any, static: bool, native: bool) -> Any:
+    def _adapter(self, model: Any, static: bool, native: bool) -> Any:
         why_not = check_supported(getattr(model, "decoder", None))
         if why_not is not None:
             if static or native:  # generic decoders keep fairseq's own incremental step
                 self.step_stats.fallback(f"{type(model.decoder).__name__}: eager only")
-            return _GenericBackend(model)
-        return _TransformerBackend(model, static=static, graph=self.step_mode == "graph", native=native,
+            return _GenericAdapter(model)
+        return _TransformerAdapter(model, static=static, graph=self.step_mode == "graph", native=native,
                                    stats=self.step_stats)
 
     def _encoder_fallbacks(self) -> Dict[str, str]:
         """``{"encoder": "fairseq's forward (why): ..."}`` for each transformer whose encoder runs
         fairseq's forward on a CPU in float32 (:func:`~fairseq_stream.model.encoder.cpu_fallback`)."""
         out: Dict[str, str] = {}
-        for i, backend in enumerate(self.backends):
-            why = cpu_fallback(backend.model.encoder) if isinstance(backend, _TransformerBackend) else None
+        for i, adapter in enumerate(self.adapters):
+            why = cpu_fallback(adapter.model.encoder) if isinstance(adapter, _TransformerAdapter) else None
             if why is not None:
-                name = "encoder" if len(self.backends) == 1 else f"encoder of model {i + 1}"
+                name = "encoder" if len(self.adapters) == 1 else f"encoder of model {i + 1}"
                 out[name] = f"fairseq's forward ({why}): batch-size bit-exactness not promised"
         return out
 
     def require_block_steps(self, what: str) -> None:
         if not self.block_steps:
-            names = ", ".join(sorted({type(b.model.decoder).__name__ for b in self.backends if not b.block_steps}))
+            names = ", ".join(sorted({type(b.model.decoder).__name__ for b in self.adapters if not b.block_steps}))
             raise FairseqStreamError(f"{what} needs fairseq transformer models (got {names})")
 
     # ---- sources --------------------------------------------------------------------------
     def encode(self, src_tokens: Tensor, src_lengths: Tensor, pad: int, eos: int) -> PoolEncoding:
         net_input = {"src_tokens": src_tokens, "src_lengths": src_lengths}
         lengths = src_tokens.ne(pad).long().sum(dim=1)
-        return PoolEncoding([b.encode(net_input) for b in self.backends], lengths)
+        return PoolEncoding([b.encode(net_input) for b in self.adapters], lengths)
 
     def slots(self) -> EncoderSlots:
         """An empty ``E`` for a stream (Yang2020 Algorithm 1, line 2)."""
-        return EncoderSlots([None] * len(self.backends))
+        return EncoderSlots([None] * len(self.adapters))
 
     def admit(self, store: EncoderSlots, src_tokens: Tensor, src_lengths: Tensor, free: Tensor, *,
               pad: int, eos: int, left_pad: bool) -> None:
@@ -411,19 +415,19 @@ class ModelStep:
         """
         net_input = {"src_tokens": src_tokens, "src_lengths": src_lengths}
         store.per_model = [b.admit(mem, net_input, free, store.size, store.meter, pad=pad, eos=eos, left_pad=left_pad)
-                           for b, mem in zip(self.backends, store.per_model)]
+                           for b, mem in zip(self.adapters, store.per_model)]
 
     def drained(self, store: EncoderSlots) -> None:
         """The stream of ``store`` has nothing in flight (no rows, no caches): a static step's buffers go
         back to the models, where the next stream (this one's next refill, or another generator's)
         takes them. Its slots are re-allocated at its next refill, from the buffer set it takes then."""
-        for i, backend in enumerate(self.backends):
-            if isinstance(backend, _TransformerBackend) and backend.drained():
+        for i, adapter in enumerate(self.adapters):
+            if isinstance(adapter, _TransformerAdapter) and adapter.drained():
                 store.per_model[i] = None
 
     def initial_state(self, pool: Sources, sentences: Tensor, bos: int) -> DecoderState:
         """One row per sentence in ``sentences`` (pool indices or stream handles), nothing fed yet."""
-        caches = [b.initial(mem, sentences) for b, mem in zip(self.backends, pool.per_model)]
+        caches = [b.initial(mem, sentences) for b, mem in zip(self.adapters, pool.per_model)]
         history = sentences.new_zeros(len(sentences), 0) if self.needs_history else None
         return DecoderState(caches, sentences, torch.zeros_like(sentences), history, SentenceIndex.one_per_row(sentences), 0)
 
@@ -435,8 +439,8 @@ class ModelStep:
         The scores are raw logits for one model and log-probabilities for an ensemble
         (:attr:`normalized_scores`); either way ``log p = scores − logsumexp(scores)``.
         """
-        scores, _, new_state = self.scored_step(pool, state, tokens, block_mask)
-        return scores, new_state
+        scored, new_state = self.scored_step(pool, state, tokens, block_mask)
+        return scored.scores, new_state
 
     def greedy_steps(self, pool: Sources, state: DecoderState, first: Tensor,
                      steps: int) -> Optional[Tuple[Tensor, DecoderState]]:
@@ -445,14 +449,14 @@ class ModelStep:
         ``scores[:, -1].argmax(-1)`` in a loop give (a draft's greedy proposals, search/speculative.py).
         None where the model cannot (an ensemble, a temperature, another step mode, a decoder the operator
         does not run): loop then."""
-        if (len(self.backends) != 1 or self.temperature != 1.0 or self.step_mode != "native" or steps < 1
+        if (len(self.adapters) != 1 or self.temperature != 1.0 or self.step_mode != "native" or steps < 1
                 or state.history is not None):
             return None
-        backend = self.backends[0]
-        if not isinstance(backend, _TransformerBackend):
+        adapter = self.adapters[0]
+        if not isinstance(adapter, _TransformerAdapter):
             return None
         block = first if first.dim() == 2 else first.unsqueeze(1)
-        done = backend.greedy(pool.per_model[0], state.caches[0], state, block, steps)
+        done = adapter.greedy(pool.per_model[0], state.caches[0], state, block, steps)
         if isinstance(done, str):
             return None
         tokens, cache = done
@@ -466,29 +470,30 @@ class ModelStep:
     def strategy_pool(self, name: str, make: Callable[[], Any]) -> Any:
         """A strategy's buffers kept with the model across runs (made by ``make`` the first time), so that a repeat
         of a run takes the addresses its step graphs were captured with; only where :attr:`takes_tails`."""
-        pools = self.backends[0].stepper.strategy_pools
+        pools = self.adapters[0].block_decoder.strategy_pools
         if name not in pools:
             pools[name] = make()
         return pools[name]
 
     @property
     def takes_tails(self) -> bool:
-        """Whether :meth:`scored_step` may run a strategy's :class:`StepTail` inside the decoder step's
+        """Whether :meth:`scored_step` may run a strategy's :class:`RegionTail` inside the decoder step's
         region: one transformer under ``--step-mode static|graph`` (an ensemble's scores are averaged,
         a temperature divides them, after the step)."""
-        return (len(self.backends) == 1 and self.temperature == 1.0 and self.step_mode in ("static", "graph")
-                and isinstance(self.backends[0], _TransformerBackend))
+        return (len(self.adapters) == 1 and self.temperature == 1.0 and self.step_mode in ("static", "graph")
+                and isinstance(self.adapters[0], _TransformerAdapter))
 
     def scored_step(self, pool: Sources, state: DecoderState, tokens: Tensor, block_mask: Optional[Tensor] = None,
-                    *, tail: Optional[StepTail] = None) -> Tuple[Tensor, Optional[Tuple[Tensor, ...]], DecoderState]:
-        """:meth:`step`, and what ``tail`` (the strategy's output layer) returned for the live rows, where
-        the static step ran it inside its region — one CUDA graph replay with the decoder; None where it
-        did not (:attr:`takes_tails` false, a step that ran eager): the strategy runs it itself then."""
+                    *, tail: Optional[RegionTail] = None) -> Tuple[StepScores, DecoderState]:
+        """:meth:`step`'s scores as a :class:`StepScores` with what ``tail`` (the strategy's output layer, and its
+        search step) returned for the live rows, where the static step ran it inside its region — one CUDA graph
+        replay with the decoder; ``top`` None where it did not (:attr:`takes_tails` false, a step that ran
+        eager): the strategy runs it itself then."""
         tail = tail if self.takes_tails else None
         outputs, caches, ran = [], [], []
         made = None
-        for backend, memory, cache in zip(self.backends, pool.per_model, state.caches):
-            logits, cache, how, made = backend.step(memory, cache, state, tokens, block_mask, tail)
+        for adapter, memory, cache in zip(self.adapters, pool.per_model, state.caches):
+            logits, cache, how, made = adapter.step(memory, cache, state, tokens, block_mask, tail)
             ran.append(how)
             outputs.append(logits)
             caches.append(cache)
@@ -496,19 +501,20 @@ class ModelStep:
         # an ensemble's step is as static (or native) as its least static model's
         self.step_stats.count(next(h for h in ("eager", "native", "static", "replayed") if h in ran))
         self.step_stats.output_in_step += made is not None
-        self.step_stats.search_in_step += bool(getattr(made, "searched", False))
+        self.step_stats.search_in_step += made is not None and made.searched
         history = None if state.history is None else torch.cat([state.history, tokens], dim=1)
         lengths = _cache_lengths(caches, lambda: state.lengths + tokens.size(1))
         new_state = DecoderState(caches, state.handles, lengths, history, state.index,
                                  state.max_length + tokens.size(1))
-        return lprobs, made, new_state
+        scored = StepScores(lprobs) if made is None else StepScores(lprobs, made.top, made.searched)
+        return scored, new_state
 
     def select(self, state: DecoderState, rows: Tensor, index: Optional[SentenceIndex] = None) -> DecoderState:
         """Rows ``rows`` of ``state`` (repetition allowed); keep sentences' rows consecutive.
 
         ``index``: the new rows' per-sentence layout when the caller knows it (no host read).
         """
-        caches = [b.select(c, rows) for b, c in zip(self.backends, state.caches)]
+        caches = [b.select(c, rows) for b, c in zip(self.adapters, state.caches)]
         if any(getattr(c, "arena", None) is not None for c in caches):  # caches that never move: a table copy
             self.step_stats.table_reorders += 1
         history = None if state.history is None else state.history.index_select(0, rows)
@@ -528,7 +534,7 @@ class ModelStep:
             index = None
             if ix is not None:  # the layout is known: slice it instead of reading it again
                 index = SentenceIndex(ix.sentences[first:last], ix.local[lo:hi] - first, ix.slot[lo:hi], ix.width)
-            caches = [b.narrow(c, lo, hi - lo) for b, c in zip(self.backends, state.caches)]
+            caches = [b.narrow(c, lo, hi - lo) for b, c in zip(self.adapters, state.caches)]
             history = None if state.history is None else state.history[lo:hi]
             parts.append(DecoderState(caches, state.row_sentence[lo:hi], state.lengths[lo:hi], history, index,
                                       state.max_length))
@@ -541,7 +547,7 @@ class ModelStep:
         lengths = torch.cat([s.lengths for s in states])
         if not self.mixed_lengths and bool((lengths != lengths[0]).any()):
             raise FairseqStreamError("rows of different lengths can only share a step with transformer models")
-        caches = [b.concat([s.caches[i] for s in states]) for i, b in enumerate(self.backends)]
+        caches = [b.concat([s.caches[i] for s in states]) for i, b in enumerate(self.adapters)]
         history = None
         if self.needs_history:
             width = max(s.history.size(1) for s in states)
@@ -560,6 +566,6 @@ class ModelStep:
         """
         if max_length is None:
             max_length = int((state.lengths - block + keep).max()) if keep.numel() else 0
-        caches = [b.accept(c, keep, block, max_length) for b, c in zip(self.backends, state.caches)]
+        caches = [b.accept(c, keep, block, max_length) for b, c in zip(self.adapters, state.caches)]
         return replace(state, caches=caches, lengths=_cache_lengths(caches, lambda: state.lengths - block + keep),
                        max_length=max_length)

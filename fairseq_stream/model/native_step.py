@@ -1,14 +1,14 @@
 """``--step-mode native``: the eager decoder step of a fairseq transformer as one C++ call (CPU).
 
-On a CPU the eager step (:class:`~fairseq_stream.model.decoder_step.TransformerStepper`) is a few
+On a CPU the eager step (:class:`~fairseq_stream.model.decoder_step.BlockDecoder`) is a few
 dozen aten operations per layer issued from Python, and on a small model the interpreter between
 them costs about as much as their arithmetic. ``csrc/decoder_step.cpp`` makes the same aten calls
 in the same order with the same shapes (oneDNN's packed product, the int8 row product and the
 attention kernel through the dispatcher, as the Python step calls them), so a native step's logits
 are the eager step's bit for bit, in float32 and int8 (``tests/equivalence/test_native_equals_eager.py``).
 
-:func:`build` collects a decoder's weights once into a ``NativeDecoder`` (the stepper keeps it
-and builds it again when its stacked q/k/v copies are, see ``TransformerStepper._refresh_stacked``).
+:func:`build` collects a decoder's weights once into a ``NativeDecoder`` (the block decoder keeps it
+and builds it again when its stacked q/k/v copies are, see ``BlockDecoder.refresh_stacked``).
 What the operator does not cover runs the eager step, counted as a fallback in the step
 statistics with the reason: a decoder :func:`why_not` refuses (NormFormer parts, an activation
 other than ReLU/GELU, another Linear or LayerNorm class, the IBDecoder's own positions, a model

@@ -3,7 +3,11 @@ per-sentence keys/values (:class:`EncoderMemory`) and where each row's queries g
 sentence's (:class:`SentenceIndex`).
 
 A strategy reorders, concatenates, splits and truncates hypotheses through these; only the
-decoder step (:mod:`fairseq_stream.model.decoder_step`) reads what is inside them.
+decoder steps (:mod:`fairseq_stream.model.decoder_step`, :mod:`fairseq_stream.model.static`) read what is
+inside them. A :class:`RowCache` holds its keys and values in one of three ways, each method with a branch
+for each: buffers of its own (the eager step), a stacked buffer lent by the static step's pool (``lease``:
+:mod:`fairseq_stream.model.static.slabs`; a reorder deferred into the next step's region) or an arena's
+buffers read through a row table (``arena``: :mod:`fairseq_stream.model.row_arena`, the native step).
 """
 from __future__ import annotations
 
@@ -15,7 +19,8 @@ from torch import Tensor
 
 from fairseq_stream.model import row_arena
 from fairseq_stream.model.row_arena import RowArena
-from fairseq_stream.model.static_step import Lease, StaticCachePool, length_bucket, row_bucket
+from fairseq_stream.model.static.buckets import length_bucket, row_bucket
+from fairseq_stream.model.static.slabs import Lease, StaticCachePool
 
 @dataclass
 class EncoderMemory:
@@ -82,7 +87,7 @@ class RowCache:
     Buffers are reused rather than allocated per step (a fresh multi-MB tensor costs page
     faults that took as long as the copy itself): ``owned`` are the whole buffers the keys
     and values are row-prefixes of, when no other cache shares them (``None`` for the views
-    of :meth:`fairseq_stream.model.model_step._TransformerBackend.narrow`); ``spare`` are
+    of :meth:`fairseq_stream.model.model_step._TransformerAdapter.narrow`); ``spare`` are
     buffers of the same capacity that nothing reads any more, which the next reorder writes
     into. Every slot always holds a finite value (zeros or a stale key), as masked slots are
     still multiplied by zero weights.
@@ -96,7 +101,7 @@ class RowCache:
     owned: Optional[Tuple[List[Tensor], List[Tensor]]] = field(default=None, repr=False, compare=False)
     spare: Optional[Tuple[List[Tensor], List[Tensor]]] = field(default=None, repr=False, compare=False)
     # --step-mode static|graph: the keys and values are row-prefixes of one stacked buffer
-    # (rows bucket, 2·layers, H, slots bucket, hd) lent by a StaticCachePool (model/static_step.py)
+    # (rows bucket, 2·layers, H, slots bucket, hd) lent by a StaticCachePool (model/static/slabs.py)
     lease: Optional[Lease] = field(default=None, repr=False, compare=False)
     pool: Optional[StaticCachePool] = field(default=None, repr=False, compare=False)
     arena: Optional[RowArena] = field(default=None, repr=False, compare=False)
@@ -106,7 +111,7 @@ class RowCache:
     # (every slot). The next static step does it inside its region (so a graph replays it); any other use of
     # the keys and values does it first (settle)
     pending: Optional[Tuple[Lease, Tensor]] = field(default=None, repr=False, compare=False)
-    # with lease: the static step these rows came out of (model/decoder_step._Chain, set by that step), and after a
+    # with lease: the static step these rows came out of (model/static/inputs.Chain, set by that step), and after a
     # reorder (``pending``) the one the reordered rows came out of: the next step's region gathers what travels with
     # a row (its encoder slot, its output layer's inputs) from that step's buffers by the same parents
     last_step: Optional[Any] = field(default=None, repr=False, compare=False)

@@ -12,7 +12,7 @@ IBDecoder's multi-word beam step (Zhang2020 Algorithm 1). Each is declared once,
 * ``triton`` — Triton kernels on CUDA (on a CPU only under ``TRITON_INTERPRET=1``, as the
   tests run them), bit-identical in float64.
 
-:meth:`StepRunner.run` is the one function that runs an operator. It picks the backend
+:meth:`KernelRunner.run` is the one function that runs an operator. It picks the backend
 (``--step-backend``: ``auto`` = the fastest available for the tensors' device), falls back to
 the reference with **one warning line** naming the operator, the backend it wanted and why,
 records which backend ran (the run's statistics print it; the harness JSON has it), reads the
@@ -65,7 +65,7 @@ DEVICE_TABLE: Dict[str, Dict[str, str]] = {
     "int8_linear": {"cpu": "cpp"},
     # float32 Linear layers, --cpu-matmul auto (model/linear_kernels.py)
     "linear": {"cpu": "onednn", "cuda": "torch"},
-    # --step-mode auto (model/static_step.py): on a CPU the eager step as one C++ call (the same bits,
+    # --step-mode auto (model/static/modes.py): on a CPU the eager step as one C++ call (the same bits,
     # 0.66x the eager step's time at greedy batch 1, 0.85x at k = 5: docs/results.md, "The native step
     # on a CPU"; eager where it does not run every model); the static step without capture is slower
     # than the eager one on a CPU (it computes the padding rows and slots)
@@ -89,7 +89,7 @@ class StepOperator:
     compacts: Tuple[str, ...] = ()  # backends that leave the state compacted themselves
     runner_compacts: bool = True  # after the other backends, the runner compacts the state
     outputs_per_sentence: Tuple[str, ...] = ()  # result fields ordered like the state (compacted with it)
-    #: backend → the step features (``StepRunner.run``'s ``features``) it does not implement: such steps run the reference
+    #: backend → the step features (``KernelRunner.run``'s ``features``) it does not implement: such steps run the reference
     lacks: Dict[str, Tuple[str, ...]] = field(default_factory=dict)
 
     def implementation(self, backend: str) -> Optional[Callable[..., Any]]:
@@ -186,7 +186,7 @@ def why_not(op: StepOperator, backend: str, tensors: Sequence[Tensor], fits: boo
 
 @dataclass
 class Ran:
-    """What :meth:`StepRunner.run` returns: the backend's result, its packet read, the backend."""
+    """What :meth:`KernelRunner.run` returns: the backend's result, its packet read, the backend."""
 
     result: Any
     packet: PacketView
@@ -194,7 +194,7 @@ class Ran:
 
 
 @dataclass
-class StepRunner:
+class KernelRunner:
     """Runs the step operators of one strategy object (one decoding run)."""
 
     preference: str = "auto"

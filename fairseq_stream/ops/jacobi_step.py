@@ -14,7 +14,7 @@ new draft ``(S, b − 1)`` and the next feed ``(S, B)`` (both in the state's ord
 them), then that order. On CUDA two Triton kernels do the same
 (:mod:`fairseq_stream.ops.triton_jacobi_step`).
 
-Inert sentences (a static step's region runs the iteration over an arena of a row bucket's size,
+Inert sentences (a static step's region runs the iteration over a bucket state of a row bucket's size,
 ``search/jacobi.py``): a sentence with ``max_len`` −2 and window 1 is done at once in every backend,
 with one accepted token and no effect on the next width or the shortest row; the compaction puts it
 after the live sentences that finished (a stable order), and the host subtracts the inert ones.

@@ -28,7 +28,7 @@ Per sentence, a step (Algorithm 1, lines 14–17) is:
    code's ``find_top_z``; default ``k``; ``k`` for the fairseq and shrink rules) or an empty beam; its
    n-best list is the best ``nbest`` of them by ``score / length^lenpen`` (length counts EOS).
    Z = 1 is the strictest reading of App. A.1 (the first hypothesis to reach the top ends the
-   sentence); it favours short outputs (−1.0 BLEU at k = 50 on the demo model, docs/results.md, "Headline figures"),
+   sentence); it favours short outputs (−1.0 BLEU at k = 50 on the demo model, docs/results.md, "Variable-width streaming beam search"),
    while Z = k matches fairseq's BLEU at the same speed.
 """
 from __future__ import annotations
@@ -48,7 +48,7 @@ from fairseq_stream.errors import FairseqStreamError
 from fairseq_stream.search.interface import Hypothesis, StepOutcome, StrategyContext
 from fairseq_stream.ops import beam_step as fused
 from fairseq_stream.ops import packets
-from fairseq_stream.ops.backends import BEAM_STEP, RUNGS_FEATURE, StepRunner
+from fairseq_stream.ops.backends import BEAM_STEP, RUNGS_FEATURE, KernelRunner
 from fairseq_stream.ops.beam_step import StepResult
 from fairseq_stream.ops.packets import PacketView
 from fairseq_stream.search.output import OutputScorer
@@ -60,7 +60,7 @@ from fairseq_stream.ops.pruning import (
     RelativeThreshold, RungThreshold, StepView, SurprisalScaledThreshold,
 )
 from fairseq_stream.search.beam_rules import FINALIZATION_CODES, FINALIZATION_RULES, RuleDefaults, parse_pruning_rules
-from fairseq_stream.search.sentence_buckets import ArenaPool, RegionSearch, SentenceBucket
+from fairseq_stream.search.region import BucketStatePool, RegionSearch, SearchInRegion, SentenceBucket
 from fairseq_stream.search.state import PAD, StateOps, StrategyState, host, per_sentence, rows, transient
 
 
@@ -255,7 +255,7 @@ class BeamState(StrategyState):
     min_max_len: int = host(min)  # host: min(max_len)
     t_min: int = host(min)  # host: min(steps)
     rungs_in: int = host(_union)  # host: the pinned rungs (≥ 1) among the sentences, as bits; 0 = none
-    bucket: Optional[SentenceBucket] = transient()  # the arena of a step of fixed shapes (search/sentence_buckets.py)
+    bucket: Optional[SentenceBucket] = transient()  # the bucket state of a step of fixed shapes (search/region.py)
 
     @property
     def live(self) -> Tensor:
@@ -263,7 +263,7 @@ class BeamState(StrategyState):
         return torch.isfinite(self.scores) & ~self.ended
 
 
-class BeamSearch(StateOps):
+class BeamSearch(SearchInRegion, StateOps):
     """The strategy object the scheduler drives (see :mod:`fairseq_stream.search.interface`).
 
     A step is the output layer's candidates, then the search step proper, the operator
@@ -277,7 +277,7 @@ class BeamSearch(StateOps):
                  step_backend: str = "auto") -> None:
         self.cfg = cfg
         self.stats = stats
-        self.runner = StepRunner(step_backend, stats)
+        self.runner = KernelRunner(step_backend, stats)
         self.dtype = dtype
         self.scorer = scorer
         self.eos, self.pad, self.bos = eos, pad, bos
@@ -295,9 +295,7 @@ class BeamSearch(StateOps):
         self.pinned_rows_total = 0
         self._use_rules(cfg.pruning)
         self._len_pow: Dict[Tuple[Any, ...], Tensor] = {}  # (dtype, device, lenpen) → the table
-        #: the search step inside a static decoder step's region (output_tail); False: after it, as the eager step's
-        self.search_in_region = True
-        self.arenas = ArenaPool()  # the groups' sentence arenas of those steps
+        self.buckets = BucketStatePool()  # the groups' bucket states of those steps
 
     def set_pruning(self, pruning: Pruning) -> None:
         """Prune with ``pruning`` from the next step on, every sentence in flight included (``--prune-auto``'s
@@ -431,29 +429,29 @@ class BeamSearch(StateOps):
     def length(self, state: BeamState) -> int:
         return state.t + 1 if state.size else 0
 
-    def output_tail(self, state: BeamState) -> Any:
+    # ---- the "region" hook (search/region.py: SearchInRegion) ----------------------------------
+    pool_name = "beam-bucket-states"
+
+    def _tail(self, state: BeamState) -> Any:
         # the rows' context only where the step asks for it: a step whose rows are the last step's reordered
         # gathers it from their parents' (one token on, the same maximum length)
-        tail = self.scorer.tail(self.row_width(state), lambda: self._row_context(state, state.row_slot),
+        return self.scorer.tail(self.row_width(state), lambda: self._row_context(state, state.row_slot),
                                 follow=one_token_on)
-        if tail is not None and self.search_in_region:
-            tail.search = self._region_search(state)
-        return tail
 
     def _region_search(self, state: BeamState) -> RegionSearch:
-        """The search step as the static step's region runs it, over the group's arena of sentences (made here
-        where the group has none that fits: :mod:`fairseq_stream.search.sentence_buckets`)."""
-        bucket, next_rows = self.arenas.hold(state, self._inert, rows_per_sentence=self.k,
+        """The search step as the static step's region runs it, over the group's bucket state of sentences (made here
+        where the group has none that fits: :mod:`fairseq_stream.search.region`)."""
+        bucket, next_rows = self.buckets.hold(state, self._inert, rows_per_sentence=self.k,
                                              packet_size=lambda n: packets.BEAM_STEP.starts(n, self.done_at)[-1])
-        len_pow = self._length_penalties(bucket.arena)
+        len_pow = self._length_penalties(bucket.state)
         config = (self.k, self.final_width, self.done_at, self.finalizer.name, str(self.kernel_rules), tuple(self.rung_table()))
 
         dtype = state.scores.dtype
 
-        def launch(arena: BeamState, outputs: Sequence[Tensor]) -> Tuple[Tensor, str]:
+        def launch(whole: BeamState, outputs: Sequence[Tensor]) -> Tuple[Tensor, str]:
             top_lp, top_tok = outputs[0].to(dtype), outputs[1]
             # every row of the row bucket: the live ones' slots, then padding rows' (−1)
-            full = replace(arena, row_slot=bucket.rows[4, : top_lp.size(0)])
+            full = replace(whole, row_slot=bucket.rows[4, : top_lp.size(0)])
             result, backend = self._launch_step(full, top_lp, top_tok, len_pow)
             bucket.rows.copy_(result.rows)
             return result.packet, backend
@@ -469,30 +467,20 @@ class BeamSearch(StateOps):
                             own_finals=True)
         if out.state.size:
             out.state.bucket = bucket
-        else:  # the group ended: its arena goes back to the pool (its hypotheses were copied out)
-            self.arenas.release(bucket)
+        else:  # the group ended: its bucket state goes back to the pool (its hypotheses were copied out)
+            self.buckets.release(bucket)
         return out
 
     def share_pools(self, pool: Callable[[str, Callable[[], Any]], Any]) -> None:
-        """Take the sentence arenas the model keeps across runs (``ModelStep.strategy_pool``): a repeat of a
-        run then lends the same arenas, whose addresses its step graphs are keyed by."""
-        self.arenas = pool("beam-sentence-arenas", ArenaPool)
+        super().share_pools(pool)
         self._len_pow = pool("beam-length-penalties", dict)  # read by those graphs too
 
-    def concat(self, states: Sequence[BeamState]) -> BeamState:
-        merged = super().concat(states)
-        self.arenas.release_merged(states)  # the parts' arenas were copied from
-        return merged
-
-    def step(self, state: BeamState, scores: Tensor, top: Optional[Tuple[Tensor, Tensor]] = None) -> StepOutcome:
+    def _step_after(self, state: BeamState, scores: Tensor, top: Optional[Tuple[Tensor, ...]]) -> StepOutcome:
         """One step of every sentence of the group from the rows' next-token scores ``(R, 1, V)``
         (``top``: each row's best candidates, where the decoder step ran :meth:`output_tail`)."""
-        row_slot = state.row_slot
         if top is None:
             c = min(self.row_width(state), scores.size(-1))
-            top = self.scorer.top(scores[:, -1], c, self._row_context(state, row_slot))[:2]
-        if getattr(top, "searched", False):  # the search step ran in the decoder step's region (output_tail)
-            return self._searched(state)
+            top = self.scorer.top(scores[:, -1], c, self._row_context(state, state.row_slot))[:2]
         top_lp, top_tok = top
         return self.search_step(state, top_lp.to(state.scores.dtype), top_tok)
 
@@ -705,9 +693,9 @@ class BeamSearch(StateOps):
         """From the step's packet (read once, by the runner): the next rows are views of
         ``result.rows``; the state is in the packet's order, so the finished sentences are its
         last ones and what goes on is a view; their n-best lists come from the final buffers.
-        ``bucket_size``: the step ran over an arena of that many sentences (the inert ones after
+        ``bucket_size``: the step ran over a bucket state of that many sentences (the inert ones after
         ``state``'s, finished as far as the packet says); ``own_finals``: the hypotheses get tensors of
-        their own (the arena is lent again once its group ends)."""
+        their own (the bucket state is lent again once its group ends)."""
         s = state.size
         n_rows, widest = packet.scalar("rows"), packet.scalar("widest")
         going_on = (bucket_size or s) - packet.scalar("finished")

@@ -105,7 +105,7 @@ def prune_auto_on(name: str, opts: object, on_cuda: bool = False, beam: "int | N
 #: --prune-auto (search/prune_controller.py). The ladder of (δ, M) the controller moves on, from the
 #: fastest to the widest (then off): δ 1.25 … 3 at Yang2020's M 5, then δ 3 with M 10 for wide beams.
 #: Chosen on the demo model and its 500- and 800-update checkpoints at k = 5 and 50 by every sentence's
-#: outcome at every rung (scripts/experiments/rung_outcomes.py; docs/results.md, "--prune-auto, round 5"):
+#: outcome at every rung (scripts/experiments/rung_outcomes.py; docs/history/results-2026-11.md, round 5):
 #: δ 1.25 keeps BLEU within 0.15 of the fixed beam on all six (δ 1 loses 0.20 to 0.40 on three), so it is
 #: the fastest rung, and where a run starts at any k.
 PRUNE_AUTO_LADDER = ((1.25, 5), (1.5, 5), (2.0, 5), (3.0, 5), (3.0, 10))
@@ -120,7 +120,7 @@ PRUNE_AUTO_START_ROWS = 6
 #: many of the run's sentences' work by the first estimate, at least one: four at k ≤ 12 (as many as the
 #: controller needs to relax, plus one), one at k = 50, where a fixed beam's copy costs ~11 of the run's
 #: sentences (four, whatever k, put 13.8% of a 300-sentence k = 50 demo run and 38.7% of a 100-sentence one
-#: into the fixed beam's copies: docs/results.md, "Round 7: the probes' credit")
+#: into the fixed beam's copies: docs/history/results-2026-11.md, "Round 7: the probes' credit")
 PRUNE_AUTO_CREDIT = 8
 #: the largest loss of the best hypothesis's length-normalised model score (fairseq's score) against
 #: the fixed beam's that the current rung may have over its recent probes, as a fraction of the fixed
@@ -146,7 +146,7 @@ PRUNE_AUTO_WINDOW, PRUNE_AUTO_MIN_RELAX, PRUNE_AUTO_MIN_TIGHTEN, PRUNE_AUTO_HOLD
 #: a best hypothesis's length-normalised score (nats a token at --lenpen 1) below PRUNE_AUTO_UNSURE, the
 #: controller moves to the safest pruned rung and stays there. On such models pruning's search error shows
 #: as a shift of output length, not as a loss of score that the probes could see, and loses 0.5–0.9 BLEU at
-#: every faster rung (docs/results.md, "--prune-auto, round 7"); only δ 3 keeps it. Chosen on the tuning
+#: every faster rung (docs/history/results-2026-11.md, round 7); only δ 3 keeps it. Chosen on the tuning
 #: checkpoints of seed 14 (their outputs at δ 1.25 average −1.55, −1.20 and −0.95 at 300, 500 and 800
 #: updates, every one losing BLEU at k = 50 at δ 1.25; the demo, which keeps it, −0.43; the first 16 a run
 #: finishes, short ones, read lower: −0.52 on the demo, −0.99 at 800 updates); judged on seed 15 ("round 8").

@@ -38,7 +38,7 @@ from fairseq_stream.search.interface import Hypothesis, StepOutcome, StrategyCon
 from fairseq_stream.search.ib_order import IBSpec
 from fairseq_stream.ops import ib_step as fused
 from fairseq_stream.ops import packets
-from fairseq_stream.ops.backends import IB_STEP, StepRunner
+from fairseq_stream.ops.backends import IB_STEP, KernelRunner
 from fairseq_stream.ops.ib_step import IBStepResult
 from fairseq_stream.search.output import OutputScorer
 from fairseq_stream.model.row_cache import SentenceIndex
@@ -46,7 +46,7 @@ from fairseq_stream.search.score_edits import RowContext
 from fairseq_stream.search.registry import Capabilities, check_beam_and_nbest, lenpen_of, register_search
 from fairseq_stream.search.state import PAD, StateOps, StrategyState, host, per_sentence, rows, transient
 from fairseq_stream.search.beam import sorted_top
-from fairseq_stream.search.sentence_buckets import ArenaPool, RegionSearch, SentenceBucket
+from fairseq_stream.search.region import BucketStatePool, RegionSearch, SearchInRegion, SentenceBucket
 
 
 @dataclass(frozen=True)
@@ -107,10 +107,10 @@ class IBState(StrategyState):
     row_slot: Tensor = rows()  # (R,) flat s·B + j of every decoder row
     t: int = host(max)  # host: ``steps`` (one value in a group)
     shortest: int = host(min)  # host: a lower bound of max_len (the forced-EOS edit waits for it)
-    bucket: Optional[SentenceBucket] = transient()  # the arena of a step in a static step's region
+    bucket: Optional[SentenceBucket] = transient()  # the bucket state of a step in a static step's region
 
 
-#: what makes a sentence of an arena inert again after it finished (no candidate: done at once, no hypothesis, no
+#: what makes a sentence of a bucket state inert again after it finished (no candidate: done at once, no hypothesis, no
 #: row; its history empty, so that the step's bounds hold)
 _RESETS: Dict[str, Any] = dict(scores=-math.inf, steps=0, n_final=0)
 #: the fields a step makes anew (the operator's new tensors, then ``steps``, which the host advances by z)
@@ -174,14 +174,14 @@ class FinishedIB:
         return out
 
 
-class IBBeamSearch(StateOps):
+class IBBeamSearch(SearchInRegion, StateOps):
 
     def __init__(self, spec: IBSpec, scorer: OutputScorer, *, beam: int, nbest: int, lenpen: float,
                  eos: int, pad: int, bos: int, dedup: bool, dtype: torch.dtype, finalize: str = "top",
                  stats: Any = None, step_backend: str = "auto") -> None:
         self.spec, self.scorer = spec, scorer
         self.stats = stats
-        self.runner = StepRunner(step_backend, stats)
+        self.runner = KernelRunner(step_backend, stats)
         self._device_tables: Dict[str, Tuple[Tensor, List[Tensor]]] = {}
         self._block_zeros: Dict[str, Tensor] = {}  # per device: the (z, z) block mask of M(h, c)
         self.beam = self.rows_per_sentence = beam
@@ -193,9 +193,7 @@ class IBBeamSearch(StateOps):
         # Segment of each slot of a step: words come in (left, right) pairs per segment (Eq. 9).
         self.slot_segment = torch.tensor([(j % spec.h) // 2 for j in range(self.z)]) if spec.h > 2 else torch.zeros(self.z, dtype=torch.long)
         self.segment_slots = [torch.tensor([j for j in range(self.z) if int(self.slot_segment[j]) == g]) for g in range(self.segments)]
-        #: the search step inside a static decoder step's region (output_tail); False: after it
-        self.search_in_region = True
-        self.arenas = ArenaPool()  # the groups' sentence arenas of those steps
+        self.buckets = BucketStatePool()  # the groups' bucket states of those steps
 
     @classmethod
     def from_config(cls, cfg: IBBeamConfig, ctx: StrategyContext) -> "IBBeamSearch":
@@ -237,13 +235,7 @@ class IBBeamSearch(StateOps):
     def concat(self, states: Sequence[IBState]) -> IBState:
         if len({st.t for st in states}) != 1:
             raise FairseqStreamError("ib-beam merges groups of equal length only (min-length selection)")
-        merged = super().concat(states)
-        self.arenas.release_merged(states)  # the parts' arenas were copied from
-        return merged
-
-    def share_pools(self, pool: Any) -> None:
-        """Take the sentence arenas the model keeps across runs (``ModelStep.strategy_pool``), as a beam does."""
-        self.arenas = pool("ib-sentence-arenas", ArenaPool)
+        return super().concat(states)  # SearchInRegion's: the parts' bucket states go back
 
     def block_mask(self, fed: int, device: Any):
         """Mask of the next step's ``z`` slots over the ``fed`` cached ones and themselves."""
@@ -263,37 +255,35 @@ class IBBeamSearch(StateOps):
         return torch.zeros(ok.shape, dtype=torch.float32, device=device).masked_fill(~ok, float("-inf"))
 
     # ---- a step ---------------------------------------------------------------------------
-    def output_tail(self, state: IBState) -> Any:
-        tail = self.scorer.tail(self.beam, lambda: self._context(state, state.row_slot.numel(), self.z))
-        if tail is not None and self.search_in_region and state.size:
-            tail.search = self._region_search(state)
-        return tail
+    # ---- the "region" hook (search/region.py: SearchInRegion) ----------------------------------
+    pool_name = "ib-bucket-states"
 
-    def step(self, state: IBState, scores: Tensor, top: Optional[Tuple[Tensor, Tensor]] = None) -> StepOutcome:
-        if getattr(top, "searched", False):  # the step ran in the decoder step's region (output_tail)
-            return self._searched(state)
+    def _tail(self, state: IBState) -> Any:
+        return self.scorer.tail(self.beam, lambda: self._context(state, state.row_slot.numel(), self.z))
+
+    def _step_after(self, state: IBState, scores: Tensor, top: Optional[Tuple[Tensor, ...]]) -> StepOutcome:
         vals, toks = self._top(state, scores, top)
         return self.search_step(state, vals, toks)
 
     # ---- the step inside a static step's region ---------------------------------------------
     def _region_search(self, state: IBState) -> RegionSearch:
-        """The step as a static step's region runs it (:mod:`fairseq_stream.search.sentence_buckets`), as a beam's:
-        over the group's arena of sentences (the rest inert: :data:`_RESETS`), every row of the row bucket (a
-        padding row's slot −1), the new state and the next rows written into the arena's buffers, the output
-        layer's inputs (each row's target slots, its sentence's maximum length) made there from the arena. The
+        """The step as a static step's region runs it (:mod:`fairseq_stream.search.region`), as a beam's:
+        over the group's bucket state of sentences (the rest inert: :data:`_RESETS`), every row of the row bucket (a
+        padding row's slot −1), the new state and the next rows written into the bucket state's buffers, the output
+        layer's inputs (each row's target slots, its sentence's maximum length) made there from the bucket state. The
         operator does not compact: a step that finishes sentences leaves the host a new group (one copy)."""
-        # a new group, a merge, finished sentences (the operator does not compact): a copy into an arena
-        bucket, next_rows = self.arenas.hold(state, self._inert(), rows_per_sentence=self.beam,
+        # a new group, a merge, finished sentences (the operator does not compact): a copy into a bucket state
+        bucket, next_rows = self.buckets.hold(state, self._inert(), rows_per_sentence=self.beam,
                                              packet_size=lambda n: packets.IB_STEP.starts(n)[-1])
         size = bucket.size
-        arena, z, b = bucket.arena, self.z, self.beam  # type: ignore[union-attr]
+        whole, z, b = bucket.state, self.z, self.beam  # type: ignore[union-attr]
         scratch = bucket.scratch  # type: ignore[union-attr]
         if "feed" not in scratch:  # the next rows' z words and each sentence's end: the operator's, kept
-            scratch["feed"] = arena.sentences.new_zeros(size * b, z)
-            scratch["done"] = torch.zeros(size, dtype=torch.bool, device=arena.sentences.device)
-        slot_segment, _ = self._tables(arena.scores.device)
+            scratch["feed"] = whole.sentences.new_zeros(size * b, z)
+            scratch["done"] = torch.zeros(size, dtype=torch.bool, device=whole.sentences.device)
+        slot_segment, _ = self._tables(whole.scores.device)
         config = dict(beam=b, eos=self.eos, pad=self.pad, finalize_top=self.finalize == "top")
-        dtype = arena.scores.dtype
+        dtype = whole.scores.dtype
 
         def launch(full: IBState, outputs: Sequence[Tensor]) -> Tuple[Tensor, str]:
             r = outputs[0].size(0) // z
@@ -316,8 +306,8 @@ class IBBeamSearch(StateOps):
         def tail_inputs() -> Tuple[Tensor, ...]:  # _context over every row of the bucket (a padding row's: unread)
             rows = bucket.rows.size(1)  # type: ignore[union-attr]
             sentence = bucket.rows[4].clamp(min=0) // b  # type: ignore[union-attr]
-            steps = arena.steps.index_select(0, sentence).unsqueeze(1) + torch.arange(z, device=sentence.device)
-            return steps.view(-1), arena.max_len.index_select(0, sentence).unsqueeze(1).expand(rows, z).reshape(-1)
+            steps = whole.steps.index_select(0, sentence).unsqueeze(1) + torch.arange(z, device=sentence.device)
+            return steps.view(-1), whole.max_len.index_select(0, sentence).unsqueeze(1).expand(rows, z).reshape(-1)
 
         return RegionSearch(bucket, launch, resets=_RESETS,  # type: ignore[arg-type]
                             finished_at=packets.IB_STEP.starts(size)[packets.IB_STEP.index["finished"]],
@@ -332,24 +322,24 @@ class IBBeamSearch(StateOps):
 
     def _searched(self, state: IBState) -> StepOutcome:
         """The outcome of a step that ran in the region: its packet read (the step's one read). The packet counts
-        the inert sentences among the finished ones; the live ones come first in the arena."""
+        the inert sentences among the finished ones; the live ones come first in the bucket state."""
         bucket: SentenceBucket = state.bucket  # type: ignore[assignment]
         s, size = state.size, bucket.size
         packet = self.runner.read(IB_STEP, bucket.packet, bucket.backend, s=size)
         n_rows, widest = packet.scalar("rows"), packet.scalar("widest")
         n_done = packet.scalar("finished") - (size - s)
-        arena, rows, feed = bucket.arena, bucket.rows, bucket.scratch["feed"]
-        new = replace(state, **{name: getattr(arena, name)[:s] for name in _STEPPED}, t=state.t + self.z,
+        whole, rows, feed = bucket.state, bucket.rows, bucket.scratch["feed"]
+        new = replace(state, **{name: getattr(whole, name)[:s] for name in _STEPPED}, t=state.t + self.z,
                       bucket=bucket)
         parents, next_feed, slot, local, row_slot = (rows[0, :n_rows], feed[:n_rows], rows[2, :n_rows],
                                                      rows[3, :n_rows], rows[4, :n_rows])
-        if n_done:  # a new group (the operator does not compact): the arena goes back, its rows copied out first
+        if n_done:  # a new group (the operator does not compact): the bucket state goes back, its rows copied out first
             parents, next_feed, slot, row_slot = parents.clone(), next_feed.clone(), slot.clone(), row_slot.clone()
             local = None  # numbered in the new group
         out = self._outcome(new, bucket.scratch["done"][:s], n_done, widest, parents, next_feed, slot, row_slot,
                             state.t, local)
         if n_done:
-            self.arenas.release(bucket)
+            self.buckets.release(bucket)
         return out
 
     def _context(self, state: IBState, r: int, z: int) -> RowContext:
@@ -556,4 +546,4 @@ class IBBeamSearch(StateOps):
 register_search("ib-beam", summary="multi-word beam search for IBDecoder/IMDecoder/+SA checkpoints (Zhang2020 Alg. 1)",
                 config=IBBeamConfig, capabilities=Capabilities(
                     streaming=True, ngram_blocking=False, models="ib", block_steps=True,
-                    reads=frozenset({"ib_dedup", "ib_finalize"})))(IBBeamSearch)
+                    reads=frozenset({"ib_dedup", "ib_finalize"}), hooks=frozenset({"region"})))(IBBeamSearch)

@@ -15,11 +15,6 @@ answers these calls:
 * ``sentences(state)`` — how many sentences the state still holds (refill reads it);
 * ``length(state)`` — how many tokens its rows have been fed (the key of VAR-STREAM's
   selection of the shortest groups);
-* ``admit(src_tokens, src_lengths, free, size, pad=, eos=, left_pad=)`` — optional: a strategy
-  with models of its own (a speculative draft) encodes the sentences a refill admits, into the
-  same slots as the scheduler's models;
-* ``drained()`` — optional: the stream has no sentence in flight (the run's end): what a strategy counts on
-  the device is read now, once, outside any step (a speculative draft's acceptance histogram);
 * ``split(state, sentences, rows)`` and ``row_counts(state)`` — the first ``sentences``
   sentences (their ``rows`` rows) and the rest; the rows of each sentence (on the device):
   over-subscription steps only part of a group (:class:`~fairseq_stream.search.state.StateOps`
@@ -27,14 +22,33 @@ answers these calls:
 
 Rows of a state are its live hypotheses, sentence-major; the decoder state the scheduler
 keeps beside it has the same rows in the same order.
+
+A strategy may have **optional hooks**, each a protocol below, and has one only where its
+:class:`~fairseq_stream.search.registry.Capabilities` declare it (``hooks=``; the registry checks the
+methods exist when the strategy registers, and the scheduler calls a hook only where it is declared):
+
+* ``"admit"`` (:class:`AdmitsSources`) — a strategy with models of its own (a speculative draft) encodes the
+  sentences a refill admits, into the same slots as the scheduler's models;
+* ``"drained"`` (:class:`DrainsCounts`) — the stream has no sentence in flight (the run's end): what the
+  strategy counts on the device is read now, once, outside any step (a draft's acceptance histogram);
+* ``"region"`` (:class:`SearchesInRegion`) — its output layer, and its search step, run inside a static
+  decoder step's region (``output_tail``); its buffers kept with the model across runs (``share_pools``);
+  its ``step`` then takes a :class:`StepScores` (what the region computed) in place of the scores alone;
+* ``"rungs"`` (:class:`PrunesPerSentence`) — each sentence pruned at its own rung (``--prune-auto``'s probes).
 """
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Any, Callable, Dict, List, Optional, Protocol, Sequence
+from typing import Any, Callable, Dict, List, Optional, Protocol, Sequence, Tuple
 
 import torch
 from torch import Tensor
+
+from fairseq_stream.model.static.tail import StepScores
+
+__all__ = ["AdmitsSources", "DrainsCounts", "HOOKS", "Hypothesis", "PrunesPerSentence", "SearchStrategy",
+           "SearchesInRegion", "StepOutcome", "StepScores", "StrategyContext", "cat_padded", "empty_hypothesis",
+           "merge_finished"]
 
 @dataclass
 class Hypothesis:
@@ -103,13 +117,8 @@ class SearchStrategy(Protocol):
         ...
 
     def step(self, state: Any, lprobs: Tensor) -> StepOutcome:
-        """``lprobs``: (R, b, V) log-probabilities after each fed token of every row.
-
-        A strategy that also has ``output_tail(state)`` — its output layer as a
-        :class:`~fairseq_stream.model.static_step.StepTail` (:meth:`~fairseq_stream.search.output.OutputScorer.tail`),
-        or None — is asked for it where the decoder step can run it inside its region (a static step),
-        and when it gives one, called as ``step(state, lprobs, top)``: ``top`` what the tail returned for
-        the live rows, or None where the step did not run it (the strategy runs its layer itself)."""
+        """``lprobs``: (R, b, V) log-probabilities after each fed token of every row (a strategy with the
+        ``"region"`` hook is given a :class:`StepScores` instead: :class:`SearchesInRegion`)."""
         ...
 
     def concat(self, states: Sequence[Any]) -> Any:
@@ -129,6 +138,57 @@ class SearchStrategy(Protocol):
     def row_counts(self, state: Any) -> Tensor:
         """(S,) decoder rows of each sentence of ``state``, on the device."""
         ...
+
+
+class AdmitsSources(Protocol):
+    """Hook ``"admit"``: a strategy with models of its own encodes what a refill admits."""
+
+    def admit(self, src_tokens: Tensor, src_lengths: Tensor, free: Tensor, size: int, *, pad: int, eos: int,
+              left_pad: bool) -> None:
+        """``src_tokens`` (m, T) of the admitted sentences into the slots ``free`` (m,) of a store of ``size``."""
+        ...
+
+
+class DrainsCounts(Protocol):
+    """Hook ``"drained"``: what the strategy counts on the device, read once when the stream drains."""
+
+    def drained(self) -> None:
+        ...
+
+
+class SearchesInRegion(Protocol):
+    """Hook ``"region"``: the output layer (and the search step) inside a static decoder step's region."""
+
+    def output_tail(self, state: Any) -> Optional[Any]:
+        """The output layer of the next ``step`` as a :class:`~fairseq_stream.model.static.tail.RegionTail`
+        (its ``search`` set where the search step runs in the region too), or None (the step runs it after)."""
+        ...
+
+    def share_pools(self, pool: Callable[[str, Callable[[], Any]], Any]) -> None:
+        """Take the buffers the model keeps across runs (``ModelStep.strategy_pool(name, make)``), so that a
+        repeat of a run takes the addresses its step graphs were captured with."""
+        ...
+
+    def step(self, state: Any, scores: "StepScores") -> StepOutcome:
+        """The strategy's step from what the decoder step computed (:class:`StepScores`)."""
+        ...
+
+
+class PrunesPerSentence(Protocol):
+    """Hook ``"rungs"``: each sentence pruned at its own rung (δ, M), pinned when it is admitted."""
+
+    def use_rungs(self, rungs: Sequence[Any], pin: Callable[[Tensor], Optional[Tensor]], *,
+                  meter: bool = False) -> None:
+        ...
+
+
+#: every optional hook a strategy may declare (``Capabilities(hooks=...)``) → the methods it must have
+HOOKS: Dict[str, Tuple[str, ...]] = {
+    "admit": ("admit",),
+    "drained": ("drained",),
+    "region": ("output_tail", "share_pools"),
+    "rungs": ("use_rungs",),
+}
 
 
 def cat_padded(parts: Sequence[Tensor], value: float = 0) -> Tensor:

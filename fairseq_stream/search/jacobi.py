@@ -36,15 +36,17 @@ from fairseq_stream.errors import FairseqStreamError
 from fairseq_stream.search.interface import Hypothesis, StepOutcome, StrategyContext
 from fairseq_stream.ops import jacobi_step as fused
 from fairseq_stream.ops import ngram_pool, packets
-from fairseq_stream.ops.backends import JACOBI_STEP, StepRunner
+from fairseq_stream.ops.backends import JACOBI_STEP, KernelRunner
 from fairseq_stream.ops.jacobi_step import IterationResult
 from fairseq_stream.ops.packets import PacketView
 from fairseq_stream.search.output import OutputScorer
 from fairseq_stream.model.row_cache import SentenceIndex, counting
 from fairseq_stream.search.score_edits import RowContext
 from fairseq_stream.search.registry import Capabilities, lenpen_of, register_search
-from fairseq_stream.model.static_step import row_bucket
-from fairseq_stream.search.sentence_buckets import ArenaPool, RegionSearch, SentenceBucket, in_bucket, sentence_fields
+from fairseq_stream.model.static.buckets import row_bucket
+from fairseq_stream.search.region import (
+    BucketStatePool, RegionSearch, SearchInRegion, SentenceBucket, in_bucket, sentence_fields,
+)
 from fairseq_stream.search.state import PAD, StateOps, StrategyState, host, per_sentence, transient
 
 
@@ -95,15 +97,15 @@ class JacobiState(StrategyState):
     low: int = host(min)  # host: min(verified)
     high: int = host(max)  # host: max(verified)
     shortest: int = host(min)  # host: min(max_len)
-    bucket: Optional[SentenceBucket] = transient()  # the arena of an iteration in a static step's region
+    bucket: Optional[SentenceBucket] = transient()  # the bucket state of an iteration in a static step's region
 
 
-#: what makes a sentence of an arena inert (its iteration in the region: no window past its first position, past
+#: what makes a sentence of a bucket state inert (its iteration in the region: no window past its first position, past
 #: its maximum length — done at once, one token accepted, which the host subtracts; sorted after the live ones)
 _RESETS = dict(verified=0, max_len=-2, width=1, iterations=0)
 
 
-class JacobiDecoding(StateOps):
+class JacobiDecoding(SearchInRegion, StateOps):
     """The strategy object the scheduler drives (see :mod:`fairseq_stream.search.interface`).
 
     An iteration reads the device once (finished sentences, the next window, the longest row).
@@ -114,16 +116,13 @@ class JacobiDecoding(StateOps):
     def __init__(self, cfg: JacobiConfig, scorer: OutputScorer, *, eos: int, pad: int, bos: int,
                  stats, dtype: torch.dtype = torch.float32, step_backend: str = "auto") -> None:
         self.cfg = cfg
-        self.runner = StepRunner(step_backend, stats)
+        self.runner = KernelRunner(step_backend, stats)
         self.lenpen = cfg.lenpen
         self.scorer = scorer
         self.eos, self.pad, self.bos = eos, pad, bos
         self.stats = stats
         self.dtype = dtype
-        #: the iteration inside a static decoder step's region (output_tail); False: after it (a verifier whose
-        #: proposer rewrites the feed between iterations)
-        self.search_in_region = True
-        self.arenas = ArenaPool()  # the groups' sentence arenas of those iterations
+        self.buckets = BucketStatePool()  # the groups' bucket states of those iterations
 
     @classmethod
     def from_config(cls, cfg: JacobiConfig, ctx: StrategyContext) -> "JacobiDecoding":
@@ -198,11 +197,11 @@ class JacobiDecoding(StateOps):
         feed = ngram_pool.reference_feed(state.feed[:, :b], guesses, width, pad=self.pad)  # as lookahead's C++ pool
         return replace(state, feed=feed.contiguous(), width=width.contiguous())
 
-    def into_arena(self, state: JacobiState) -> JacobiState:
+    def into_bucket(self, state: JacobiState) -> JacobiState:
         """``state`` whose feed and windows (a proposer's, made after the last iteration) are written into its
-        arena's own columns, where the next iteration in a static step's region reads them."""
-        arena, s, b = state.bucket.arena, state.size, state.feed.size(1)  # type: ignore[union-attr]
-        feed, width = arena.feed[:s, :b], arena.width[:s]
+        bucket state's own columns, where the next iteration in a static step's region reads them."""
+        whole, s, b = state.bucket.state, state.size, state.feed.size(1)  # type: ignore[union-attr]
+        feed, width = whole.feed[:s, :b], whole.width[:s]
         if feed.data_ptr() != state.feed.data_ptr() or feed.stride() != state.feed.stride():
             feed.copy_(state.feed)
         if width.data_ptr() != state.width.data_ptr():
@@ -210,27 +209,16 @@ class JacobiDecoding(StateOps):
         return replace(state, feed=feed, width=width)
 
     # ---- one iteration -----------------------------------------------------------------
-    def output_tail(self, state: JacobiState) -> Any:
+    # ---- the "region" hook (search/region.py: SearchInRegion) ----------------------------------
+    pool_name = "jacobi-bucket-states"
+
+    def _tail(self, state: JacobiState) -> Any:
         b = state.feed.size(1)
-        tail = self.scorer.tail(1, lambda: self._context(state, b))  # computed only where a step asks for it
-        if tail is not None and self.search_in_region and state.size:
-            tail.search = self._region_search(state)
-        return tail
+        return self.scorer.tail(1, lambda: self._context(state, b))  # computed only where a step asks for it
 
-    def step(self, state: JacobiState, scores: Tensor, top: Optional[Tuple[Tensor, Tensor]] = None) -> StepOutcome:
+    def _step_after(self, state: JacobiState, scores: Tensor, top: Optional[Tuple[Tensor, ...]]) -> StepOutcome:
         """Predictions for every fed position → verified prefix, new draft, finished sentences."""
-        if getattr(top, "searched", False):  # the iteration ran in the decoder step's region (output_tail)
-            return self._searched(state)
         return self.iterate(state, *self.predictions(state, scores, top))
-
-    def share_pools(self, pool: Any) -> None:
-        """Take the sentence arenas the model keeps across runs (``ModelStep.strategy_pool``), as a beam does."""
-        self.arenas = pool("jacobi-sentence-arenas", ArenaPool)
-
-    def concat(self, states: Sequence[JacobiState]) -> JacobiState:
-        merged = super().concat(states)
-        self.arenas.release_merged(states)  # the parts' arenas were copied from
-        return merged
 
     # ---- the iteration inside a static step's region -----------------------------------------
     def _config(self, b: int) -> Tuple[int, Dict[str, Any]]:
@@ -244,22 +232,22 @@ class JacobiDecoding(StateOps):
                             feed_width=widest)
 
     def _region_search(self, state: JacobiState) -> RegionSearch:
-        """The iteration as a static step's region runs it (:mod:`fairseq_stream.search.sentence_buckets`): over
-        an arena of as many sentences as the step's row bucket has rows (a sentence is its row), the live ones
-        first, the rest inert (:data:`_RESETS`); the next draft and feed are written into the arena's own
+        """The iteration as a static step's region runs it (:mod:`fairseq_stream.search.region`): over
+        a bucket state of as many sentences as the step's row bucket has rows (a sentence is its row), the live ones
+        first, the rest inert (:data:`_RESETS`); the next draft and feed are written into the bucket state's own
         columns, the accepted counts and the order into its rows buffer. A group whose row bucket changes (a
-        refill, a merge, sentences that end past a rung) is copied into an arena of its new size."""
+        refill, a merge, sentences that end past a rung) is copied into a bucket state of its new size."""
         b = state.feed.size(1)
         widest, config = self._config(b)
         size, bucket = row_bucket(state.size), state.bucket
-        if not in_bucket(state, bucket, size) or bucket.arena.feed.size(1) < widest:  # type: ignore[union-attr]
-            state.bucket = self.arenas.lend(state, size, self._inert(), rows_per_sentence=1,
+        if not in_bucket(state, bucket, size) or bucket.state.feed.size(1) < widest:  # type: ignore[union-attr]
+            state.bucket = self.buckets.lend(state, size, self._inert(), rows_per_sentence=1,
                                             packet_size=packets.JACOBI_STEP.starts(size)[-1],
                                             columns=dict(feed=widest, draft=max(widest - 1, 1)))
-            self.arenas.release(bucket)
+            self.buckets.release(bucket)
             bucket = state.bucket
-        arena = bucket.arena  # type: ignore[union-attr]
-        dtype = arena.token_scores.dtype
+        whole = bucket.state  # type: ignore[union-attr]
+        dtype = whole.token_scores.dtype
 
         def launch(full: JacobiState, outputs: Sequence[Tensor]) -> Tuple[Tensor, str]:
             score, token = outputs[0][:, 0].view(size, b).to(dtype), outputs[1][:, 0].view(size, b)
@@ -274,9 +262,9 @@ class JacobiDecoding(StateOps):
             bucket.rows[:2].copy_(result.aux)  # type: ignore[union-attr]
             return result.packet, backend
 
-        def tail_inputs() -> Tuple[Tensor, ...]:  # _context over the whole arena (an inert row's: never read)
-            steps = arena.verified.unsqueeze(1) + counting(arena.verified, b)[0]
-            return steps.reshape(-1), arena.max_len.unsqueeze(1).expand(size, b).reshape(-1)
+        def tail_inputs() -> Tuple[Tensor, ...]:  # _context over the whole bucket state (an inert row's: never read)
+            steps = whole.verified.unsqueeze(1) + counting(whole.verified, b)[0]
+            return steps.reshape(-1), whole.max_len.unsqueeze(1).expand(size, b).reshape(-1)
 
         finished_at = packets.JACOBI_STEP.starts(size)[packets.JACOBI_STEP.index["finished"]]
         return RegionSearch(bucket, launch, resets=_RESETS, finished_at=finished_at,  # type: ignore[arg-type]
@@ -296,15 +284,15 @@ class JacobiDecoding(StateOps):
         n_done, longest = packet.scalar("finished") - inert, packet.scalar("longest")
         going_on = s - n_done
         self.stats.accepted_tokens += packet.scalar("accepted") - inert
-        arena = bucket.arena
-        whole = replace(state, **dict(sentence_fields(arena), draft=arena.draft[:, : b - 1]), bucket=None)
-        finished = self._finished(whole, packet, range(going_on, s)) if n_done else {}  # copies: the arena goes on
+        full = bucket.state
+        whole = replace(state, **dict(sentence_fields(full), draft=full.draft[:, : b - 1]), bucket=None)
+        finished = self._finished(whole, packet, range(going_on, s)) if n_done else {}  # copies: the bucket state goes on
         new = whole.split(going_on, going_on, 1)[0]
         new = replace(new, feed=new.feed[:, : packet.scalar("next_width")],
                       low=packet.scalar("shortest") if going_on else 0, high=longest,
                       bucket=bucket if going_on else None)
-        if not going_on:  # the group ended: its arena goes back to the pool
-            self.arenas.release(bucket)
+        if not going_on:  # the group ended: its bucket state goes back to the pool
+            self.buckets.release(bucket)
         parents = bucket.rows[1, :going_on].clone() if n_done else None  # the rows buffer is the next step's
         return StepOutcome(state=new, parents=parents, feed=new.feed, finished=finished, accept=bucket.rows[0, :s],
                            index=SentenceIndex.one_per_row(new.sentences), max_length=longest)
@@ -443,4 +431,4 @@ for _name, _summary in SUMMARIES.items():
     register_search(_name, summary=_summary, config=JacobiConfig, capabilities=Capabilities(
         streaming=True, default_epsilon=0.0, beam=False, why_no_beam=WHY_NO_BEAM, nbest=False, ngram_blocking=False,
         block_steps=True, selection="all",  # rows verify different numbers of tokens: lengths differ in a batch
-        reads=READS[_name]))(JacobiDecoding)
+        reads=READS[_name], hooks=frozenset({"region"})))(JacobiDecoding)

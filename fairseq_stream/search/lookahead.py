@@ -77,6 +77,9 @@ class NgramPoolProposer:
               left_pad: bool) -> None:
         """No model of its own: nothing to encode."""
 
+    def drained(self) -> None:
+        """Nothing counted on the device."""
+
     def start(self, sentences: Tensor, verify: JacobiState) -> Proposal:
         return Proposal(None, None, self._propose(verify, 0))
 

@@ -127,7 +127,7 @@ _RAISED_IDS: Dict[Tuple[Tuple[int, ...], Any], Tensor] = {}
 
 class TopTail:
     """The output layer after the product — the fused top-k and normaliser (Hoang2018 §3.1), the score
-    edits, each row's best ``k`` — as a static step's :class:`~fairseq_stream.model.static_step.StepTail`:
+    edits, each row's best ``k`` — as a static step's :class:`~fairseq_stream.model.static.tail.RegionTail`:
     the step runs it inside its region (one CUDA graph replay with the decoder) on every row of its
     bucket and returns the live rows' ``(values, tokens)``, what :meth:`OutputScorer.top` returns.
 
@@ -146,7 +146,7 @@ class TopTail:
         #: (a beam: one token more, the same maximum), so that a static step whose rows are the last step's
         #: reordered gathers them inside its region; None: the inputs are given at every step
         self.follow = follow
-        #: the strategy's search step, run in the region after this layer (StepTail.search), or None
+        #: the strategy's search step, run in the region after this layer (RegionTail.search), or None
         self.search: Any = None
 
     @property

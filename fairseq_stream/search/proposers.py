@@ -25,8 +25,8 @@ from typing import Any, NamedTuple, Optional, Protocol, Sequence, Tuple
 
 from torch import Tensor
 
-from fairseq_stream.ops.backends import StepRunner
-from fairseq_stream.search.interface import StepOutcome
+from fairseq_stream.ops.backends import KernelRunner
+from fairseq_stream.search.interface import StepOutcome, StepScores
 from fairseq_stream.search.jacobi import JacobiDecoding, JacobiState
 from fairseq_stream.search.output import OutputScorer
 from fairseq_stream.search.registry import Capabilities
@@ -64,6 +64,10 @@ class Proposer(Protocol):
               left_pad: bool) -> None:
         """The scheduler's refill: a proposer with models of its own encodes the admitted sentences
         into the scheduler's slots ``free``; others do nothing."""
+        ...
+
+    def drained(self) -> None:
+        """The stream drained (the run's end): read what the proposer counted on the device, once; or nothing."""
         ...
 
     def start(self, sentences: Tensor, verify: JacobiState) -> Proposal:
@@ -106,7 +110,7 @@ class ProposeAndVerify(StateOps):
         return self.verifier.scorer
 
     @property
-    def runner(self) -> StepRunner:
+    def runner(self) -> KernelRunner:
         return self.verifier.runner
 
     # ---- the interface ---------------------------------------------------------------------
@@ -122,39 +126,39 @@ class ProposeAndVerify(StateOps):
     def length(self, state: ProposedState) -> int:
         return self.verifier.length(state.verify)
 
+    # ---- the hooks its capabilities declare (verifier_capabilities): "admit", "drained", "region" ----------
     def output_tail(self, state: ProposedState) -> Any:
         return self.verifier.output_tail(state.verify)
 
     def share_pools(self, pool: Any) -> None:
-        """The verifier's sentence arenas are the model's (a repeat of a run replays its step graphs)."""
+        """The verifier's bucket states are the model's (a repeat of a run replays its step graphs)."""
         self.verifier.share_pools(pool)
 
     def drained(self) -> None:
         """The run's end: the proposer reads what it counted on the device (the draft's histogram)."""
-        drained = getattr(self.proposer, "drained", None)
-        if drained is not None:
-            drained()
+        self.proposer.drained()
 
     def concat(self, states: Sequence[ProposedState]) -> ProposedState:
         merged = super().concat(states)
-        self.verifier.arenas.release_merged([st.verify for st in states])  # the parts' arenas were copied from
+        self.verifier.buckets.release_merged([st.verify for st in states])  # the parts' bucket states were copied from
         return merged
 
-    def step(self, state: ProposedState, scores: Tensor, top: Optional[Tuple[Tensor, Tensor]] = None) -> StepOutcome:
+    def step(self, state: ProposedState, scores: "Tensor | StepScores") -> StepOutcome:
         """The model's scores of the fed block (S, b, V) → accepted tokens, the next guesses. Where the
-        verification ran in the decoder step's region (``top.searched``), its packet is read here and the
+        verification ran in the decoder step's region (``scores.searched``), its packet is read here and the
         predictions are the region's output layer's (the live rows' arg-max)."""
         entered = time.perf_counter()
         before = self.stats.accepted_tokens
-        if getattr(top, "searched", False):
+        scores = StepScores.of(scores)
+        if scores.searched:
             s, b = state.verify.size, state.verify.feed.size(1)
-            pred = top[1][: s * b, 0].view(s, b)  # type: ignore[index]
-            out = self.verifier.step(state.verify, scores, top)  # the one host read (packet)
+            pred = scores.top[1][: s * b, 0].view(s, b)  # type: ignore[index]
+            out = self.verifier.step(state.verify, scores)  # the one host read (packet)
         else:
-            pred, score = self.verifier.predictions(state.verify, scores, top)
+            pred, score = self.verifier.predictions(state.verify, scores.scores, scores.top)
             out = self.verifier.iterate(state.verify, pred, score)  # the one host read (packet)
         verdict = Verdict(pred=pred, accept=out.accept, accepted=self.stats.accepted_tokens - before, outcome=out,
-                          vocab=scores.size(-1), entered=entered)
+                          vocab=scores.scores.size(-1), entered=entered)
         return self._guessed(out, self.proposer.propose(verdict, state.rows))
 
     def _guessed(self, out: StepOutcome, proposal: Proposal) -> StepOutcome:
@@ -164,8 +168,8 @@ class ProposeAndVerify(StateOps):
             verify = replace(verify, feed=proposal.feed)
         elif proposal.guesses is not None:
             verify = self.verifier.with_guesses(verify, proposal.guesses, proposal.guesses.size(1))
-        if verify.bucket is not None:  # the next verification reads its feed and windows from the arena
-            verify = self.verifier.into_arena(verify)
+        if verify.bucket is not None:  # the next verification reads its feed and windows from the bucket state
+            verify = self.verifier.into_bucket(verify)
         return replace(out, state=ProposedState(verify=verify, rows=proposal.rows), feed=verify.feed)
 
 
@@ -173,4 +177,5 @@ def verifier_capabilities(*, why_no_beam: str, reads: frozenset) -> Capabilities
     """What a verifier + proposer strategy runs: greedy's output, one row per sentence, block steps,
     every sentence stepped each iteration (its rows have their own lengths)."""
     return Capabilities(streaming=True, default_epsilon=0.0, beam=False, why_no_beam=why_no_beam, nbest=False,
-                        ngram_blocking=False, block_steps=True, selection="all", reads=reads)
+                        ngram_blocking=False, block_steps=True, selection="all", reads=reads,
+                        hooks=frozenset({"admit", "drained", "region"}))

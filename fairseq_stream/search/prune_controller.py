@@ -129,7 +129,7 @@ class Window:
 
     def within(self, tolerance: float) -> bool:
         # by the score alone: how many best hypotheses changed says nothing of BLEU on a weak model, where a
-        # rung that keeps BLEU changes 60–90% of them (docs/results.md, --prune-auto round 5)
+        # rung that keeps BLEU changes 60–90% of them (docs/history/results-2026-11.md, --prune-auto round 5)
         return self.relative_loss <= tolerance
 
 

@@ -12,6 +12,7 @@ from dataclasses import dataclass, field
 from typing import Any, Callable, Dict, FrozenSet, List, Optional, Protocol, Sequence, TypeVar
 
 from fairseq_stream.errors import FairseqStreamError
+from fairseq_stream.search.interface import HOOKS
 
 
 @dataclass(frozen=True)
@@ -29,6 +30,9 @@ class Capabilities:
     block_steps: bool = False  # feeds several tokens per row in one step (transformer decoders only)
     selection: str = "min-length"  # which groups step together: "min-length" (VAR-STREAM) or "all"
     reads: FrozenSet[str] = frozenset()  # the strategy-specific options it reads (others are refused)
+    # the optional hooks it has, each a protocol of search/interface.py (HOOKS: "admit", "drained", "region",
+    # "rungs"); the scheduler and the engine call a hook only where it is declared here
+    hooks: FrozenSet[str] = frozenset()
 
 
 #: A model's decoder class names its family (what ``Capabilities.models`` matches) with this class
@@ -121,12 +125,25 @@ def register_search(name: str, *, summary: str, config: Optional[type] = None,
         if name in _REGISTRY:
             raise ValueError(f"search strategy {name!r} is already registered")
         if isinstance(target, type):
+            check_hooks(name, target, capabilities.hooks)
             _REGISTRY[name] = SearchEntry(name, summary, capabilities, strategy=target, config=config or BasicConfig)
         else:
             _REGISTRY[name] = SearchEntry(name, summary, capabilities, build=target)  # type: ignore[arg-type]
         return target
 
     return wrap
+
+
+def check_hooks(name: str, strategy: type, hooks: FrozenSet[str]) -> None:
+    """Each hook ``hooks`` declares is a known one and ``strategy`` has its methods (``ValueError`` otherwise:
+    a programming error of the strategy's author, said when it registers, not in the middle of a run)."""
+    for hook in sorted(hooks):
+        if hook not in HOOKS:
+            raise ValueError(f"--search {name}: unknown hook {hook!r} in Capabilities.hooks; known: {', '.join(HOOKS)}")
+        missing = [m for m in HOOKS[hook] if not callable(getattr(strategy, m, None))]
+        if missing:
+            raise ValueError(f"--search {name} declares the hook {hook!r} but {strategy.__name__} has no "
+                             f"{', '.join(missing)}")
 
 
 def unregister_search(name: str) -> None:

@@ -51,7 +51,7 @@ from fairseq_stream.search.jacobi import JacobiConfig, JacobiDecoding, JacobiSta
 from fairseq_stream.search.proposers import ProposeAndVerify, Proposal, Verdict, verifier_capabilities
 
 #: ``--draft-tokens`` without a value: with the draft's calls as one native call, γ = 3 measured faster than
-#: 2 and 4 on the demo model's draft on a CPU (docs/results.md, "Round 7").
+#: 2 and 4 on the demo model's draft on a CPU (docs/history/results-2026-11.md, speculative decoding, "Round 7").
 DEFAULT_DRAFT_TOKENS = "3"
 #: The largest γ ``auto`` considers.
 AUTO_MAX_DRAFT_TOKENS = 8

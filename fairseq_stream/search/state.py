@@ -173,8 +173,3 @@ class StateOps:
 
     def row_counts(self, state: StrategyState) -> Tensor:
         return state.row_counts(self.rows_per_sentence)
-
-    def output_tail(self, state: StrategyState) -> Any:
-        """The output layer of the next ``step`` as a static decoder step runs it inside its region (a
-        :class:`~fairseq_stream.model.static_step.StepTail`; ``step`` gets its results as ``top``), or None."""
-        return None

@@ -478,7 +478,7 @@ def _parser() -> argparse.ArgumentParser:
     parser.add_argument("--warmup", type=int, default=None,
                         help="untimed runs per row before the timed ones (Triton compiles, kernel builds, the "
                              "output layer's choice); 0 = none; default 1, on --device cuda 2 (a graph row's "
-                             "second run still captures the steps whose cache arenas grew in its first)")
+                             "second run still captures the steps whose cache slabs grew in its first)")
     parser.add_argument("--max-tokens", type=int, default=None, help="tokens per batch of fairseq's beam (FIXED)")
     parser.add_argument("--batch-size", type=int, default=None, help="sentences per batch of fairseq's beam (FIXED)")
     parser.add_argument("--pool-size", type=int, default=None,

@@ -23,7 +23,7 @@ from omegaconf import open_dict
 from fairseq_stream.integration.generator import StreamGenerator
 from fairseq_stream.errors import FairseqStreamError
 from fairseq_stream.integration.input_checks import is_blank
-from fairseq_stream.integration.read_ahead import Lookahead
+from fairseq_stream.integration.read_ahead import ReadAhead
 from fairseq_stream.integration.run_context import RunContext
 from fairseq_stream.integration.build import build_generator
 from fairseq_stream.engine.stats import DecodeStats
@@ -163,7 +163,7 @@ class TranslationSession:
                             input_order=stream_opts.stream_input_order)
         if isinstance(generator, StreamGenerator) and not stream_opts.stream_per_batch:
             # One stream over the whole input: refills read the next batches ahead.
-            itr = Lookahead(itr)
+            itr = ReadAhead(itr)
             generator.attach(RunContext(itr))
         hypos: List[Optional[List[Dict[str, Any]]]] = [None] * len(dataset)
         bar = _progress(len(dataset)) if progress else None

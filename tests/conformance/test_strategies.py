@@ -65,3 +65,42 @@ def test_nbest_lists(demo_session, demo_sources, name):
 def test_standard_checkpoint_with_ib_beam_is_refused(demo_session):
     with pytest.raises(FairseqStreamError, match="IBDecoder-family checkpoints"):
         demo_session.build_generator("ib-beam", {"beam": 4}, {})
+
+
+def _strategy_classes():
+    return [(n, get_search(n).strategy, get_search(n).capabilities.hooks) for n in search_names()
+            if get_search(n).strategy is not None]
+
+
+@pytest.mark.quick_every_case
+@pytest.mark.parametrize("name,cls,hooks", _strategy_classes(), ids=lambda v: v if isinstance(v, str) else "")
+def test_every_optional_hook_a_strategy_has_is_declared(name, cls, hooks):
+    """A strategy has a hook's methods exactly where its capabilities declare the hook (the scheduler calls only
+    declared hooks: a method left undeclared would never run, silently)."""
+    from fairseq_stream.search.interface import HOOKS
+
+    for hook, methods in HOOKS.items():
+        has = all(callable(getattr(cls, m, None)) for m in methods)
+        assert has == (hook in hooks), f"--search {name}: hook {hook!r} declared {hook in hooks}, methods {has}"
+
+
+def test_a_declared_hook_without_its_methods_is_refused_when_it_registers():
+    from fairseq_stream.search.registry import Capabilities, register_search, unregister_search
+
+    class NoRegion:
+        pass
+
+    for hooks, says in ((frozenset({"region"}), "has no output_tail, share_pools"), (frozenset({"teleport"}), "unknown hook")):
+        with pytest.raises(ValueError, match=says):
+            register_search("toy-hooks", summary="a toy", capabilities=Capabilities(hooks=hooks))(NoRegion)
+        unregister_search("toy-hooks")
+
+
+def test_the_scheduler_finds_no_hook_by_name():
+    """The scheduler branches on the declared hooks, never on ``getattr``/``hasattr`` of a strategy."""
+    import inspect
+
+    from fairseq_stream.engine import scheduler
+
+    source = inspect.getsource(scheduler)
+    assert "getattr(" not in source and "hasattr(" not in source

@@ -1,6 +1,6 @@
 """``--step-mode static`` (shapes fixed per bucket, padding rows masked) gives the eager step's output.
 
-The static step is what a CUDA graph captures (model/static_step.py); on a CPU it runs without
+The static step is what a CUDA graph captures (model/static/); on a CPU it runs without
 capture, so these tests prove its arithmetic here, on the trained demo model: refills (capacity
 below the input), finished sentences, variable beam widths (var-*), finals waiting on the beam
 (rule ``ours``), Jacobi blocks, ensembles. float64: identical tokens and scores within 1e-9;
@@ -57,12 +57,12 @@ def assert_same(a, b, tol: float = 1e-9, *, scores: bool = True) -> None:
 
 def _count_output_layers(monkeypatch) -> Dict[str, int]:
     """Counts of the output layer's top-k (``topk_with_normaliser``) inside and outside a static step's region."""
-    from fairseq_stream.model.decoder_step import TransformerStepper
+    from fairseq_stream.model.static.region import StaticStep
     from fairseq_stream.search import output
 
     counts = {"inside": 0, "outside": 0}
     where = ["outside"]
-    real, body = output.topk_with_normaliser, TransformerStepper._static_body
+    real, body = output.topk_with_normaliser, StaticStep._body
 
     def counted(scores, k):
         counts[where[0]] += 1
@@ -76,7 +76,7 @@ def _count_output_layers(monkeypatch) -> Dict[str, int]:
             where[0] = "outside"
 
     monkeypatch.setattr(output, "topk_with_normaliser", counted)
-    monkeypatch.setattr(TransformerStepper, "_static_body", region)
+    monkeypatch.setattr(StaticStep, "_body", region)
     return counts
 
 
@@ -104,7 +104,7 @@ def test_static_equals_eager_in_float64(demo_session64, data64, case):
 
 
 def test_the_row_ladder_pads_at_most_an_eighth_past_512_rows():
-    from fairseq_stream.model.static_step import row_bucket
+    from fairseq_stream.model.static.buckets import row_bucket
 
     assert [row_bucket(r) for r in (1, 9, 300, 512, 513, 577, 1025, 3200)] == [8, 16, 512, 512, 576, 640, 1152, 3328]
     for rows in range(1, 9000):
@@ -148,16 +148,16 @@ def test_static_equals_eager_on_an_ensemble(demo_sources):
 @pytest.mark.slow
 def test_static_equals_eager_with_ib_beam(tiny_ib_ckpt, tiny_train_bin, demo_sources, monkeypatch):
     """ib-beam's steps carry the IBDecoder's block mask M(h, c) (a (b, b) or (b, L + b) mask); the
-    output layer of every slot and the multi-word step (``ib_step``, over a sentence arena) run inside the
+    output layer of every slot and the multi-word step (``ib_step``, over a bucket state) run inside the
     static step's region, with the same operators and shapes at every step of a bucket and no host read."""
-    from fairseq_stream.model.decoder_step import TransformerStepper
+    from fairseq_stream.model.static.region import StaticStep
     from fairseq_stream.tools.session import TranslationSession
     from tests.conftest import DEMO
 
     import os
 
     counts = _count_output_layers(monkeypatch)
-    body = TransformerStepper._static_body  # the counting wrapper
+    body = StaticStep._body  # the counting wrapper
     seen: Dict[Tuple[int, ...], List[list]] = defaultdict(list)
 
     def recorded(self, buf, io, memory, b, wq, tail=None, source=None, gather=None, search=None, from_rows=False):
@@ -167,7 +167,7 @@ def test_static_equals_eager_with_ib_beam(tiny_ib_ckpt, tiny_train_bin, demo_sou
               None if gather is None else gather[0].size(0), from_rows,
               None if search is None else search.key[:3])].append(rec.made)
 
-    monkeypatch.setattr(TransformerStepper, "_static_body", recorded)
+    monkeypatch.setattr(StaticStep, "_body", recorded)
 
     session = TranslationSession.load(tiny_train_bin, tiny_ib_ckpt, bpe_codes=os.path.join(DEMO, "bpe.codes"),
                                       extra_args=["--source-lang", "es", "--target-lang", "en"], dtype=torch.float64)
@@ -215,11 +215,11 @@ HOST_READS = ("_local_scalar_dense", "nonzero", "masked_select", "unique")
 def test_a_static_step_creates_the_same_shapes_at_every_step_of_its_bucket(demo_session, demo_sources, monkeypatch, case):
     """The step proper (what a graph captures: the decoder, the strategy's output layer — top-k,
     normaliser, score edits — and a beam's search step) makes the same tensors, shape for shape, at every
-    step of a bucket (rows, slots, block width, output layer, sentence arena): nothing in it follows the
+    step of a bucket (rows, slots, block width, output layer, bucket state): nothing in it follows the
     live rows, sentences or lengths, and nothing in it reads the host."""
-    from fairseq_stream.model.decoder_step import TransformerStepper
+    from fairseq_stream.model.static.region import StaticStep
 
-    body = TransformerStepper._static_body
+    body = StaticStep._body
     seen: Dict[Tuple[int, ...], List[list]] = defaultdict(list)
 
     def recorded(self, buf, io, memory, b, wq, tail=None, source=None, gather=None, search=None, from_rows=False):
@@ -228,9 +228,9 @@ def test_a_static_step_creates_the_same_shapes_at_every_step_of_its_bucket(demo_
         seen[(buf.size(0), buf.size(3), b, wq, None if tail is None else tail.key, tuple(memory.keys[0].shape),
               None if source is None else source.size(0),
               None if gather is None else (gather[0].size(0), gather[1] is not None),
-              None if search is None else search.key[:3], from_rows)].append(rec.made)  # its kind and arena size
+              None if search is None else search.key[:3], from_rows)].append(rec.made)  # its kind and bucket state size
 
-    monkeypatch.setattr(TransformerStepper, "_static_body", recorded)
+    monkeypatch.setattr(StaticStep, "_body", recorded)
     data = demo_session.encode(demo_sources[:N])
     out = _run(demo_session, data, case, "static")
     regions = sum(len(v) for v in seen.values())
@@ -254,7 +254,7 @@ def test_a_static_step_creates_the_same_shapes_at_every_step_of_its_bucket(demo_
         assert all(key[8] is not None and any("beam_step" in op for op, _ in v[0]) for key, v in seen.items())
         # and most steps read their rows' inputs from the last search step's next rows, in the region
         assert sum(len(v) for key, v in seen.items() if key[9]) > regions // 2
-    if case == "gs-jacobi":  # the iteration in the region too, its output layer's inputs made there from the arena
+    if case == "gs-jacobi":  # the iteration in the region too, its output layer's inputs made there from the bucket state
         assert all(key[8] is not None and any("jacobi_step" in op for op, _ in v[0]) for key, v in seen.items())
     if case == "speculative":  # the verification in the target's regions (the draft's steps have no output layer)
         target = [(key, v) for key, v in seen.items() if key[4]]
@@ -340,21 +340,21 @@ def test_what_travels_with_a_row_is_gathered_inside_the_next_static_step(demo_se
 #: ops outside the region per step (N sentences, capacity 8): var-stream 2.4, fixed-ours 2.8, greedy 1.7 (4.7 and 4.9
 #: for the beams with their rows' inputs filled on the host), gs-jacobi 7.4 (11.9 with its iteration after the
 #: region), lookahead 8.6 (11.7 with its verification after the region: the n-gram pool's proposal is written into
-#: the arena's feed), speculative 53.1 (54.6; ~40 of them the draft's proposal)
+#: the bucket state's feed), speculative 53.1 (54.6; ~40 of them the draft's proposal)
 OUTSIDE = {"var-stream": 4, "fixed-ours": 4, "greedy": 3, "gs-jacobi": 10, "lookahead": 10, "speculative": 56}
 
 
 @pytest.mark.parametrize("case", list(OUTSIDE))
 def test_a_step_leaves_few_operations_outside_the_static_region(demo_session, demo_sources, case):
     """What a GPU still launches around each replay (aten operations outside the region, views left out). A
-    beam step: a group's copy into a sentence arena where it changes, the finished sentences' hypotheses copied
+    beam step: a group's copy into a bucket state where it changes, the finished sentences' hypotheses copied
     out, the rows' inputs where they are not the last search step's next rows (a refill, a merge: one ``cat``, one
-    copy, the padding rows where live rows became padding) — else the region reads them from the arena's rows
+    copy, the padding rows where live rows became padding) — else the region reads them from the bucket state's rows
     buffer; the rows' lengths (one length: a view of a shared table) and sentences (from the strategy's index, when
     a refill reads them) cost nothing, and the fused beam step runs inside the region (``search in N``); about 8.8
     before those two views and the padding rule, 19.5 before the region gathered the rows' inputs (docs/results.md).
     Jacobi: the iteration and its output layer's inputs in the region too; outside, the accepted lengths and a
-    group's copy into an arena where its row bucket changes; its index's columns are views."""
+    group's copy into a bucket state where its row bucket changes; its index's columns are views."""
     from fairseq_stream.engine.profiling import CostCounts, count_decoder_steps
 
     data = demo_session.encode(demo_sources[:N])

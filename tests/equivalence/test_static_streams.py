@@ -1,7 +1,7 @@
 """Static buffers belong to a stream, not to the model (issue 48, item 6).
 
 The static step (``--step-mode static``; ``graph`` is the same step captured on CUDA) keeps what can be
-reused across runs on the model's stepper: the slot-cache pool and the step graphs. What one stream
+reused across runs on the model's block decoder: the slot-cache pool and the step graphs. What one stream
 writes between steps — its encoder slots, its input and output buffers — is its own while it has
 sentences in flight, and goes back to the model when it drains, so that:
 
@@ -94,7 +94,7 @@ class _Graph:
 
 def _fake_graphs(limit: int):
     """StepGraphs with the two CUDA calls (warm-up on a side stream, capture) done on the host."""
-    from fairseq_stream.model.static_step import StepGraphs
+    from fairseq_stream.model.static.graphs import StepGraphs
 
     class FakeGraphs(StepGraphs):
         def _warm_up(self, body: Callable[[], None]) -> None:
@@ -115,7 +115,7 @@ def test_a_replayed_step_is_the_body_captured_at_its_keys_first_step(demo_sessio
     from equivalence.test_static_step import CASES
     from fairseq_stream.model import model_step
 
-    init = model_step._TransformerBackend.__init__
+    init = model_step._TransformerAdapter.__init__
     graphs = _fake_graphs(limit=256)
 
     def with_graphs(self, *args, **kwargs):
@@ -123,7 +123,7 @@ def test_a_replayed_step_is_the_body_captured_at_its_keys_first_step(demo_sessio
         if self.static:
             self.graphs = graphs
 
-    monkeypatch.setattr(model_step._TransformerBackend, "__init__", with_graphs)
+    monkeypatch.setattr(model_step._TransformerAdapter, "__init__", with_graphs)
     search, gen, opts = CASES[case]
     data = demo_session64.encode(demo_sources[:16])
     runs = {mode: demo_session64.translate(data, search=search, gen=gen, opts=dict(opts, step_mode=mode))
@@ -142,25 +142,25 @@ def test_a_replayed_step_is_the_body_captured_at_its_keys_first_step(demo_sessio
 def test_a_repeat_of_a_run_replays_the_graphs_of_the_run(demo_sources, monkeypatch, case):
     """A benchmark's timed runs after its warm-up, a session's later calls of a size: with the model's graphs
     (here the host stand-in) kept, the second repeat of a run meets only keys of the earlier runs and
-    replays every step, with the run's output (the first repeat most: the run's first steps took arenas
-    it then outgrew — var-stream 84 of 108 steps). Before the arenas, buckets' buffers were dropped within a
+    replays every step, with the run's output (the first repeat most: the run's first steps took slabs
+    it then outgrew — var-stream 84 of 108 steps). Before the slabs, buckets' buffers were dropped within a
     run and a repeat replayed no more than the run (63-80% here; on an H200 the demo rows' timed runs 34-100%).
-    A model of its own: the pools a model keeps across runs would hold earlier tests' arenas (a repeat of a
+    A model of its own: the pools a model keeps across runs would hold earlier tests' slabs (a repeat of a
     session-wide model replays more, and the figures would follow the order the tests ran in)."""
     from conftest import _load_demo
     from equivalence.test_static_step import CASES
     from fairseq_stream.model import model_step
 
-    init = model_step._TransformerBackend.__init__
+    init = model_step._TransformerAdapter.__init__
     graphs = _fake_graphs(limit=256)
 
     def with_graphs(self, *args, **kwargs):
         init(self, *args, **kwargs)
         if self.static:  # the model's graphs: what its pool drops is forgotten there
-            monkeypatch.setattr(self.stepper, "graphs", graphs)
+            monkeypatch.setattr(self.block_decoder, "graphs", graphs)
             self.graphs = graphs
 
-    monkeypatch.setattr(model_step._TransformerBackend, "__init__", with_graphs)
+    monkeypatch.setattr(model_step._TransformerAdapter, "__init__", with_graphs)
     search, gen, opts = CASES[case]
     session = _load_demo(dtype=torch.float64)
     data = session.encode(demo_sources[:16])
@@ -173,7 +173,7 @@ def test_a_repeat_of_a_run_replays_the_graphs_of_the_run(demo_sources, monkeypat
 
 
 def test_step_graphs_count_in_the_statistics_of_the_caller_and_evict_the_least_recently_used():
-    from fairseq_stream.model.static_step import StepModeStats
+    from fairseq_stream.model.static.modes import StepModeStats
 
     graphs = _fake_graphs(limit=2)
     first, second = StepModeStats(), StepModeStats()
@@ -197,7 +197,8 @@ def test_step_graphs_count_in_the_statistics_of_the_caller_and_evict_the_least_r
 def test_a_graph_goes_with_the_buffer_its_reorder_copies_from():
     """A key's bound addresses are the cache buffer, its reorder's source (None: none), the stream's input
     and logits buffers: the pool dropping a source drops the graphs that copy from it, and only those."""
-    from fairseq_stream.model.static_step import BOUND_ADDRESSES, StepModeStats
+    from fairseq_stream.model.static.graphs import BOUND_ADDRESSES
+    from fairseq_stream.model.static.modes import StepModeStats
 
     graphs, stats = _fake_graphs(limit=8), StepModeStats()
     keys = [(10, None, 30, 40, "shapes"), (10, 20, 30, 40, "shapes"), (20, 10, 30, 40, "shapes")]
@@ -216,7 +217,8 @@ def test_a_capture_after_every_graph_was_dropped_takes_a_fresh_memory_pool(monke
     capture takes a new pool and succeeds."""
     from contextlib import contextmanager
 
-    from fairseq_stream.model.static_step import StepGraphs, StepModeStats
+    from fairseq_stream.model.static.graphs import StepGraphs
+    from fairseq_stream.model.static.modes import StepModeStats
 
     use: Dict[int, int] = {}  # pool → graphs holding it (a pool stays known at 0)
 
@@ -262,15 +264,15 @@ def test_a_capture_after_every_graph_was_dropped_takes_a_fresh_memory_pool(monke
 
 
 def test_a_repeat_of_a_run_takes_the_same_cache_buffers_as_the_run():
-    """Every bucket's cache buffer is a view at the start of one of a few arenas, lent lowest ordinal
+    """Every bucket's cache buffer is a view at the start of one of a few slabs, lent lowest ordinal
     first: a run's many buckets (row rungs, slot rungs) have as many addresses as leases were held at once,
-    and a repeat of a run takes the same arena at every step as the run, whatever order the run handed
+    and a repeat of a run takes the same slab at every step as the run, whatever order the run handed
     them back in (a step graph's key names its buffer and its reorder's source)."""
-    from fairseq_stream.model.static_step import StaticCachePool
+    from fairseq_stream.model.static.slabs import StaticCachePool
 
     dropped: List[int] = []
     like = torch.zeros(1)
-    pool = StaticCachePool(min_bytes=2 ** 30, on_evict=lambda arena: dropped.append(arena.numel()))
+    pool = StaticCachePool(min_bytes=2 ** 30, on_evict=lambda slab: dropped.append(slab.numel()))
 
     def run(buckets: List[Tuple[int, int]]) -> List[Tuple[int, Tuple[int, ...]]]:
         taken, held = [], None
@@ -281,10 +283,10 @@ def test_a_repeat_of_a_run_takes_the_same_cache_buffers_as_the_run():
         del held, lease
         return taken
 
-    steps = [(3, 4), (8, 4), (8, 4), (8, 8), (5, 8)]  # odd: the last buffer taken is the first arena
+    steps = [(3, 4), (8, 4), (8, 4), (8, 8), (5, 8)]  # odd: the last buffer taken is the first slab
     first = run(steps)
     assert [shape for _, shape in first] == [(r, 2, 1, s, 4) for r, s in steps]
-    # an arena too small for its bucket is replaced (its graphs go) by one of the bucket's size
+    # a slab too small for its bucket is replaced (its graphs go) by one of the bucket's size
     assert dropped == [3 * 32, 8 * 32, 8 * 32]
     again = run(steps)
     assert len(dropped) == 3 and [ptr for ptr, _ in again] == [again[0][0], again[1][0]] * 2 + [again[0][0]]
@@ -294,16 +296,17 @@ def test_a_repeat_of_a_run_takes_the_same_cache_buffers_as_the_run():
 
 def test_the_cache_pool_keeps_no_more_free_bytes_than_it_ever_lent_at_once_and_drops_their_graphs():
     """A wide run's many row buckets (eight rungs per doubling past 512 rows) do not pile up free
-    memory: the buckets share a few arenas, each replaced by a larger one when a bucket outgrows it,
+    memory: the buckets share a few slabs, each replaced by a larger one when a bucket outgrows it,
     and the pool keeps at most the bytes it had lent at its peak free (the highest ordinal dropped
-    first); a dropped arena's step graphs go with it (counted as evicted)."""
-    from fairseq_stream.model.static_step import StaticCachePool, StepModeStats
+    first); a dropped slab's step graphs go with it (counted as evicted)."""
+    from fairseq_stream.model.static.modes import StepModeStats
+    from fairseq_stream.model.static.slabs import StaticCachePool
 
     dropped: List[int] = []
     graphs = _fake_graphs(limit=16)
     row = 2 * 1 * 4 * 4  # elements of one row: (rows, 2·layers, H, slots, hd)
-    pool = StaticCachePool(min_bytes=0, on_evict=lambda arena: (dropped.append(arena.numel() // row),
-                                                                graphs.forget(arena.data_ptr())))
+    pool = StaticCachePool(min_bytes=0, on_evict=lambda slab: (dropped.append(slab.numel() // row),
+                                                                graphs.forget(slab.data_ptr())))
     like = torch.zeros(1)
     size = lambda rows: rows * row * like.element_size()  # noqa: E731
     leases = [pool.acquire(rows, 4, like, 1, 1, 4) for rows in (8, 16)]  # 24 rows lent at once: the peak
@@ -312,14 +315,14 @@ def test_the_cache_pool_keeps_no_more_free_bytes_than_it_ever_lent_at_once_and_d
         graphs.run((lease.buffer.data_ptr(), "step"), lambda: None, [], stats)
     del leases, lease
     assert pool.lent == 0 and pool.peak_lent == size(24) and pool.free_bytes == size(24) and not dropped
-    for rows in (12, 20):  # other buckets, one at a time: each outgrows the lowest arena, which is replaced
+    for rows in (12, 20):  # other buckets, one at a time: each outgrows the lowest slab, which is replaced
         lease = pool.acquire(rows, 4, like, 1, 1, 4)
         del lease
         assert pool.free_bytes <= pool.peak_lent
-    # 12 rows: arena 0 (8) replaced by one of 12, then 12 + 16 free is past the peak: arena 1 dropped;
-    # 20 rows: arena 0 (12) replaced by one of 20
+    # 12 rows: slab 0 (8) replaced by one of 12, then 12 + 16 free is past the peak: slab 1 dropped;
+    # 20 rows: slab 0 (12) replaced by one of 20
     assert dropped == [8, 16, 12] and [n for n, _ in pool.free[(1, 1, 4, like.dtype, like.device)]] == [0]
-    assert pool.free_bytes == size(20) and len(graphs.graphs) == 0  # the dropped arenas' graphs went with them
+    assert pool.free_bytes == size(20) and len(graphs.graphs) == 0  # the dropped slabs' graphs went with them
     graphs.run(("other", "step"), lambda: None, [], stats)
     assert stats.evicted == 2
 
@@ -328,7 +331,8 @@ def test_a_streams_row_buckets_share_one_logits_buffer_that_doubles_and_drops_it
     """Every row bucket of a stream writes its logits (rows, b, V) into one buffer: a bucket of more rows
     doubles it (or takes exactly what it needs), and the buffer it replaces goes with its step graphs
     (bound by its address, a key's third entry)."""
-    from fairseq_stream.model.static_step import StepModeStats, StreamBuffers
+    from fairseq_stream.model.static.modes import StepModeStats
+    from fairseq_stream.model.static.streams import StreamBuffers
 
     graphs = _fake_graphs(limit=16)
     dropped: List[int] = []
@@ -347,7 +351,7 @@ def test_a_streams_row_buckets_share_one_logits_buffer_that_doubles_and_drops_it
 # ---- memory: bounded over a long-running session --------------------------------------------------
 @pytest.fixture(scope="module")
 def own_session():
-    """A model of this module's own: its stepper sees only these runs."""
+    """A model of this module's own: its block decoder sees only these runs."""
     from conftest import _load_demo
 
     return _load_demo()
@@ -358,15 +362,15 @@ def test_a_long_running_session_keeps_bounded_static_buffers(own_session, demo_s
     streams' buffer sets and what each set holds stay within their bounds; a later call of an earlier
     size still finds its buffers (the replay of a session's later calls)."""
     session = own_session
-    stepper = session.build_generator("var-stream", {"beam": 2}, {"step_mode": "static"}).model.backends[0].stepper
-    stepper.pool.limit = 8  # small bounds, so that these few runs pass them
+    block_decoder = session.build_generator("var-stream", {"beam": 2}, {"step_mode": "static"}).model.adapters[0].block_decoder
+    block_decoder.pool.limit = 8  # small bounds, so that these few runs pass them
     sizes = [(4, 2, 4), (8, 5, 8), (12, 3, 6), (16, 4, 16), (6, 6, 3), (20, 2, 10), (10, 8, 5), (3, 12, 3)]
     for i, (n, beam, capacity) in enumerate(sizes):
         data = session.encode(demo_sources[3 * i: 3 * i + n])
         session.translate(data, search="var-stream", gen={"beam": beam},
                           opts={"step_mode": "static", "stream_capacity": capacity})
-        assert sum(len(v) for v in stepper.pool.free.values()) <= 8
-    streams = stepper.streams.idle
+        assert sum(len(v) for v in block_decoder.pool.free.values()) <= 8
+    streams = block_decoder.streams.idle
     assert len(streams) == 1  # the runs came one after another: one buffer set, reused by each
     buffers = streams[0]
     assert len(buffers.memory) <= buffers.memory_limit and len(buffers.io) <= buffers.io_limit
@@ -384,7 +388,7 @@ def test_a_long_running_session_keeps_bounded_static_buffers(own_session, demo_s
     data = session.encode(demo_sources[:n])
     session.translate(data, search="var-stream", gen={"beam": beam},
                       opts={"step_mode": "static", "stream_capacity": capacity})
-    assert stepper.streams.idle == [buffers]
+    assert block_decoder.streams.idle == [buffers]
     after = {k: v.data_ptr() for k, v in buffers.memory.items()}
     assert any(after.get(k) == p for k, p in before.items())
 
@@ -395,17 +399,17 @@ def test_two_streams_at_once_take_two_buffer_sets_and_give_both_back(own_session
     samples = [_sample(session, demo_sources[i: i + 8], 8) for i in (0, 8)]
     search, gen, opts = CASES["var-stream"]
     generators = [session.build_generator(search, gen, dict(opts, step_mode="static")) for _ in samples]
-    stepper = generators[0].model.backends[0].stepper
+    block_decoder = generators[0].model.adapters[0].block_decoder
     runs = [(g._scheduler_for(None), g.input.batch_for(s, None)) for g, s in zip(generators, samples)]
     for scheduler, _ in runs:
         scheduler.advance(_one_step())
-    held = [g.model.backends[0].buffers for g in generators]
+    held = [g.model.adapters[0].buffers for g in generators]
     assert held[0] is not None and held[1] is not None and held[0] is not held[1]
-    assert not any(b is held[0] or b is held[1] for b in stepper.streams.idle)
+    assert not any(b is held[0] or b is held[1] for b in block_decoder.streams.idle)
     for scheduler, batch in runs:
         scheduler.advance(lambda: batch.missing == 0)
-    assert all(g.model.backends[0].buffers is None for g in generators)  # drained: handed back
-    assert len(stepper.streams.idle) <= stepper.streams.limit
+    assert all(g.model.adapters[0].buffers is None for g in generators)  # drained: handed back
+    assert len(block_decoder.streams.idle) <= block_decoder.streams.limit
 
 
 @pytest.mark.gpu

@@ -176,23 +176,23 @@ def test_a_step_without_rows_returns_nothing():
 def test_a_static_steps_input_fill_writes_the_padding_rows_it_must_and_gives_a_full_fills_buffer():
     # the padding rows of a bucket's input buffer are written once per columns key and again only where live
     # rows of a bigger fill became padding: the buffer then equals one written whole, fill after fill
-    from fairseq_stream.model.decoder_step import INPUT_COLS, _fill_inputs, _StaticIO
+    from fairseq_stream.model.static.inputs import INPUT_COLS, StaticIO, fill_inputs
 
     g = torch.Generator().manual_seed(5)
     b, R = 2, 8
-    kept = _StaticIO(torch.zeros(R, b + INPUT_COLS, dtype=torch.long), None, torch.zeros(0, b, 1))
+    kept = StaticIO(torch.zeros(R, b + INPUT_COLS, dtype=torch.long), None, torch.zeros(0, b, 1))
     written = []
     for r, wq, kv in ((5, 4, True), (7, 4, True), (3, 4, True), (6, 4, True), (6, 2, True), (2, 2, False),
                       (4, 2, False), (1, 2, True)):
         ints = torch.randint(0, 9, (r, b + INPUT_COLS), generator=g)
         args = (ints[:, :b], ints[:, b], ints[:, b + 1], wq, ints[:, b + 2], ints[:, b + 3] if kv else None)
-        whole = _StaticIO(kept.ints.clone(), None, kept.out)  # no record of earlier fills: every padding row
-        _fill_inputs(whole, *args)
+        whole = StaticIO(kept.ints.clone(), None, kept.out)  # no record of earlier fills: every padding row
+        fill_inputs(whole, *args)
         writes = []
         real_copy = torch.Tensor.copy_
         try:
             torch.Tensor.copy_ = lambda t, src, *a: writes.append(t.size(0)) or real_copy(t, src, *a)
-            _fill_inputs(kept, *args)
+            fill_inputs(kept, *args)
         finally:
             torch.Tensor.copy_ = real_copy
         assert torch.equal(kept.ints, whole.ints), (r, wq, kv)
@@ -204,9 +204,9 @@ def test_a_static_steps_input_fill_writes_the_padding_rows_it_must_and_gives_a_f
 
 def test_the_inputs_read_from_a_search_steps_next_rows_equal_the_hosts_fill():
     # a beam step whose rows are its last search step's next rows: the region writes their inputs from the
-    # arena's rows buffer (live rows first, then −1 slots) and the last step's input buffer — the same buffer as
+    # bucket state's rows buffer (live rows first, then −1 slots) and the last step's input buffer — the same buffer as
     # the host's fill of those rows (cache length: the parent's plus the token fed there), padding rows included
-    from fairseq_stream.model.decoder_step import INPUT_COLS, KV_COL, LENS_COL, _fill_inputs, _inputs_from_rows, _StaticIO
+    from fairseq_stream.model.static.inputs import INPUT_COLS, KV_COL, LENS_COL, StaticIO, fill_inputs, inputs_from_rows
 
     g = torch.Generator().manual_seed(7)
     R, r_old, wq = 8, 6, 4
@@ -219,11 +219,11 @@ def test_the_inputs_read_from_a_search_steps_next_rows_equal_the_hosts_fill():
         rows[4, r:] = -1
         rows[0, r:] = 99  # stale past the live rows: never an index
         feed = torch.randint(0, 30, (12, b), generator=g)
-        host = _StaticIO(torch.randint(0, 9, (R, b + INPUT_COLS), generator=g), None, torch.zeros(0, b, 1))
-        region = _StaticIO(host.ints.clone(), None, host.out)
-        _fill_inputs(host, feed[:r], torch.full((r,), 11 + b), rows[2, :r], wq, rows[0, :r])
+        host = StaticIO(torch.randint(0, 9, (R, b + INPUT_COLS), generator=g), None, torch.zeros(0, b, 1))
+        region = StaticIO(host.ints.clone(), None, host.out)
+        fill_inputs(host, feed[:r], torch.full((r,), 11 + b), rows[2, :r], wq, rows[0, :r])
         r_rows = rows[:, :R]
-        _inputs_from_rows(region.ints, (feed[:R], r_rows[2], r_rows[0], r_rows[4] >= 0), src, b, wq)
+        inputs_from_rows(region.ints, (feed[:R], r_rows[2], r_rows[0], r_rows[4] >= 0), src, b, wq)
         cols = slice(0, b + KV_COL)  # the encoder slot is gathered from the parents after either
         assert torch.equal(region.ints[:, cols], host.ints[:, cols]), (b, r)
 
@@ -231,15 +231,15 @@ def test_the_inputs_read_from_a_search_steps_next_rows_equal_the_hosts_fill():
 def test_a_block_mask_placed_in_the_region_equals_the_hosts_fill():
     # ib-beam's (b, b) block mask is copied into a step's buffers once and placed after the rows' cached slots
     # inside the region (their length from the input buffer): the mask the host's fill writes for that length
-    from fairseq_stream.model.decoder_step import _fill_block_mask, _region_block_mask
+    from fairseq_stream.model.static.inputs import fill_block_mask, region_block_mask
 
     g = torch.Generator().manual_seed(3)
     for b, slots, width in ((2, 8, 0), (2, 8, 6), (4, 16, 5), (1, 4, 3)):
         block = torch.where(torch.rand(b, b, generator=g) < 0.5, 0.0, float("-inf")).double()
         host = torch.empty(1, 1, b, slots, dtype=torch.float64)
-        _fill_block_mask(host, block, width, b)
+        fill_block_mask(host, block, width, b)
         lens = torch.tensor([width, 0, 0])  # row 0 live, padding rows after
-        assert torch.equal(_region_block_mask(block, lens, slots, b), host), (b, slots, width)
+        assert torch.equal(region_block_mask(block, lens, slots, b), host), (b, slots, width)
 
 
 def test_a_reorder_by_the_strategys_index_gathers_the_rows_sentences_only_when_read():

@@ -99,7 +99,7 @@ def test_it_tightens_only_on_the_trials_margin_and_never_past_the_fastest_rung()
 
 
 def test_changed_hypotheses_without_a_score_loss_do_not_relax():
-    # on a weak model a rung that keeps BLEU changes most best hypotheses (docs/results.md, --prune-auto round 5)
+    # on a weak model a rung that keeps BLEU changes most best hypotheses (docs/history/results-2026-11.md, prune-auto round 5)
     ctl = PruneController(5)
     start = ctl.at
     for _ in range(4 * PRUNE_AUTO_MIN_RELAX):

@@ -48,11 +48,11 @@ def test_a_beam_step_over_an_arena_and_a_row_bucket_equals_the_reference(backend
     after the live ones, padding rows (slot −1, garbage scores), finished sentences made inert on the device —
     the outcome of every step is the plain step's, by the C++ operator and by the reference."""
     for seed in range(2):
-        seen = cases.run_beam_in_arena(case, backend, seed, torch.float64)
+        seen = cases.run_beam_in_bucket(case, backend, seed, torch.float64)
         assert seen["backend"] == [backend] and seen["steps"] > 2
-        # one arena a group, kept while its sentences end; a step searched after the region that finished some
+        # one bucket state a group, kept while its sentences end; a step searched after the region that finished some
         # splits the state off it (one more)
-        assert seen["arenas"] <= 2 + seen["steps"] // 3
+        assert seen["buckets"] <= 2 + seen["steps"] // 3
 
 
 @pytest.mark.parametrize("backend", [pytest.param("cpp", marks=pytest.mark.skipif(not HAVE_CXX, reason="no C++ compiler")),
@@ -64,7 +64,7 @@ def test_a_jacobi_iteration_over_an_arena_and_a_row_bucket_equals_the_reference(
     finished sentences made inert on the device — every iteration's outcome is the plain iteration's, the
     accepted-token count too, by the C++ operator and by the reference."""
     for seed in range(2):
-        seen = cases.run_jacobi_in_arena(case, backend, seed, torch.float64)
+        seen = cases.run_jacobi_in_bucket(case, backend, seed, torch.float64)
         assert seen["backend"] == [backend] and seen["steps"] > 2
         assert seen["accepted"] == seen["expected_accepted"]
 
@@ -75,10 +75,10 @@ def test_a_jacobi_iteration_over_an_arena_and_a_row_bucket_equals_the_reference(
 def test_an_ib_step_over_an_arena_and_a_row_bucket_equals_the_reference(backend, case):
     """ib-beam's multi-word step as a static step's region runs it: inert sentences after the live ones (no
     candidate: done at once, no hypothesis, no row, which the host subtracts), padding rows (slot −1) with garbage
-    candidates, the new state and next rows written into the arena — every step's outcome is the plain step's,
+    candidates, the new state and next rows written into the bucket state — every step's outcome is the plain step's,
     by the C++ operator and by the reference."""
     for seed in range(2):
-        seen = cases.run_ib_in_arena(case, backend, seed, torch.float64)
+        seen = cases.run_ib_in_bucket(case, backend, seed, torch.float64)
         assert seen["backend"] == [backend] and seen["steps"] >= 2
 
 
@@ -105,16 +105,16 @@ TRITON_CHECK = textwrap.dedent("""
         alternate = [torch.float64 if i % 2 else torch.float32]  # one seed each: the interpreter is slow
         for dtype in ([torch.float32, torch.float64] if {both_dtypes} else alternate):
             assert run(case, "triton", i, dtype)["backend"] == ["triton"], case
-    if {op!r} == "beam_step":  # the padding contract: over an arena and a row bucket (the static step's region)
+    if {op!r} == "beam_step":  # the padding contract: over a bucket state and a row bucket (the static step's region)
         for i in (0, 1, 12):
-            assert cases.run_beam_in_arena(cases.BEAM_CASES[i], "triton", i, torch.float32)["backend"] == ["triton"]
+            assert cases.run_beam_in_bucket(cases.BEAM_CASES[i], "triton", i, torch.float32)["backend"] == ["triton"]
     if {op!r} == "jacobi_step":  # inert sentences after the live ones (the static step's region)
         for i in (0, 2, 3, 6):
-            seen = cases.run_jacobi_in_arena(cases.JACOBI_CASES[i], "triton", i, torch.float32)
+            seen = cases.run_jacobi_in_bucket(cases.JACOBI_CASES[i], "triton", i, torch.float32)
             assert seen["backend"] == ["triton"] and seen["accepted"] == seen["expected_accepted"]
     if {op!r} == "ib_step":  # padding rows and inert sentences (the static step's region)
         for i in (0, 3, 4, 7):
-            assert cases.run_ib_in_arena(cases.IB_CASES[i], "triton", i, torch.float32)["backend"] == ["triton"]
+            assert cases.run_ib_in_bucket(cases.IB_CASES[i], "triton", i, torch.float32)["backend"] == ["triton"]
     print("ok")
 """)
 # ib-beam end to end on a random IBDecoder and IMDecoder: the reference and the Triton kernels
@@ -267,12 +267,12 @@ def test_a_step_feature_a_backend_lacks_runs_the_reference_for_those_steps_only(
     reference (one warning when Triton was asked for), other steps keep the backend."""
     assert backends.lacking(backends.BEAM_STEP, "triton", ("--prune-abs-scale",)) == ["--prune-abs-scale"]
     assert backends.lacking(backends.BEAM_STEP, "cpp", ("--prune-abs-scale",)) == []
-    runner = backends.StepRunner("cpp")
+    runner = backends.KernelRunner("cpp")
     x = [torch.zeros(2)]
     assert runner.choose(backends.BEAM_STEP, x, True, ("--prune-abs-scale",)) == "cpp"
     assert "does not implement --prune-abs-scale" in backends.why_not(
         backends.BEAM_STEP, "triton", x, True, ("--prune-abs-scale",))
-    runner = backends.StepRunner("triton")
+    runner = backends.KernelRunner("triton")
     with caplog.at_level(logging.WARNING, logger="fairseq_stream"):
         for _ in range(3):
             assert runner.choose(backends.BEAM_STEP, x, True, ("--prune-abs-scale",)) == "reference"
@@ -282,7 +282,7 @@ def test_a_step_feature_a_backend_lacks_runs_the_reference_for_those_steps_only(
 
 def test_the_choice_is_refused_when_unknown():
     with pytest.raises(ValueError, match="--step-backend"):
-        backends.StepRunner("cuda-graphs")
+        backends.KernelRunner("cuda-graphs")
 
 
 def test_first_contact_runs_a_new_signature_on_copies_first():

@@ -7,7 +7,7 @@ from fairseq.data import data_utils
 from fairseq.data.iterators import CountingIterator
 
 from fairseq_stream.integration.run_context import RunContext
-from fairseq_stream.integration.read_ahead import Lookahead
+from fairseq_stream.integration.read_ahead import ReadAhead
 from fairseq_stream.integration.build import build_generator
 from helpers import TableModel, fake_task, gen_cfg, make_dictionary, stream_opts, tiny_transformer
 
@@ -37,9 +37,9 @@ def random_batches(n, size, longest, seed):
                                                                          "src_lengths": lengths[first: first + size]}}
 
 
-def lookahead_over(sources, size):
+def read_ahead_over(sources, size):
     n = -(-len(sources) // size)
-    return Lookahead(CountingIterator(batches(sources, size), total=n))
+    return ReadAhead(CountingIterator(batches(sources, size), total=n))
 
 
 def decode(generator, model, itr, *, read_ahead=True):
@@ -54,9 +54,9 @@ def decode(generator, model, itr, *, read_ahead=True):
     return [out[i] for i in range(len(out))]
 
 
-def test_lookahead_hands_every_batch_to_the_loop_unchanged():
+def test_read_ahead_hands_every_batch_to_the_loop_unchanged():
     sources = [[4 + i % 7] * (1 + i % 3) for i in range(10)]
-    itr = lookahead_over(sources, 3)
+    itr = read_ahead_over(sources, 3)
     assert len(itr) == 4
     first = next(itr)
     assert itr.ticket_of(first) == 0 and itr.n == 1
@@ -90,8 +90,8 @@ def test_generic_models_across_batches_equal_per_batch():
         build = lambda: build_generator(name, fake_task(D), [model], gen_cfg(beam=3, nbest=2, max_len_b=6),  # noqa: E731
                                         stream_opts(stream_capacity=5))
         across = build()
-        per_batch = decode(build(), model, lookahead_over(sources, 4), read_ahead=False)
-        assert [[(h["tokens"].tolist(), h["score"]) for h in x] for x in decode(across, model, lookahead_over(sources, 4))] == \
+        per_batch = decode(build(), model, read_ahead_over(sources, 4), read_ahead=False)
+        assert [[(h["tokens"].tolist(), h["score"]) for h in x] for x in decode(across, model, read_ahead_over(sources, 4))] == \
                [[(h["tokens"].tolist(), h["score"]) for h in x] for x in per_batch], name
         assert across.stats.sentences == len(sources) and across.stats.encoder_slots <= 5
 
@@ -108,7 +108,7 @@ def test_memory_is_bounded_by_the_capacity_not_the_input():
     generator = build_generator("var-stream", fake_task(D), [model], gen_cfg(beam=1, max_len_a=0, max_len_b=2),
                                 stream_opts(stream_capacity=capacity))
     start = time.perf_counter()
-    itr = Lookahead(CountingIterator(random_batches(n, size, longest=6, seed=1), total=n // size))
+    itr = ReadAhead(CountingIterator(random_batches(n, size, longest=6, seed=1), total=n // size))
     with torch.no_grad():
         hypos = decode(generator, model, itr)
     stats = generator.stats

@@ -91,7 +91,7 @@ struct Step {
 
   void sentence(int64_t s, Out& out) const {
     const T neg_inf = -std::numeric_limits<T>::infinity();
-    bool inert = true;  // no candidate (the padding of an arena): it ends with nothing, at once
+    bool inert = true;  // no candidate (the padding of a bucket state): it ends with nothing, at once
     for (int64_t j = 0; j < k && inert; ++j) inert = !(scores[s * k + j] > neg_inf);
     if (inert) {
       out.done = true;

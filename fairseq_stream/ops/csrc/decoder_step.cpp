@@ -1,7 +1,7 @@
 // --step-mode native (fairseq_stream/model/native_step.py): a whole eager decoder step of fairseq's
 // transformer decoder in one dispatcher call, on a CPU.
 //
-// The eager step (fairseq_stream/model/decoder_step.py, TransformerStepper.forward + logits) issues
+// The eager step (fairseq_stream/model/decoder_step.py, BlockDecoder.forward + logits) issues
 // ~35 aten operations per layer from Python; on a small model the interpreter between them costs
 // about as much as the arithmetic. This operator makes the SAME aten calls, in the same order, with
 // the same shapes and arguments (the oneDNN, int8 and attention operators through the dispatcher, as
@@ -170,7 +170,7 @@ struct StepInputs {
   c10::optional<Tensor> enc_row;  // each query's encoder row
 };
 
-// _split_heads: (R, b, d) -> (R, H, b, hd)
+// split_heads: (R, b, d) -> (R, H, b, hd)
 Tensor split_heads(const Tensor& x, int64_t heads) {
   return x.view({x.size(0), x.size(1), heads, x.size(2) / heads}).transpose(1, 2);
 }
@@ -236,7 +236,7 @@ Tensor encoder_attention(const NativeDecoder& m, const Layer& layer, int64_t i, 
   return m.linear(layer.enc_out, out.view({r, b, d}));
 }
 
-// TransformerStepper._layer (eval mode; no NormFormer parts: native_step.why_not refuses them)
+// BlockDecoder.run_layer (eval mode; no NormFormer parts: native_step.why_not refuses them)
 Tensor layer_step(const NativeDecoder& m, int64_t i, Tensor x, const StepInputs& in) {
   const Layer& layer = m.layers[i];
   const bool pre = m.normalize_before;
@@ -249,7 +249,7 @@ Tensor layer_step(const NativeDecoder& m, int64_t i, Tensor x, const StepInputs&
   return pre ? x + h : m.norm(layer.final_ln, x + h);
 }
 
-// TransformerStepper.embed (positions through position_embeddings)
+// BlockDecoder.embed (positions through position_embeddings)
 Tensor embed(const NativeDecoder& m, const Tensor& tokens, const Tensor& positions,
              const c10::optional<Tensor>& table) {
   Tensor x = at::embedding(m.embed_tokens, tokens, m.token_padding) * m.embed_scale;
@@ -291,7 +291,7 @@ Tensor decoder_step(const c10::intrusive_ptr<NativeDecoder>& self, const Tensor&
               "decoder_step: homes are contiguous int64");
   StepInputs in{keys, values, width, lens, Tensor(), table, home.has_value() ? *home : Tensor(), Tensor(),
                 c10::nullopt, c10::nullopt, enc_keys, enc_values, enc_padding, kv_row};
-  if (lens.has_value()) {  // TransformerStepper._attention_mask: each row writes at its own lens[r] + j
+  if (lens.has_value()) {  // BlockDecoder._attention_mask: each row writes at its own lens[r] + j
     const Tensor ends = lens->unsqueeze(1) + at::arange(b, tokens.options());
     if (table.has_value()) in.home_slots = ends.to(torch::kLong).contiguous();
     else in.write = ends.view({r, 1, b, 1}).expand({r, m.heads, b, m.head_dim});

@@ -1,17 +1,17 @@
 """Sentence buckets: a strategy's search step inside the static step's region (docs/architecture.md, "The static step").
 
-A static decoder step computes every row of its row bucket (:func:`fairseq_stream.model.static_step.row_bucket`)
+A static decoder step computes every row of its row bucket (:func:`fairseq_stream.model.static.buckets.row_bucket`)
 over buffers fixed for the bucket, so that its operations — one CUDA graph — do not change while the
 live rows vary within it. This module gives a strategy's search step the same property over
 *sentences*, so that it runs in the same region after the output layer (:class:`RegionSearch`, a
-:class:`~fairseq_stream.model.static_step.StepTail`'s ``search``): the group's state tensors (its
-:func:`~fairseq_stream.search.state.per_sentence` fields) are views of ``[0, S)`` of an **arena** of
+:class:`~fairseq_stream.model.static.tail.RegionTail`'s ``search``): the group's state tensors (its
+:func:`~fairseq_stream.search.state.per_sentence` fields) are views of ``[0, S)`` of a **bucket state** of
 ``S_b`` sentences, the rest **inert** (no candidate: no hypothesis, no row; the padding contract of
-:mod:`fairseq_stream.ops.beam_step`); the step runs over the whole arena and every row of the row
-bucket (a padding row's slot is −1), and writes its packet and next rows into buffers of the arena,
+:mod:`fairseq_stream.ops.beam_step`); the step runs over the whole bucket state and every row of the row
+bucket (a padding row's slot is −1), and writes its packet and next rows into buffers of the bucket state,
 which the host reads after the region (one read) and the next region reads again: its row slots are
 the last step's (−1 past the live rows), and the sentences that finished there — compacted after
-those that go on — are made inert by the last packet's count, on the device. The arena changes only
+those that go on — are made inert by the last packet's count, on the device. The bucket state changes only
 where the group does (a refill, a merge, a split) or falls to a bucket far smaller: one copy then.
 """
 from __future__ import annotations
@@ -23,16 +23,17 @@ from typing import Any, Callable, Dict, List, Mapping, Optional, Sequence, Tuple
 import torch
 from torch import Tensor
 
-from fairseq_stream.model.static_step import next_pow2, row_bucket
+from fairseq_stream.model.static.tail import StepScores
+from fairseq_stream.model.static.buckets import next_pow2, row_bucket
 
-#: an arena is kept while its group's own bucket is at least this fraction of it (fewer copies as sentences end;
+#: a bucket state is kept while its group's own bucket is at least this fraction of it (fewer copies as sentences end;
 #: an inert sentence costs a step little)
 KEEP_FRACTION = 8
 
 
 def sentence_bucket(sentences: int, rows_per_sentence: int) -> int:
-    """The arena's sentences for ``sentences`` live ones: a power of two whose slots hold the row bucket of a
-    full group (the step's row slots are a view of the arena's next-row slots)."""
+    """The bucket state's sentences for ``sentences`` live ones: a power of two whose slots hold the row bucket of a
+    full group (the step's row slots are a view of the bucket state's next-row slots)."""
     s = next_pow2(max(1, sentences))
     while s * rows_per_sentence < row_bucket(sentences * rows_per_sentence):
         s *= 2
@@ -41,9 +42,9 @@ def sentence_bucket(sentences: int, rows_per_sentence: int) -> int:
 
 @dataclass(eq=False)
 class SentenceBucket:
-    """A group's arena and the buffers its steps leave for the next one."""
+    """A group's bucket state and the buffers its steps leave for the next one."""
 
-    arena: Any  # a state of the strategy's class whose per-sentence tensors have S_b sentences
+    state: Any  # the bucket state: one of the strategy's class whose per-sentence tensors have S_b sentences
     size: int  # S_b
     thresholds: Tensor  # (S_b,) S_b − i for sentence i, in the packet's dtype
     packet: Tensor  # the last step's packet: which sentences went on (zeros before the first)
@@ -72,11 +73,11 @@ class SentenceBucket:
         return self.next_feed()[:rows], r[2], r[0], r[4] >= 0
 
     def make_inert(self, finished: Tensor, resets: Mapping[str, Any]) -> None:
-        """The last ``finished`` sentences of the arena (a 0-dim device tensor: the last packet's count; those
+        """The last ``finished`` sentences of the bucket state (a 0-dim device tensor: the last packet's count; those
         that finished there, and the inert ones) made inert: each field of ``resets`` filled with its value."""
         inert = finished >= self.thresholds  # (S_b,): i >= S_b - finished
         for name, value in resets.items():
-            t = getattr(self.arena, name)
+            t = getattr(self.state, name)
             t.masked_fill_(inert.view((-1,) + (1,) * (t.dim() - 1)), value)
 
 
@@ -86,8 +87,8 @@ def sentence_fields(state: Any) -> Dict[str, Tensor]:
             if f.metadata.get("kind", "sentence") == "sentence" and torch.is_tensor(getattr(state, f.name))}
 
 
-def arena_size(sentences: int, rows_per_sentence: int, bucket: Optional[SentenceBucket]) -> int:
-    """The arena's size for the step: ``bucket``'s while the group fits it and is not far smaller, else its own."""
+def bucket_size(sentences: int, rows_per_sentence: int, bucket: Optional[SentenceBucket]) -> int:
+    """The bucket state's size for the step: ``bucket``'s while the group fits it and is not far smaller, else its own."""
     own = sentence_bucket(sentences, rows_per_sentence)
     if bucket is not None and own <= bucket.size < KEEP_FRACTION * own:
         return bucket.size
@@ -95,11 +96,11 @@ def arena_size(sentences: int, rows_per_sentence: int, bucket: Optional[Sentence
 
 
 def in_bucket(state: Any, bucket: Optional[SentenceBucket], size: int) -> bool:
-    """Whether every per-sentence tensor of ``state`` is the first sentences of ``bucket``'s arena of ``size``."""
+    """Whether every per-sentence tensor of ``state`` is the first sentences of ``bucket``'s bucket state of ``size``."""
     if bucket is None or bucket.size != size:
         return False
-    arena = sentence_fields(bucket.arena)
-    return all(name in arena and _start(t) == _start(arena[name]) for name, t in sentence_fields(state).items())
+    whole = sentence_fields(bucket.state)
+    return all(name in whole and _start(t) == _start(whole[name]) for name, t in sentence_fields(state).items())
 
 
 def _start(t: Tensor) -> Tuple[int, int]:
@@ -108,13 +109,13 @@ def _start(t: Tensor) -> Tuple[int, int]:
     return t.untyped_storage().data_ptr(), t.storage_offset()
 
 
-class ArenaPool:
-    """A strategy's arenas, lent lowest ordinal first by family (size, the state's shapes past the sentence with
-    its token columns rounded up to a power of two, dtypes, device; like the cache arenas of
-    :class:`~fairseq_stream.model.static_step.StaticCachePool`): a repeat of a run takes the arenas — the
-    addresses its step graphs are keyed by — of the run before, so its graphs replay. An arena comes back
-    where its group ends, merges or moves to another arena (:meth:`release`); one whose group was split is
-    left to the garbage collector (both parts still read it). At most ``limit`` free arenas are kept."""
+class BucketStatePool:
+    """A strategy's bucket states, lent lowest ordinal first by family (size, the state's shapes past the sentence with
+    its token columns rounded up to a power of two, dtypes, device; like the cache bucket states of
+    :class:`~fairseq_stream.model.static.slabs.StaticCachePool`): a repeat of a run takes the bucket states — the
+    addresses its step graphs are keyed by — of the run before, so its graphs replay. A bucket state comes back
+    where its group ends, merges or moves to another bucket state (:meth:`release`); one whose group was split is
+    left to the garbage collector (both parts still read it). At most ``limit`` free bucket states are kept."""
 
     def __init__(self, *, limit: int = 32) -> None:
         self.limit = limit
@@ -123,12 +124,12 @@ class ArenaPool:
 
     def lend(self, state: Any, size: int, inert: Mapping[str, Any], *, packet_size: int,
              rows_per_sentence: int, columns: Optional[Mapping[str, int]] = None) -> SentenceBucket:
-        """An arena of ``size`` sentences holding ``state`` first (the rest inert: each field ``inert[name]``);
+        """A bucket state of ``size`` sentences holding ``state`` first (the rest inert: each field ``inert[name]``);
         ``state``'s tensors become views of it (the same values; token columns past its own are padding).
-        ``columns``: fields whose arena has at least this many columns (a step's outputs written there); their
+        ``columns``: fields whose bucket state has at least this many columns (a step's outputs written there); their
         views keep the state's own columns (a Jacobi feed's width is the next block's)."""
         fields = sentence_fields(state)
-        shapes = {name: _arena_shape(state, name, t, (columns or {}).get(name, 0)) for name, t in fields.items()}
+        shapes = {name: _bucket_shape(state, name, t, (columns or {}).get(name, 0)) for name, t in fields.items()}
         family = (size, packet_size, rows_per_sentence, state.sentences.device) + tuple(
             (name, shapes[name], t.dtype) for name, t in fields.items())
         free = self.free.get(family)
@@ -136,7 +137,7 @@ class ArenaPool:
                                                      family)
         s = state.size
         for name, t in fields.items():
-            into = getattr(bucket.arena, name)
+            into = getattr(bucket.state, name)
             into.fill_(inert[name])
             own = into[(slice(0, s),) + tuple(slice(0, n) for n in t.shape[1:])]
             own.copy_(t)
@@ -149,12 +150,12 @@ class ArenaPool:
 
     def hold(self, state: Any, inert: Mapping[str, Any], *, packet_size: Callable[[int], int],
              rows_per_sentence: int) -> Tuple[SentenceBucket, bool]:
-        """A beam-like group's arena for its next step (rows of their own: ``state.row_slot``): its own where it
-        still fits (:func:`arena_size`, :func:`in_bucket`), else one lent here (``packet_size(size)``), the old
-        one handed back; and whether the group's rows are that arena's next rows as its last step left them in
+        """A beam-like group's bucket state for its next step (rows of their own: ``state.row_slot``): its own where it
+        still fits (:func:`bucket_size`, :func:`in_bucket`), else one lent here (``packet_size(size)``), the old
+        one handed back; and whether the group's rows are that bucket state's next rows as its last step left them in
         the region (the region may read their inputs there: ``RegionSearch.gives_inputs``)."""
         bucket = state.bucket
-        size = arena_size(state.size, rows_per_sentence, bucket)
+        size = bucket_size(state.size, rows_per_sentence, bucket)
         if not in_bucket(state, bucket, size):  # a new group, a merge, a split, a far smaller bucket: one copy
             state.bucket = self.lend(state, size, inert, rows_per_sentence=rows_per_sentence,
                                      packet_size=packet_size(size))
@@ -166,7 +167,7 @@ class ArenaPool:
         return bucket, True
 
     def release_merged(self, parts: Sequence[Any]) -> None:
-        """The arenas of states merged into one (copied from by the merge) back to the pool."""
+        """The bucket states of states merged into one (copied from by the merge) back to the pool."""
         if len(parts) > 1:
             for part in parts:
                 self.release(part.bucket)
@@ -179,7 +180,7 @@ class ArenaPool:
         free = self.free.setdefault(bucket.family, [])
         free.append(bucket)
         free.sort(key=lambda b: b.ordinal)
-        if sum(len(v) for v in self.free.values()) > self.limit:  # the newest-made free arena goes
+        if sum(len(v) for v in self.free.values()) > self.limit:  # the newest-made free bucket state goes
             family = max(self.free, key=lambda f: self.free[f][-1].ordinal if self.free[f] else -1)
             self.free[family].pop()
 
@@ -196,9 +197,9 @@ class ArenaPool:
                               ordinal=self.made, family=family)
 
 
-def _arena_shape(state: Any, name: str, t: Tensor, columns: int = 0) -> Tuple[int, ...]:
-    """A field's shape past the sentence in an arena: the token columns of a field that is widened with padding
-    (``per_sentence(pad=...)``, not scratch-last) rounded up to a power of two, so that groups share arenas;
+def _bucket_shape(state: Any, name: str, t: Tensor, columns: int = 0) -> Tuple[int, ...]:
+    """A field's shape past the sentence in a bucket state: the token columns of a field that is widened with padding
+    (``per_sentence(pad=...)``, not scratch-last) rounded up to a power of two, so that groups share bucket states;
     at least ``columns`` of them."""
     meta = next(f.metadata for f in dataclasses.fields(state) if f.name == name)
     shape = tuple(t.shape[1:])
@@ -208,19 +209,19 @@ def _arena_shape(state: Any, name: str, t: Tensor, columns: int = 0) -> Tuple[in
 
 
 #: ``launch(arena_state, outputs)`` → (packet, backend): the strategy's operator in device operations, over the
-#: whole arena and the output layer's outputs over every row of the row bucket; it writes what the next step
-#: reads besides the packet (a beam's next rows, Jacobi's draft and feed) into the arena's buffers itself
+#: whole bucket state and the output layer's outputs over every row of the row bucket; it writes what the next step
+#: reads besides the packet (a beam's next rows, Jacobi's draft and feed) into the bucket state's buffers itself
 StepLaunch = Callable[[Any, Sequence[Tensor]], Tuple[Tensor, str]]
 
 
 class RegionSearch:
-    """A search step a static decoder step runs inside its region, after the output layer (``StepTail.search``):
-    over ``bucket``'s arena, from the output layer's outputs over every row of the row bucket, into the
+    """A search step a static decoder step runs inside its region, after the output layer (``RegionTail.search``):
+    over ``bucket``'s bucket state, from the output layer's outputs over every row of the row bucket, into the
     bucket's packet (and what ``launch`` writes). Its operations follow the shapes only; every tensor it reads
     or writes is named by :attr:`key` (addresses) and held by :attr:`tensors` (a step graph keeps them).
     ``fits(rows)`` says whether a row bucket of ``rows`` rows (query rows: sentences × block width for a
-    block step) is one this arena's step takes. ``tail_inputs()``, where given, computes the output layer's
-    inputs over every row of the bucket (or more: the first are taken) from the arena, in the region before the
+    block step) is one this bucket state's step takes. ``tail_inputs()``, where given, computes the output layer's
+    inputs over every row of the bucket (or more: the first are taken) from the bucket state, in the region before the
     layer (the step then copies none in before it)."""
 
     def __init__(self, bucket: SentenceBucket, launch: StepLaunch, *, resets: Mapping[str, Any], finished_at: int,
@@ -229,7 +230,7 @@ class RegionSearch:
         self.bucket, self.launch, self.resets, self.finished_at, self.fits = bucket, launch, resets, finished_at, fits
         self.tail_inputs = tail_inputs
         self.next_rows = next_rows  # the group's rows are the bucket's next rows (its last step's, in the region)
-        self.tensors: List[Tensor] = (list(sentence_fields(bucket.arena).values())
+        self.tensors: List[Tensor] = (list(sentence_fields(bucket.state).values())
                                       + [bucket.packet, bucket.rows, bucket.thresholds] + list(extra))
         self.key = ("search", config, bucket.size) + tuple(t.data_ptr() for t in self.tensors)
 
@@ -245,5 +246,59 @@ class RegionSearch:
     def __call__(self, outputs: Sequence[Tensor]) -> None:
         bucket = self.bucket
         bucket.make_inert(bucket.packet[self.finished_at], self.resets)
-        packet, bucket.backend = self.launch(bucket.arena, outputs)
+        packet, bucket.backend = self.launch(bucket.state, outputs)
         bucket.packet.copy_(packet)
+
+
+class SearchInRegion:
+    """The ``"region"`` hook (:class:`~fairseq_stream.search.interface.SearchesInRegion`) written once, for a
+    :class:`~fairseq_stream.search.state.StateOps` strategy whose search step can run inside a static decoder
+    step's region over bucket states (beam, ib-beam, Jacobi; the proposers through their verifier). Put it
+    before ``StateOps`` in the bases; a strategy gives:
+
+    * :attr:`pool_name` — the name its bucket states are kept under with the model (``share_pools``);
+    * ``_tail(state)`` — its output layer as a region tail (``OutputScorer.tail``), or None;
+    * ``_region_search(state)`` — the :class:`RegionSearch` of its next step over the group's bucket state;
+    * ``_searched(state)`` — the outcome of a step that ran in the region (its packet read: the step's one read);
+    * ``_step_after(state, scores, top)`` — the step after the region (``top``: the tail's outputs, or None).
+    """
+
+    pool_name: str = ""
+    #: the search step inside a static decoder step's region; False: after it, as the eager step's
+    search_in_region: bool = True
+    buckets: BucketStatePool
+
+    def output_tail(self, state: Any) -> Any:
+        tail = self._tail(state)
+        if tail is not None and self.search_in_region and state.size:
+            tail.search = self._region_search(state)
+        return tail
+
+    def share_pools(self, pool: Callable[[str, Callable[[], Any]], Any]) -> None:
+        """Take the bucket states the model keeps across runs (``ModelStep.strategy_pool``): a repeat of a run
+        then lends the same buffers, whose addresses its step graphs are keyed by."""
+        self.buckets = pool(self.pool_name, BucketStatePool)
+
+    def concat(self, states: Sequence[Any]) -> Any:
+        merged = super().concat(states)  # type: ignore[misc]
+        self.buckets.release_merged(states)  # the parts' bucket states were copied from
+        return merged
+
+    def step(self, state: Any, scores: "Tensor | StepScores") -> Any:
+        """One step from the decoder step's :class:`StepScores` (or the scores alone, from a direct caller)."""
+        scores = StepScores.of(scores)
+        if scores.searched:  # the search step ran in the decoder step's region (output_tail)
+            return self._searched(state)
+        return self._step_after(state, scores.scores, scores.top)
+
+    def _tail(self, state: Any) -> Any:
+        raise NotImplementedError
+
+    def _region_search(self, state: Any) -> RegionSearch:
+        raise NotImplementedError
+
+    def _searched(self, state: Any) -> Any:
+        raise NotImplementedError
+
+    def _step_after(self, state: Any, scores: Tensor, top: Optional[Tuple[Tensor, ...]]) -> Any:
+        raise NotImplementedError
