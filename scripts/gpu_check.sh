@@ -38,7 +38,7 @@
 # the install): float16, the gpu tests (at most 150 s), the rows with 100 sentences (batch 1: 4), two
 # warm-ups and 2 timed runs, no cost runs, eager and graph side by side (tables not started by 200 s
 # skipped), the profile over 100 sentences and the output layer; what it leaves out is said in the
-# report. The round-3 call (docs/results.md) ran its rows alone, graph only, in 135 s on an H100.
+# report. The round-3 call (docs/history/results-2026-11.md) ran its rows alone, graph only, in 135 s on an H100.
 #
 # Every row of ours runs in each --step-mode of gpu_rows.py's --step-modes (default eager and graph on
 # CUDA, eager and static in a dry run), side by side; the report gives each graph row's time against its
@@ -126,7 +126,7 @@ rows() {  # the base model, then every table in one process
     "$PYTHON" scripts/models/make_base_model.py --out "$OUT/ib32k/checkpoint.pt" --vocab 32000 --ib "${base[@]}" >&2
     rm -f "$OUT"/rows_*.json
     # shellcheck disable=SC2086  # --rows-args is a list of options
-    # two warm-ups on a GPU: a graph row's first run captures while its cache arenas grow, its second replays every step
+    # two warm-ups on a GPU: a graph row's first run captures while its cache slabs grow, its second replays every step
     local warm=2; [ "$DEVICE" = cpu ] && warm=1
     "$PYTHON" scripts/gpu/gpu_rows.py --out "$OUT" --device "$DEVICE" --dtypes $dtypes \
         --base "$OUT/base32k/checkpoint.pt" --ib-base "$OUT/ib32k/checkpoint.pt" ${ib:+--ib-path "$ib"} --warmup "$warm" --budget-s "$ROWS_BUDGET_S" "${sizes[@]}" $rows_args

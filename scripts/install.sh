@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Install fairseq-stream and its pinned dependencies into a virtual environment (.venv by
 # default; FAIRSEQ_STREAM_VENV=path to choose another, FAIRSEQ_STREAM_VENV=none to install
-# into the current Python). Safe to re-run: what is installed already is skipped.
+# into the current Python). Safe to re-run: what is installed already is skipped. --help prints
+# this and installs nothing.
 #
 # The order matters: fairseq must be built without build isolation (with isolation pip
 # downloads a multi-GB CUDA torch just to build it), so torch, cython, numpy, setuptools and
@@ -10,6 +11,9 @@
 # in a venv made with --system-site-packages): neither the torch pin nor the triton pin is applied
 # then, since either would replace it (or its matching triton) with this project's CPU pins.
 set -euo pipefail
+for arg in "$@"; do  # --help: this header, before anything is installed
+    case "$arg" in -h|--help) awk 'NR > 1 && /^#/ { sub(/^# ?/, ""); print; next } NR > 1 { exit }' "$0"; exit 0;; esac
+done
 # One line per stage on stderr, with its time (pip itself stays quiet: -q), so a slow stage
 # shows where it is: "install: [3/7] fairseq-fixed 0.12.3.1: building its C++ and Cython extensions (the slow stage, ...) ... 202 s".
 stages=7 stage_no=0 install_start=$SECONDS

@@ -6,8 +6,11 @@
 #   --all:    every test, as CI does (.ci/run); FAIRSEQ_STREAM_TEST_ALL=1 does the same.
 # Their times: README.md ("Tests"); each run ends with its 15 slowest tests (--durations), so a slow
 # tier says where its minutes went. Other arguments go to pytest; a -m of the caller's comes after the
-# tier's and wins (and a --durations of the caller's after this one).
+# tier's and wins (and a --durations of the caller's after this one). --help prints this and installs nothing.
 set -euo pipefail
+for arg in "$@"; do  # --help: this header, before anything is installed
+    case "$arg" in -h|--help) awk 'NR > 1 && /^#/ { sub(/^# ?/, ""); print; next } NR > 1 { exit }' "$0"; exit 0;; esac
+done
 repo="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 tier=(-m quick) name="quick tier (-m quick; --fast, --all for more)"
 args=()

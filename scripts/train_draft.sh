@@ -25,6 +25,9 @@
 # training (2,100 updates) on 2026-11-27, then INIT= that draft, 28,605 sources distilled in 306 s (107
 # sentences/s: greedy, capacity 64, the native step) and 55 minutes (4,616 updates) on 2026-11-28.
 set -euo pipefail
+case "${1-}" in  # --help: this header, before anything runs
+    -h|--help) awk 'NR > 1 && /^#/ { sub(/^# ?/, ""); print; next } NR > 1 { exit }' "$0"; exit 0;;
+esac
 
 if [ $# -ne 4 ]; then
     sed -n '2,26p' "$0" | sed 's/^# \{0,1\}//'

@@ -12,6 +12,9 @@
 # scripts are taken from beside it. Nothing here is part of the test suite; scripts/gpu_check.sh
 # is the one-command GPU check (install, gpu tests, these rows in fp32 and fp16, one report).
 set -euo pipefail
+case "${1-}" in  # --help: this header, before anything runs
+    -h|--help) awk 'NR > 1 && /^#/ { sub(/^# ?/, ""); print; next } NR > 1 { exit }' "$0"; exit 0;;
+esac
 cd "$(dirname "$0")/../.."
 PYTHON=${PYTHON:-$( [ -x .venv/bin/python ] && echo .venv/bin/python || echo python3 )}
 THREADS=${THREADS:-1}

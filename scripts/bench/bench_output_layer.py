@@ -19,6 +19,9 @@ search): the paper reached 0.43 at beam 5. ``--end-to-end`` adds the effect on t
 (``--output-layer fused`` vs ``full`` under the benchmark harness).
 
     python scripts/bench/bench_output_layer.py --threads 2
+
+The cells time one operator call each (a micro-benchmark, its own loop); ``--end-to-end`` decodes
+through the harness (``fairseq_stream.tools.bench.run_benchmark``), the one benchmarking entry point.
 """
 from __future__ import annotations
 

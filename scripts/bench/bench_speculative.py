@@ -14,6 +14,11 @@ draft's share of the time.
     ... --draft user_dir_examples/demo/draft.pt NEW.pt     # two drafts, side by side
     ... --draft-quantize none,int8                         # the draft's float and int8 weights, side by side
     ... --lookahead-prior PRIOR.pt                         # lookahead also with a prior (tools/lookahead_prior.py)
+
+Its own timing loop, not the harness's (``python -m fairseq_stream.tools.bench``, the one benchmarking
+entry point; ``--run speculative:draft_path=...`` there times the same rows without these columns):
+the columns need each run's hypotheses as tokens (identity to greedy) and the per-round pairing, and
+it reads no references (the harness scores BLEU); moving it onto the harness is not a small change.
 """
 from __future__ import annotations
 

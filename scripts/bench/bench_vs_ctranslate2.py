@@ -25,6 +25,10 @@ fairseq's beam. CTranslate2 gets the BPE'd source tokens our pipeline feeds fair
 (:mod:`fairseq_stream.tools.text`), fairseq's length limit (200 tokens) and length penalty (1.0), and
 its output goes through the same BPE removal and detokenisation as ours. ``--smoke``: a few
 sentences, one repeat (the test).
+
+Its own timing loop, not the harness's (``python -m fairseq_stream.tools.bench``, the one benchmarking
+entry point): the harness decodes through a fairseq-stream session only, and here CTranslate2's
+rows interleave with ours and are timed by the same clock and CPU time.
 """
 from __future__ import annotations
 

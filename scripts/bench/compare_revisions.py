@@ -20,7 +20,7 @@ arguments go to the harness (``--limit``, ``--batch-size``, ``--threads``, ``--r
 shared with other jobs, wall times blur), with one thread, each row after an untimed warm-up on
 8 sentences; it takes ``--limit`` (default 200 demo sentences) and ``--run`` only (default rows:
 our greedy, var-stream k=5 in float32 and int8, the exact beam k=5, gs-jacobi), and "identical"
-means the same detokenised outputs.
+means the same detokenised outputs (CPU time is not the harness's clock, hence its own loop).
 """
 from __future__ import annotations
 

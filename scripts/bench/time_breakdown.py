@@ -8,11 +8,13 @@
 Wraps the package's functions with wall-clock timers (1 thread; the wrappers cost microseconds
 per call) and splits one decode of the first ``--limit`` sentences (the demo's, or ``--src``'s), after an untimed
 warm-up, into: the encoder (``ModelStep.encode``/``admit``: encoder layers and the encoder-attention
-keys/values), the decoder layers (``TransformerStepper.forward``), the output projection
-(``TransformerStepper.logits``), the search step (the strategy's ``step``: the fused top-k of the
+keys/values), the decoder layers (``BlockDecoder.forward``), the output projection
+(``BlockDecoder.logits``), the search step (the strategy's ``step``: the fused top-k of the
 output layer and the beam step operator, listed apart), the cache reorder (``ModelStep.select``/
 ``accept``) and the rest (the scheduler's Python per step: admission, merges, bookkeeping).
 With ctranslate2 installed the last line is CTranslate2's decode time on the same sentences.
+It times parts inside one decode, which the harness (``python -m fairseq_stream.tools.bench``, whole
+runs) does not; a whole run's time is the harness's.
 """
 from __future__ import annotations
 
@@ -47,10 +49,10 @@ def timers(totals: Dict[str, float], search_class: type) -> Iterator[None]:
 
     targets = [(model_step.ModelStep, "encode", "encoder"), (model_step.ModelStep, "admit", "encoder"),
                (model_step.ModelStep, "select", "reorder"), (model_step.ModelStep, "accept", "reorder"),
-               (decoder_step.TransformerStepper, "forward", "decoder"),
-               (decoder_step.TransformerStepper, "logits", "logits"),
-               (decoder_step.TransformerStepper, "forward_native", "native"),
-               (output.OutputScorer, "top", "topk"), (backends.StepRunner, "run", "operator"),
+               (decoder_step.BlockDecoder, "forward", "decoder"),
+               (decoder_step.BlockDecoder, "logits", "logits"),
+               (decoder_step.BlockDecoder, "forward_native", "native"),
+               (output.OutputScorer, "top", "topk"), (backends.KernelRunner, "run", "operator"),
                (search_class, "step", "strategy")]
     saved = [(owner, name, getattr(owner, name)) for owner, name, _ in targets]
 

@@ -1,5 +1,5 @@
 #!/usr/bin/env python
-"""Host reads and aten operations per decoder step over whole runs (the README's engine table).
+"""One-off experiment: host reads and aten operations per decoder step over whole runs (the engine table of docs/results.md, "The decoding engine on the CPU proxies", 2026-11-23).
 
     python scripts/experiments/engine_counts.py [REPO]
     python scripts/experiments/engine_counts.py --phases
@@ -11,31 +11,23 @@ compare with an older tree, check it out elsewhere and copy ``fairseq_stream/eng
 into it. Counting slows the run; it is not a timing.
 
 ``--phases`` splits the operations of the scheduler's steps by where they run: the decoder
-call (``ModelStep.step``), the cache reorder and block accept (``ModelStep.select`` /
-``accept``), and the rest, which is the strategy's search step (with the scheduler's merges),
-listing the search step's most frequent operations: what fusing the search step would remove.
+call (``ModelStep.scored_step``, which the scheduler calls; ``ModelStep.step`` goes through it),
+the cache reorder and block accept (``ModelStep.select`` / ``accept``), and the rest, which is the
+strategy's search step (with the scheduler's merges), listing the search step's most frequent
+operations: what fusing the search step would remove. (Under ``--step-mode static|graph`` the
+search runs inside the decoder call and is counted there.)
 """
 from __future__ import annotations
 
+import argparse
 import logging
 import sys
 from collections import Counter
 from contextlib import contextmanager
 from pathlib import Path
-from typing import Dict, Iterator
+from typing import Any, Dict, Iterator, List, Optional, Sequence
 
 HERE = Path(__file__).resolve().parents[2]
-PHASES = "--phases" in sys.argv[1:]
-IB = sys.argv[sys.argv.index("--ib") + 1] if "--ib" in sys.argv[1:] else None
-ARGS = [a for i, a in enumerate(sys.argv[1:], 1) if a not in ("--phases", "--ib") and sys.argv[i - 1] != "--ib"]
-REPO = Path(ARGS[0]).resolve() if ARGS else HERE
-sys.path.insert(0, str(REPO))
-
-import torch  # noqa: E402
-
-from fairseq_stream.engine.profiling import CostCounter, CostCounts, count_decoder_steps  # noqa: E402
-from fairseq_stream.tools.session import TranslationSession  # noqa: E402
-
 DEMO = HERE / "user_dir_examples" / "demo"
 RUNS = [
     ("`var-stream` k = 5", "var-stream", {"beam": 5}, {"stream_capacity": 32}),
@@ -50,15 +42,17 @@ IB_RUNS = [
     ("`ib-beam` B = 4, batch 1", "ib-beam", {"beam": 4}, {"stream_capacity": 1}),
     ("`ib-beam` B = 4, batch 32", "ib-beam", {"beam": 4}, {"stream_capacity": 32}),
 ]
-RUNS = IB_RUNS if IB else RUNS
 
 
 @contextmanager
-def count_phases(counts: Dict[str, CostCounts]) -> Iterator[None]:
+def count_phases(counts: Dict[str, Any]) -> Iterator[None]:
     """Count the model's calls inside the scheduler's steps apart (``counts["steps"]`` holds all)."""
+    from fairseq_stream.engine.profiling import CostCounter, count_decoder_steps
     from fairseq_stream.model.model_step import ModelStep
 
-    originals = {name: getattr(ModelStep, name) for name in ("step", "select", "accept")}
+    # scored_step is the decoder call the scheduler makes (step delegates to it: counting both would
+    # count a call twice)
+    originals = {name: getattr(ModelStep, name) for name in ("scored_step", "select", "accept")}
 
     def counted(name: str):
         def call(self, *args, **kwargs):
@@ -76,40 +70,65 @@ def count_phases(counts: Dict[str, CostCounts]) -> Iterator[None]:
             setattr(ModelStep, name, fn)
 
 
-def phases(session, data) -> None:
-    print(f"{REPO}\n\n| strategy | steps | aten ops/step | decoder call | cache reorder + accept | search step and the rest |"
+def phases(session: Any, data: Any, runs: List[tuple], repo: Path) -> None:
+    from fairseq_stream.engine.profiling import CostCounts
+
+    print(f"{repo}\n\n| strategy | steps | aten ops/step | decoder call | cache reorder + accept | search step and the rest |"
           "\n|---|---|---|---|---|---|")
     tops = []
-    for label, search, gen, opts in RUNS:
-        counts = {name: CostCounts() for name in ("steps", "step", "select", "accept")}
+    for label, search, gen, opts in runs:
+        counts = {name: CostCounts() for name in ("steps", "scored_step", "select", "accept")}
         with count_phases(counts):
             out = session.translate(data, search=search, gen=gen, opts=opts, postprocess=False)
         n = out.stats.timesteps
+        if not counts["scored_step"].ops:  # the counted method is not the one the scheduler calls any more
+            raise SystemExit("engine_counts.py: no operation counted in ModelStep.scored_step: "
+                             "which method does the scheduler call now?")
         # Nested counters both count an operation: the phases are inside "steps".
-        model, reorder = counts["step"].ops, counts["select"].ops + counts["accept"].ops
+        model, reorder = counts["scored_step"].ops, counts["select"].ops + counts["accept"].ops
         rest = counts["steps"].ops - model - reorder
         print(f"| {label} | {n} | {counts['steps'].ops / n:.1f} | {model / n:.1f} | {reorder / n:.1f} | {rest / n:.1f} |",
               flush=True)
         search_ops = Counter(counts["steps"].ops_by_name)
-        for name in ("step", "select", "accept"):
+        for name in ("scored_step", "select", "accept"):
             search_ops.subtract(counts[name].ops_by_name)
         top = ", ".join(f"{op} {v / n:.1f}" for op, v in search_ops.most_common(8))
         tops.append(f"- {label}: {top}")
     print("\nThe search step's most frequent operations, per step:\n" + "\n".join(tops))
 
 
-def main() -> None:
+def _parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("repo", nargs="?", default=str(HERE),
+                        help="the fairseq-stream tree to count (default: this checkout)")
+    parser.add_argument("--phases", action="store_true", help="split the operations by where they run")
+    parser.add_argument("--ib", metavar="CHECKPOINT",
+                        help="an IBDecoder-family checkpoint on the demo's dictionaries, decoded with ib-beam instead")
+    parser.add_argument("--limit", type=int, default=100, help="first N sentences of the demo's test set")
+    return parser
+
+
+def main(argv: Optional[Sequence[str]] = None) -> None:
+    args = _parser().parse_args(argv)
+    repo = Path(args.repo).resolve()
+    sys.path.insert(0, str(repo))  # the tree counted, before anything of fairseq_stream is imported
+    import torch
+
+    from fairseq_stream.engine.profiling import CostCounter
+    from fairseq_stream.tools.session import TranslationSession
+
     logging.disable(logging.WARNING)
     torch.set_num_threads(1)
-    session = TranslationSession.load(str(DEMO), IB or str(DEMO / "checkpoint.pt"), bpe_codes=str(DEMO / "bpe.codes"),
+    runs = IB_RUNS if args.ib else RUNS
+    session = TranslationSession.load(str(DEMO), args.ib or str(DEMO / "checkpoint.pt"), bpe_codes=str(DEMO / "bpe.codes"),
                                       extra_args=["--source-lang", "es", "--target-lang", "en"])
-    lines = (DEMO / "test.es").read_text(encoding="utf-8").splitlines()[:100]
+    lines = (DEMO / "test.es").read_text(encoding="utf-8").splitlines()[:args.limit]
     data = session.encode(lines)
-    if PHASES:
-        phases(session, data)
+    if args.phases:
+        phases(session, data, runs, repo)
         return
-    print(f"{REPO}\n\n| strategy | steps | host reads/step | aten ops/step |\n|---|---|---|---|")
-    for label, search, gen, opts in RUNS:
+    print(f"{repo}\n\n| strategy | steps | host reads/step | aten ops/step |\n|---|---|---|---|")
+    for label, search, gen, opts in runs:
         with CostCounter() as cc:
             out = session.translate(data, search=search, gen=gen, opts=opts, postprocess=False)
         n = out.stats.timesteps

@@ -1,5 +1,5 @@
 #!/usr/bin/env python
-"""Host time per training batch of the IBDecoder path (Zhang2020) vs fairseq's transformer.
+"""One-off experiment: host time per training batch of the IBDecoder path (Zhang2020) vs fairseq's transformer (docs/history/results-2026-11.md, "IBDecoder", 2026-11-23).
 
 Times, in microseconds per batch (the best of ``--repeats`` timed loops: on a shared machine the
 other loops measure the neighbours), what the two training

@@ -1,5 +1,5 @@
 #!/usr/bin/env python
-"""How the IBDecoder's target design and ib-beam's ending rule change BLEU and output length.
+"""One-off experiment: how the IBDecoder's target design and ib-beam's ending rule change BLEU and output length (docs/history/results-2026-11.md, "IBDecoder", 2026-11-23).
 
 For each checkpoint (``LABEL=PATH``, trained with ``--task translation_ib``), translates the
 demo test sentences with ``--search ib-beam`` in these settings and prints one markdown row each:

@@ -1,5 +1,5 @@
 #!/usr/bin/env python
-"""Which int8 Linear kernels pay off on this CPU: the measurement behind ``--quantize int8``.
+"""One-off experiment: which int8 Linear kernels pay off on this CPU, the measurement behind ``--quantize int8`` (docs/history/results-2026-11.md, int8 rounds, 2026-11-25).
 
 Times one feed-forward layer (``fc1``) and the output projection of the demo model at
 decoding shapes (rows = hypotheses in a step) in float32 (PyTorch's and oneDNN's product),

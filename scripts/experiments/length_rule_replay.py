@@ -1,7 +1,7 @@
-"""Would a rule on the probes' output lengths steer ``--prune-auto`` where the score does not? A replay, offline.
+"""One-off experiment: would a rule on the probes' output lengths steer ``--prune-auto`` where the score does not? A replay, offline (docs/history/results-2026-11.md, ``--prune-auto`` round 7, 2026-11-29).
 
 On weak models pruning's search error shows as a shift of output length more than as a loss of model
-score (docs/results.md, ``--prune-auto`` round 7), so the controller (search/prune_controller.py), which
+score (docs/history/results-2026-11.md, ``--prune-auto`` round 7), so the controller (search/prune_controller.py), which
 judges by the score, never widens for them. This script replays a simplified controller over what
 ``scripts/experiments/rung_outcomes.py --json`` wrote (every sentence decoded at every rung and by the
 fixed beam), with and without a length rule, and prints the BLEU and decoder rows each rule would give:

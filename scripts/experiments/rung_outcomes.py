@@ -1,5 +1,5 @@
 #!/usr/bin/env python
-"""What each rung of --prune-auto's ladder does to a model's whole input: the controller's evidence against BLEU.
+"""One-off experiment: what each rung of --prune-auto's ladder does to a model's whole input, the controller's evidence against BLEU (docs/history/results-2026-11.md, ``--prune-auto`` round 5, 2026-11-29).
 
 ``--prune-auto`` judges a rung (δ, M) by the loss of the best hypothesis's length-normalised model score
 against the fixed beam's, on a few probes (fairseq_stream/search/prune_controller.py). This decodes every

@@ -1,5 +1,5 @@
 #!/usr/bin/env python
-"""Where a strategy's decoding time goes: a per-step cost model fitted on ``--stream-stats`` traces.
+"""One-off experiment: where a strategy's decoding time goes, a per-step cost model fitted on ``--stream-stats`` traces (docs/results.md, "How the figures are measured" and the var-stream step cost, 2026-11-22).
 
 Streaming (Yang2020) pays off when a decoder call costs about the same whatever the number of
 rows in it (a GPU below saturation): fewer, fuller calls then save time. On a CPU a call costs

@@ -1,5 +1,5 @@
 #!/usr/bin/env python
-"""Does the variable-width beam lose BLEU? Per checkpoint and beam size, one table (docs/results.md).
+"""One-off experiment: does the variable-width beam lose BLEU? Per checkpoint and beam size, one table (docs/results.md, "Variable-width streaming beam search", 2026-11-23).
 
 For every checkpoint and every ``k`` this decodes the same sentences with fairseq's ``beam``,
 ``fixed-ours`` and ``var-batch`` under each reference of the pruning thresholds

@@ -51,7 +51,7 @@ def profile_run(session: Any, data: Any, search: str, opts: Dict[str, Any], devi
 
     kw = dict(search=search, gen={"beam": 5}, opts=opts, postprocess=False)
     for _ in range(2):  # warm-up: kernels compiled, output-layer kernels chosen; graph: the second run replays
-        session.translate(data, **kw)  # every step (the first one's cache arenas grow under its first captures)
+        session.translate(data, **kw)  # every step (the first one's cache slabs grow under its first captures)
     timed = session.translate(data, **kw)
     steps = max(int(timed.stats.timesteps), 1)
     activities = [ProfilerActivity.CPU] + ([ProfilerActivity.CUDA] if device == "cuda" else [])

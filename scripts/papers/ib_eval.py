@@ -10,7 +10,7 @@ the paper), then detokenised and scored with sacreBLEU. Latency (Zhang2020: "dec
 set with a batch size of 1, averaged over three runs") is the mean wall time per sentence at
 batch size 1 over ``--runs`` runs of the benchmark harness; the speedup is relative to the first
 model at the first beam size, "vs ours" to our own engine's fixed beam (a ``fixed-ours`` model
-row) at the same beam size. Used by ``scripts/wmt14_ibdecoder.sh``.
+row) at the same beam size. Used by ``scripts/papers/wmt14_ibdecoder.sh``.
 """
 from __future__ import annotations
 

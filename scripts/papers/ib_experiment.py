@@ -24,9 +24,9 @@ Rows and Zhang2020's tables: Transformer and IBDecoder (+KD) = Table 1 ① and �
 Table 1 ③ (Table 2 row 7), im = Table 1 ④, m2s = Table 2 row 4 (middle-to-side), vsa / vsa4 =
 Table 2 rows 6 / 8 (vanilla SA, c = 2 / 4). The rule is the package's ("ours": --ib-eos step,
 --ib-finalize top; --ib-eos single trains with the paper's one EOS); the paper's reading of
-Algorithm 1 on WMT14 is ``scripts/wmt14_ibdecoder.sh --rule paper`` (its default).
+Algorithm 1 on WMT14 is ``scripts/papers/wmt14_ibdecoder.sh --rule paper`` (its default).
 
-Budgets here are CPU-sized; the paper's WMT14 setup is ``scripts/wmt14_ibdecoder.sh``.
+Budgets here are CPU-sized; the paper's WMT14 setup is ``scripts/papers/wmt14_ibdecoder.sh``.
 """
 from __future__ import annotations
 

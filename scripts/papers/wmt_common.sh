@@ -1,11 +1,16 @@
 # What the WMT reproduction scripts share; sourced by them, never run:
-#   source "$(dirname "${BASH_SOURCE[0]}")/papers/wmt_common.sh"
+#   source "$(dirname "${BASH_SOURCE[0]}")/wmt_common.sh"
 # A script sets its defaults, defines wmt_option (its own options: set the variable and
 # wmt_shift to the number of words taken; return 0 either way), then calls wmt_parse "$@".
 # Provided here: the Python environment (repo, python, bin, PYTHONPATH), the options every
 # script takes (--device --dtype --threads --out --help), those of the scripts that decode a
 # published model on a test set (wmt_testset_option), and the downloads, each of which has a
 # local-path alternative.
+
+if [ "${BASH_SOURCE[0]}" = "$0" ]; then  # run, not sourced (e.g. with --help): print this header, do nothing
+    awk '/^#/ { sub(/^# ?/, ""); print; next } { exit }' "$0"
+    exit 0
+fi
 
 repo="$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)"
 python="${PYTHON:-python3}"

@@ -36,7 +36,7 @@ def local_args(tmp_path):
 def test_wmt19_dry_run_shows_the_subwords_of_fastbpe_codes(tmp_path):
     from fairseq_stream.integration.text import BpeCodes, tokenize
 
-    out = run_script(["scripts/wmt19_var_stream.sh", *local_args(tmp_path), "--dry-run"], tmp_path)
+    out = run_script(["scripts/papers/wmt19_var_stream.sh", *local_args(tmp_path), "--dry-run"], tmp_path)
     shown = out.split("as the models will see them\n", 1)[1].splitlines()[:3]
     bpe = BpeCodes(os.path.join(DEMO, "bpe.codes"))  # the codes the demo model was trained with
     assert shown == [bpe.apply(tokenize(s, "es")) for s in read_lines(os.path.join(DEMO, "test.es"), 3)]
@@ -46,7 +46,7 @@ def test_wmt19_dry_run_shows_the_subwords_of_fastbpe_codes(tmp_path):
 
 @pytest.mark.slow  # the whole Table 1 script: seven strategies, each timed
 def test_wmt19_var_stream_script_on_local_files(tmp_path):
-    out = run_script(["scripts/wmt19_var_stream.sh", *local_args(tmp_path), "--limit", "6", "--runs", "1",
+    out = run_script(["scripts/papers/wmt19_var_stream.sh", *local_args(tmp_path), "--limit", "6", "--runs", "1",
                       "--beams", "3", "--capacity", "4", "--fixed-batch", "4", "--device", "cpu"], tmp_path)
     for label in ("GREEDY", "GREEDY (ours)", "FIXED (fairseq)", "VAR-BATCH", "VAR-STREAM", "FIXED-OURS",
                   "FIXED-STREAM", "VAR-STR-FIFO", "VAR-BATCH (ours: normalized δ)", "VAR-STREAM (ours: normalized δ)",
@@ -62,7 +62,7 @@ def test_wmt19_var_stream_script_on_local_files(tmp_path):
 
 @pytest.mark.slow  # the whole Jacobi reproduction: six rows, each timed
 def test_parallel_decoding_script_on_local_files(tmp_path):
-    out = run_script(["scripts/parallel_decoding.sh", *local_args(tmp_path), "--limit", "4", "--runs", "1",
+    out = run_script(["scripts/papers/parallel_decoding.sh", *local_args(tmp_path), "--limit", "4", "--runs", "1",
                       "--device", "cpu"], tmp_path)
     rows = {line.split("|")[1].strip(): line for line in out.splitlines() if line.startswith("| ") and "BLEU" not in line}
     assert {"Greedy", "Beam search (beam=5)", "Greedy (ours)", "Beam search ours (beam=5)", "PJ", "PGJ (b=3)",
@@ -83,7 +83,7 @@ def test_wmt14_ibdecoder_script_on_the_demo_corpus(tmp_path):
     tiny = ("--share-all-embeddings --encoder-layers 1 --decoder-layers 1 --encoder-embed-dim 16 "
             "--decoder-embed-dim 16 --encoder-ffn-embed-dim 32 --decoder-ffn-embed-dim 32 "
             "--encoder-attention-heads 2 --decoder-attention-heads 2")
-    out = run_script(["scripts/wmt14_ibdecoder.sh", "--src", "es", "--tgt", "en", "--train-prefix", str(data / "train"),
+    out = run_script(["scripts/papers/wmt14_ibdecoder.sh", "--src", "es", "--tgt", "en", "--train-prefix", str(data / "train"),
                       "--valid-prefix", str(data / "valid"), "--test-prefix", str(data / "test"), "--bpe-merges", "200",
                       "--max-update", "3", "--max-tokens", "2000", "--update-freq", "1", "--arch-args", tiny,
                       "--device", "cpu", "--beams", "2 1", "--latency-sentences", "2", "--latency-runs", "1",
@@ -111,7 +111,7 @@ def test_wmt14_ibdecoder_script_on_the_demo_corpus(tmp_path):
     assert json.loads((exp / "table1.json").read_text())["ib_finalize"] == "all"
 
 
-WMT_SCRIPTS = ["scripts/wmt19_var_stream.sh", "scripts/parallel_decoding.sh", "scripts/wmt14_ibdecoder.sh"]
+WMT_SCRIPTS = ["scripts/papers/wmt19_var_stream.sh", "scripts/papers/parallel_decoding.sh", "scripts/papers/wmt14_ibdecoder.sh"]
 
 
 @pytest.mark.parametrize("script", WMT_SCRIPTS)
@@ -421,7 +421,7 @@ def _dry_runs(script, *args):
 
 
 def test_pruning_sweep_rows_run_freitag2017s_rule(tmp_path):
-    k5, k14 = _dry_runs("scripts/pruning_sweep.sh", "--beams", "5 14", "--out", str(tmp_path))
+    k5, k14 = _dry_runs("scripts/papers/pruning_sweep.sh", "--beams", "5 14", "--out", str(tmp_path))
     ours = [r for r in k5 if not r.startswith("beam:")]
     assert all("beam_finalize=shrink" in r or "prune_preset=freitag2017" in r for r in ours if "beam=5" in r)
     assert all("prune_reference=active" in r for r in ours if r.startswith("var-batch:") and "preset" not in r)
@@ -431,7 +431,7 @@ def test_pruning_sweep_rows_run_freitag2017s_rule(tmp_path):
 
 
 def test_topup_script_compares_sorted_and_unsorted_input(tmp_path):
-    (rows,) = _dry_runs("scripts/topup_batching.sh", "--beams", "5", "--out", str(tmp_path))
+    (rows,) = _dry_runs("scripts/papers/topup_batching.sh", "--beams", "5", "--out", str(tmp_path))
     labels = [r.split("label=")[1] for r in rows]
     assert labels[:4] == ["batches (sorted)", "top-up (sorted)", "batches (unsorted)", "top-up (unsorted)"]
     assert all(("stream_input_order=as-given" in r) == ("(unsorted)" in r) for r in rows)
@@ -440,7 +440,7 @@ def test_topup_script_compares_sorted_and_unsorted_input(tmp_path):
 
 @pytest.mark.slow  # runs the whole sweep on a few demo sentences: eight rows, each timed
 def test_pruning_sweep_on_the_demo(tmp_path):
-    out = run_script(["scripts/pruning_sweep.sh", "--beams", "3", "--limit", "6", "--runs", "1", "--batch", "3",
+    out = run_script(["scripts/papers/pruning_sweep.sh", "--beams", "3", "--limit", "6", "--runs", "1", "--batch", "3",
                       "--out", str(tmp_path)], tmp_path)
     paper = out.split("| pruning | beam | speed up |", 1)[1]
     rows = {line.split("|")[1].strip(): [c.strip() for c in line.split("|")[2:-1]]
@@ -453,7 +453,7 @@ def test_pruning_sweep_on_the_demo(tmp_path):
 
 @pytest.mark.slow  # runs the whole top-up comparison on a few demo sentences: eight rows, each timed
 def test_topup_batching_on_the_demo(tmp_path):
-    out = run_script(["scripts/topup_batching.sh", "--beams", "2", "--limit", "6", "--runs", "1", "--batch", "3",
+    out = run_script(["scripts/papers/topup_batching.sh", "--beams", "2", "--limit", "6", "--runs", "1", "--batch", "3",
                       "--out", str(tmp_path)], tmp_path)
     bleu = {line.split("|")[1].strip(): line.split("|")[2].strip() for line in out.splitlines()
             if line.startswith("| ") and "BLEU" not in line and "---" not in line}

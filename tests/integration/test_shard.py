@@ -370,9 +370,9 @@ def test_rank_shard_takes_the_machine_local_gpu(tmp_path, monkeypatch):
 
 
 def test_the_resume_line_of_a_torchrun_rank_names_nprocs(tmp_path):
-    from fairseq_stream.tools.shard import _resume_command
+    from fairseq_stream.tools.shard import resume_command
 
-    line = _resume_command(["--workdir", "W", "data", "--beam", "2"], "W", 4)
+    line = resume_command(["--workdir", "W", "data", "--beam", "2"], "W", 4)
     assert line.endswith("--nprocs 4 --workdir W data --beam 2")
 
 

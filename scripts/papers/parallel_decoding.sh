@@ -12,14 +12,14 @@
 # the Jacobi rows too, so "vs ours" compares within one implementation as the paper does; PJ,
 # PGJ (b=3, b=5) and HGJ (b=3) are Table 1's parallel rows with the rules above.
 #
-#   bash scripts/parallel_decoding.sh --pair de-en --device cuda         # downloads model and data
-#   bash scripts/parallel_decoding.sh --models-dir DIR --src F --ref F --pair es-en --limit 100
+#   bash scripts/papers/parallel_decoding.sh --pair de-en --device cuda         # downloads model and data
+#   bash scripts/papers/parallel_decoding.sh --models-dir DIR --src F --ref F --pair es-en --limit 100
 #
 # Local-path alternatives for every download: --models-dir, --src/--ref, --bpe-codes (subword-nmt
-# or fastBPE codes, as in scripts/wmt19_var_stream.sh). Other options: --testset wmt14/full
+# or fastBPE codes, as in scripts/papers/wmt19_var_stream.sh). Other options: --testset wmt14/full
 # --runs N (3) --limit N --device cpu|cuda (cpu) --dtype float32|float16|bfloat16 --threads N --out DIR
 set -euo pipefail
-source "$(dirname "${BASH_SOURCE[0]}")/papers/wmt_common.sh"
+source "$(dirname "${BASH_SOURCE[0]}")/wmt_common.sh"
 testset=wmt14/full
 wmt_option() { wmt_testset_option "$@"; }
 wmt_parse "$@"

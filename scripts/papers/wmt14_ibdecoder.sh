@@ -30,8 +30,8 @@
 #   decode   GNMT's length penalty ((5 + |Y|)/6)^0.6 over the n-best list (scripts/papers/ib_eval.py),
 #            detokenised sacreBLEU (the paper's signature: BLEU+c.mixed+#.1+s.exp+tok.13a)
 #
-#   bash scripts/wmt14_ibdecoder.sh --device cuda                     # downloads WMT14 En-De
-#   bash scripts/wmt14_ibdecoder.sh --train-prefix DIR/train --valid-prefix DIR/valid --test-prefix DIR/test \
+#   bash scripts/papers/wmt14_ibdecoder.sh --device cuda                     # downloads WMT14 En-De
+#   bash scripts/papers/wmt14_ibdecoder.sh --train-prefix DIR/train --valid-prefix DIR/valid --test-prefix DIR/test \
 #        --src en --tgt de --bpe-merges 32000
 #
 # Local alternatives to every download: --train-prefix / --valid-prefix / --test-prefix P (raw
@@ -46,7 +46,7 @@
 # --device cpu|cuda (cpu), --dtype float32|float16|bfloat16 (decoding), --threads N, --out DIR.
 # The test suite runs it end to end on the demo corpus with tiny models.
 set -euo pipefail
-source "$(dirname "${BASH_SOURCE[0]}")/papers/wmt_common.sh"
+source "$(dirname "${BASH_SOURCE[0]}")/wmt_common.sh"
 src=en tgt=de train="" valid="" test="" merges=32000 h=2 c=1 max_update=100000 max_tokens=4096 update_freq=6
 out="" threads="" arch_args="" train_args="" testset=wmt14 kd=1 kd_procs=1 beams="4 1" latency_sentences=0 latency_runs=3
 rule=paper kd_search=beam table2="" table2_rows="1 2 3 4 5 6 7 8" table3=""

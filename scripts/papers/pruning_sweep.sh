@@ -24,8 +24,8 @@
 # columns) and the paper-shaped table (pruning, beam, speed up %, avg fan out, tot fan out, BLEU),
 # and OUT/sweep_kK.json.
 #
-#   bash scripts/pruning_sweep.sh                                        # the demo model, its test set
-#   bash scripts/pruning_sweep.sh --data DIR --path DIR/checkpoint.pt --bpe-codes CODES \
+#   bash scripts/papers/pruning_sweep.sh                                        # the demo model, its test set
+#   bash scripts/papers/pruning_sweep.sh --data DIR --path DIR/checkpoint.pt --bpe-codes CODES \
 #        --src valid.es --ref valid.en --beams "5 14" --limit 298
 #
 # Options: --data DIR (dict.SRC.txt, dict.TGT.txt; default the demo's) --path CKPT (DIR/checkpoint.pt)
@@ -33,7 +33,7 @@
 #   their extensions) --beams "5 14" --limit N (300) --runs N (2) --batch N (32) --device cpu|cuda
 #   --threads N --out DIR (work/pruning_sweep) --dry-run (print the harness command; decode nothing)
 set -euo pipefail
-source "$(dirname "${BASH_SOURCE[0]}")/papers/wmt_common.sh"
+source "$(dirname "${BASH_SOURCE[0]}")/wmt_common.sh"
 beams="5 14" limit=300 runs=2
 wmt_option() { case "$1" in *) wmt_local_option "$@";; esac; }
 wmt_parse "$@"

@@ -22,8 +22,8 @@
 # strategies stream over the whole input keeping --capacity sentences in flight; choose both
 # to saturate the GPU (the paper tuned them in multiples of 64).
 #
-#   bash scripts/wmt19_var_stream.sh --pair de-en --device cuda        # downloads models and data
-#   bash scripts/wmt19_var_stream.sh --pair de-en --models-dir DIR --src newstest2018.de --ref newstest2018.en
+#   bash scripts/papers/wmt19_var_stream.sh --pair de-en --device cuda        # downloads models and data
+#   bash scripts/papers/wmt19_var_stream.sh --pair de-en --models-dir DIR --src newstest2018.de --ref newstest2018.en
 #
 # Every download has a local-path alternative (a machine without internet passes them all):
 #   --models-dir DIR   an extracted fairseq model folder (dict.*.txt, bpecodes, model*.pt)
@@ -35,7 +35,7 @@
 #   --dry-run (prepare the codes, print the first source lines in subwords and the commands; decode nothing)
 # The test suite runs this script end to end on the demo model with local paths.
 set -euo pipefail
-source "$(dirname "${BASH_SOURCE[0]}")/papers/wmt_common.sh"
+source "$(dirname "${BASH_SOURCE[0]}")/wmt_common.sh"
 runs=5 testset=wmt18 beams="5 50" capacity=64 fixed_batch=64 dry_run=""
 wmt_option() {
     wmt_testset_option "$@"

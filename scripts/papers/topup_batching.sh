@@ -20,8 +20,8 @@
 # the first row, batches (sorted). The outputs of the sorted and unsorted rows of one strategy are
 # the same (only who shares a batch changes), as are those of "batches" and "top-up".
 #
-#   bash scripts/topup_batching.sh                                       # the demo model, its test set
-#   bash scripts/topup_batching.sh --data DIR --path CKPT --bpe-codes CODES --src F.es --ref F.en --batch 128
+#   bash scripts/papers/topup_batching.sh                                       # the demo model, its test set
+#   bash scripts/papers/topup_batching.sh --data DIR --path CKPT --bpe-codes CODES --src F.es --ref F.en --batch 128
 #
 # Options: --data DIR (dict.SRC.txt, dict.TGT.txt; default the demo's) --path CKPT (DIR/checkpoint.pt)
 #   --bpe-codes FILE (DIR/bpe.codes) --src/--ref FILE (DIR/test.es, DIR/test.en; the languages are
@@ -29,7 +29,7 @@
 #   --batch N (32) --device cpu|cuda --threads N --out DIR (work/topup_batching)
 #   --dry-run (print the harness command; decode nothing)
 set -euo pipefail
-source "$(dirname "${BASH_SOURCE[0]}")/papers/wmt_common.sh"
+source "$(dirname "${BASH_SOURCE[0]}")/wmt_common.sh"
 beams="5" finalize=ours limit=500 runs=2
 wmt_option() { case "$1" in --finalize) finalize="${2-}"; wmt_shift=2;; *) wmt_local_option "$@";; esac; }
 wmt_parse "$@"
