@@ -187,8 +187,8 @@ class BlockDecoder:
         self.streams = StreamBufferSets(on_evict=_forget_graphs_of(weakref.ref(self)))
         self.graphs: Optional[StepGraphs] = None  # --step-mode graph: built by step_graphs()
         # what a strategy's steps inside the region keep across runs (its bucket states: search/region.py),
-        # by name; the model does not look inside
-        self.strategy_pools: Dict[str, Any] = {}
+        # by (strategy class, kind: ModelStep.strategy_pool); the model does not look inside
+        self.strategy_pools: Dict[Tuple[type, Any], Any] = {}
         # --step-mode native: the weights collected for the C++ step (model/native_step.py), or why not
         self._native: Any = None
         self._native_version = -1  # the qkv_version it was built from

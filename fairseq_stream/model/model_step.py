@@ -467,13 +467,15 @@ class ModelStep:
                                  state.max_length + fed)
         return tokens, new_state
 
-    def strategy_pool(self, name: str, make: Callable[[], Any]) -> Any:
-        """A strategy's buffers kept with the model across runs (made by ``make`` the first time), so that a repeat
-        of a run takes the addresses its step graphs were captured with; only where :attr:`takes_tails`."""
+    def strategy_pool(self, owner: type, make: Callable[[], Any]) -> Any:
+        """The buffers of kind ``make`` that strategies of class ``owner`` keep with the model across runs (made by
+        ``make`` the first time), so that a repeat of a run takes the addresses its step graphs were captured with;
+        only where :attr:`takes_tails`. The model does not look inside them."""
         pools = self.adapters[0].block_decoder.strategy_pools
-        if name not in pools:
-            pools[name] = make()
-        return pools[name]
+        key = (owner, make)
+        if key not in pools:
+            pools[key] = make()
+        return pools[key]
 
     @property
     def takes_tails(self) -> bool:

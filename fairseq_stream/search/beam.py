@@ -430,8 +430,6 @@ class BeamSearch(SearchInRegion, StateOps):
         return state.t + 1 if state.size else 0
 
     # ---- the "region" hook (search/region.py: SearchInRegion) ----------------------------------
-    pool_name = "beam-bucket-states"
-
     def _tail(self, state: BeamState) -> Any:
         # the rows' context only where the step asks for it: a step whose rows are the last step's reordered
         # gathers it from their parents' (one token on, the same maximum length)
@@ -471,9 +469,9 @@ class BeamSearch(SearchInRegion, StateOps):
             self.buckets.release(bucket)
         return out
 
-    def share_pools(self, pool: Callable[[str, Callable[[], Any]], Any]) -> None:
+    def share_pools(self, pool: Callable[[type, Callable[[], Any]], Any]) -> None:
         super().share_pools(pool)
-        self._len_pow = pool("beam-length-penalties", dict)  # read by those graphs too
+        self._len_pow = pool(type(self), dict)  # the length penalties, read by those graphs too
 
     def _step_after(self, state: BeamState, scores: Tensor, top: Optional[Tuple[Tensor, ...]]) -> StepOutcome:
         """One step of every sentence of the group from the rows' next-token scores ``(R, 1, V)``

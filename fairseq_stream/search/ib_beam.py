@@ -254,10 +254,7 @@ class IBBeamSearch(SearchInRegion, StateOps):
                               independent=self.spec.independent_directions)
         return torch.zeros(ok.shape, dtype=torch.float32, device=device).masked_fill(~ok, float("-inf"))
 
-    # ---- a step ---------------------------------------------------------------------------
-    # ---- the "region" hook (search/region.py: SearchInRegion) ----------------------------------
-    pool_name = "ib-bucket-states"
-
+    # ---- one step, and the "region" hook (search/region.py: SearchInRegion) -------------------------
     def _tail(self, state: IBState) -> Any:
         return self.scorer.tail(self.beam, lambda: self._context(state, state.row_slot.numel(), self.z))
 

@@ -164,8 +164,8 @@ class SearchesInRegion(Protocol):
         (its ``search`` set where the search step runs in the region too), or None (the step runs it after)."""
         ...
 
-    def share_pools(self, pool: Callable[[str, Callable[[], Any]], Any]) -> None:
-        """Take the buffers the model keeps across runs (``ModelStep.strategy_pool(name, make)``), so that a
+    def share_pools(self, pool: Callable[[type, Callable[[], Any]], Any]) -> None:
+        """Take the buffers the model keeps across runs (``ModelStep.strategy_pool(owner class, make)``), so that a
         repeat of a run takes the addresses its step graphs were captured with."""
         ...
 

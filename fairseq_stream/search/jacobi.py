@@ -208,10 +208,7 @@ class JacobiDecoding(SearchInRegion, StateOps):
             width.copy_(state.width)
         return replace(state, feed=feed, width=width)
 
-    # ---- one iteration -----------------------------------------------------------------
-    # ---- the "region" hook (search/region.py: SearchInRegion) ----------------------------------
-    pool_name = "jacobi-bucket-states"
-
+    # ---- one step, and the "region" hook (search/region.py: SearchInRegion) -------------------------
     def _tail(self, state: JacobiState) -> Any:
         b = state.feed.size(1)
         return self.scorer.tail(1, lambda: self._context(state, b))  # computed only where a step asks for it

@@ -256,14 +256,12 @@ class SearchInRegion:
     step's region over bucket states (beam, ib-beam, Jacobi; the proposers through their verifier). Put it
     before ``StateOps`` in the bases; a strategy gives:
 
-    * :attr:`pool_name` — the name its bucket states are kept under with the model (``share_pools``);
     * ``_tail(state)`` — its output layer as a region tail (``OutputScorer.tail``), or None;
     * ``_region_search(state)`` — the :class:`RegionSearch` of its next step over the group's bucket state;
     * ``_searched(state)`` — the outcome of a step that ran in the region (its packet read: the step's one read);
     * ``_step_after(state, scores, top)`` — the step after the region (``top``: the tail's outputs, or None).
     """
 
-    pool_name: str = ""
     #: the search step inside a static decoder step's region; False: after it, as the eager step's
     search_in_region: bool = True
     buckets: BucketStatePool
@@ -274,10 +272,10 @@ class SearchInRegion:
             tail.search = self._region_search(state)
         return tail
 
-    def share_pools(self, pool: Callable[[str, Callable[[], Any]], Any]) -> None:
-        """Take the bucket states the model keeps across runs (``ModelStep.strategy_pool``): a repeat of a run
-        then lends the same buffers, whose addresses its step graphs are keyed by."""
-        self.buckets = pool(self.pool_name, BucketStatePool)
+    def share_pools(self, pool: Callable[[type, Callable[[], Any]], Any]) -> None:
+        """Take the bucket states the model keeps across runs for this class (``ModelStep.strategy_pool``): a
+        repeat of a run then lends the same buffers, whose addresses its step graphs are keyed by."""
+        self.buckets = pool(type(self), BucketStatePool)
 
     def concat(self, states: Sequence[Any]) -> Any:
         merged = super().concat(states)  # type: ignore[misc]
