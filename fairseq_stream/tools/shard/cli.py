@@ -1,6 +1,6 @@
 """``fairseq-stream-shard``: decode one input on several processes (one GPU each when present).
 
-    fairseq-stream-shard --nprocs 4 data-bin/wmt --user-dir fairseq_stream --path ckpt.pt \
+    fairseq-stream-shard --nprocs 4 data-bin/wmt --user-dir fairseq_stream --path ckpt.pt \\
         --search var-stream --beam 5 --batch-size 256
 
 Everything after ``--nprocs N`` (and the options below) goes to ``fairseq-generate`` unchanged.
@@ -36,7 +36,7 @@ same command with ``--workdir``, which re-uses the finished shards.
 Under ``torchrun`` (several machines, or a cluster scheduler that starts one process per
 device) each process is one shard::
 
-    torchrun --nnodes 2 --nproc-per-node 4 ... --no-python fairseq-stream-shard \
+    torchrun --nnodes 2 --nproc-per-node 4 ... --no-python fairseq-stream-shard \\
         --workdir /shared/run1 data-bin/wmt --user-dir fairseq_stream --path ckpt.pt ...
 
 The rank and the number of shards come from the environment torchrun sets (``RANK``,
