@@ -102,7 +102,7 @@ class StreamingScheduler:
 
     def __init__(self, model: ModelStep, strategy: SearchStrategy, cfg: SchedulerConfig, *, source: SentenceSource,
                  bos: int, pad: int, eos: int, rows_per_sentence: int, stats: DecodeStats,
-                 hooks: FrozenSet[str] = frozenset()) -> None:
+                 hooks: FrozenSet[str]) -> None:
         if cfg.selection == "all" and not model.mixed_lengths:
             model.require_block_steps("stepping sentences of different lengths together (VAR-STR-FIFO, top-up)")
         self.model = model

@@ -54,6 +54,7 @@ class StreamGenerator:
         *,
         name: str,
         make_strategy: Callable[[DecodeStats], SearchStrategy],
+        hooks: FrozenSet[str],  # the strategy's declared optional hooks (Capabilities.hooks)
         scheduler: SchedulerConfig,
         gen_cfg: Any,
         rows_per_sentence: int,
@@ -61,10 +62,9 @@ class StreamGenerator:
         config: Any = None,
         step_mode: str = "auto",
         report: bool = True,
-        hooks: FrozenSet[str] = frozenset(),
     ) -> None:
         self.name = name
-        self.hooks = hooks  # the strategy's declared optional hooks (Capabilities.hooks)
+        self.hooks = hooks
         self.config = config  # the strategy's configuration (its options, validated)
         self.model = ModelStep(models, temperature=float(gen_cfg.temperature), step_mode=step_mode)
         self.tgt_dict = tgt_dict

@@ -35,10 +35,6 @@ from fairseq_stream.model.quantize import is_quantized_linear, stacked_linear, w
 from fairseq_stream.ops import decode_attention
 from fairseq_stream.model.row_arena import FIRST_SLOTS, untouched
 from fairseq_stream.model.row_cache import SLACK, EncoderMemory, RowCache, SentenceIndex
-from fairseq_stream.model.static.buckets import length_bucket, row_bucket
-from fairseq_stream.model.static.graphs import StepGraphs
-from fairseq_stream.model.static.slabs import StaticCachePool
-from fairseq_stream.model.static.streams import StreamBufferSets
 
 
 def is_transformer_decoder(decoder: Any) -> bool:
@@ -165,7 +161,7 @@ def _stacked_qkv(attn: Any) -> Callable[[Tensor], Tensor]:
 class BlockDecoder:
     """Runs one fairseq ``TransformerDecoder`` block-incrementally (see the module docstring): the eager
     step (:meth:`forward`, :meth:`logits`) and the native one (:meth:`forward_native`); the static step
-    (:class:`fairseq_stream.model.static.region.StaticStep`) runs its layers over the buffers this keeps."""
+    (:class:`fairseq_stream.model.static.region.StaticStep`, one per decoder) runs its layers over buffers it keeps."""
 
     def __init__(self, decoder: Any) -> None:
         problem = check_supported(decoder)
@@ -179,25 +175,9 @@ class BlockDecoder:
         self.qkv: List[Callable[[Tensor], Tensor]] = []
         self._qkv_of: Any = None  # the parameters the stacked copies were made from
         self.qkv_version = 0  # a step graph reads the stacked copies of one version
-        # --step-mode static|graph, kept across runs (a benchmark's repeats, a session's calls replay them):
-        # the slot caches, lent one lease at a time; a buffer it drops takes its step graphs with it
-        self.pool = StaticCachePool(on_evict=_forget_graphs_of(weakref.ref(self)))
-        # the encoder slots and input/output buffers no stream holds now (a shared output buffer that
-        # grows takes the graphs bound to it along)
-        self.streams = StreamBufferSets(on_evict=_forget_graphs_of(weakref.ref(self)))
-        self.graphs: Optional[StepGraphs] = None  # --step-mode graph: built by step_graphs()
-        # what a strategy's steps inside the region keep across runs (its bucket states: search/region.py),
-        # by (strategy class, kind: ModelStep.strategy_pool); the model does not look inside
-        self.strategy_pools: Dict[Tuple[type, Any], Any] = {}
         # --step-mode native: the weights collected for the C++ step (model/native_step.py), or why not
         self._native: Any = None
         self._native_version = -1  # the qkv_version it was built from
-
-    def step_graphs(self) -> StepGraphs:
-        """The model's step graphs (one memory pool), shared by every stream of it."""
-        if self.graphs is None:
-            self.graphs = StepGraphs()
-        return self.graphs
 
     @property
     def decoder(self) -> Any:
@@ -231,14 +211,11 @@ class BlockDecoder:
             values.append(attn.v_proj(enc).view(s, n, self.heads, self.head_dim).permute(1, 2, 0, 3).contiguous())
         return EncoderMemory(keys, values, pad)
 
-    def empty_cache(self, rows: int, like: Tensor, *, static: bool = False, fixed: bool = False) -> RowCache:
-        """A cache of ``rows`` rows with nothing fed: slot buffers of the static pool (``static``), or
-        buffers of a cache that never moves (``fixed``, model/row_arena.py), or buffers of its own."""
+    def empty_cache(self, rows: int, like: Tensor, *, fixed: bool = False) -> RowCache:
+        """A cache of ``rows`` rows with nothing fed: buffers of a cache that never moves (``fixed``,
+        model/row_arena.py), or buffers of its own (a static step's: ``StaticStep.empty_cache``)."""
         n = len(self.decoder.layers)
         lens = torch.zeros(rows, dtype=torch.long, device=like.device)
-        if static:
-            lease = self.pool.acquire(row_bucket(rows), length_bucket(SLACK), like, n, self.heads, self.head_dim)
-            return RowCache.static(self.pool, lease, lens, 0)
         if fixed:  # buffers not zeroed: a slot is read only after its step wrote it (row_arena.FIRST_SLOTS: why so many)
             for slots in (FIRST_SLOTS, SLACK):
                 shape = (rows, self.heads, slots, self.head_dim)
@@ -441,18 +418,6 @@ class BlockDecoder:
         if dec.project_out_dim is not None:
             x = dec.project_out_dim(x)
         return x
-
-
-def _forget_graphs_of(block: "weakref.ref[BlockDecoder]") -> Callable[[Tensor], None]:
-    """The eviction hook of the pool and of the stream buffer sets: the graphs bound to a dropped buffer
-    go too (a weak reference: both belong to the block decoder)."""
-    def forget(buffer: Tensor) -> None:
-        owner = block()
-        if owner is not None and owner.graphs is not None:
-            owner.graphs.forget(buffer.data_ptr())
-
-    return forget
-
 
 
 def fc1_activation(layer: Any, x: Tensor) -> Tensor:

@@ -112,6 +112,17 @@ def _block_decoder_of(decoder: Any) -> BlockDecoder:
     return block
 
 
+#: one static step per decoder, kept as its block decoder is: its slab pool, idle stream buffers and graphs
+_STATIC_STEPS: "weakref.WeakKeyDictionary[Any, StaticStep]" = weakref.WeakKeyDictionary()
+
+
+def _static_step_of(decoder: Any) -> StaticStep:
+    static = _STATIC_STEPS.get(decoder)
+    if static is None:
+        static = _STATIC_STEPS[decoder] = StaticStep(_block_decoder_of(decoder))
+    return static
+
+
 class _TransformerAdapter:
     block_steps = True
     mixed_lengths = True
@@ -120,18 +131,19 @@ class _TransformerAdapter:
                  stats: Optional[StepModeStats] = None) -> None:
         self.model = model
         self.block_decoder = _block_decoder_of(model.decoder)
-        self.static = static  # --step-mode static|graph: the slot caches and the static step
-        self.static_step: Optional[StaticStep] = StaticStep(self.block_decoder) if static else None
+        # --step-mode static|graph: the slot caches and the static step
+        self.static_step: Optional[StaticStep] = _static_step_of(model.decoder) if static else None
         self.native = native  # --step-mode native: the eager step as one C++ call (model/native_step.py)
         self.stats = stats  # this generator's: its steps, and the graphs they captured or evicted
         # --step-mode graph: the model's step graphs, shared by its streams (keyed by the buffers they bind)
-        self.graphs: Optional[StepGraphs] = self.block_decoder.step_graphs() if graph else None
+        self.graphs: Optional[StepGraphs] = (self.static_step.step_graphs()
+                                             if graph and self.static_step is not None else None)
         # the stream's encoder slots and input/output buffers while it has sentences in flight (see drained)
         self.buffers: Optional[StreamBuffers] = None
 
     def _buffers(self) -> StreamBuffers:
         if self.buffers is None:
-            self.buffers = self.block_decoder.streams.acquire()
+            self.buffers = self.static_step.streams.acquire()  # type: ignore[union-attr]
         return self.buffers
 
     def drained(self) -> bool:
@@ -139,7 +151,7 @@ class _TransformerAdapter:
         (True when it held one: its encoder slots are the set's, and no longer the stream's)."""
         if self.buffers is None:
             return False
-        self.block_decoder.streams.release(self.buffers)
+        self.static_step.streams.release(self.buffers)  # type: ignore[union-attr]
         self.buffers = None
         return True
 
@@ -151,22 +163,24 @@ class _TransformerAdapter:
         """Encode only the admitted sentences and write their keys/values into their slots."""
         block = self.block_decoder.encoder_memory(encoder_out(self.model.encoder, net_input), keep_padding=True)
         meter.track(block.keys + block.values + ([] if block.padding is None else [block.padding]))
-        if self.static:  # slot buffers of doubling widths, kept by the block decoder: graphs bind to them
+        if self.static_step is not None:  # slot buffers of doubling widths, kept by the static step: graphs bind to them
             return write_memory(memory, block, free, size, meter, width_of=length_bucket,
                                 alloc=self._buffers().memory_buffer)
         return write_memory(memory, block, free, size, meter)
 
     def initial(self, memory: Any, sentences: Tensor) -> RowCache:
+        if self.static_step is not None:
+            return self.static_step.empty_cache(len(sentences), memory.keys[0])
         # the native step reads through a row table: caches that never move (model/row_arena.py)
         fixed = self.native and not isinstance(self.block_decoder.native_decoder(), str)
-        return self.block_decoder.empty_cache(len(sentences), memory.keys[0], static=self.static, fixed=fixed)
+        return self.block_decoder.empty_cache(len(sentences), memory.keys[0], fixed=fixed)
 
     def step(self, memory: Any, cache: RowCache, state: DecoderState, tokens: Tensor,
              block_mask: Optional[Tensor], tail: Optional[RegionTail] = None) -> tuple:
         """Logits (R, b, V), the cache, how the step ran (``replayed``, ``static``, ``native`` or ``eager``)
         and what ``tail`` returned, where a static step ran it inside its region (None otherwise)."""
-        if self.static:  # its positions are the rows' cache lengths (= state.lengths), computed in its region
-            done = self.static_step.forward(cache, tokens, memory, state.sentence_index(),  # type: ignore[union-attr]
+        if self.static_step is not None:  # its positions are the rows' cache lengths (= state.lengths), in its region
+            done = self.static_step.forward(cache, tokens, memory, state.sentence_index(),
                                             block_mask, buffers=self._buffers(), graphs=self.graphs, stats=self.stats,
                                             tail=tail)
             if done is not None:
@@ -471,7 +485,7 @@ class ModelStep:
         """The buffers of kind ``make`` that strategies of class ``owner`` keep with the model across runs (made by
         ``make`` the first time), so that a repeat of a run takes the addresses its step graphs were captured with;
         only where :attr:`takes_tails`. The model does not look inside them."""
-        pools = self.adapters[0].block_decoder.strategy_pools
+        pools = self.adapters[0].static_step.strategy_pools
         key = (owner, make)
         if key not in pools:
             pools[key] = make()

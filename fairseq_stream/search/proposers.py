@@ -21,7 +21,7 @@ from __future__ import annotations
 
 import time
 from dataclasses import dataclass, replace
-from typing import Any, NamedTuple, Optional, Protocol, Sequence, Tuple
+from typing import Any, NamedTuple, Optional, Protocol, Sequence
 
 from torch import Tensor
 

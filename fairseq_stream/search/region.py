@@ -208,7 +208,7 @@ def _bucket_shape(state: Any, name: str, t: Tensor, columns: int = 0) -> Tuple[i
     return shape
 
 
-#: ``launch(arena_state, outputs)`` → (packet, backend): the strategy's operator in device operations, over the
+#: ``launch(bucket_state, outputs)`` → (packet, backend): the strategy's operator in device operations, over the
 #: whole bucket state and the output layer's outputs over every row of the row bucket; it writes what the next step
 #: reads besides the packet (a beam's next rows, Jacobi's draft and feed) into the bucket state's buffers itself
 StepLaunch = Callable[[Any, Sequence[Tensor]], Tuple[Tensor, str]]
@@ -262,13 +262,11 @@ class SearchInRegion:
     * ``_step_after(state, scores, top)`` — the step after the region (``top``: the tail's outputs, or None).
     """
 
-    #: the search step inside a static decoder step's region; False: after it, as the eager step's
-    search_in_region: bool = True
     buckets: BucketStatePool
 
     def output_tail(self, state: Any) -> Any:
         tail = self._tail(state)
-        if tail is not None and self.search_in_region and state.size:
+        if tail is not None and state.size:
             tail.search = self._region_search(state)
         return tail
 

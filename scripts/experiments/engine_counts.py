@@ -8,7 +8,9 @@
 counts, for the fairseq-stream tree at REPO (default: this checkout), what a GPU pays for per
 decoder step (see :mod:`fairseq_stream.engine.profiling`): 100 demo sentences, fp32, 1 thread. To
 compare with an older tree, check it out elsewhere and copy ``fairseq_stream/engine/profiling.py``
-into it. Counting slows the run; it is not a timing.
+into it (a tree from before the static step moved to ``model/static/``, 2026-12-04, has its region in
+``TransformerStepper._static_body``: that copy's ``count_decoder_steps`` then needs the old name). Counting
+slows the run; it is not a timing.
 
 ``--phases`` splits the operations of the scheduler's steps by where they run: the decoder
 call (``ModelStep.scored_step``, which the scheduler calls; ``ModelStep.step`` goes through it),

@@ -120,7 +120,7 @@ def test_a_replayed_step_is_the_body_captured_at_its_keys_first_step(demo_sessio
 
     def with_graphs(self, *args, **kwargs):
         init(self, *args, **kwargs)
-        if self.static:
+        if self.static_step is not None:
             self.graphs = graphs
 
     monkeypatch.setattr(model_step._TransformerAdapter, "__init__", with_graphs)
@@ -156,8 +156,8 @@ def test_a_repeat_of_a_run_replays_the_graphs_of_the_run(demo_sources, monkeypat
 
     def with_graphs(self, *args, **kwargs):
         init(self, *args, **kwargs)
-        if self.static:  # the model's graphs: what its pool drops is forgotten there
-            monkeypatch.setattr(self.block_decoder, "graphs", graphs)
+        if self.static_step is not None:  # the model's graphs: what its pool drops is forgotten there
+            monkeypatch.setattr(self.static_step, "graphs", graphs)
             self.graphs = graphs
 
     monkeypatch.setattr(model_step._TransformerAdapter, "__init__", with_graphs)
@@ -362,15 +362,16 @@ def test_a_long_running_session_keeps_bounded_static_buffers(own_session, demo_s
     streams' buffer sets and what each set holds stay within their bounds; a later call of an earlier
     size still finds its buffers (the replay of a session's later calls)."""
     session = own_session
-    block_decoder = session.build_generator("var-stream", {"beam": 2}, {"step_mode": "static"}).model.adapters[0].block_decoder
-    block_decoder.pool.limit = 8  # small bounds, so that these few runs pass them
+    generator = session.build_generator("var-stream", {"beam": 2}, {"step_mode": "static"})
+    static_step = generator.model.adapters[0].static_step
+    static_step.pool.limit = 8  # small bounds, so that these few runs pass them
     sizes = [(4, 2, 4), (8, 5, 8), (12, 3, 6), (16, 4, 16), (6, 6, 3), (20, 2, 10), (10, 8, 5), (3, 12, 3)]
     for i, (n, beam, capacity) in enumerate(sizes):
         data = session.encode(demo_sources[3 * i: 3 * i + n])
         session.translate(data, search="var-stream", gen={"beam": beam},
                           opts={"step_mode": "static", "stream_capacity": capacity})
-        assert sum(len(v) for v in block_decoder.pool.free.values()) <= 8
-    streams = block_decoder.streams.idle
+        assert sum(len(v) for v in static_step.pool.free.values()) <= 8
+    streams = static_step.streams.idle
     assert len(streams) == 1  # the runs came one after another: one buffer set, reused by each
     buffers = streams[0]
     assert len(buffers.memory) <= buffers.memory_limit and len(buffers.io) <= buffers.io_limit
@@ -388,7 +389,7 @@ def test_a_long_running_session_keeps_bounded_static_buffers(own_session, demo_s
     data = session.encode(demo_sources[:n])
     session.translate(data, search="var-stream", gen={"beam": beam},
                       opts={"step_mode": "static", "stream_capacity": capacity})
-    assert block_decoder.streams.idle == [buffers]
+    assert static_step.streams.idle == [buffers]
     after = {k: v.data_ptr() for k, v in buffers.memory.items()}
     assert any(after.get(k) == p for k, p in before.items())
 
@@ -399,17 +400,17 @@ def test_two_streams_at_once_take_two_buffer_sets_and_give_both_back(own_session
     samples = [_sample(session, demo_sources[i: i + 8], 8) for i in (0, 8)]
     search, gen, opts = CASES["var-stream"]
     generators = [session.build_generator(search, gen, dict(opts, step_mode="static")) for _ in samples]
-    block_decoder = generators[0].model.adapters[0].block_decoder
+    static_step = generators[0].model.adapters[0].static_step
     runs = [(g._scheduler_for(None), g.input.batch_for(s, None)) for g, s in zip(generators, samples)]
     for scheduler, _ in runs:
         scheduler.advance(_one_step())
     held = [g.model.adapters[0].buffers for g in generators]
     assert held[0] is not None and held[1] is not None and held[0] is not held[1]
-    assert not any(b is held[0] or b is held[1] for b in block_decoder.streams.idle)
+    assert not any(b is held[0] or b is held[1] for b in static_step.streams.idle)
     for scheduler, batch in runs:
         scheduler.advance(lambda: batch.missing == 0)
     assert all(g.model.adapters[0].buffers is None for g in generators)  # drained: handed back
-    assert len(block_decoder.streams.idle) <= block_decoder.streams.limit
+    assert len(static_step.streams.idle) <= static_step.streams.limit
 
 
 @pytest.mark.gpu

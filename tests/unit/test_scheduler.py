@@ -160,7 +160,7 @@ def scheduler(words: Sequence[int], cfg: SchedulerConfig, *, k: int = 1, model: 
         model.register_parameter("anchor", torch.nn.Parameter(torch.zeros(1), requires_grad=False))
     step = ModelStep([model])
     sched = StreamingScheduler(step, strategy, cfg, source=source, bos=D.bos(), pad=D.pad(), eos=EOS,
-                               rows_per_sentence=k, stats=stats)
+                               rows_per_sentence=k, stats=stats, hooks=frozenset())
     return sched, strategy, source, stats
 
 

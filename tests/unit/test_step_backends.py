@@ -43,7 +43,7 @@ def test_cpp_equals_the_reference(op, case, dtype):
 @pytest.mark.parametrize("backend", [pytest.param("cpp", marks=pytest.mark.skipif(not HAVE_CXX, reason="no C++ compiler")),
                                      "reference"])
 @pytest.mark.parametrize("case", [cases.BEAM_CASES[i] for i in (0, 1, 2, 5, 12, 15)], ids=_ids)
-def test_a_beam_step_over_an_arena_and_a_row_bucket_equals_the_reference(backend, case):
+def test_a_beam_step_over_a_bucket_state_and_a_row_bucket_equals_the_reference(backend, case):
     """The padding contract (ops/beam_step.py) as a static step's region runs the search step: inert sentences
     after the live ones, padding rows (slot −1, garbage scores), finished sentences made inert on the device —
     the outcome of every step is the plain step's, by the C++ operator and by the reference."""
@@ -58,7 +58,7 @@ def test_a_beam_step_over_an_arena_and_a_row_bucket_equals_the_reference(backend
 @pytest.mark.parametrize("backend", [pytest.param("cpp", marks=pytest.mark.skipif(not HAVE_CXX, reason="no C++ compiler")),
                                      "reference"])
 @pytest.mark.parametrize("case", cases.JACOBI_CASES, ids=_ids)
-def test_a_jacobi_iteration_over_an_arena_and_a_row_bucket_equals_the_reference(backend, case):
+def test_a_jacobi_iteration_over_a_bucket_state_and_a_row_bucket_equals_the_reference(backend, case):
     """A Jacobi iteration as a static step's region runs it: inert sentences after the live ones (past their
     maximum length: done at once, one token each, which the host subtracts), garbage predictions on their rows,
     finished sentences made inert on the device — every iteration's outcome is the plain iteration's, the
@@ -72,7 +72,7 @@ def test_a_jacobi_iteration_over_an_arena_and_a_row_bucket_equals_the_reference(
 @pytest.mark.parametrize("backend", [pytest.param("cpp", marks=pytest.mark.skipif(not HAVE_CXX, reason="no C++ compiler")),
                                      "reference"])
 @pytest.mark.parametrize("case", cases.IB_CASES, ids=_ids)
-def test_an_ib_step_over_an_arena_and_a_row_bucket_equals_the_reference(backend, case):
+def test_an_ib_step_over_a_bucket_state_and_a_row_bucket_equals_the_reference(backend, case):
     """ib-beam's multi-word step as a static step's region runs it: inert sentences after the live ones (no
     candidate: done at once, no hypothesis, no row, which the host subtracts), padding rows (slot −1) with garbage
     candidates, the new state and next rows written into the bucket state — every step's outcome is the plain step's,

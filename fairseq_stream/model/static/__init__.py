@@ -28,7 +28,8 @@ only, one module each:
   generator's steps ran (captures and evictions count in the statistics of the generator whose step
   made them);
 * :mod:`~fairseq_stream.model.static.tail` — the ``RegionTail`` protocol: what a strategy runs inside the
-  region after the decoder (its output layer, and its search step), and ``RegionOutput``, what it returned, and ``StepScores``, what a strategy's step is given;
+  region after the decoder (its output layer, and its search step); ``RegionOutput``, what it returned;
+  ``StepScores``, what a strategy's step is given;
 * :mod:`~fairseq_stream.model.static.inputs` — a row bucket's input and output buffers (``StaticIO``), the
   rows' inputs written into them between steps, the block mask, and the last step (``Chain``) whose
   buffers a region gathers what travels with a row from;

@@ -6,7 +6,8 @@ one CUDA graph replay under :class:`~fairseq_stream.model.static.graphs.StepGrap
 """
 from __future__ import annotations
 
-from typing import Any, Callable, List, Optional, Tuple
+import weakref
+from typing import Any, Callable, Dict, List, Optional, Tuple
 
 import torch
 from torch import Tensor
@@ -14,26 +15,50 @@ from torch import Tensor
 from fairseq_stream.errors import FairseqStreamError
 from fairseq_stream.model.decoder_step import BlockDecoder, attend, merge_heads, split_heads
 from fairseq_stream.model.ensemble import search_dtype, search_scores
-from fairseq_stream.model.row_cache import EncoderMemory, RowCache, SentenceIndex
-from fairseq_stream.model.static.buckets import next_pow2
+from fairseq_stream.model.row_cache import SLACK, EncoderMemory, RowCache, SentenceIndex
+from fairseq_stream.model.static.buckets import length_bucket, next_pow2, row_bucket
 from fairseq_stream.model.static.graphs import StepGraphs
 from fairseq_stream.model.static.inputs import (
     INPUT_COLS, KV_COL, LENS_COL, PARENT_COL, SLOT_COL, Chain, StaticIO, chain_of, inputs_from_rows,
     region_block_mask, search_of, set_block_mask, write_inputs,
 )
 from fairseq_stream.model.static.modes import StepModeStats
-from fairseq_stream.model.static.streams import StreamBuffers
+from fairseq_stream.model.static.slabs import StaticCachePool
+from fairseq_stream.model.static.streams import StreamBuffers, StreamBufferSets
 from fairseq_stream.model.static.tail import RegionOutput, RegionTail
 from fairseq_stream.ops import decode_attention
 
 
 class StaticStep:
     """``--step-mode static|graph``: a :class:`~fairseq_stream.model.decoder_step.BlockDecoder`'s step over the
-    whole buffer of a static cache, with what the region around it runs (see the package docstring). The
-    buffers it keeps across runs are the block decoder's (its pool, stream buffer sets and graphs)."""
+    whole buffer of a static cache, with what the region around it runs (see the package docstring), and what
+    it keeps across runs of the decoder (a benchmark's repeats, a session's calls replay them): one per decoder
+    (``model_step``), holding its slab pool, its idle stream buffer sets, its graphs and the strategies' pools."""
 
     def __init__(self, block_decoder: BlockDecoder) -> None:
         self.block_decoder = block_decoder
+        # the slot caches, lent one lease at a time; a buffer it drops takes its step graphs with it
+        self.pool = StaticCachePool(on_evict=_forget_graphs_of(weakref.ref(self)))
+        # the encoder slots and input/output buffers no stream holds now (a shared output buffer that
+        # grows takes the graphs bound to it along)
+        self.streams = StreamBufferSets(on_evict=_forget_graphs_of(weakref.ref(self)))
+        self.graphs: Optional[StepGraphs] = None  # --step-mode graph: built by step_graphs()
+        # what a strategy's steps inside the region keep across runs (its bucket states: search/region.py),
+        # by (strategy class, kind: ModelStep.strategy_pool); the model does not look inside
+        self.strategy_pools: Dict[Tuple[type, Any], Any] = {}
+
+    def step_graphs(self) -> StepGraphs:
+        """The decoder's step graphs (one memory pool), shared by every stream of it."""
+        if self.graphs is None:
+            self.graphs = StepGraphs()
+        return self.graphs
+
+    def empty_cache(self, rows: int, like: Tensor) -> RowCache:
+        """A static cache of ``rows`` rows with nothing fed: slot buffers of the pool's slabs."""
+        block = self.block_decoder
+        lease = self.pool.acquire(row_bucket(rows), length_bucket(SLACK), like, len(block.decoder.layers),
+                                  block.heads, block.head_dim)
+        return RowCache.static(self.pool, lease, torch.zeros(rows, dtype=torch.long, device=like.device), 0)
 
     def forward(self, cache: RowCache, tokens: Tensor, memory: EncoderMemory,
                 index: SentenceIndex, block_mask: Optional[Tensor], *, buffers: StreamBuffers,
@@ -310,3 +335,14 @@ def _static_encoder_attention(attn: Any, query: Tensor, memory: EncoderMemory, l
                   attn.scaling)  # (n, H, width, hd)
     out = out.transpose(1, 2).reshape(n * width, d).index_select(0, flat)
     return attn.out_proj(out.view(rows, b, d))
+
+
+def _forget_graphs_of(owner_ref: "weakref.ref[StaticStep]") -> Callable[[Tensor], None]:
+    """The eviction hook of the pool and of the stream buffer sets: the graphs bound to a dropped buffer
+    go too (a weak reference: both belong to the static step)."""
+    def forget(buffer: Tensor) -> None:
+        owner = owner_ref()
+        if owner is not None and owner.graphs is not None:
+            owner.graphs.forget(buffer.data_ptr())
+
+    return forget
