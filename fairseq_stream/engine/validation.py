@@ -386,7 +386,7 @@ def _check_output_layers(name: str, caps: Any, gen_cfg: Any, models: Sequence[An
     their own ``get_normalized_probs``) are scored through fairseq's normalisation by the generic
     backend; refused in one line where that cannot equal fairseq."""
     from fairseq_stream.model.model_step import normalizes_itself
-    from fairseq_stream.model.decoder_step import check_supported
+    from fairseq_stream.model.block_decoder import check_supported
 
     for model in models:
         if not normalizes_itself(model):

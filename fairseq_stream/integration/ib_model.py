@@ -11,7 +11,7 @@ IMDecoder's direction embeddings). What changes is only what the decoder is fed:
 
 ``h``, ``c`` and the ablations come from the task's options and are saved in the checkpoint
 with the model's arguments. Decoding uses ``--search ib-beam``, which feeds ``z`` tokens per
-step through :mod:`fairseq_stream.model.decoder_step` with :meth:`TransformerIBDecoder.embed_block`.
+step through :mod:`fairseq_stream.model.block_decoder` with :meth:`TransformerIBDecoder.embed_block`.
 """
 from typing import Dict, List, Optional
 

@@ -93,7 +93,7 @@ def encode(encoder: Any, src_tokens: Tensor) -> Tuple[Tensor, Tensor]:
     values scattered into the padded ``(N, H, S, hd)`` layout the kernel reads. Padded
     positions of the output are zeros (fairseq computes them; nothing reads them).
     """
-    from fairseq_stream.model.decoder_step import fc1_activation
+    from fairseq_stream.model.block_decoder import fc1_activation
 
     padding = src_tokens.eq(encoder.padding_idx)
     n, s = src_tokens.shape

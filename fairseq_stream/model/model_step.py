@@ -6,7 +6,7 @@ index into an encoded pool (:meth:`ModelStep.encode`), or the handle of a senten
 admitted (:meth:`ModelStep.admit` encodes a refill's sentences into the stream's slots,
 :mod:`fairseq_stream.model.encoder_slots`). Two adapters sit behind it, chosen per model:
 
-* fairseq transformers run on :class:`~fairseq_stream.model.decoder_step.BlockDecoder`
+* fairseq transformers run on :class:`~fairseq_stream.model.block_decoder.BlockDecoder`
   (blocks, per-row positions, per-sentence encoder keys);
 * any other ``FairseqIncrementalDecoder`` (LSTM, convolutional, hand-written test decoders)
   runs through fairseq's own ``forward`` with an incremental state, one token per step, rows of
@@ -38,8 +38,8 @@ from fairseq_stream.model.static.region import StaticStep
 from fairseq_stream.model.static.streams import StreamBuffers
 from fairseq_stream.model.static.tail import RegionTail, StepScores
 from fairseq_stream.model.row_cache import RowCache, SentenceIndex
-from fairseq_stream.model.decoder_step import BlockDecoder, check_supported
-from fairseq_stream.model import native_step
+from fairseq_stream.model.block_decoder import BlockDecoder, check_supported
+from fairseq_stream.model import native_decoder
 
 
 @dataclass
@@ -133,7 +133,7 @@ class _TransformerAdapter:
         self.block_decoder = _block_decoder_of(model.decoder)
         # --step-mode static|graph: the slot caches and the static step
         self.static_step: Optional[StaticStep] = _static_step_of(model.decoder) if static else None
-        self.native = native  # --step-mode native: the eager step as one C++ call (model/native_step.py)
+        self.native = native  # --step-mode native: the eager step as one C++ call (model/native_decoder.py)
         self.stats = stats  # this generator's: its steps, and the graphs they captured or evicted
         # --step-mode graph: the model's step graphs, shared by its streams (keyed by the buffers they bind)
         self.graphs: Optional[StepGraphs] = (self.static_step.step_graphs()
@@ -371,7 +371,7 @@ class ModelStep:
         self.device = torch.device("cpu") if param is None else param.device
         self.step_mode = resolve_step_mode(step_mode, self.device)
         if step_mode == "auto" and self.step_mode == "native" and not all(
-                check_supported(getattr(m, "decoder", None)) is None and native_step.covers(m.decoder)
+                check_supported(getattr(m, "decoder", None)) is None and native_decoder.covers(m.decoder)
                 for m in self.models):
             self.step_mode = "eager"  # auto takes native only where it runs every step
         self.step_stats = StepModeStats()  # how the run's steps ran (the closing statistics)

@@ -38,7 +38,7 @@ int8 runs 10-30x slower than float32 (its tensors are designed for ``torch.compi
 PyTorch marks ``torch.ao.quantization`` deprecated in favour of torchao; fbgemm's packed
 parameters still ship in the pinned torch 2.13. Scales are per output channel: the
 query/key/value rows stack into one product exactly (:func:`stacked_linear`, used by
-:mod:`fairseq_stream.model.decoder_step`).
+:mod:`fairseq_stream.model.block_decoder`).
 
 The quantised copy is made once per float model and reused by every generator built from it
 (a session builds one per ``translate`` call); the float model itself is never changed, so

@@ -32,7 +32,7 @@ import torch
 from torch import Tensor
 
 
-#: Positions a new arena's buffers hold (model/decoder_step.py's ``empty_cache``). Allocated, not
+#: Positions a new arena's buffers hold (model/block_decoder.py's ``empty_cache``). Allocated, not
 #: touched: a (row, head)'s positions lie in pages of their own, and a page of memory is first touched
 #: when a position in it is written, so a sentence costs the pages of the positions it reaches, and the
 #: buffers grow (a copy of every row's filled slots) only past this; the tables grow by doubling.

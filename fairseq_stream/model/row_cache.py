@@ -3,7 +3,7 @@ per-sentence keys/values (:class:`EncoderMemory`) and where each row's queries g
 sentence's (:class:`SentenceIndex`).
 
 A strategy reorders, concatenates, splits and truncates hypotheses through these; only the
-decoder steps (:mod:`fairseq_stream.model.decoder_step`, :mod:`fairseq_stream.model.static`) read what is
+decoder steps (:mod:`fairseq_stream.model.block_decoder`, :mod:`fairseq_stream.model.static`) read what is
 inside them. A :class:`RowCache` holds its keys and values in one of three ways, each method with a branch
 for each: buffers of its own (the eager step), a stacked buffer lent by the static step's pool (``lease``:
 :mod:`fairseq_stream.model.static.slabs`; a reorder deferred into the next step's region) or an arena's

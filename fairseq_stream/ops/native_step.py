@@ -2,9 +2,9 @@
 
 ``csrc/decoder_step.cpp`` registers ``torch.ops.fairseq_stream.decoder_step``, the class
 ``torch.classes.fairseq_stream.NativeDecoder`` (a model's weights, collected once by
-:mod:`fairseq_stream.model.native_step`) and ``decoder_greedy`` (a loop of steps, each fed the last
+:mod:`fairseq_stream.model.native_decoder`) and ``decoder_greedy`` (a loop of steps, each fed the last
 one's arg-max: a speculative draft's proposal in one call). The operator makes the aten calls of the
-eager step (:mod:`fairseq_stream.model.decoder_step`) in its order, so it computes the same bits; it calls
+eager step (:mod:`fairseq_stream.model.block_decoder`) in its order, so it computes the same bits; it calls
 the attention and int8 operators through the dispatcher, so their kernels must be loaded first.
 """
 from __future__ import annotations

@@ -3,7 +3,7 @@
 Greedy decoding solves the triangular system ``y_i = argmax p(· | y_<i, x)`` by substitution,
 one equation per step. Jacobi iteration guesses a block of ``y_i`` at once (a *draft*), feeds
 the whole block through the decoder in one call (the block-incremental step of
-:mod:`fairseq_stream.model.decoder_step`), and replaces the draft by the predictions. A
+:mod:`fairseq_stream.model.block_decoder`), and replaces the draft by the predictions. A
 prediction is *verified* when every draft token before it in the block equals its prediction:
 it was then computed from greedy's own prefix, so it is greedy's token. Each iteration
 verifies at least one token (the block's first), so a sentence needs at most as many

@@ -43,15 +43,15 @@ PARTS = [("encoder", "encoder"), ("decoder layers", "decoder"), ("output project
 def timers(totals: Dict[str, float], search_class: type) -> Iterator[None]:
     """Patch the timed functions (restored on exit); their seconds accumulate in ``totals``."""
     from fairseq_stream.model import model_step
-    from fairseq_stream.model import decoder_step
+    from fairseq_stream.model import block_decoder
     from fairseq_stream.ops import backends
     from fairseq_stream.search import output
 
     targets = [(model_step.ModelStep, "encode", "encoder"), (model_step.ModelStep, "admit", "encoder"),
                (model_step.ModelStep, "select", "reorder"), (model_step.ModelStep, "accept", "reorder"),
-               (decoder_step.BlockDecoder, "forward", "decoder"),
-               (decoder_step.BlockDecoder, "logits", "logits"),
-               (decoder_step.BlockDecoder, "forward_native", "native"),
+               (block_decoder.BlockDecoder, "forward", "decoder"),
+               (block_decoder.BlockDecoder, "logits", "logits"),
+               (block_decoder.BlockDecoder, "forward_native", "native"),
                (output.OutputScorer, "top", "topk"), (backends.KernelRunner, "run", "operator"),
                (search_class, "step", "strategy")]
     saved = [(owner, name, getattr(owner, name)) for owner, name, _ in targets]

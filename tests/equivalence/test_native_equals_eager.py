@@ -1,6 +1,6 @@
 """``--step-mode native`` (the eager decoder step as one C++ call) gives the eager step's bits.
 
-``csrc/decoder_step.cpp`` makes the eager step's aten calls in its order (model/native_step.py), so
+``csrc/decoder_step.cpp`` makes the eager step's aten calls in its order (model/native_decoder.py), so
 on the trained demo model every strategy's tokens are identical and its scores EXACTLY equal (``==``),
 in float32 and in int8; the statistics count native steps. Its caches never move
 (model/row_arena.py: a reorder copies a table, the attention reads through it) where the eager
@@ -13,7 +13,7 @@ from typing import Any
 import pytest
 
 from conftest import DEMO
-from fairseq_stream.model import native_step, row_arena
+from fairseq_stream.model import native_decoder, row_arena
 
 N = 16
 CASES = {  # name → (search, gen, opts); all with refills (capacity < N)
@@ -28,7 +28,7 @@ CASES = {  # name → (search, gen, opts); all with refills (capacity < N)
 }
 SLOW = ("var-fifo", "lookahead", "speculative")
 
-pytestmark = pytest.mark.skipif(native_step.kernel_available() is not None,
+pytestmark = pytest.mark.skipif(native_decoder.kernel_available() is not None,
                                 reason="the native-step kernel cannot be built here")
 
 

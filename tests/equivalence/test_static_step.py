@@ -386,11 +386,11 @@ def test_the_step_mode_is_checked_and_reported(demo_session, demo_sources):
         demo_session.translate(data, search="var-stream", gen={"beam": 5}, opts={"step_mode": "graph"})
     with pytest.raises(FairseqStreamError, match="--step-mode must be one of auto, eager, static, graph"):
         demo_session.translate(data, search="var-stream", gen={"beam": 5}, opts={"step_mode": "fast"})
-    from fairseq_stream.model import native_step
+    from fairseq_stream.model import native_decoder
 
     auto = demo_session.translate(data, search="var-stream", gen={"beam": 5})
     # auto on a CPU: the C++ step where it builds
-    assert auto.stats.step_mode["mode"] == ("native" if native_step.kernel_available() is None else "eager")
+    assert auto.stats.step_mode["mode"] == ("native" if native_decoder.kernel_available() is None else "eager")
     static = demo_session.translate(data, search="var-stream", gen={"beam": 5}, opts={"step_mode": "static"})
     line = static.stats.summary()
     assert f"step mode static: 0 replayed, {static.stats.timesteps} static, 0 eager" in line

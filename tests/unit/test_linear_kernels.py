@@ -66,7 +66,7 @@ def test_fused_relu_equals_relu_after_the_product(quantize):
     from types import SimpleNamespace
 
     from fairseq_stream.model.quantize import prepare_models
-    from fairseq_stream.model.decoder_step import fc1_activation
+    from fairseq_stream.model.block_decoder import fc1_activation
 
     model = tiny_transformer(D, dtype=torch.float32)
     (model,) = prepare_models([model], quantize)

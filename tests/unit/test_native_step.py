@@ -6,14 +6,14 @@ import shutil
 import pytest
 import torch
 
-from fairseq_stream.model import native_step
+from fairseq_stream.model import native_decoder
 from fairseq_stream.model.model_step import ModelStep
 from fairseq_stream.ops import kernels
 from helpers import make_dictionary, tiny_transformer
 
 D = make_dictionary([f"w{i}" for i in range(40)])
 
-needs_kernel = pytest.mark.skipif(native_step.kernel_available() is not None,
+needs_kernel = pytest.mark.skipif(native_decoder.kernel_available() is not None,
                                   reason="the native-step kernel cannot be built here")
 
 
@@ -21,7 +21,7 @@ def test_the_kernel_is_prebuilt_with_the_others_and_loads():
     assert kernels.all_kernels()["decoder_step.cpp"][2] == "native-step"
     if shutil.which("c++") is None:
         pytest.skip("no C++ compiler")
-    assert native_step.kernel_available() is None
+    assert native_decoder.kernel_available() is None
     assert hasattr(torch.classes.fairseq_stream, "NativeDecoder")
 
 

@@ -112,10 +112,10 @@ def test_buffers_are_told_not_to_take_huge_pages_where_the_kernel_would_always_u
 def test_where_the_address_space_is_refused_the_arena_starts_small_and_translates_alike(demo_session, demo_sources,
                                                                                         monkeypatch):
     # strict overcommit may refuse 256 positions' worth of address space: the buffers then start at 16 and grow
-    from fairseq_stream.model import decoder_step, native_step, row_arena
+    from fairseq_stream.model import block_decoder, native_decoder, row_arena
 
-    if native_step.kernel_available() is not None:
-        pytest.skip(native_step.kernel_available())
+    if native_decoder.kernel_available() is not None:
+        pytest.skip(native_decoder.kernel_available())
 
     data = demo_session.encode(demo_sources[:12])
     run = lambda: demo_session.translate(data, search="var-stream", gen={"beam": 4}, opts={"step_mode": "native"})  # noqa: E731
@@ -128,7 +128,7 @@ def test_where_the_address_space_is_refused_the_arena_starts_small_and_translate
             raise RuntimeError("DefaultCPUAllocator: not enough memory")
         return row_arena.untouched(like, shape)
 
-    monkeypatch.setattr(decoder_step, "untouched", refuse_large)
+    monkeypatch.setattr(block_decoder, "untouched", refuse_large)
     out = run()
     assert row_arena.FIRST_SLOTS in asked and min(asked) < row_arena.FIRST_SLOTS
     assert [h[0]["tokens"].tolist() for h in out.hypos] == expected and out.stats.step_mode["steps_native"] > 0

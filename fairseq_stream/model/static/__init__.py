@@ -34,7 +34,7 @@ only, one module each:
   rows' inputs written into them between steps, the block mask, and the last step (``Chain``) whose
   buffers a region gathers what travels with a row from;
 * :mod:`~fairseq_stream.model.static.region` — ``StaticStep``, the step itself: a
-  :class:`~fairseq_stream.model.decoder_step.BlockDecoder`'s layers over a static cache's whole buffer,
+  :class:`~fairseq_stream.model.block_decoder.BlockDecoder`'s layers over a static cache's whole buffer,
   with the last step's cache reorder, the rows' inputs and the strategy's tail in the same *region*
   (what one graph replays).
 

@@ -10,7 +10,7 @@ from fairseq_stream.ops.backends import device_choice
 
 #: --step-mode values: eager = the dynamic step; static = fixed shapes, no capture (any device);
 #: graph = the static step captured as CUDA graphs; native = the eager step as one C++ call (CPU,
-#: model/native_step.py); auto = graph on CUDA, native on a CPU (eager where native does not run every model).
+#: model/native_decoder.py); auto = graph on CUDA, native on a CPU (eager where native does not run every model).
 STEP_MODES = ("auto", "eager", "static", "graph", "native")
 
 

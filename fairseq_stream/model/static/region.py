@@ -13,7 +13,7 @@ import torch
 from torch import Tensor
 
 from fairseq_stream.errors import FairseqStreamError
-from fairseq_stream.model.decoder_step import BlockDecoder, attend, merge_heads, split_heads
+from fairseq_stream.model.block_decoder import BlockDecoder, attend, merge_heads, split_heads
 from fairseq_stream.model.ensemble import search_dtype, search_scores
 from fairseq_stream.model.row_cache import SLACK, EncoderMemory, RowCache, SentenceIndex
 from fairseq_stream.model.static.buckets import length_bucket, next_pow2, row_bucket
@@ -30,7 +30,7 @@ from fairseq_stream.ops import decode_attention
 
 
 class StaticStep:
-    """``--step-mode static|graph``: a :class:`~fairseq_stream.model.decoder_step.BlockDecoder`'s step over the
+    """``--step-mode static|graph``: a :class:`~fairseq_stream.model.block_decoder.BlockDecoder`'s step over the
     whole buffer of a static cache, with what the region around it runs (see the package docstring), and what
     it keeps across runs of the decoder (a benchmark's repeats, a session's calls replay them): one per decoder
     (``model_step``), holding its slab pool, its idle stream buffer sets, its graphs and the strategies' pools."""

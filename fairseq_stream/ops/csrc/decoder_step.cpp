@@ -1,7 +1,7 @@
-// --step-mode native (fairseq_stream/model/native_step.py): a whole eager decoder step of fairseq's
+// --step-mode native (fairseq_stream/model/native_decoder.py): a whole eager decoder step of fairseq's
 // transformer decoder in one dispatcher call, on a CPU.
 //
-// The eager step (fairseq_stream/model/decoder_step.py, BlockDecoder.forward + logits) issues
+// The eager step (fairseq_stream/model/block_decoder.py, BlockDecoder.forward + logits) issues
 // ~35 aten operations per layer from Python; on a small model the interpreter between them costs
 // about as much as the arithmetic. This operator makes the SAME aten calls, in the same order, with
 // the same shapes and arguments (the oneDNN, int8 and attention operators through the dispatcher, as
@@ -236,7 +236,7 @@ Tensor encoder_attention(const NativeDecoder& m, const Layer& layer, int64_t i, 
   return m.linear(layer.enc_out, out.view({r, b, d}));
 }
 
-// BlockDecoder.run_layer (eval mode; no NormFormer parts: native_step.why_not refuses them)
+// BlockDecoder.run_layer (eval mode; no NormFormer parts: native_decoder.why_not refuses them)
 Tensor layer_step(const NativeDecoder& m, int64_t i, Tensor x, const StepInputs& in) {
   const Layer& layer = m.layers[i];
   const bool pre = m.normalize_before;

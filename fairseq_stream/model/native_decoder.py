@@ -1,6 +1,6 @@
 """``--step-mode native``: the eager decoder step of a fairseq transformer as one C++ call (CPU).
 
-On a CPU the eager step (:class:`~fairseq_stream.model.decoder_step.BlockDecoder`) is a few
+On a CPU the eager step (:class:`~fairseq_stream.model.block_decoder.BlockDecoder`) is a few
 dozen aten operations per layer issued from Python, and on a small model the interpreter between
 them costs about as much as their arithmetic. ``csrc/decoder_step.cpp`` makes the same aten calls
 in the same order with the same shapes (oneDNN's packed product, the int8 row product and the

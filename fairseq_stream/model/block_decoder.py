@@ -16,9 +16,9 @@ of this package needs more (``docs/architecture.md``, "How a decoder step runs")
 The layer arithmetic follows ``TransformerDecoderLayerBase.forward`` of fairseq 0.12 in
 evaluation mode (pre- or post-norm, NormFormer's ``attn_ln``/``c_attn``/``ffn_layernorm``,
 ``w_resid``). :func:`check_supported` rejects what it does not cover, and
-``tests/unit/test_decoder_step.py`` checks the result against fairseq's own forward. The same layers run
+``tests/unit/test_block_decoder.py`` checks the result against fairseq's own forward. The same layers run
 over fixed buffers in the static step (``--step-mode static|graph``, :mod:`fairseq_stream.model.static`)
-and as one C++ call in the native one (``--step-mode native``, :mod:`fairseq_stream.model.native_step`).
+and as one C++ call in the native one (``--step-mode native``, :mod:`fairseq_stream.model.native_decoder`).
 """
 from __future__ import annotations
 
@@ -175,7 +175,7 @@ class BlockDecoder:
         self.qkv: List[Callable[[Tensor], Tensor]] = []
         self._qkv_of: Any = None  # the parameters the stacked copies were made from
         self.qkv_version = 0  # a step graph reads the stacked copies of one version
-        # --step-mode native: the weights collected for the C++ step (model/native_step.py), or why not
+        # --step-mode native: the weights collected for the C++ step (model/native_decoder.py), or why not
         self._native: Any = None
         self._native_version = -1  # the qkv_version it was built from
 
@@ -282,7 +282,7 @@ class BlockDecoder:
     def logits(self, features: Tensor) -> Tensor:
         return self.decoder.output_layer(features)
 
-    # ---- the native step (--step-mode native; model/native_step.py) --------------------------
+    # ---- the native step (--step-mode native; model/native_decoder.py) --------------------------
     def forward_native(self, cache: RowCache, tokens: Tensor, positions: Tensor, memory: EncoderMemory,
                        index: SentenceIndex, block_mask: Optional[Tensor],
                        max_position: Optional[int] = None) -> Union[Tuple[Tensor, RowCache], str]:
@@ -339,9 +339,9 @@ class BlockDecoder:
         """The decoder's NativeDecoder, built again when its stacked q/k/v copies are; or why there is none."""
         self.refresh_stacked()
         if self._native_version != self.qkv_version:
-            from fairseq_stream.model import native_step
+            from fairseq_stream.model import native_decoder
 
-            self._native = native_step.build(self.decoder, self.qkv)
+            self._native = native_decoder.build(self.decoder, self.qkv)
             self._native_version = self.qkv_version
         return self._native
 
