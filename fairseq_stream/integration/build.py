@@ -126,7 +126,7 @@ def _draft_key(paths: str, quantize: Optional[str], opts: Any, like: torch.Tenso
         except OSError:
             files.append((path, None, None))  # load_draft says what is wrong
     return (tuple(files), str(like.device), like.dtype, quantize, getattr(opts, "quantize", "none"),
-            getattr(opts, "cpu_matmul", "auto"), int8_rows.activation_bits())
+            getattr(opts, "cpu_matmul", "auto"), int8_rows.bits_setting())  # checked only where int8 is used
 
 
 def run_settings(models: List[Any], opts: Any) -> Dict[str, str]:

@@ -4,13 +4,19 @@ A first fairseq-interactive run printed ~20 lines before its first useful one: h
 deprecation warnings about the API fairseq 0.12 uses, ``DEBUG:hydra`` lines, the whole config
 dict, a tensorboardX hint from a speech task, a pin-memory warning on a CPU. Each is matched
 here by its logger or category and its message, so anything else, and every line of ours,
-still shows. ``FAIRSEQ_STREAM_VERBOSE=1`` keeps them all. This module imports no fairseq.
+still shows. ``FAIRSEQ_STREAM_VERBOSE=1`` keeps them all. This module imports no fairseq; it is
+also where the package's yes/no environment variables are checked, as it is imported
+(:func:`fairseq_stream.ops.env_flags.check_flags`).
 """
 from __future__ import annotations
 
 import logging
 import os
+import sys
 import warnings
+
+from fairseq_stream.errors import FairseqStreamError, format_error
+from fairseq_stream.ops.env_flags import check_flags, env_flag
 
 #: (category, message regex) of the warnings fairseq's use of hydra, torch.jit and pinned memory raise.
 KNOWN_WARNINGS = (
@@ -41,7 +47,8 @@ _FILTER = _DropKnownRecords()
 
 def silence_known_noise() -> None:
     """Install the filters (idempotent); nothing when ``FAIRSEQ_STREAM_VERBOSE`` is set."""
-    if os.environ.get("FAIRSEQ_STREAM_VERBOSE"):
+    check_environment()
+    if env_flag("FAIRSEQ_STREAM_VERBOSE"):
         return
     for category, message in KNOWN_WARNINGS:
         warnings.filterwarnings("ignore", message=message, category=category)
@@ -52,3 +59,27 @@ def silence_known_noise() -> None:
     logging.getLogger("hydra").setLevel(logging.WARNING)  # its DEBUG lines while composing fairseq's config
     # matplotlib logs DEBUG lines as it is imported (ddgviz's picture): its data path, CONFIGDIR, ...
     logging.getLogger("matplotlib").setLevel(logging.WARNING)
+
+
+def check_environment() -> None:
+    """Refuse a yes/no variable set to neither (``FAIRSEQ_STREAM_NO_KERNEL=maybe``) as the package is imported.
+
+    A command line gets the one error line and exit 1 here: no exception hook is installed yet (the
+    package's import installs it), so raising would print a traceback. A Python session gets the exception.
+    """
+    try:
+        check_flags()
+    except FairseqStreamError as exc:
+        if not _command_line():
+            raise
+        print(format_error(exc), file=sys.stderr)
+        raise SystemExit(1) from None
+
+
+def _command_line() -> bool:
+    """This process is a console script of fairseq's or ours (``fairseq-generate``, ``fairseq-stream-shard``)
+    or ``python -m`` one of their modules."""
+    spec = getattr(sys.modules.get("__main__"), "__spec__", None)
+    module = getattr(spec, "name", None) or ""
+    return (os.path.basename(sys.argv[0] if sys.argv else "").startswith("fairseq-")
+            or module.startswith(("fairseq_cli.", "fairseq_stream.")))

@@ -12,6 +12,9 @@ Activation bits: 8 on CPUs with AVX-512 VNNI (fbgemm multiplies with ``vpdpbusd`
 8-bit activations (PyTorch's ``reduce_range`` for the same reason). The two widths give different
 hypotheses from one model: ``FAIRSEQ_STREAM_INT8_ACTIVATION_BITS=7`` forces the narrow one on any
 CPU (to test it, or to match a machine without VNNI); the closing statistics name the width used.
+The variable is read, and any other value refused, only where int8 activations are used: a run
+without int8 layers ignores it (a speculative run with ``--draft-quantize none`` was refused, a
+``var-stream`` run was not; issue 80).
 """
 from __future__ import annotations
 
@@ -34,15 +37,25 @@ BITS_ENV = "FAIRSEQ_STREAM_INT8_ACTIVATION_BITS"
 _bits: Optional[int] = None
 
 
+def bits_setting() -> str:
+    """:data:`BITS_ENV` as given, unchecked: what a cache of int8 copies is keyed by where int8 may not be used."""
+    return os.environ.get(BITS_ENV, "").strip()
+
+
+def forced_bits() -> bool:
+    """Whether :data:`BITS_ENV` forces the width (it is 7); a value other than 7 is refused (one line)."""
+    forced = bits_setting()
+    if forced and forced != "7":
+        raise FairseqStreamError(f"{BITS_ENV} may only be 7 (the narrow activations on any CPU), got {forced!r}; "
+                                 "unset it for this CPU's own width (8 with AVX-512 VNNI, else 7)")
+    return bool(forced)
+
+
 def activation_bits() -> int:
     """8 where fbgemm multiplies with AVX-512 VNNI (32-bit sums), else 7, or 7 where
-    :data:`BITS_ENV` asks for it (module docstring)."""
+    :data:`BITS_ENV` asks for it (module docstring). Called only where int8 activations are used."""
     global _bits
-    forced = os.environ.get(BITS_ENV, "").strip()
-    if forced:
-        if forced != "7":
-            raise FairseqStreamError(f"{BITS_ENV} may only be 7 (the narrow activations; 8 needs AVX-512 VNNI), "
-                                     f"got {forced!r}")
+    if forced_bits():
         return 7
     if _bits is None:
         from fairseq_stream.ops.extension import cpu_features
@@ -62,7 +75,7 @@ def kernel_name(bits: Optional[int] = None) -> str:
     """What multiplies the int8 layers here (with ``bits``-bit activations: the layers' own), for the statistics."""
     where = "" if kernel() is not None else " through PyTorch ops"
     bits = activation_bits() if bits is None else bits
-    forced = f", {BITS_ENV}" if os.environ.get(BITS_ENV) and bits == 7 else ""
+    forced = f", {BITS_ENV}" if bits == 7 and forced_bits() else ""
     return f"fbgemm u8s8 with per-row {bits}-bit activations{forced}{where}"
 
 

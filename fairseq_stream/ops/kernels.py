@@ -47,7 +47,9 @@ def prebuild(jobs: int = 0, write: Any = print) -> int:
     cpu, todo = extension.cpu_features(), []
     for source, (_, flags, what) in all_kernels().items():
         name, folder = extension.build_dir(source, flags, cpu)
-        if not os.path.exists(os.path.join(folder, f"{name}.so")):
+        expected = dict(extension.build_facts(source, flags, cpu), module=name)
+        # a library cut short or not this build is rebuilt here, not on the first decoding run
+        if extension.cache_problem(os.path.join(folder, f"{name}.so"), expected) is not None:
             todo.append((source, what))
     running: Dict[str, Tuple[subprocess.Popen, float, str]] = {}
     failed, jobs = 0, jobs or os.cpu_count() or 1

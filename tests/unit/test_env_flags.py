@@ -1,0 +1,98 @@
+"""Environment variables mean what they say (issue 80): a yes/no flag set to 0 is off, a value that is
+neither is one error line, and the int8 activation width is checked only where int8 is used."""
+from __future__ import annotations
+
+import os
+
+import pytest
+
+from conftest import DEMO, binarize, run_cli
+from fairseq_stream.errors import FairseqStreamError
+from fairseq_stream.ops import extension
+from fairseq_stream.ops.env_flags import FLAGS, env_flag
+
+PREFIX = "fairseq-stream: error: "
+
+
+@pytest.mark.parametrize("value, expected", [("0", False), ("1", True), ("", False), ("false", False), ("No", False),
+                                             (" off ", False), ("TRUE", True), ("yes", True), ("On", True)])
+def test_a_flag_is_set_by_a_yes_and_unset_by_a_no(monkeypatch, value, expected):
+    monkeypatch.setenv("FAIRSEQ_STREAM_VERBOSE", value)
+    assert env_flag("FAIRSEQ_STREAM_VERBOSE") is expected
+
+
+def test_a_flag_that_is_neither_yes_nor_no_is_one_line_naming_it(monkeypatch):
+    monkeypatch.setenv("FAIRSEQ_STREAM_TRACEBACK", "maybe")
+    with pytest.raises(FairseqStreamError, match=r"^FAIRSEQ_STREAM_TRACEBACK='maybe' is neither yes nor no: use 1, "
+                                                 r"true, yes or on to set it, 0, false, no, off or nothing"):
+        env_flag("FAIRSEQ_STREAM_TRACEBACK")
+    assert env_flag("FAIRSEQ_STREAM_TRACEBACK", strict=False) is False
+    monkeypatch.delenv("FAIRSEQ_STREAM_TRACEBACK")
+    assert env_flag("FAIRSEQ_STREAM_TRACEBACK") is False
+
+
+def test_no_kernel_0_keeps_the_kernels(monkeypatch):
+    monkeypatch.setenv("FAIRSEQ_STREAM_NO_KERNEL", "0")
+    assert not extension.disabled() and "C++ kernels" not in extension.unavailable()
+    monkeypatch.setenv("FAIRSEQ_STREAM_NO_KERNEL", "1")
+    assert extension.disabled() and "C++ kernels" in extension.unavailable()
+
+
+def test_traceback_0_prints_the_one_line(monkeypatch, capsys):
+    from fairseq_stream.integration import compat
+
+    monkeypatch.setenv("FAIRSEQ_STREAM_TRACEBACK", "0")
+    try:
+        raise FairseqStreamError("--beam must be positive")
+    except FairseqStreamError as exc:
+        compat._excepthook(type(exc), exc, exc.__traceback__)
+    assert capsys.readouterr().err == PREFIX + "--beam must be positive\n"
+
+
+def test_every_flag_is_checked_when_the_package_is_imported(monkeypatch):
+    from fairseq_stream.integration import quiet
+
+    for name in FLAGS:
+        monkeypatch.setenv(name, "2")
+        with pytest.raises(FairseqStreamError, match=f"^{name}='2' is neither yes nor no"):
+            quiet.check_environment()  # a Python session: the exception; a command line: the line below
+        monkeypatch.delenv(name)
+
+
+@pytest.fixture(scope="module")
+def three_sentences(tmp_path_factory) -> str:
+    return binarize(str(tmp_path_factory.mktemp("env_bin")), {"test": 3})
+
+
+def _generate(data: str, *extra: str, env: dict):
+    return run_cli(["fairseq-generate", data, "--user-dir", "fairseq_stream", "--path",
+                    os.path.join(DEMO, "checkpoint.pt"), "--cpu", "--gen-subset", "test", "--max-len-b", "20",
+                    "-s", "es", "-t", "en", *extra], env_extra=env)
+
+
+def test_a_command_line_refuses_a_flag_that_is_neither_in_one_line(three_sentences):
+    proc = _generate(three_sentences, env={"FAIRSEQ_STREAM_NO_KERNEL": "maybe"})
+    assert proc.returncode == 1 and "Traceback" not in proc.stderr, proc.stderr[-2000:]
+    errors = [line for line in proc.stderr.splitlines() if line.startswith(PREFIX)]
+    assert errors == [PREFIX + "FAIRSEQ_STREAM_NO_KERNEL='maybe' is neither yes nor no: use 1, true, yes or on to "
+                      "set it, 0, false, no, off or nothing to leave it unset"]
+
+
+SPECULATIVE = ("--search", "speculative", "--beam", "1", "--draft-path", os.path.join(DEMO, "draft.pt"))
+
+
+@pytest.mark.parametrize("args, refused", [
+    (SPECULATIVE + ("--draft-quantize", "none"), False),  # was refused: no int8 anywhere in this run
+    pytest.param(SPECULATIVE + ("--draft-quantize", "int8"), True, marks=pytest.mark.slow),
+    pytest.param(("--search", "var-stream", "--quantize", "int8"), True, marks=pytest.mark.slow),
+])
+def test_the_int8_activation_width_is_checked_only_where_int8_is_used(three_sentences, args, refused):
+    proc = _generate(three_sentences, *args, env={"FAIRSEQ_STREAM_INT8_ACTIVATION_BITS": "8"})
+    assert "Traceback" not in proc.stderr, proc.stderr[-2000:]
+    if not refused:
+        assert proc.returncode == 0 and proc.stdout.count("\nH-") == 3, proc.stderr[-2000:]
+        return
+    errors = [line for line in proc.stderr.splitlines() if line.startswith(PREFIX)]
+    assert proc.returncode == 1 and errors == [
+        PREFIX + "FAIRSEQ_STREAM_INT8_ACTIVATION_BITS may only be 7 (the narrow activations on any CPU), got '8'; "
+        "unset it for this CPU's own width (8 with AVX-512 VNNI, else 7)"]
