@@ -7,17 +7,21 @@ single ``fairseq-stream: error: ...`` line of :func:`format_error` (exit status 
 traceback from deep inside fairseq. Failures inside fairseq that are the
 user's input are reported the same way, naming the real cause: a checkpoint that is missing
 (``--path`` or ``--lm-path``), corrupt, an unsafe pickle, or does not fit the dictionaries;
-fairseq_cli's own option assertions; hydra's refusal of a missing value. ``FAIRSEQ_STREAM_TRACEBACK=1`` restores
-the full traceback for debugging.
+fairseq_cli's own option assertions; hydra's refusal of a missing value; an allocation that
+failed (:func:`memory_problem`: the options that size the run, and the size it tried).
+``FAIRSEQ_STREAM_TRACEBACK=1`` restores the full traceback for debugging.
+
+A write to stdout that fails ends the run as a unix tool's would (:func:`stdout_faults`).
 """
 from __future__ import annotations
 
+import errno
 import os
 import re
 import sys
 from contextlib import contextmanager
 from types import TracebackType
-from typing import Iterator, Optional, Tuple
+from typing import Iterator, Optional, Sequence, Tuple
 
 PREFIX = "fairseq-stream: error: "
 
@@ -139,12 +143,181 @@ def _config_problem(exc: BaseException) -> Optional[str]:
     return f"--{group} needs {flag}, which fairseq does not infer for it; pass {flag}"
 
 
+#: The options that size what a run holds at once: sentences in flight, hypotheses per sentence, a batch.
+SIZING_OPTIONS = ("--stream-capacity", "--beam", "--max-tokens", "--batch-size")
+
+
+def _argv_value(flag: str, argv: Sequence[str]) -> Optional[str]:
+    """The value ``flag`` has on the command line ``argv`` (``--flag V`` or ``--flag=V``), or None."""
+    value = None
+    for i, arg in enumerate(argv):
+        if arg.startswith(flag + "="):
+            value = arg.split("=", 1)[1]
+        elif arg == flag and i + 1 < len(argv):
+            value = argv[i + 1]
+    return value
+
+
+def human_bytes(nbytes: float) -> str:
+    """``nbytes`` in GiB, or in MiB below an eighth of a GiB."""
+    return f"{nbytes / 2**30:.2f} GiB" if nbytes >= 2**27 else f"{nbytes / 2**20:.1f} MiB"
+
+
+def address_space_limit() -> Optional[int]:
+    """This process's ``ulimit -v`` (RLIMIT_AS) in bytes, or None when there is none."""
+    try:
+        import resource
+    except ImportError:  # not on POSIX
+        return None
+    soft = resource.getrlimit(resource.RLIMIT_AS)[0]
+    return None if soft == resource.RLIM_INFINITY else int(soft)
+
+
+def _is_out_of_memory(exc: BaseException) -> bool:
+    text = str(exc)
+    if "could not create a primitive" in text:  # oneDNN's word for a failed allocation, among other causes
+        return address_space_limit() is not None
+    return (isinstance(exc, MemoryError) or type(exc).__name__ == "OutOfMemoryError"
+            or (isinstance(exc, OSError) and exc.errno == errno.ENOMEM)
+            or "can't allocate memory" in text or "CUDA out of memory" in text)
+
+
+def memory_problem(exc: BaseException, tb: Optional[TracebackType] = None,
+                   argv: Optional[Sequence[str]] = None) -> Optional[str]:
+    """One line for an allocation that failed (torch's "DefaultCPUAllocator: can't allocate memory",
+    CUDA's out of memory, Python's MemoryError): the size it tried, ``ulimit -v`` where one is set,
+    and what to lower: the options that size a decode when it failed decoding (fairseq's
+    ``inference_step`` on the stack, or no stack known), else the limit itself (loading the model
+    or the data); None for any other exception."""
+    if not _is_out_of_memory(exc):
+        return None
+    argv = sys.argv[1:] if argv is None else argv
+    text = str(exc)
+    tried = re.search(r"tried to allocate (\d+) bytes", text, re.IGNORECASE)
+    cuda = re.search(r"tried to allocate ([\d.]+ [KMGT]?i?B)", text, re.IGNORECASE)
+    size = f" of {human_bytes(int(tried.group(1)))}" if tried else (f" of {cuda.group(1)}" if cuda else "")
+    where = "GPU" if "CUDA" in text else "host"
+    limit = address_space_limit() if where == "host" else None
+    limited = f"; this process may use at most {human_bytes(limit)} of address space (ulimit -v)" if limit else ""
+    if tb is not None and not any(code.co_name == "inference_step" for code in _frames(tb)):
+        return (f"out of {where} memory before decoding: an allocation{size} failed{limited}; loading the model "
+                f"and the data needs more: {'raise ulimit -v' if limit else 'free memory'} or use a smaller model")
+    named = [f"{flag} ({_argv_value(flag, argv)})" if _argv_value(flag, argv) else flag for flag in SIZING_OPTIONS]
+    options = ", ".join(named[:-1]) + " or " + named[-1]
+    return (f"out of {where} memory: an allocation{size} failed while decoding{limited}; lower {options}: "
+            "they size the sentences and hypotheses held at once")
+
+
+class OutOfMemory(FairseqStreamError):
+    """An allocation failed while decoding (:func:`memory_problem` says which options to lower)."""
+
+
+@contextmanager
+def memory_errors() -> Iterator[None]:
+    """Raise an allocation that fails inside as :class:`OutOfMemory`, one line naming the options to
+    lower (for the Python session, which has no excepthook; the command lines get the same line
+    from :func:`format_error`)."""
+    try:
+        yield
+    except (RuntimeError, MemoryError, OSError) as exc:
+        problem = memory_problem(exc, exc.__traceback__, argv=())
+        if problem is None:
+            raise
+        raise OutOfMemory(problem) from None
+
+
 def format_error(exc: BaseException, tb: Optional[TracebackType] = None) -> Optional[str]:
     """The single line to print for ``exc``, or ``None`` when it is not a user-facing error."""
     if isinstance(exc, FairseqStreamError):
         return PREFIX + str(exc)
-    problem = checkpoint_problem(exc, tb) or _fairseq_cli_assertion(exc, tb) or _config_problem(exc)
+    problem = (memory_problem(exc, tb)  # first: an allocation that fails reading a checkpoint is no corrupt file
+               or checkpoint_problem(exc, tb) or _fairseq_cli_assertion(exc, tb) or _config_problem(exc))
     return PREFIX + problem if problem else None
+
+
+# ---- stdout: the hypotheses' way out ----
+
+#: What a failed write's errno means for the user, and what to do besides writing elsewhere.
+_WRITE_CAUSES = {errno.ENOSPC: ("the disk is full", "free space"), errno.EDQUOT: ("the disk quota is exceeded", "free space"),
+                 errno.EFBIG: ("the file size limit is reached (ulimit -f)", "raise ulimit -f")}
+
+
+def _silence_stdout() -> None:
+    """Point fd 1 at /dev/null: the interpreter flushes stdout again at exit, and a second failure
+    there prints "Exception ignored ... BrokenPipeError" (the recipe of Python's ``signal`` docs)."""
+    try:
+        devnull = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(devnull, sys.stdout.fileno())
+        os.close(devnull)
+    except (OSError, ValueError, AttributeError):  # stdout already closed or not a file
+        pass
+
+
+def _failed_output(exc: OSError) -> Optional[str]:
+    """What a failed write was writing: ``"stdout"``, fairseq-generate's results file, or None (another
+    file, not ours to explain). fairseq_cli prints every hypothesis itself, to its ``output_file``
+    (stdout, or the file under ``--results-path``); our own last flush of stdout is marked."""
+    if getattr(exc, "fairseq_stream_stdout", False):
+        return "stdout"
+    frame, tb = None, exc.__traceback__
+    while tb is not None:
+        frame, tb = tb.tb_frame, tb.tb_next
+    if frame is None or "fairseq_cli" not in frame.f_code.co_filename:
+        return None
+    # fairseq-generate's _main writes to ``output_file``; its main closes the results file ``h``
+    output = frame.f_locals.get("output_file", frame.f_locals.get("h", sys.stdout))
+    return "stdout" if output is sys.stdout else f"--results-path's file {getattr(output, 'name', '')}".rstrip()
+
+
+def _flush_stdout() -> None:
+    """Flush stdout now, while a failure can still be reported (at interpreter exit it can only be ignored)."""
+    if sys.stdout is None:
+        return
+    try:
+        sys.stdout.flush()
+    except OSError as exc:
+        exc.fairseq_stream_stdout = True  # type: ignore[attr-defined]
+        raise
+
+
+def stdout_closed_problem() -> Optional[str]:
+    """Why a run that prints its hypotheses cannot start: stdout closed (``>&-``) makes Python's
+    ``print`` write nowhere, so the run would exit 0 with every translation lost."""
+    if sys.stdout is None:
+        return ("stdout is closed (>&-), so the translations would be lost; redirect stdout to a file "
+                "(> out.txt) or to /dev/null")
+    return None
+
+
+@contextmanager
+def stdout_faults() -> Iterator[None]:
+    """Run a command line's work; end it as a unix tool would when stdout fails.
+
+    A reader that went away (``| head -1``) ends the run quietly with status 141 (128 + SIGPIPE),
+    as a tool killed by SIGPIPE does; any other failed write of the translations (a full disk,
+    ``ulimit -f``; to stdout or to ``--results-path``'s file) is one :class:`FairseqStreamError`
+    line with its cause. Stdout is flushed before the block
+    ends, so that a failure surfaces here rather than at interpreter exit.
+    """
+    try:
+        try:
+            yield
+        except SystemExit:  # fairseq-interactive's status 1 after skipped lines: its output still counts
+            _flush_stdout()
+            raise
+        _flush_stdout()
+    except OSError as exc:
+        output = _failed_output(exc)
+        if output is None:
+            raise
+        if output == "stdout":
+            _silence_stdout()
+            if isinstance(exc, BrokenPipeError):  # the reader went away: not an error for a unix tool
+                raise SystemExit(141) from None
+        cause, fix = _WRITE_CAUSES.get(exc.errno or 0, (exc.strerror or str(exc), ""))
+        elsewhere = "redirect stdout elsewhere" if output == "stdout" else "choose another --results-path"
+        raise FairseqStreamError(f"could not write the translations to {output}: {cause}, so the output is "
+                                 f"incomplete; {fix + ' or ' if fix else ''}{elsewhere}, then run again") from None
 
 
 class DirectionMismatch(FairseqStreamError):

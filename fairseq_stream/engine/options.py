@@ -19,6 +19,18 @@ from fairseq_stream.ops.pruning import DEFAULT_REFERENCE
 from fairseq_stream.search.registry import epsilon_defaults_help, search_names
 
 
+def prune_auto_cli(text: str) -> str:
+    """``--prune-auto``'s argparse type: :func:`prune_auto_arg`, with an empty value refused. An empty
+    value reads as "not given" in the API, but ``--prune-auto ''`` was stored as the string 'None' and
+    refused later as "got 'None'"."""
+    if not str(text).strip():
+        import argparse  # only where a command line is parsed
+
+        raise argparse.ArgumentTypeError(f"got an empty value ({text!r}); give 'on' or 'off' (or the bare "
+                                         "--prune-auto, meaning on), or leave the option out for the default")
+    return prune_auto_arg(text)
+
+
 #: --stream-capacity when not given: sentences in flight per device. On a CPU 64 (Yang2020's n). On
 #: CUDA a step costs about the same at any width, so fuller steps win: measured on an H200 (the GPU
 #: check of 2026-11-26, --step-mode graph, demo model, 200 sentences), var-stream k = 5 took 0.23x
@@ -94,7 +106,9 @@ class StreamDecodingConfig(FairseqDataclass):
     )
     stream_stats: Optional[str] = field(
         default=None,
-        metadata={"help": "write the run's statistics (and the per-step active batch trace) as JSON here"},
+        metadata={"help": "write the run's statistics (and the per-step active batch trace) as JSON here; checked before "
+                          "the first decode (never a checkpoint, a data file, --input, the results file or stdout's "
+                          "file) and written whole or not at all"},
     )
     # ---- beam search heuristics (Freitag2017 §3; Yang2020 §4) ----
     prune_abs_threshold: Optional[float] = field(
@@ -168,7 +182,7 @@ class StreamDecodingConfig(FairseqDataclass):
     )
     prune_auto: Optional[str] = field(
         default=None,
-        metadata={"argparse_const": "on", "argparse_type": prune_auto_arg,
+        metadata={"argparse_const": "on", "argparse_type": prune_auto_cli,
                   "help": "'on' (or the bare flag) or 'off'; not given: on for var-stream on a CPU unless an option fixes "
                   "the pruning (δ, M, α, rp, rpl, rules, a preset) and --beam is above 1, off for other searches and on a "
                   "GPU (not measured there: opt-in). It steers δ and M while "

@@ -10,6 +10,7 @@ sequential decoder calls (a Jacobi iteration or an IBDecoder multi-word step is 
 """
 from __future__ import annotations
 
+import json
 from dataclasses import asdict, dataclass, field
 from typing import Any, Dict, List, Optional
 
@@ -142,6 +143,11 @@ class DecodeStats:
         if self.autoregressive_steps:
             out["iteration_speedup"] = self.iteration_speedup
         return out
+
+    def to_json(self, search: str, indent: Optional[int] = 1) -> str:
+        """The ``--stream-stats`` file: every statistic and the per-step trace, with the search's name
+        (``scripts/papers/plot_occupancy.py`` labels its curves with it)."""
+        return json.dumps(dict(self.to_dict(with_trace=True), search=search), indent=indent)
 
     @property
     def iteration_speedup(self) -> float:

@@ -25,6 +25,7 @@ from fairseq_stream.engine.options import INPUT_ORDERS, default_capacity
 from fairseq_stream.search.defaults import (PRESETS, PRUNE_AUTO_DEFAULT_SEARCH, models_on_cuda, prune_auto_mode, prune_auto_on,
                                             prune_auto_problem, pruning_fixed_by)
 from fairseq_stream.engine.options import StreamDecodingConfig
+from fairseq_stream.engine.output_paths import check_output_path, data_files
 from fairseq_stream.model.linear_kernels import check_choice as check_cpu_matmul
 from fairseq_stream.model.quantize import check_choice as check_quantize
 from fairseq_stream.search.registry import (SearchEntry, StrategyConfig, check_beam_and_nbest, get_search, search_names,
@@ -81,13 +82,14 @@ def stream_capacity(opts: Any, gen_cfg: Any, models: Sequence[Any]) -> int:
 
 
 
-def _check_writable(path: str, flag: str) -> None:
-    # Checked before decoding: otherwise the file fails only when the statistics are written, at the end.
-    folder = os.path.dirname(os.path.abspath(path))
-    if not os.path.isdir(folder):
-        raise FairseqStreamError(f"{flag} {path}: the directory {folder!r} does not exist; create it or choose another path")
-    if os.path.isdir(path) or not os.access(folder, os.W_OK):
-        raise FairseqStreamError(f"{flag} {path}: cannot write a file there; choose another path")
+def decoding_inputs(opts: Any) -> List[Tuple[str, str]]:
+    """The files the decoding options themselves name (``(what, path)``): what no output may overwrite. The
+    command line's own (``--path``, ``--input``, the results file) are added by the integration layer."""
+    found = [("--draft-path's checkpoint", p) for p in (getattr(opts, "draft_path", None) or "").split(os.pathsep) if p]
+    if getattr(opts, "lookahead_prior", None):
+        found.append(("--lookahead-prior's file", opts.lookahead_prior))
+    found += [("a file of the data", p) for p in data_files(getattr(opts, "data", None) or "")]
+    return found
 
 
 def _flag(name: str) -> str:
@@ -196,8 +198,8 @@ def check_options(opts: Any) -> None:
         raise FairseqStreamError(f"--step-mode must be one of {', '.join(STEP_MODES)}, got {opts.step_mode!r}")
     check_quantize(getattr(opts, "quantize", "none"))
     check_cpu_matmul(getattr(opts, "cpu_matmul", "auto"))
-    if opts.stream_stats:
-        _check_writable(opts.stream_stats, "--stream-stats")
+    if opts.stream_stats:  # checked now: it is written only at the end of the run
+        check_output_path(opts.stream_stats, "--stream-stats", inputs=decoding_inputs(opts))
 
 
 def check_generation(gen_cfg: Any, models: Sequence[Any] = (), tgt_dict: Any = None) -> None:

@@ -28,6 +28,13 @@ never when the package is imported as a library, it also
   with a traceback when it cannot;
 * makes fairseq-interactive exit with status 1 after a run that skipped input lines
   (:func:`exit_nonzero_after_skipped_lines`);
+* checks ``--stream-stats`` against the run's files before any work and writes it at the end of
+  fairseq-generate's and fairseq-interactive's ``main`` (:func:`check_and_write_statistics`);
+* makes fairseq-generate and fairseq-interactive end as a unix tool does when stdout fails
+  (:func:`guard_output_and_workers`): a closed stdout is refused before any work, a reader that
+  went away (``| head``) ends the run quietly with status 141, a full disk is one line; and
+  makes fairseq-generate read its data in the main process unless ``--num-workers`` is given
+  (a data-loader worker that fails under ``ulimit -f``/``-n`` would leave the run waiting forever);
 * routes fairseq-interactive's ``buffered_read`` and ``make_batches`` through
   :mod:`fairseq_stream.integration.interactive_input` (:func:`read_interactive_input_ahead`), so that a
   generator of ours can take the next chunks' sentences into its stream; with read-ahead off
@@ -50,6 +57,7 @@ import fairseq.options
 from fairseq_stream.integration import input_checks
 from fairseq_stream.integration.checkpoints import register_safe_globals
 from fairseq_stream.errors import format_error
+from fairseq_stream.ops.env_flags import env_flag
 from fairseq_stream.integration.cli import add_dataclass_args, fairseq_cli_name
 
 def install() -> None:
@@ -65,6 +73,9 @@ def install() -> None:
         if cli == "interactive":
             exit_nonzero_after_skipped_lines()
             read_interactive_input_ahead()
+        if cli in ("generate", "interactive"):
+            check_and_write_statistics(cli)
+            guard_output_and_workers(cli)  # last: the outermost wrapper, around the statistics too
 
 
 # ---- fairseq: the task registry and the generation parsers ----
@@ -171,13 +182,99 @@ def exit_nonzero_after_skipped_lines() -> None:
     module.main = main
 
 
+def check_and_write_statistics(cli: str) -> None:
+    """fairseq-generate / fairseq-interactive: check ``--stream-stats`` against the run's files before any
+    work, and write it at the end of ``main``, where a failure still makes the exit status 1 (an atexit
+    callback's cannot); :mod:`fairseq_stream.integration.generator` does both (idempotent)."""
+    from fairseq_stream.integration.generator import check_stats_path, report_pending
+
+    for module in _main_modules(cli):
+        original = module.main
+        if getattr(original, "_fairseq_stream_stats", False):
+            continue
+
+        def main(cfg: Any, _original: Any = original) -> Any:
+            check_stats_path(cfg, cli)
+            try:
+                result = _original(cfg)
+            except SystemExit:  # fairseq-interactive's status 1 after skipped lines: the statistics still count
+                report_pending()
+                raise
+            report_pending()
+            return result
+
+        main._fairseq_stream_stats = True  # type: ignore[attr-defined]
+        if getattr(original, "_fairseq_stream", False):  # the hooks inside stay installed once
+            main._fairseq_stream = True  # type: ignore[attr-defined]
+        module.main = main
+
+
+def _main_modules(cli: str) -> List[Any]:
+    """The modules whose ``main`` runs fairseq's ``cli`` tool: ``fairseq_cli.<cli>``, and ``__main__``
+    under ``python -m fairseq_cli.<cli>`` (``cli_main`` looks ``main`` up in its own module)."""
+    main_module = sys.modules.get("__main__")
+    found = [sys.modules.get(f"fairseq_cli.{cli}")]
+    if getattr(getattr(main_module, "__spec__", None), "name", None) == f"fairseq_cli.{cli}":
+        found.append(main_module)
+    return [m for m in found if m is not None and getattr(m, "main", None) is not None]
+
+
+def _read_data_in_process(cfg: Any) -> None:
+    """fairseq-generate's ``--num-workers`` defaults to 1: a worker process whose batch cannot reach
+    the main one (its shared-memory file over ``ulimit -f``, no descriptor left under ``ulimit -n``)
+    only prints a traceback and stays alive, so the main process waits for that batch forever.
+    Collating a batch costs far less than decoding it (our generators also read ahead), so
+    the data is read in the main process, where such a failure is raised, unless the user asked
+    for workers."""
+    if _flag_given("--num-workers"):
+        return
+    if isinstance(cfg, argparse.Namespace):
+        cfg.num_workers = 0
+    else:
+        cfg.dataset.num_workers = 0
+
+
+def _flag_given(flag: str) -> bool:
+    return any(arg == flag or arg.startswith(flag + "=") for arg in sys.argv[1:])
+
+
+def _prints_to_stdout(cli: str, cfg: Any) -> bool:
+    """fairseq-interactive prints to stdout; fairseq-generate too, unless ``--results-path`` names a folder."""
+    if cli != "generate":
+        return True
+    path = getattr(cfg, "results_path", None) if isinstance(cfg, argparse.Namespace) else cfg.common_eval.results_path
+    return not path
+
+
+def guard_output_and_workers(cli: str) -> None:
+    """fairseq-generate / fairseq-interactive: refuse a closed stdout before any work, end the run as a
+    unix tool does when stdout fails (:func:`~fairseq_stream.errors.stdout_faults`), and read
+    fairseq-generate's data in the main process (:func:`_read_data_in_process`) (idempotent)."""
+    from fairseq_stream.errors import FairseqStreamError, stdout_closed_problem, stdout_faults
+
+    for module in _main_modules(cli):
+        original = module.main
+        if getattr(original, "_fairseq_stream_stdout", False):
+            continue
+
+        def main(cfg: Any, _original: Any = original) -> Any:
+            problem = stdout_closed_problem() if _prints_to_stdout(cli, cfg) else None
+            if problem:
+                raise FairseqStreamError(problem)
+            if cli == "generate":
+                _read_data_in_process(cfg)
+            with stdout_faults():
+                return _original(cfg)
+
+        for mark in ("_fairseq_stream", "_fairseq_stream_stats"):  # the other wrappers' idempotence marks
+            setattr(main, mark, getattr(original, mark, False))
+        main._fairseq_stream_stdout = True  # type: ignore[attr-defined]
+        module.main = main
+
+
 def _interactive_modules() -> List[Any]:
     """fairseq-interactive's module: ``fairseq_cli.interactive``, or ``__main__`` under ``python -m``."""
-    found = [sys.modules.get("fairseq_cli.interactive")]
-    main = sys.modules.get("__main__")
-    if getattr(getattr(main, "__spec__", None), "name", None) == "fairseq_cli.interactive":
-        found.append(main)
-    return [m for m in found if m is not None and hasattr(m, "buffered_read")]
+    return [m for m in _main_modules("interactive") if hasattr(m, "buffered_read")]
 
 
 def read_interactive_input_ahead() -> None:
@@ -205,7 +302,7 @@ def read_interactive_input_ahead() -> None:
 
 
 def _excepthook(exc_type: Type[BaseException], exc: BaseException, tb: Optional[TracebackType]) -> None:
-    line = None if os.environ.get("FAIRSEQ_STREAM_TRACEBACK") else format_error(exc, tb)
+    line = None if env_flag("FAIRSEQ_STREAM_TRACEBACK", strict=False) else format_error(exc, tb)  # checked at import
     if line is None:
         _previous_hook(exc_type, exc, tb)
     else:

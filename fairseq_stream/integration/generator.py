@@ -13,21 +13,27 @@ iterator (:mod:`fairseq_stream.integration.read_ahead`, reached through the task
 the sentences it admits, and memory holds the encoder states of the sentences in flight,
 never of the input (:mod:`fairseq_stream.model.encoder_slots`). Without an attached iterator, or
 with ``--stream-per-batch``, each batch is decoded on its own (the stream drains per batch).
-The statistics of the whole run are logged when the process ends and, with
-``--stream-stats``, written as JSON.
+The statistics of the whole run are logged at the end of fairseq-generate's (fairseq-interactive's)
+``main`` and, with ``--stream-stats``, written as JSON (:func:`report_pending`, called there by the hook of
+:mod:`fairseq_stream.integration.compat`; at exit otherwise). The file is checked against every file of
+the run before the first decode (:func:`check_stats_path`) and written whole or not at all
+(:func:`~fairseq_stream.engine.output_paths.write_text_checked`): a failure is one line and exit status 1.
 """
 from __future__ import annotations
 
+import argparse
 import atexit
-import json
 import logging
+import os
 import sys
 import time
 from typing import Any, Callable, Dict, FrozenSet, List, Optional
 
 import torch
 
-from fairseq_stream.errors import FairseqStreamError
+from fairseq_stream.errors import PREFIX, FairseqStreamError
+from fairseq_stream.engine.output_paths import check_output_path, write_text_checked
+from fairseq_stream.engine.validation import decoding_inputs
 from fairseq_stream.integration.cli import fairseq_cli_name
 from fairseq_stream.engine.input_stream import InputStream, QueuedBatch
 from fairseq_stream.search.interface import SearchStrategy
@@ -146,10 +152,12 @@ class StreamGenerator:
 
     def _schedule_report(self) -> None:
         # Under fairseq-generate / fairseq-interactive, whose loops we do not own, the run's
-        # statistics are reported when the process ends; library users read ``stats``.
+        # statistics are reported at the end of their main (report_pending); library users read ``stats``.
         if not self._reported and fairseq_cli_name() in ("generate", "interactive"):
             self._reported = True
-            atexit.register(self.report)
+            if not _unreported:
+                atexit.register(_report_at_exit)
+            _unreported.append(self)
 
     def report(self) -> None:
         """Log the run's statistics (and write them as JSON with ``--stream-stats``)."""
@@ -162,8 +170,65 @@ class StreamGenerator:
         for line in closing_warnings(self.stats.extra, self.stats.sentences, int(self.gen_cfg.nbest)):
             print(line, file=sys.stderr, flush=True)
         if self.stats_path:
-            with open(self.stats_path, "w", encoding="utf-8") as f:
-                json.dump(dict(self.stats.to_dict(with_trace=True), search=self.name), f, indent=1)
+            write_text_checked(self.stats_path, self.stats.to_json(self.name), "--stream-stats")
+
+
+#: generators whose statistics the command-line run has yet to report (:meth:`StreamGenerator._schedule_report`)
+_unreported: List[StreamGenerator] = []
+
+
+def report_pending() -> None:
+    """Report (and write) the statistics of the run's generators: at the end of fairseq-generate's or
+    fairseq-interactive's ``main``, where a file that cannot be written still makes the exit status 1."""
+    while _unreported:
+        _unreported.pop(0).report()
+
+
+def _report_at_exit() -> None:
+    # Where main was not wrapped (or raised): an atexit callback's exception is only printed and the
+    # status stays 0, so a failure is said in one line and the process ends with status 1 itself.
+    try:
+        report_pending()
+    except FairseqStreamError as exc:
+        for stream in (sys.stdout, sys.stderr):
+            try:
+                stream.flush()
+            except (OSError, ValueError):
+                pass
+        print(PREFIX + str(exc), file=sys.stderr, flush=True)
+        os._exit(1)
+
+
+def _cfg_value(cfg: Any, section: str, name: str) -> Any:
+    """An option of fairseq's main: an argparse namespace (cli_main) or its omegaconf config."""
+    if isinstance(cfg, argparse.Namespace):
+        return getattr(cfg, name, None)
+    node = cfg.get(section) if hasattr(cfg, "get") else None
+    return node.get(name) if node is not None else None
+
+
+def check_stats_path(cfg: Any, cli: Optional[str] = None) -> None:
+    """``--stream-stats`` of fairseq-generate / fairseq-interactive (``cfg``: what their main is given),
+    before any work: a file that can be written and names none of the run's files — the checkpoints of
+    ``--path`` (an ensemble's each), the draft, the prior, the data, ``--input``, the results file — nor
+    the file stdout goes to (:func:`~fairseq_stream.engine.output_paths.check_output_path`)."""
+    path = _cfg_value(cfg, "task", "stream_stats")
+    if not path:
+        return
+    task = cfg if isinstance(cfg, argparse.Namespace) else cfg.get("task")
+    inputs = [("the checkpoint of --path", p) for p in (_cfg_value(cfg, "common_eval", "path") or "").split(os.pathsep) if p]
+    if _cfg_value(cfg, "generation", "lm_path"):
+        inputs.append(("the language model of --lm-path", _cfg_value(cfg, "generation", "lm_path")))
+    inputs += decoding_inputs(task)
+    source = _cfg_value(cfg, "interactive", "input")
+    if source and source != "-" and (cli or fairseq_cli_name()) == "interactive":
+        inputs.append(("--input", source))
+    outputs = []
+    results = _cfg_value(cfg, "common_eval", "results_path")
+    if results and (cli or fairseq_cli_name()) == "generate":
+        subset = _cfg_value(cfg, "dataset", "gen_subset") or "test"
+        outputs.append(("--results-path's file", os.path.join(results, f"generate-{subset}.txt")))
+    check_output_path(path, "--stream-stats", inputs=inputs, outputs=outputs)
 
 
 def closing_warnings(extra: Dict[str, float], sentences: int, nbest: int) -> List[str]:

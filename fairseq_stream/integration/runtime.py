@@ -1,4 +1,4 @@
-"""What a command-line run shows while it works: sentence progress and a thread default.
+"""What a command-line run shows while it works: sentence progress, a thread default, and what memory it may need.
 
 fairseq-generate's own progress bar counts *batches*; for our strategies a batch was the pool
 the scheduler streams from (hundreds of sentences under the default ``--max-tokens``), so it
@@ -12,6 +12,14 @@ wait on each other: a run measured 11x slower with 2 threads than with 1 on 2 sh
 process, unless ``OMP_NUM_THREADS`` is set (the user's choice wins). Busy cores are measured
 over a quarter second while this process sleeps (:func:`busy_cores`), not read from the load
 average, which counts the process's own start-up.
+
+Before decoding, :func:`warn_about_resources` estimates the decoder caches of the hypotheses in
+flight: never more sentences than the input holds, whatever ``--stream-capacity`` says (buffers
+grow with what is in flight, so a capacity above the input costs nothing). Sentences in flight
+that cannot fit in the machine's memory (:func:`machine_memory`: physical memory, or what
+``ulimit -v`` leaves) even with one hypothesis each are refused in one line naming the largest
+capacity that fits; an estimate above the free memory only warns (pruning decides how many
+hypotheses live). An allocation that fails anyway is one line too (:func:`fairseq_stream.errors.memory_problem`).
 """
 from __future__ import annotations
 
@@ -22,6 +30,7 @@ from typing import Any, Callable, Optional, Tuple
 
 import torch
 
+from fairseq_stream.errors import address_space_limit, human_bytes
 from fairseq_stream.integration.cli import fairseq_cli_name
 
 
@@ -157,27 +166,62 @@ def avoid_oversubscription(on_cpu: bool, measure: Callable[[], Optional[float]] 
           "set OMP_NUM_THREADS to choose", file=sys.stderr, flush=True)
 
 
-def _free_memory(on_cpu: bool) -> Optional[int]:
-    """Bytes free for decoding: the GPU's free memory, or the host's MemAvailable (None: unknown)."""
-    if not on_cpu:
-        return int(torch.cuda.mem_get_info()[0])
+def _address_space_left() -> Optional[int]:
+    """Bytes this process may still map under ``ulimit -v`` (RLIMIT_AS less its VmSize), or None: no limit."""
+    limit = address_space_limit()
+    if limit is None:
+        return None
+    try:
+        with open("/proc/self/status", encoding="ascii") as f:
+            used = next((int(line.split()[1]) * 1024 for line in f if line.startswith("VmSize:")), 0)
+    except OSError:
+        used = 0
+    return max(limit - used, 0)
+
+
+def _meminfo(key: str) -> Optional[int]:
     try:
         with open("/proc/meminfo", encoding="ascii") as f:
             for line in f:
-                if line.startswith("MemAvailable:"):
+                if line.startswith(key + ":"):
                     return int(line.split()[1]) * 1024
     except OSError:
         pass
     return None
 
 
-def decoding_memory_estimate(models: Any, gen_cfg: Any, rows: int) -> int:
-    """A rough upper bound, in bytes, of the decoder caches of ``rows`` hypotheses in flight.
+def _free_memory(on_cpu: bool) -> Optional[int]:
+    """Bytes free for decoding: the GPU's free memory, or the host's MemAvailable (and what ``ulimit -v``
+    leaves, if less) (None: unknown)."""
+    if not on_cpu:
+        return int(torch.cuda.mem_get_info()[0])
+    known = [v for v in (_meminfo("MemAvailable"), _address_space_left()) if v is not None]
+    return min(known) if known else None
 
-    rows × maximum target length × decoder layers × embedding dim × bytes per value × 4
-    (keys and values of self- and encoder-attention, the encoder side taken as long as the
-    target). An estimate only: it ignores the encoder states and the output layer.
+
+def machine_memory(on_cpu: bool) -> Optional[Tuple[int, str]]:
+    """The most memory a run could ever get, and what bounds it: the GPU's total memory; the host's
+    physical memory, or what ``ulimit -v`` leaves this process if less (None: unknown)."""
+    if not on_cpu:
+        return int(torch.cuda.get_device_properties(torch.cuda.current_device()).total_memory), "GPU memory"
+    physical = _meminfo("MemTotal")
+    left = _address_space_left()
+    if left is not None and (physical is None or left < physical):
+        return left, "address space this process has left under ulimit -v"
+    return (physical, "physical memory") if physical is not None else None
+
+
+def decoding_memory_estimate(models: Any, gen_cfg: Any, rows: int, sentences: Optional[int] = None) -> int:
+    """A rough upper bound, in bytes, of the decoder caches of ``rows`` hypotheses of ``sentences``
+    sentences in flight (default: one sentence a row, as fairseq's beam search, which copies each
+    sentence's encoder states to every hypothesis; ours keep one copy a sentence: encoder_slots).
+
+    Each hypothesis: the self-attention keys and values, maximum target length × decoder layers ×
+    embedding dim × bytes per value × 2; each sentence: the encoder-attention keys and values,
+    as much again (the source taken as long as the target). An estimate only: it ignores the
+    encoder states and the output layer.
     """
+    sentences = rows if sentences is None else sentences
     total = 0
     for model in models:
         decoder = getattr(model, "decoder", None)
@@ -187,19 +231,68 @@ def decoding_memory_estimate(models: Any, gen_cfg: Any, rows: int) -> int:
         length = min(int(float(gen_cfg.max_len_a) * positions + int(gen_cfg.max_len_b)), positions)
         param = next(model.parameters(), None)
         size = param.element_size() if param is not None else 4
-        total += rows * length * layers * dim * size * 4
+        total += (rows + sentences) * length * layers * dim * size * 2
     return total
 
 
-def warn_about_resources(models: Any, gen_cfg: Any, rows: int) -> None:
-    """One warning line each, before the run: fp16 on a CPU, a memory estimate over the free memory."""
+def _in_flight(models: Any, gen_cfg: Any, opts: Any, sentences: Optional[int]) -> Tuple[int, int]:
+    """(sentences in flight at most, their hypotheses at most): ``--stream-capacity`` sentences, never more
+    than the input holds (a capacity above it costs nothing: buffers grow with what is in flight)."""
+    from fairseq_stream.engine.validation import stream_capacity
+
+    capacity = stream_capacity(opts, gen_cfg, models)
+    in_flight = min(capacity, sentences) if sentences else capacity
+    return in_flight, in_flight * int(gen_cfg.beam)
+
+
+def refuse_what_cannot_fit(models: Any, gen_cfg: Any, opts: Any, in_flight: int, memory: Tuple[int, str]) -> None:
+    """Refuse, before decoding, a ``--stream-capacity`` whose sentences in flight cannot fit even with one
+    hypothesis each: the least our engine holds for them (their encoder-attention keys and values and
+    one row of caches). Above that, pruning decides how many hypotheses live: only a warning."""
+    from fairseq_stream.errors import FairseqStreamError
+
+    limit, what = memory
+    least = decoding_memory_estimate(models, gen_cfg, rows=in_flight, sentences=in_flight)
+    if least <= limit:
+        return
+    each = max(least // in_flight, 1)
+    fits = limit // each
+    fix = (f"the largest --stream-capacity that fits is {fits}" if fits >= 1 else
+           "not even one sentence fits: lower --max-len-b (or --max-len-a)")
+    given = f"--stream-capacity {opts.stream_capacity}" if opts.stream_capacity is not None else \
+        "the default --stream-capacity"
+    raise FairseqStreamError(
+        f"{given} puts {in_flight} sentences in flight, which need at least about {human_bytes(least)} for their "
+        f"decoder caches (an estimate: one hypothesis each at the maximum length × layers × embedding dim), more "
+        f"than the {human_bytes(limit)} of {what}; {fix}")
+
+
+def warn_about_resources(models: Any, gen_cfg: Any, rows: Optional[int] = None, *, opts: Any = None,
+                         sentences: Optional[int] = None,
+                         memory: Callable[[bool], Optional[Tuple[int, str]]] = machine_memory) -> None:
+    """Before the run: one warning line each for fp16 on a CPU and a memory estimate over the free memory;
+    one error line when the sentences in flight cannot fit in the machine's memory at all.
+
+    ``opts`` (the stream options) and ``sentences`` (the input's size, None where unknown, as under
+    fairseq-interactive) give the hypotheses in flight, ``rows`` when ``opts`` is None. The refusal
+    needs a known input size (a capacity above it costs nothing) and one of our searches (fairseq's
+    beam search has no capacity).
+    """
     params = [p for m in models for p in m.parameters()]
     on_cpu = not any(p.is_cuda for p in params)
     if on_cpu and any(p.dtype == torch.float16 for p in params):
         print("fairseq-stream: warning: --fp16 on a CPU is slower than float32 (2.7x on the demo model) and "
               "changes the outputs; drop --fp16 unless you decode on a GPU", file=sys.stderr, flush=True)
+    per_sentence = None  # fairseq's beam search: encoder states copied to every row
+    if opts is not None:
+        in_flight, rows = _in_flight(models, gen_cfg, opts, sentences)
+        total = memory(on_cpu)
+        if getattr(opts, "search", "beam") != "beam":
+            per_sentence = in_flight
+            if sentences and total is not None:
+                refuse_what_cannot_fit(models, gen_cfg, opts, in_flight, total)
     free = _free_memory(on_cpu)
-    need = decoding_memory_estimate(models, gen_cfg, rows)
+    need = decoding_memory_estimate(models, gen_cfg, rows or 1, sentences=per_sentence)
     if free is not None and need > free:
         where = "host" if on_cpu else "GPU"
         print(f"fairseq-stream: warning: the decoder caches may need about {need / 2**30:.1f} GiB "

@@ -1,6 +1,6 @@
 """``--task translation_stream``: fairseq's translation task with fairseq-stream's decoders.
 
-It differs from ``translation`` in six ways only:
+It differs from ``translation`` in these ways only:
 
 * its config carries ``--search`` and the strategy options, and :meth:`build_generator`
   returns the chosen strategy (``beam`` is fairseq's own generator);
@@ -21,6 +21,9 @@ It differs from ``translation`` in six ways only:
   (:mod:`fairseq_stream.integration.read_ahead`; fairseq-interactive's input across ``--buffer-size``
   chunks: :mod:`fairseq_stream.integration.interactive_input`), so that our generators stream across
   fairseq's batches instead of draining at each one's end (unless ``--stream-per-batch``);
+* under fairseq-generate and fairseq-interactive (:mod:`fairseq_stream.integration.compat`) the data
+  loader runs in the main process unless ``--num-workers`` is given: a worker whose batches cannot
+  reach the main process (``ulimit -f``, ``ulimit -n``) left the run waiting forever;
 * ``--tokenizer moses`` detokenises typographic quotes and apostrophes as the package's own text
   pipeline does (:class:`fairseq_stream.integration.text.TypographicMoses`).
 """
@@ -44,10 +47,11 @@ from fairseq_stream.errors import DirectionMismatch, FairseqStreamError
 from fairseq_stream.integration.checkpoints import checkpoint_being_loaded
 from fairseq_stream.integration.cli import add_dataclass_args, fairseq_cli_name
 from fairseq_stream.integration.input_checks import InputBuffer, UnknownWords, is_blank, raise_or_warn, report_skipped, too_long, undecodable
+from fairseq_stream.integration.input_checks import check_split_has_sentences, no_sentences
 from fairseq_stream.integration.read_ahead import read_ahead
 from fairseq_stream.integration.run_context import RunContext
 from fairseq_stream.engine.options import StreamDecodingConfig
-from fairseq_stream.engine.validation import check_options, stream_capacity
+from fairseq_stream.engine.validation import check_options
 from fairseq_stream.integration.runtime import SentenceProgress, avoid_oversubscription, wants_progress, warn_about_resources
 
 logger = logging.getLogger(__name__)
@@ -203,6 +207,7 @@ class TranslationStreamTask(TranslationTask):
         return super().build_model(cfg, from_checkpoint)
 
     def load_dataset(self, split: str, epoch: int = 1, combine: bool = False, **kwargs: Any) -> None:
+        check_split_has_sentences(self.cfg.data, split, epoch, self.cfg.source_lang, self.cfg.target_lang)
         try:
             super().load_dataset(split, epoch=epoch, combine=combine, **kwargs)
         except FileNotFoundError as exc:
@@ -210,6 +215,8 @@ class TranslationStreamTask(TranslationTask):
                 f"{exc}; choose an existing split with --gen-subset (or --valid-subset)"
             ) from None
         self._split_size = len(self.datasets[split])  # fairseq-generate loads only --gen-subset
+        if not self._split_size:  # e.g. --dataset-impl raw on an empty file: fairseq divided by zero at the end
+            raise no_sentences(split, "0 sentences")
 
     def filter_indices_by_size(self, indices, dataset, max_positions=None, ignore_invalid_inputs=False):
         kept, ignored = dataset.filter_indices_by_size(indices, max_positions)
@@ -286,7 +293,7 @@ class TranslationStreamTask(TranslationTask):
         )
         if _generation_cli():
             avoid_oversubscription(on_cpu=not any(p.is_cuda for m in models for p in m.parameters()))
-            warn_about_resources(models, args, rows=stream_capacity(self.cfg, args, models) * int(args.beam))
+            warn_about_resources(models, args, opts=self.cfg, sentences=self._split_size or None)
         if isinstance(generator, StreamGenerator):
             # fairseq-generate builds its iterator first, fairseq-interactive one per buffer
             # later: the generator asks the run context for the current one at each batch.

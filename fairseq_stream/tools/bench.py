@@ -41,13 +41,14 @@ import statistics
 import sys
 import typing
 from dataclasses import dataclass, field
-from typing import Any, Dict, Iterable, List, Mapping, Optional, Sequence, Type, Union
+from typing import Any, Dict, Iterable, List, Mapping, Optional, Sequence, Tuple, Type, Union
 
 import torch
 
 from fairseq_stream.tools.demo_files import find_demo_dir
 from fairseq_stream.errors import FairseqStreamError, UsageError, usage_errors
 from fairseq_stream.engine.stats import describe_backends
+from fairseq_stream.engine.output_paths import check_output_path, data_files, write_text_checked
 
 DTYPES = {"float32": None, "float16": torch.float16, "bfloat16": torch.bfloat16}  # None: as loaded
 REPO_DIR = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
@@ -349,9 +350,8 @@ def run_benchmark(
             if trace_dir and run.search != "beam":
                 opts["stream_stats"] = os.path.join(trace_dir, _slug(run.label) + ".json")
             result = _translate(session, dataset, run, opts, limits[i], results, labels, progress)
-            if "stream_stats" in opts:
-                with open(opts["stream_stats"], "w", encoding="utf-8") as f:
-                    json.dump(dict(result.stats.to_dict(with_trace=True), search=run.label), f)
+            if "stream_stats" in opts:  # the session wrote it under the search's name; the plots want the row's
+                write_text_checked(opts["stream_stats"], result.stats.to_json(run.label, indent=None), "stream_stats")
             walls[i].append(result.stats.wall_seconds)
             results[i] = result
             log(f"  repeat {r + 1}/{repeats} {run.label}: {result.stats.wall_seconds:.2f}s")
@@ -502,15 +502,21 @@ def _parser() -> argparse.ArgumentParser:
     return parser
 
 
-def _check_writable(flag: str, path: str) -> None:
-    """Refuse an output file that cannot be written now, not after the whole benchmark ran."""
-    directory = os.path.dirname(os.path.abspath(path))
-    if os.path.isdir(path):
-        raise UsageError(f"{flag} {path!r} is a directory; give a file name")
-    if not os.path.isdir(directory):
-        raise UsageError(f"{flag} {path!r}: the directory {directory!r} does not exist")
-    if not os.access(path if os.path.exists(path) else directory, os.W_OK):
-        raise UsageError(f"{flag} {path!r} is not writable")
+def bench_inputs(args: argparse.Namespace) -> List[Tuple[str, str]]:
+    """The files the harness reads (``(what, path)``): no output of it may name one."""
+    found = [("the checkpoint of --path", p) for p in (args.path or "").split(os.pathsep) if p]
+    found += [(flag, path) for flag, path in (("--src", args.src), ("--ref", args.ref), ("--bpe-codes", args.bpe_codes))
+              if path]
+    return found + [("a file of --data", p) for p in data_files(args.data or "")]
+
+
+def check_output(flag: str, path: str, args: argparse.Namespace) -> None:
+    """Refuse an output file that cannot be written now, not after the whole benchmark ran, or that names a
+    file the harness reads (:func:`bench_inputs`; also the frontier's)."""
+    try:
+        check_output_path(path, flag, inputs=bench_inputs(args))
+    except FairseqStreamError as exc:
+        raise UsageError(str(exc)) from None
 
 
 def check_args(args: argparse.Namespace) -> None:
@@ -528,7 +534,7 @@ def check_args(args: argparse.Namespace) -> None:
         if flag != "--bpe-codes" and path and os.path.getsize(path) == 0:  # nothing to time (IndexError later)
             raise UsageError(f"{flag} {path!r} is empty; give a file with one sentence per line")
     if args.json:
-        _check_writable("--json", args.json)
+        check_output("--json", args.json, args)
 
 
 def parse_runs(session: Any, specs: Sequence[str]) -> List[RunSpec]:
@@ -583,6 +589,22 @@ def check_runs(session: Any, runs: Sequence[RunSpec], specs: Sequence[str] = ())
             raise UsageError(f"--run {name!r}: {exc}") from None
 
 
+def check_row_outputs(args: argparse.Namespace, runs: Sequence[RunSpec], specs: Sequence[str] = ()) -> None:
+    """Each row's ``stream_stats`` file, before the first row decodes: not a file the harness reads, not
+    ``--json``, not another row's (the session checks that it can be written)."""
+    taken = [("--json", args.json)] if args.json else []
+    for i, run in enumerate(runs):
+        path = run.opts.get("stream_stats")
+        if not path:
+            continue
+        name = specs[i] if i < len(specs) else run.label
+        try:
+            check_output_path(path, "stream_stats", inputs=bench_inputs(args), outputs=taken)
+        except FairseqStreamError as exc:
+            raise UsageError(f"--run {name!r}: {exc}") from None
+        taken.append((f"the stream_stats of --run {name!r}", path))
+
+
 def main(argv: Optional[Sequence[str]] = None) -> None:
     args = _parser().parse_args(argv)
     with usage_errors():
@@ -612,6 +634,7 @@ def main(argv: Optional[Sequence[str]] = None) -> None:
         if not args.no_own_baselines:
             runs = own_baselines(runs, _default_beam(session))
         check_runs(session, runs, specs)
+        check_row_outputs(args, runs, specs)
     sources = read_lines(args.src, args.limit)
     references = read_lines(args.ref, args.limit)
     if len(sources) != len(references):
@@ -643,8 +666,7 @@ def write_json(args: argparse.Namespace, rows: List[Dict[str, Any]], sentences: 
             "max_tokens": args.max_tokens, "pool_size": args.pool_size, "path": args.path,
             "torch": torch.__version__, "cuda": torch.version.cuda,
             "device_name": torch.cuda.get_device_name() if args.device == "cuda" else "cpu"}
-    with open(args.json, "w", encoding="utf-8") as f:
-        json.dump({"meta": meta, "rows": rows_for_json(rows)}, f, indent=2)
+    write_text_checked(args.json, json.dumps({"meta": meta, "rows": rows_for_json(rows)}, indent=2), "--json")
 
 
 if __name__ == "__main__":

@@ -27,7 +27,8 @@ import torch
 
 from fairseq_stream.tools.bench import DEMO_DIR, RunSpec, format_table, run_benchmark
 from fairseq_stream.tools.demo_files import require_demo_dir
-from fairseq_stream.errors import UsageError, usage_errors
+from fairseq_stream.engine.output_paths import check_output_path, write_text_checked
+from fairseq_stream.errors import FairseqStreamError, UsageError, usage_errors
 
 _LEN = {"max_len_a": 1.2, "max_len_b": 10}
 _CAP = {"stream_capacity": 32}
@@ -60,6 +61,19 @@ def check_args(args: argparse.Namespace) -> None:
                                ("--warmup", args.warmup, 0), ("--examples", args.examples, 0)):
         if value is not None and value < least:
             raise UsageError(f"{flag} must be >= {least}, got {value}")
+    if args.outputs:  # checked now, not after every strategy ran; the demo's own files are all inputs
+        demo_files = [("a file of the demo", os.path.join(DEMO_DIR, n)) for n in _listdir(DEMO_DIR)]
+        try:
+            check_output_path(args.outputs, "--outputs", inputs=demo_files)
+        except FairseqStreamError as exc:
+            raise UsageError(str(exc)) from None
+
+
+def _listdir(folder: str) -> List[str]:
+    try:
+        return os.listdir(folder)
+    except OSError:  # no demo folder: require_demo_dir says so
+        return []
 
 
 def busy_note(busy: Optional[float], cores: int, threshold: float = BUSY_CORES) -> Optional[str]:
@@ -139,8 +153,8 @@ def main(argv: Optional[Sequence[str]] = None) -> None:
     busy = meter.stop()
     print(format_table(rows))
     if args.outputs:
-        with open(args.outputs, "w", encoding="utf-8") as f:
-            json.dump({row["label"]: row["outputs"] for row in rows}, f, ensure_ascii=False, indent=1)
+        write_text_checked(args.outputs, json.dumps({row["label"]: row["outputs"] for row in rows}, ensure_ascii=False,
+                                                    indent=1), "--outputs")
     note = busy_note(busy, os.cpu_count() or 1)
     if note:
         print(note)

@@ -22,6 +22,7 @@ from __future__ import annotations
 
 import argparse
 import importlib.util
+import io
 import itertools
 import json
 import logging
@@ -31,6 +32,7 @@ import sys
 from dataclasses import dataclass
 from typing import Any, Dict, List, Optional, Sequence, Tuple
 
+from fairseq_stream.engine.output_paths import write_bytes_checked, write_text_checked
 from fairseq_stream.errors import UsageError, usage_errors
 from fairseq_stream.search.defaults import PRUNE_AUTO_DEFAULT_SEARCH
 from fairseq_stream.tools.demo_files import find_demo_dir
@@ -198,7 +200,9 @@ def plot(rows: List[Dict[str, Any]], path: str, title: str) -> None:
         ax.grid(alpha=0.3)
         ax.legend(fontsize=7, loc="lower right")
     fig.tight_layout()
-    fig.savefig(path, dpi=110)
+    image = io.BytesIO()  # rendered first: a full disk must not leave half a PNG
+    fig.savefig(image, dpi=110, format="png")
+    write_bytes_checked(path, image.getvalue(), "--out")
     plt.close(fig)
 
 
@@ -243,6 +247,10 @@ _GRID_RANGES = (
 )
 
 
+#: the files of --out OUT: the table, the rows, the plot
+OUT_SUFFIXES = (".md", ".json", ".png")
+
+
 def check_grid(args: argparse.Namespace) -> None:
     """Every value of the grid, before the baselines decode (a bad one used to fail only after them)."""
     for flag, name, option, ok, wanted in _GRID_RANGES:
@@ -273,9 +281,10 @@ def check_args(args: argparse.Namespace) -> None:
             raise UsageError("--device cuda: torch sees no GPU")
     elif args.dtype != "float32":
         raise UsageError("--dtype float16 needs --device cuda")
-    out_dir = os.path.dirname(os.path.abspath(args.out))
-    if not os.path.isdir(out_dir):
-        raise UsageError(f"--out {args.out!r}: the directory {out_dir!r} does not exist")
+    from fairseq_stream.tools.bench import check_output
+
+    for suffix in OUT_SUFFIXES:  # checked now: they are written only after the whole sweep
+        check_output("--out", args.out + suffix, args)
 
 
 def sweep(session: Any, sources: List[str], refs: List[str], grid: Grid, ks: Sequence[int], *, repeats: int,
@@ -326,11 +335,10 @@ def main(argv: Optional[Sequence[str]] = None) -> None:
     where = f"{args.threads} thread(s)" if args.device == "cpu" else f"{torch.cuda.get_device_name()}, {args.dtype}"
     header = f"{model}: {len(sources)} sentences of {os.path.basename(args.src)}, {args.repeats} timed run(s), " \
              f"{where}\n\n"
-    with open(args.out + ".md", "w", encoding="utf-8") as f:
-        f.write(header + table + "\n")
-    with open(args.out + ".json", "w", encoding="utf-8") as f:
-        json.dump({"model": model, "path": args.path, "sentences": len(sources), "repeats": args.repeats,
-                   "threads": args.threads, "rows": rows_for_json(rows)}, f, indent=1)
+    write_text_checked(args.out + ".md", header + table + "\n", "--out")
+    write_text_checked(args.out + ".json", json.dumps({
+        "model": model, "path": args.path, "sentences": len(sources), "repeats": args.repeats,
+        "threads": args.threads, "rows": rows_for_json(rows)}, indent=1), "--out")
     plot(rows, args.out + ".png", model)
 
 
