@@ -31,7 +31,10 @@ arguments or changed files) is refused in one line naming what differs; ``--fres
 over there. No process starts without a batch: N is capped by the number of batches the
 input makes (said in one line). A failed or killed process gives one ``fairseq-stream:
 error:`` line quoting the last line of its log, with the command that re-runs it alone: the
-same command with ``--workdir``, which re-uses the finished shards.
+same command with ``--workdir``, which re-uses the finished shards (a finished shard whose
+output was cut short since is named and decoded again). One run at a time holds the workdir
+(``workdir.lock``); SIGINT or SIGTERM stops the shards, says which finished and how to resume,
+and exits 130 / 143. ``--stream-stats`` is checked before any shard starts.
 
 Under ``torchrun`` (several machines, or a cluster scheduler that starts one process per
 device) each process is one shard::
@@ -56,18 +59,24 @@ from __future__ import annotations
 import argparse
 import os
 import shutil
+import signal
 import sys
 import tempfile
 from types import SimpleNamespace
 from typing import Dict, List, Optional, Sequence
 
+from fairseq_stream.engine.output_paths import check_output_path
 from fairseq_stream.errors import PREFIX, FairseqStreamError
 from fairseq_stream.search.defaults import prune_auto_on
-from fairseq_stream.tools.shard.launch import failure_message, run_shards
-from fairseq_stream.tools.shard.merge import print_merged
-from fairseq_stream.tools.shard.plan import capped_nprocs, even_batching, plan_shards, visible_gpus
+from fairseq_stream.tools.shard.launch import failure_message, resume_command, run_shards
+from fairseq_stream.tools.shard.merge import write_merged
+from fairseq_stream.tools.shard.plan import (
+    capped_nprocs, even_batching, option_value, plan_shards, refuse_empty_input, visible_gpus,
+)
 from fairseq_stream.tools.shard.torchrun import run_rank, torchrun_ranks
-from fairseq_stream.tools.shard.workdir import claim_workdir, fingerprint
+from fairseq_stream.tools.shard.workdir import (
+    LOCK, MANIFEST, claim_workdir, fingerprint, input_files, lock_workdir, make_workdir,
+)
 
 
 def _parse(argv: Sequence[str]) -> "tuple[argparse.Namespace, List[str]]":
@@ -125,6 +134,35 @@ def prune_auto_warning(generate_args: Sequence[str], on_cuda: bool = False) -> O
             "(--prune-auto off or an explicit δ decodes as one process)")
 
 
+class Stopped(BaseException):
+    """SIGINT or SIGTERM to the shard parent, raised where it is (a BaseException: no ``except Exception``
+    on the way swallows it)."""
+
+    def __init__(self, signum: int) -> None:
+        super().__init__(signum)
+        self.signum = signum
+
+
+def _on_signal(signum: int, frame: object) -> None:
+    for sig in (signal.SIGINT, signal.SIGTERM):  # a second signal must not cut the workers' stop short
+        signal.signal(sig, signal.SIG_IGN)
+    raise Stopped(signum)
+
+
+def check_stats_path(generate_args: Sequence[str], workdir: Optional[str], nprocs: Optional[int]) -> None:
+    """The run's own ``--stream-stats``, checked before any shard starts (it is written after the merge)."""
+    stats = option_value(generate_args, "--stream-stats")
+    if stats is None:
+        return
+    own: List[str] = []
+    if workdir is not None:  # the workdir's files: a resume reads them
+        own = [os.path.join(workdir, name) for name in (MANIFEST, LOCK)] + [
+            os.path.join(workdir, f"shard{i}{ext}") for i in range(nprocs or 0)
+            for ext in (".out", ".log", ".stats.json", ".out.partial")]
+    check_output_path(stats, "--stream-stats", inputs=input_files(generate_args),
+                      outputs=[("a file of --workdir", path) for path in own])
+
+
 def main(argv: Optional[Sequence[str]] = None) -> None:
     argv = list(sys.argv[1:] if argv is None else argv)
     try:
@@ -134,13 +172,30 @@ def main(argv: Optional[Sequence[str]] = None) -> None:
         warning = prune_auto_warning(generate_args, on_cuda)
         if warning and (ranks is None or ranks.rank == 0):  # said once per run
             print(warning, file=sys.stderr, flush=True)
+        if ranks is None and args.nprocs is None:
+            raise FairseqStreamError("--nprocs N is required (or start one process per shard with torchrun)")
+        refuse_empty_input(generate_args)  # every shard would fail
+        check_stats_path(generate_args, args.workdir, ranks.world_size if ranks else args.nprocs)
         if ranks is not None:
             run_rank(args, generate_args, argv, ranks)
             return
-        if args.nprocs is None:
-            raise FairseqStreamError("--nprocs N is required (or start one process per shard with torchrun)")
-        workdir = args.workdir or tempfile.mkdtemp(prefix="fairseq-stream-shard.")
-        os.makedirs(workdir, exist_ok=True)
+        run_local(args, generate_args, argv)
+    except FairseqStreamError as exc:
+        print(PREFIX + str(exc), file=sys.stderr)
+        sys.exit(1)
+
+
+def run_local(args: argparse.Namespace, generate_args: List[str], argv: List[str]) -> None:
+    """The shards as processes of this one; the merged output on stdout. The workdir is locked for the
+    run; a temporary one is removed at the end unless a message names it for a resume."""
+    temporary = args.workdir is None
+    workdir = args.workdir or tempfile.mkdtemp(prefix="fairseq-stream-shard.")
+    keep, lock = False, None
+    previous = {sig: signal.signal(sig, _on_signal) for sig in (signal.SIGINT, signal.SIGTERM)}
+    nprocs = args.nprocs
+    try:
+        make_workdir(workdir)
+        lock = lock_workdir(workdir)
         manifest = {"argv": ["--nprocs", str(args.nprocs), "--devices", args.devices, *generate_args],
                     "inputs": fingerprint(generate_args)}
         claim_workdir(workdir, manifest, args.fresh)
@@ -149,10 +204,36 @@ def main(argv: Optional[Sequence[str]] = None) -> None:
         shards = plan_shards(nprocs, generate_args, workdir, visible_gpus(args.devices))
         codes = run_shards(shards)
         if any(codes.values()):  # the workdir stays: the failure line's command re-uses its finished shards
+            keep = True
             raise FairseqStreamError(failure_message(shards, codes, nprocs, argv, workdir))
-        print_merged(shards, workdir, generate_args, kept=args.workdir is not None)
-        if args.workdir is None:  # a folder of our own making: nothing to resume from it
+        write_merged(shards, workdir, generate_args, kept=not temporary)
+    except Stopped as stop:
+        keep = _say_stopped(stop.signum, workdir, nprocs, argv, temporary)
+        sys.exit(128 + stop.signum)
+    finally:
+        for sig, handler in previous.items():
+            signal.signal(sig, handler)
+        if lock is not None:
+            lock.close()
+        if temporary and not keep:  # a folder of our own making: nothing to resume from it
             shutil.rmtree(workdir, ignore_errors=True)
-    except FairseqStreamError as exc:
-        print(PREFIX + str(exc), file=sys.stderr)
-        sys.exit(1)
+
+
+def _say_stopped(signum: int, workdir: str, nprocs: int, argv: List[str], temporary: bool) -> bool:
+    """One line on a signal: which shards finished and the command that resumes; whether to keep a
+    temporary workdir (only when something finished there)."""
+    name = signal.Signals(signum).name
+    finished = [i for i in range(nprocs) if os.path.exists(os.path.join(workdir, f"shard{i}.out"))]
+    if temporary and not finished:
+        print(f"fairseq-stream-shard: stopped by {name}: no shard had finished (workers stopped, the temporary "
+              "workdir removed); run the command again to start over", file=sys.stderr, flush=True)
+        return False
+    stopped = [i for i in range(nprocs) if i not in finished]
+    done = (f"shard(s) {', '.join(map(str, finished))} of {nprocs} finished" if finished
+            else f"no shard of {nprocs} had finished")
+    print(f"fairseq-stream-shard: stopped by {name}: {done}"
+          + (f", shard(s) {', '.join(map(str, stopped))} stopped (their workers ended, partial output discarded)"
+             if stopped else "")
+          + f"; resume (finished shards are re-used): {resume_command(argv, workdir, nprocs)}",
+          file=sys.stderr, flush=True)
+    return True

@@ -8,6 +8,7 @@ import re
 import sys
 from typing import Any, Dict, List, Optional, Sequence
 
+from fairseq_stream.engine.output_paths import write_text_checked
 from fairseq_stream.errors import FairseqStreamError
 from fairseq_stream.tools.shard.plan import Shard, option_value
 
@@ -20,9 +21,42 @@ _TRANSLATED = re.compile(r"Translated ([\d,]+) sentences")
 
 def _translated(path: str) -> int:
     """The sentence count of fairseq-generate's "Translated N sentences" log line in ``path``."""
-    with open(path, encoding="utf-8") as f:
-        found = [m for m in map(_TRANSLATED.search, f) if m]
-    return int(found[-1].group(1).replace(",", "")) if found else 0
+    found = _translated_or_none(path)
+    return 0 if found is None else found
+
+
+def _translated_or_none(path: str) -> Optional[int]:
+    try:
+        with open(path, encoding="utf-8", errors="replace") as f:
+            found = [m for m in map(_TRANSLATED.search, f) if m]
+    except OSError:
+        return None
+    return int(found[-1].group(1).replace(",", "")) if found else None
+
+
+def shard_damage(shard: Shard) -> Optional[str]:
+    """What is wrong with a finished shard's output (cut short or changed after it finished), or None.
+
+    A finished shard's log (or output) says how many sentences it translated; its output must hold
+    that many, each with its hypothesis, and end with a whole line.
+    """
+    counts = [n for n in (_translated_or_none(shard.out), _translated_or_none(shard.log)) if n is not None]
+    sources, hypotheses = set(), set()
+    with open(shard.out, "rb") as f:
+        data = f.read()
+    for line in data.decode("utf-8", errors="replace").splitlines():
+        m = _SENTENCE_LINE.match(line + "\t")
+        if m and m.group(1) in "SH":
+            (sources if m.group(1) == "S" else hypotheses).add(int(m.group(2)))
+    name = os.path.basename(shard.out)
+    if not counts:
+        return f"neither {name} nor {os.path.basename(shard.log)} says how many sentences it translated"
+    if len(sources) != max(counts) or sources != hypotheses:
+        return (f"{name} holds {len(sources)} sentences ({len(hypotheses)} with a hypothesis) but the shard "
+                f"translated {max(counts)}")
+    if data and not data.endswith(b"\n"):
+        return f"{name} ends in the middle of a line"
+    return None
 
 
 def _sentences_in(path: str) -> int:
@@ -98,8 +132,7 @@ def merge_stats(shards: List[Shard], path: str) -> None:
     if missing:
         print(f"fairseq-stream-shard: warning: shard(s) {missing} wrote no statistics; --stream-stats {path} holds "
               f"the other {len(per_shard)} shard(s)' only", file=sys.stderr)
-    with open(path, "w", encoding="utf-8") as f:
-        json.dump(merged, f, indent=1)
+    write_text_checked(path, json.dumps(merged, indent=1), "--stream-stats")  # whole, or one line
 
 
 def merged_score(lines: Sequence[str], generate_args: Sequence[str]) -> Optional[str]:
@@ -149,6 +182,11 @@ def print_merged(shards: List[Shard], workdir: str, generate_args: Sequence[str]
     """Every shard's sentence lines once, in id order, on stdout, then the score of the whole input;
     their other lines (each shard's own score among them) on stderr."""
     # fairseq logs to stdout or stderr depending on who configured logging first.
+    for shard in shards:  # a local run redid a damaged shard; a torchrun rank's may be damaged since
+        damage = shard_damage(shard)
+        if damage is not None:
+            raise FairseqStreamError(f"shard {shard.index}: {damage} (cut short or changed after it finished); run "
+                                     f"the same command again: it decodes shard {shard.index} again")
     translated = sum(max(_translated(s.out), _translated(s.log)) for s in shards)
     lines, other = merge_outputs([s.out for s in shards], translated)
     sys.stderr.writelines(other)
@@ -166,3 +204,31 @@ def print_merged(shards: List[Shard], workdir: str, generate_args: Sequence[str]
     where = f"outputs in {workdir}" if kept else "temporary outputs removed; --workdir DIR keeps them"
     split = " + ".join(str(_sentences_in(s.out)) for s in shards)
     print(f"fairseq-stream-shard: {translated} sentences from {len(shards)} shards ({split}; {where})", file=sys.stderr)
+
+
+def write_merged(shards: List[Shard], workdir: str, generate_args: Sequence[str] = (), kept: bool = True) -> None:
+    """:func:`print_merged`, where a reader that closed the pipe (``| head``) ends the run quietly with exit
+    status 141, as a unix tool killed by SIGPIPE; another failure to write stdout is one line."""
+    import signal
+
+    try:
+        print_merged(shards, workdir, generate_args, kept)
+        sys.stdout.flush()
+    except BrokenPipeError:
+        _detach_stdout()
+        sys.exit(128 + signal.SIGPIPE)
+    except OSError as exc:  # a full disk under stdout, a file size limit
+        if exc.filename is not None:  # not stdout's: reading a shard's file
+            raise
+        _detach_stdout()
+        again = (f"the shards' outputs stay in {workdir}: the same command prints them again" if kept
+                 else "run the command again with standard output where it can be written")
+        raise FairseqStreamError(f"could not write the merged output to standard output ({exc.strerror}); "
+                                 + again) from None
+
+
+def _detach_stdout() -> None:
+    """Point stdout at /dev/null, so that the interpreter's last flush raises nothing."""
+    devnull = os.open(os.devnull, os.O_WRONLY)
+    os.dup2(devnull, sys.stdout.fileno())
+    os.close(devnull)

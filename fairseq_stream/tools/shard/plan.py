@@ -94,20 +94,46 @@ def plan_shards(nprocs: int, generate_args: List[str], workdir: str, gpus: List[
 
 def split_sizes(generate_args: Sequence[str]) -> "Optional[tuple[np.ndarray, np.ndarray]]":
     """(source, target) lengths of the split's sentences, read from its binarized files (None: not found)."""
+    prefixes = split_prefixes(generate_args)
+    if not prefixes:
+        return None
+    from fairseq.data import indexed_dataset
+
+    sizes = []
+    for prefix in prefixes:
+        # The index alone: mapping the data file fails on an empty split ("cannot mmap an empty file").
+        index = indexed_dataset.MMapIndexedDataset.Index(indexed_dataset.index_file_path(prefix))
+        sizes.append(np.array(index.sizes, dtype=np.int64, copy=True))  # a copy: the memory map closes with it
+        del index
+    return sizes[0], sizes[-1]
+
+
+def split_prefixes(generate_args: Sequence[str]) -> List[str]:
+    """The split's binarized files (source then target, without ``.idx``/``.bin``) that exist."""
     from fairseq.data import data_utils, indexed_dataset
 
     folder, subset = generate_args[0].split(":")[0], option_value(generate_args, "--gen-subset") or "test"
     src, tgt = option_value(generate_args, "-s", "--source-lang"), option_value(generate_args, "-t", "--target-lang")
     if src is None or tgt is None:
         src, tgt = data_utils.infer_language_pair(folder)
-    sizes = []
-    for lang in (src, tgt):
-        prefix = os.path.join(folder, f"{subset}.{src}-{tgt}.{lang}")
-        if src and tgt and indexed_dataset.dataset_exists(prefix, impl="mmap"):
-            dataset = indexed_dataset.make_dataset(prefix, impl="mmap")
-            sizes.append(np.array(dataset.sizes, dtype=np.int64, copy=True))  # a copy: the memory map closes with it
-            del dataset
-    return (sizes[0], sizes[-1]) if sizes else None
+    if not (src and tgt):
+        return []
+    prefixes = [os.path.join(folder, f"{subset}.{src}-{tgt}.{lang}") for lang in (src, tgt)]
+    return [p for p in prefixes if indexed_dataset.dataset_exists(p, impl="mmap")]
+
+
+def refuse_empty_input(generate_args: Sequence[str]) -> None:
+    """One line, before any process starts, for a split without sentences (every shard would fail)."""
+    try:
+        sizes = split_sizes(generate_args)
+    except Exception:  # an unusual data layout: fairseq-generate's own checks will speak
+        return
+    if sizes is not None and len(sizes[0]) == 0:
+        subset = option_value(generate_args, "--gen-subset") or "test"
+        raise FairseqStreamError(
+            f"the {subset} split of {generate_args[0].split(':')[0]} holds no sentences "
+            f"({os.path.basename(split_prefixes(generate_args)[0])}.idx lists none): nothing to decode; binarize "
+            "a split with sentences or choose another --gen-subset")
 
 
 def even_batching(nprocs: int, generate_args: Sequence[str]) -> List[str]:

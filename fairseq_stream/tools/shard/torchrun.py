@@ -11,9 +11,9 @@ from typing import Callable, Dict, List, Optional, Sequence
 
 from fairseq_stream.errors import FairseqStreamError
 from fairseq_stream.tools.shard.launch import failure_message, failure_of, last_log_line, resume_command, run_shards
-from fairseq_stream.tools.shard.merge import print_merged
+from fairseq_stream.tools.shard.merge import write_merged
 from fairseq_stream.tools.shard.plan import Shard, count_batches, even_batching, plan_shards, visible_gpus
-from fairseq_stream.tools.shard.workdir import claim_workdir, fingerprint
+from fairseq_stream.tools.shard.workdir import claim_workdir, fingerprint, make_workdir
 
 
 @dataclass(frozen=True)
@@ -107,7 +107,7 @@ def run_rank(args: argparse.Namespace, generate_args: List[str], argv: List[str]
         raise FairseqStreamError(f"--nprocs {args.nprocs} differs from torchrun's WORLD_SIZE {ranks.world_size}; "
                                  "leave --nprocs out")
     workdir, world = args.workdir, ranks.world_size
-    os.makedirs(workdir, exist_ok=True)
+    make_workdir(workdir)
     manifest = {"argv": ["--nprocs", str(world), "--devices", args.devices, *generate_args],
                 "inputs": fingerprint(generate_args)}
     def claim() -> None:
@@ -136,7 +136,7 @@ def run_rank(args: argparse.Namespace, generate_args: List[str], argv: List[str]
         print(f"fairseq-stream-shard: rank {ranks.rank} of {world}: shard done ({mine.out})", file=sys.stderr)
         return
     wait_for_shards(shards, args.shard_timeout, lambda s: _reported_failure(s, shards, world, argv, workdir))
-    print_merged(shards, workdir, generate_args)
+    write_merged(shards, workdir, generate_args)
 
 
 def _reported_failure(shard: Shard, shards: List[Shard], world: int, argv: Sequence[str], workdir: str) -> str:
