@@ -240,7 +240,10 @@ class AutoPruneGenerator(StreamGenerator):
         if self.in_stream and (not first or self.planned):  # (the first group rides in the stream too)
             return
         last = self.input.exhausted()
-        minimum = PRUNE_AUTO_GROUP if first and not last else 0  # the first group on credit (not a one-refill input)
+        # the first group on credit (not a one-refill input; nor a sentence that is all the stream can see — a line
+        # typed at fairseq-interactive under --stream-per-batch, a batch of one: it would be decoded twice)
+        alone = admission.count == 1 and self.run.source() is None
+        minimum = PRUNE_AUTO_GROUP if first and not last and not alone else 0
         for row, charged in ctl.choose_probes(lengths, per_token * self.admitted_tokens, per_token, minimum=minimum):
             tokens = admission.src_tokens[row]
             serial = admission.first + row

@@ -158,6 +158,26 @@ def _stacked_qkv(attn: Any) -> Callable[[Tensor], Tensor]:
     return stacked_linear([attn.q_proj, attn.k_proj, attn.v_proj])
 
 
+def _stacked_equal(stacked: Any, attn: Any) -> bool:
+    """Whether float stacked q/k/v copies still hold ``attn``'s weights and biases, bit for bit (int8 ones are
+    made from an int8 copy of the model, made again when its weights change: True)."""
+    weight = getattr(stacked, "weight", None)
+    if not isinstance(weight, Tensor):
+        return True
+    parts = (attn.q_proj, attn.k_proj, attn.v_proj)
+    row = 0
+    for linear in parts:
+        w = linear.weight
+        if not torch.equal(weight[row: row + w.size(0)], w.detach()):
+            return False
+        row += w.size(0)
+    if stacked.bias is None:
+        return all(l.bias is None for l in parts)
+    if any(l.bias is None for l in parts):
+        return False
+    return torch.equal(stacked.bias, torch.cat([l.bias.detach() for l in parts]))
+
+
 class BlockDecoder:
     """Runs one fairseq ``TransformerDecoder`` block-incrementally (see the module docstring): the eager
     step (:meth:`forward`, :meth:`logits`) and the native one (:meth:`forward_native`); the static step
@@ -174,6 +194,7 @@ class BlockDecoder:
         self.head_dim = first.head_dim
         self.qkv: List[Callable[[Tensor], Tensor]] = []
         self._qkv_of: Any = None  # the parameters the stacked copies were made from
+        self._storage: Tuple[int, ...] = ()  # where every decoder parameter lived then (check_weights)
         self.qkv_version = 0  # a step graph reads the stacked copies of one version
         # --step-mode native: the weights collected for the C++ step (model/native_decoder.py), or why not
         self._native: Any = None
@@ -183,10 +204,24 @@ class BlockDecoder:
     def decoder(self) -> Any:
         return self._decoder()
 
+    def check_weights(self) -> None:
+        """Stack q/k/v again (and so build the native step again) where the decoder's weights changed since they
+        were stacked: in place (a session that fine-tunes or averages them between runs, under ``--cpu-matmul
+        torch``, where the decoder is the loaded one), or a parameter given new storage. Once per generator (it
+        reads the q/k/v weights once): the step itself checks only where the first layer's weights live."""
+        if self._qkv_of is None:
+            return
+        decoder = self.decoder
+        storage = tuple(p.data_ptr() for p in decoder.parameters())
+        if storage != self._storage or any(not _stacked_equal(stacked, layer.self_attn)
+                                           for stacked, layer in zip(self.qkv, decoder.layers)):
+            self._qkv_of = None
+
     def refresh_stacked(self) -> None:
-        # Rebuilt when the model's parameters change (dtype/device moves, new weights, int8).
+        # Rebuilt when the model's parameters change (dtype/device moves, new weights, int8; in place: check_weights).
         key = weight_key(self.decoder.layers[0].self_attn.q_proj)
         if self._qkv_of != key:
+            self._storage = tuple(p.data_ptr() for p in self.decoder.parameters())
             self.qkv = [_stacked_qkv(layer.self_attn) for layer in self.decoder.layers]
             self._qkv_of = key
             self.qkv_version += 1

@@ -35,15 +35,31 @@ from fairseq_stream.ops.backends import device_choice
 CHOICES: Tuple[str, ...] = ("auto", "torch", "onednn")
 
 
+#: Every registry of derived copies (``model_step.release_cached_memory`` finds a model's copies there).
+REGISTRIES: "weakref.WeakSet[DerivedCopies]" = weakref.WeakSet()
+
+
 class DerivedCopies:
     """Copies derived from models (oneDNN here, int8 in :mod:`fairseq_stream.model.quantize`), made
-    once per model and made again when its weights move or change."""
+    once per model and made again when its weights move or change: a parameter's storage or version
+    counter (an in-place change under ``torch.no_grad()``, ``copy_``, an optimizer's step), or its sum
+    (``p.data.mul_(…)`` changes no version counter: a copy's packed weights would be stale). Checked once
+    per generator: a read of every weight, as one decoder step makes."""
 
     def __init__(self) -> None:
         self._copies: "weakref.WeakKeyDictionary[nn.Module, Tuple[Any, nn.Module]]" = weakref.WeakKeyDictionary()
+        REGISTRIES.add(self)
+
+    def copies_of(self, model: nn.Module) -> List[nn.Module]:
+        """The copy made of ``model`` (none or one)."""
+        cached = self._copies.get(model)
+        return [] if cached is None else [cached[1]]
 
     def get(self, model: nn.Module, make: Callable[[nn.Module], nn.Module]) -> nn.Module:
-        version = tuple((p.data_ptr(), p._version) for p in model.parameters())
+        params = list(model.parameters())
+        floats = [p.detach().sum(dtype=torch.float64) for p in params if p.is_floating_point()]
+        sums = tuple(torch.stack(floats).tolist()) if floats else ()  # one read of the device
+        version = (tuple((p.data_ptr(), p._version) for p in params), sums)
         cached = self._copies.get(model)
         if cached is None or cached[0] != version:
             derived = make(model)

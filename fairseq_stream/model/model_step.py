@@ -123,6 +123,55 @@ def _static_step_of(decoder: Any) -> StaticStep:
     return static
 
 
+def _decoders_of(models: Optional[Sequence[Any]]) -> List[Any]:
+    """The decoders of ``models`` and of the copies made of them (oneDNN's, int8's: the ones that run); every
+    decoder a step has run when ``models`` is None."""
+    from fairseq_stream.model.linear_kernels import REGISTRIES
+
+    if models is None:
+        return list(_BLOCK_DECODERS.keys()) + list(_STATIC_STEPS.keys())
+    runs = list(models) + [copy for registry in list(REGISTRIES) for m in models for copy in registry.copies_of(m)]
+    return [m.decoder for m in runs if getattr(m, "decoder", None) is not None]
+
+
+def release_cached_memory(models: Optional[Sequence[Any]] = None) -> int:
+    """Give back the memory kept with ``models`` (every model when None) for later runs and held by no run now: the
+    static step's free cache slabs, idle stream buffers (their logits buffers) and the strategies' free bucket
+    states, the step graphs, the step tables; then the allocator's cached blocks (CUDA) or the C library's free heap
+    pages (Linux) go back to the system. The bytes the pools gave back, by their own accounting.
+
+    ``TranslationSession.close()`` (and leaving ``with TranslationSession.load(...)``) calls it. A command-line run
+    needs no call: its process ends. The models stay usable: a later run fills the pools again (and captures its
+    graphs again). The weights and what is made once from them (stacked q/k/v, the native step) are kept."""
+    from fairseq_stream.model.row_cache import _TABLES
+    from fairseq_stream.model.static.inputs import _PADDING_ROWS
+
+    freed = 0
+    for decoder in {id(d): d for d in _decoders_of(models)}.values():
+        static = _STATIC_STEPS.get(decoder)
+        if static is not None:
+            freed += static.release()
+    _TABLES.clear()  # (views that live runs hold keep their tables)
+    _PADDING_ROWS.clear()
+    _return_to_system()
+    return freed
+
+
+def _return_to_system() -> None:
+    """Memory freed by Python goes back to the system: CUDA's cached blocks, glibc's free heap (``malloc_trim``)."""
+    import gc
+
+    gc.collect()  # leases and bucket states held only by reference cycles
+    if torch.cuda.is_available() and torch.cuda.is_initialized():
+        torch.cuda.empty_cache()
+    try:
+        import ctypes
+
+        ctypes.CDLL(None).malloc_trim(0)
+    except (OSError, AttributeError):  # not glibc
+        pass
+
+
 class _TransformerAdapter:
     block_steps = True
     mixed_lengths = True
@@ -131,6 +180,7 @@ class _TransformerAdapter:
                  stats: Optional[StepModeStats] = None) -> None:
         self.model = model
         self.block_decoder = _block_decoder_of(model.decoder)
+        self.block_decoder.check_weights()  # weights changed in place since the last generator: stacked again
         # --step-mode static|graph: the slot caches and the static step
         self.static_step: Optional[StaticStep] = _static_step_of(model.decoder) if static else None
         self.native = native  # --step-mode native: the eager step as one C++ call (model/native_decoder.py)
@@ -359,6 +409,19 @@ def _cache_lengths(caches: Sequence[Any], compute: Any) -> Tensor:
     return compute()
 
 
+def _why_not_native(models: Sequence[Any]) -> Optional[str]:
+    """Why ``--step-mode auto`` cannot take the native step on a CPU for ``models`` ("" where only its kernel is
+    missing); None where it can."""
+    for i, model in enumerate(models):
+        decoder = getattr(model, "decoder", None)
+        why = check_supported(decoder)
+        if why is None:
+            why = native_decoder.uncovered(decoder)
+        if why is not None:
+            return why if len(models) == 1 else f"model {i + 1}: {why}"
+    return None if native_decoder.kernel_available() is None else ""
+
+
 class ModelStep:
     """An ensemble seen as: encode sources, then step/select/concat rows of hypotheses."""
 
@@ -370,14 +433,17 @@ class ModelStep:
         param = next(self.models[0].parameters(), None)
         self.device = torch.device("cpu") if param is None else param.device
         self.step_mode = resolve_step_mode(step_mode, self.device)
-        if step_mode == "auto" and self.step_mode == "native" and not all(
-                check_supported(getattr(m, "decoder", None)) is None and native_decoder.covers(m.decoder)
-                for m in self.models):
-            self.step_mode = "eager"  # auto takes native only where it runs every step
+        not_native = None  # why auto took eager on a CPU: named in the closing statistics
+        if step_mode == "auto" and self.step_mode == "native":
+            not_native = _why_not_native(self.models)
+            if not_native is not None:
+                self.step_mode = "eager"  # auto takes native only where it runs every step
         self.step_stats = StepModeStats()  # how the run's steps ran (the closing statistics)
         static = self.step_mode in ("static", "graph")
         self.adapters = [self._adapter(m, static, self.step_mode == "native") for m in self.models]
         self.fallbacks = self._encoder_fallbacks()  # what drops a bit-exactness promise (the closing statistics)
+        if not_native:  # (a kernel that is not there is named by the kernels' own fallback)
+            self.fallbacks["step mode"] = f"eager, not native ({not_native})"
         self.block_steps = all(b.block_steps for b in self.adapters)
         self.mixed_lengths = all(b.mixed_lengths for b in self.adapters)
         self.needs_history = not self.block_steps

@@ -94,9 +94,15 @@ def covers(decoder: Any) -> bool:
     """Whether the operator runs every step of ``decoder`` (a transformer ``check_supported`` accepts):
     ``--step-mode auto`` takes native on a CPU only then, so no run under ``auto`` counts a fallback of
     every step."""
+    return kernel_available() is None and uncovered(decoder) is None
+
+
+def uncovered(decoder: Any) -> Optional[str]:
+    """Why the operator cannot run ``decoder`` itself (a transformer ``check_supported`` accepts), the
+    kernel aside; None where it can. ``--step-mode auto`` names it among the run's fallbacks."""
     projections = [p for layer in decoder.layers
                    for p in (layer.self_attn.q_proj, layer.self_attn.k_proj, layer.self_attn.v_proj)]
-    return kernel_available() is None and why_not(decoder, projections) is None
+    return why_not(decoder, projections)
 
 
 def _linear_kind(linear: Any) -> Optional[str]:

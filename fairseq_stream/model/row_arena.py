@@ -157,6 +157,12 @@ class RowArena:
 
         Grows the buffers (by half, at least ``n``) when too few are free.
         """
+        free = (self.last_reads(tables, homes, consumed) < at).nonzero().view(-1)
+        return self.enough(free, n)
+
+    def last_reads(self, tables: Sequence[Tensor] = (), homes: Sequence[Tensor] = (), consumed: Any = None) -> Tensor:
+        """(rows,) the last position of each buffer row that a live cache but ``consumed``, or ``tables``, reads
+        (-1: none; the largest integer for a home: of a live cache or in ``homes``), on the device."""
         device = self.keys[0].device
         last_read = torch.full((self.rows,), -1, dtype=torch.long, device=device)
         home = torch.iinfo(torch.long).max
@@ -167,11 +173,15 @@ class RowArena:
                 last_read.scatter_reduce_(0, table.reshape(-1), slots.reshape(-1), "amax")
             if ids is not None:
                 last_read[ids.reshape(-1)] = home
-        free = (last_read < at).nonzero().view(-1)
+        return last_read
+
+    def enough(self, free: Tensor, n: int) -> Tensor:
+        """The first ``n`` of the free buffer rows ``free``, and new ones past them where they are too few (the
+        buffers grow by half, at least by what is missing)."""
         if free.numel() < n:
             start = self.rows
             self._grow_rows(start + max(n - free.numel(), start // 2, 1))
-            free = torch.cat([free, torch.arange(start, self.rows, device=device)])
+            free = torch.cat([free, torch.arange(start, self.rows, device=free.device)])
         return free[:n]
 
 
@@ -188,15 +198,27 @@ def first_of_each(rows: Tensor) -> Tensor:
 def select(arena: RowArena, table: Tensor, home: Tensor, lens: Tensor, width: int, rows: Tensor,
            consumed: Any) -> Tuple[Tensor, Tensor]:
     """The new rows' tables and homes for rows ``rows`` (with repetition) of a cache whose rows
-    have ``lens`` tokens (the new rows')."""
+    have ``lens`` tokens (the new rows'). One host read: how many rows branch and how many buffer rows
+    are free where they write (the rows that do are then sorted out on the device)."""
     table = table.index_select(0, rows)
     home = home.index_select(0, rows)
+    if not rows.numel():
+        return table, home
     first = first_of_each(rows)
-    branching = (~first).nonzero().view(-1)
-    if branching.numel():  # a row read by several children: all but the first write elsewhere
-        at = int(lens.index_select(0, branching).min())
-        home[branching] = arena.take(branching.numel(), at, [table[:, :width]], [home[first]], consumed)
+    # a row read by several children: all but the first write elsewhere, from the shortest of them on
+    at = torch.where(first, torch.iinfo(torch.long).max, lens).min()
+    # (every new row's home: a branching row's is its first sibling's)
+    free = arena.last_reads([table[:, :width]], [home], consumed) < at
+    branches, frees = torch.stack([(~first).sum(), free.sum()]).tolist()
+    if branches:
+        branching = _first_true(~first, branches)  # ascending, as nonzero() gives them
+        home[branching] = arena.enough(_first_true(free, min(frees, branches)), branches)
     return table, home
+
+
+def _first_true(mask: Tensor, n: int) -> Tensor:
+    """The first ``n`` indices where ``mask`` is True, ascending (``n`` known: no host read)."""
+    return torch.argsort((~mask).to(torch.uint8), stable=True)[:n]
 
 
 def adopt(arena: RowArena, other: RowArena, table: Tensor, home: Tensor, width: int,

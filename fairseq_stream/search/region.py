@@ -184,6 +184,22 @@ class BucketStatePool:
             family = max(self.free, key=lambda f: self.free[f][-1].ordinal if self.free[f] else -1)
             self.free[family].pop()
 
+    @property
+    def free_count(self) -> int:
+        """Bucket states kept free."""
+        return sum(len(v) for v in self.free.values())
+
+    @property
+    def free_bytes(self) -> int:
+        """The bytes of the bucket states kept free."""
+        return sum(_bucket_bytes(b) for v in self.free.values() for b in v)
+
+    def release_free(self) -> int:
+        """Drop every free bucket state (``model.model_step.release_cached_memory``); their bytes."""
+        freed = self.free_bytes
+        self.free.clear()
+        return freed
+
     def _make(self, state: Any, fields: Mapping[str, Tensor], size: int, shapes: Mapping[str, Tuple[int, ...]],
               packet_size: int, rows_per_sentence: int, family: Tuple[Any, ...]) -> SentenceBucket:
         full = {name: t.new_empty((size,) + shapes[name]) for name, t in fields.items()}
@@ -195,6 +211,12 @@ class BucketStatePool:
                               torch.zeros(packet_size, dtype=torch.float64, device=dev),
                               torch.empty(5, size * rows_per_sentence, dtype=torch.long, device=dev),
                               ordinal=self.made, family=family)
+
+
+def _bucket_bytes(bucket: SentenceBucket) -> int:
+    tensors = (list(sentence_fields(bucket.state).values()) + [bucket.packet, bucket.rows, bucket.thresholds]
+               + list(bucket.scratch.values()))
+    return sum(t.numel() * t.element_size() for t in tensors)
 
 
 def _bucket_shape(state: Any, name: str, t: Tensor, columns: int = 0) -> Tuple[int, ...]:

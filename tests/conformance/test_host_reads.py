@@ -5,9 +5,10 @@ Host reads (``item``/``tolist``/``bool`` of a tensor, ``nonzero``, boolean-mask 
 :class:`fairseq_stream.engine.profiling.CostCounter` on any machine, here on the CPU. Counted: every
 call of the scheduler's step (decoder call, strategy step, cache reorder) and the read-out of
 the finished hypotheses; not counted: fairseq's batching and the encoder calls of refills
-(once per refill, fairseq's code). The steps run eager (the step a GPU runs, but for its graphs):
-``--step-mode native`` is a CPU's alone, where a read stalls no queue, and its caches that never
-move choose buffer rows on the host (model/row_arena.py).
+(once per refill, fairseq's code). The steps run eager (the step a GPU runs, but for its graphs); and on
+the defaults a CPU user gets (``--step-mode auto``: native; the default pruning): there a reorder of the
+caches that never move reads one more time — how many rows branch and how many buffer rows are free for
+them (model/row_arena.py) — so a step reads at most twice (a CPU's, where a read stalls no queue).
 """
 import os
 
@@ -46,6 +47,21 @@ def test_at_most_one_host_read_per_step_on_the_demo_model(demo_session, demo_sou
     # speculative decoding reads its acceptance histogram once per batch when batches have several rows
     allowed = steps + (out.stats.refills if search == "speculative" and opts["stream_capacity"] > 1 else 0)
     assert counts.host_reads <= allowed, (counts.host_reads, steps, dict(counts.reads_by_op))
+
+
+@pytest.mark.parametrize("search,gen", [("var-stream", {"beam": 5}), ("fixed-ours", {"beam": 5}),
+                                        ("gs-jacobi", {"beam": 1}), ("lookahead", {"beam": 1})])
+def test_host_reads_on_the_cpu_defaults(demo_session, demo_sources, search, gen):
+    """No option pinned: the native step and the default pruning (var-stream's) read once per step and once per
+    reorder of their caches (a table copy), so at most twice a step."""
+    data = demo_session.encode(demo_sources[:N])
+    with count_decoder_steps(CostCounts()) as counts:
+        out = demo_session.translate(data, search=search, gen=gen, postprocess=False)
+    steps, modes = out.stats.timesteps, out.stats.step_mode
+    assert modes["mode"] == "native" and modes["steps_eager"] == 0 and steps > 20
+    assert bool(out.stats.prune_auto) == (search == "var-stream")
+    reorders = modes["reorders_by_table"]
+    assert counts.host_reads <= steps + reorders <= 2 * steps, (counts.host_reads, steps, dict(counts.reads_by_op))
 
 
 def test_the_counter_sees_host_reads():

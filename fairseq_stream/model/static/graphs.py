@@ -50,6 +50,14 @@ class StepGraphs:
             del self.graphs[key]
         self._forgotten += len(stale)
 
+    def clear(self) -> int:
+        """Drop every graph (the tensors they keep alive go with them, their memory pool with the last); how many."""
+        dropped = len(self.graphs)
+        self.graphs.clear()
+        self.pool = None
+        self._forgotten += dropped
+        return dropped
+
     def run(self, key: Tuple[Any, ...], body: Callable[[], None], keep: List[Tensor], stats: StepModeStats) -> str:
         """Replay ``key``'s graph, or run ``body`` and capture it; how the step ran: ``replayed``/``static``."""
         stats.evicted += self._forgotten

@@ -47,6 +47,19 @@ class StaticStep:
         # by (strategy class, kind: ModelStep.strategy_pool); the model does not look inside
         self.strategy_pools: Dict[Tuple[type, Any], Any] = {}
 
+    def release(self) -> int:
+        """Give back what this step keeps for later runs and no run holds now — free cache slabs, idle stream buffer
+        sets (their logits buffers), the strategies' free bucket states — and every step graph (they keep the
+        buffers they bind alive; later runs capture them again); the bytes given back by the pools' accounting."""
+        if self.graphs is not None:
+            self.graphs.clear()
+        freed = self.pool.release_free() + self.streams.release_idle()
+        for pool in self.strategy_pools.values():
+            release = getattr(pool, "release_free", None)
+            if release is not None:
+                freed += release()
+        return freed
+
     def step_graphs(self) -> StepGraphs:
         """The decoder's step graphs (one memory pool), shared by every stream of it."""
         if self.graphs is None:

@@ -88,6 +88,20 @@ class StaticCachePool:
         self.peak_lent = max(self.peak_lent, self.lent)
         return Lease(self, family, slab, ordinal, shape)
 
+    def release_free(self) -> int:
+        """Drop every free slab (their graphs go too) and forget the peak (the free slabs' budget starts again
+        from what is lent now); the bytes dropped. Lent slabs stay lent."""
+        freed = self.free_bytes
+        for family, spare in self.free.items():
+            for ordinal, slab in spare:
+                self.ordinals[family].discard(ordinal)
+                if self.on_evict is not None:
+                    self.on_evict(slab)
+        self.free.clear()
+        self.free_bytes = 0
+        self.peak_lent = self.lent
+        return freed
+
     def release(self, family: Tuple[Any, ...], slab: Tensor, ordinal: int) -> None:
         self.lent -= _nbytes(slab)
         spare = self.free.setdefault(family, [])

@@ -81,3 +81,28 @@ class StreamBufferSets:
     def release(self, buffers: StreamBuffers) -> None:
         self.idle.append(buffers)
         del self.idle[: max(0, len(self.idle) - self.limit)]
+
+    def release_idle(self) -> int:
+        """Drop the sets no stream holds (the graphs bound to their buffers go first: ``on_evict``); their bytes."""
+        freed = 0
+        for buffers in self.idle:
+            tensors = list(buffers.memory.values()) + list(buffers.shared.values())
+            tensors += [t for io in buffers.io.values() for t in _tensors_of(io)]
+            for t in tensors:
+                if self.on_evict is not None:
+                    self.on_evict(t)
+            storages = {t.untyped_storage().data_ptr(): t.untyped_storage().nbytes() for t in tensors}
+            freed += sum(storages.values())  # (a bucket's logits are a view of the shared buffer: counted once)
+        self.idle.clear()
+        return freed
+
+
+def _tensors_of(io: Any) -> List[Tensor]:
+    """The tensors a bucket's input/output buffers hold (a :class:`~fairseq_stream.model.static.inputs.StaticIO`)."""
+    found: List[Tensor] = []
+    for value in vars(io).values() if hasattr(io, "__dict__") else ():
+        if isinstance(value, Tensor):
+            found.append(value)
+        elif isinstance(value, (list, tuple)):
+            found += [t for t in value if isinstance(t, Tensor)]
+    return found
