@@ -10,6 +10,7 @@ rest (see :func:`fairseq_stream.integration.compat.exit_nonzero_after_skipped_li
 from __future__ import annotations
 
 import logging
+import os
 import re
 import sys
 import unicodedata
@@ -124,3 +125,35 @@ class UnknownWords:
                 "--bpe-codes CODES" if not has_bpe else "check --bpe-codes and --source-lang")
         print(f"fairseq-stream: warning: {unknown} of {total} source tokens are unknown to the dictionary "
               f"(<unk>); the translations will be poor: {hint}", file=sys.stderr, flush=True)
+
+
+def empty_split_file(data_path: str, split: str, src: str, tgt: str) -> Optional[str]:
+    """The binarized file of ``split`` in ``data_path`` that holds no sentence (0 bytes), or None.
+
+    fairseq maps a split's ``.bin`` file into memory, and ``mmap`` refuses an empty file
+    ("cannot mmap an empty file", then an ``AttributeError`` from the dataset's ``__del__``);
+    checked before fairseq opens it."""
+    for pair in (f"{src}-{tgt}", f"{tgt}-{src}"):
+        for lang in (src, tgt):
+            path = os.path.join(data_path, f"{split}.{pair}.{lang}.bin")
+            if os.path.isfile(path) and os.path.getsize(path) == 0:
+                return path
+    return None
+
+
+def no_sentences(split: str, where: str) -> FairseqStreamError:
+    """An input with no sentences: one line, exit 1. fairseq-generate cannot report on zero sentences
+    (fairseq's own raw reader divides by zero there), and an empty split is a preprocessing input that
+    went wrong far more often than a wish to translate nothing; a pipeline should stop, not go on."""
+    return FairseqStreamError(f"--gen-subset {split}: the split has no sentences ({where}); binarize a non-empty "
+                              "file with fairseq-preprocess, or choose another split with --gen-subset")
+
+
+def check_split_has_sentences(data: str, split: str, epoch: int, src: Optional[str], tgt: Optional[str]) -> None:
+    """Refuse, before fairseq opens it, a binarized ``split`` with no sentences (see :func:`no_sentences`)."""
+    paths = [p for p in data.split(os.pathsep) if p] if data else []
+    if not paths or src is None or tgt is None:
+        return
+    empty = empty_split_file(paths[(epoch - 1) % len(paths)], split, src, tgt)
+    if empty is not None:
+        raise no_sentences(split, f"{empty} is empty")

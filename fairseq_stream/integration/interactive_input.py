@@ -17,16 +17,17 @@ for a generator of ours that streams across batches.
 """
 from __future__ import annotations
 
-import fileinput
+import io
 import os
 import queue
 import stat
 import sys
 import threading
 from collections import deque
-from typing import Any, Callable, Deque, Dict, Iterator, List, Optional, Tuple
+from typing import IO, Any, Callable, Deque, Dict, Iterator, List, Optional, Tuple
 
 from fairseq_stream.engine.input_stream import Batch
+from fairseq_stream.errors import FairseqStreamError
 from fairseq_stream.integration.read_ahead import same_batch
 
 _END = object()
@@ -46,9 +47,52 @@ class _Failure:
         self.exc = exc
 
 
+_BOM = "\ufeff"
+
+
+def open_input(path: str) -> IO[str]:
+    """``--input`` (``-`` = stdin) as text: UTF-8 whatever the locale, and bytes that are not UTF-8
+    kept as lone surrogates (``surrogateescape``), so that a bad line is reported by its line
+    number and the others translated (:func:`~fairseq_stream.integration.input_checks.undecodable`)
+    — fairseq's ``fileinput`` stopped the run at the first bad byte of a file. A missing, unreadable
+    or closed input is one line, not a traceback."""
+    if path == "-":
+        return _stdin()
+    if os.path.isdir(path):
+        raise FairseqStreamError(f"--input {path} is a directory; give a text file with one sentence a line "
+                                 "(or - for standard input)")
+    try:
+        return open(path, encoding="utf-8", errors="surrogateescape")
+    except OSError as exc:
+        raise FairseqStreamError(f"--input {path}: cannot read it ({exc.strerror}); give a readable text "
+                                 "file (or - for standard input)") from None
+
+
+def _stdin() -> IO[str]:
+    closed = FairseqStreamError("fairseq-interactive: standard input is closed; pipe the sentences in or give "
+                                "--input FILE")
+    stdin = sys.stdin
+    if stdin is None:  # `<&-`: Python starts without sys.stdin
+        raise closed
+    try:
+        fd = stdin.fileno()
+    except (AttributeError, io.UnsupportedOperation):  # a library's text stream (io.StringIO): read as it is
+        return stdin
+    except (OSError, ValueError):
+        raise closed from None
+    try:
+        os.fstat(fd)
+    except OSError:
+        raise closed from None
+    # A reader of its own on the descriptor (never closing it), not sys.stdin's: that one is
+    # strict UTF-8 in a UTF-8 locale other than C.UTF-8, and one bad byte would end the run.
+    return open(fd, encoding="utf-8", errors="surrogateescape", closefd=False)
+
+
 class LineReader:
-    """The lines of ``path`` (``-`` = stdin), stripped, read the way fairseq's ``buffered_read``
-    reads them (``fileinput``, UTF-8). A regular file is read directly (it never makes a reader
+    """The lines of ``path`` (``-`` = stdin), stripped, as fairseq's ``buffered_read`` reads
+    them, but from :func:`open_input` (a leading UTF-8 byte-order mark is dropped: it made line
+    1's first word ``<unk>``). A regular file is read directly (it never makes a reader
     wait); a pipe or a terminal is read on a daemon thread, so that :meth:`ready` can tell
     which lines have arrived without waiting for more. The thread holds at most ``max_queued``
     lines it has read ahead (then it waits), so memory does not grow with the input."""
@@ -57,19 +101,26 @@ class LineReader:
         self._lines: Deque[str] = deque()  # read, not handed out yet
         self._ended = False
         self._queue: "Optional[queue.Queue[Any]]" = None
-        self._file: Optional[fileinput.FileInput] = None
-        if _is_regular_file(path):
-            self._file = fileinput.FileInput(files=[path], openhook=fileinput.hook_encoded("utf-8"))
-        else:
+        self._first = True  # the next line read is line 1 (its BOM is dropped)
+        stream = open_input(path)  # before the thread: a bad --input is refused here, in one line
+        self._file: Optional[IO[str]] = stream if _is_regular_file(path) else None
+        if self._file is None:
             self._queue = queue.Queue(maxsize=max(1, max_queued))
-            threading.Thread(target=self._run, args=(path,), daemon=True, name="fairseq-stream-input").start()
+            threading.Thread(target=self._run, args=(stream,), daemon=True, name="fairseq-stream-input").start()
 
-    def _run(self, path: str) -> None:
+    def _clean(self, line: str) -> str:
+        if self._first:
+            self._first = False
+            line = line[1:] if line.startswith(_BOM) else line
+        return line.strip()
+
+    def _run(self, stream: IO[str]) -> None:
         assert self._queue is not None
         try:
-            with fileinput.FileInput(files=[path], openhook=fileinput.hook_encoded("utf-8")) as lines:
-                for line in lines:
-                    self._queue.put(line.strip())
+            for line in stream:
+                self._queue.put(self._clean(line))
+            if stream is not sys.stdin:  # ours (a file, or stdin's descriptor, never closed by this)
+                stream.close()
         except BaseException as exc:  # raised in the main thread, where fairseq would have raised it
             self._queue.put(_Failure(exc))
         self._queue.put(_END)
@@ -84,7 +135,7 @@ class LineReader:
                 self._ended = True
                 self._file.close()
                 return False
-            self._lines.append(line.strip())
+            self._lines.append(self._clean(line))
             return True
         assert self._queue is not None
         try:
@@ -188,14 +239,15 @@ def enable() -> None:
     _enabled = True
 
 
-def start(path: str, buffer_size: int, make_batches: MakeBatches) -> Optional[ChunkedInput]:
-    """The run's :class:`ChunkedInput`, or None when read-ahead is off (fairseq's own reading)."""
+def start(path: str, buffer_size: int, make_batches: MakeBatches) -> ChunkedInput:
+    """The run's :class:`ChunkedInput`. Its lines are read by :class:`LineReader` even with
+    read-ahead off (fairseq's own batching, :func:`current` is None then): fairseq's reader
+    ended the run with a traceback at a byte that is not UTF-8, a directory or a closed stdin."""
     global _current
-    if not _enabled:
-        _current = None
-    else:  # the thread may read a few chunks ahead, not the whole input
-        _current = ChunkedInput(LineReader(path, max_queued=max(4 * int(buffer_size), 4096)), buffer_size, make_batches)
-    return _current
+    # the thread may read a few chunks ahead, not the whole input
+    chunked = ChunkedInput(LineReader(path, max_queued=max(4 * int(buffer_size), 4096)), buffer_size, make_batches)
+    _current = chunked if _enabled else None
+    return chunked
 
 
 def current() -> Optional[ChunkedInput]:

@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import collections
 import hashlib
+import io
 import os
 from dataclasses import dataclass
 from typing import Any, Dict, Iterable, Sequence
@@ -103,34 +104,101 @@ def count_prior(sentences: Iterable[Sequence[int]], *, ngram: int, dictionary: A
                       torch.tensor([two[k] for k in keys], dtype=torch.long).view(-1, g))
 
 
+def prior_bytes(prior: NgramPrior) -> bytes:
+    """The file ``prior`` is written as (serialized in memory: the tool writes it whole or not at all)."""
+    buffer = io.BytesIO()
+    torch.save(prior.as_dict(), buffer)
+    return buffer.getvalue()
+
+
 def save_prior(prior: NgramPrior, path: str) -> int:
     """Write ``prior`` to ``path``; returns the file's size in bytes."""
-    torch.save(prior.as_dict(), path)
-    return os.path.getsize(path)
+    data = prior_bytes(prior)
+    with open(path, "wb") as f:
+        f.write(data)
+    return len(data)
 
 
 def load_prior(path: str, *, ngram: int, dictionary: Any) -> NgramPrior:
-    """The prior in ``path``, checked against the run's ``--lookahead-ngram`` and target ``dictionary``."""
-    flag = "--lookahead-prior"
+    """The prior in ``path``, checked against the run's ``--lookahead-ngram`` and target ``dictionary``.
+
+    Its contents are checked here, before the first decode: a token id out of the vocabulary was an
+    IndexError inside the native step, a missing field a KeyError, a table of the wrong width a
+    RuntimeError (issue 80)."""
+    if os.path.isdir(path):
+        raise FairseqStreamError(f"{_FLAG} {path} is a directory; give the prior file itself (built with python -m "
+                                 f"fairseq_stream.tools.lookahead_prior)")
     if not os.path.isfile(path):
-        raise FairseqStreamError(f"{flag} {path}: no such file (build one with python -m "
+        raise FairseqStreamError(f"{_FLAG} {path}: no such file (build one with python -m "
                                  f"fairseq_stream.tools.lookahead_prior)")
     try:
         state = torch.load(path, map_location="cpu", weights_only=True)
     except Exception as err:  # a truncated or foreign file: say which, not torch's unpickling traceback
-        raise FairseqStreamError(f"{flag} {path}: not a readable lookahead prior ({type(err).__name__}); "
+        raise FairseqStreamError(f"{_FLAG} {path}: not a readable lookahead prior ({type(err).__name__}); "
                                  f"rebuild it with python -m fairseq_stream.tools.lookahead_prior") from None
     if not isinstance(state, dict) or state.get("format") != FORMAT:
-        raise FairseqStreamError(f"{flag} {path}: not a lookahead prior (build one with python -m "
+        raise FairseqStreamError(f"{_FLAG} {path}: not a lookahead prior (build one with python -m "
                                  f"fairseq_stream.tools.lookahead_prior)")
     if state.get("version") != VERSION:
-        raise FairseqStreamError(f"{flag} {path}: version {state.get('version')} of the format, this package reads "
+        raise FairseqStreamError(f"{_FLAG} {path}: version {state.get('version')} of the format, this package reads "
                                  f"{VERSION}; rebuild it")
+    _check_fields(state, path)
     if state["vocab"] != len(dictionary) or state["digest"] != dictionary_digest(dictionary):
-        raise FairseqStreamError(f"{flag} {path}: counted with another target dictionary ({state['vocab']} types, "
+        raise FairseqStreamError(f"{_FLAG} {path}: counted with another target dictionary ({state['vocab']} types, "
                                  f"the model's has {len(dictionary)}); rebuild it with the model's dict")
     if state["ngram"] != ngram:
-        raise FairseqStreamError(f"{flag} {path}: counted for --lookahead-ngram {state['ngram']}, the run has "
+        raise FairseqStreamError(f"{_FLAG} {path}: counted for --lookahead-ngram {state['ngram']}, the run has "
                                  f"{ngram}; use that or rebuild it with --ngram {ngram}")
+    _check_tables(state, path)
     return NgramPrior(int(state["ngram"]), int(state["vocab"]), str(state["digest"]), state["unigram"].long(),
                       state["bigram_keys"].long(), state["bigram"].long())
+
+
+_FLAG = "--lookahead-prior"
+_REBUILD = "rebuild it with python -m fairseq_stream.tools.lookahead_prior"
+#: a prior's fields and what each must be (:meth:`NgramPrior.as_dict`)
+_FIELDS = {"ngram": "an integer", "vocab": "an integer", "digest": "a string", "unigram": "an integer tensor",
+           "bigram_keys": "an integer tensor", "bigram": "an integer tensor"}
+
+
+def _is_int_tensor(value: Any) -> bool:
+    return isinstance(value, Tensor) and not value.dtype.is_floating_point and not value.dtype.is_complex \
+        and value.dtype != torch.bool
+
+
+def _check_fields(state: Dict[str, Any], path: str) -> None:
+    """Every field there, of its type."""
+    for name, kind in _FIELDS.items():
+        if name not in state:
+            raise FairseqStreamError(f"{_FLAG} {path}: the field {name!r} is missing; {_REBUILD}")
+        value = state[name]
+        ok = (_is_int_tensor(value) if kind.endswith("tensor") else isinstance(value, str) if kind == "a string"
+              else isinstance(value, int) and not isinstance(value, bool))
+        if not ok:
+            what = f"{value.dtype} tensor" if isinstance(value, Tensor) else type(value).__name__
+            raise FairseqStreamError(f"{_FLAG} {path}: the field {name!r} must be {kind}, it is a {what}; {_REBUILD}")
+
+
+def _check_tables(state: Dict[str, Any], path: str) -> None:
+    """The tables' shapes (N and N − 1 columns, a key per continuation) and ids (tokens in the vocabulary,
+    keys ``prev · vocab + last`` below vocab², sorted for the lookup's binary search)."""
+    n, vocab = int(state["ngram"]), int(state["vocab"])
+    unigram, keys, bigram = state["unigram"], state["bigram_keys"], state["bigram"]
+    for name, table, width in (("unigram", unigram, n), ("bigram", bigram, n - 1)):
+        if table.dim() != 2 or table.size(1) != width:
+            raise FairseqStreamError(f"{_FLAG} {path}: the table {name!r} has shape {tuple(table.shape)}, expected "
+                                     f"(rows, {width}) for N = {n}; {_REBUILD}")
+    if keys.dim() != 1 or keys.numel() != bigram.size(0):
+        raise FairseqStreamError(f"{_FLAG} {path}: 'bigram_keys' has shape {tuple(keys.shape)}, expected "
+                                 f"({bigram.size(0)},), one key per row of 'bigram'; {_REBUILD}")
+    for name, table, bound in (("unigram", unigram, vocab), ("bigram", bigram, vocab),
+                               ("bigram_keys", keys, vocab * vocab)):
+        wide = table.long()  # int16/int32 on file: a bound beyond their range would wrap
+        bad = (wide < 0) | (wide >= bound)
+        if bool(bad.any()):
+            value = int(wide[bad][0])
+            raise FairseqStreamError(f"{_FLAG} {path}: {name!r} holds {value}, outside [0, {bound}) for a "
+                                     f"dictionary of {vocab} types; {_REBUILD}")
+    wide = keys.long()
+    if keys.numel() > 1 and not bool((wide[1:] > wide[:-1]).all()):
+        raise FairseqStreamError(f"{_FLAG} {path}: 'bigram_keys' is not sorted (strictly increasing); {_REBUILD}")

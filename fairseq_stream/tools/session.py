@@ -17,17 +17,21 @@ from typing import Any, Dict, List, Optional, Sequence
 
 import torch
 from fairseq import checkpoint_utils, options, tasks, utils
+from fairseq.dataclass.configs import GenerationConfig
 from fairseq.dataclass.utils import convert_namespace_to_omegaconf
+from fairseq.tasks import TASK_DATACLASS_REGISTRY
 from omegaconf import open_dict
 
 from fairseq_stream.integration.generator import StreamGenerator
-from fairseq_stream.errors import FairseqStreamError
+from fairseq_stream.errors import FairseqStreamError, memory_errors
 from fairseq_stream.integration.input_checks import is_blank
 from fairseq_stream.integration.read_ahead import ReadAhead
 from fairseq_stream.integration.run_context import RunContext
 from fairseq_stream.integration.build import build_generator
 from fairseq_stream.engine.stats import DecodeStats
+from fairseq_stream.engine.output_paths import check_output_path, write_text_checked
 from fairseq_stream.integration.text import BpeCodes, detokenize, tokenize
+from fairseq_stream.tools import session_args
 
 PACKAGE_DIR = os.path.dirname(os.path.abspath(__file__))
 
@@ -87,6 +91,12 @@ class TranslationSession:
 
         ``dtype=torch.float64`` runs the models in double precision (the exactness tests).
         """
+        data_dir = session_args.check_path("load(data_dir)", data_dir)
+        checkpoints = session_args.check_path("load(checkpoints)", checkpoints)
+        bpe_codes = session_args.check_path("load(bpe_codes=...)", bpe_codes, optional=True)
+        extra_args = session_args.check_extra_args(extra_args)
+        if dtype is not None and not isinstance(dtype, torch.dtype):
+            raise session_args.refuse("load(dtype=...)", "None or a torch.dtype such as torch.float64", dtype)
         argv = [data_dir, "--user-dir", PACKAGE_DIR, "--path", checkpoints, *extra_args]
         if cpu:
             argv.append("--cpu")
@@ -106,6 +116,20 @@ class TranslationSession:
                 model.to(dtype)
         return cls(cfg, task, models, bpe_codes=bpe_codes)
 
+    def close(self) -> None:
+        """Give back the memory the models keep for later runs (``release_cached_memory``: free cache buffers,
+        logits buffers, bucket states, step graphs); the session stays usable (a later call fills them again).
+        fairseq-generate and fairseq-interactive need no such call: their process ends."""
+        from fairseq_stream.model.model_step import release_cached_memory
+
+        release_cached_memory(self.models)
+
+    def __enter__(self) -> "TranslationSession":
+        return self
+
+    def __exit__(self, *exc: Any) -> None:
+        self.close()
+
     @property
     def source_lang(self) -> str:
         return self.cfg.task.source_lang
@@ -123,7 +147,7 @@ class TranslationSession:
         """Raw source sentences → a fairseq dataset (:meth:`source_text` of each)."""
         src_dict = self.task.source_dictionary
         tokens = []
-        for line in lines:
+        for line in session_args.check_lines(lines):
             tokens.append(src_dict.encode_line(self.source_text(line), add_if_not_exist=False, append_eos=True).long())
         lengths = [t.numel() for t in tokens]
         return self.task.build_dataset_for_inference(tokens, lengths)
@@ -133,12 +157,19 @@ class TranslationSession:
 
     def _build(self, search: str, gen: Dict[str, Any], opts: Dict[str, Any]) -> "tuple[Any, Any]":
         """The generator and the decoding options it was built with."""
+        if not isinstance(search, str):
+            raise session_args.refuse("translate(search=...)", "a --search name (str) such as 'var-stream'", search)
+        gen = session_args.check_options("translate(gen=...)", gen, GenerationConfig)
+        opts = session_args.check_options("translate(opts=...)", opts, TASK_DATACLASS_REGISTRY.get(self.cfg.task._name))
         gen_cfg = _override(self.cfg.generation, gen, "generation")
         stream_opts = _override(self.cfg.task, dict(opts, search=search), "decoding")
         generator = build_generator(  # validates the whole run (engine.validation.validate_run)
             search, self.task, self.models, gen_cfg, stream_opts,
             extra_gen_cls_kwargs={"lm_model": None, "lm_weight": 0.0},
         )
+        if stream_opts.stream_stats:  # translate() writes it after the decode: never over a checkpoint read here
+            check_output_path(stream_opts.stream_stats, "--stream-stats", inputs=[
+                ("the checkpoint of --path", p) for p in utils.split_paths(self.cfg.common_eval.path or "")])
         return generator, stream_opts
 
     def translate(
@@ -158,7 +189,12 @@ class TranslationSession:
 
         ``required_batch_size_multiple`` defaults to fairseq's (8): batches are cut to multiples of it.
         """
-        generator, stream_opts = self._build(search, gen or {}, opts or {})
+        session_args.check_dataset(dataset)
+        max_tokens = session_args.check_count("translate(max_tokens=...)", max_tokens)
+        batch_size = session_args.check_count("translate(batch_size=...)", batch_size)
+        required_batch_size_multiple = session_args.check_count("translate(required_batch_size_multiple=...)",
+                                                                required_batch_size_multiple)
+        generator, stream_opts = self._build(search, gen, opts)
         itr = self.batches(dataset, max_tokens, batch_size, required_batch_size_multiple,
                             input_order=stream_opts.stream_input_order)
         if isinstance(generator, StreamGenerator) and not stream_opts.stream_per_batch:
@@ -169,7 +205,7 @@ class TranslationSession:
         bar = _progress(len(dataset)) if progress else None
         self._synchronize()
         start = time.perf_counter()
-        with torch.no_grad():
+        with torch.no_grad(), memory_errors():  # an allocation that fails: one line naming the options to lower
             for sample in itr:
                 if self.use_cuda:
                     sample = utils.move_to_cuda(sample)
@@ -189,6 +225,8 @@ class TranslationSession:
         stats.sentences = len(hypos)
         stats.wall_seconds = wall
         stats.target_tokens = sum(int(h[0]["tokens"].numel()) for h in hypos)
+        if stream_opts.stream_stats:  # as fairseq-generate's: whole or not at all, a failure one line
+            write_text_checked(stream_opts.stream_stats, stats.to_json(search), "--stream-stats")
         result = TranslationResult(hypos=hypos, stats=stats)  # type: ignore[arg-type]
         if postprocess:
             result.strings = [self.detokenize(h[0]["tokens"]) for h in result.hypos]

@@ -80,7 +80,7 @@ def test_the_tool_counts_a_text_with_the_models_dictionary(tmp_path, capsys):
     d = Dictionary.load(os.path.join(DEMO, "dict.en.txt"))
     assert prior.bigram_guesses(torch.tensor([d.index("In")]), torch.tensor([d.index("the")]), d.pad()).tolist() == \
         [[d.index("beginning"), d.index(","), d.index("God")]]
-    with pytest.raises(SystemExit, match="no sentences"):
+    with pytest.raises(FairseqStreamError, match="no sentences"):
         empty = tmp_path / "empty.en"
         empty.write_text("\n", encoding="utf-8")
         tool.main(["--dict", os.path.join(DEMO, "dict.en.txt"), "--text", str(empty), "--out", out])
