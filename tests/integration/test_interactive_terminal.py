@@ -61,7 +61,7 @@ class _Terminal:
             pass
 
 
-@pytest.mark.parametrize("extra", [["--stream-per-batch"], []])
+@pytest.mark.parametrize("extra", [["--stream-per-batch"], pytest.param([], marks=pytest.mark.slow)])
 def test_a_line_typed_at_a_terminal_is_decoded_once(tmp_path, extra):
     stats = tmp_path / "stats.json"
     exe = os.path.join(os.path.dirname(sys.executable), "fairseq-interactive")

@@ -166,8 +166,8 @@ def _tool(module: str, *args: str) -> subprocess.CompletedProcess:
                           env=dict(os.environ, PYTHONWARNINGS="ignore", OMP_NUM_THREADS="1"))
 
 
-@pytest.mark.parametrize("tool", ["bench-json", "bench-row-stats", "demo-outputs", "frontier-out-read-only"] + [
-    pytest.param(t, marks=pytest.mark.slow) for t in ("demo-outputs-read-only", "bench-json-is-src")])
+@pytest.mark.parametrize("tool", ["bench-json", "demo-outputs", "frontier-out-read-only"] + [
+    pytest.param(t, marks=pytest.mark.slow) for t in ("bench-row-stats", "demo-outputs-read-only", "bench-json-is-src")])
 def test_tool_outputs_are_checked_before_the_work(tool, tmp_path):
     """Was: bench --json /dev/full, a row's stream_stats=/dev/full, demo --outputs /dev/full or read-only,
     frontier --out in a read-only folder: a traceback after the whole run."""

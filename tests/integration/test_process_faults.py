@@ -84,7 +84,7 @@ def _closed_pipe() -> int:
     return write
 
 
-STDOUT_FAULTS = ["dev-full", "file-size-limit", "reader-gone", "closed"]
+STDOUT_FAULTS = ["dev-full", pytest.param("file-size-limit", marks=pytest.mark.slow), "reader-gone", "closed"]
 
 
 @pytest.mark.parametrize("tool", ["generate", pytest.param("interactive", marks=pytest.mark.slow)])
@@ -121,6 +121,7 @@ def test_a_failing_stdout_ends_the_run_as_a_unix_tool(small_bin, tmp_path, tool,
         _one_line(proc, "stdout", "disk is full" if fault == "dev-full" else "ulimit -f")
 
 
+@pytest.mark.slow  # a decode in a subprocess; the fast tier keeps the stdout and memory cases
 def test_a_failing_results_file_names_results_path(small_bin, tmp_path):
     """The same fault on --results-path's file names that file (was: an OSError traceback)."""
     proc = _run(_generate(small_bin, "--results-path", str(tmp_path / "out")), stdout=subprocess.DEVNULL,
@@ -130,7 +131,8 @@ def test_a_failing_results_file_names_results_path(small_bin, tmp_path):
 
 # ---- the data loader ----
 
-@pytest.mark.parametrize("limit", [pytest.param((resource.RLIMIT_NOFILE, 24), marks=pytest.mark.slow), (resource.RLIMIT_FSIZE, 512)],
+@pytest.mark.slow  # two decodes each, ~8 s
+@pytest.mark.parametrize("limit", [(resource.RLIMIT_NOFILE, 24), (resource.RLIMIT_FSIZE, 512)],
                          ids=["open-files", "file-size"])
 def test_a_data_loader_that_cannot_pass_batches_does_not_hang(small_bin, limit):
     """ulimit -n 24 / ulimit -f: fairseq's data-loader worker cannot hand its batch over (no descriptor left;
@@ -190,6 +192,7 @@ def test_out_of_memory_while_decoding_is_one_line(demo_bin):
     _one_line(proc, "out of host memory", "while decoding", "--stream-capacity (512)", "--beam (200)", "ulimit -v")
 
 
+@pytest.mark.slow  # a decode in a subprocess; the fast tier keeps the stdout and memory cases
 def test_out_of_memory_in_a_python_session_is_one_error():
     """TranslationSession.translate under a memory limit (was: a raw RuntimeError)."""
     proc = _under_memory_limit(f"""
@@ -211,6 +214,7 @@ def test_out_of_memory_in_a_python_session_is_one_error():
     assert "out of host memory" in proc.stdout and "--stream-capacity" in proc.stdout, proc.stdout
 
 
+@pytest.mark.slow  # a decode in a subprocess; the fast tier keeps the stdout and memory cases
 def test_a_capacity_above_the_input_costs_nothing(small_bin):
     """--stream-capacity 1000000 on 12 sentences: no more than 12 are ever in flight (was: a warning that the
     run "may need about 11444 GiB")."""

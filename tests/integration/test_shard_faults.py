@@ -258,7 +258,7 @@ def _stop_mid_run(work, data, signum):
     return proc, out, err, workers
 
 
-@pytest.mark.parametrize("signum", [signal.SIGTERM, signal.SIGINT])
+@pytest.mark.parametrize("signum", [signal.SIGTERM, pytest.param(signal.SIGINT, marks=pytest.mark.slow)])
 def test_a_signal_to_the_parent_stops_its_workers_and_says_how_to_resume(demo_bin, tmp_path, signum):
     work = tmp_path / "work"
     proc, out, err, workers = _stop_mid_run(work, demo_bin, signum)
