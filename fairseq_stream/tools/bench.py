@@ -28,6 +28,12 @@ models (``float16``/``bfloat16`` are meant for GPUs). Each row names the backend
 operator ran on (the run's ``step_backends`` statistic, e.g. ``beam_step=cpp``); a row option
 ``step_backend=...`` chooses it. Bad arguments are one ``fairseq-stream: error:`` line, exit
 status 2, before anything is decoded: every row's generator is built first (:func:`check_runs`).
+
+Its figures are **warmed**: one process, the model loaded once, each row warmed up before it is timed,
+the session's own clock. That is what A/B work on the engine wants (one-off costs out, small differences
+seen); the table says so in a line above it and ``--json`` in ``meta.timing``. A figure a user should be
+able to reproduce with their own command comes from ``python -m fairseq_stream.tools.user_bench``
+instead: a fresh ``fairseq-generate`` per run, fairseq's own timer, true batch 1 (issue 79).
 """
 from __future__ import annotations
 
@@ -53,6 +59,9 @@ from fairseq_stream.engine.output_paths import check_output_path, data_files, wr
 DTYPES = {"float32": None, "float16": torch.float16, "bfloat16": torch.bfloat16}  # None: as loaded
 REPO_DIR = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 DEMO_DIR = find_demo_dir()  # the checkout's user_dir_examples/demo, or the installed copy
+#: the line above the table (and meta.timing of --json): these figures are not a user's cold command's
+WARMED_NOTE = ("warmed: one process, each row warmed up untimed before its timed runs (the user's cold command: "
+               "python -m fairseq_stream.tools.user_bench)")
 
 
 @dataclass
@@ -649,6 +658,7 @@ def main(argv: Optional[Sequence[str]] = None) -> None:
         batch_size=args.batch_size, pool_size=args.pool_size, progress=not args.no_progress,
         log=lambda m: print(m, file=sys.stderr), trace_dir=args.trace_dir,
     )
+    print(WARMED_NOTE)
     print(format_table(rows))
     if args.costs or (args.device == "cuda" and not args.no_costs):
         measure_costs(session, sources, runs, rows, device=args.device, max_tokens=args.max_tokens,
@@ -661,7 +671,7 @@ def main(argv: Optional[Sequence[str]] = None) -> None:
 
 def write_json(args: argparse.Namespace, rows: List[Dict[str, Any]], sentences: int) -> None:
     """The rows and how they were measured (what ``scripts/gpu/gpu_report.py`` reads)."""
-    meta = {"threads": torch.get_num_threads(), "sentences": sentences, "repeats": args.repeats,
+    meta = {"timing": "warmed", "threads": torch.get_num_threads(), "sentences": sentences, "repeats": args.repeats,
             "warmup": args.warmup, "device": args.device, "dtype": args.dtype, "batch_size": args.batch_size,
             "max_tokens": args.max_tokens, "pool_size": args.pool_size, "path": args.path,
             "torch": torch.__version__, "cuda": torch.version.cuda,

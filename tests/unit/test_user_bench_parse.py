@@ -1,0 +1,143 @@
+"""The user-command harness's pieces without a model: fairseq's closing line, the run order, the table's cells."""
+import sys
+
+import pytest
+import torch
+
+from fairseq_stream.errors import UsageError
+from fairseq_stream.tools import user_bench as ub
+
+# Lines as fairseq-generate 0.12 prints them (logging on stderr), the first from a real demo run.
+REAL = "INFO:fairseq_cli.generate:Translated 4 sentences (107 tokens) in 0.1s (27.93 sentences/s, 747.08 tokens/s)"
+THOUSANDS = ("2026-12-05 10:00:01 | INFO | fairseq_cli.generate | Translated 1,000 sentences (23,456 tokens) in 12.3s "
+             "(81.30 sentences/s, 1907.00 tokens/s)")
+NOTHING = "INFO:fairseq_cli.generate:Translated 0 sentences (0 tokens) in 0.0s (0.00 sentences/s, 0.00 tokens/s)"
+
+
+def test_the_closing_line_gives_the_timer_sum_to_four_digits():
+    found = ub.parse_closing_line("INFO:fairseq_cli.generate:NOTE: ...\n" + REAL + "\nWARNING: BLEU on BPE tokens\n")
+    assert (found.sentences, found.tokens) == (4, 107)
+    assert found.seconds == pytest.approx(107 / 747.08)  # 0.1432 s, where the printed figure says 0.1 s
+    big = ub.parse_closing_line(THOUSANDS)
+    assert (big.sentences, big.tokens) == (1000, 23456)
+    assert big.seconds == pytest.approx(12.3, abs=0.05)
+
+
+def test_nothing_translated_reads_zero_and_no_line_reads_none():
+    found = ub.parse_closing_line(NOTHING)
+    assert (found.sentences, found.tokens, found.seconds) == (0, 0, 0.0)
+    assert ub.parse_closing_line("INFO:fairseq_cli.generate:loading model(s)\n") is None
+
+
+def test_a_line_without_rates_and_the_last_of_several():
+    assert ub.parse_closing_line("Translated 3 sentences (9 tokens) in 0.4s\n").seconds == pytest.approx(0.4)
+    assert ub.parse_closing_line(REAL + "\n" + THOUSANDS).sentences == 1000
+
+
+def test_sentence_lines_are_read_by_id():
+    out = "S-1\tsrc\nH-1\t-0.5\tHe said@@ s\nD-1\t-0.5\tHe says\nH-0\t-0.1\tYes .\nP-0\t-0.1 -0.2\n"
+    assert ub.sentence_lines(out, "H") == {0: "Yes .", 1: "He said@@ s"}
+    assert ub.sentence_lines(out, "D") == {1: "He says"}
+
+
+def test_runs_are_round_robin_over_the_rows():
+    assert ub.interleaved(3, 2) == [(0, 0), (0, 1), (0, 2), (1, 0), (1, 1), (1, 2)]
+    assert ub.interleaved(2, 1) == [(0, 0), (0, 1)]
+
+
+def test_the_median_ratio_and_identity_of_a_table():
+    rows = [ub.Row("greedy", reference="greedy"), ub.Row("spec", reference="greedy", identical_to="greedy"),
+            ub.Row("other", reference="greedy", identical_to="greedy")]
+    runs = [[ub.RunResult(s, ["a b", "c"], ["a b", "c"]) for s in (3.0, 1.0, 2.0)],
+            [ub.RunResult(s, ["a b", "c"], ["a b", "c"]) for s in (1.0, 9.0, 0.5)],
+            [ub.RunResult(1.0, ["a b", "d"], ["a b", "d"])]]
+    table = ub.summarise(rows, [["cmd", "x y"]] * 3, runs, ["a b", "c"])
+    assert [r["median"] for r in table] == [2.0, 1.0, 1.0]
+    assert table[1]["ratio"] == pytest.approx(0.5)
+    assert table[0]["command"] == "cmd 'x y'"
+    assert (table[1]["identical"], table[2]["identical"]) == (2, 1)
+    text = ub.format_table(ub.ModelDir("/m/demo", "es", "en"), table, 3)
+    assert "| spec | 1.000 | 0.50× greedy |" in text and "identical to greedy (2/2)" in text
+    assert "**NOT identical** to greedy (1/2)" in text
+
+
+def _model(tmp_path, draft=True):
+    return ub.ModelDir(str(tmp_path), "es", "en", draft=str(tmp_path / "draft.pt") if draft else None)
+
+
+def test_presets_mark_what_must_be_identical_and_say_what_is_left_out(tmp_path):
+    rows, skipped = ub.rows_for(_model(tmp_path, draft=False), ["batch1", "k5"], [], "ctranslate2 is not importable")
+    by = {r.label: r for r in rows}
+    assert "speculative" not in by and any("draft.pt" in s for s in skipped)
+    assert any(s.startswith("CTranslate2 rows: ctranslate2 is not importable") for s in skipped)
+    assert by["gs-jacobi"].identical_to == "greedy" and by["gs-jacobi"].options[-6:] == ub.BATCH1
+    assert by["fixed-ours --beam-finalize fairseq k=5"].identical_to == "fairseq beam k=5"
+    (tmp_path / "ct2").mkdir()
+    rows, _ = ub.rows_for(_model(tmp_path), ["k5"], [], str(tmp_path / "ct2"))
+    ct2 = [r for r in rows if r.ct2]
+    assert [r.label for r in ct2] == ["CTranslate2 float32 k5", "CTranslate2 int8 k5"] and ct2[0].ct2["k"] == 5
+
+
+def test_custom_rows_and_their_mistakes(tmp_path):
+    rows, _ = ub.rows_for(_model(tmp_path), [], ["g=--search fixed-ours --beam 1", "s=--search speculative --beam 1"],
+                          None, ["s=g"])
+    assert rows[1].options == ["--search", "speculative", "--beam", "1"] and rows[1].identical_to == "g"
+    assert rows[1].reference == "g"
+    for runs, identical in ((["no label"], []), (["a=--beam 1", "a=--beam 2"], []), (["a=--beam 1"], ["a=b"]),
+                            (["a=--beam '1"], [])):
+        with pytest.raises(UsageError):
+            ub.rows_for(_model(tmp_path), [], runs, None, identical)
+
+
+def test_a_ctranslate2_run_is_read_from_its_process():
+    cmd = [sys.executable, "-c", "import json; print(json.dumps({'seconds': 0.25, 'outputs': ['He said@@ s .']}))"]
+    result = ub.run_ct2(cmd, {}, "ct2", "en")
+    assert (result.seconds, result.hypotheses, result.detokenised) == (0.25, ["He said@@ s ."], ["He saids."])
+
+
+def test_a_bad_model_folder_is_one_line(tmp_path):
+    with pytest.raises(UsageError, match="not a folder"):
+        ub.load_model_dir(str(tmp_path / "missing"))
+    with pytest.raises(UsageError, match="no checkpoint.pt"):
+        ub.load_model_dir(str(tmp_path))
+    (tmp_path / "bpe.codes").write_text("#version: 0.2\n")
+    torch.save({"cfg": {"task": {}, "model": {}}}, tmp_path / "checkpoint.pt")
+    with pytest.raises(UsageError, match="records no language pair"):
+        ub.load_model_dir(str(tmp_path))
+    (tmp_path / "checkpoint.pt").write_text("not a checkpoint")
+    with pytest.raises(UsageError, match="cannot be read") as err:
+        ub.load_model_dir(str(tmp_path))
+    assert "\n" not in str(err.value)
+
+
+def test_the_cpu_is_named_with_its_instructions():
+    name = ub.cpu_name()
+    assert name.endswith(")") and any(isa in name for isa in ("AVX-512 VNNI", "AVX-512", "AVX2", "no AVX2"))
+
+
+FAKE_CT2 = '''
+class _Result:
+    def __init__(self, tokens):
+        self.hypotheses = [list(tokens)]
+
+
+class Translator:
+    def __init__(self, model_dir, device="cpu", compute_type="default", **threads):
+        assert threads == {"intra_threads": 1, "inter_threads": 1}
+
+    def translate_batch(self, source, beam_size=1, max_batch_size=0, **kwargs):
+        assert beam_size == 5 and max_batch_size == 64
+        return [_Result(reversed(tokens)) for tokens in source]
+'''
+
+
+def test_a_ctranslate2_row_runs_bench_vs_ctranslate2s_row_in_its_own_process(tmp_path):
+    """The child process imports the script's row (a stand-in ctranslate2 here: it reverses the tokens)."""
+    (tmp_path / "ctranslate2.py").write_text(FAKE_CT2)
+    row = ub.Row("CTranslate2 float32 k5", ct2={"model": str(tmp_path), "compute_type": "float32", "k": 5, "batch": 64})
+    cmds = ub.row_commands(ub.ModelDir(str(tmp_path), "es", "en"), "data", [row], [["wor@@", "ld", "Hello"]],
+                           str(tmp_path))
+    env = dict(__import__("os").environ, PYTHONPATH=str(tmp_path), PYTHONWARNINGS="ignore")
+    result = ub.run_ct2(cmds[0], env, row.label, "en")
+    assert result.hypotheses == ["Hello ld wor@@"] and result.detokenised == ["Hello ld wor"]
+    assert result.seconds >= 0
