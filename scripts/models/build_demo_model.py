@@ -23,12 +23,14 @@ the demo and the benchmarks translate. Training used 2 CPU threads for about an 
 from __future__ import annotations
 
 import argparse
+import io
 import os
 import shutil
 import subprocess
 import sys
+from dataclasses import dataclass
 from pathlib import Path
-from typing import List
+from typing import List, Sequence
 
 REPO = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(REPO))
@@ -37,21 +39,40 @@ from fairseq_stream.integration.text import BpeCodes, tokenize  # noqa: E402
 
 SRC, TGT = "es", "en"
 HELDOUT_EVERY = 30
+SPLITS = ("train", "valid", "test")
 
 
-def _tool(name: str) -> str:
+@dataclass(frozen=True)
+class Recipe:
+    """A pre-norm transformer's shape and training settings; the defaults are the demo model's.
+    ``joint``: one dictionary for both languages and all embeddings shared (else only the
+    decoder's input and output embeddings)."""
+    encoder_layers: int = 3
+    decoder_layers: int = 3
+    dim: int = 256
+    ffn: int = 1024
+    heads: int = 4
+    joint: bool = True
+    dropout: float = 0.2
+    lr: float = 0.0015
+    warmup: int = 600
+    label_smoothing: float = 0.1
+    seed: int = 1
+
+
+def tool(name: str) -> str:
     """A console script of the Python running this script (its virtual environment's fairseq,
     also where that environment is not on PATH)."""
     path = Path(sys.executable).parent / name
     return str(path) if path.exists() else name
 
 
-def _read(path: Path) -> List[str]:
+def read_lines(path: Path) -> List[str]:
     with open(path, encoding="utf-8") as f:
         return [line.rstrip("\n") for line in f]
 
 
-def _write(path: Path, lines: List[str]) -> None:
+def write_lines(path: Path, lines: List[str]) -> None:
     path.parent.mkdir(parents=True, exist_ok=True)
     with open(path, "w", encoding="utf-8") as f:
         f.writelines(line + "\n" for line in lines)
@@ -60,39 +81,84 @@ def _write(path: Path, lines: List[str]) -> None:
 def split_corpus(corpus: Path, raw: Path) -> None:
     """train → train + held-out test (every 30th pair); valid stays valid."""
     for lang in (SRC, TGT):
-        lines = _read(corpus / f"train.{lang}")
-        _write(raw / f"train.{lang}", [s for n, s in enumerate(lines, 1) if n % HELDOUT_EVERY])
-        _write(raw / f"test.{lang}", [s for n, s in enumerate(lines, 1) if not n % HELDOUT_EVERY])
+        lines = read_lines(corpus / f"train.{lang}")
+        write_lines(raw / f"train.{lang}", [s for n, s in enumerate(lines, 1) if n % HELDOUT_EVERY])
+        write_lines(raw / f"test.{lang}", [s for n, s in enumerate(lines, 1) if not n % HELDOUT_EVERY])
         shutil.copy(corpus / f"valid.{lang}", raw / f"valid.{lang}")
+
+
+def tokenise_splits(raw: Path, tok: Path) -> None:
+    """sacremoses tokenisation of every split of both languages."""
+    for split in SPLITS:
+        for lang in (SRC, TGT):
+            print(f"tokenising {split}.{lang}", flush=True)
+            write_lines(tok / f"{split}.{lang}", [tokenize(s, lang) for s in read_lines(raw / f"{split}.{lang}")])
+
+
+def learn_codes(texts: Sequence[Path], codes: Path, merges: int) -> None:
+    """subword-nmt BPE codes of ``merges`` merges learnt on the lines of ``texts`` together."""
+    from subword_nmt.learn_bpe import learn_bpe
+
+    lines: List[str] = []
+    for text in texts:
+        lines += read_lines(text)
+    print(f"learning {merges} BPE merges on {', '.join(t.name for t in texts)}", flush=True)
+    with open(codes, "w", encoding="utf-8") as fout:
+        learn_bpe(io.StringIO("".join(line + "\n" for line in lines)), fout, merges)
+
+
+def apply_codes(codes: Path, tok: Path, bpe: Path, lang: str) -> None:
+    bpe_codes = BpeCodes(str(codes))
+    for split in SPLITS:
+        write_lines(bpe / f"{split}.{lang}", bpe_codes.apply_all(read_lines(tok / f"{split}.{lang}")))
+
+
+def binarize(bpe: Path, dest: Path, src: str, tgt: str, joined: bool) -> None:
+    """``fairseq-preprocess`` of the BPE'd splits: one joint dictionary or one per language."""
+    subprocess.run(
+        [
+            tool("fairseq-preprocess"), "--source-lang", src, "--target-lang", tgt,
+            "--trainpref", str(bpe / "train"), "--validpref", str(bpe / "valid"),
+            "--testpref", str(bpe / "test"), "--destdir", str(dest),
+            *(["--joined-dictionary"] if joined else []), "--workers", "2",
+        ],
+        check=True,
+    )
 
 
 def prepare(corpus: Path, work: Path, bpe_merges: int) -> None:
     raw, tok, bpe = work / "raw", work / "tok", work / "bpe"
     split_corpus(corpus, raw)
-    for split in ("train", "valid", "test"):
-        for lang in (SRC, TGT):
-            print(f"tokenising {split}.{lang}", flush=True)
-            _write(tok / f"{split}.{lang}", [tokenize(s, lang) for s in _read(raw / f"{split}.{lang}")])
-    joint = tok / "train.joint"
-    _write(joint, _read(tok / f"train.{SRC}") + _read(tok / f"train.{TGT}"))
-    from subword_nmt.learn_bpe import learn_bpe
+    tokenise_splits(raw, tok)
+    learn_codes([tok / f"train.{SRC}", tok / f"train.{TGT}"], work / "bpe.codes", bpe_merges)
+    for lang in (SRC, TGT):
+        apply_codes(work / "bpe.codes", tok, bpe, lang)
+    binarize(bpe, work / "bin", SRC, TGT, joined=True)
 
-    print(f"learning {bpe_merges} joint BPE merges", flush=True)
-    with open(joint, encoding="utf-8") as fin, open(work / "bpe.codes", "w", encoding="utf-8") as fout:
-        learn_bpe(fin, fout, bpe_merges)
-    codes = BpeCodes(str(work / "bpe.codes"))
-    for split in ("train", "valid", "test"):
-        for lang in (SRC, TGT):
-            _write(bpe / f"{split}.{lang}", codes.apply_all(_read(tok / f"{split}.{lang}")))
-    subprocess.run(
-        [
-            _tool("fairseq-preprocess"), "--source-lang", SRC, "--target-lang", TGT,
-            "--trainpref", str(bpe / "train"), "--validpref", str(bpe / "valid"),
-            "--testpref", str(bpe / "test"), "--destdir", str(work / "bin"),
-            "--joined-dictionary", "--workers", "2",
-        ],
-        check=True,
-    )
+
+def train_command(data: Path, save_dir: Path, recipe: Recipe, stop: Sequence[str], keep: Sequence[str]) -> List[str]:
+    """fairseq-train of ``recipe`` on ``data`` into ``save_dir`` (resumes from its checkpoint_last.pt);
+    ``stop``: when to stop (--max-update, --stop-time-hours, --max-epoch); ``keep``: which interval
+    checkpoints to keep."""
+    r = recipe
+    share = ["--share-all-embeddings"] if r.joint else ["--share-decoder-input-output-embed"]
+    return [
+        # --user-dir: our safe checkpoint loading lets torch >= 2.6 resume an interrupted run.
+        tool("fairseq-train"), str(data), "--user-dir", str(REPO / "fairseq_stream"),
+        "--cpu", "--arch", "transformer", *share,
+        "--encoder-layers", str(r.encoder_layers), "--decoder-layers", str(r.decoder_layers),
+        "--encoder-embed-dim", str(r.dim), "--decoder-embed-dim", str(r.dim),
+        "--encoder-ffn-embed-dim", str(r.ffn), "--decoder-ffn-embed-dim", str(r.ffn),
+        "--encoder-attention-heads", str(r.heads), "--decoder-attention-heads", str(r.heads),
+        "--encoder-normalize-before", "--decoder-normalize-before",
+        "--dropout", str(r.dropout), "--attention-dropout", "0.1",
+        "--optimizer", "adam", "--adam-betas", "(0.9, 0.98)", "--clip-norm", "0.0",
+        "--lr", str(r.lr), "--lr-scheduler", "inverse_sqrt", "--warmup-updates", str(r.warmup),
+        "--criterion", "label_smoothed_cross_entropy", "--label-smoothing", str(r.label_smoothing),
+        "--max-tokens", "4096", "--required-batch-size-multiple", "1",
+        *stop, "--save-dir", str(save_dir), "--no-epoch-checkpoints", *keep,
+        "--log-format", "simple", "--log-interval", "50", "--seed", str(r.seed),
+    ]
 
 
 def train(work: Path, hours: float, max_update: int = 0, save_every: int = 0, seed: int = 1) -> None:
@@ -101,29 +167,10 @@ def train(work: Path, hours: float, max_update: int = 0, save_every: int = 0, se
     (the shipped model's is 1) gives another training run of the same data: held-out checkpoints."""
     keep = ["--save-interval-updates", str(save_every), "--keep-interval-updates", "-1"] if save_every else \
         ["--save-interval-updates", "500", "--keep-interval-updates", "1"]
-    subprocess.run(
-        [
-            # --user-dir: our safe checkpoint loading lets torch >= 2.6 resume an interrupted run.
-            _tool("fairseq-train"), str(work / "bin"), "--user-dir", str(REPO / "fairseq_stream"),
-            "--cpu", "--arch", "transformer", "--share-all-embeddings",
-            "--encoder-layers", "3", "--decoder-layers", "3",
-            "--encoder-embed-dim", "256", "--decoder-embed-dim", "256",
-            "--encoder-ffn-embed-dim", "1024", "--decoder-ffn-embed-dim", "1024",
-            "--encoder-attention-heads", "4", "--decoder-attention-heads", "4",
-            "--encoder-normalize-before", "--decoder-normalize-before",
-            "--dropout", "0.2", "--attention-dropout", "0.1",
-            "--optimizer", "adam", "--adam-betas", "(0.9, 0.98)", "--clip-norm", "0.0",
-            "--lr", "0.0015", "--lr-scheduler", "inverse_sqrt", "--warmup-updates", "600",
-            "--criterion", "label_smoothed_cross_entropy", "--label-smoothing", "0.1",
-            "--max-tokens", "4096", "--required-batch-size-multiple", "1",
-            # --max-update alone bounds a run that keeps early checkpoints (resumable: rerun it)
-            *(["--stop-time-hours", str(hours)] if not max_update else []), "--max-epoch", "100",
-            "--save-dir", str(work / "checkpoints"), "--no-epoch-checkpoints",
-            *keep, "--max-update", str(max_update),
-            "--log-format", "simple", "--log-interval", "50", "--seed", str(seed),
-        ],
-        check=True,
-    )
+    # --max-update alone bounds a run that keeps early checkpoints (resumable: rerun it)
+    stop = [*(["--stop-time-hours", str(hours)] if not max_update else []), "--max-epoch", "100",
+            "--max-update", str(max_update)]
+    subprocess.run(train_command(work / "bin", work / "checkpoints", Recipe(seed=seed), stop, keep), check=True)
 
 
 def export(work: Path, out: Path) -> None:
