@@ -30,7 +30,7 @@ import torch.nn.functional as F
 from torch import Tensor
 
 from fairseq_stream.errors import FairseqStreamError
-from fairseq_stream.model.linear_kernels import OneDnnLinear
+from fairseq_stream.model.linear_kernels import OneDnnLinear, PackedLinear
 from fairseq_stream.model.quantize import is_quantized_linear, stacked_linear, weight_key
 from fairseq_stream.ops import decode_attention
 from fairseq_stream.model.row_arena import FIRST_SLOTS, untouched
@@ -457,11 +457,13 @@ class BlockDecoder:
 
 def fc1_activation(layer: Any, x: Tensor) -> Tensor:
     """``activation_fn(fc1(x))``; a ReLU is computed inside the product where the kernel can (oneDNN's
-    post-op, the int8 row operator's): the same numbers without a pass over the hidden layer."""
+    post-op, the packed and int8 row operators'): the same numbers without a pass over the hidden layer."""
     fc1 = layer.fc1
     if layer.activation_fn is F.relu and x.device.type == "cpu":
         if isinstance(fc1, OneDnnLinear) and x.dtype == torch.float32:
             return torch.ops.mkldnn._linear_pointwise(x, fc1.packed, fc1.bias, "relu", [], "")
+        if isinstance(fc1, PackedLinear) and x.dtype == torch.float32:
+            return fc1(x, relu=True)
         if is_quantized_linear(fc1):
             return fc1(x, relu=True)
     return layer.activation_fn(fc1(x))

@@ -22,7 +22,7 @@ from typing import Any, List, Optional, Tuple, Union
 import torch
 from torch import Tensor, nn
 
-from fairseq_stream.model.linear_kernels import OneDnnLinear
+from fairseq_stream.model.linear_kernels import OneDnnLinear, PackedLinear
 from fairseq_stream.model.quantize import _FloatLinear, is_quantized_linear
 from fairseq_stream.ops import decode_attention, int8_rows, native_step
 from fairseq_stream.ops.backends import device_choice
@@ -110,6 +110,8 @@ def _linear_kind(linear: Any) -> Optional[str]:
         return "torch"
     if isinstance(linear, OneDnnLinear):
         return "onednn"
+    if isinstance(linear, PackedLinear):  # its packed weights exist: the kernel is loaded
+        return "packed"
     if is_quantized_linear(linear):  # the operator calls the int8 kernel; its PyTorch path it cannot
         ok = device_choice("int8_linear", "cpu") == "cpp" and int8_rows.kernel() is not None
         return "int8" if ok else None
@@ -155,6 +157,8 @@ def _adder(native: Any, what: str) -> Any:
         kind = _linear_kind(module)
         if kind == "onednn":
             return native.add_onednn_linear(module.packed, detached(module.bias))
+        if kind == "packed":
+            return native.add_packed_linear(module.packed, module.bias, int(module.out_features))
         if kind == "int8":
             return native.add_int8_linear(module.packed, module.bias, float(module.scale), int(module.zero_point))
         return native.add_torch_linear(module.weight.detach(), detached(module.bias))

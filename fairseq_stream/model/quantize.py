@@ -53,7 +53,7 @@ from typing import Any, Dict, Iterator, List, Optional, Sequence, Tuple
 import torch
 from torch import Tensor, nn
 
-from fairseq_stream.model.linear_kernels import DerivedCopies, OneDnnLinear, swap_linears
+from fairseq_stream.model.linear_kernels import DerivedCopies, OneDnnLinear, PackedLinear, swap_linears
 from fairseq_stream.ops import int8_rows
 from fairseq_stream.errors import FairseqStreamError
 
@@ -198,6 +198,8 @@ def stacked_linear(linears: Sequence[Any]) -> Any:
     bias = None if any(b is None for b in biases) else torch.cat(biases).detach()
     if all(isinstance(l, OneDnnLinear) for l in linears):  # --cpu-matmul onednn: stay on oneDNN
         return OneDnnLinear(weight, bias)
+    if all(isinstance(l, PackedLinear) for l in linears):  # --cpu-matmul packed: stay on the packed kernel
+        return PackedLinear(weight, bias)
     return _FloatLinear(weight, bias)
 
 

@@ -64,7 +64,7 @@ DEVICE_TABLE: Dict[str, Dict[str, str]] = {
     # the product of --quantize int8's layers (ops/int8_rows.py, float32 activations)
     "int8_linear": {"cpu": "cpp"},
     # float32 Linear layers, --cpu-matmul auto (model/linear_kernels.py)
-    "linear": {"cpu": "onednn", "cuda": "torch"},
+    "linear": {"cpu": "packed", "cuda": "torch"},
     # --step-mode auto (model/static/modes.py): on a CPU the eager step as one C++ call (the same bits,
     # 0.66x the eager step's time at greedy batch 1, 0.85x at k = 5: docs/results.md, "The native step
     # on a CPU"; eager where it does not run every model); the static step without capture is slower

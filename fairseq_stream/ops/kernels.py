@@ -11,7 +11,7 @@ import sys
 import time
 from typing import Any, Dict, Tuple
 
-from fairseq_stream.ops import decode_attention, extension, fused_output, int8_rows, native_step, ngram_pool
+from fairseq_stream.ops import decode_attention, extension, fused_output, int8_rows, native_step, ngram_pool, packed_linear
 
 
 def all_kernels() -> Dict[str, Tuple[str, Tuple[str, ...], str]]:
@@ -20,7 +20,8 @@ def all_kernels() -> Dict[str, Tuple[str, Tuple[str, ...], str]]:
                "fused_topk.cpp": (fused_output._SOURCE, tuple(fused_output.KERNEL_FLAGS), "output-layer"),
                int8_rows.KERNEL_SOURCE: (int8_rows.KERNEL_SOURCE, int8_rows.KERNEL_FLAGS, "int8"),
                native_step._SOURCE: (native_step._SOURCE, tuple(native_step.KERNEL_FLAGS), "native-step"),
-               ngram_pool._SOURCE: (ngram_pool._SOURCE, tuple(ngram_pool.KERNEL_FLAGS), "n-gram pool")}
+               ngram_pool._SOURCE: (ngram_pool._SOURCE, tuple(ngram_pool.KERNEL_FLAGS), "n-gram pool"),
+               packed_linear._SOURCE: (packed_linear._SOURCE, packed_linear.KERNEL_FLAGS, "packed-product")}
     kernels.update({source: (source, flags, what) for source, flags, what in extension.OPERATORS.values()})
     return kernels
 

@@ -83,9 +83,9 @@ def test_native_equals_eager_bit_for_bit_in_int8(demo_session, data, case):
     _check(eager, _run(demo_session, data, case, "native", quantize="int8"))
 
 
-@pytest.mark.parametrize("matmul", ["torch", "onednn"])
-def test_native_equals_eager_with_either_float_product(demo_session, data, matmul):
-    """--cpu-matmul torch runs F.linear (and a separate ReLU) in both steps; onednn its packed product."""
+@pytest.mark.parametrize("matmul", ["torch", "onednn", "packed"])
+def test_native_equals_eager_with_each_float_product(demo_session, data, matmul):
+    """--cpu-matmul torch runs F.linear (and a separate ReLU) in both steps; onednn and packed their packed products."""
     _check(_run(demo_session, data, "fixed-ours", "eager", cpu_matmul=matmul),
            _run(demo_session, data, "fixed-ours", "native", cpu_matmul=matmul))
 

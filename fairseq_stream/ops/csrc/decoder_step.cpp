@@ -21,17 +21,18 @@ namespace {
 using torch::Tensor;
 
 // How a Linear of the model multiplies (the Python module it stands for).
-enum LinearKind : int64_t { kTorch = 0, kOneDnn = 1, kInt8 = 2 };
+enum LinearKind : int64_t { kTorch = 0, kOneDnn = 1, kInt8 = 2, kPacked = 3 };
 // The activation after fc1 (fairseq's activation_fn).
 enum Activation : int64_t { kRelu = 0, kGelu = 1 };
 
 struct Linear {
   int64_t kind;
-  Tensor weight;  // kTorch: F.linear's weight; kOneDnn: the packed weight
+  Tensor weight;  // kTorch: F.linear's weight; kOneDnn, kPacked: the packed weight
   c10::optional<Tensor> bias;
   c10::intrusive_ptr<LinearPackedParamsBase> int8;  // kInt8
   double scale = 0.0;
   int64_t zero_point = 0;
+  int64_t out_features = 0;  // kPacked
 };
 
 struct Norm {
@@ -81,6 +82,10 @@ struct NativeDecoder : torch::CustomClassHolder {
     linears.push_back({kOneDnn, std::move(packed), std::move(bias), {}, 0.0, 0});
     return static_cast<int64_t>(linears.size()) - 1;
   }
+  int64_t add_packed_linear(Tensor packed, c10::optional<Tensor> bias, int64_t out_features) {
+    linears.push_back({kPacked, std::move(packed), std::move(bias), {}, 0.0, 0, out_features});
+    return static_cast<int64_t>(linears.size()) - 1;
+  }
   int64_t add_int8_linear(c10::intrusive_ptr<LinearPackedParamsBase> packed, c10::optional<Tensor> bias,
                           double scale, int64_t zero_point) {
     linears.push_back({kInt8, Tensor(), std::move(bias), std::move(packed), scale, zero_point});
@@ -112,9 +117,14 @@ struct NativeDecoder : torch::CustomClassHolder {
   }
 
   // ---- the step's arithmetic, each as decoder_step.py computes it ----------------------------
-  // OneDnnLinear.forward / F.linear / RowInt8Linear.forward (relu: fc1_activation's fused ReLU)
+  // OneDnnLinear / PackedLinear / F.linear / RowInt8Linear.forward (relu: fc1_activation's fused ReLU)
   Tensor linear(int64_t i, const Tensor& x, bool relu = false) const {
     const Linear& l = linears[i];
+    if (l.kind == kPacked) {  // ops/packed_linear.py loads it; a typed call, no boxing
+      using Packed = Tensor(const Tensor&, const Tensor&, const c10::optional<Tensor>&, int64_t, bool);
+      static const auto packed = op("fairseq_stream::packed_linear").typed<Packed>();
+      return packed.call(x, l.weight, l.bias, l.out_features, relu);
+    }
     if (l.kind == kOneDnn) {
       static const c10::OperatorHandle onednn = op("mkldnn::_linear_pointwise");
       return call_boxed(onednn, {x, l.weight, l.bias, std::string(relu ? "relu" : "none"),
@@ -347,6 +357,7 @@ TORCH_LIBRARY_FRAGMENT(fairseq_stream, m) {
       .def("add_torch_linear", &NativeDecoder::add_torch_linear)
       .def("add_onednn_linear", &NativeDecoder::add_onednn_linear)
       .def("add_int8_linear", &NativeDecoder::add_int8_linear)
+      .def("add_packed_linear", &NativeDecoder::add_packed_linear)
       .def("add_norm", &NativeDecoder::add_norm)
       .def("set_embedding", &NativeDecoder::set_embedding)
       .def("add_layer", &NativeDecoder::add_layer)

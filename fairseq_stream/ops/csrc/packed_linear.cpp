@@ -1,0 +1,214 @@
+// --cpu-matmul packed (fairseq_stream/ops/packed_linear.py): y = x W^T + b, in float32, with W packed once.
+//
+// Why our own product: at the few rows of a batch-1 or k = 5 step, oneDNN's product through PyTorch
+// (mkldnn::_linear_pointwise) costs ~30 us a call before its arithmetic (a 256 x 256 layer at one row
+// is ~65k multiply-adds, ~3 us), and a decoder step makes ~20 such calls.
+//
+// The arithmetic, the same for every row count, thread count and instruction set: each output
+//   y[m][n] = relu?( (fma(x[m][K-1], W[n][K-1], ... fma(x[m][1], W[n][1], fma(x[m][0], W[n][0], 0)))) + b[n] )
+// one fused multiply-add per k, in the order k = 0, 1, ..., K-1, into one accumulator, then the bias
+// (one rounding), then the ReLU. So a row's result never depends on which rows share the call (what
+// keeps var-stream == var-batch exact when beams regroup), and AVX-512, AVX2 and the scalar fallback
+// give the same bits (a fused multiply-add is exactly rounded whatever its width). Tiles differ by
+// instruction set (how many rows and columns are in registers at once), never the order of one sum.
+//
+// Packing: W (N, K) as nn.Linear holds it, into panels of 16 columns, panel p = (K, 16), column j of
+// the panel = W[16 p + j] (zero beyond N): a k-step of a panel is one contiguous 64-byte load.
+#include <torch/extension.h>
+#include <ATen/Parallel.h>
+#include <algorithm>
+#include <cmath>
+#if defined(__AVX512F__) || defined(__AVX2__)
+#include <immintrin.h>
+#endif
+
+namespace {
+
+constexpr int64_t kPanel = 16;  // columns per panel
+
+// One tile: rows [0, MR) of x (stride lda) times panels [0, PB) (each K x 16, consecutive), into
+// y's rows (stride ldy) at columns [col, col + 16 PB) clipped to n_valid.
+#if defined(__AVX512F__)
+template <int MR, int PB>
+inline void tile(const float* x, int64_t lda, const float* panels, int64_t K, const float* bias, bool relu, float* y,
+                 int64_t ldy, int64_t col, int64_t n_total) {
+  __m512 acc[MR][PB];
+  _Pragma("GCC unroll 16") for (int r = 0; r < MR; ++r)
+    _Pragma("GCC unroll 16") for (int p = 0; p < PB; ++p) acc[r][p] = _mm512_setzero_ps();
+  for (int64_t k = 0; k < K; ++k) {
+    __m512 w[PB];
+    _Pragma("GCC unroll 16") for (int p = 0; p < PB; ++p) w[p] = _mm512_loadu_ps(panels + (p * K + k) * kPanel);
+    _Pragma("GCC unroll 16") for (int r = 0; r < MR; ++r) {
+      const __m512 a = _mm512_set1_ps(x[r * lda + k]);
+      _Pragma("GCC unroll 16") for (int p = 0; p < PB; ++p) acc[r][p] = _mm512_fmadd_ps(a, w[p], acc[r][p]);
+    }
+  }
+  const __m512 zero = _mm512_setzero_ps();
+  _Pragma("GCC unroll 16") for (int p = 0; p < PB; ++p) {
+    const int64_t c = col + p * kPanel;
+    const int64_t n = std::max<int64_t>(0, std::min<int64_t>(kPanel, n_total - c));  // no early exit: the
+    // accumulators stay in registers only where every index is a constant
+    const __mmask16 mask = n >= kPanel ? static_cast<__mmask16>(0xFFFF) : static_cast<__mmask16>((1u << n) - 1);
+    const __m512 b = bias ? _mm512_maskz_loadu_ps(mask, bias + c) : zero;
+    _Pragma("GCC unroll 16") for (int r = 0; r < MR; ++r) {
+      __m512 v = bias ? _mm512_add_ps(acc[r][p], b) : acc[r][p];
+      if (relu) v = _mm512_max_ps(v, zero);
+      _mm512_mask_storeu_ps(y + r * ldy + c, mask, v);
+    }
+  }
+}
+constexpr int kRowsPerTile = 6, kPanelsPerTile = 4;  // 24 of 32 zmm registers accumulate
+constexpr int kOneRowPanels = 8;                        // one row: 8 independent sums in flight
+#elif defined(__AVX2__) && defined(__FMA__)
+template <int MR, int PB>
+inline void tile(const float* x, int64_t lda, const float* panels, int64_t K, const float* bias, bool relu, float* y,
+                 int64_t ldy, int64_t col, int64_t n_total) {
+  __m256 acc[MR][2 * PB];  // a panel is two ymm halves
+  _Pragma("GCC unroll 16") for (int r = 0; r < MR; ++r)
+    _Pragma("GCC unroll 16") for (int p = 0; p < 2 * PB; ++p) acc[r][p] = _mm256_setzero_ps();
+  for (int64_t k = 0; k < K; ++k) {
+    __m256 w[2 * PB];
+    _Pragma("GCC unroll 16") for (int p = 0; p < PB; ++p) {
+      w[2 * p] = _mm256_loadu_ps(panels + (p * K + k) * kPanel);
+      w[2 * p + 1] = _mm256_loadu_ps(panels + (p * K + k) * kPanel + 8);
+    }
+    _Pragma("GCC unroll 16") for (int r = 0; r < MR; ++r) {
+      const __m256 a = _mm256_broadcast_ss(x + r * lda + k);
+      _Pragma("GCC unroll 16") for (int p = 0; p < 2 * PB; ++p) acc[r][p] = _mm256_fmadd_ps(a, w[p], acc[r][p]);
+    }
+  }
+  _Pragma("GCC unroll 16") for (int p = 0; p < PB; ++p) {
+    const int64_t c = col + p * kPanel;
+    const int64_t n = std::max<int64_t>(0, std::min<int64_t>(kPanel, n_total - c));
+    _Pragma("GCC unroll 16") for (int r = 0; r < MR; ++r) {
+      alignas(32) float out[kPanel];
+      _mm256_store_ps(out, acc[r][2 * p]);
+      _mm256_store_ps(out + 8, acc[r][2 * p + 1]);
+      for (int64_t j = 0; j < n; ++j) {
+        float v = bias ? out[j] + bias[c + j] : out[j];
+        y[r * ldy + c + j] = relu ? std::max(v, 0.0f) : v;
+      }
+    }
+  }
+}
+constexpr int kRowsPerTile = 4, kPanelsPerTile = 1;  // 8 of 16 ymm registers accumulate
+constexpr int kOneRowPanels = 4;
+#else
+template <int MR, int PB>
+inline void tile(const float* x, int64_t lda, const float* panels, int64_t K, const float* bias, bool relu, float* y,
+                 int64_t ldy, int64_t col, int64_t n_total) {
+  _Pragma("GCC unroll 16") for (int p = 0; p < PB; ++p) {
+    const int64_t c = col + p * kPanel;
+    const int64_t n = std::min<int64_t>(kPanel, n_total - c);
+    _Pragma("GCC unroll 16") for (int r = 0; r < MR; ++r)
+      for (int64_t j = 0; j < n; ++j) {
+        float acc = 0.0f;
+        for (int64_t k = 0; k < K; ++k) acc = std::fma(x[r * lda + k], panels[(p * K + k) * kPanel + j], acc);
+        float v = bias ? acc + bias[c + j] : acc;
+        y[r * ldy + c + j] = relu ? std::max(v, 0.0f) : v;
+      }
+  }
+}
+constexpr int kRowsPerTile = 1, kPanelsPerTile = 1;
+constexpr int kOneRowPanels = 1;
+#endif
+
+// Rows [0, rows) (rows <= MR) of one tile: the template for the exact row count.
+template <int PB>
+inline void tile_rows(int64_t rows, const float* x, int64_t lda, const float* panels, int64_t K, const float* bias,
+                      bool relu, float* y, int64_t ldy, int64_t col, int64_t n_total) {
+  switch (rows) {
+#define FS_TILE_CASE(R) \
+  case R: tile<(R <= kRowsPerTile ? R : 1), PB>(x, lda, panels, K, bias, relu, y, ldy, col, n_total); break;
+    FS_TILE_CASE(1) FS_TILE_CASE(2) FS_TILE_CASE(3) FS_TILE_CASE(4) FS_TILE_CASE(5) FS_TILE_CASE(6)
+#undef FS_TILE_CASE
+    default: TORCH_CHECK(false, "packed_linear: a tile of more rows than the kernel holds");
+  }
+}
+
+}  // namespace
+
+// W (N, K) float32 -> panels (ceil(N / 16), K, 16), zero-padded.
+torch::Tensor packed_linear_pack(const torch::Tensor& weight) {
+  TORCH_CHECK(weight.dim() == 2 && weight.scalar_type() == torch::kFloat && weight.device().is_cpu(),
+              "packed_linear_pack: a (N, K) float32 CPU weight");
+  const torch::Tensor w = weight.contiguous();
+  const int64_t N = w.size(0), K = w.size(1), P = (N + kPanel - 1) / kPanel;
+  torch::Tensor packed = torch::zeros({P, K, kPanel}, w.options());
+  const float* from = w.data_ptr<float>();
+  float* to = packed.data_ptr<float>();
+  for (int64_t n = 0; n < N; ++n)
+    for (int64_t k = 0; k < K; ++k) to[((n / kPanel) * K + k) * kPanel + n % kPanel] = from[n * K + k];
+  return packed;
+}
+
+// x (..., K) float32 -> y (..., N) = relu?(x W^T + b); `packed` from packed_linear_pack, N its weight's rows.
+torch::Tensor packed_linear(const torch::Tensor& x, const torch::Tensor& packed, const c10::optional<torch::Tensor>& bias,
+                            int64_t out_features, bool relu) {
+  TORCH_CHECK(x.scalar_type() == torch::kFloat && x.device().is_cpu(), "packed_linear: float32 CPU input");
+  TORCH_CHECK(packed.dim() == 3 && packed.size(2) == kPanel && packed.is_contiguous(), "packed_linear: packed panels");
+  const int64_t K = packed.size(1), N = out_features, P = packed.size(0);
+  TORCH_CHECK(x.size(-1) == K, "packed_linear: input has ", x.size(-1), " features, the weight ", K);
+  TORCH_CHECK(P == (N + kPanel - 1) / kPanel, "packed_linear: out_features does not match the panels");
+  TORCH_CHECK(!bias.has_value() || (bias->numel() == N && bias->is_contiguous() && bias->scalar_type() == torch::kFloat),
+              "packed_linear: a contiguous float32 bias of out_features");
+  const torch::Tensor a = x.contiguous();
+  const int64_t M = a.numel() / K;
+  std::vector<int64_t> shape(x.sizes().begin(), x.sizes().end());
+  shape.back() = N;
+  torch::Tensor y = torch::empty(shape, x.options());
+  if (M == 0 || N == 0) return y;
+  const float* xs = a.data_ptr<float>();
+  const float* ws = packed.data_ptr<float>();
+  const float* bs = bias.has_value() ? bias->data_ptr<float>() : nullptr;
+  float* ys = y.data_ptr<float>();
+  if (K == 0) {  // an empty sum: the bias alone
+    for (int64_t m = 0; m < M; ++m)
+      for (int64_t n = 0; n < N; ++n) {
+        const float v = bs ? 0.0f + bs[n] : 0.0f;
+        ys[m * N + n] = relu ? std::max(v, 0.0f) : v;
+      }
+    return y;
+  }
+  if (M == 1) {  // one row: more panels at once (independent sums in flight), over threads by panel groups
+    const int64_t groups = (P + kOneRowPanels - 1) / kOneRowPanels;
+    at::parallel_for(0, groups, std::max<int64_t>(1, 16384 / std::max<int64_t>(1, K)), [&](int64_t g0, int64_t g1) {
+      for (int64_t g = g0; g < g1; ++g) {
+        const int64_t p0 = g * kOneRowPanels, pb = std::min<int64_t>(kOneRowPanels, P - p0);
+        if (pb == kOneRowPanels) {
+          tile<1, kOneRowPanels>(xs, K, ws + p0 * K * kPanel, K, bs, relu, ys, N, p0 * kPanel, N);
+        } else {
+          for (int64_t p = p0; p < P; ++p) tile<1, 1>(xs, K, ws + p * K * kPanel, K, bs, relu, ys, N, p * kPanel, N);
+        }
+      }
+    });
+    return y;
+  }
+  // Tiles of kRowsPerTile rows x kPanelsPerTile panels; a panel group is read by every row block while it is in cache.
+  const int64_t groups = (P + kPanelsPerTile - 1) / kPanelsPerTile, blocks = (M + kRowsPerTile - 1) / kRowsPerTile;
+  at::parallel_for(0, groups * blocks, std::max<int64_t>(1, 4096 / std::max<int64_t>(1, K)), [&](int64_t t0, int64_t t1) {
+    for (int64_t t = t0; t < t1; ++t) {
+      const int64_t g = t / blocks, blk = t % blocks;
+      const int64_t p0 = g * kPanelsPerTile, m0 = blk * kRowsPerTile;
+      const int64_t rows = std::min<int64_t>(kRowsPerTile, M - m0);
+      const float* xr = xs + m0 * K;
+      float* yr = ys + m0 * N;
+      if (P - p0 >= kPanelsPerTile) {
+        tile_rows<kPanelsPerTile>(rows, xr, K, ws + p0 * K * kPanel, K, bs, relu, yr, N, p0 * kPanel, N);
+      } else {
+        for (int64_t p = p0; p < P; ++p) tile_rows<1>(rows, xr, K, ws + p * K * kPanel, K, bs, relu, yr, N, p * kPanel, N);
+      }
+    }
+  });
+  return y;
+}
+
+TORCH_LIBRARY_FRAGMENT(fairseq_stream, m) {
+  m.def("packed_linear_pack(Tensor weight) -> Tensor");
+  m.def("packed_linear(Tensor x, Tensor packed, Tensor? bias, int out_features, bool relu=False) -> Tensor");
+}
+TORCH_LIBRARY_IMPL(fairseq_stream, CPU, m) {
+  m.impl("packed_linear_pack", &packed_linear_pack);
+  m.impl("packed_linear", &packed_linear);
+}
+PYBIND11_MODULE(TORCH_EXTENSION_NAME, m) {}

@@ -1,0 +1,107 @@
+#!/usr/bin/env python
+"""One float32 Linear call, by library and row count: the packed kernel, oneDNN and PyTorch's default (issue 78).
+
+    OMP_NUM_THREADS=1 python scripts/bench/packed_linear_time.py                        # the demo model's shapes
+    OMP_NUM_THREADS=1 python scripts/bench/packed_linear_time.py --shapes 512x512,2048x512,512x2048 --rows 1,5,25
+
+Each shape ``NxK`` is a layer of N outputs and K inputs (random weights); each row count M a call on
+(M, K) inputs. A call is timed as the median of ``--repeats`` rounds of ``--calls`` calls after a
+warm-up, the three libraries interleaved per round. The table gives microseconds per call and the
+packed kernel's ratio to oneDNN (``--cpu-matmul onednn``, the default before ``packed``) and to
+``torch`` (MKL's sgemm through ``F.linear``); the last column says whether the packed kernel's rows
+equal its own one-row calls bit for bit (they always should: one order of sums whatever the rows).
+"""
+from __future__ import annotations
+
+import argparse
+import os
+import platform
+import statistics
+import sys
+import time
+from typing import Callable, List, Sequence, Tuple
+
+REPO = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+sys.path.insert(0, REPO)
+
+import torch  # noqa: E402
+
+# The demo model (3 + 3 x 256, FFN 1024, 6,024 target words): q/k/v stacked, out/encoder q, fc1, fc2, output.
+DEMO_SHAPES = "768x256,256x256,1024x256,256x1024,6024x256"
+
+
+def cpu_name() -> str:
+    try:
+        with open("/proc/cpuinfo", encoding="utf-8") as f:
+            for line in f:
+                if line.startswith("model name"):
+                    return line.split(":", 1)[1].strip()
+    except OSError:
+        pass
+    return platform.processor() or "unknown CPU"
+
+
+def per_call(fn: Callable[[], object], calls: int) -> float:
+    start = time.perf_counter()
+    for _ in range(calls):
+        fn()
+    return (time.perf_counter() - start) / calls * 1e6
+
+
+def parse_shapes(text: str) -> List[Tuple[int, int]]:
+    shapes = []
+    for item in text.split(","):
+        n, _, k = item.partition("x")
+        if not (n.isdigit() and k.isdigit()):
+            raise SystemExit(f"packed_linear_time.py: --shapes: {item!r} is not NxK (e.g. 1024x256)")
+        shapes.append((int(n), int(k)))
+    return shapes
+
+
+def main(argv: Sequence[str] = None) -> None:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--shapes", default=DEMO_SHAPES, help="comma-separated NxK (outputs x inputs)")
+    parser.add_argument("--rows", default="1,4,25,64,300", help="comma-separated row counts M")
+    parser.add_argument("--calls", type=int, default=100, help="calls per timed round (a tenth at 100+ rows)")
+    parser.add_argument("--repeats", type=int, default=5)
+    args = parser.parse_args(argv)
+    from fairseq_stream.ops import packed_linear
+
+    if packed_linear.kernel() is None:
+        raise SystemExit(f"packed_linear_time.py: the packed kernel cannot be built here ({packed_linear.failure()})")
+    onednn = torch.backends.mkldnn.is_available() and hasattr(torch.ops.mkldnn, "_linear_pointwise")
+    rows = [int(m) for m in args.rows.split(",")]
+    print(f"{cpu_name()}, {torch.get_num_threads()} thread(s), torch {torch.__version__}; microseconds per call, "
+          f"median of {args.repeats}\n")
+    print("| N x K | rows | packed | oneDNN | torch | packed / oneDNN | packed / torch | rows = one-row calls |")
+    print("|---|---|---|---|---|---|---|---|")
+    g = torch.Generator().manual_seed(0)
+    for n, k in parse_shapes(args.shapes):
+        weight, bias = torch.randn(n, k, generator=g) / k ** 0.5, torch.randn(n, generator=g)
+        packed = packed_linear.pack(weight)
+        reordered = torch.ops.mkldnn._reorder_linear_weight(weight, None) if onednn else None
+        for m in rows:
+            x = torch.randn(m, k, generator=g)
+            fns = {"packed": lambda: packed_linear.linear(x, packed, bias, n),
+                   "torch": lambda: torch.nn.functional.linear(x, weight, bias)}
+            if onednn:
+                fns["onednn"] = lambda: torch.ops.mkldnn._linear_pointwise(x, reordered, bias, "none", [], "")
+            calls = max(1, args.calls // 10) if m >= 100 else args.calls
+            times = {name: [] for name in fns}
+            for fn in fns.values():
+                fn()
+            for _ in range(args.repeats):
+                for name, fn in fns.items():
+                    times[name].append(per_call(fn, calls))
+            med = {name: statistics.median(t) for name, t in times.items()}
+            whole = packed_linear.linear(x, packed, bias, n)
+            same = all(torch.equal(packed_linear.linear(x[i:i + 1], packed, bias, n), whole[i:i + 1])
+                       for i in range(min(m, 8)))
+            dnn = med.get("onednn")
+            dnn_cell, dnn_ratio = ("—", "—") if dnn is None else (f"{dnn:.1f}", f"{med['packed'] / dnn:.2f}×")
+            print(f"| {n} x {k} | {m} | {med['packed']:.1f} | {dnn_cell} | {med['torch']:.1f} | {dnn_ratio} | "
+                  f"{med['packed'] / med['torch']:.2f}× | {'yes' if same else '**no**'} |")
+
+
+if __name__ == "__main__":
+    main()
