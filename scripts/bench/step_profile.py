@@ -1,0 +1,229 @@
+#!/usr/bin/env python
+"""Where a decoder step's time goes at few rows, per part, beside CTranslate2's whole step (issue 78, item 1).
+
+    OMP_NUM_THREADS=1 python scripts/bench/step_profile.py --limit 100
+    OMP_NUM_THREADS=1 python scripts/bench/step_profile.py --rows greedy --cpu-matmul packed,onednn
+    OMP_NUM_THREADS=1 python scripts/bench/step_profile.py --data W/bin --path W/checkpoint.pt \\
+        --bpe-codes W/bpe.codes --src W/test.en --ref W/test.es
+
+Rows (``--rows``): ``greedy`` (``fixed-ours --beam 1 --stream-capacity 1``: one row a step), ``block4``
+(``gs-jacobi --jacobi-block 4`` at capacity 1: a block of 4 query tokens of one row a step) and ``k5``
+(``fixed-ours --beam 5 --stream-capacity 5``: five sentences of five rows, ~25 rows a step). Each row
+decodes the first ``--limit`` sentences once untimed, then twice timed, through the Python session:
+
+1. **Wall split** (wrapped functions, perf_counter): the C++ decoder step (``decoder_step``, the layers and
+   the output projection), the Python around it (``forward_native``), the model step's Python
+   (``ModelStep.scored_step``), the strategy's search step (fused top-k + normaliser, score edits, the beam
+   step operator, and their Python), the encoder (``refill``: admission and encoding) and the rest
+   (the scheduler's Python per step). In µs per step.
+2. **Operator self-time** (``torch.profiler``, a third run; its own overhead inflates small operators):
+   the layers' products, the output projection (told apart by their shape), attention, layer norm,
+   the search operators (``topk_lse``, ``beam_step``, ``jacobi_step``) and every other aten operator
+   (element-wise, views, allocation), in µs per step.
+
+With ``ctranslate2`` installed the last line per row is CTranslate2's decode time of the same sentences
+(greedy: ``max_batch_size=1``; k5: beam 5, ``max_batch_size=5``) divided by our step count — the same
+tokens when the outputs agree — so "CTranslate2 µs/step" is comparable with our whole step. Warmed,
+in one process: a profile, not a user's figure (``python -m fairseq_stream.tools.user_bench`` gives those).
+"""
+from __future__ import annotations
+
+import argparse
+import collections
+import os
+import platform
+import sys
+import tempfile
+import time
+from typing import Any, Callable, Dict, List, Optional, Sequence, Tuple
+
+REPO = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+sys.path.insert(0, REPO)
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))  # bench_vs_ctranslate2, beside this
+
+import torch  # noqa: E402
+
+ROWS: Dict[str, Tuple[str, Dict[str, Any], Dict[str, Any], int, int]] = {
+    # name: (search, gen, opts, CTranslate2 beam, CTranslate2 max_batch_size)
+    "greedy": ("fixed-ours", {"beam": 1}, {"stream_capacity": 1}, 1, 1),
+    "block4": ("gs-jacobi", {"beam": 1}, {"stream_capacity": 1, "jacobi_block": 4}, 1, 1),
+    "k5": ("fixed-ours", {"beam": 5}, {"stream_capacity": 5}, 5, 5),
+}
+WALL_PARTS = [("C++ decoder step (layers + output projection)", "cpp"), ("Python around it (forward_native)", "native_py"),
+              ("model step's Python (scored_step)", "model_py"), ("search step (top-k, edits, beam operator)", "search"),
+              ("encoder (refill)", "refill")]
+
+
+def cpu_name() -> str:
+    try:
+        with open("/proc/cpuinfo", encoding="utf-8") as f:
+            for line in f:
+                if line.startswith("model name"):
+                    return line.split(":", 1)[1].strip()
+    except OSError:
+        pass
+    return platform.processor() or "unknown CPU"
+
+
+class Timers:
+    """Wraps functions with perf_counter timers, restored on :meth:`restore`."""
+
+    def __init__(self) -> None:
+        self.totals: Dict[str, float] = collections.defaultdict(float)
+        self.calls: collections.Counter = collections.Counter()
+        self.saved: List[Tuple[Any, str, Any]] = []
+
+    def wrap(self, owner: Any, name: str, key: str) -> None:
+        fn = getattr(owner, name)
+        self.saved.append((owner, name, fn))
+        totals, calls = self.totals, self.calls
+
+        def timed(*args: Any, **kwargs: Any) -> Any:
+            start = time.perf_counter()
+            try:
+                return fn(*args, **kwargs)
+            finally:
+                totals[key] += time.perf_counter() - start
+                calls[key] += 1
+
+        setattr(owner, name, timed)
+
+    def restore(self) -> None:
+        for owner, name, fn in reversed(self.saved):
+            setattr(owner, name, fn)
+        self.saved.clear()
+
+
+def wall_split(session: Any, dataset: Any, search: str, gen: Dict[str, Any], opts: Dict[str, Any]) -> Tuple[float, Dict[str, float], int]:
+    """(wall seconds, part → seconds, steps) of one decode, the parts exclusive of each other."""
+    from fairseq_stream.engine import scheduler
+    from fairseq_stream.model import block_decoder, model_step
+    from fairseq_stream.search import region
+
+    timers = Timers()
+    ops = torch.ops.fairseq_stream
+    ops.decoder_step  # noqa: B018  (resolved once, so that the namespace holds it and it can be wrapped)
+    timers.wrap(ops, "decoder_step", "cpp")
+    timers.wrap(block_decoder.BlockDecoder, "forward_native", "native")
+    timers.wrap(model_step.ModelStep, "scored_step", "scored")
+    timers.wrap(region.SearchInRegion, "step", "search")
+    timers.wrap(scheduler.StreamingScheduler, "_step", "step")
+    timers.wrap(scheduler.StreamingScheduler, "_refill", "refill")
+    try:
+        start = time.perf_counter()
+        result = session.translate(dataset, search=search, gen=gen, opts=opts)
+        wall = time.perf_counter() - start
+    finally:
+        timers.restore()
+    t = timers.totals
+    parts = {"cpp": t["cpp"], "native_py": t["native"] - t["cpp"], "model_py": t["scored"] - t["native"],
+             "search": t["search"], "refill": t["refill"]}
+    parts["rest"] = wall - sum(parts.values())
+    return wall, parts, int(result.stats.timesteps)
+
+
+def operator_split(session: Any, dataset: Any, search: str, gen: Dict[str, Any], opts: Dict[str, Any],
+                   vocab: int) -> Dict[str, float]:
+    """Operator self-time in seconds by group, from torch.profiler (shapes recorded: the output projection
+    is the product whose output has the vocabulary's width)."""
+    with torch.profiler.profile(activities=[torch.profiler.ProfilerActivity.CPU], record_shapes=True) as prof:
+        session.translate(dataset, search=search, gen=gen, opts=opts)
+    groups: Dict[str, float] = collections.defaultdict(float)
+    products = ("fairseq_stream::packed_linear", "mkldnn::_linear_pointwise", "fairseq_stream::int8_row_linear",
+                "aten::addmm", "aten::mm", "aten::linear")
+    for event in prof.key_averages(group_by_input_shape=True):
+        seconds, name = event.self_cpu_time_total / 1e6, event.key
+        shapes = event.input_shapes or []
+        if name in products:
+            packed_rows = [s for s in shapes if len(s) == 3 and s[2] == 16]  # (panels, K, 16)
+            out = (packed_rows[0][0] * 16 if packed_rows else shapes[1][0] if len(shapes) > 1 and shapes[1] else 0)
+            groups["output projection" if out >= vocab else "layer products"] += seconds
+        elif name == "fairseq_stream::decode_attention" or "attention" in name:
+            groups["attention"] += seconds
+        elif "layer_norm" in name:
+            groups["layer norm"] += seconds
+        elif name in ("fairseq_stream::topk_lse", "fairseq_stream::beam_step", "fairseq_stream::jacobi_step"):
+            groups["search operators"] += seconds
+        elif name in ("fairseq_stream::decoder_step", "fairseq_stream::decoder_greedy"):
+            groups["the C++ step's own code"] += seconds
+        else:
+            groups["other aten operators"] += seconds
+    return groups
+
+
+def ctranslate2_seconds(session: Any, sources: List[str], beam: int, batch: int, model_dir: str) -> float:
+    import ctranslate2
+
+    tokens = [session.source_text(s).split() for s in sources]
+    translator = ctranslate2.Translator(model_dir, device="cpu", compute_type="float32", intra_threads=1,
+                                        inter_threads=1)
+    translator.translate_batch(tokens[:4], beam_size=beam, max_batch_size=batch)
+    start = time.perf_counter()
+    translator.translate_batch(tokens, beam_size=beam, max_batch_size=batch, length_penalty=1.0,
+                               max_decoding_length=200)
+    return time.perf_counter() - start
+
+
+def main(argv: Optional[Sequence[str]] = None) -> None:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--limit", type=int, default=100)
+    parser.add_argument("--rows", default="greedy,block4,k5", help=f"comma-separated, of {', '.join(ROWS)}")
+    parser.add_argument("--cpu-matmul", default="packed", help="comma-separated --cpu-matmul values, a column each")
+    from bench_vs_ctranslate2 import add_model_arguments, convert, languages
+
+    add_model_arguments(parser)  # --data, --path, --bpe-codes, --src, --ref: the demo's by default
+    args = parser.parse_args(argv)
+    rows = [r for r in args.rows.split(",") if r]
+    bad = [r for r in rows if r not in ROWS]
+    if bad:
+        parser.error(f"--rows: unknown {', '.join(bad)} (choose from {', '.join(ROWS)})")
+    libraries = [m for m in args.cpu_matmul.split(",") if m]
+    torch.set_num_threads(1)
+    from fairseq_stream.tools.session import TranslationSession
+
+    src_lang, tgt_lang = languages(args)
+    session = TranslationSession.load(args.data, args.path, bpe_codes=args.bpe_codes,
+                                      extra_args=["--source-lang", src_lang, "--target-lang", tgt_lang])
+    with open(args.src, encoding="utf-8") as f:
+        sources = [line.rstrip("\n") for line in f][: args.limit]
+    dataset = session.encode(sources)
+    vocab = len(session.task.target_dictionary)
+    ct2_dir: Optional[str] = None
+    try:
+        import ctranslate2  # noqa: F401
+
+        ct2_dir = tempfile.mkdtemp(prefix="step_profile_ct2_")
+        convert(args.path, args.data, ct2_dir, src_lang, tgt_lang)
+    except ImportError:
+        pass
+    print(f"{cpu_name()}, 1 thread, torch {torch.__version__}, {len(sources)} sentences; µs per decoder step "
+          "(warmed; the wall split from the faster of two timed runs)\n")
+    for row in rows:
+        search, gen, opts, ct2_beam, ct2_batch = ROWS[row]
+        header = " | ".join(f"`{m}`" for m in libraries)
+        print(f"### {row}: `{search}` {' '.join(f'{k}={v}' for k, v in {**gen, **opts}.items())}\n")
+        print(f"| part | {header} |\n|---|{'---|' * len(libraries)}")
+        columns = []
+        for library in libraries:
+            run_opts = dict(opts, cpu_matmul=library)
+            session.translate(dataset, search=search, gen=gen, opts=run_opts)  # warm-up
+            wall, parts, steps = min((wall_split(session, dataset, search, gen, run_opts) for _ in range(2)),
+                                     key=lambda r: r[0])
+            columns.append((wall, parts, steps, operator_split(session, dataset, search, gen, run_opts, vocab)))
+        for name, key in WALL_PARTS + [("the scheduler's Python (the rest)", "rest")]:
+            print(f"| {name} | " + " | ".join(f"{1e6 * c[1][key] / c[2]:.0f}" for c in columns) + " |")
+        print("| **whole step** (wall / steps) | " + " | ".join(f"**{1e6 * c[0] / c[2]:.0f}** ({c[2]} steps)"
+                                                            for c in columns) + " |")
+        for group in ("layer products", "output projection", "attention", "layer norm", "search operators",
+                      "the C++ step's own code", "other aten operators"):
+            print(f"| operators: {group} (profiler) | " + " | ".join(f"{1e6 * c[3].get(group, 0.0) / c[2]:.0f}"
+                                                                     for c in columns) + " |")
+        if ct2_dir is not None:
+            seconds = ctranslate2_seconds(session, sources, ct2_beam, ct2_batch, ct2_dir)
+            print(f"| CTranslate2 float32 (its decode / our steps) | " + " | ".join(
+                f"{1e6 * seconds / c[2]:.0f} ({seconds:.2f} s)" for c in columns) + " |")
+        print()
+
+
+if __name__ == "__main__":
+    main()
