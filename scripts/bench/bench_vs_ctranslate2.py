@@ -238,6 +238,19 @@ def add_model_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--ref", default=os.path.join(DEMO, "test.en"))
 
 
+def load_model(args: argparse.Namespace, limit: int) -> Tuple[Any, List[str], Any]:
+    """The float32 CPU session of :func:`add_model_arguments`' model, the first ``limit`` ``--src`` lines and
+    their dataset (time_breakdown.py's and step_profile.py's)."""
+    from fairseq_stream.tools.session import TranslationSession
+
+    src_lang, tgt_lang = languages(args)
+    session = TranslationSession.load(args.data, args.path, bpe_codes=args.bpe_codes,
+                                      extra_args=["--source-lang", src_lang, "--target-lang", tgt_lang])
+    with open(args.src, encoding="utf-8") as f:
+        sources = [line.rstrip("\n") for line in f][:limit]
+    return session, sources, session.encode(sources)
+
+
 def languages(args: argparse.Namespace) -> Tuple[str, str]:
     """(source, target) language: the suffixes of ``--src`` and ``--ref``."""
     return os.path.splitext(args.src)[1].lstrip("."), os.path.splitext(args.ref)[1].lstrip(".")

@@ -15,7 +15,6 @@ from __future__ import annotations
 
 import argparse
 import os
-import platform
 import statistics
 import sys
 import time
@@ -26,19 +25,10 @@ sys.path.insert(0, REPO)
 
 import torch  # noqa: E402
 
+from fairseq_stream.tools.user_bench import cpu_name  # noqa: E402
+
 # The demo model (3 + 3 x 256, FFN 1024, 6,024 target words): q/k/v stacked, out/encoder q, fc1, fc2, output.
 DEMO_SHAPES = "768x256,256x256,1024x256,256x1024,6024x256"
-
-
-def cpu_name() -> str:
-    try:
-        with open("/proc/cpuinfo", encoding="utf-8") as f:
-            for line in f:
-                if line.startswith("model name"):
-                    return line.split(":", 1)[1].strip()
-    except OSError:
-        pass
-    return platform.processor() or "unknown CPU"
 
 
 def per_call(fn: Callable[[], object], calls: int) -> float:

@@ -31,17 +31,19 @@ from __future__ import annotations
 import argparse
 import collections
 import os
-import platform
 import sys
 import tempfile
 import time
-from typing import Any, Callable, Dict, List, Optional, Sequence, Tuple
+from typing import Any, Dict, List, Optional, Sequence, Tuple
 
 REPO = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 sys.path.insert(0, REPO)
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))  # bench_vs_ctranslate2, beside this
 
 import torch  # noqa: E402
+from time_breakdown import timed_calls  # noqa: E402  (beside this)
+
+from fairseq_stream.tools.user_bench import cpu_name  # noqa: E402
 
 ROWS: Dict[str, Tuple[str, Dict[str, Any], Dict[str, Any], int, int]] = {
     # name: (search, gen, opts, CTranslate2 beam, CTranslate2 max_batch_size)
@@ -54,68 +56,22 @@ WALL_PARTS = [("C++ decoder step (layers + output projection)", "cpp"), ("Python
               ("encoder (refill)", "refill")]
 
 
-def cpu_name() -> str:
-    try:
-        with open("/proc/cpuinfo", encoding="utf-8") as f:
-            for line in f:
-                if line.startswith("model name"):
-                    return line.split(":", 1)[1].strip()
-    except OSError:
-        pass
-    return platform.processor() or "unknown CPU"
-
-
-class Timers:
-    """Wraps functions with perf_counter timers, restored on :meth:`restore`."""
-
-    def __init__(self) -> None:
-        self.totals: Dict[str, float] = collections.defaultdict(float)
-        self.calls: collections.Counter = collections.Counter()
-        self.saved: List[Tuple[Any, str, Any]] = []
-
-    def wrap(self, owner: Any, name: str, key: str) -> None:
-        fn = getattr(owner, name)
-        self.saved.append((owner, name, fn))
-        totals, calls = self.totals, self.calls
-
-        def timed(*args: Any, **kwargs: Any) -> Any:
-            start = time.perf_counter()
-            try:
-                return fn(*args, **kwargs)
-            finally:
-                totals[key] += time.perf_counter() - start
-                calls[key] += 1
-
-        setattr(owner, name, timed)
-
-    def restore(self) -> None:
-        for owner, name, fn in reversed(self.saved):
-            setattr(owner, name, fn)
-        self.saved.clear()
-
-
 def wall_split(session: Any, dataset: Any, search: str, gen: Dict[str, Any], opts: Dict[str, Any]) -> Tuple[float, Dict[str, float], int]:
     """(wall seconds, part → seconds, steps) of one decode, the parts exclusive of each other."""
     from fairseq_stream.engine import scheduler
     from fairseq_stream.model import block_decoder, model_step
     from fairseq_stream.search import region
 
-    timers = Timers()
     ops = torch.ops.fairseq_stream
     ops.decoder_step  # noqa: B018  (resolved once, so that the namespace holds it and it can be wrapped)
-    timers.wrap(ops, "decoder_step", "cpp")
-    timers.wrap(block_decoder.BlockDecoder, "forward_native", "native")
-    timers.wrap(model_step.ModelStep, "scored_step", "scored")
-    timers.wrap(region.SearchInRegion, "step", "search")
-    timers.wrap(scheduler.StreamingScheduler, "_step", "step")
-    timers.wrap(scheduler.StreamingScheduler, "_refill", "refill")
-    try:
+    t: Dict[str, float] = collections.defaultdict(float)
+    targets = [(ops, "decoder_step", "cpp"), (block_decoder.BlockDecoder, "forward_native", "native"),
+               (model_step.ModelStep, "scored_step", "scored"), (region.SearchInRegion, "step", "search"),
+               (scheduler.StreamingScheduler, "_refill", "refill")]
+    with timed_calls(targets, t):
         start = time.perf_counter()
         result = session.translate(dataset, search=search, gen=gen, opts=opts)
         wall = time.perf_counter() - start
-    finally:
-        timers.restore()
-    t = timers.totals
     parts = {"cpp": t["cpp"], "native_py": t["native"] - t["cpp"], "model_py": t["scored"] - t["native"],
              "search": t["search"], "refill": t["refill"]}
     parts["rest"] = wall - sum(parts.values())
@@ -169,7 +125,7 @@ def main(argv: Optional[Sequence[str]] = None) -> None:
     parser.add_argument("--limit", type=int, default=100)
     parser.add_argument("--rows", default="greedy,block4,k5", help=f"comma-separated, of {', '.join(ROWS)}")
     parser.add_argument("--cpu-matmul", default="packed", help="comma-separated --cpu-matmul values, a column each")
-    from bench_vs_ctranslate2 import add_model_arguments, convert, languages
+    from bench_vs_ctranslate2 import add_model_arguments, convert, languages, load_model
 
     add_model_arguments(parser)  # --data, --path, --bpe-codes, --src, --ref: the demo's by default
     args = parser.parse_args(argv)
@@ -179,14 +135,8 @@ def main(argv: Optional[Sequence[str]] = None) -> None:
         parser.error(f"--rows: unknown {', '.join(bad)} (choose from {', '.join(ROWS)})")
     libraries = [m for m in args.cpu_matmul.split(",") if m]
     torch.set_num_threads(1)
-    from fairseq_stream.tools.session import TranslationSession
-
     src_lang, tgt_lang = languages(args)
-    session = TranslationSession.load(args.data, args.path, bpe_codes=args.bpe_codes,
-                                      extra_args=["--source-lang", src_lang, "--target-lang", tgt_lang])
-    with open(args.src, encoding="utf-8") as f:
-        sources = [line.rstrip("\n") for line in f][: args.limit]
-    dataset = session.encode(sources)
+    session, sources, dataset = load_model(args, args.limit)
     vocab = len(session.task.target_dictionary)
     ct2_dir: Optional[str] = None
     try:

@@ -54,6 +54,14 @@ def timers(totals: Dict[str, float], search_class: type) -> Iterator[None]:
                (block_decoder.BlockDecoder, "forward_native", "native"),
                (output.OutputScorer, "top", "topk"), (backends.KernelRunner, "run", "operator"),
                (search_class, "step", "strategy")]
+    with timed_calls(targets, totals):
+        yield
+
+
+@contextmanager
+def timed_calls(targets: Sequence[Tuple[Any, str, str]], totals: Dict[str, float]) -> Iterator[None]:
+    """Each ``(owner, name, key)``: ``owner.name`` wrapped by a wall-clock timer whose seconds add to
+    ``totals[key]``, restored on exit (also step_profile.py's)."""
     saved = [(owner, name, getattr(owner, name)) for owner, name, _ in targets]
 
     def wrap(fn: Any, key: str) -> Any:
@@ -113,19 +121,14 @@ def main(argv: Optional[Sequence[str]] = None) -> None:
     parser.add_argument("--search", nargs="+", default=["var-stream", "fixed-ours"])
     parser.add_argument("--step-mode", default="eager", choices=["eager", "native", "static", "auto"],
                         help="the decoder step to split (native: one C++ call for the layers and the projection)")
-    from bench_vs_ctranslate2 import add_model_arguments, convert, languages
+    from bench_vs_ctranslate2 import add_model_arguments, convert, languages, load_model
 
     add_model_arguments(parser)  # --data, --path, --bpe-codes, --src, --ref: the demo's by default
     args = parser.parse_args(argv)
     torch.set_num_threads(1)
-    from fairseq_stream.tools.session import TranslationSession
 
     src_lang, tgt_lang = languages(args)
-    session = TranslationSession.load(args.data, args.path, bpe_codes=args.bpe_codes,
-                                      extra_args=["--source-lang", src_lang, "--target-lang", tgt_lang])
-    with open(args.src, encoding="utf-8") as f:
-        sources = [line.rstrip("\n") for line in f][: args.limit]
-    dataset = session.encode(sources)
+    session, sources, dataset = load_model(args, args.limit)
     print(f"{len(sources)} sentences, beam {args.beam}, --step-mode {args.step_mode}, 1 thread\n")
     print("| run | part | seconds | share |\n|---|---|---|---|")
     for search in args.search:
