@@ -225,6 +225,13 @@ class StreamDecodingConfig(FairseqDataclass):
                   "'auto' (graph on CUDA; native on a CPU where it runs every model, else eager); the closing "
                   "statistics count the steps of each kind"},
     )
+    native_loop: str = field(
+        default="auto",
+        metadata={"help": "'auto': where a step has few rows (<= 16) on the native step, the greedy beam (--beam 1 of "
+                  "the fixed-*/var-* strategies) runs its steps in one C++ call until a sentence may end, searching "
+                  "each as the Python step does (the same output and scores, bit for bit); 'off': a Python step "
+                  "each (for comparisons)"},
+    )
     # ---- int8 weights (fairseq_stream.model.quantize) ----
     quantize: str = field(
         default="none",

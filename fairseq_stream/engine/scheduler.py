@@ -43,6 +43,13 @@ from fairseq_stream.model.model_step import DecoderState, ModelStep, Sources
 from fairseq_stream.engine.stats import DecodeStats
 
 
+#: the "ahead" hook runs a group ahead natively only at this many rows or fewer: where the Python between steps is a
+#: large part of a step (batch 1, small beams); with more rows a sentence ends at nearly every step anyway
+AHEAD_ROWS = 16
+#: the most decoder calls one run ahead makes (the cache slots it reserves at once)
+AHEAD_CALLS = 64
+
+
 @dataclass(frozen=True)
 class SchedulerConfig:
     epsilon: float = 1.0 / 6  # refill threshold ε; 0 = plain batches
@@ -51,6 +58,7 @@ class SchedulerConfig:
     selection: str = "min-length"  # or "all"
     max_wait: int = 0  # flush after this many steps in flight; 0 = never
     oversubscribe: bool = False  # C bounds each step's candidates, the capacity the sentences in flight
+    native_loop: bool = True  # --native-loop auto: a strategy with the "ahead" hook runs steps ahead natively
 
     def __post_init__(self) -> None:
         if not 0.0 <= self.epsilon < 1.0:
@@ -283,14 +291,21 @@ class StreamingScheduler:
 
     # ---- one step --------------------------------------------------------------------------
     def _step(self, pool: Sources, group: _Group, groups: List[_Group]) -> Any:
-        """One decoder call and one strategy step of ``group``; what finished (dict or deferred)."""
+        """One decoder call and one strategy step of ``group`` — after the steps it ran ahead natively, where it
+        could (:meth:`_run_ahead`); what finished (dict or deferred)."""
         start = time.perf_counter() if self.stats.trace is not None else None
         sentences, rows, length = self.strategy.sentences(group.state), group.dec.rows, group.dec.max_length
-        # its output layer (and search step) inside the step's region, where it gives one
-        tail = self.strategy.output_tail(group.state) if self.in_region else None  # type: ignore[attr-defined]
-        scores, dec = self.model.scored_step(pool, group.dec, group.feed, group.block_mask, tail=tail)
+        state = group.state
+        ahead = self._run_ahead(pool, group, groups)
+        if ahead is not None:
+            scores, dec, state, calls = ahead
+            length += calls - 1
+        else:
+            # its output layer (and search step) inside the step's region, where it gives one
+            tail = self.strategy.output_tail(state) if self.in_region else None  # type: ignore[attr-defined]
+            scores, dec = self.model.scored_step(pool, group.dec, group.feed, group.block_mask, tail=tail)
         # the "region" hook's step takes what the step computed; every other strategy the scores alone
-        out: StepOutcome = self.strategy.step(group.state, scores if self.in_region else scores.scores)
+        out: StepOutcome = self.strategy.step(state, scores if self.in_region else scores.scores)
         if out.accept is not None:
             dec = self.model.accept(dec, out.accept, group.feed.size(1), out.max_length)
         if self.strategy.sentences(out.state) > 0:
@@ -302,3 +317,27 @@ class StreamingScheduler:
         self.stats.add_step(sentences=sentences, rows=rows, length=length,
                             seconds=None if start is None else time.perf_counter() - start)
         return out.finished
+
+    def _run_ahead(self, pool: Sources, group: _Group, groups: List[_Group]) -> Optional[tuple]:
+        """The "ahead" hook: where ``group`` is the only one in flight, has few rows and one token a row, its steps run
+        in one native call (``ModelStep.greedy_search``) while no sentence of it may end — nothing the scheduler
+        decides between steps (refill, selection, merges) can change before one does. Those steps are counted as
+        steps; returns the last call's scores, the state after it and the strategy's state after the steps before
+        it (the caller's strategy step takes the scores) and the calls made; or None: step as usual."""
+        if (not self.cfg.native_loop or "ahead" not in self.hooks or self.in_region or groups
+                or self.stats.trace is not None or group.dec.rows > AHEAD_ROWS or group.block_mask is not None
+                or group.feed.size(1) != 1):
+            return None
+        search = self.strategy.native_search(group.state, AHEAD_CALLS)  # type: ignore[attr-defined]
+        if search is None:
+            return None
+        ran = self.model.greedy_search(pool, group.dec, group.feed, search)
+        if ran is None:
+            return None
+        scores, dec, calls = ran
+        sentences, rows = self.strategy.sentences(group.state), group.dec.rows
+        for j in range(calls - 1):  # the steps searched natively, as _step counts each
+            self.stats.add_step(sentences=sentences, rows=rows, length=group.dec.max_length + j)
+        self.clock += calls - 1
+        self.stats.add_extra("native_loop_steps", calls - 1)
+        return scores, dec, self.strategy.ran_ahead(group.state, calls - 1), calls  # type: ignore[attr-defined]

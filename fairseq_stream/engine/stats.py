@@ -173,6 +173,8 @@ class DecodeStats:
             line += ", step operators: " + describe_backends(self.step_backends, sep=", ")
         if self.step_mode and (self.step_mode.get("mode") != "eager" or self.step_mode.get("fallbacks")):
             line += ", " + describe_step_mode(self.step_mode)
+        if self.extra.get("native_loop_steps"):  # --native-loop: steps searched without returning to Python
+            line += f", {int(self.extra['native_loop_steps'])} steps searched in the native loop"
         draft = self.draft_step_mode
         if draft and (draft.get("mode") != "eager" or draft.get("fallbacks")):
             line += ", draft's " + describe_step_mode(draft)

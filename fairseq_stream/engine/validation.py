@@ -61,7 +61,7 @@ def validate_run(name: str, gen_cfg: Any, opts: Any, models: Sequence[Any] = (),
     scheduler = SchedulerConfig(
         epsilon=stream_epsilon(name, opts.stream_epsilon), capacity=stream_capacity(opts, gen_cfg, models),
         max_candidates=int(opts.stream_max_candidates), selection=caps.selection, max_wait=int(opts.stream_max_wait),
-        oversubscribe=bool(opts.stream_oversubscribe),
+        oversubscribe=bool(opts.stream_oversubscribe), native_loop=getattr(opts, "native_loop", "auto") == "auto",
     )
     if scheduler.oversubscribe and not (caps.beam and caps.models == "standard"):
         raise FairseqStreamError(f"--stream-oversubscribe splits beams under a candidate budget; --search {name} has "
@@ -196,6 +196,8 @@ def check_options(opts: Any) -> None:
         raise FairseqStreamError(f"--step-backend must be one of {', '.join(STEP_BACKENDS)}, got {opts.step_backend!r}")
     if opts.step_mode not in STEP_MODES:
         raise FairseqStreamError(f"--step-mode must be one of {', '.join(STEP_MODES)}, got {opts.step_mode!r}")
+    if getattr(opts, "native_loop", "auto") not in NATIVE_LOOPS:
+        raise FairseqStreamError(f"--native-loop must be one of {', '.join(NATIVE_LOOPS)}, got {opts.native_loop!r}")
     check_quantize(getattr(opts, "quantize", "none"))
     check_cpu_matmul(getattr(opts, "cpu_matmul", "auto"))
     if opts.stream_stats:  # checked now: it is written only at the end of the run
@@ -318,6 +320,8 @@ _UNSUPPORTED = (
 )
 
 
+#: --native-loop's values (engine/scheduler.py: the greedy beam's steps run ahead natively)
+NATIVE_LOOPS = ("auto", "off")
 #: Options that act for every --search, fairseq's own generator included: the task reads the input
 #: in this order, and the engine prepares the models (int8 copies, the Linear layers' library).
 EVERY_SEARCH_OPTIONS = frozenset({"search", "stream_input_order", "quantize", "cpu_matmul"})
@@ -325,7 +329,7 @@ EVERY_SEARCH_OPTIONS = frozenset({"search", "stream_input_order", "quantize", "c
 #: step operators, the statistics file); fairseq's generator reads none of them.
 ENGINE_OPTIONS = frozenset({"stream_epsilon", "stream_capacity", "stream_max_candidates", "stream_oversubscribe",
                             "stream_max_wait", "stream_per_batch", "stream_stats", "output_layer", "step_backend",
-                            "step_mode"})
+                            "step_mode", "native_loop"})
 #: fairseq's generation options its own generator accepts and then ignores or fails on (refused for it).
 _UNSUPPORTED_BY_FAIRSEQ_BEAM = (
     # SequenceGenerator returns no "history": fairseq-generate then fails with KeyError after the first H- line.

@@ -353,6 +353,25 @@ class BlockDecoder:
         tokens = torch.ops.fairseq_stream.decoder_greedy(native, first, steps, positions, table, *rest)  # (R, steps)
         return tokens, cache.advanced(fed)
 
+    def greedy_search_native(self, cache: RowCache, first: Tensor, steps: int, positions: Tensor, memory: EncoderMemory,
+                             index: SentenceIndex, max_position: int, search: Any) -> Union[Tuple[Tensor, RowCache, int], str]:
+        """Up to ``steps`` calls of :meth:`forward_native`, the first fed ``first`` (R, 1) at ``positions`` (R, 1)
+        (at most ``max_position``), each next one the row's best candidate of the greedy beam's step, found and
+        taken into ``search`` (a :class:`~fairseq_stream.model.model_step.GreedySearch`) in place while no row may
+        end, as one C++ call (``decoder_greedy_search``): the logits (R, 1, V) of the last call, unsearched, the
+        cache extended by the calls made, and their number; or why the operator cannot run them."""
+        if first.size(0) == 0:
+            return "a step with no rows"
+        operands = self._native_operands(cache, steps, max_position + steps - 1, memory, index)
+        if isinstance(operands, str):
+            return operands
+        native, table, rest = operands
+        logits, calls = torch.ops.fairseq_stream.decoder_greedy_search(
+            native, first, steps, positions, table, *rest, search.scores, search.tokens, search.token_scores,
+            search.steps, search.max_len, search.candidates, search.window, search.eos, search.pad, search.unk,
+            search.unk_penalty, search.min_len)
+        return logits, cache.advanced(calls), calls
+
     def _native_operands(self, cache: RowCache, fed: int, max_position: int, memory: EncoderMemory,
                          index: SentenceIndex) -> Union[Tuple[Any, Optional[Tensor], Tuple[Any, ...]], str]:
         """What both native operators take after their tokens and positions, with the cache made ready

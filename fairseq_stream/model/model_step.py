@@ -54,6 +54,30 @@ class PoolEncoding:
         return int(self.src_lengths.numel())
 
 
+@dataclass
+class GreedySearch:
+    """What the native greedy loop (:meth:`ModelStep.greedy_search`) needs of the greedy beam (k = 1) to search its
+    steps itself: the state it updates in place — ``scores`` (R, 1), ``tokens``/``token_scores`` (R, 1, L),
+    ``steps`` (R,), row r being sentence r's one slot — each row's ``max_len``, and the output layer's constants
+    (:meth:`~fairseq_stream.search.output.OutputScorer.top`: ``candidates`` c of a ``window`` of the fused top-k;
+    fairseq's edits: ``unk`` < 0 for no ``--unkpen``, ``min_len`` 0 for no ``--min-len``). Built by the
+    strategy (``BeamSearch.native_search``); the model does not look inside beyond passing it on."""
+
+    scores: Tensor
+    tokens: Tensor
+    token_scores: Tensor
+    steps: Tensor
+    max_len: Tensor
+    calls: int  # the most decoder calls of one loop
+    candidates: int
+    window: int
+    eos: int
+    pad: int
+    unk: int = -1
+    unk_penalty: float = 0.0
+    min_len: int = 0
+
+
 #: What the decoder reads encoder states from: an encoded pool or a stream's slots.
 Sources = Union[PoolEncoding, EncoderSlots]
 
@@ -257,6 +281,15 @@ class _TransformerAdapter:
         positions = state.lengths.unsqueeze(1) + torch.arange(first.size(1), device=first.device)
         return self.block_decoder.greedy_native(cache, first, steps, positions, memory, state.sentence_index(),
                                                 max_position=state.max_length + first.size(1) - 1)
+
+    def greedy_search(self, memory: Any, cache: RowCache, state: DecoderState, first: Tensor, steps: int,
+                      search: GreedySearch) -> Union[Tuple[Tensor, RowCache, int], str]:
+        """Native steps searched by the greedy beam's rule (:meth:`ModelStep.greedy_search`)."""
+        if not self.native:
+            return "not --step-mode native"
+        positions = state.lengths.unsqueeze(1)
+        return self.block_decoder.greedy_search_native(cache, first, steps, positions, memory, state.sentence_index(),
+                                                       max_position=state.max_length, search=search)
 
     def select(self, cache: RowCache, rows: Tensor) -> RowCache:
         return cache.select(rows)
@@ -546,6 +579,27 @@ class ModelStep:
         new_state = DecoderState([cache], state.handles, state.lengths + fed, None, state.index,
                                  state.max_length + fed)
         return tokens, new_state
+
+    def greedy_search(self, pool: Sources, state: DecoderState, feed: Tensor,
+                      search: GreedySearch) -> Optional[Tuple[StepScores, DecoderState, int]]:
+        """The greedy beam's steps run ahead as one native call: feed ``feed`` (R, 1), and while no row may end,
+        search each step as the strategy would and feed its choice (``search`` is updated in place), at most
+        ``search.calls`` calls. Returns the last call's scores, unsearched (the strategy's own step takes them), the new
+        state and the calls made — :meth:`scored_step` that many times, the strategy's step between; or None where
+        the model cannot (:meth:`greedy_steps`' conditions): the caller steps as usual."""
+        if (len(self.adapters) != 1 or self.temperature != 1.0 or self.step_mode != "native" or search.calls < 1
+                or state.history is not None or feed.dim() != 2 or feed.size(1) != 1):
+            return None
+        adapter = self.adapters[0]
+        if not isinstance(adapter, _TransformerAdapter):
+            return None
+        done = adapter.greedy_search(pool.per_model[0], state.caches[0], state, feed, search.calls, search)
+        if isinstance(done, str):
+            return None
+        logits, cache, calls = done
+        self.step_stats.count("native", calls)
+        new_state = DecoderState([cache], state.handles, cache.lens, None, state.index, state.max_length + calls)
+        return StepScores(logits), new_state, calls
 
     def strategy_pool(self, owner: type, make: Callable[[], Any]) -> Any:
         """The buffers of kind ``make`` that strategies of class ``owner`` keep with the model across runs (made by

@@ -73,6 +73,12 @@ def cpu_kernel() -> Any:
     return extension.load(_SOURCE, KERNEL_FLAGS, "output-layer")
 
 
+def cpu_topk_native() -> bool:
+    """Whether :func:`topk_with_normaliser` runs the C++ operator for float rows on a CPU (so a native loop that
+    calls the operator itself gets the same bits)."""
+    return device_choice("output_layer", "cpu") == "cpp" and cpu_kernel() is not None
+
+
 def topk_with_normaliser(scores: Tensor, k: int) -> Tuple[Tensor, Tensor, Tensor]:
     """Top-``k`` raw scores (best first), their ids and the rows' ``logsumexp``."""
     choice = device_choice("output_layer", scores.device.type)

@@ -34,7 +34,9 @@ methods exist when the strategy registers, and the scheduler calls a hook only w
 * ``"region"`` (:class:`SearchesInRegion`) — its output layer, and its search step, run inside a static
   decoder step's region (``output_tail``); its buffers kept with the model across runs (``share_pools``);
   its ``step`` then takes a :class:`StepScores` (what the region computed) in place of the scores alone;
-* ``"rungs"`` (:class:`PrunesPerSentence`) — each sentence pruned at its own rung (``--prune-auto``'s probes).
+* ``"rungs"`` (:class:`PrunesPerSentence`) — each sentence pruned at its own rung (``--prune-auto``'s probes);
+* ``"ahead"`` (:class:`RunsAhead`) — its steps searched by the native greedy loop while no sentence may end
+  (:meth:`~fairseq_stream.model.model_step.ModelStep.greedy_search`; the greedy beam at few rows).
 """
 from __future__ import annotations
 
@@ -46,7 +48,7 @@ from torch import Tensor
 
 from fairseq_stream.model.static.tail import StepScores
 
-__all__ = ["AdmitsSources", "DrainsCounts", "HOOKS", "Hypothesis", "PrunesPerSentence", "SearchStrategy",
+__all__ = ["AdmitsSources", "DrainsCounts", "HOOKS", "Hypothesis", "PrunesPerSentence", "RunsAhead", "SearchStrategy",
            "SearchesInRegion", "StepOutcome", "StepScores", "StrategyContext", "cat_padded", "empty_hypothesis",
            "merge_finished"]
 
@@ -182,12 +184,27 @@ class PrunesPerSentence(Protocol):
         ...
 
 
+class RunsAhead(Protocol):
+    """Hook ``"ahead"``: steps the native greedy loop searches itself, in place, while no sentence of the group may end
+    (the scheduler then hands the last call's scores to :meth:`SearchStrategy.step` as usual)."""
+
+    def native_search(self, state: Any, most_calls: int) -> Optional[Any]:
+        """What the loop needs for at most ``most_calls`` decoder calls (a
+        :class:`~fairseq_stream.model.model_step.GreedySearch`), or None (it cannot)."""
+        ...
+
+    def ran_ahead(self, state: Any, steps: int) -> Any:
+        """``state`` after ``steps`` steps searched by the loop."""
+        ...
+
+
 #: every optional hook a strategy may declare (``Capabilities(hooks=...)``) → the methods it must have
 HOOKS: Dict[str, Tuple[str, ...]] = {
     "admit": ("admit",),
     "drained": ("drained",),
     "region": ("output_tail", "share_pools"),
     "rungs": ("use_rungs",),
+    "ahead": ("native_search", "ran_ahead"),
 }
 
 

@@ -31,7 +31,7 @@ class Capabilities:
     selection: str = "min-length"  # which groups step together: "min-length" (VAR-STREAM) or "all"
     reads: FrozenSet[str] = frozenset()  # the strategy-specific options it reads (others are refused)
     # the optional hooks it has, each a protocol of search/interface.py (HOOKS: "admit", "drained", "region",
-    # "rungs"); the scheduler and the engine call a hook only where it is declared here
+    # "rungs", "ahead"); the scheduler and the engine call a hook only where it is declared here
     hooks: FrozenSet[str] = frozenset()
 
 

@@ -56,6 +56,6 @@ for _name, _variant in VARIANTS.items():
         capabilities=Capabilities(
             streaming=_variant.epsilon > 0, default_epsilon=_variant.epsilon, selection=_variant.selection,
             reads=BEAM_OPTIONS | (PRUNING_OPTIONS if _variant.variable else frozenset()),
-            hooks=frozenset({"region", "rungs"}),
+            hooks=frozenset({"region", "rungs", "ahead"}),
         ),
     )(BeamSearch)

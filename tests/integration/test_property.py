@@ -69,6 +69,7 @@ OPT_SPACE: Dict[str, Tuple[List[Any], List[Any]]] = {
     "output_layer": (["full"], ["bogus"]),
     "step_backend": (["reference", "cpp", "triton"], ["bogus", "cuda"]),  # triton on a CPU: a warned fallback
     "step_mode": (["eager", "static", "native", "auto"], ["graph", "bogus"]),  # graph: CUDA only
+    "native_loop": (["off", "auto"], ["bogus"]),
     "quantize": (["int8"], ["int4", "bogus"]),
     "cpu_matmul": (["torch"], ["mkl", "bogus"]),  # onednn: float32 models only (test_linear_kernels)
     "draft_path": ([os.path.join(DEMO, "draft.pt")], ["/nonexistent/draft.pt"]),
@@ -83,7 +84,8 @@ OPT_SPACE: Dict[str, Tuple[List[Any], List[Any]]] = {
     "ib_finalize": (["all"], ["bogus"]),
 }
 SHARED = {"stream_capacity", "stream_max_candidates", "stream_max_wait", "stream_per_batch", "output_layer",
-          "stream_oversubscribe", "step_backend", "quantize", "cpu_matmul", "stream_input_order", "step_mode"}  # read by every strategy of ours (the scheduler's, the output layer)
+          "stream_oversubscribe", "step_backend", "quantize", "cpu_matmul", "stream_input_order", "step_mode",
+          "native_loop"}  # read by every strategy of ours (the scheduler's, the output layer)
 
 
 def test_the_option_space_covers_every_decoding_option():

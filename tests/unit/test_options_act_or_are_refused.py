@@ -31,7 +31,7 @@ AWAY = {
     "beam_final_count": 1, "beam_finalize": "shrink", "prune_preset": "freitag2017", "output_layer": "full",
     "step_backend": "reference", "quantize": "int8", "cpu_matmul": "torch", "jacobi_block": 4,
     "jacobi_max_parallel_len": 32, "jacobi_init": "tail", "ib_dedup": True, "ib_finalize": "all",
-    "step_mode": "static", "draft_path": "DRAFT", "draft_tokens": "4", "draft_quantize": "none",
+    "step_mode": "static", "native_loop": "off", "draft_path": "DRAFT", "draft_tokens": "4", "draft_quantize": "none",
     "lookahead_ngram": 4, "lookahead_prior": "PRIOR",
     "prune_auto": True, "prune_auto_tolerance": 0.05,
 }

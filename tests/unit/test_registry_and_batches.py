@@ -119,6 +119,7 @@ _EFFECTIVE = {
     "stream_max_candidates": lambda g, s: g.scheduler_cfg.max_candidates,
     "stream_max_wait": lambda g, s: g.scheduler_cfg.max_wait,
     "stream_oversubscribe": lambda g, s: g.scheduler_cfg.oversubscribe,
+    "native_loop": lambda g, s: "auto" if g.scheduler_cfg.native_loop else "off",
     "stream_stats": lambda g, s: g.stats_path,
     "output_layer": lambda g, s: "fused" if s.scorer.fused else "full",
     "step_backend": lambda g, s: s.runner.preference if hasattr(s, "runner") else "auto",  # a toy strategy has no operator
@@ -147,7 +148,7 @@ _EFFECTIVE = {
     "ib_finalize": lambda g, s: s.finalize,
 }
 _EVERY_STRATEGY = {"stream_capacity", "stream_max_candidates", "stream_max_wait", "stream_oversubscribe", "stream_stats", "output_layer",
-                   "step_backend"}
+                   "step_backend", "native_loop"}
 # stated elsewhere: --search (the registry test), --stream-epsilon (the test above),
 # --stream-per-batch (the task's reading of fairseq's iterator: test_cli_stream_across_batches),
 # --quantize (none = the models as loaded: test_quantize), --cpu-matmul (the Linear kernels: test_linear_kernels), --prune-preset (unset: the flags' own
@@ -253,7 +254,7 @@ def test_help_states_the_parsers_defaults_and_the_values_the_checks_accept():
         assert quoted == accepted and ranges == set(re.findall(r"\[\d+, \d+\]", named)), (f.name, quoted, named)
         checked.append(f.name)
     assert checked == ["stream_input_order", "prune_reference", "prune_ended", "beam_finalize", "prune_preset",
-                       "prune_auto", "output_layer", "step_backend", "step_mode", "quantize", "cpu_matmul", "jacobi_init", "draft_tokens",
+                       "prune_auto", "output_layer", "step_backend", "step_mode", "native_loop", "quantize", "cpu_matmul", "jacobi_init", "draft_tokens",
                        "draft_quantize", "ib_finalize"]  # every option with a list of values (a new one: add it here)
 
 

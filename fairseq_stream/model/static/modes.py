@@ -48,9 +48,9 @@ class StepModeStats:
     def fallback(self, why: str) -> None:
         self.fallbacks[why] = self.fallbacks.get(why, 0) + 1
 
-    def count(self, how: str) -> None:
-        """One decoder step ran ``how``: ``replayed``, ``static``, ``native`` or ``eager``."""
-        setattr(self, how, getattr(self, how) + 1)
+    def count(self, how: str, steps: int = 1) -> None:
+        """``steps`` decoder steps ran ``how``: ``replayed``, ``static``, ``native`` or ``eager``."""
+        setattr(self, how, getattr(self, how) + steps)
 
     _COUNTS = ("replayed", "static", "native", "eager", "captured", "capture_seconds", "graph_bytes", "evicted",
                "table_reorders", "output_in_step", "reorders_in_step", "inputs_in_step", "search_in_step")

@@ -13,6 +13,7 @@
 #include <ATen/native/quantized/PackedParams.h>
 #include <torch/custom_class.h>
 #include <cstring>
+#include <limits>
 #include <string>
 #include <vector>
 
@@ -351,6 +352,84 @@ Tensor decoder_greedy(const c10::intrusive_ptr<NativeDecoder>& self, const Tenso
   return at::cat(out, 1);
 }
 
+// The greedy beam (k = 1) run ahead natively (search/beam.py, BeamSearch.native_search): up to `steps`
+// decoder_step calls, the first fed `first` (R, 1); after each call but the last, every row's best
+// candidate is found as the Python step finds it — fused top-`window` and normaliser (the
+// fairseq_stream::topk_lse operator, ops/fused_output.py), fairseq's score edits on that window
+// (search/score_edits.py: NeverPad, UnkPenalty where `unk` >= 0, MinLength where `min_len` > 0; no row
+// may be at its maximum length), the best `c` by at::topk, the first of them — with the same aten
+// calls, so the same bits. While no row's best is EOS or a non-finite score (a step where a sentence
+// may end), the rows take it in place as the beam operator would (ops/csrc/beam_step.cpp at k = 1:
+// scores += lp, the token and its score at column steps[r], steps += 1) and it is fed next. The call
+// whose rows may end — or the `steps`-th — returns its logits (R, 1, V) unsearched, for the Python step.
+// Returns (those logits, the calls made); the caller has reserved `steps` slots as for decoder_greedy.
+std::tuple<Tensor, int64_t> decoder_greedy_search(
+    const c10::intrusive_ptr<NativeDecoder>& self, const Tensor& first, int64_t steps, const Tensor& positions,
+    const c10::optional<Tensor>& position_table, std::vector<Tensor> keys, std::vector<Tensor> values, int64_t width,
+    const c10::optional<Tensor>& lens, std::vector<Tensor> enc_keys, std::vector<Tensor> enc_values,
+    const c10::optional<Tensor>& enc_padding, const Tensor& kv_row, const c10::optional<Tensor>& table,
+    const c10::optional<Tensor>& home, Tensor scores, Tensor tokens, Tensor token_scores, Tensor row_steps,
+    const Tensor& max_len, int64_t c, int64_t window, int64_t eos, int64_t pad, int64_t unk, double unk_penalty,
+    int64_t min_len) {
+  TORCH_CHECK(first.dim() == 2 && first.size(1) == 1 && positions.sizes() == first.sizes(),
+              "decoder_greedy_search: one token a row, and its position");
+  TORCH_CHECK(steps >= 1 && c >= 1 && window >= c, "decoder_greedy_search: at least one step and one candidate");
+  const int64_t R = first.size(0);
+  TORCH_CHECK(scores.dim() == 2 && scores.size(0) == R && scores.size(1) == 1 && scores.is_contiguous() &&
+                  tokens.dim() == 3 && tokens.size(0) == R && tokens.size(1) == 1 && tokens.is_contiguous() &&
+                  tokens.scalar_type() == torch::kLong && token_scores.sizes() == tokens.sizes() &&
+                  token_scores.is_contiguous() && token_scores.scalar_type() == scores.scalar_type() &&
+                  row_steps.dim() == 1 && row_steps.size(0) == R && row_steps.is_contiguous() &&
+                  row_steps.scalar_type() == torch::kLong && max_len.sizes() == row_steps.sizes(),
+              "decoder_greedy_search: one beam slot a row, contiguous state");
+  using TopkLse = std::tuple<Tensor, Tensor, Tensor>(const Tensor&, int64_t);
+  static const auto topk_lse = op("fairseq_stream::topk_lse").typed<TopkLse>();  // ops/fused_output.py loads it
+  const double neg_inf = -std::numeric_limits<double>::infinity();
+  const int64_t L = tokens.size(2);
+  int64_t* step_of = row_steps.data_ptr<int64_t>();
+  int64_t* token_at = tokens.data_ptr<int64_t>();
+  Tensor fed = first, at_position = positions;
+  c10::optional<Tensor> row_lens = lens;
+  for (int64_t j = 0;; ++j) {
+    const Tensor logits = decoder_step(self, fed, at_position, position_table, keys, values, width, row_lens,
+                                       enc_keys, enc_values, enc_padding, kv_row, table, home);
+    width += 1;
+    if (row_lens.has_value()) row_lens = *row_lens + 1;
+    at_position = at_position + 1;
+    if (j + 1 == steps || at::ge(row_steps, max_len).any().item<bool>()) return {logits, j + 1};
+    // OutputScorer.top (search/output.py) on scores[:, -1], k = c
+    const int64_t V = logits.size(2);  // OutputScorer.top: k = min(k, V), its window min(k + extra, V)
+    const auto top = topk_lse.call(logits.select(1, -1), std::min(window, V));
+    const Tensor& window_tokens = std::get<1>(top);
+    Tensor cand = std::get<0>(top) - std::get<2>(top).unsqueeze(1);
+    cand.masked_fill_(window_tokens == pad, neg_inf);  // NeverPad
+    if (unk >= 0)  // UnkPenalty (filled, then subtracted)
+      cand.sub_(at::zeros_like(cand).masked_fill_(window_tokens == unk, unk_penalty));
+    if (min_len > 0)  // MinLength
+      cand.masked_fill_(at::logical_and(window_tokens == eos, at::lt(row_steps, min_len).unsqueeze(1)), neg_inf);
+    const auto best = cand.topk(std::min(c, V), -1);
+    // (R,) each row's best: its log-probability cast as BeamSearch._step_after casts it, and its token (contiguous:
+    // read by pointer below, and a column of c > 1 is strided)
+    const Tensor lp = std::get<0>(best).select(1, 0).to(scores.scalar_type()).contiguous();
+    const Tensor token = window_tokens.gather(1, std::get<1>(best)).select(1, 0).contiguous();
+    const Tensor total = scores.select(1, 0) + lp;  // beam_step.cpp: scores[s] + top_lp[r, 0]
+    if (at::eq(token, eos).any().item<bool>() || !at::isfinite(total).all().item<bool>()) return {logits, j + 1};
+    scores.select(1, 0).copy_(total);
+    const int64_t* tok = token.data_ptr<int64_t>();
+    AT_DISPATCH_FLOATING_TYPES(scores.scalar_type(), "decoder_greedy_search", [&] {
+      const scalar_t* from = lp.data_ptr<scalar_t>();
+      scalar_t* to = token_scores.data_ptr<scalar_t>();
+      for (int64_t r = 0; r < R; ++r) {
+        TORCH_CHECK(step_of[r] >= 0 && step_of[r] < L, "decoder_greedy_search: a row past its token columns");
+        token_at[r * L + step_of[r]] = tok[r];
+        to[r * L + step_of[r]] = from[r];
+        step_of[r] += 1;
+      }
+    });
+    fed = token.unsqueeze(1);
+  }
+}
+
 TORCH_LIBRARY_FRAGMENT(fairseq_stream, m) {
   m.class_<NativeDecoder>("NativeDecoder")
       .def(torch::init<int64_t, int64_t, bool, int64_t>())
@@ -370,9 +449,15 @@ TORCH_LIBRARY_FRAGMENT(fairseq_stream, m) {
         "Tensor positions, Tensor? position_table, Tensor[] keys, Tensor[] values, int width, Tensor? lens, "
         "Tensor[] enc_keys, Tensor[] enc_values, Tensor? enc_padding, Tensor kv_row, Tensor? table=None, "
         "Tensor? home=None) -> Tensor");
+  m.def("decoder_greedy_search(__torch__.torch.classes.fairseq_stream.NativeDecoder decoder, Tensor first, int steps, "
+        "Tensor positions, Tensor? position_table, Tensor[] keys, Tensor[] values, int width, Tensor? lens, "
+        "Tensor[] enc_keys, Tensor[] enc_values, Tensor? enc_padding, Tensor kv_row, Tensor? table, Tensor? home, "
+        "Tensor(a!) scores, Tensor(b!) tokens, Tensor(c!) token_scores, Tensor(d!) row_steps, Tensor max_len, int c, "
+        "int window, int eos, int pad, int unk, float unk_penalty, int min_len) -> (Tensor, int)");
 }
 TORCH_LIBRARY_IMPL(fairseq_stream, CPU, m) {
   m.impl("decoder_step", &decoder_step);
   m.impl("decoder_greedy", &decoder_greedy);
+  m.impl("decoder_greedy_search", &decoder_greedy_search);
 }
 PYBIND11_MODULE(TORCH_EXTENSION_NAME, m) {}

@@ -1,0 +1,82 @@
+"""``--native-loop auto``: the greedy beam's steps searched in one C++ call give the Python steps' bits.
+
+Where a group has few rows, one token a row and the native step (engine/scheduler.py, the ``"ahead"`` hook),
+``decoder_greedy_search`` (ops/csrc/decoder_step.cpp) runs the decoder steps and searches each as
+``BeamSearch.step`` does — the fused top-k and normaliser, fairseq's score edits, the best candidate — while no
+sentence may end; the step where one may is the Python step's. So on the trained demo model the tokens, the
+scores and every positional score are EXACTLY equal to ``--native-loop off`` (and to the eager step), in float32
+and int8, with refills, under either finalisation rule and with every score edit it takes; the step counts are
+the same, and the statistics say how many steps the loop searched.
+"""
+from typing import Any, Dict
+
+import pytest
+
+from test_native_equals_eager import assert_identical
+
+from fairseq_stream.errors import FairseqStreamError
+from fairseq_stream.model import native_decoder
+
+N = 16
+CASES: Dict[str, Dict[str, Any]] = {  # name → (gen, opts) of fixed-ours
+    "batch1": ({"beam": 1}, {"stream_capacity": 1}),
+    "refills": ({"beam": 1}, {"stream_capacity": 5}),  # sentences end and join while others run ahead
+    "fairseq-rule": ({"beam": 1}, {"stream_capacity": 4, "beam_finalize": "fairseq"}),  # 2 candidates a row
+    "edits": ({"beam": 1, "unkpen": 2.5, "min_len": 9, "max_len_a": 0.5, "max_len_b": 10}, {"stream_capacity": 4}),
+    "bonus-unk": ({"beam": 1, "unkpen": -1.5}, {"stream_capacity": 4}),  # a raised token: the loop declines
+    "int8": ({"beam": 1}, {"stream_capacity": 4, "quantize": "int8"}),
+    "as-given": ({"beam": 1}, {"stream_capacity": 3, "stream_input_order": "as-given"}),
+}
+SLOW = ("as-given",)
+DECLINES = ("bonus-unk",)  # what the loop does not take: every step is the Python step's
+
+pytestmark = pytest.mark.skipif(native_decoder.kernel_available() is not None,
+                                reason="the native-step kernel cannot be built here")
+
+
+@pytest.fixture(scope="module")
+def data(demo_session, demo_sources):
+    return demo_session.encode(demo_sources[:N])
+
+
+def _run(session: Any, data: Any, case: str, **extra: Any) -> Any:
+    gen, opts = CASES[case]
+    return session.translate(data, search="fixed-ours", gen=gen, opts=dict(opts, **extra))
+
+
+@pytest.mark.parametrize("case", [pytest.param(n, marks=pytest.mark.slow if n in SLOW else ()) for n in CASES])
+def test_native_loop_equals_python_steps(demo_session, data, case):
+    python = _run(demo_session, data, case, native_loop="off")
+    loop = _run(demo_session, data, case)  # --native-loop auto, the default
+    assert_identical(python, loop)
+    for stats in (python, loop):
+        assert stats.stats.step_mode["steps_native"] == stats.stats.timesteps
+    assert (loop.stats.timesteps, loop.stats.expansions) == (python.stats.timesteps, python.stats.expansions)
+    assert "native_loop_steps" not in python.stats.extra
+    searched = loop.stats.extra.get("native_loop_steps", 0)
+    if case in DECLINES:
+        assert searched == 0
+        return
+    # every step but those where a sentence may end (about one a sentence) and the first of a run ahead
+    assert loop.stats.timesteps > searched > loop.stats.timesteps / 2
+    assert f"{int(searched)} steps searched in the native loop" in loop.stats.summary()
+
+
+def test_native_loop_equals_the_eager_step(demo_session, data):
+    """The loop against the Python step on the eager decoder step (the reference of the native step)."""
+    eager = _run(demo_session, data, "refills", step_mode="eager")
+    assert eager.stats.step_mode["steps_eager"] == eager.stats.timesteps
+    assert_identical(eager, _run(demo_session, data, "refills"))
+
+
+def test_native_loop_leaves_wider_beams_and_pruning_alone(demo_session, data):
+    """k = 5, and var-stream's pruning at k = 1: no step is searched natively."""
+    wide = demo_session.translate(data, search="fixed-ours", gen={"beam": 5}, opts={"stream_capacity": 2})
+    pruned = demo_session.translate(data, search="var-stream", gen={"beam": 1}, opts={"stream_capacity": 2})
+    for result in (wide, pruned):
+        assert "native_loop_steps" not in result.stats.extra
+
+
+def test_native_loop_value_is_checked(demo_session, data):
+    with pytest.raises(FairseqStreamError, match="--native-loop must be one of auto, off"):
+        _run(demo_session, data, "batch1", native_loop="sometimes")
