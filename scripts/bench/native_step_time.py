@@ -8,7 +8,8 @@ Decodes the same sentences with ``fixed-ours`` at k = 5 (stream capacity 32) and
 the model's step (``ModelStep.scored_step``, the call the scheduler makes: the decoder step native
 replaces and the ensemble's scores; the search step, the cache reorder and the encoder are left out).
 It times one call inside a run, which the harness (``python -m fairseq_stream.tools.bench``, whole
-runs) does not; the runs themselves are not timed here. Prints the median per-step time of each mode, their ratio,
+runs) does not; the runs themselves are not timed here. ``--native-loop off``: every step is one such call (the
+native greedy loop would run a sentence's steps in one). Prints the median per-step time of each mode, their ratio,
 and whether the outputs are identical (tokens and scores ``==``).
 """
 from __future__ import annotations
@@ -71,7 +72,7 @@ def main(argv: Optional[Sequence[str]] = None) -> None:
             for mode in per_step:
                 times.clear()
                 outs[mode] = session.translate(data, search="fixed-ours", gen=gen,
-                                               opts=dict(opts, step_mode=mode, quantize=args.quantize))
+                                               opts=dict(opts, step_mode=mode, quantize=args.quantize, native_loop="off"))
                 if not times:  # the scheduler no longer calls the timed method
                     raise SystemExit("native_step_time.py: no call of ModelStep.scored_step was timed")
                 per_step[mode].append(1e6 * sum(times) / len(times))

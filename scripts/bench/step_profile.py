@@ -11,7 +11,8 @@ Rows (``--rows``): ``greedy`` (``fixed-ours --beam 1 --stream-capacity 1``: one 
 (``fixed-ours --beam 5 --stream-capacity 5``: five sentences of five rows, ~25 rows a step). Each row
 decodes the first ``--limit`` sentences once untimed, then twice timed, through the Python session:
 
-1. **Wall split** (wrapped functions, perf_counter): the C++ decoder step (``decoder_step``, the layers and
+1. **Wall split** (wrapped functions, perf_counter): the C++ decoder step (``decoder_step``, or the native greedy
+   loop's ``decoder_greedy_search``, its steps' search included; the layers and
    the output projection), the Python around it (``forward_native``), the model step's Python
    (``ModelStep.scored_step``), the strategy's search step (fused top-k + normaliser, score edits, the beam
    step operator, and their Python), the encoder (``refill``: admission and encoding) and the rest
@@ -65,9 +66,13 @@ def wall_split(session: Any, dataset: Any, search: str, gen: Dict[str, Any], opt
     ops = torch.ops.fairseq_stream
     ops.decoder_step  # noqa: B018  (resolved once, so that the namespace holds it and it can be wrapped)
     t: Dict[str, float] = collections.defaultdict(float)
-    targets = [(ops, "decoder_step", "cpp"), (block_decoder.BlockDecoder, "forward_native", "native"),
-               (model_step.ModelStep, "scored_step", "scored"), (region.SearchInRegion, "step", "search"),
-               (scheduler.StreamingScheduler, "_refill", "refill")]
+    ops.decoder_greedy_search  # noqa: B018
+    # the native greedy loop (--native-loop auto) runs a sentence's steps, their search included, in one C++ call
+    targets = [(ops, "decoder_step", "cpp"), (ops, "decoder_greedy_search", "cpp"),
+               (block_decoder.BlockDecoder, "forward_native", "native"),
+               (block_decoder.BlockDecoder, "greedy_search_native", "native"),
+               (model_step.ModelStep, "scored_step", "scored"), (model_step.ModelStep, "greedy_search", "scored"),
+               (region.SearchInRegion, "step", "search"), (scheduler.StreamingScheduler, "_refill", "refill")]
     with timed_calls(targets, t):
         start = time.perf_counter()
         result = session.translate(dataset, search=search, gen=gen, opts=opts)

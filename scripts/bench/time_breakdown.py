@@ -86,7 +86,8 @@ def breakdown(session: Any, dataset: Any, search: str, beam: int, quantize: str,
               step_mode: str) -> Tuple[float, Dict[str, float]]:
     from fairseq_stream.search.registry import get_search
 
-    opts = {"quantize": quantize, "step_mode": step_mode}
+    # every step through the parts timed here (the native greedy loop would run a sentence's steps in one call)
+    opts = {"quantize": quantize, "step_mode": step_mode, "native_loop": "off"}
     session.translate(dataset, search=search, gen={"beam": beam}, opts=opts)  # warm-up, untimed
     totals: Dict[str, float] = defaultdict(float)
     with timers(totals, get_search(search).strategy):
