@@ -296,7 +296,7 @@ class StreamingScheduler:
         start = time.perf_counter() if self.stats.trace is not None else None
         sentences, rows, length = self.strategy.sentences(group.state), group.dec.rows, group.dec.max_length
         state = group.state
-        ahead = self._run_ahead(pool, group, groups)
+        ahead = self._run_ahead(pool, group, groups, sentences)
         if ahead is not None:
             scores, dec, state, calls = ahead
             length += calls - 1
@@ -318,7 +318,7 @@ class StreamingScheduler:
                             seconds=None if start is None else time.perf_counter() - start)
         return out.finished
 
-    def _run_ahead(self, pool: Sources, group: _Group, groups: List[_Group]) -> Optional[tuple]:
+    def _run_ahead(self, pool: Sources, group: _Group, groups: List[_Group], sentences: int) -> Optional[tuple]:
         """The "ahead" hook: where ``group`` is the only one in flight, has few rows and one token a row, its steps run
         in one native call (``ModelStep.greedy_search``) while no sentence of it may end — nothing the scheduler
         decides between steps (refill, selection, merges) can change before one does. Those steps are counted as
@@ -335,9 +335,8 @@ class StreamingScheduler:
         if ran is None:
             return None
         scores, dec, calls = ran
-        sentences, rows = self.strategy.sentences(group.state), group.dec.rows
-        for j in range(calls - 1):  # the steps searched natively, as _step counts each
-            self.stats.add_step(sentences=sentences, rows=rows, length=group.dec.max_length + j)
+        for j in range(calls - 1):  # the steps searched natively, as _step counts each (``sentences``: the group's)
+            self.stats.add_step(sentences=sentences, rows=group.dec.rows, length=group.dec.max_length + j)
         self.clock += calls - 1
         self.stats.add_extra("native_loop_steps", calls - 1)
         return scores, dec, self.strategy.ran_ahead(group.state, calls - 1), calls  # type: ignore[attr-defined]

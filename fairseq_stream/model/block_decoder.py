@@ -353,15 +353,16 @@ class BlockDecoder:
         tokens = torch.ops.fairseq_stream.decoder_greedy(native, first, steps, positions, table, *rest)  # (R, steps)
         return tokens, cache.advanced(fed)
 
-    def greedy_search_native(self, cache: RowCache, first: Tensor, steps: int, positions: Tensor, memory: EncoderMemory,
+    def greedy_search_native(self, cache: RowCache, first: Tensor, positions: Tensor, memory: EncoderMemory,
                              index: SentenceIndex, max_position: int, search: Any) -> Union[Tuple[Tensor, RowCache, int], str]:
-        """Up to ``steps`` calls of :meth:`forward_native`, the first fed ``first`` (R, 1) at ``positions`` (R, 1)
+        """Up to ``search.calls`` calls of :meth:`forward_native`, the first fed ``first`` (R, 1) at ``positions`` (R, 1)
         (at most ``max_position``), each next one the row's best candidate of the greedy beam's step, found and
         taken into ``search`` (a :class:`~fairseq_stream.model.model_step.GreedySearch`) in place while no row may
         end, as one C++ call (``decoder_greedy_search``): the logits (R, 1, V) of the last call, unsearched, the
         cache extended by the calls made, and their number; or why the operator cannot run them."""
         if first.size(0) == 0:
             return "a step with no rows"
+        steps = search.calls
         operands = self._native_operands(cache, steps, max_position + steps - 1, memory, index)
         if isinstance(operands, str):
             return operands

@@ -282,14 +282,14 @@ class _TransformerAdapter:
         return self.block_decoder.greedy_native(cache, first, steps, positions, memory, state.sentence_index(),
                                                 max_position=state.max_length + first.size(1) - 1)
 
-    def greedy_search(self, memory: Any, cache: RowCache, state: DecoderState, first: Tensor, steps: int,
+    def greedy_search(self, memory: Any, cache: RowCache, state: DecoderState, first: Tensor,
                       search: GreedySearch) -> Union[Tuple[Tensor, RowCache, int], str]:
         """Native steps searched by the greedy beam's rule (:meth:`ModelStep.greedy_search`)."""
         if not self.native:
             return "not --step-mode native"
-        positions = state.lengths.unsqueeze(1)
-        return self.block_decoder.greedy_search_native(cache, first, steps, positions, memory, state.sentence_index(),
-                                                       max_position=state.max_length, search=search)
+        return self.block_decoder.greedy_search_native(cache, first, state.lengths.unsqueeze(1), memory,
+                                                       state.sentence_index(), max_position=state.max_length,
+                                                       search=search)
 
     def select(self, cache: RowCache, rows: Tensor) -> RowCache:
         return cache.select(rows)
@@ -555,6 +555,15 @@ class ModelStep:
         scored, new_state = self.scored_step(pool, state, tokens, block_mask)
         return scored.scores, new_state
 
+    def _native_adapter(self, state: DecoderState) -> Optional["_TransformerAdapter"]:
+        """The one transformer whose native operators may run several steps of ``state`` in one call (no ensemble,
+        no temperature, ``--step-mode native``, no fed-token history); None otherwise."""
+        if (len(self.adapters) != 1 or self.temperature != 1.0 or self.step_mode != "native"
+                or state.history is not None):
+            return None
+        adapter = self.adapters[0]
+        return adapter if isinstance(adapter, _TransformerAdapter) else None
+
     def greedy_steps(self, pool: Sources, state: DecoderState, first: Tensor,
                      steps: int) -> Optional[Tuple[Tensor, DecoderState]]:
         """Feed ``first`` (R,) or a block (R, f), then ``steps − 1`` times each row's arg-max of the last
@@ -562,19 +571,15 @@ class ModelStep:
         ``scores[:, -1].argmax(-1)`` in a loop give (a draft's greedy proposals, search/speculative.py).
         None where the model cannot (an ensemble, a temperature, another step mode, a decoder the operator
         does not run): loop then."""
-        if (len(self.adapters) != 1 or self.temperature != 1.0 or self.step_mode != "native" or steps < 1
-                or state.history is not None):
-            return None
-        adapter = self.adapters[0]
-        if not isinstance(adapter, _TransformerAdapter):
+        adapter = self._native_adapter(state)
+        if adapter is None or steps < 1:
             return None
         block = first if first.dim() == 2 else first.unsqueeze(1)
         done = adapter.greedy(pool.per_model[0], state.caches[0], state, block, steps)
         if isinstance(done, str):
             return None
         tokens, cache = done
-        for _ in range(steps):
-            self.step_stats.count("native")
+        self.step_stats.count("native", steps)
         fed = block.size(1) + steps - 1
         new_state = DecoderState([cache], state.handles, state.lengths + fed, None, state.index,
                                  state.max_length + fed)
@@ -587,13 +592,10 @@ class ModelStep:
         ``search.calls`` calls. Returns the last call's scores, unsearched (the strategy's own step takes them), the new
         state and the calls made — :meth:`scored_step` that many times, the strategy's step between; or None where
         the model cannot (:meth:`greedy_steps`' conditions): the caller steps as usual."""
-        if (len(self.adapters) != 1 or self.temperature != 1.0 or self.step_mode != "native" or search.calls < 1
-                or state.history is not None or feed.dim() != 2 or feed.size(1) != 1):
+        adapter = self._native_adapter(state)
+        if adapter is None or search.calls < 1 or feed.dim() != 2 or feed.size(1) != 1:
             return None
-        adapter = self.adapters[0]
-        if not isinstance(adapter, _TransformerAdapter):
-            return None
-        done = adapter.greedy_search(pool.per_model[0], state.caches[0], state, feed, search.calls, search)
+        done = adapter.greedy_search(pool.per_model[0], state.caches[0], state, feed, search)
         if isinstance(done, str):
             return None
         logits, cache, calls = done
