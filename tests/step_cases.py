@@ -41,6 +41,9 @@ BEAM_CASES: List[Dict[str, Any]] = [
     dict(beam=7, abs_threshold=2.0, sentences=7),
     dict(beam=5, abs_threshold=0.5, abs_scale=1.5, max_cands_per_node=3),  # δ per sentence: max(0.5, 1.5 · ū)
     dict(beam=6, abs_threshold=0.0, abs_scale=0.7, reference="final", lenpen=0.6, ended="keep"),
+    # the final margin a token (the CPU default, issue 81): max(δ, β·|c|^lenpen) against the best final only
+    dict(beam=5, abs_threshold=0.5, final_per_token=0.3, lenpen=0.6),
+    dict(beam=4, abs_threshold=1.0, final_per_token=0.05, ended="keep", rel_local_threshold=0.05, sentences=7),
     # per-sentence rungs (--prune-auto's probes in the run's steps): sentence i at rung i mod 3 — the run's
     # pruning, the fixed beam, a faster rung — and under another reference, a rung with δ and no M
     dict(beam=5, abs_threshold=1.5, max_cands_per_node=3, rungs=((math.inf, None), (1.0, 2)), sentences=7),

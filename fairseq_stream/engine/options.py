@@ -12,8 +12,8 @@ from typing import Optional
 from fairseq.dataclass import FairseqDataclass
 
 from fairseq_stream.search.defaults import (
-    DEFAULT_ABS_SCALE, DEFAULT_ABS_THRESHOLD, DEFAULT_FINALIZE, DEFAULT_MAX_CANDS_PER_NODE, PRUNE_AUTO_BUDGET,
-    PRUNE_AUTO_START, PRUNE_AUTO_TOLERANCE, prune_auto_arg,
+    DEFAULT_ABS_SCALE, DEFAULT_ABS_THRESHOLD, DEFAULT_ABS_THRESHOLD_PER_DECADE, DEFAULT_FINAL_PER_TOKEN, DEFAULT_FINALIZE, DEFAULT_MAX_CANDS_PER_NODE, PRUNE_AUTO_BUDGET,
+    PRUNE_AUTO_START, PRUNE_AUTO_TOLERANCE, default_abs_threshold, prune_auto_arg,
 )
 from fairseq_stream.ops.pruning import DEFAULT_REFERENCE
 from fairseq_stream.search.registry import epsilon_defaults_help, search_names
@@ -115,20 +115,34 @@ class StreamDecodingConfig(FairseqDataclass):
         default=None,
         metadata={"help": "absolute threshold δ (ap): prune candidates scoring ≤ best − δ in "
                   f"log-probability; the best may be a finished hypothesis (default {DEFAULT_ABS_THRESHOLD:g} for "
-                  f"var-*; var-stream steers it from {PRUNE_AUTO_START[0]:g}: --prune-auto; given, it is fixed; inf = off)"},
+                  f"var-* at --beam <= 5, + {DEFAULT_ABS_THRESHOLD_PER_DECADE:g} for every tenfold k above: "
+                  f"{default_abs_threshold(50):g} at 50" + ("" if DEFAULT_ABS_SCALE is None else
+                                                           ", widened per sentence and step by --prune-abs-scale's default")
+                  + "; given, it is fixed unless --prune-abs-scale is given too; inf = off)"},
     )
     prune_abs_scale: Optional[float] = field(
         default=None,
         metadata={"help": "α >= 0: scale δ per sentence and step to max(δ, α·ū), ū the best candidate's mean "
                   "per-token surprisal (nats), so an unsure (weak) model gets a wider beam; 0 = a fixed δ "
-                  "(default: " + ("a fixed δ" if DEFAULT_ABS_SCALE is None else f"{DEFAULT_ABS_SCALE:g}") +
-                  " when --prune-abs-threshold is not given, a fixed δ when it is)"},
+                  "(default: " + ("a fixed δ" if DEFAULT_ABS_SCALE is None else
+                                  f"{DEFAULT_ABS_SCALE:g} for var-* when --prune-abs-threshold is not given, a fixed δ "
+                                  "when it is") +
+                  "; each sentence's δ reads only its own candidates, so its output is the same in any batch, "
+                  "stream or shard)"},
+    )
+    prune_final_per_token: Optional[float] = field(
+        default=None,
+        metadata={"help": "β >= 0 (with --prune-reference normalized): a finished hypothesis (its length-normalised "
+                  "score scaled to the candidate's length) prunes a candidate only when it is better by more than "
+                  "max(δ, β·length), β log-probability a token of the candidate, so long candidates are not cut by "
+                  "short finished ones; against the beam's best candidate δ stays "
+                  f"(default {DEFAULT_FINAL_PER_TOKEN:g} for var-* on a CPU unless δ, α or a preset is given; none on "
+                  "a GPU, whose Triton beam step lacks it)"},
     )
     prune_max_cands_per_node: Optional[int] = field(
         default=None,
         metadata={"help": "max candidates per node M (mc): at most M expansions of one hypothesis "
-                  f"(default {DEFAULT_MAX_CANDS_PER_NODE} for var-*; var-stream steers it from {PRUNE_AUTO_START[1]}: "
-                  "--prune-auto; given, it is fixed; --beam = off)"},
+                  f"(default {DEFAULT_MAX_CANDS_PER_NODE} for var-*; --beam = off)"},
     )
     prune_rel_threshold: Optional[float] = field(
         default=None,
@@ -183,18 +197,16 @@ class StreamDecodingConfig(FairseqDataclass):
     prune_auto: Optional[str] = field(
         default=None,
         metadata={"argparse_const": "on", "argparse_type": prune_auto_cli,
-                  "help": "'on' (or the bare flag) or 'off'; not given: on for var-stream on a CPU unless an option fixes "
-                  "the pruning (δ, M, α, rp, rpl, rules, a preset) and --beam is above 1, off for other searches and on a "
-                  "GPU (not measured there: opt-in). It steers δ and M while "
+                  "help": "'on' (or the bare flag) or 'off' (default 'off': opt-in; without it the var-* beams prune each "
+                  "sentence by its own search, --prune-abs-threshold). It steers δ and M while "
                   f"the run goes, without references: it starts at δ {PRUNE_AUTO_START[0]:g}, M {PRUNE_AUTO_START[1]}; "
                   "probe sentences, chosen per batch across source lengths, are decoded again by the fixed beam and "
                   f"by the next faster setting, at most {100 * PRUNE_AUTO_BUDGET:g}%% of the run's decoder work (less "
                   "while the setting holds); the run moves one setting safer when the current one's recent probes "
                   "lose more than --prune-auto-tolerance of the fixed beam's model score, one faster when the faster "
                   "one's lose less than half of it. Deterministic (no clock); streams without reading the input ahead; "
-                  "fairseq-interactive steers the same way; 'off': var-stream keeps δ "
-                  f"{DEFAULT_ABS_THRESHOLD:g}, M {DEFAULT_MAX_CANDS_PER_NODE} fixed and decodes exactly as var-batch; "
-                  "'on' with an option that fixes the pruning is refused"},
+                  "fairseq-interactive steers the same way; its choices follow the batching, so its output may differ "
+                  "between batch sizes, streams and shards; 'on' with an option that fixes the pruning is refused"},
     )
     prune_auto_tolerance: Optional[float] = field(
         default=None,

@@ -14,6 +14,8 @@ import json
 from dataclasses import asdict, dataclass, field
 from typing import Any, Dict, List, Optional
 
+from fairseq_stream.search.defaults import PRUNED_WIDTH_BINS, PRUNED_WIDTH_KEY
+
 
 @dataclass
 class DecodeStats:
@@ -121,6 +123,24 @@ class DecodeStats:
         """Freitag2017's "tot fan out per sent": the candidates a sentence expands in all."""
         return self.expansions / self.sentences if self.sentences else 0.0
 
+    def pruned_widths(self) -> Dict[str, float]:
+        """How much the variable-width beams pruned each sentence: the sentences metered and the 10th, 50th and
+        90th percentile of a sentence's decoder rows a step (after its first) as a share of k, each the upper
+        edge of its histogram bin (search/beam.py meters them); empty where nothing pruned."""
+        counts = [self.extra.get(f"{PRUNED_WIDTH_KEY}{b}", 0.0) for b in range(PRUNED_WIDTH_BINS)]
+        total = sum(counts)
+        if not total:
+            return {}
+        out: Dict[str, float] = {"sentences": total}
+        for q in (10, 50, 90):
+            seen = 0.0
+            for b, n in enumerate(counts):
+                seen += n
+                if seen >= total * q / 100:
+                    out[f"p{q}"] = (b + 1) / PRUNED_WIDTH_BINS
+                    break
+        return out
+
     @property
     def mean_active_sentences(self) -> float:
         return self.active_sentences / self.timesteps if self.timesteps else 0.0
@@ -142,6 +162,8 @@ class DecodeStats:
         )
         if self.autoregressive_steps:
             out["iteration_speedup"] = self.iteration_speedup
+        if self.pruned_widths():
+            out["pruned_width"] = self.pruned_widths()
         return out
 
     def to_json(self, search: str, indent: Optional[int] = 1) -> str:
@@ -173,6 +195,10 @@ class DecodeStats:
             line += ", step operators: " + describe_backends(self.step_backends, sep=", ")
         if self.step_mode and (self.step_mode.get("mode") != "eager" or self.step_mode.get("fallbacks")):
             line += ", " + describe_step_mode(self.step_mode)
+        widths = self.pruned_widths()
+        if widths:  # the variable-width beams: how much each sentence was pruned
+            line += (", a pruned sentence's rows a step ≤ " + " / ".join(f"{100 * widths[q]:.0f}%" for q in ("p10", "p50", "p90"))
+                     + " of k at its 10th / 50th / 90th percentile")
         if self.extra.get("native_loop_steps"):  # --native-loop: steps searched without returning to Python
             line += f", {int(self.extra['native_loop_steps'])} steps searched in the native loop"
         draft = self.draft_step_mode

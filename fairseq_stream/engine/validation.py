@@ -22,7 +22,7 @@ from typing import Any, Dict, Iterable, List, Optional, Sequence, Tuple
 from fairseq.dataclass.configs import GenerationConfig
 
 from fairseq_stream.engine.options import INPUT_ORDERS, default_capacity
-from fairseq_stream.search.defaults import (PRESETS, PRUNE_AUTO_DEFAULT_SEARCH, models_on_cuda, prune_auto_mode, prune_auto_on,
+from fairseq_stream.search.defaults import (PRESETS, models_on_cuda, prune_auto_mode, prune_auto_on,
                                             prune_auto_problem, pruning_fixed_by)
 from fairseq_stream.engine.options import StreamDecodingConfig
 from fairseq_stream.engine.output_paths import check_output_path, data_files
@@ -53,7 +53,7 @@ def validate_run(name: str, gen_cfg: Any, opts: Any, models: Sequence[Any] = (),
     check_generation(gen_cfg, models, tgt_dict)
     entry = get_search(name)
     check_combinations(entry, gen_cfg, opts, models, extra_gen_cls_kwargs)
-    check_prune_auto(opts, name, models_on_cuda(models), int(gen_cfg.beam))
+    check_prune_auto(opts)
     if entry.build is not None:  # fairseq's own generator checks the rest itself
         return RunPlan(entry, None, None)
     config = entry.config.from_options(name, gen_cfg, opts, models)  # checks its own fields
@@ -153,12 +153,10 @@ def check_preset(opts: Any) -> None:
                                      f"{_flag(option)} {given} contradicts it: drop one of them")
 
 
-def check_prune_auto(opts: Any, name: Optional[str] = None, on_cuda: bool = False, beam: Optional[int] = None) -> None:
+def check_prune_auto(opts: Any) -> None:
     """``--prune-auto on`` chooses δ and M itself: an explicit pruning setting with it is refused (not silently
-    overridden); ``--prune-auto-tolerance`` means nothing where the steering is off. Not given, the steering is
-    var-stream's default unless such a setting is given (:func:`~fairseq_stream.search.defaults.prune_auto_on`);
-    ``name``: the search (default ``--search``); ``on_cuda``: the models are on a GPU (no default steering);
-    ``beam``: --beam where known (no default steering at 1)."""
+    overridden); ``--prune-auto-tolerance`` means nothing where the steering is off (it is opt-in:
+    :func:`~fairseq_stream.search.defaults.prune_auto_on`)."""
     problem = prune_auto_problem(getattr(opts, "prune_auto", None))
     if problem is not None:
         raise FairseqStreamError(f"--prune-auto {problem}")
@@ -170,14 +168,10 @@ def check_prune_auto(opts: Any, name: Optional[str] = None, on_cuda: bool = Fals
     if mode == "on" and fixed:
         raise FairseqStreamError(f"--prune-auto chooses the pruning itself; {_flag(fixed[0])} fixes it: drop one of "
                                  "them (a fixed setting given explicitly decodes exactly as before)")
-    search = name or getattr(opts, "search", "")
-    if tolerance is not None and not prune_auto_on(search, opts, on_cuda, beam):
-        why = ("--prune-auto off" if mode == "off" else f"{_flag(fixed[0])} fixes the pruning" if fixed
-               else "on a GPU the pruning is steered only with --prune-auto" if on_cuda
-               else "at --beam 1 it is steered only with --prune-auto (a beam of one has nothing to prune)"
-               if beam == 1 and search == PRUNE_AUTO_DEFAULT_SEARCH
-               else f"--search {search} does not steer its pruning unless given --prune-auto")
-        raise FairseqStreamError(f"--prune-auto-tolerance is the tolerance of --prune-auto, and {why}: drop one of them")
+    if tolerance is not None and not prune_auto_on(opts):
+        why = "--prune-auto off" if mode == "off" else "the run steers its pruning only when given --prune-auto"
+        raise FairseqStreamError(f"--prune-auto-tolerance is the tolerance of --prune-auto, and {why}: add --prune-auto "
+                                 "or drop --prune-auto-tolerance")
 
 
 def check_options(opts: Any) -> None:

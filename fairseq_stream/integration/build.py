@@ -17,7 +17,7 @@ from typing import Any, Dict, List, Optional, Tuple
 import torch
 
 from fairseq_stream.search.interface import StrategyContext
-from fairseq_stream.search.defaults import models_on_cuda, prune_auto_on
+from fairseq_stream.search.defaults import prune_auto_on
 from fairseq_stream.search.score_edits import build_processors, needs_history
 from fairseq_stream.engine.validation import validate_run
 from fairseq_stream.errors import FairseqStreamError
@@ -39,7 +39,7 @@ def build_generator(name: str, task: Any, models: List[Any], gen_cfg: Any, opts:
         models = linear_kernels.prepare(models, library)
     if entry.build is not None:  # fairseq's own generator
         return entry.build(task, models, gen_cfg, opts, **fairseq_kwargs)
-    if prune_auto_on(name, opts, models_on_cuda(models), int(gen_cfg.beam)):  # the run steers its own δ and M (integration/prune_auto.py; var-stream's default)
+    if prune_auto_on(opts):  # the run steers its own δ and M (integration/prune_auto.py; opt-in)
         from fairseq_stream.integration.prune_auto import AutoPruneGenerator
 
         return AutoPruneGenerator.build(lambda config, cls=StreamGenerator, **kw: _generator(

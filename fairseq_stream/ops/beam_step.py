@@ -57,7 +57,11 @@ def encode_rules(rules: Sequence[Any]) -> Optional[Tuple[List[int], List[float]]
     ints: List[int] = []
     params: List[float] = []
     for rule in rules:
-        if type(rule) in (AbsoluteThreshold, RelativeThreshold):
+        if type(rule) is AbsoluteThreshold and rule.final_per_token and rule.reference == "normalized":
+            # the C++ operator only (backends.BEAM_STEP.lacks): ap with β a token against the best final
+            ints += [4, _REFERENCES[rule.reference], int(rule.ended == "keep")]
+            params += [rule.delta, rule.final_per_token]
+        elif type(rule) in (AbsoluteThreshold, RelativeThreshold):
             margin = rule.delta if type(rule) is AbsoluteThreshold else -math.log(rule.rp)  # rp is δ = −ln rp
             ints += [0, _REFERENCES[rule.reference], int(rule.ended == "keep")]
             params.append(margin)

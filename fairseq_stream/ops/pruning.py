@@ -91,14 +91,31 @@ class AbsoluteThreshold:
     delta: float
     reference: str = DEFAULT_REFERENCE
     ended: str = "prune"
+    final_per_token: float = 0.0  # β of _within: a finished hypothesis prunes only what is β a token worse
 
     def prune(self, view: StepView, keep: Tensor) -> Tensor:
-        return _within(view, keep, self.delta, self.reference, self.ended)
+        return _within(view, keep, self.delta, self.reference, self.ended, self.final_per_token)
 
 
-def _within(view: StepView, keep: Tensor, margin: "float | Tensor", reference: str, ended: str) -> Tensor:
-    """``keep`` & score > the reference − ``margin``; candidates ending in EOS are spared under ``ended="keep"``."""
-    ok = view.cand.val > view.reference(reference, keep) - margin
+def _within(view: StepView, keep: Tensor, margin: "float | Tensor", reference: str, ended: str,
+            final_per_token: float = 0.0) -> Tensor:
+    """``keep`` & score > the reference − ``margin``; candidates ending in EOS are spared under ``ended="keep"``.
+
+    ``final_per_token`` β (reference ``normalized`` only): against the best finished hypothesis (its normalised
+    score scaled to the candidate's length) the margin is ``max(margin, β · |c|)``, β log-probability a token of
+    the candidate, however long it is; against the best candidate on the beam (the same length) it stays
+    ``margin``. A raw margin δ is δ / |c| a token: at β = 0 a long candidate a little worse a token than a short
+    finished one is pruned, and pruned outputs come out short. (β · |c|^lenpen instead over-protected at
+    --lenpen 2: issue 81.)"""
+    val = view.cand.val
+    if reference == "normalized" and final_per_token:
+        scale = view.lengths.to(val).pow(view.lenpen) if view.length_scale is None else view.length_scale.to(val)
+        per_token = final_per_token * view.lengths.to(val)
+        final_margin = torch.clamp(per_token, min=margin) if isinstance(margin, float) else torch.maximum(per_token, margin)
+        ok = (val > view.reference("active", keep) - margin) & \
+            (val > view.best_final_norm.to(val).unsqueeze(1) * scale - final_margin)
+    else:
+        ok = val > view.reference(reference, keep) - margin
     return keep & (ok | view.ended) if ended == "keep" else keep & ok
 
 

@@ -41,7 +41,8 @@ import torch
 from torch import Tensor
 
 from fairseq_stream.search.defaults import (
-    DEFAULT_ABS_SCALE, DEFAULT_ABS_THRESHOLD, DEFAULT_FINALIZE, DEFAULT_MAX_CANDS_PER_NODE, PRESETS,
+    PRUNED_WIDTH_BINS, PRUNED_WIDTH_KEY,
+    DEFAULT_ABS_SCALE, DEFAULT_FINAL_PER_TOKEN, default_abs_threshold, DEFAULT_FINALIZE, DEFAULT_MAX_CANDS_PER_NODE, PRESETS,
     PRUNE_AUTO_START, models_on_cuda, prune_auto_on,
 )
 from fairseq_stream.errors import FairseqStreamError
@@ -97,6 +98,7 @@ class Pruning:
     max_cands_per_node: Optional[int] = None  # mc / M
     reference: str = DEFAULT_REFERENCE  # what ap and rp measure from: "final", "active" or "normalized"
     ended: str = "prune"  # ap and rp on ended candidates waiting on the beam: "prune" (Yang2020) or "keep"
+    final_per_token: Optional[float] = None  # β: a finished hypothesis prunes only by β a token (ops/pruning._within)
     extra: Tuple[PruningRule, ...] = ()  # --prune-rules, after the three above
 
     def __post_init__(self) -> None:
@@ -104,6 +106,8 @@ class Pruning:
             raise FairseqStreamError(f"--prune-abs-threshold must be >= 0 (inf = off), got {self.abs_threshold}")
         if self.abs_scale is not None and not self.abs_scale >= 0:
             raise FairseqStreamError(f"--prune-abs-scale must be >= 0, got {self.abs_scale}")
+        if self.final_per_token is not None and not self.final_per_token >= 0:
+            raise FairseqStreamError(f"--prune-final-per-token must be >= 0 (nats a token), got {self.final_per_token}")
         if self.max_cands_per_node is not None and self.max_cands_per_node < 1:
             raise FairseqStreamError(f"--prune-max-cands-per-node must be >= 1, got {self.max_cands_per_node}")
         for flag, value in (("--prune-rel-threshold", self.rel_threshold),
@@ -112,6 +116,9 @@ class Pruning:
                 raise FairseqStreamError(f"{flag} must be in (0, 1], got {value}")
         if self.reference not in REFERENCES:
             raise FairseqStreamError(f"--prune-reference must be one of {', '.join(REFERENCES)}, got {self.reference!r}")
+        if self.final_per_token and self.reference != "normalized":
+            raise FairseqStreamError(f"--prune-final-per-token compares with the best finished hypothesis's normalised score: "
+                                     f"it needs --prune-reference normalized (the default), got {self.reference!r}")
         if self.ended not in ENDED:
             raise FairseqStreamError(f"--prune-ended must be one of {', '.join(ENDED)}, got {self.ended!r}")
 
@@ -121,7 +128,7 @@ class Pruning:
         if self.abs_threshold is not None and self.abs_scale:
             built += (SurprisalScaledThreshold(self.abs_scale, self.abs_threshold, self.reference, self.ended),)
         elif self.abs_threshold is not None:
-            built += (AbsoluteThreshold(self.abs_threshold, self.reference, self.ended),)
+            built += (AbsoluteThreshold(self.abs_threshold, self.reference, self.ended, self.final_per_token or 0.0),)
         if self.rel_threshold is not None:
             built += (RelativeThreshold(self.rel_threshold, self.reference, self.ended),)
         if self.rel_local_threshold is not None:
@@ -195,24 +202,40 @@ class BeamConfig:
 @dataclass(frozen=True)
 class VariableBeamConfig(BeamConfig):
     """A variable-width beam (VAR-BATCH, VAR-STREAM, VAR-STR-FIFO): the heuristics ``H`` on,
-    by default Yang2020's δ = 1.5 and M = 5 (§4.1)."""
+    by default Yang2020's δ = 1.5 and M = 5 (§4.1), δ growing with k above 5 (``default_abs_threshold``: 1.75 at
+    k = 50). Each sentence's pruning reads only its own candidates (issue 81), so every var-* search, batching,
+    stream and shard gives it the same output."""
 
     @staticmethod
     def pruning_from_options(opts: Any, name: str = "", on_cuda: bool = False, beam: Optional[int] = None) -> Pruning:
         ap, mc = option_value(opts, "prune_abs_threshold"), option_value(opts, "prune_max_cands_per_node")
-        if prune_auto_on(name, opts, on_cuda, beam):  # the controller sets where it starts (integration/prune_auto.py)
+        if prune_auto_on(opts):  # the controller sets where it starts (integration/prune_auto.py)
             ap, mc = PRUNE_AUTO_START
         scale = option_value(opts, "prune_abs_scale")
         if scale is None and ap is None:  # an explicit δ (Yang2020's rule, the presets) stays fixed
             scale = DEFAULT_ABS_SCALE
-        ap = DEFAULT_ABS_THRESHOLD if ap is None else ap
+        ap = default_abs_threshold(beam) if ap is None else ap
         mc = DEFAULT_MAX_CANDS_PER_NODE if mc is None else mc
         reference = option_value(opts, "prune_reference")
         return Pruning(abs_threshold=None if math.isinf(ap) else float(ap), abs_scale=scale,
                        rel_threshold=option_value(opts, "prune_rel_threshold"),
                        rel_local_threshold=option_value(opts, "prune_rel_local_threshold"), max_cands_per_node=int(mc),
                        reference=reference, ended=opts.prune_ended,
+                       final_per_token=_final_per_token(opts, reference, on_cuda),
                        extra=parse_pruning_rules(opts.prune_rules, RuleDefaults(reference, opts.prune_ended)))
+
+
+def _final_per_token(opts: Any, reference: str, on_cuda: bool) -> Optional[float]:
+    """β of --prune-final-per-token: as given; else the CPU default where δ is measured from the normalised reference
+    (the only one it acts on) and no preset or explicit δ asks for a paper's rule; None on a GPU (the Triton step
+    lacks it)."""
+    given = getattr(opts, "prune_final_per_token", None)
+    if given is not None:
+        return float(given)
+    explicit = any(getattr(opts, name, None) is not None for name in ("prune_abs_threshold", "prune_preset", "prune_abs_scale"))
+    if on_cuda or explicit or reference != "normalized":
+        return None
+    return DEFAULT_FINAL_PER_TOKEN
 
 
 def _union(parts: Sequence[int]) -> int:
@@ -362,12 +385,17 @@ class BeamSearch(SearchInRegion, StateOps):
             self.rung_deltas = [d for d, _ in table]
             self.rung_caps = [math.inf if m is None else float(m) for _, m in table]
         self.kernel_rules = fused.encode_rules(self.rules)  # None: a rule the operator does not know
+        # how much each sentence is pruned (the closing line, --stream-stats): metered where something prunes
+        # (not under --prune-auto's rungs: its probes are sentences too, and its closing words say what it chose)
+        metered = (self.rules or self.per_row < per_row) and self.k > 1 and self.rungs is None
+        self.widths: Optional[Dict[int, List[int]]] = (getattr(self, "widths", None) or {}) if metered else None
         if self.rungs is not None:  # the rungs' table travels with the rules (ops/beam_step.py)
             self.kernel_rules = fused.with_rungs(self.kernel_rules, list(zip(self.rung_deltas, self.rung_caps)))
         # the surprisal-scaled δ is in the C++ operator only: on a GPU those steps run the reference
         # what some fused backends lack (ops/backends.py, BEAM_STEP.lacks): those run the reference
         self.step_features: Tuple[str, ...] = (
             ("--prune-abs-scale",) if any(type(rule) is SurprisalScaledThreshold for rule in self.rules) else ()) + (
+            ("--prune-final-per-token",) if any(getattr(rule, "final_per_token", 0) for rule in self.rules) else ()) + (
             (RUNGS_FEATURE,) if self.rungs is not None else ())
 
     @classmethod
@@ -747,6 +775,8 @@ class BeamSearch(SearchInRegion, StateOps):
             new = new.split(going_on, n_rows, self.k)[0]
         if state.rungs_in:
             new.rungs_in = self._count_pinned(packet.ints("sentence"), counts, finished)
+        if self.widths is not None and self.stats is not None:
+            self._meter_widths(packet.ints("sentence"), counts, finished)
         new.row_slot = rows[4]
         index = SentenceIndex(new.sentences, rows[3], rows[2], widest)
         # Greedy with nobody finished: each sentence's one row goes on in place (the packet's order is the
@@ -754,6 +784,23 @@ class BeamSearch(SearchInRegion, StateOps):
         same_rows = self.k == 1 and not n_done and n_rows == s
         return StepOutcome(state=new, parents=None if same_rows else rows[0], feed=rows[1].unsqueeze(1),
                            finished=finished, index=index, row_counts=counts)
+
+    def _meter_widths(self, sentences: Sequence[int], counts: Sequence[int], finished: Dict[int, Any]) -> None:
+        """Each sentence's decoder rows and steps after its first (one row), from the step's packet; a finished
+        one's mean width as a share of k goes to the statistics' histogram (``PRUNED_WIDTH_BINS`` bins)."""
+        widths = self.widths
+        for handle, rows in zip(sentences, counts):  # the sentences that go on, first in the packet
+            seen = widths.get(handle)
+            if seen is None:
+                widths[handle] = [rows, 1]
+            else:
+                seen[0] += rows
+                seen[1] += 1
+        for handle in finished:
+            rows, steps = widths.pop(handle, (0, 0))
+            if steps:
+                share = rows / (steps * self.k)
+                self.stats.add_extra(f"{PRUNED_WIDTH_KEY}{min(int(share * PRUNED_WIDTH_BINS), PRUNED_WIDTH_BINS - 1)}")
 
     def _count_pinned(self, sentences: Sequence[int], counts: Sequence[int], finished: Dict[int, Any]) -> int:
         """The pinned sentences' rows of the next step metered, the finished ones forgotten; the pinned rungs

@@ -3,9 +3,20 @@
 Kept apart so that :mod:`fairseq_stream.engine.options` declares the flags without importing a strategy;
 what δ is measured from (``DEFAULT_REFERENCE``) is defined with the pruning primitives (ops/pruning.py).
 """
+import math
 
-#: δ, the absolute threshold of Yang2020 §4.1 (Freitag2017's ap).
+#: δ, the absolute threshold of Yang2020 §4.1 (Freitag2017's ap), at --beam ≤ 5; above, the default δ grows by
+#: DEFAULT_ABS_THRESHOLD_PER_DECADE for every tenfold k (:func:`default_abs_threshold`): a wider beam keeps its gain
+#: by finding hypotheses further behind the best. Chosen on the tuning models (issue 81, docs/results.md "Pruning
+#: decided by each sentence alone"): the demo and the zoo's en-es-3x3-sep6k4k-u800 keep BLEU within 0.1 of fixed-ours
+#: at δ 1.5 at k = 5 (δ 1.25 loses 0.2 on the demo's 986 sentences) and at δ 1.75 at k = 50 (δ 1.5 loses 0.28 there).
 DEFAULT_ABS_THRESHOLD = 1.5
+DEFAULT_ABS_THRESHOLD_PER_DECADE = 0.25
+#: β of --prune-final-per-token on a CPU when not given (a GPU's Triton beam step lacks it: 0 there, ops/backends.py):
+#: a finished hypothesis prunes a candidate only when it is better by β a token as the final ranking compares them.
+#: With β = 0 (the normalised reference alone) pruned outputs came out 1–3% short on the weaker models and lost
+#: 0.2–0.4 BLEU (issue 81; docs/results.md "Pruning decided by each sentence alone").
+DEFAULT_FINAL_PER_TOKEN = 0.1
 #: α of the surprisal-scaled δ (beam_rules.SurprisalScaledThreshold): δ = max(δ, α · the best
 #: candidate's mean per-token surprisal), per sentence and step; used when --prune-abs-threshold
 #: is not given (an explicit δ is a fixed δ, as in Yang2020). None = a fixed δ by default.
@@ -15,6 +26,9 @@ DEFAULT_MAX_CANDS_PER_NODE = 5
 #: The finalisation rule of the beams: Yang2020 App. A.1 ("ours"); "fairseq" and "shrink"
 #: (Freitag2017's baseline) are the others (--beam-finalize).
 DEFAULT_FINALIZE = "ours"
+#: how much each sentence was pruned (search/beam.py, the statistics): a finished sentence's decoder rows a step
+#: (after its first) as a share of k, counted in this many equal bins under the extra statistics' keys KEY0 …
+PRUNED_WIDTH_KEY, PRUNED_WIDTH_BINS = "pruned_width_", 10
 #: --prune-preset: a paper's whole pruning rule under one name, as option values by field name.
 #: Freitag2017 Table 1 (De-En): the combined row "rp=0.6,ap=2.5,rpl=0.02,mc=3" at beam 5 and
 #: "rp=0.3,ap=2.5,rpl=0.3,mc=3" at beam 14; thresholds measured from the best *active*
@@ -29,18 +43,23 @@ PRESETS = {
         ("prune_max_cands_per_node", 3), ("prune_reference", "active"), ("beam_finalize", "shrink"))),
 }
 
-#: --prune-auto's values: "on" (also a bare --prune-auto, or True through the API), "off"; not given, it is on for
-#: var-stream on a CPU when no option below fixes the pruning (issue 50: the default), off for every other search
-#: and on a GPU (there its probes go to a helper stream of their own, in small batches whose cost the budget's
-#: count of work does not see, and no GPU run has measured it: opt-in there).
+#: --prune-auto's values: "on" (also a bare --prune-auto, or True through the API), "off"; not given, it is off
+#: (opt-in since issue 81: it was var-stream's default on a CPU from issue 50, but its choices follow the batching,
+#: the shard and the neighbours of a sentence, and on models it was not tuned on it neither kept BLEU nor saved
+#: time; the default is now a rule each sentence decides alone, DEFAULT_ABS_SCALE above).
 PRUNE_AUTO_MODES = ("on", "off")
 #: the pruning options --prune-auto chooses itself (δ, M) or that would change what it measures: given with
 #: --prune-auto on, refused; given without it, they fix the pruning (var-stream's default steering is off).
 PRUNE_AUTO_EXCLUDES = ("prune_preset", "prune_abs_threshold", "prune_max_cands_per_node", "prune_abs_scale",
-                       "prune_rel_threshold", "prune_rel_local_threshold", "prune_rules")
-#: the search whose default it is (the streamed variable-width beam; var-batch and var-fifo keep δ and M fixed,
-#: so that var-stream with --prune-auto off, or with an explicit δ, decodes exactly as var-batch).
-PRUNE_AUTO_DEFAULT_SEARCH = "var-stream"
+                       "prune_rel_threshold", "prune_rel_local_threshold", "prune_rules", "prune_final_per_token")
+
+
+def default_abs_threshold(beam: "int | None") -> float:
+    """The var-* default δ at ``--beam beam``: DEFAULT_ABS_THRESHOLD up to k = 5, then + DEFAULT_ABS_THRESHOLD_PER_DECADE
+    · log10(k / 5) (1.75 at k = 50). A function of k alone: each sentence's pruning still reads only its own search."""
+    if beam is None or beam <= 5:
+        return DEFAULT_ABS_THRESHOLD
+    return DEFAULT_ABS_THRESHOLD + DEFAULT_ABS_THRESHOLD_PER_DECADE * math.log10(beam / 5)
 
 
 def prune_auto_mode(value: object) -> "str | None":
@@ -89,17 +108,9 @@ def models_on_cuda(models: "list | tuple") -> bool:
     return any(p.is_cuda for m in models if hasattr(m, "parameters") for p in list(m.parameters())[:1])
 
 
-def prune_auto_on(name: str, opts: object, on_cuda: bool = False, beam: "int | None" = None) -> bool:
-    """Whether ``--search name`` with ``opts`` steers its own pruning: as given, else var-stream's default
-    on a CPU (on unless an option fixes the pruning, and not at ``beam`` 1: a beam of one keeps its one best
-    candidate whatever δ and M, so its probes would cost ~4% of the run for nothing); ``on_cuda``: the models
-    are on a GPU; ``beam``: --beam, None where not known yet."""
-    mode = prune_auto_mode(getattr(opts, "prune_auto", None))
-    if mode is not None:
-        return mode == "on"
-    if name != PRUNE_AUTO_DEFAULT_SEARCH or on_cuda or beam == 1:
-        return False
-    return not pruning_fixed_by(opts)
+def prune_auto_on(opts: object) -> bool:
+    """Whether the run steers its own pruning: only where ``--prune-auto`` (on) is given (issue 81: opt-in)."""
+    return prune_auto_mode(getattr(opts, "prune_auto", None)) == "on"
 
 
 #: --prune-auto (search/prune_controller.py). The ladder of (δ, M) the controller moves on, from the

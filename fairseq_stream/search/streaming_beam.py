@@ -22,7 +22,7 @@ DEFAULT_EPSILON = 1.0 / 6  # Yang2020 §4.1
 BEAM_OPTIONS = frozenset({"beam_final_count", "beam_finalize"})
 PRUNING_OPTIONS = frozenset({"prune_abs_threshold", "prune_abs_scale", "prune_max_cands_per_node", "prune_rel_threshold",
                              "prune_rel_local_threshold", "prune_reference", "prune_ended", "prune_rules", "prune_preset",
-                             "prune_auto", "prune_auto_tolerance"})
+                             "prune_auto", "prune_auto_tolerance", "prune_final_per_token"})
 
 
 @dataclass(frozen=True)

@@ -6,8 +6,8 @@
 For each beam width ``k`` this decodes the same sentences, in one process and on one thread,
 with fairseq's ``beam`` and ``fixed-ours`` (the points to beat) and the grid of pruning settings
 of ``--search`` (var-stream by default): every δ × M × reference × α (``--prune-abs-scale``) of
-the lists, the default setting (for var-stream, whose default is ``--prune-auto``, the row "off": δ 1.5,
-M 5 fixed), ``--prune-auto`` (its label names the settings it moved through and what its probes cost, the plot
+the lists, the default setting (the row "default": the var-* default rule, each sentence's own),
+``--prune-auto`` (its label names the settings it moved through and what its probes cost, the plot
 draws its path through them; ``--no-auto`` leaves it out), the default with ``--stream-max-candidates C`` (and with
 over-subscription) for each ``--max-candidates C``, and any ``--run`` spec. It reports BLEU,
 its change against ``fixed-ours`` with a paired-bootstrap p-value (Koehn 2004: the share of
@@ -34,7 +34,6 @@ from typing import Any, Dict, List, Optional, Sequence, Tuple
 
 from fairseq_stream.engine.output_paths import write_bytes_checked, write_text_checked
 from fairseq_stream.errors import UsageError, usage_errors
-from fairseq_stream.search.defaults import PRUNE_AUTO_DEFAULT_SEARCH
 from fairseq_stream.tools.demo_files import find_demo_dir
 
 DEMO_DIR = find_demo_dir()
@@ -72,10 +71,8 @@ class Grid:
     def specs(self, k: int, fairseq_beam: bool = True) -> List[str]:
         """``--run`` specs of the bench harness: the two baselines first, then the grid."""
         specs = ([f"beam:beam={k},label=fairseq beam"] if fairseq_beam else []) + [f"fixed-ours:beam={k},label=fixed-ours"]
-        # var-stream's default is the --prune-auto point; its row "off" is the var-* defaults' δ and M, fixed
-        steers = self.search == PRUNE_AUTO_DEFAULT_SEARCH
-        fixed = ",prune_auto=false" if steers else ""
-        specs.append(f"{self.search}:beam={k}{fixed},label={'off' if steers else 'default'}")
+        # the var-* default (a rule each sentence decides alone, issue 81); --prune-auto is the opt-in point
+        specs.append(f"{self.search}:beam={k},label=default")
         if self.auto:
             specs.append(f"{self.search}:beam={k},prune_auto=true,label=auto")
         for delta, m, ref, scale in itertools.product(self.deltas, self.max_cands, self.references, self.scales):
@@ -83,8 +80,8 @@ class Grid:
             specs.append(f"{self.search}:beam={k},prune_abs_threshold={delta},prune_max_cands_per_node={m},"
                          f"prune_reference={ref},prune_abs_scale={scale},label={label}")
         for c in self.max_candidates:
-            specs.append(f"{self.search}:beam={k},stream_max_candidates={c}{fixed},label=default C={c}")
-            specs.append(f"{self.search}:beam={k},stream_max_candidates={c},stream_oversubscribe=true{fixed},"
+            specs.append(f"{self.search}:beam={k},stream_max_candidates={c},label=default C={c}")
+            specs.append(f"{self.search}:beam={k},stream_max_candidates={c},stream_oversubscribe=true,"
                          f"label=default C={c} oversubscribed")
         specs += [s.replace("{k}", str(k)) for s in self.runs]
         return specs
@@ -135,8 +132,9 @@ def auto_label(row: Dict[str, Any]) -> str:
 
 def setting_of(row: Dict[str, Any]) -> Optional[str]:
     """The --prune-auto controller's label of the fixed setting a row ran (``δ 1.5, M 5``; fixed-ours is its
-    last rung, off), or None for a row of another kind; the default row is the var-* defaults' δ and M."""
-    from fairseq_stream.search.defaults import DEFAULT_ABS_THRESHOLD, DEFAULT_MAX_CANDS_PER_NODE
+    last rung, off), or None for a row of another kind; the default row is the var-* defaults' δ and M where
+    the default δ is a fixed one."""
+    from fairseq_stream.search.defaults import DEFAULT_ABS_SCALE, DEFAULT_MAX_CANDS_PER_NODE, default_abs_threshold
     from fairseq_stream.search.prune_controller import OFF, Setting
 
     if row["search"] == "fixed-ours":
@@ -147,7 +145,9 @@ def setting_of(row: Dict[str, Any]) -> Optional[str]:
     if any(opts.get(name) for name in ("prune_abs_scale", "stream_max_candidates", "prune_auto")) \
             or opts.get("prune_reference", "normalized") != "normalized":
         return None
-    return Setting(float(opts.get("prune_abs_threshold", DEFAULT_ABS_THRESHOLD)),
+    if DEFAULT_ABS_SCALE and "prune_abs_threshold" not in opts:  # the default δ is scaled per sentence
+        return None
+    return Setting(float(opts.get("prune_abs_threshold", default_abs_threshold((row.get("gen") or {}).get("beam")))),
                    int(opts.get("prune_max_cands_per_node", DEFAULT_MAX_CANDS_PER_NODE))).label()
 
 

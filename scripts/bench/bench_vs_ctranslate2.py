@@ -3,7 +3,7 @@
 
     pip install -e .[bench]    # ctranslate2==4.8.5
     OMP_NUM_THREADS=1 python scripts/bench/bench_vs_ctranslate2.py --limit 300 --limit-k50 60 --json out.json
-    OMP_NUM_THREADS=1 python scripts/bench/bench_vs_ctranslate2.py --deltas 1 1.25 --prune-auto-off   # more var-stream rows
+    OMP_NUM_THREADS=1 python scripts/bench/bench_vs_ctranslate2.py --deltas 1 1.25 --prune-auto   # more var-stream rows
     python scripts/bench/bench_vs_ctranslate2.py --device cuda --limit 300 --limit-k50 60   # on a GPU
 
 ``--device cuda``: the model in float16, our rows with ``--step-mode graph`` (and var-stream eager
@@ -144,10 +144,10 @@ def gpu_systems(session: Any, dataset_for: Callable[[Sequence[int]], Any], k: in
 
 def systems_for(session: Any, model_dir: Optional[str], tokens: List[List[str]], k: int, batch: int,
                 dataset_for: Callable[[Sequence[int]], Any], deltas: Sequence[float] = (),
-                scales: Sequence[float] = (), device: str = "cpu", prune_auto_off: bool = False) -> List[System]:
-    """fairseq's beam first (the reference), then ours in float32 and int8 (``var-stream``, which steers its
-    own pruning by default, also at each δ of ``deltas``, each α of ``scales`` and, with ``prune_auto_off``,
-    at the fixed δ 1.5, M 5 of ``--prune-auto off``),
+                scales: Sequence[float] = (), device: str = "cpu", prune_auto_rows: bool = False) -> List[System]:
+    """fairseq's beam first (the reference), then ours in float32 and int8 (``var-stream`` at its default, each
+    sentence pruned by its own search, also at each δ of ``deltas``, each α of ``scales`` and, with
+    ``prune_auto_rows``, steering its pruning: ``--prune-auto``),
     then CTranslate2; on a GPU ours in float16 as graphs (:func:`gpu_systems`) and CTranslate2
     float16 / int8_float16."""
     from fairseq.data.data_utils import post_process
@@ -166,8 +166,8 @@ def systems_for(session: Any, model_dir: Optional[str], tokens: List[List[str]],
                 ("var-stream", "var-stream", {})]
     variants += [(f"var-stream δ {delta:g}", "var-stream", {"prune_abs_threshold": delta}) for delta in deltas]
     variants += [(f"var-stream α {scale:g}", "var-stream", {"prune_abs_scale": scale}) for scale in scales]
-    if prune_auto_off:
-        variants.append(("var-stream --prune-auto off", "var-stream", {"prune_auto": False}))
+    if prune_auto_rows:
+        variants.append(("var-stream --prune-auto", "var-stream", {"prune_auto": True}))
     for quantize in ("none", "int8"):
         for label, search, opts in variants:
             name = label + (" int8" if quantize == "int8" else "")
@@ -272,9 +272,9 @@ def _parser() -> argparse.ArgumentParser:
                         help="more var-stream rows (float32 and int8), one per pruning threshold δ")
     parser.add_argument("--scales", type=float, nargs="*", default=[],
                         help="more var-stream rows (float32 and int8), one per --prune-abs-scale α")
-    parser.add_argument("--prune-auto-off", action="store_true",
-                        help="more var-stream rows (float32 and int8) with --prune-auto off: δ 1.5, M 5 fixed "
-                        "(the var-stream rows steer their own pruning, var-stream's default)")
+    parser.add_argument("--prune-auto", action="store_true", dest="prune_auto_rows",
+                        help="more var-stream rows (float32 and int8) with --prune-auto, which steers the pruning "
+                        "as the run goes (opt-in; the var-stream rows prune each sentence by its own search)")
     return parser
 
 
@@ -318,7 +318,7 @@ def main(argv: Optional[Sequence[str]] = None) -> None:
         for k, n in ((5, args.limit), (50, args.limit_k50)):
             if n > 0:
                 rows = systems_for(session, model_dir, tokens, k, args.ct2_batch_size, dataset_for, args.deltas,
-                                   args.scales, device=args.device, prune_auto_off=args.prune_auto_off)
+                                   args.scales, device=args.device, prune_auto_rows=args.prune_auto_rows)
                 results += measure(rows, min(n, len(sources)), args.repeats, references, log, k)
     print(format_table(results))
     if args.json:

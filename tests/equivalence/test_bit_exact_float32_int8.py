@@ -90,10 +90,15 @@ def test_batch_size_one_equals_eight(demo_session, data, quantize):
 def test_var_stream_equals_var_batch(demo_session, data, quantize):
     batch = demo_session.translate(data, search="var-batch", gen={"beam": 5},
                                    opts={"stream_capacity": 16, "quantize": quantize}, batch_size=N)
-    stream = demo_session.translate(data, search="var-stream", gen={"beam": 5},  # δ 1.5, M 5 fixed, as var-batch's
-                                    opts={"stream_capacity": 7, "stream_epsilon": 0.5, "quantize": quantize,
-                                          "prune_auto": "off"})
+    stream = demo_session.translate(data, search="var-stream", gen={"beam": 5},  # the var-* default (issue 81)
+                                    opts={"stream_capacity": 7, "stream_epsilon": 0.5, "quantize": quantize})
     _assert_identical(batch, stream)
+    fifo = demo_session.translate(data, search="var-fifo", gen={"beam": 5}, opts={"stream_capacity": 5, "quantize": quantize})
+    _assert_identical(batch, fifo)
+    # on a model where the default prunes: fewer decoder rows than the fixed beam's, each sentence by its own search
+    fixed = demo_session.translate(data, search="fixed-ours", gen={"beam": 5}, opts={"quantize": quantize}, batch_size=N)
+    assert stream.stats.expansions == batch.stats.expansions < 0.9 * fixed.stats.expansions
+    assert stream.stats.pruned_widths()["sentences"] == N
 
 
 @pytest.mark.parametrize("quantize", PRECISIONS)

@@ -18,8 +18,7 @@ import torch
 from equivalence.test_static_step import assert_same
 
 CASES = {  # name → (search, gen, opts); capacity below the batch: refills while the other stream is in flight
-    # (stepped by hand through the scheduler: --prune-auto off, the steering's probes hook generate())
-    "var-stream": ("var-stream", {"beam": 5, "nbest": 2}, {"stream_capacity": 4, "prune_auto": "off"}),
+    "var-stream": ("var-stream", {"beam": 5, "nbest": 2}, {"stream_capacity": 4}),
     "gs-jacobi": ("gs-jacobi", {"beam": 1}, {"jacobi_block": 3, "stream_capacity": 4}),
 }
 
@@ -131,8 +130,9 @@ def test_a_replayed_step_is_the_body_captured_at_its_keys_first_step(demo_sessio
     assert_same(runs["eager"], runs["static"])
     modes = runs["static"].stats.step_mode
     # a key names the buffer its reorder copies from too (a beam alternates between two buffers of a bucket:
-    # two keys where there was one), so these 16 sentences replay a little under half their steps
-    assert modes["steps_replayed"] > 0.4 * runs["static"].stats.timesteps, modes
+    # two keys where there was one), so these 16 sentences replay a little under half their steps (39% of var-stream's
+    # under the per-sentence default of issue 81, whose widths vary more than δ 1.5's)
+    assert modes["steps_replayed"] > 0.35 * runs["static"].stats.timesteps, modes
     if case == "var-stream":
         assert modes["reorders_in_step"] > 0.5 * runs["static"].stats.timesteps, modes
     assert modes["output_layer_in_step"] == runs["static"].stats.timesteps

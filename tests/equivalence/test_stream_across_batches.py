@@ -35,8 +35,8 @@ SAME_PATHS = pytest.mark.slow  # scheduled as a fast-tier case is (selection, re
 
 
 @pytest.mark.parametrize("search,gen,opts", [
-    ("var-stream", GEN, {"stream_capacity": 6, "prune_auto": "off"}),  # fixed δ, M: the same searches either way
-    pytest.param("var-stream", GEN, {"stream_epsilon": 0.3, "stream_max_candidates": 20, "prune_auto": "off"},
+    ("var-stream", GEN, {"stream_capacity": 6}),  # each sentence's own pruning: the same searches either way
+    pytest.param("var-stream", GEN, {"stream_epsilon": 0.3, "stream_max_candidates": 20},
                  marks=pytest.mark.slow),
     pytest.param("fixed-stream", GEN, {"stream_capacity": 7, "stream_max_wait": 4}, marks=SAME_PATHS),
     ("var-fifo", GEN, {"stream_capacity": 5}),
@@ -80,10 +80,10 @@ def test_ensembles_and_lstm_models_across_batches(demo_sources, tiny_transformer
     # a fixed setting: the steering (var-stream's default) reads the run's first outputs, which differ between
     # one stream and a stream per batch (these tiny models are unsure: it moves)
     _assert_across_equals_per_batch(ensemble, demo_sources, "var-stream", {"beam": 3, "nbest": 2, "max_len_b": 12},
-                                    {"stream_capacity": 5, "prune_auto": False})
+                                    {"stream_capacity": 5})
     lstm = _session(tiny_train_bin, tiny_lstm_ckpt)
     _assert_across_equals_per_batch(lstm, demo_sources, "var-stream", {"beam": 4, "nbest": 2, "max_len_b": 12},
-                                    {"stream_capacity": 5, "prune_auto": False})
+                                    {"stream_capacity": 5})
     _assert_across_equals_per_batch(lstm, demo_sources, "var-fifo", {"beam": 3, "max_len_b": 12}, {"stream_capacity": 6})
 
 

@@ -36,8 +36,8 @@ def var_batch64(demo_session64, data64):
                  marks=pytest.mark.slow),
 ])
 def test_var_stream_equals_var_batch_in_float64(demo_session64, data64, var_batch64, opts, batch):
-    # --prune-auto off: var-batch's fixed δ 1.5, M 5 (var-stream's default steers them)
-    out = demo_session64.translate(data64, search="var-stream", gen=GEN, opts=dict(opts, prune_auto="off"), **batch)
+    # the var-* default: each sentence's own pruning (issue 81), the same in every var-* search
+    out = demo_session64.translate(data64, search="var-stream", gen=GEN, opts=opts, **batch)
     assert_same_nbest(var_batch64, out)
     assert out.stats.expansions == var_batch64.stats.expansions  # same searches, differently batched
 
@@ -47,6 +47,7 @@ HEURISTICS = {"prune_abs_threshold": 2.0, "prune_max_cands_per_node": 3, "prune_
 
 
 @pytest.mark.parametrize("opts", [
+    pytest.param({}, id="default"),  # each sentence's own pruning (issue 81)
     pytest.param(dict(HEURISTICS, prune_reference="final"), id="final", marks=pytest.mark.slow),
     pytest.param(dict(HEURISTICS, prune_reference="normalized"), id="normalized"),
     # δ per sentence from its own best candidate (the PyTorch path: the fused operators do not know it)
@@ -68,7 +69,7 @@ def test_var_fifo_and_heuristics_equal_var_batch(demo_session64, demo_sources, d
 @pytest.mark.slow  # two decodes under a candidate budget: ~50 s on 2 cores
 def test_oversubscription_fills_steps_within_the_budget(demo_session64, data64, var_batch64):
     """Yang2020 §3: 16 beams cached, at most 12 candidates a step; the same searches, fuller steps."""
-    budget = {"stream_capacity": 16, "stream_max_candidates": 12, "prune_auto": "off"}  # var-batch's fixed δ, M
+    budget = {"stream_capacity": 16, "stream_max_candidates": 12}
     plain = demo_session64.translate(data64, search="var-stream", gen=GEN, opts=budget)
     over = demo_session64.translate(data64, search="var-stream", gen=GEN, opts=dict(budget, stream_oversubscribe=True))
     assert_same_nbest(var_batch64, over)
@@ -119,7 +120,7 @@ def test_float32_agreement_rate(demo_session, demo_sources, record_property):
     """float32 products depend on batch shape in the last bits; report how often 1-bests agree."""
     data = demo_session.encode(demo_sources[:200])
     ref = demo_session.translate(data, search="var-batch", gen={"beam": 5})
-    out = demo_session.translate(data, search="var-stream", gen={"beam": 5}, opts={"stream_capacity": 16, "prune_auto": "off"})
+    out = demo_session.translate(data, search="var-stream", gen={"beam": 5}, opts={"stream_capacity": 16})
     same = sum(a[0]["tokens"].tolist() == b[0]["tokens"].tolist() for a, b in zip(ref.hypos, out.hypos))
     rate = same / len(ref.hypos)
     record_property("float32_agreement", rate)

@@ -68,7 +68,7 @@ def test_a_line_typed_at_a_terminal_is_decoded_once(tmp_path, extra):
     term = _Terminal([exe, DEMO, "--user-dir", "fairseq_stream", "--path", os.path.join(DEMO, "checkpoint.pt"), "--cpu",
                       "--source-lang", "es", "--target-lang", "en", "--tokenizer", "moses", "--bpe", "subword_nmt",
                       "--bpe-codes", os.path.join(DEMO, "bpe.codes"), "--search", "var-stream", "--beam", "4",
-                      "--stream-stats", str(stats), *extra])
+                      "--prune-auto", "--stream-stats", str(stats), *extra])  # opt-in: a terminal line gets no probe
     try:
         assert term.wait_for("Type the input sentence"), term.out[-2000:]
         for i, line in enumerate(LINES):  # each line translated before the next is typed

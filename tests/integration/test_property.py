@@ -54,6 +54,7 @@ OPT_SPACE: Dict[str, Tuple[List[Any], List[Any]]] = {
     # δ = 0, rp = 1 and rpl = 1 prune even the best candidate: the sentence keeps it (beam step)
     "prune_abs_threshold": ([0.0, 0.5, 1.5, inf], [-1.0, nan]),
     "prune_abs_scale": ([0.0, 2.0], [-1.0, nan]),
+    "prune_final_per_token": ([0.0, 0.2], [-1.0, nan]),
     "prune_max_cands_per_node": ([1, 2], [0]),
     "prune_rel_threshold": ([0.1, 0.9, 1.0], [0.0, 1.5, nan]),
     "prune_rel_local_threshold": ([0.1, 0.9, 1.0], [0.0, nan]),

@@ -5,7 +5,7 @@ the setting holds, the output is the stream's at that setting (so var-stream ≡
 nothing moved); a move reaches the stream; the moves are deterministic;
 the probes' work is in the run's counts, within the budget; the copies take the places of sentences
 (within the capacity); the statistics (and fairseq-generate's --stream-stats file) carry the setting,
-every move and the probes; var-stream steers by default, unless a pruning option fixes it; an
+every move and the probes; it is opt-in (issue 81: the default is a rule each sentence decides alone); an
 explicit pruning setting next to --prune-auto, or a strategy without pruning, is refused in one line.
 """
 import json
@@ -18,7 +18,7 @@ import torch
 from conftest import DEMO, run_cli
 from fairseq_stream.errors import FairseqStreamError
 from fairseq_stream.model.encoder_slots import SLOT_MODULUS
-from fairseq_stream.search.defaults import PRUNE_AUTO_BUDGET
+from fairseq_stream.search.defaults import DEFAULT_ABS_THRESHOLD, PRUNE_AUTO_BUDGET
 from fairseq_stream.search.prune_controller import OFF, Setting, start
 
 CKPT = os.path.join(DEMO, "checkpoint.pt")
@@ -81,7 +81,7 @@ def test_the_copies_take_the_places_of_sentences_within_the_capacity_and_the_bud
     within --stream-capacity and --stream-max-candidates (copies were added on top: 552 slots for a capacity of 500)."""
     monkeypatch.setattr("fairseq_stream.search.prune_controller.PRUNE_AUTO_BUDGET", 1.0)  # many probes
     auto = demo_session.translate(demo_session.encode(demo_sources[:120]), search="var-stream", gen={"beam": 4},
-                                  opts=opts, batch_size=BATCH)
+                                  opts=dict(opts, prune_auto=True), batch_size=BATCH)
     info, stats = auto.stats.prune_auto, auto.stats
     assert info["in_stream"] > 0 and stats.sentences == 120
     assert stats.peak_in_flight <= opts.get("stream_capacity", 48 // 4), stats.peak_in_flight
@@ -143,7 +143,7 @@ def test_an_explicit_setting_or_a_fixed_search_is_refused_in_one_line(demo_sessi
 
 
 @pytest.mark.parametrize("search, opts, steers", [
-    ("var-stream", {}, True),  # issue 50: var-stream's default
+    ("var-stream", {}, False),  # issue 81: opt-in (issue 50 had made it var-stream's default on a CPU)
     ("var-stream", {"prune_auto": "on"}, True),
     ("var-stream", {"prune_auto": "off"}, False),
     ("var-stream", {"prune_abs_threshold": 1.5}, False),  # an explicit setting is fixed, not refused
@@ -153,63 +153,57 @@ def test_an_explicit_setting_or_a_fixed_search_is_refused_in_one_line(demo_sessi
     ("var-fifo", {}, False),
     ("var-batch", {"prune_auto": True}, True),
 ])
-def test_var_stream_steers_by_default_unless_the_pruning_is_fixed(demo_session, search, opts, steers):
+def test_the_run_steers_only_when_given_prune_auto(demo_session, search, opts, steers):
     generator = demo_session.build_generator(search, {"beam": 4}, opts)
     assert hasattr(generator, "controller") == steers
     pruning = generator.config.pruning
-    start = (1.25, 5) if steers else (opts.get("prune_abs_threshold", 2.5 if "prune_preset" in opts else 1.5),
+    start = (1.25, 5) if steers else (opts.get("prune_abs_threshold", 2.5 if "prune_preset" in opts else DEFAULT_ABS_THRESHOLD),
                                       opts.get("prune_max_cands_per_node", 3 if "prune_preset" in opts else 5))
     assert (pruning.abs_threshold, pruning.max_cands_per_node) == start
 
 
-def test_at_beam_one_the_steering_is_opt_in_as_there_is_nothing_to_prune(demo_session, demo_sources):
-    # a beam of one keeps its one best candidate whatever δ and M: the tightest setting decodes as the fixed beam,
-    # so the default's probes would be work for nothing there (~4% of a 300-sentence run)
+def test_at_beam_one_every_setting_decodes_as_the_fixed_beam(demo_session, demo_sources):
+    # a beam of one keeps its one best candidate whatever δ and M: the tightest setting decodes as the fixed beam
     enc = demo_session.encode(demo_sources[:N])
     fixed = demo_session.translate(enc, search="fixed-ours", gen={"beam": 1}, batch_size=BATCH)
     tight = demo_session.translate(enc, search="var-stream", gen={"beam": 1}, opts=_explicit(0.25, 1), batch_size=BATCH)
     assert _tokens(tight) == _tokens(fixed)
     assert not hasattr(demo_session.build_generator("var-stream", {"beam": 1}, {}), "controller")
     assert demo_session.build_generator("var-stream", {"beam": 1}, {"prune_auto": "on"}).controller
-    with pytest.raises(FairseqStreamError, match="and at --beam 1 it is steered only with --prune-auto"):
-        demo_session.build_generator("var-stream", {"beam": 1}, {"prune_auto_tolerance": 0.1})
 
 
 def test_copies_in_flight_when_the_input_ends_are_dropped_and_the_stream_drained(demo_session, demo_sources,
                                                                                 monkeypatch):
     # in the input's order the last sentences are not the longest: a probe's copy outlives them (150 sentences at k = 5,
-    # the default steering); its outcome would steer nothing, so the stream drops it rather than decode it for no one
+    # --prune-auto); its outcome would steer nothing, so the stream drops it rather than decode it for no one
     from fairseq_stream.model.model_step import ModelStep
 
     drained, original = [], ModelStep.drained
     monkeypatch.setattr(ModelStep, "drained", lambda self, store: (drained.append(store), original(self, store))[1])
     dataset = demo_session.encode(demo_sources[:150])
     auto = demo_session.translate(dataset, search="var-stream", gen={"beam": 5},
-                                  opts={"stream_input_order": "as-given"}, batch_size=BATCH)
+                                  opts={"stream_input_order": "as-given", "prune_auto": True}, batch_size=BATCH)
     info = auto.stats.prune_auto
     assert info["dropped_copies"] >= 1 and info["not_decoded"] >= 1, info
     assert drained, "the stream was not drained: what the static step lent it was not handed back"
     assert auto.stats.sentences == 150 and all(h and h[0]["tokens"].numel() for h in auto.hypos)
 
 
-def test_on_a_gpu_the_steering_is_opt_in():
-    # the probes go to a helper stream there (the Triton beam step has no rungs), a cost no GPU run has measured
+def test_the_steering_is_opt_in_on_every_device():
     from types import SimpleNamespace
 
     from fairseq_stream.search.defaults import prune_auto_on
 
-    assert prune_auto_on("var-stream", SimpleNamespace(), on_cuda=False)
-    assert not prune_auto_on("var-stream", SimpleNamespace(), on_cuda=True)
-    assert prune_auto_on("var-stream", SimpleNamespace(prune_auto=True), on_cuda=True)
-    assert prune_auto_on("var-stream", SimpleNamespace(prune_auto="on"), on_cuda=True)
+    assert not prune_auto_on(SimpleNamespace()) and not prune_auto_on(SimpleNamespace(prune_auto="off"))
+    assert prune_auto_on(SimpleNamespace(prune_auto=True)) and prune_auto_on(SimpleNamespace(prune_auto="on"))
 
 
 def test_the_tolerance_needs_the_steering_on_and_a_number_at_least_zero(demo_session):
-    # var-stream steers by default: its tolerance needs no --prune-auto; where the steering is off it is refused
-    assert demo_session.build_generator("var-stream", {"beam": 4}, {"prune_auto_tolerance": 0.1}).controller.tolerance == 0.1
+    assert demo_session.build_generator("var-stream", {"beam": 4}, {"prune_auto": True, "prune_auto_tolerance": 0.1}
+                                        ).controller.tolerance == 0.1
     for search, opts, why in [("var-stream", {"prune_auto": "off"}, "--prune-auto off"),
-                              ("var-stream", {"prune_abs_threshold": 2.0}, "--prune-abs-threshold fixes the pruning"),
-                              ("var-batch", {}, "--search var-batch does not steer")]:
+                              ("var-stream", {}, "the run steers its pruning only when given --prune-auto"),
+                              ("var-batch", {}, "the run steers its pruning only when given --prune-auto")]:
         with pytest.raises(FairseqStreamError, match=f"--prune-auto-tolerance is the tolerance of --prune-auto, and {why}"):
             demo_session.build_generator(search, {"beam": 4}, dict(opts, prune_auto_tolerance=0.1))
     with pytest.raises(FairseqStreamError, match=r"--prune-auto must be 'on' or 'off' \(or given alone, meaning on\), got 'sometimes'"):
@@ -241,7 +235,7 @@ def test_fairseq_generate_prints_the_setting_and_writes_it_to_the_stats_file(dem
     stats = tmp_path / "stats.json"
     proc = run_cli(["fairseq-generate", demo_bin, "--user-dir", "fairseq_stream", "--path", CKPT, "--cpu",
                     "--gen-subset", "test", "--search", "var-stream", "--beam", "4", "--batch-size", "16",
-                    "--stream-stats", str(stats)])  # var-stream steers by default (issue 50)
+                    "--prune-auto", "--stream-stats", str(stats)])
     assert proc.returncode == 0, proc.stderr[-2000:]
     lines = [line for line in proc.stderr.splitlines() if line.startswith("fairseq-stream: --prune-auto: ")]
     assert len(lines) == 1 and " probe(s) (" in lines[0] and "steered δ 1.25, M 5" in lines[0], proc.stderr[-2000:]

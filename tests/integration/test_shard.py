@@ -308,21 +308,21 @@ def test_torchrun_mode_refuses_bad_options_in_one_line(monkeypatch, capsys, tmp_
 
 def test_prune_auto_is_said_to_calibrate_each_shard_on_its_own_input(monkeypatch, capsys):
     # issue 52 item 7: where the run steers its pruning the shards' output can differ from one process's; it was
-    # not said. var-stream steers by default (issue 50): said unless the pruning is fixed
+    # not said. It is opt-in (issue 81: var-stream's default prunes each sentence by its own search): said where given
     from fairseq_stream.tools.shard import main
 
     for name in ("RANK", "WORLD_SIZE"):
         monkeypatch.delenv(name, raising=False)
-    for extra in (["--prune-auto"], [], ["--prune-auto", "on", "--beam", "5"], ["--prune-auto-tolerance", "0.1"]):
+    for extra in (["--prune-auto"], ["--prune-auto", "on", "--beam", "5"], ["--prune-auto=on", "--prune-auto-tolerance", "0.1"]):
         with pytest.raises(SystemExit):
             main(["--workdir", "w", "data", "--search", "var-stream"] + extra)  # stops at the missing --nprocs
         err = capsys.readouterr().err.strip().splitlines()
         assert len(err) == 2 and err[1].startswith("fairseq-stream: error: --nprocs N is required"), err
-        assert err[0].startswith("fairseq-stream: warning: --prune-auto (var-stream's default) steers each shard "
+        assert err[0].startswith("fairseq-stream: warning: --prune-auto steers each shard "
                                  "on its own input"), err
         assert "can differ from one process's" in err[0] and "shardI.log" in err[0]
     for fixed in (["--search", "var-stream", "--prune-auto", "off"], ["--search=var-stream", "--prune-abs-threshold", "1"],
-                  ["--search", "var-batch"], []):
+                  ["--search", "var-batch"], [], ["--search", "var-stream", "--beam", "5"]):
         with pytest.raises(SystemExit):
             main(["--workdir", "w", "data"] + fixed)
         assert "warning" not in capsys.readouterr().err, fixed

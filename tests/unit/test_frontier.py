@@ -35,11 +35,11 @@ def test_grid_puts_the_baselines_first_and_sweeps_every_combination():
     assert grid.specs(5, fairseq_beam=False)[0].startswith("fixed-ours:beam=5")
     no_auto = Grid("var-batch", deltas=[], max_cands=[], references=[], scales=[], max_candidates=[], runs=[], auto=False)
     assert not any("prune_auto" in spec for spec in no_auto.specs(5))
-    # var-stream steers by default (issue 50): its fixed defaults are the row "off", its C rows fixed too
-    steering = Grid("var-stream", deltas=[], max_cands=[], references=[], scales=[], max_candidates=[40], runs=[])
-    assert steering.specs(5, fairseq_beam=False)[1:4] == [
-        "var-stream:beam=5,prune_auto=false,label=off", "var-stream:beam=5,prune_auto=true,label=auto",
-        "var-stream:beam=5,stream_max_candidates=40,prune_auto=false,label=default C=40"]
+    # var-stream's default is each sentence's own pruning (issue 81), as var-batch's: the row "default"
+    stream = Grid("var-stream", deltas=[], max_cands=[], references=[], scales=[], max_candidates=[40], runs=[])
+    assert stream.specs(5, fairseq_beam=False)[1:4] == [
+        "var-stream:beam=5,label=default", "var-stream:beam=5,prune_auto=true,label=auto",
+        "var-stream:beam=5,stream_max_candidates=40,label=default C=40"]
 
 
 def test_the_auto_point_is_labelled_with_its_trajectory():
@@ -58,7 +58,7 @@ def test_the_auto_points_trajectory_runs_through_the_settings_it_moved_through()
     def row(label, search="var-stream", opts=None, x=0.0, y=0.0):
         return {"label": label, "search": search, "opts": opts or {}, "time_vs_fixed": x, "bleu": y}
 
-    at_k = [row("fixed-ours", "fixed-ours", x=1.0, y=40.0), row("default", x=0.2, y=39.9),
+    at_k = [row("fixed-ours", "fixed-ours", x=1.0, y=40.0), dict(row("default", x=0.2, y=39.9), gen={"beam": 5}),
             row("δ=2 M=5 normalized", opts={"prune_abs_threshold": 2.0, "prune_max_cands_per_node": 5,
                                             "prune_reference": "normalized", "prune_abs_scale": 0.0}, x=0.4, y=40.1),
             row("δ=2 M=5 final", opts={"prune_abs_threshold": 2.0, "prune_max_cands_per_node": 5,

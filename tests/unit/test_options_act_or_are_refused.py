@@ -26,7 +26,7 @@ from conftest import DEMO
 AWAY = {
     "stream_epsilon": 0.25, "stream_capacity": 8, "stream_max_candidates": 16, "stream_oversubscribe": True,
     "stream_max_wait": 5, "stream_per_batch": True, "stream_input_order": "as-given", "stream_stats": "STATS",
-    "prune_abs_threshold": 0.5, "prune_abs_scale": 3.0, "prune_max_cands_per_node": 2, "prune_rel_threshold": 0.5,
+    "prune_abs_threshold": 0.5, "prune_abs_scale": 3.0, "prune_final_per_token": 0.3, "prune_max_cands_per_node": 2, "prune_rel_threshold": 0.5,
     "prune_rel_local_threshold": 0.1, "prune_reference": "final", "prune_ended": "keep", "prune_rules": "ap:1",
     "beam_final_count": 1, "beam_finalize": "shrink", "prune_preset": "freitag2017", "output_layer": "full",
     "step_backend": "reference", "quantize": "int8", "cpu_matmul": "torch", "jacobi_block": 4,
@@ -35,8 +35,9 @@ AWAY = {
     "lookahead_ngram": 4, "lookahead_prior": "PRIOR",
     "prune_auto": True, "prune_auto_tolerance": 0.05,
 }
-#: where an option's default differs by search, the value away from that search's (var-stream steers by default)
-AWAY_FOR = {("var-stream", "prune_auto"): "off"}
+#: where an option's default differs by search, the value away from that search's (none since issue 81:
+#: --prune-auto is opt-in for every search)
+AWAY_FOR: dict = {}
 #: what a strategy needs to be built at all (speculative: a draft; the walk then changes it to DRAFT)
 BASE = {"speculative": {"draft_path": "CHECKPOINT"}}
 #: options set together with the one walked (they mean nothing alone)

@@ -125,6 +125,7 @@ _EFFECTIVE = {
     "step_backend": lambda g, s: s.runner.preference if hasattr(s, "runner") else "auto",  # a toy strategy has no operator
     "prune_abs_threshold": lambda g, s: g.config.pruning.abs_threshold,
     "prune_abs_scale": lambda g, s: g.config.pruning.abs_scale,
+    "prune_final_per_token": lambda g, s: g.config.pruning.final_per_token,
     "prune_max_cands_per_node": lambda g, s: g.config.pruning.max_cands_per_node,
     "prune_rel_threshold": lambda g, s: g.config.pruning.rel_threshold,
     "prune_rel_local_threshold": lambda g, s: g.config.pruning.rel_local_threshold,

@@ -68,13 +68,16 @@ def test_prune_abs_scale_scales_the_delta_and_zero_turns_it_off():
     scaled = VariableBeamConfig.pruning_from_options(options(prune_abs_threshold=2.0, prune_abs_scale=3.0))
     assert scaled.rules() == (SurprisalScaledThreshold(3.0, 2.0, DEFAULT_REFERENCE),)
     fixed = VariableBeamConfig.pruning_from_options(options(prune_abs_scale=0.0))
-    assert fixed.rules() == (AbsoluteThreshold(defaults.DEFAULT_ABS_THRESHOLD, DEFAULT_REFERENCE),)
+    assert fixed.rules() == (AbsoluteThreshold(defaults.DEFAULT_ABS_THRESHOLD, DEFAULT_REFERENCE),)  # no default β either
 
 
 def test_the_default_rule_follows_the_defaults():
     rules = VariableBeamConfig.pruning_from_options(options()).rules()
     if defaults.DEFAULT_ABS_SCALE is None:
-        assert rules == (AbsoluteThreshold(defaults.DEFAULT_ABS_THRESHOLD, DEFAULT_REFERENCE),)
+        assert rules == (AbsoluteThreshold(defaults.DEFAULT_ABS_THRESHOLD, DEFAULT_REFERENCE,
+                                           final_per_token=defaults.DEFAULT_FINAL_PER_TOKEN),)
+        on_gpu = VariableBeamConfig.pruning_from_options(options(), on_cuda=True).rules()  # the Triton step lacks β
+        assert on_gpu == (AbsoluteThreshold(defaults.DEFAULT_ABS_THRESHOLD, DEFAULT_REFERENCE),)
     else:
         assert rules == (SurprisalScaledThreshold(defaults.DEFAULT_ABS_SCALE, defaults.DEFAULT_ABS_THRESHOLD,
                                                   DEFAULT_REFERENCE),)
@@ -82,3 +85,36 @@ def test_the_default_rule_follows_the_defaults():
 
 def test_prune_rules_aps_builds_the_rule_without_a_floor():
     assert parse_pruning_rules("aps:2.5") == (SurprisalScaledThreshold(2.5, 0.0, DEFAULT_REFERENCE),)
+
+
+def test_the_final_margin_grows_with_length_so_a_long_candidate_is_judged_per_token():
+    # One sentence, a finished hypothesis of -2.0 over 4 tokens (-0.5 a token); two candidates of 10 tokens at -5.5
+    # (-0.55 a token) and -6.5 (-0.65), the best on the beam -5.5. δ = 0.5 alone (the normalised reference) measures
+    # the finished one's -0.5 · 10 = -5.0 less δ: both go (-5.5 and -6.5 ≤ -5.5). With β = 0.1 a token the margin
+    # against it is max(0.5, 0.1 · 10) = 1: -5.5 > -6.0 stays, -6.5 (0.15 a token worse) goes.
+    val = torch.tensor([[-5.5, -6.5]], dtype=torch.float64)
+    zeros = torch.zeros_like(val, dtype=torch.long)
+    cand = BeamCandidates(val, zeros, zeros + 4, torch.zeros_like(val), torch.zeros_like(val, dtype=torch.bool))
+    step = StepView(cand, torch.zeros_like(val, dtype=torch.bool), torch.tensor([[10, 10]]), torch.tensor([-2.0]),
+                    torch.tensor([-0.5], dtype=torch.float64), lenpen=1.0)
+    keep = torch.ones(1, 2, dtype=torch.bool)
+    assert AbsoluteThreshold(0.5, "normalized").prune(step, keep).tolist() == [[False, False]]
+    assert AbsoluteThreshold(0.5, "normalized", final_per_token=0.1).prune(step, keep).tolist() == [[True, False]]
+    # against the beam's best (the same length) δ stays: at δ 0.5 the -6.5 candidate is cut by -5.5 in any case
+    far = StepView(cand, torch.zeros_like(val, dtype=torch.bool), torch.tensor([[10, 10]]), torch.tensor([-INF]),
+                   torch.tensor([-INF], dtype=torch.float64), lenpen=1.0)
+    assert AbsoluteThreshold(0.5, "normalized", final_per_token=5.0).prune(far, keep).tolist() == [[True, False]]
+
+
+def test_the_final_margin_needs_the_normalised_reference_and_is_not_negative():
+    from fairseq_stream.errors import FairseqStreamError
+    from fairseq_stream.search.beam import Pruning
+
+    with pytest.raises(FairseqStreamError, match="needs --prune-reference normalized"):
+        Pruning(abs_threshold=1.0, final_per_token=0.1, reference="final")
+    with pytest.raises(FairseqStreamError, match="--prune-final-per-token must be >= 0"):
+        Pruning(abs_threshold=1.0, final_per_token=-0.1)
+    # the default applies only where nothing asks for the paper's rule
+    assert VariableBeamConfig.pruning_from_options(options(prune_reference="final")).final_per_token is None
+    assert VariableBeamConfig.pruning_from_options(options(prune_preset="freitag2017")).final_per_token is None
+    assert VariableBeamConfig.pruning_from_options(options(prune_final_per_token=0.3)).final_per_token == 0.3

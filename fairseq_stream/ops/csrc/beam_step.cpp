@@ -48,10 +48,12 @@ struct Rule {
   int64_t kind;  // 0: threshold (ap, rp) with margin = param; 1: rpl with log(rpl) = param;
                  // 2: threshold with margin max(param2, param * the best kept candidate's -score / length)
                  // 3: threshold with margin = the sentence's rung's delta (skipped where it is inf)
+                 // 4: threshold with margin = param against the beam's best, max(param, param2 * |c|)
+                 //    against the best final's normalised score (ops/pruning._within's final_per_token)
   int64_t ref;
   bool keep_ended;
   double param;
-  double param2;  // kind 2's floor
+  double param2;  // kind 2's floor, kind 4's margin a token
 };
 
 template <typename T>
@@ -198,7 +200,28 @@ struct Step {
     std::vector<T> ref_norm;
     for (const Rule& rule : *rules) {
       if (rule.kind == 3 && std::isinf(delta)) continue;  // this sentence's rung has no threshold
-      if (rule.kind == 0 || rule.kind == 2 || rule.kind == 3) {
+      if (rule.kind == 4 && rule.ref == kNormalized) {  // the same operations in the same order as _within
+        if (!have[kActive]) {  // the "active" reference, computed at its first use (StepView.reference caches it)
+          have[kActive] = true;
+          T first = neg_inf;
+          for (int64_t w = 0; w < Wn; ++w)
+            if (keep[w]) first = std::max(first, val[w]);
+          ref_scalar[kActive] = first;
+        }
+        const T best = ref_scalar[kActive];
+        const T margin = static_cast<T>(rule.param);
+        std::vector<char> next = keep;
+        for (int64_t w = 0; w < Wn; ++w) {
+          if (!keep[w]) continue;
+          const T scale = static_cast<T>(len_pow[len[w]]);
+          const T final_margin = std::max(T(static_cast<T>(rule.param2) * static_cast<T>(len[w])), margin);
+          const bool ok = val[w] > T(best - margin) && val[w] > T(T(best_final_norm[s] * scale) - final_margin);
+          next[w] = ok || (rule.keep_ended && tk[w] == eos);
+        }
+        keep.swap(next);
+        continue;
+      }
+      if (rule.kind == 0 || rule.kind == 2 || rule.kind == 3 || rule.kind == 4) {
         if (!have[rule.ref]) {
           have[rule.ref] = true;
           T best = neg_inf;
@@ -296,10 +319,11 @@ std::tuple<torch::Tensor, torch::Tensor> beam_step(const torch::Tensor& top_lp, 
   const int64_t k = config[0], z = config[2], n_rules = config[7];
   std::vector<Rule> rules;
   int64_t p = 0;
-  for (int64_t i = 0; i < n_rules; ++i) {  // one param a rule, two for kind 2
+  for (int64_t i = 0; i < n_rules; ++i) {  // one param a rule, two for kinds 2 and 4
     const int64_t kind = config[8 + 3 * i];
-    rules.push_back({kind, config[9 + 3 * i], config[10 + 3 * i] != 0, params[p], kind == 2 ? params[p + 1] : 0.0});
-    p += kind == 2 ? 2 : 1;
+    const bool two = kind == 2 || kind == 4;
+    rules.push_back({kind, config[9 + 3 * i], config[10 + 3 * i] != 0, params[p], two ? params[p + 1] : 0.0});
+    p += two ? 2 : 1;
   }
   // the rungs' table: its size after the rules in config, its (delta, M) pairs after their params
   const int64_t n_table = static_cast<int64_t>(config.size()) > 8 + 3 * n_rules ? config[8 + 3 * n_rules] : 0;

@@ -112,9 +112,9 @@ def _parse(argv: Sequence[str]) -> "tuple[argparse.Namespace, List[str]]":
     return args, generate_args
 
 
-def prune_auto_warning(generate_args: Sequence[str], on_cuda: bool = False) -> Optional[str]:
-    """The one line said when the run steers its pruning (``--prune-auto``, var-stream's default on a CPU): it is
-    the one setting whose output depends on the split. ``on_cuda``: the shards run on GPUs."""
+def prune_auto_warning(generate_args: Sequence[str]) -> Optional[str]:
+    """The one line said when the run steers its pruning (``--prune-auto``, opt-in): it is the one setting whose
+    output depends on the split."""
     given: Dict[str, Optional[str]] = {}
     for i, arg in enumerate(generate_args):  # --name value, --name=value or a bare flag
         if arg.startswith("--"):
@@ -124,14 +124,12 @@ def prune_auto_warning(generate_args: Sequence[str], on_cuda: bool = False) -> O
                 following if following is not None and not following.startswith("--") else "")
     if given.get("prune_auto") == "":
         given["prune_auto"] = "on"  # the bare flag
-    beam = given.get("beam")
-    if not prune_auto_on(given.get("search") or "", SimpleNamespace(**given), on_cuda,
-                         int(beam) if beam and beam.isdigit() else None):
+    if not prune_auto_on(SimpleNamespace(**given)):
         return None
-    return ("fairseq-stream: warning: --prune-auto (var-stream's default) steers each shard on its own input (probes "
+    return ("fairseq-stream: warning: --prune-auto steers each shard on its own input (probes "
             "of its own batches), so the shards may move through other settings than one process would and the "
             "output can differ from one process's; each shard's --prune-auto line is in its shardI.log "
-            "(--prune-auto off or an explicit δ decodes as one process)")
+            "(without --prune-auto the shards decode as one process)")
 
 
 class Stopped(BaseException):
@@ -168,8 +166,7 @@ def main(argv: Optional[Sequence[str]] = None) -> None:
     try:
         args, generate_args = _parse(argv)
         ranks = torchrun_ranks(dict(os.environ))
-        on_cuda = "--cpu" not in generate_args and bool(visible_gpus(args.devices))
-        warning = prune_auto_warning(generate_args, on_cuda)
+        warning = prune_auto_warning(generate_args)
         if warning and (ranks is None or ranks.rank == 0):  # said once per run
             print(warning, file=sys.stderr, flush=True)
         if ranks is None and args.nprocs is None:
