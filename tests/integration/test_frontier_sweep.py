@@ -12,12 +12,12 @@ def test_frontier_sweep_writes_table_json_and_plot(tmp_path, capsys):
     with open(out + ".json", encoding="utf-8") as f:
         rows = json.load(f)["rows"]
     labels = [r["label"] for r in rows]
-    # var-stream's default is the --prune-auto point; "off" is δ 1.5, M 5 fixed (--prune-auto off)
-    assert labels == ["fairseq beam", "fixed-ours", "off", "auto", "δ=1.5 M=5 normalized",
+    # "default" is each sentence's own pruning (issue 81); "auto" the opt-in --prune-auto point
+    assert labels == ["fairseq beam", "fixed-ours", "default", "auto", "δ=1.5 M=5 normalized",
                       "δ=1.5 M=5 normalized α=3"]
     auto = rows[3]["stats"]["prune_auto"]  # 3 short sentences: too little work to buy a probe; it stays where it started
     assert auto["steered"] and auto["setting"] == "δ 1.25, M 5" and rows[3]["label"] == "auto"
-    assert "prune_auto" not in (rows[2]["stats"] or {}) or not rows[2]["stats"]["prune_auto"]  # "off" steers nothing
+    assert "prune_auto" not in (rows[2]["stats"] or {}) or not rows[2]["stats"]["prune_auto"]  # the default steers nothing
     fixed = rows[1]
     assert fixed["delta_bleu"] == 0 and fixed["time_vs_fixed"] == 1 and fixed["p_vs_fixed"] is None
     assert all(0 <= r["p_vs_fixed"] <= 1 for r in rows if r is not fixed)
