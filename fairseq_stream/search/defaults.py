@@ -46,10 +46,10 @@ PRESETS = {
 #: --prune-auto's values: "on" (also a bare --prune-auto, or True through the API), "off"; not given, it is off
 #: (opt-in since issue 81: it was var-stream's default on a CPU from issue 50, but its choices follow the batching,
 #: the shard and the neighbours of a sentence, and on models it was not tuned on it neither kept BLEU nor saved
-#: time; the default is now a rule each sentence decides alone, DEFAULT_ABS_SCALE above).
+#: time; the default is now a rule each sentence decides alone: default_abs_threshold and DEFAULT_FINAL_PER_TOKEN).
 PRUNE_AUTO_MODES = ("on", "off")
 #: the pruning options --prune-auto chooses itself (δ, M) or that would change what it measures: given with
-#: --prune-auto on, refused; given without it, they fix the pruning (var-stream's default steering is off).
+#: --prune-auto on, refused; given without it, they set the pruning as usual.
 PRUNE_AUTO_EXCLUDES = ("prune_preset", "prune_abs_threshold", "prune_max_cands_per_node", "prune_abs_scale",
                        "prune_rel_threshold", "prune_rel_local_threshold", "prune_rules", "prune_final_per_token")
 
