@@ -162,8 +162,9 @@ class DecodeStats:
         )
         if self.autoregressive_steps:
             out["iteration_speedup"] = self.iteration_speedup
-        if self.pruned_widths():
-            out["pruned_width"] = self.pruned_widths()
+        widths = self.pruned_widths()
+        if widths:
+            out["pruned_width"] = widths
         return out
 
     def to_json(self, search: str, indent: Optional[int] = 1) -> str:

@@ -47,6 +47,10 @@ class StepView:
     rung_delta: Optional[Tensor] = None  # (S, 1) each sentence's own δ under per-sentence rungs (inf = none)
     _references: Dict[str, Tensor] = field(default_factory=dict)
 
+    def scaled_lengths(self, like: Tensor) -> Tensor:
+        """(S, W) each candidate's ``|c| ** lenpen`` in ``like``'s dtype: what a length-normalised score is scaled by."""
+        return self.lengths.to(like).pow(self.lenpen) if self.length_scale is None else self.length_scale.to(like)
+
     def reference(self, kind: str, keep: Tensor) -> Tensor:
         """The best score ap and rp measure from, (S, 1) or (S, W); computed once per step.
 
@@ -64,8 +68,7 @@ class StepView:
             if kind == "final":  # Yang2020 App. A.3
                 best = torch.maximum(best, self.best_final.to(val).unsqueeze(1))
             elif kind == "normalized":
-                scale = self.lengths.to(val).pow(self.lenpen) if self.length_scale is None else self.length_scale.to(val)
-                best = torch.maximum(best, self.best_final_norm.to(val).unsqueeze(1) * scale)
+                best = torch.maximum(best, self.best_final_norm.to(val).unsqueeze(1) * self.scaled_lengths(val))
             self._references[kind] = best
         return self._references[kind]
 
@@ -109,11 +112,9 @@ def _within(view: StepView, keep: Tensor, margin: "float | Tensor", reference: s
     --lenpen 2: issue 81.)"""
     val = view.cand.val
     if reference == "normalized" and final_per_token:
-        scale = view.lengths.to(val).pow(view.lenpen) if view.length_scale is None else view.length_scale.to(val)
-        per_token = final_per_token * view.lengths.to(val)
-        final_margin = torch.clamp(per_token, min=margin) if isinstance(margin, float) else torch.maximum(per_token, margin)
+        final_margin = torch.clamp(final_per_token * view.lengths.to(val), min=margin)
         ok = (val > view.reference("active", keep) - margin) & \
-            (val > view.best_final_norm.to(val).unsqueeze(1) * scale - final_margin)
+            (val > view.best_final_norm.to(val).unsqueeze(1) * view.scaled_lengths(val) - final_margin)
     else:
         ok = val > view.reference(reference, keep) - margin
     return keep & (ok | view.ended) if ended == "keep" else keep & ok

@@ -13,7 +13,8 @@ import math
 DEFAULT_ABS_THRESHOLD = 1.5
 DEFAULT_ABS_THRESHOLD_PER_DECADE = 0.25
 #: β of --prune-final-per-token on a CPU when not given (a GPU's Triton beam step lacks it: 0 there, ops/backends.py):
-#: a finished hypothesis prunes a candidate only when it is better by β a token as the final ranking compares them.
+#: a finished hypothesis (its normalised score scaled to the candidate's length) prunes a candidate only when better
+#: by more than max(δ, β · the candidate's length).
 #: With β = 0 (the normalised reference alone) pruned outputs came out 1–3% short on the weaker models and lost
 #: 0.2–0.4 BLEU (issue 81; docs/results.md "Pruning decided by each sentence alone").
 DEFAULT_FINAL_PER_TOKEN = 0.1
