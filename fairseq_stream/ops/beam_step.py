@@ -65,6 +65,8 @@ def encode_rules(rules: Sequence[Any]) -> Optional[Tuple[List[int], List[float]]
             margin = rule.delta if type(rule) is AbsoluteThreshold else -math.log(rule.rp)  # rp is δ = −ln rp
             ints += [0, _REFERENCES[rule.reference], int(rule.ended == "keep")]
             params.append(margin)
+        elif type(rule) is SurprisalScaledThreshold and rule.final_per_token:
+            return None  # α with β: no kernel has it, the reference step runs it
         elif type(rule) is SurprisalScaledThreshold:  # the C++ operator only (backends.BEAM_STEP.lacks)
             ints += [2, _REFERENCES[rule.reference], int(rule.ended == "keep")]
             params += [rule.alpha, rule.floor]

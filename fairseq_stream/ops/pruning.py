@@ -149,12 +149,15 @@ class SurprisalScaledThreshold:
     leaves short outputs (issue 28's measurements). Scaling δ by ū widens the beam exactly
     where the model is unsure; ``floor`` keeps Yang2020's δ where it is sure. Per sentence and
     step, from that sentence's own candidates only: var-stream ≡ var-batch still holds.
+    ``final_per_token`` is β of :func:`_within`, as for a fixed δ (no fused kernel has this pair:
+    ``beam_step.encode_rules`` leaves it to the reference step).
     """
 
     alpha: float
     floor: float
     reference: str = DEFAULT_REFERENCE
     ended: str = "prune"
+    final_per_token: float = 0.0  # β of _within
 
     def margins(self, view: StepView, keep: Tensor) -> Tensor:
         """(S, 1) each sentence's δ."""
@@ -165,7 +168,7 @@ class SurprisalScaledThreshold:
         return torch.clamp(self.alpha * surprisal, min=self.floor)
 
     def prune(self, view: StepView, keep: Tensor) -> Tensor:
-        return _within(view, keep, self.margins(view, keep), self.reference, self.ended)
+        return _within(view, keep, self.margins(view, keep), self.reference, self.ended, self.final_per_token)
 
 
 @dataclass(frozen=True)

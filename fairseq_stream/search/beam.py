@@ -126,7 +126,8 @@ class Pruning:
         """The keep-mask rules in order: ap, rp, rpl (Freitag2017 §3), then ``extra``."""
         built: Tuple[PruningRule, ...] = ()
         if self.abs_threshold is not None and self.abs_scale:
-            built += (SurprisalScaledThreshold(self.abs_scale, self.abs_threshold, self.reference, self.ended),)
+            built += (SurprisalScaledThreshold(self.abs_scale, self.abs_threshold, self.reference, self.ended,
+                                                self.final_per_token or 0.0),)
         elif self.abs_threshold is not None:
             built += (AbsoluteThreshold(self.abs_threshold, self.reference, self.ended, self.final_per_token or 0.0),)
         if self.rel_threshold is not None:

@@ -6,8 +6,9 @@ wherever the sentence runs, so its cost can be counted without a clock: the deco
 steps, against ``fixed-ours``' at the same k. This decodes the input with ``fixed-ours`` and with var-stream under each
 ``--rule`` (a spec of decoding options, as a bench spec writes them: ``prune_abs_threshold=1.5,prune_abs_scale=2``;
 ``default`` is the shipped default), one process and one thread, and prints per rule: ΔBLEU against ``fixed-ours`` (and
-its paired-bootstrap p-value of a loss), the length shift of the outputs (what BLEU's brevity penalty reads), the share
-of outputs changed, and the expansions and steps as multiples of ``fixed-ours``'. Deterministic: no clock.
+its paired-bootstrap p-value of a loss), the outputs' length over the references' and its shift against ``fixed-ours``
+(what BLEU's brevity penalty reads), the mean change of the best hypothesis's model score, the share of outputs
+changed, and the expansions and steps as multiples of ``fixed-ours``'. Deterministic: no clock.
 
     python scripts/experiments/sentence_rules.py --model-dir ~/.cache/fairseq_stream/zoo/NAME --beam 5 50 \\
         --rule default --rule prune_abs_threshold=1.5,prune_abs_scale=2 [--lenpen 0.6] [--json OUT.json]
@@ -44,6 +45,12 @@ def parse_rule(spec: str) -> Dict[str, Any]:
         except ValueError:
             out[key.strip()] = value.strip()
     return out
+
+
+def ref_ratio(bleu: Any) -> float:
+    """The outputs' length over the references' (sacrebleu's): below 1 BLEU's brevity penalty applies, above it
+    longer outputs only lose precision, so a rule's length shift moves BLEU either way (issue 81)."""
+    return bleu.sys_len / max(bleu.ref_len, 1)
 
 
 def direction(model_dir: str) -> "tuple[str, str]":
@@ -93,8 +100,9 @@ def main() -> None:
     name = args.name or os.path.basename(os.path.normpath(args.model_dir)) + (
         "" if args.path is None else ":" + os.path.basename(args.path))
     rules = args.rule or ["default"]
-    print(f"| model | k | rule | BLEU | Δ BLEU (p loss) | length shift | changed | expansions × | steps × |")
-    print("|---|---|---|---|---|---|---|---|---|")
+    print(f"| model | k | rule | BLEU | Δ BLEU (p loss) | length / ref | length shift | score Δ | changed | expansions × | "
+          f"steps × |")
+    print("|---|---|---|---|---|---|---|---|---|---|---|")
     dump: Dict[str, Any] = {}
     for beam in args.beam:
         gen = {"beam": beam, "lenpen": args.lenpen, "unnormalized": args.unnormalized}
@@ -103,22 +111,31 @@ def main() -> None:
             return session.translate(dataset, search=search, gen=gen, opts=opts, batch_size=args.batch_size)
 
         fixed = run("fixed-ours", {})
-        fixed_bleu = sacrebleu.corpus_bleu(fixed.strings, [refs]).score
+        fixed_score = sacrebleu.corpus_bleu(fixed.strings, [refs])
+        fixed_bleu = fixed_score.score
         fixed_len = sum(int(h[0]["tokens"].numel()) for h in fixed.hypos)
-        print(f"| {name} | {beam} | fixed-ours | {fixed_bleu:.2f} | | | | 1 | 1 |", flush=True)
-        dump[str(beam)] = {"fixed-ours": {"bleu": fixed_bleu, "strings": fixed.strings}}
+        fixed_scores = [float(h[0]["score"]) for h in fixed.hypos]
+        print(f"| {name} | {beam} | fixed-ours | {fixed_bleu:.2f} | | {ref_ratio(fixed_score):.3f} | | | | 1 | 1 |",
+              flush=True)
+        dump[str(beam)] = {"fixed-ours": {"bleu": fixed_bleu, "ref_ratio": ref_ratio(fixed_score),
+                                          "scores": fixed_scores, "strings": fixed.strings}}
         for rule in rules:
             got = run("var-stream", parse_rule(rule))
-            bleu = sacrebleu.corpus_bleu(got.strings, [refs]).score
+            got_score = sacrebleu.corpus_bleu(got.strings, [refs])
+            bleu = got_score.score
+            scores = [float(h[0]["score"]) for h in got.hypos]
+            # fairseq's score of the best hypothesis (normalised by length ** lenpen): < 0 = a search error on average
+            score_delta = sum(a - b for a, b in zip(scores, fixed_scores)) / max(len(scores), 1)
             p_loss = paired_bootstrap_p(fixed.strings, got.strings, refs)
             length = sum(int(h[0]["tokens"].numel()) for h in got.hypos)
             changed = sum(a != b for a, b in zip(fixed.strings, got.strings)) / max(len(refs), 1)
-            row = {"bleu": bleu, "delta_bleu": bleu - fixed_bleu, "p": p_loss, "length_shift": length / fixed_len - 1,
+            row = {"bleu": bleu, "delta_bleu": bleu - fixed_bleu, "p": p_loss, "ref_ratio": ref_ratio(got_score),
+                   "length_shift": length / fixed_len - 1, "score_delta": score_delta, "scores": scores,
                    "changed": changed, "expansions": got.stats.expansions / max(fixed.stats.expansions, 1),
                    "steps": got.stats.timesteps / max(fixed.stats.timesteps, 1), "strings": got.strings}
             dump[str(beam)][rule] = row
             print(f"| {name} | {beam} | {rule} | {bleu:.2f} | {row['delta_bleu']:+.2f} ({p_loss:.2f}) | "
-                  f"{100 * row['length_shift']:+.1f}% | {100 * changed:.0f}% | {row['expansions']:.3f} | "
+                  f"{row['ref_ratio']:.3f} | {100 * row['length_shift']:+.1f}% | {score_delta:+.4f} | {100 * changed:.0f}% | {row['expansions']:.3f} | "
                   f"{row['steps']:.3f} |", flush=True)
     if args.json:
         with open(args.json, "w", encoding="utf-8") as f:

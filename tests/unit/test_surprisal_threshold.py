@@ -87,22 +87,27 @@ def test_prune_rules_aps_builds_the_rule_without_a_floor():
     assert parse_pruning_rules("aps:2.5") == (SurprisalScaledThreshold(2.5, 0.0, DEFAULT_REFERENCE),)
 
 
+def long_candidates_after_a_finished_one(best_final: float, best_final_norm: float):
+    """One sentence, two candidates of 10 tokens at -5.5 and -6.5, and its best finished hypothesis's score and
+    normalised score: the step and an all-kept mask."""
+    val = torch.tensor([[-5.5, -6.5]], dtype=torch.float64)
+    zeros = torch.zeros_like(val, dtype=torch.long)
+    cand = BeamCandidates(val, zeros, zeros + 4, torch.zeros_like(val), torch.zeros_like(val, dtype=torch.bool))
+    step = StepView(cand, torch.zeros_like(val, dtype=torch.bool), torch.tensor([[10, 10]]), torch.tensor([best_final]),
+                    torch.tensor([best_final_norm], dtype=torch.float64), lenpen=1.0)
+    return step, torch.ones(1, 2, dtype=torch.bool)
+
+
 def test_the_final_margin_grows_with_length_so_a_long_candidate_is_judged_per_token():
     # One sentence, a finished hypothesis of -2.0 over 4 tokens (-0.5 a token); two candidates of 10 tokens at -5.5
     # (-0.55 a token) and -6.5 (-0.65), the best on the beam -5.5. δ = 0.5 alone (the normalised reference) measures
     # the finished one's -0.5 · 10 = -5.0 less δ: both go (-5.5 and -6.5 ≤ -5.5). With β = 0.1 a token the margin
     # against it is max(0.5, 0.1 · 10) = 1: -5.5 > -6.0 stays, -6.5 (0.15 a token worse) goes.
-    val = torch.tensor([[-5.5, -6.5]], dtype=torch.float64)
-    zeros = torch.zeros_like(val, dtype=torch.long)
-    cand = BeamCandidates(val, zeros, zeros + 4, torch.zeros_like(val), torch.zeros_like(val, dtype=torch.bool))
-    step = StepView(cand, torch.zeros_like(val, dtype=torch.bool), torch.tensor([[10, 10]]), torch.tensor([-2.0]),
-                    torch.tensor([-0.5], dtype=torch.float64), lenpen=1.0)
-    keep = torch.ones(1, 2, dtype=torch.bool)
+    step, keep = long_candidates_after_a_finished_one(-2.0, -0.5)
     assert AbsoluteThreshold(0.5, "normalized").prune(step, keep).tolist() == [[False, False]]
     assert AbsoluteThreshold(0.5, "normalized", final_per_token=0.1).prune(step, keep).tolist() == [[True, False]]
     # against the beam's best (the same length) δ stays: at δ 0.5 the -6.5 candidate is cut by -5.5 in any case
-    far = StepView(cand, torch.zeros_like(val, dtype=torch.bool), torch.tensor([[10, 10]]), torch.tensor([-INF]),
-                   torch.tensor([-INF], dtype=torch.float64), lenpen=1.0)
+    far, _ = long_candidates_after_a_finished_one(-INF, -INF)
     assert AbsoluteThreshold(0.5, "normalized", final_per_token=5.0).prune(far, keep).tolist() == [[True, False]]
 
 
@@ -118,3 +123,21 @@ def test_the_final_margin_needs_the_normalised_reference_and_is_not_negative():
     assert VariableBeamConfig.pruning_from_options(options(prune_reference="final")).final_per_token is None
     assert VariableBeamConfig.pruning_from_options(options(prune_preset="freitag2017")).final_per_token is None
     assert VariableBeamConfig.pruning_from_options(options(prune_final_per_token=0.3)).final_per_token == 0.3
+
+
+def test_the_surprisal_scaled_delta_takes_the_final_margin_too():
+    # --prune-abs-scale with --prune-final-per-token: each sentence's δ = max(floor, α · ū), then β against the best
+    # finished hypothesis as for a fixed δ (it was ignored before issue 81's round 2). One sentence, a finished
+    # hypothesis of -0.5 a token; candidates of 10 tokens at -5.5 (the best: ū 0.55, δ = max(0.3, 0.5 · 0.55) = 0.3) and
+    # -6.5. Without β the finished one's -5.0 less 0.3 cuts both; with β 0.1 the margin against it is 1: -5.5 stays.
+    step, keep = long_candidates_after_a_finished_one(-2.0, -0.5)
+    assert SurprisalScaledThreshold(0.5, 0.3, "normalized").prune(step, keep).tolist() == [[False, False]]
+    assert SurprisalScaledThreshold(0.5, 0.3, "normalized", final_per_token=0.1).prune(step, keep).tolist() == \
+        [[True, False]]
+    built = VariableBeamConfig.pruning_from_options(options(prune_abs_threshold=0.5, prune_abs_scale=1.0,
+                                                            prune_final_per_token=0.1)).rules()
+    assert built == (SurprisalScaledThreshold(1.0, 0.5, DEFAULT_REFERENCE, final_per_token=0.1),)
+    # the fused C++ step has no form of it: the reference step runs it (encode_rules answers None)
+    from fairseq_stream.ops.beam_step import encode_rules
+    assert encode_rules(built) is None
+    assert encode_rules((SurprisalScaledThreshold(1.0, 0.5, DEFAULT_REFERENCE),)) is not None
