@@ -16,7 +16,9 @@ DEFAULT_ABS_THRESHOLD_PER_DECADE = 0.25
 #: a finished hypothesis (its normalised score scaled to the candidate's length) prunes a candidate only when better
 #: by more than max(δ, β · the candidate's length).
 #: With β = 0 (the normalised reference alone) pruned outputs came out 1–3% short on the weaker models and lost
-#: 0.2–0.4 BLEU (issue 81; docs/results.md "Pruning decided by each sentence alone").
+#: 0.2–0.4 BLEU (issue 81; docs/results.md "Pruning decided by each sentence alone"). One β for every k: a smaller β at
+#: k = 50 (0.05), chosen on the tuning models, lost 0.26 BLEU on a held-out one; the length shift a β gives has the
+#: model's own sign, so no single β is length-neutral on every model (issue 81, round 2).
 DEFAULT_FINAL_PER_TOKEN = 0.1
 #: α of the surprisal-scaled δ (beam_rules.SurprisalScaledThreshold): δ = max(δ, α · the best
 #: candidate's mean per-token surprisal), per sentence and step; used when --prune-abs-threshold
