@@ -141,3 +141,25 @@ def test_a_ctranslate2_row_runs_bench_vs_ctranslate2s_row_in_its_own_process(tmp
     result = ub.run_ct2(cmds[0], env, row.label, "en")
     assert result.hypotheses == ["Hello ld wor@@"] and result.detokenised == ["Hello ld wor"]
     assert result.seconds >= 0
+
+
+def test_the_revision_says_when_the_tree_differs_from_its_commit(tmp_path, monkeypatch):
+    import subprocess
+
+    def git(*args: str) -> None:
+        subprocess.run(["git", "-C", str(tmp_path), "-c", "user.name=t", "-c", "user.email=t@t", *args], check=True,
+                       capture_output=True)
+
+    git("init", "-q")
+    (tmp_path / "f.txt").write_text("a\n")
+    git("add", "f.txt")
+    git("commit", "-qm", "one")
+    monkeypatch.setattr(ub, "REPO_DIR", str(tmp_path))
+    clean = ub._revision()
+    assert clean and "+" not in clean
+    (tmp_path / "new.txt").write_text("untracked files are not what ran\n")
+    assert ub._revision() == clean
+    (tmp_path / "f.txt").write_text("b\n")
+    assert ub._revision() == clean + "+dirty"
+    monkeypatch.setattr(ub, "REPO_DIR", str(tmp_path / "absent"))
+    assert ub._revision() is None
