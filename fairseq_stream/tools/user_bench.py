@@ -531,13 +531,13 @@ def cpu_name() -> str:
 def _revision() -> Optional[str]:
     """The commit measured, ``+dirty`` where tracked files differ from it (a figure must name what ran)."""
     try:
-        proc = subprocess.run(["git", "-C", REPO_DIR, "rev-parse", "--short", "HEAD"], capture_output=True, text=True)
+        head = subprocess.run(["git", "-C", REPO_DIR, "rev-parse", "--short", "HEAD"], capture_output=True,
+                              text=True).stdout.strip()
+        if not head:
+            return None
         changed = subprocess.run(["git", "-C", REPO_DIR, "status", "--porcelain", "--untracked-files=no"],
                                  capture_output=True, text=True)
     except OSError:
-        return None
-    head = proc.stdout.strip()
-    if not head:
         return None
     return head + ("+dirty" if changed.returncode == 0 and changed.stdout.strip() else "")
 

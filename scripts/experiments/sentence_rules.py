@@ -110,33 +110,32 @@ def main() -> None:
         def run(search: str, opts: Dict[str, Any]) -> Any:
             return session.translate(dataset, search=search, gen=gen, opts=opts, batch_size=args.batch_size)
 
+        def outcome(result: Any) -> Dict[str, Any]:
+            """BLEU, the outputs' length over the references', their tokens and each best hypothesis's score."""
+            bleu = sacrebleu.corpus_bleu(result.strings, [refs])
+            return {"bleu": bleu.score, "ref_ratio": ref_ratio(bleu),
+                    "length": sum(int(h[0]["tokens"].numel()) for h in result.hypos),
+                    "scores": [float(h[0]["score"]) for h in result.hypos]}
+
         fixed = run("fixed-ours", {})
-        fixed_score = sacrebleu.corpus_bleu(fixed.strings, [refs])
-        fixed_bleu = fixed_score.score
-        fixed_len = sum(int(h[0]["tokens"].numel()) for h in fixed.hypos)
-        fixed_scores = [float(h[0]["score"]) for h in fixed.hypos]
-        print(f"| {name} | {beam} | fixed-ours | {fixed_bleu:.2f} | | {ref_ratio(fixed_score):.3f} | | | | 1 | 1 |",
-              flush=True)
-        dump[str(beam)] = {"fixed-ours": {"bleu": fixed_bleu, "ref_ratio": ref_ratio(fixed_score),
-                                          "scores": fixed_scores, "strings": fixed.strings}}
+        base = outcome(fixed)
+        print(f"| {name} | {beam} | fixed-ours | {base['bleu']:.2f} | | {base['ref_ratio']:.3f} | | | | 1 | 1 |", flush=True)
+        dump[str(beam)] = {"fixed-ours": dict(base, strings=fixed.strings)}
         for rule in rules:
             got = run("var-stream", parse_rule(rule))
-            got_score = sacrebleu.corpus_bleu(got.strings, [refs])
-            bleu = got_score.score
-            scores = [float(h[0]["score"]) for h in got.hypos]
-            # fairseq's score of the best hypothesis (normalised by length ** lenpen): < 0 = a search error on average
-            score_delta = sum(a - b for a, b in zip(scores, fixed_scores)) / max(len(scores), 1)
+            row = outcome(got)
             p_loss = paired_bootstrap_p(fixed.strings, got.strings, refs)
-            length = sum(int(h[0]["tokens"].numel()) for h in got.hypos)
+            # fairseq's score of the best hypothesis (normalised by length ** lenpen): < 0 = a search error on average
+            score_delta = sum(a - b for a, b in zip(row["scores"], base["scores"])) / max(len(refs), 1)
             changed = sum(a != b for a, b in zip(fixed.strings, got.strings)) / max(len(refs), 1)
-            row = {"bleu": bleu, "delta_bleu": bleu - fixed_bleu, "p": p_loss, "ref_ratio": ref_ratio(got_score),
-                   "length_shift": length / fixed_len - 1, "score_delta": score_delta, "scores": scores,
-                   "changed": changed, "expansions": got.stats.expansions / max(fixed.stats.expansions, 1),
-                   "steps": got.stats.timesteps / max(fixed.stats.timesteps, 1), "strings": got.strings}
+            row.update(delta_bleu=row["bleu"] - base["bleu"], p=p_loss, length_shift=row["length"] / base["length"] - 1,
+                       score_delta=score_delta, changed=changed,
+                       expansions=got.stats.expansions / max(fixed.stats.expansions, 1),
+                       steps=got.stats.timesteps / max(fixed.stats.timesteps, 1), strings=got.strings)
             dump[str(beam)][rule] = row
-            print(f"| {name} | {beam} | {rule} | {bleu:.2f} | {row['delta_bleu']:+.2f} ({p_loss:.2f}) | "
-                  f"{row['ref_ratio']:.3f} | {100 * row['length_shift']:+.1f}% | {score_delta:+.4f} | {100 * changed:.0f}% | {row['expansions']:.3f} | "
-                  f"{row['steps']:.3f} |", flush=True)
+            print(f"| {name} | {beam} | {rule} | {row['bleu']:.2f} | {row['delta_bleu']:+.2f} ({p_loss:.2f}) | "
+                  f"{row['ref_ratio']:.3f} | {100 * row['length_shift']:+.1f}% | {score_delta:+.4f} | "
+                  f"{100 * changed:.0f}% | {row['expansions']:.3f} | {row['steps']:.3f} |", flush=True)
     if args.json:
         with open(args.json, "w", encoding="utf-8") as f:
             json.dump(dump, f)
