@@ -143,3 +143,18 @@ def run_under_triton_interpreter(script: str, timeout: int = 900) -> subprocess.
     env = dict(os.environ, TRITON_INTERPRET="1", PYTHONPATH=os.pathsep.join([os.path.dirname(here), here]))
     return subprocess.run([sys.executable, "-c", script], env=env, capture_output=True, text=True, timeout=timeout)
 
+
+def outputs_of_builds(tmp_path, source: str, script: str, builds) -> list:
+    """What ``script`` saves (``torch.save`` to ``argv[5]``) after building ``source`` with each of ``builds``
+    ((name, compiler flags) pairs) in a child process: ``argv`` = source, name, flags, build folder, output.
+    The SIMD-width tests compare these bit for bit (each build ~20 s)."""
+    outs = []
+    for name, flags in builds:
+        folder = tmp_path / name
+        folder.mkdir()
+        out = tmp_path / f"{name}.pt"
+        subprocess.run([sys.executable, "-c", script, source, name, flags, str(folder), str(out)], check=True,
+                       capture_output=True)
+        outs.append(torch.load(out))
+    return outs
+

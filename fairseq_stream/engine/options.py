@@ -249,10 +249,9 @@ class StreamDecodingConfig(FairseqDataclass):
         default="none",
         metadata={"help": "'int8': decode with int8 weights in every Linear layer (encoder, decoder, output "
                   "projection): weights with one scale per output channel, activations quantised at each call with one "
-                  "scale per row, 8-bit where the CPU has AVX-512 VNNI and 7-bit elsewhere (fbgemm's AVX2 product "
-                  "would saturate; the two widths can give different hypotheses, and "
-                  "FAIRSEQ_STREAM_INT8_ACTIVATION_BITS=7 forces 7 on any CPU), multiplied by fbgemm's u8s8 product, "
-                  "so a row's result does not depend on its batch; CPU and float32 models only; the closing statistics line names the kernel and the bits. "
+                  "scale per row (8-bit; FAIRSEQ_STREAM_INT8_ACTIVATION_BITS=7 forces 7), multiplied in integers by "
+                  "our own product (the same bits on every CPU kind: AVX-512 VNNI, AVX2 or none), so a row's result "
+                  "does not depend on its batch; CPU and float32 models only; the closing statistics line names the kernel and the bits. "
                   "'none': as loaded"},
     )
     cpu_matmul: str = field(

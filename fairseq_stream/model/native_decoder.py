@@ -24,7 +24,7 @@ from torch import Tensor, nn
 
 from fairseq_stream.model.linear_kernels import OneDnnLinear, PackedLinear
 from fairseq_stream.model.quantize import _FloatLinear, is_quantized_linear
-from fairseq_stream.ops import decode_attention, int8_rows, native_step
+from fairseq_stream.ops import decode_attention, native_step
 from fairseq_stream.ops.backends import device_choice
 
 #: Activation codes of the operator: fairseq's ``activation_fn`` → code.
@@ -113,7 +113,7 @@ def _linear_kind(linear: Any) -> Optional[str]:
     if isinstance(linear, PackedLinear):  # its packed weights exist: the kernel is loaded
         return "packed"
     if is_quantized_linear(linear):  # the operator calls the int8 kernel; its PyTorch path it cannot
-        ok = device_choice("int8_linear", "cpu") == "cpp" and int8_rows.kernel() is not None
+        ok = device_choice("int8_linear", "cpu") == "cpp" and linear.packed is not None
         return "int8" if ok else None
     return None
 
@@ -160,7 +160,8 @@ def _adder(native: Any, what: str) -> Any:
         if kind == "packed":
             return native.add_packed_linear(module.packed, module.bias, int(module.out_features))
         if kind == "int8":
-            return native.add_int8_linear(module.packed, module.bias, float(module.scale), int(module.zero_point))
+            return native.add_int8_linear(module.packed, module.offset, module.wscale, module.bias,
+                                          int(module.out_features), int(module.levels))
         return native.add_torch_linear(module.weight.detach(), detached(module.bias))
 
     return add

@@ -6,10 +6,10 @@ for every ``--search`` (fairseq's own ``beam`` included): it returns the models 
 decodes with. Under ``int8`` each model is replaced by a copy whose ``nn.Linear`` layers —
 attention projections, feed-forward layers and the output projection of the encoder and the
 decoder — are :class:`RowInt8Linear`: weights stored as int8 with one scale per output channel
-(symmetric), activations quantised per call with **one scale per row**, the product run by
-fbgemm's u8s8 kernel (x86, integer accumulation) through the weights' packed parameters.
-Embeddings and layer norms stay float32; the logits come back as float32, so the fused top-k
-output layer runs on them unchanged.
+(symmetric), activations quantised per call with **one scale per row**, the product run in
+integers by our own kernel (:mod:`fairseq_stream.ops.int8_rows`: AVX-512 VNNI, AVX2 or scalar, the
+same bits on every CPU kind). Embeddings and layer norms stay float32; the logits come back as
+float32, so the fused top-k output layer runs on them unchanged.
 
 Why per row (issue 40): PyTorch's dynamic int8 ``Linear`` scales the activations by the
 minimum and maximum of the whole input, so a hypothesis's scores changed with the rows that
@@ -19,26 +19,18 @@ Jacobi decoding stopped equalling greedy. Here each row is divided by its own la
 (exact) and multiplied back by ``m_r`` before the bias: every step is per element or per row, so
 a row's numbers are the same in any batch, and every exactness promise (stream ≡ batch,
 Jacobi ≡ greedy, batch size 1 ≡ 8) holds under int8 as in float32. It is also closer to
-float32 (a row's 8 bits span its own range, not the batch's), and as fast as the dynamic Linear
-(``scripts/experiments/int8_kernels.py``). The C++ operator ``int8_row_linear``
-(``ops/csrc/int8_rows.cpp``) does the three passes in one call; where it cannot be built, the
-same arithmetic runs as PyTorch operations (identical numbers).
+float32 (a row's 8 bits span its own range, not the batch's). The C++ operator ``int8_row_linear``
+(``ops/csrc/int8_rows.cpp``) quantises the rows and multiplies in one call; where it cannot be
+built, the same arithmetic runs as PyTorch operations (identical numbers).
 
-Activation bits: 8 on CPUs with AVX-512 VNNI (fbgemm multiplies with ``vpdpbusd``, 32-bit
-sums), 7 elsewhere: fbgemm's AVX2 kernel adds pairs of u8 × s8 products in 16 bits, which
-saturate with 8-bit activations (PyTorch's ``reduce_range`` for the same reason).
-``FAIRSEQ_STREAM_INT8_ACTIVATION_BITS=7`` forces 7 on any CPU; a copy is made per width.
-
-Why fbgemm and not ``torchao`` or oneDNN's int8 (measured on the demo model's layers, 1 thread,
-``scripts/experiments/int8_kernels.py``; docs/results.md, "Against CTranslate2"): fbgemm's int8 product
-beats float32 at the row counts of a decoder step (5-50 hypotheses: about 2x on a feed-forward
-layer, 3x on the 6024-word output projection); ``torch._int_mm`` (oneDNN's s8s8 product) repacks
-its weight at every call and is 1.5-2x slower than fbgemm at 5-50 rows; torchao 0.18's eager
-int8 runs 10-30x slower than float32 (its tensors are designed for ``torch.compile``).
-PyTorch marks ``torch.ao.quantization`` deprecated in favour of torchao; fbgemm's packed
-parameters still ship in the pinned torch 2.13. Scales are per output channel: the
-query/key/value rows stack into one product exactly (:func:`stacked_linear`, used by
-:mod:`fairseq_stream.model.block_decoder`).
+Activation bits: 8 on every CPU; ``FAIRSEQ_STREAM_INT8_ACTIVATION_BITS=7`` asks for 7 (a copy is
+made per width). Until 2026-12-05 fbgemm's u8s8 product multiplied (through PyTorch's packed
+parameters), 7-bit on CPUs without AVX-512 VNNI (its AVX2 pair sums saturate at 8 bits); our own
+kernel costs less per call at the few rows of a decoder step (``scripts/experiments/int8_kernels.py``:
+at one row 0.35-0.5x fbgemm's time, at 320 rows ~0.7x) and needs no per-CPU width. torchao's eager
+int8 ran 10-30x slower than float32, ``torch._int_mm`` repacks its weight at every call. Scales are
+per output channel: the query/key/value rows stack into one product exactly (:func:`stacked_linear`,
+used by :mod:`fairseq_stream.model.block_decoder`).
 
 The quantised copy is made once per float model and reused by every generator built from it
 (a session builds one per ``translate`` call); the float model itself is never changed, so
@@ -82,16 +74,13 @@ def prepare_models(models: Sequence[Any], quantize: Optional[str]) -> List[Any]:
 
 def why_no_int8(models: Sequence[Any]) -> Optional[str]:
     """Why :func:`prepare_models` cannot make int8 copies of ``models`` (one line for the user), or None
-    where it can: float32 weights on the CPU and PyTorch's x86 int8 kernels."""
+    where it can: float32 weights on the CPU."""
     for model in models:
         for param in model.parameters():
             if param.device.type != "cpu":
                 return "--quantize int8 runs on the CPU only; drop it on a GPU or add --cpu"
             if param.dtype != torch.float32:
                 return f"--quantize int8 needs float32 models (got {param.dtype}); drop --fp16/--bf16"
-    if torch.backends.quantized.engine not in ("fbgemm", "x86"):
-        return (f"--quantize int8 needs PyTorch's x86 int8 kernels (fbgemm); this CPU's engine is "
-                f"{torch.backends.quantized.engine!r}")
     return None
 
 
@@ -121,12 +110,15 @@ class RowInt8Linear(nn.Module):
         super().__init__()
         self.out_features, self.in_features = qweight.shape
         self.qweight = qweight
+        self.weight_int = qweight.int_repr().contiguous()  # (N, K) int8
+        self.wscale = qweight.q_per_channel_scales().float().contiguous()  # s_w, one per output channel
         self.bias = None if bias is None else bias.detach().float().contiguous()
-        with _quiet():
-            self.packed = torch.ops.quantized.linear_prepack(qweight, None)
+        self.packed: Optional[Tensor] = None
+        self.offset: Optional[Tensor] = None
+        if int8_rows.kernel() is not None:
+            self.packed, self.offset = int8_rows.pack(self.weight_int)
         self.bits = int8_rows.activation_bits() if bits is None else bits
-        levels = 2 ** (self.bits - 1)  # 128 or 64: [-1, 1] → [1, 2·levels - 1]
-        self.scale, self.zero_point = 1.0 / (levels - 1), levels
+        self.levels = 2 ** (self.bits - 1) - 1  # L: 127 or 63
 
     @staticmethod
     def of(linear: nn.Linear) -> "RowInt8Linear":
@@ -134,12 +126,11 @@ class RowInt8Linear(nn.Module):
 
     def forward(self, x: Tensor, relu: bool = False) -> Tensor:
         """``self(x)``; ``relu=True`` gives ``relu(self(x))`` in the same pass."""
-        return int8_rows.row_linear(x, self.packed, self.bias, relu, self.scale, self.zero_point, self.out_features)
+        return int8_rows.row_linear(x, self, relu)
 
     def reference(self, x: Tensor, relu: bool = False) -> Tensor:
         """:meth:`forward` through PyTorch operations only (the operator's arithmetic, the same numbers)."""
-        return int8_rows.reference_row_linear(x, self.packed, self.bias, relu, self.scale, self.zero_point,
-                                              self.out_features)
+        return int8_rows.reference_row_linear(x, self.weight_int, self.wscale, self.bias, relu, self.levels)
 
     def extra_repr(self) -> str:
         return (f"in_features={self.in_features}, out_features={self.out_features}, bias={self.bias is not None}, "
@@ -184,7 +175,7 @@ def count_linears(model: nn.Module) -> Tuple[int, int]:
 def weight_key(linear: Any) -> Tuple[Any, ...]:
     """Identifies a Linear's current weights (float or int8), to know when derived copies are stale."""
     if is_quantized_linear(linear):
-        return ("int8", id(linear.packed))
+        return ("int8", id(linear.weight_int))
     weight = linear.weight
     return (weight.data_ptr(), weight.dtype, weight.device, type(linear).__name__)
 

@@ -1,20 +1,20 @@
-"""The kernel half of ``--quantize int8``: one product with per-row activation scales.
+"""The kernel half of ``--quantize int8``: our own int8 product with one activation scale per row.
 
-``y_r = m_r · (Q(x_r / m_r) · W_q) · s_w + b`` with ``m_r = max |x_r|``: every row spans [-1, 1]
-before one fixed quantisation scale, so a row's result never depends on the other rows of the
-call. The C++ operator ``int8_row_linear`` (``csrc/int8_rows.cpp``) does the three passes in one
-dispatcher call over fbgemm's packed u8s8 weights; :func:`reference_row_linear` is the same
-arithmetic in PyTorch operations (identical numbers), used where the operator cannot be built.
-The layer that holds the weights is :class:`fairseq_stream.model.quantize.RowInt8Linear`.
+``y_r = ((S_r · s_w) · (m_r / L)) + b`` with ``m_r = max |x_r|``, ``S_r = Σ_k q_rk · W_q[:, k]`` and
+``q_rk = round((x_rk / m_r) · L)``: every row spans [-L, L] before the integer product, so a row's
+result never depends on the other rows of the call. ``L`` is 127 (8-bit activations) on every CPU,
+63 where ``FAIRSEQ_STREAM_INT8_ACTIVATION_BITS=7`` asks for it (7 or 8; another value is refused). The C++ operator ``int8_row_linear``
+(``csrc/int8_rows.cpp``: weights packed once for AVX-512 VNNI's ``vpdpbusd``, an exact 16-bit path on
+AVX2, a scalar one elsewhere) gives the same bits on every CPU kind, row count and thread count: the
+sum is an integer, the rest is per element in one order. :func:`reference_row_linear` is the same
+arithmetic in PyTorch operations (identical numbers: the integer sum in float64 is exact), used where
+the operator cannot be built.
 
-Activation bits: 8 on CPUs with AVX-512 VNNI (fbgemm multiplies with ``vpdpbusd``, 32-bit sums),
-7 elsewhere: fbgemm's AVX2 kernel adds pairs of u8 × s8 products in 16 bits, which saturate with
-8-bit activations (PyTorch's ``reduce_range`` for the same reason). The two widths give different
-hypotheses from one model: ``FAIRSEQ_STREAM_INT8_ACTIVATION_BITS=7`` forces the narrow one on any
-CPU (to test it, or to match a machine without VNNI); the closing statistics name the width used.
-The variable is read, and any other value refused, only where int8 activations are used: a run
-without int8 layers ignores it (a speculative run with ``--draft-quantize none`` was refused, a
-``var-stream`` run was not; issue 80).
+The operator replaced fbgemm's u8s8 product (through PyTorch's packed parameters): at the one to
+few rows of a batch-1 or k = 5 step its per-call work cost more than the arithmetic, and on CPUs
+without VNNI its 16-bit pair sums saturated with 8-bit activations, so those CPUs ran 7 bits and
+decoded other hypotheses. The variable is read, and any other value refused, only where int8
+activations are used: a run without int8 layers ignores it (issue 80).
 """
 from __future__ import annotations
 
@@ -31,7 +31,7 @@ from fairseq_stream.ops.backends import device_choice
 KERNEL_SOURCE = "int8_rows.cpp"
 KERNEL_FLAGS: Tuple[str, ...] = ("-O3", "-fopenmp", "-march=native", "-ffp-contract=off")
 
-#: Forces the narrow (7-bit) activations on any CPU; 8 cannot be forced (fbgemm's AVX2 sums would saturate).
+#: The activations' bits: 7 or 8 (8 where unset).
 BITS_ENV = "FAIRSEQ_STREAM_INT8_ACTIVATION_BITS"
 
 _bits: Optional[int] = None
@@ -43,25 +43,17 @@ def bits_setting() -> str:
 
 
 def forced_bits() -> bool:
-    """Whether :data:`BITS_ENV` forces the width (it is 7); a value other than 7 is refused (one line)."""
+    """Whether :data:`BITS_ENV` sets the width (7 or 8); another value is refused (one line)."""
     forced = bits_setting()
-    if forced and forced != "7":
-        raise FairseqStreamError(f"{BITS_ENV} may only be 7 (the narrow activations on any CPU), got {forced!r}; "
-                                 "unset it for this CPU's own width (8 with AVX-512 VNNI, else 7)")
+    if forced and forced not in ("7", "8"):
+        raise FairseqStreamError(f"{BITS_ENV} may only be 7 or 8 (the activations' bits), got {forced!r}; "
+                                 "unset it for the 8-bit activations")
     return bool(forced)
 
 
 def activation_bits() -> int:
-    """8 where fbgemm multiplies with AVX-512 VNNI (32-bit sums), else 7, or 7 where
-    :data:`BITS_ENV` asks for it (module docstring). Called only where int8 activations are used."""
-    global _bits
-    if forced_bits():
-        return 7
-    if _bits is None:
-        from fairseq_stream.ops.extension import cpu_features
-
-        _bits = 8 if "avx512_vnni" in cpu_features().split() else 7
-    return _bits
+    """8, or what :data:`BITS_ENV` asks for (module docstring). Called only where int8 activations are used."""
+    return int(bits_setting()) if forced_bits() else 8
 
 
 def kernel() -> Any:
@@ -75,28 +67,38 @@ def kernel_name(bits: Optional[int] = None) -> str:
     """What multiplies the int8 layers here (with ``bits``-bit activations: the layers' own), for the statistics."""
     where = "" if kernel() is not None else " through PyTorch ops"
     bits = activation_bits() if bits is None else bits
-    forced = f", {BITS_ENV}" if bits == 7 and forced_bits() else ""
-    return f"fbgemm u8s8 with per-row {bits}-bit activations{forced}{where}"
+    forced = f", {BITS_ENV}" if bits == 7 else ""
+    return f"s8 x per-row {bits}-bit activations{forced}{where}"
 
 
-def row_linear(x: Tensor, packed: Any, bias: Optional[Tensor], relu: bool, scale: float, zero_point: int,
-               out_features: int) -> Tensor:
-    """``x`` (..., in) → (..., out) through the packed int8 weights, per-row scales; ``relu`` fused."""
-    if device_choice("int8_linear", x.device.type) == "cpp" and kernel() is not None and x.dtype == torch.float32:
-        return torch.ops.fairseq_stream.int8_row_linear(x, packed, bias, relu, scale, zero_point)
-    return reference_row_linear(x, packed, bias, relu, scale, zero_point, out_features)
+def pack(qweight: Tensor) -> Tuple[Tensor, Tensor]:
+    """``qweight`` (N, K) int8 → (panels, column offsets) for :func:`row_linear`; needs :func:`kernel`."""
+    return torch.ops.fairseq_stream.int8_rows_pack(qweight.contiguous())
 
 
-def reference_row_linear(x: Tensor, packed: Any, bias: Optional[Tensor], relu: bool, scale: float,
-                         zero_point: int, out_features: int) -> Tensor:
-    """The operator's arithmetic in PyTorch operations (the same numbers)."""
-    flat = x.reshape(-1, x.size(-1)).float()  # (N, in)
-    m = flat.abs().amax(dim=1, keepdim=True)  # (N, 1)
+def row_linear(x: Tensor, layer: Any, relu: bool = False) -> Tensor:
+    """``x`` (..., in) → (..., out) through ``layer``'s int8 weights (a ``RowInt8Linear``), per-row scales; ``relu`` fused."""
+    if (layer.packed is not None and device_choice("int8_linear", x.device.type) == "cpp"
+            and x.dtype == torch.float32):
+        return torch.ops.fairseq_stream.int8_row_linear(x, layer.packed, layer.offset, layer.wscale, layer.bias,
+                                                        layer.out_features, relu, layer.levels)
+    return reference_row_linear(x, layer.weight_int, layer.wscale, layer.bias, relu, layer.levels)
+
+
+def reference_row_linear(x: Tensor, weight: Tensor, wscale: Tensor, bias: Optional[Tensor], relu: bool,
+                         levels: int) -> Tensor:
+    """The operator's arithmetic in PyTorch operations (the same numbers); ``weight`` (N, K) int8."""
+    flat = x.reshape(-1, x.size(-1)).float()  # (M, K)
+    finite = torch.isfinite(flat).all(dim=1, keepdim=True)
+    safe = torch.where(finite, flat, torch.zeros_like(flat))
+    m = safe.abs().amax(dim=1, keepdim=True) if flat.size(1) else torch.zeros_like(flat[:, :1])
     m = torch.where(m > 0, m, torch.ones_like(m))
-    y = torch.ops.quantized.linear_with_input_q_dq_qweight_dq_output_fp32(flat / m, scale, zero_point, packed)
-    y = y * m
+    q = torch.round((safe / m) * float(levels))
+    s = (q.double() @ weight.double().t()).float()  # an integer sum: exact in float64, one rounding to float32
+    rscale = torch.where(finite, m / float(levels), torch.full_like(m, float("nan")))
+    y = (s * wscale) * rscale
     if bias is not None:
         y = y + bias
     if relu:
-        y = torch.relu(y)
-    return y.view(*x.shape[:-1], out_features)
+        y = torch.where(y > 0, y, torch.zeros_like(y))
+    return y.view(*x.shape[:-1], weight.size(0))

@@ -3,8 +3,8 @@
 
 Times one feed-forward layer (``fc1``) and the output projection of the demo model at
 decoding shapes (rows = hypotheses in a step) in float32 (PyTorch's and oneDNN's product),
-PyTorch's dynamic int8 (fbgemm, one activation scale per call), ours (fbgemm's product with one
-activation scale per row, :mod:`fairseq_stream.model.quantize`) and, when installed, torchao's int8
+PyTorch's dynamic int8 (fbgemm, one activation scale per call), ours (our own int8 product with one
+activation scale per row, :mod:`fairseq_stream.model.quantize`; fbgemm's with per-row scales before 2026-12-05) and, when installed, torchao's int8
 dynamic-activation and weight-only configurations (eager mode). Prints microseconds per call
 (median of repeats).
 
@@ -49,7 +49,7 @@ def variants(linear: torch.nn.Linear, ours: Any) -> Dict[str, Any]:
         dynamic = quantize_dynamic(torch.nn.Sequential(linear), {torch.nn.Linear: per_channel_dynamic_qconfig},
                                    dtype=torch.qint8)[0]
     out: Dict[str, Any] = {"float32": linear, "float32 oneDNN": OneDnnLinear.of(linear),
-                           "fbgemm int8 per call": dynamic, "ours: fbgemm int8 per row": ours}
+                           "fbgemm int8 per call": dynamic, "ours: int8 per row": ours}
     try:
         from torchao.quantization import Int8DynamicActivationInt8WeightConfig, Int8WeightOnlyConfig, quantize_
     except ImportError:

@@ -43,6 +43,6 @@ def test_the_closing_line_confirms_int8_weights_and_the_input_order(demo_session
     line = changed.stats.summary()
     from fairseq_stream.ops.int8_rows import kernel_name
 
-    int8 = f"int8 ({kernel_name()})"  # the statistics name the int8 kernel: "fbgemm u8s8 with per-row 8-bit activations"
+    int8 = f"int8 ({kernel_name()})"  # the statistics name the int8 kernel: "s8 x per-row 8-bit activations"
     assert line.endswith(f"quantize={int8}, input order=as-given"), line
     assert changed.stats.to_dict()["settings"] == {"quantize": int8, "input order": "as-given"}

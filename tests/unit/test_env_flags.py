@@ -87,12 +87,12 @@ SPECULATIVE = ("--search", "speculative", "--beam", "1", "--draft-path", os.path
     pytest.param(("--search", "var-stream", "--quantize", "int8"), True, marks=pytest.mark.slow),
 ])
 def test_the_int8_activation_width_is_checked_only_where_int8_is_used(three_sentences, args, refused):
-    proc = _generate(three_sentences, *args, env={"FAIRSEQ_STREAM_INT8_ACTIVATION_BITS": "8"})
+    proc = _generate(three_sentences, *args, env={"FAIRSEQ_STREAM_INT8_ACTIVATION_BITS": "9"})
     assert "Traceback" not in proc.stderr, proc.stderr[-2000:]
     if not refused:
         assert proc.returncode == 0 and proc.stdout.count("\nH-") == 3, proc.stderr[-2000:]
         return
     errors = [line for line in proc.stderr.splitlines() if line.startswith(PREFIX)]
     assert proc.returncode == 1 and errors == [
-        PREFIX + "FAIRSEQ_STREAM_INT8_ACTIVATION_BITS may only be 7 (the narrow activations on any CPU), got '8'; "
-        "unset it for this CPU's own width (8 with AVX-512 VNNI, else 7)"]
+        PREFIX + "FAIRSEQ_STREAM_INT8_ACTIVATION_BITS may only be 7 or 8 (the activations' bits), got '9'; "
+        "unset it for the 8-bit activations"]

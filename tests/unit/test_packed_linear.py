@@ -2,11 +2,10 @@
 from __future__ import annotations
 
 import os
-import subprocess
-import sys
 
 import pytest
 import torch
+from helpers import outputs_of_builds
 
 from fairseq_stream.ops import packed_linear as pl
 
@@ -98,14 +97,8 @@ torch.save([torch.ops.fairseq_stream.packed_linear(x, p, b, 70, False),
 def test_avx2_and_scalar_builds_give_the_bits_of_this_cpus_build(tmp_path):
     """The same source built for AVX2 (+FMA) and for no SIMD at all computes the same bits (~1 min: two builds)."""
     source = os.path.join(os.path.dirname(pl.__file__), "csrc", pl._SOURCE)
-    outs = []
-    for name, flags in (("native", "-O3 -march=native"), ("avx2", "-O3 -mavx2 -mfma -mno-avx512f"),
-                        ("scalar", "-O2 -mno-avx -mno-avx2 -mno-fma -mno-avx512f")):
-        folder = tmp_path / name
-        folder.mkdir()
-        out = tmp_path / f"{name}.pt"
-        subprocess.run([sys.executable, "-c", _SAME_BITS, source, name, flags, str(folder), str(out)], check=True,
-                       capture_output=True)
-        outs.append(torch.load(out))
+    outs = outputs_of_builds(tmp_path, source, _SAME_BITS, (
+        ("native", "-O3 -march=native"), ("avx2", "-O3 -mavx2 -mfma -mno-avx512f"),
+        ("scalar", "-O2 -mno-avx -mno-avx2 -mno-fma -mno-avx512f")))
     for other in outs[1:]:
         assert all(torch.equal(a, b) for a, b in zip(outs[0], other))

@@ -12,10 +12,11 @@ from fairseq_stream.errors import FairseqStreamError
 from fairseq_stream.engine.validation import check_options as validate
 from fairseq_stream.model.quantize import count_linears, is_quantized_linear, prepare_models, stacked_linear
 from fairseq_stream.ops import decode_attention, int8_rows
-from helpers import fake_task, gen_cfg, make_dictionary, sample_for, stream_opts, tiny_ib_model, tiny_transformer
+from helpers import (fake_task, gen_cfg, make_dictionary, outputs_of_builds, sample_for, stream_opts, tiny_ib_model,
+                     tiny_transformer)
 
-#: Both activation widths on any machine: the CPU's own (8 with AVX-512 VNNI, else 7) and 7 forced.
-WIDTHS = ["this CPU's", "7 forced"]
+#: Both activation widths: 8 (every CPU's) and 7 forced.
+WIDTHS = ["8", "7 forced"]
 
 needs_int8_kernel = pytest.mark.skipif(int8_rows.kernel() is None, reason="the C++ int8 operator is not built here: "
                                        "its PyTorch arithmetic would be compared with itself")
@@ -156,7 +157,7 @@ def test_int8_rows_keep_their_own_precision():
 @needs_int8_kernel
 @pytest.mark.parametrize("rows", [1, 70, 256, 257, 300, 513])
 def test_the_cpp_operator_equals_its_pytorch_arithmetic_row_by_row(bits, rows):
-    # Over 256 rows the operator runs fbgemm's product in chunks of 256 (csrc/int8_rows.cpp): no bit may move.
+    # One row takes the kernel's one-row path, more rows its tiles of rows (csrc/int8_rows.cpp): no bit may move.
     _, layer = _int8_layer(2, inputs=96, outputs=80)
     assert layer.bits == bits
     torch.manual_seed(rows)
@@ -172,10 +173,14 @@ def test_the_cpp_operator_equals_its_pytorch_arithmetic_row_by_row(bits, rows):
 def test_the_narrow_width_is_forced_by_the_environment_and_nothing_else(monkeypatch):
     from fairseq_stream.model.quantize import RowInt8Linear
 
+    monkeypatch.delenv(int8_rows.BITS_ENV, raising=False)
+    assert int8_rows.activation_bits() == 8 and _int8_layer()[1].levels == 127
     monkeypatch.setenv(int8_rows.BITS_ENV, "7")
-    assert int8_rows.activation_bits() == 7 and _int8_layer()[1].scale == 1 / 63
+    assert int8_rows.activation_bits() == 7 and _int8_layer()[1].levels == 63
     monkeypatch.setenv(int8_rows.BITS_ENV, "8")
-    with pytest.raises(FairseqStreamError, match="FAIRSEQ_STREAM_INT8_ACTIVATION_BITS may only be 7"):
+    assert int8_rows.activation_bits() == 8
+    monkeypatch.setenv(int8_rows.BITS_ENV, "6")
+    with pytest.raises(FairseqStreamError, match="FAIRSEQ_STREAM_INT8_ACTIVATION_BITS may only be 7 or 8"):
         RowInt8Linear.of(torch.nn.Linear(4, 4))
 
 
@@ -204,3 +209,38 @@ def test_a_small_int8_decode_is_exact_and_names_its_width(bits):
         (alone,) = decode([s])[1]
         assert alone[0]["tokens"].tolist() == together[i][0]["tokens"].tolist(), s
         assert torch.equal(alone[0]["positional_scores"], together[i][0]["positional_scores"]), s
+
+
+_SAME_BITS = r"""
+import sys, torch
+from torch.utils.cpp_extension import load
+load(name="int8_rows_isa_" + sys.argv[2], sources=[sys.argv[1]], extra_cflags=sys.argv[3].split(),
+     build_directory=sys.argv[4], verbose=False)
+g = torch.Generator().manual_seed(5)
+w = torch.randint(-127, 128, (70, 45), generator=g, dtype=torch.int8); s = torch.rand(70, generator=g) / 100
+b = torch.randn(70, generator=g); x = torch.randn(9, 45, generator=g) * 3; x[4, 7] = float("nan"); x[6] = 0.0
+p, o = torch.ops.fairseq_stream.int8_rows_pack(w)
+torch.save([torch.ops.fairseq_stream.int8_row_linear(x, p, o, s, b, 70, False, 127),
+            torch.ops.fairseq_stream.int8_row_linear(x[:1], p, o, s, None, 70, True, 127),
+            torch.ops.fairseq_stream.int8_row_linear(x[2:5], p, o, s, b, 70, True, 63)], sys.argv[5])
+"""
+
+
+@pytest.mark.slow
+@pytest.mark.skipif(not torch.backends.cpu.get_cpu_capability().startswith("AVX"),
+                    reason="the AVX2 build needs an x86 CPU with AVX2")
+def test_vnni_avx2_and_scalar_builds_give_the_same_bits(tmp_path):
+    """The int8 product's source built for this CPU (AVX-512 VNNI where it has it), for AVX2 and for no SIMD
+    computes the same bits: an integer sum, then one order of float operations (~1 min: three builds)."""
+    import os
+
+    source = os.path.join(os.path.dirname(int8_rows.__file__), "csrc", int8_rows.KERNEL_SOURCE)
+    outs = outputs_of_builds(tmp_path, source, _SAME_BITS, (
+        ("native", " ".join(int8_rows.KERNEL_FLAGS)),
+        ("avx2", "-O3 -fopenmp -mavx2 -mfma -mno-avx512f -ffp-contract=off"),
+        ("scalar", "-O2 -fopenmp -mno-avx -mno-avx2 -mno-fma -mno-avx512f -ffp-contract=off")))
+    assert torch.isnan(outs[0][0][4]).all() and not torch.isnan(outs[0][0][[0, 1, 2, 3, 5, 6, 7, 8]]).any()
+    for other in outs[1:]:
+        for a, b in zip(outs[0], other):
+            torch.testing.assert_close(a, b, rtol=0, atol=0, equal_nan=True)
+

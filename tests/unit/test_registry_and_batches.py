@@ -270,7 +270,8 @@ def test_help_texts_say_what_the_code_does():
 
     text = {f.name: f.metadata["help"] for f in dataclasses.fields(StreamDecodingConfig) if f.name != "_name"}
     assert "one scale per output channel" in text["quantize"] and "one scale per row" in text["quantize"]
-    assert "8-bit where the CPU has AVX-512 VNNI and 7-bit elsewhere" in text["quantize"]
+    assert "8-bit; FAIRSEQ_STREAM_INT8_ACTIVATION_BITS=7 forces 7" in text["quantize"]
+    assert "the same bits on every CPU kind" in text["quantize"]
     assert "fastest" not in text["draft_tokens"] and "3 measured faster than 2 and 4" in text["draft_tokens"]
     auto = text["prune_auto"]
     assert f"starts at δ {PRUNE_AUTO_START[0]:g}, M {PRUNE_AUTO_START[1]};" in auto

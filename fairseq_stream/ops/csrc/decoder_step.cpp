@@ -10,7 +10,6 @@
 // one length or of their own lengths; NativeDecoder holds the model's weights, collected once.
 #include "step_common.h"
 #include <ATen/core/dispatch/Dispatcher.h>
-#include <ATen/native/quantized/PackedParams.h>
 #include <torch/custom_class.h>
 #include <cstring>
 #include <limits>
@@ -28,12 +27,11 @@ enum Activation : int64_t { kRelu = 0, kGelu = 1 };
 
 struct Linear {
   int64_t kind;
-  Tensor weight;  // kTorch: F.linear's weight; kOneDnn, kPacked: the packed weight
+  Tensor weight;  // kTorch: F.linear's weight; kOneDnn, kPacked, kInt8: the packed weight
   c10::optional<Tensor> bias;
-  c10::intrusive_ptr<LinearPackedParamsBase> int8;  // kInt8
-  double scale = 0.0;
-  int64_t zero_point = 0;
-  int64_t out_features = 0;  // kPacked
+  int64_t out_features = 0;  // kPacked, kInt8
+  Tensor offset, wscale;     // kInt8: the column offsets and the scales per output channel
+  int64_t levels = 0;        // kInt8: L (ops/csrc/int8_rows.cpp)
 };
 
 struct Norm {
@@ -76,20 +74,21 @@ struct NativeDecoder : torch::CustomClassHolder {
       : heads(heads_), head_dim(head_dim_), activation(activation_), normalize_before(normalize_before_) {}
 
   int64_t add_torch_linear(Tensor weight, c10::optional<Tensor> bias) {
-    linears.push_back({kTorch, std::move(weight), std::move(bias), {}, 0.0, 0});
+    linears.push_back({kTorch, std::move(weight), std::move(bias)});
     return static_cast<int64_t>(linears.size()) - 1;
   }
   int64_t add_onednn_linear(Tensor packed, c10::optional<Tensor> bias) {
-    linears.push_back({kOneDnn, std::move(packed), std::move(bias), {}, 0.0, 0});
+    linears.push_back({kOneDnn, std::move(packed), std::move(bias)});
     return static_cast<int64_t>(linears.size()) - 1;
   }
   int64_t add_packed_linear(Tensor packed, c10::optional<Tensor> bias, int64_t out_features) {
-    linears.push_back({kPacked, std::move(packed), std::move(bias), {}, 0.0, 0, out_features});
+    linears.push_back({kPacked, std::move(packed), std::move(bias), out_features});
     return static_cast<int64_t>(linears.size()) - 1;
   }
-  int64_t add_int8_linear(c10::intrusive_ptr<LinearPackedParamsBase> packed, c10::optional<Tensor> bias,
-                          double scale, int64_t zero_point) {
-    linears.push_back({kInt8, Tensor(), std::move(bias), std::move(packed), scale, zero_point});
+  int64_t add_int8_linear(Tensor packed, Tensor offset, Tensor wscale, c10::optional<Tensor> bias,
+                          int64_t out_features, int64_t levels) {
+    linears.push_back({kInt8, std::move(packed), std::move(bias), out_features, std::move(offset), std::move(wscale),
+                       levels});
     return static_cast<int64_t>(linears.size()) - 1;
   }
   int64_t add_norm(c10::optional<Tensor> weight, c10::optional<Tensor> bias, double eps, int64_t dim) {
@@ -131,9 +130,11 @@ struct NativeDecoder : torch::CustomClassHolder {
       return call_boxed(onednn, {x, l.weight, l.bias, std::string(relu ? "relu" : "none"),
                                  c10::List<c10::optional<c10::Scalar>>(), c10::optional<std::string>(std::string())});
     }
-    if (l.kind == kInt8) {
-      static const c10::OperatorHandle int8 = op("fairseq_stream::int8_row_linear");  // ops/int8_rows.py loads it
-      return call_boxed(int8, {x, l.int8, l.bias, relu, l.scale, l.zero_point});
+    if (l.kind == kInt8) {  // ops/int8_rows.py loads it
+      using Int8 = Tensor(const Tensor&, const Tensor&, const Tensor&, const Tensor&, const c10::optional<Tensor>&,
+                          int64_t, bool, int64_t);
+      static const auto int8 = op("fairseq_stream::int8_row_linear").typed<Int8>();
+      return int8.call(x, l.weight, l.offset, l.wscale, l.bias, l.out_features, relu, l.levels);
     }
     TORCH_CHECK(!relu, "a fused ReLU needs oneDNN or int8");
     return at::linear(x, l.weight, l.bias);

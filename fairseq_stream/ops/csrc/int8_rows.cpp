@@ -1,95 +1,305 @@
-// --quantize int8 with one activation scale per row (fairseq_stream/ops/int8_rows.py, fairseq_stream/model/quantize.py): a row's
-// product never depends on the other rows of its call.
+// --quantize int8 with one activation scale per row (fairseq_stream/ops/int8_rows.py, fairseq_stream/model/quantize.py):
+// our own int8 product, whose result is the same for every row count, thread count and instruction set.
 //
-// fbgemm's dynamic int8 Linear takes one activation scale for the whole input (its min and max),
-// so a row's result changes with the rows beside it. Here every row is first divided by its own
-// largest magnitude m_r (so every row spans [-1, 1]), the product runs with one fixed activation
-// scale (fbgemm's u8s8 kernel through the weights' packed parameters, integer accumulation:
-// exact), and the row is multiplied back by m_r before the bias (and a ReLU) is added. Every step
-// is per element or per row, so a row computes the same numbers in any batch.
-#include "step_common.h"
-#include <ATen/native/quantized/PackedParams.h>
+//   y[r][n] = relu?( ((float)S[r][n] * s_w[n]) * (m_r / L) + b[n] ),  S[r][n] = sum_k q[r][k] * W_q[n][k]
+//
+// m_r = max_k |x[r][k]| (1 for an all-zero row), q[r][k] = nearbyint((x[r][k] / m_r) * L) in [-L, L] with
+// L = 127 (8-bit activations) or 63 (7 bits, FAIRSEQ_STREAM_INT8_ACTIVATION_BITS=7), W_q the int8 weights
+// with one scale s_w[n] per output channel. S is an integer sum (exact in 32 bits: |S| <= 127 * 127 * K),
+// so it is the same whatever the order, the tile or the SIMD width; the rest is per element in the
+// order written (-ffp-contract=off: no fused multiply-add). A row's result never depends on the other
+// rows of the call (what keeps var-stream == var-batch and Jacobi == greedy exact under int8), and the
+// AVX-512 VNNI, AVX2 and scalar builds give the same bits (tests/unit/test_quantize.py builds all three).
+// A row with a NaN or an infinity gives NaN (before the ReLU).
+//
+// Why not fbgemm's int8 product (the kernel before, through PyTorch's packed parameters): at the one
+// to few rows of a batch-1 or k = 5 step its per-call work (packing the activations, its requantisation,
+// its kernel cache's lookup) cost more than the arithmetic, and on CPUs without VNNI its 16-bit pair
+// sums saturate with 8-bit activations (7 bits were used there: other hypotheses per CPU kind).
+//
+// Packing: W_q (N, K) as nn.Linear holds it, into panels of 16 columns by groups of 4 inputs,
+// (ceil(N / 16), ceil(K / 4), 16, 4): one 64-byte load is 4 inputs of 16 columns, vpdpbusd's layout
+// (it multiplies 4 unsigned bytes of the row by 4 signed bytes of a column into one 32-bit sum). The
+// VNNI build stores q + 128 (unsigned) and subtracts 128 * sum_k W_q[n][k]; the AVX2 build widens both
+// to 16 bits (vpmaddwd: exact pair sums in 32 bits); the scalar build multiplies ints.
+#include <torch/extension.h>
+#include <ATen/Parallel.h>
 #include <algorithm>
 #include <cmath>
+#include <cstdint>
+#include <cstring>
+#include <limits>
+#include <vector>
+#if defined(__AVX512VNNI__) || defined(__AVX2__)
+#include <immintrin.h>
+#endif
 
 namespace {
 
 using torch::Tensor;
 
-// out[r, :] = relu?(y[r, :] * m[r] + bias) for the rows of y (out may be y: in place).
-void rescale_rows(const Tensor& y, float* out, const float* scale, const float* b, bool relu) {
-  const int64_t rows = y.size(0), cols = y.size(1);
-  const float* in = y.data_ptr<float>();
-  for (int64_t r = 0; r < rows; ++r) {
-    const float* src = in + r * cols;
-    float* row = out + r * cols;
-    const float s = scale[r];
-    if (b != nullptr) {
-#pragma omp simd
-      for (int64_t c = 0; c < cols; ++c) row[c] = src[c] * s + b[c];
-    } else {
-#pragma omp simd
-      for (int64_t c = 0; c < cols; ++c) row[c] = src[c] * s;
+constexpr int64_t kPanel = 16, kGroup = 4;
+
+#if defined(__AVX512VNNI__) && defined(__AVX512BW__)
+using Act = uint8_t;  // q + 128
+constexpr int32_t kActOffset = 128;
+constexpr int kRowsPerTile = 4, kPanelsPerTile = 4, kOneRowPanels = 8;
+
+inline int32_t load4(const Act* p) {
+  int32_t v;
+  std::memcpy(&v, p, 4);
+  return v;
+}
+
+// S (plus 128 * the column sums) of rows [0, MR) x panels [0, PB) into s (MR, 16 PB).
+template <int MR, int PB>
+inline void tile(const Act* x, int64_t ldx, const int8_t* panels, int64_t G, int32_t* s) {
+  __m512i acc[MR][PB];
+  _Pragma("GCC unroll 16") for (int r = 0; r < MR; ++r)
+    _Pragma("GCC unroll 16") for (int p = 0; p < PB; ++p) acc[r][p] = _mm512_setzero_si512();
+  for (int64_t g = 0; g < G; ++g) {
+    __m512i w[PB];
+    _Pragma("GCC unroll 16") for (int p = 0; p < PB; ++p)
+      w[p] = _mm512_loadu_si512(panels + (p * G + g) * kPanel * kGroup);
+    _Pragma("GCC unroll 16") for (int r = 0; r < MR; ++r) {
+      const __m512i a = _mm512_set1_epi32(load4(x + r * ldx + g * kGroup));
+      _Pragma("GCC unroll 16") for (int p = 0; p < PB; ++p) acc[r][p] = _mm512_dpbusd_epi32(acc[r][p], a, w[p]);
     }
-    if (relu) {
+  }
+  _Pragma("GCC unroll 16") for (int r = 0; r < MR; ++r)
+    _Pragma("GCC unroll 16") for (int p = 0; p < PB; ++p)
+      _mm512_storeu_si512(s + r * PB * kPanel + p * kPanel, acc[r][p]);
+}
+#elif defined(__AVX2__)
+using Act = int16_t;
+constexpr int32_t kActOffset = 0;
+constexpr int kRowsPerTile = 2, kPanelsPerTile = 1, kOneRowPanels = 2;
+
+template <int MR, int PB>
+inline void tile(const Act* x, int64_t ldx, const int8_t* panels, int64_t G, int32_t* s) {
+  __m256i acc[MR][PB][4];  // a panel's 16 columns as 4 x 4 columns, each column's two pair sums side by side
+  _Pragma("GCC unroll 16") for (int r = 0; r < MR; ++r)
+    _Pragma("GCC unroll 16") for (int p = 0; p < PB; ++p)
+      _Pragma("GCC unroll 4") for (int c = 0; c < 4; ++c) acc[r][p][c] = _mm256_setzero_si256();
+  for (int64_t g = 0; g < G; ++g) {
+    _Pragma("GCC unroll 16") for (int p = 0; p < PB; ++p) {
+      const int8_t* at = panels + (p * G + g) * kPanel * kGroup;
+      __m256i w[4];
+      _Pragma("GCC unroll 4") for (int c = 0; c < 4; ++c)
+        w[c] = _mm256_cvtepi8_epi16(_mm_loadu_si128(reinterpret_cast<const __m128i*>(at + 16 * c)));
+      _Pragma("GCC unroll 16") for (int r = 0; r < MR; ++r) {
+        int64_t four;
+        std::memcpy(&four, x + r * ldx + g * kGroup, 8);
+        const __m256i a = _mm256_set1_epi64x(four);
+        _Pragma("GCC unroll 4") for (int c = 0; c < 4; ++c)
+          acc[r][p][c] = _mm256_add_epi32(acc[r][p][c], _mm256_madd_epi16(a, w[c]));
+      }
+    }
+  }
+  _Pragma("GCC unroll 16") for (int r = 0; r < MR; ++r)
+    _Pragma("GCC unroll 16") for (int p = 0; p < PB; ++p)
+      _Pragma("GCC unroll 4") for (int c = 0; c < 4; ++c) {
+        alignas(32) int32_t pairs[8];
+        _mm256_store_si256(reinterpret_cast<__m256i*>(pairs), acc[r][p][c]);
+        for (int j = 0; j < 4; ++j) s[r * PB * kPanel + p * kPanel + 4 * c + j] = pairs[2 * j] + pairs[2 * j + 1];
+      }
+}
+#else
+using Act = int16_t;
+constexpr int32_t kActOffset = 0;
+constexpr int kRowsPerTile = 1, kPanelsPerTile = 1, kOneRowPanels = 1;
+
+template <int MR, int PB>
+inline void tile(const Act* x, int64_t ldx, const int8_t* panels, int64_t G, int32_t* s) {
+  for (int r = 0; r < MR; ++r)
+    for (int p = 0; p < PB; ++p)
+      for (int64_t j = 0; j < kPanel; ++j) {
+        int32_t sum = 0;
+        for (int64_t g = 0; g < G; ++g)
+          for (int64_t i = 0; i < kGroup; ++i)
+            sum += static_cast<int32_t>(x[r * ldx + g * kGroup + i]) *
+                   static_cast<int32_t>(panels[((p * G + g) * kPanel + j) * kGroup + i]);
+        s[r * PB * kPanel + p * kPanel + j] = sum;
+      }
+}
+#endif
+
+// The file's formula from S: rows [0, rows) of s (stride lds) into y's columns [col, col + n).
+void finish(const int32_t* s, int64_t lds, int64_t rows, int64_t col, int64_t n, const int32_t* offset,
+            const float* wscale, const float* rscale, const float* bias, bool relu, float* y, int64_t ldy) {
+  for (int64_t r = 0; r < rows; ++r) {
+    const float rs = rscale[r];
+    float* out = y + r * ldy + col;
+    const int32_t* sr = s + r * lds;
 #pragma omp simd
-      for (int64_t c = 0; c < cols; ++c) row[c] = row[c] > 0.f ? row[c] : 0.f;
+    for (int64_t j = 0; j < n; ++j) {
+      float v = static_cast<float>(sr[j] - offset[col + j]) * wscale[col + j];
+      v = v * rs;
+      if (bias != nullptr) v = v + bias[col + j];
+      out[j] = relu ? (v > 0.f ? v : 0.f) : v;
     }
   }
 }
 
-// fbgemm's product keeps a 32-bit sum per output element besides the output: large calls (a
-// k = 50 step's output layer: thousands of rows by the vocabulary) run in chunks of rows, so
-// that buffer stays small. Rows are independent, so chunking changes no bit.
-constexpr int64_t kChunkRows = 256;
-
-// x (..., K) float32 → (..., N): see the file's comment. `scale`/`zero_point` quantise [-1, 1].
-Tensor int8_row_linear(const Tensor& x, const c10::intrusive_ptr<LinearPackedParamsBase>& weight,
-                       const c10::optional<Tensor>& bias, bool relu, double scale, int64_t zero_point) {
-  TORCH_CHECK(x.scalar_type() == at::kFloat && x.device().is_cpu(), "int8_row_linear: float32 CPU input");
-  const int64_t K = x.size(-1);
-  const Tensor flat = x.reshape({-1, K}).contiguous();
-  const int64_t rows = flat.size(0);
-  Tensor normed = at::empty_like(flat);
-  Tensor m = at::empty({rows}, flat.options());
-  const float* in = flat.data_ptr<float>();
-  float* xn = normed.data_ptr<float>();
-  float* ms = m.data_ptr<float>();
-  for (int64_t r = 0; r < rows; ++r) {
-    const float* row = in + r * K;
-    float a = 0.f;
-#pragma omp simd reduction(max : a)
-    for (int64_t k = 0; k < K; ++k) a = std::max(a, std::fabs(row[k]));
-    // an all-zero row stays zero; a NaN row stays NaN (as the float product)
-    const float mr = a > 0.f ? a : 1.f;
-    ms[r] = mr;
-    float* dst = xn + r * K;
-#pragma omp simd
-    for (int64_t k = 0; k < K; ++k) dst[k] = row[k] / mr;
+// Rows [0, rows) (rows <= MR), panels [0, PB): the template for the exact row count.
+template <int PB>
+void tile_rows(int64_t rows, const Act* x, int64_t ldx, const int8_t* panels, int64_t G, int32_t* s) {
+  switch (rows) {
+#define FS_TILE_CASE(R) \
+  case R: tile<(R <= kRowsPerTile ? R : 1), PB>(x, ldx, panels, G, s); break;
+    FS_TILE_CASE(1) FS_TILE_CASE(2) FS_TILE_CASE(3) FS_TILE_CASE(4)
+#undef FS_TILE_CASE
+    default: TORCH_CHECK(false, "int8_row_linear: a tile of more rows than the kernel holds");
   }
-  if (bias.has_value()) TORCH_CHECK(bias->is_contiguous() && bias->scalar_type() == at::kFloat, "int8_row_linear: bias");
-  const float* b = bias.has_value() ? bias->data_ptr<float>() : nullptr;
-  Tensor y;
-  if (rows <= kChunkRows) {
-    y = weight->apply_with_input_q_dq_qweight_dq_output_fp32(normed, scale, zero_point).contiguous();
-    rescale_rows(y, y.data_ptr<float>(), ms, b, relu);
-  } else {
-    for (int64_t r0 = 0; r0 < rows; r0 += kChunkRows) {
-      const int64_t n = std::min(kChunkRows, rows - r0);
-      Tensor part = weight->apply_with_input_q_dq_qweight_dq_output_fp32(normed.narrow(0, r0, n), scale, zero_point)
-                        .contiguous();
-      if (!y.defined()) y = at::empty({rows, part.size(1)}, part.options());
-      rescale_rows(part, y.data_ptr<float>() + r0 * y.size(1), ms + r0, b, relu);
-    }
-  }
-  auto shape = x.sizes().vec();
-  shape.back() = y.size(1);
-  return y.view(shape);
 }
 
 }  // namespace
 
-// A dispatcher operator: one aten-level call (counted by fairseq_stream.engine.profiling like any other).
-FAIRSEQ_STREAM_CPU_OPERATOR(int8_row_linear,
-                            "(Tensor x, __torch__.torch.classes.quantized.LinearPackedParamsBase weight, Tensor? bias, "
-                            "bool relu, float scale, int zero_point) -> Tensor")
+// W_q (N, K) int8 -> (panels (ceil(N / 16), ceil(K / 4), 16, 4) int8, zero-padded; the column offsets
+// (16 ceil(N / 16),) int32: 128 * sum_k W_q[n][k] where the build multiplies q + 128, else 0).
+std::tuple<Tensor, Tensor> int8_rows_pack(const Tensor& qweight) {
+  TORCH_CHECK(qweight.dim() == 2 && qweight.scalar_type() == torch::kChar && qweight.device().is_cpu(),
+              "int8_rows_pack: a (N, K) int8 CPU weight");
+  const Tensor w = qweight.contiguous();
+  const int64_t N = w.size(0), K = w.size(1), P = (N + kPanel - 1) / kPanel, G = (K + kGroup - 1) / kGroup;
+  Tensor packed = torch::zeros({P, G, kPanel, kGroup}, w.options());
+  Tensor offset = torch::zeros({P * kPanel}, w.options().dtype(torch::kInt));
+  const int8_t* from = w.data_ptr<int8_t>();
+  int8_t* to = packed.data_ptr<int8_t>();
+  int32_t* off = offset.data_ptr<int32_t>();
+  for (int64_t n = 0; n < N; ++n) {
+    int32_t sum = 0;
+    for (int64_t k = 0; k < K; ++k) {
+      to[(((n / kPanel) * G + k / kGroup) * kPanel + n % kPanel) * kGroup + k % kGroup] = from[n * K + k];
+      sum += from[n * K + k];
+    }
+    off[n] = kActOffset * sum;
+  }
+  return {packed, offset};
+}
+
+// x (..., K) float32 -> (..., N): the file's formula. `levels` is L (127 or 63).
+Tensor int8_row_linear(const Tensor& x, const Tensor& packed, const Tensor& offset, const Tensor& wscale,
+                       const c10::optional<Tensor>& bias, int64_t out_features, bool relu, int64_t levels) {
+  TORCH_CHECK(x.scalar_type() == torch::kFloat && x.device().is_cpu(), "int8_row_linear: float32 CPU input");
+  TORCH_CHECK(packed.dim() == 4 && packed.size(2) == kPanel && packed.size(3) == kGroup && packed.is_contiguous() &&
+                  packed.scalar_type() == torch::kChar,
+              "int8_row_linear: packed int8 panels (int8_rows_pack)");
+  const int64_t P = packed.size(0), G = packed.size(1), N = out_features, K = x.size(-1);
+  TORCH_CHECK(G == (K + kGroup - 1) / kGroup, "int8_row_linear: input has ", K, " features, the weight ", G * kGroup);
+  TORCH_CHECK(P == (N + kPanel - 1) / kPanel, "int8_row_linear: out_features does not match the panels");
+  TORCH_CHECK(offset.numel() == P * kPanel && offset.is_contiguous() && offset.scalar_type() == torch::kInt,
+              "int8_row_linear: the column offsets of int8_rows_pack");
+  TORCH_CHECK(wscale.numel() == N && wscale.is_contiguous() && wscale.scalar_type() == torch::kFloat,
+              "int8_row_linear: a float32 scale per output channel");
+  TORCH_CHECK(!bias.has_value() || (bias->numel() == N && bias->is_contiguous() && bias->scalar_type() == torch::kFloat),
+              "int8_row_linear: a contiguous float32 bias of out_features");
+  TORCH_CHECK(levels >= 1 && levels <= 127, "int8_row_linear: levels in [1, 127]");
+  const Tensor a = x.contiguous();
+  const int64_t M = K == 0 ? 0 : a.numel() / K;
+  std::vector<int64_t> shape(x.sizes().begin(), x.sizes().end());
+  shape.back() = N;
+  Tensor y = torch::empty(shape, x.options());
+  if (y.numel() == 0) return y;
+  if (K == 0) {  // an empty sum: the bias alone
+    y.zero_();
+    if (bias.has_value()) y.add_(*bias);
+    if (relu) y.clamp_min_(0);
+    return y;
+  }
+  // The rows quantised once: q (+ 128 for VNNI), zero-padded to whole groups; their scales m_r / L.
+  const int64_t ldx = G * kGroup;
+  std::vector<Act> q(M * ldx, static_cast<Act>(kActOffset));
+  std::vector<float> rscale(M);
+  const float* xs = a.data_ptr<float>();
+  const float L = static_cast<float>(levels);
+  // nearbyint by the float trick (x + 1.5 2^23) - 1.5 2^23: ties to even for |x| < 2^22, two exact-order IEEE
+  // operations that vectorise (std::nearbyint does not), as torch.round rounds.
+  constexpr float kRound = 12582912.0f;
+  for (int64_t r = 0; r < M; ++r) {
+    const float* row = xs + r * K;
+    float m = 0.f, probe = 0.f;  // probe: NaN iff the row has a NaN or an infinity (order does not matter)
+#pragma omp simd reduction(max : m) reduction(+ : probe)
+    for (int64_t k = 0; k < K; ++k) {
+      m = std::max(m, std::fabs(row[k]));
+      probe += row[k] * 0.f;
+    }
+    if (probe != 0.f) {  // q stays 0: the row's NaN comes from its scale
+      rscale[r] = std::numeric_limits<float>::quiet_NaN();
+      continue;
+    }
+    if (m == 0.f) m = 1.f;  // an all-zero row stays zero
+    rscale[r] = m / L;
+    Act* dst = q.data() + r * ldx;
+#pragma omp simd
+    for (int64_t k = 0; k < K; ++k) {
+      const float t = (row[k] / m) * L;
+      const float rounded = (t + kRound) - kRound;
+      dst[k] = static_cast<Act>(static_cast<int32_t>(rounded) + kActOffset);
+    }
+  }
+  const int8_t* ws = packed.data_ptr<int8_t>();
+  const int32_t* off = offset.data_ptr<int32_t>();
+  const float* sw = wscale.data_ptr<float>();
+  const float* bs = bias.has_value() ? bias->data_ptr<float>() : nullptr;
+  float* ys = y.data_ptr<float>();
+  const Act* xq = q.data();
+  const int64_t panel_bytes = G * kPanel * kGroup;
+  if (M == 1) {  // one row: more panels at once (independent sums in flight), over threads by panel groups
+    const int64_t groups = (P + kOneRowPanels - 1) / kOneRowPanels;
+    at::parallel_for(0, groups, std::max<int64_t>(1, 65536 / std::max<int64_t>(1, K)), [&](int64_t g0, int64_t g1) {
+      int32_t s[kOneRowPanels * kPanel];
+      for (int64_t g = g0; g < g1; ++g) {
+        const int64_t p0 = g * kOneRowPanels;
+        if (P - p0 >= kOneRowPanels) {
+          tile<1, kOneRowPanels>(xq, ldx, ws + p0 * panel_bytes, G, s);
+          finish(s, kOneRowPanels * kPanel, 1, p0 * kPanel, std::min<int64_t>(kOneRowPanels * kPanel, N - p0 * kPanel),
+                 off, sw, rscale.data(), bs, relu, ys, N);
+        } else {
+          for (int64_t p = p0; p < P; ++p) {
+            tile<1, 1>(xq, ldx, ws + p * panel_bytes, G, s);
+            finish(s, kPanel, 1, p * kPanel, std::min<int64_t>(kPanel, N - p * kPanel), off, sw, rscale.data(), bs,
+                   relu, ys, N);
+          }
+        }
+      }
+    });
+    return y;
+  }
+  // Tiles of kRowsPerTile rows x kPanelsPerTile panels; a panel group is read by every row block while it is in cache.
+  const int64_t groups = (P + kPanelsPerTile - 1) / kPanelsPerTile, blocks = (M + kRowsPerTile - 1) / kRowsPerTile;
+  at::parallel_for(0, groups * blocks, std::max<int64_t>(1, 16384 / std::max<int64_t>(1, K)), [&](int64_t t0, int64_t t1) {
+    int32_t s[kRowsPerTile * kPanelsPerTile * kPanel];
+    for (int64_t t = t0; t < t1; ++t) {
+      const int64_t g = t / blocks, blk = t % blocks;
+      const int64_t p0 = g * kPanelsPerTile, m0 = blk * kRowsPerTile;
+      const int64_t rows = std::min<int64_t>(kRowsPerTile, M - m0);
+      const Act* xr = xq + m0 * ldx;
+      float* yr = ys + m0 * N;
+      if (P - p0 >= kPanelsPerTile) {
+        tile_rows<kPanelsPerTile>(rows, xr, ldx, ws + p0 * panel_bytes, G, s);
+        finish(s, kPanelsPerTile * kPanel, rows, p0 * kPanel,
+               std::min<int64_t>(kPanelsPerTile * kPanel, N - p0 * kPanel), off, sw, rscale.data() + m0, bs, relu, yr,
+               N);
+      } else {
+        for (int64_t p = p0; p < P; ++p) {
+          tile_rows<1>(rows, xr, ldx, ws + p * panel_bytes, G, s);
+          finish(s, kPanel, rows, p * kPanel, std::min<int64_t>(kPanel, N - p * kPanel), off, sw, rscale.data() + m0,
+                 bs, relu, yr, N);
+        }
+      }
+    }
+  });
+  return y;
+}
+
+TORCH_LIBRARY_FRAGMENT(fairseq_stream, m) {
+  m.def("int8_rows_pack(Tensor qweight) -> (Tensor, Tensor)");
+  m.def("int8_row_linear(Tensor x, Tensor packed, Tensor offset, Tensor wscale, Tensor? bias, int out_features, "
+        "bool relu, int levels) -> Tensor");
+}
+TORCH_LIBRARY_IMPL(fairseq_stream, CPU, m) {
+  m.impl("int8_rows_pack", &int8_rows_pack);
+  m.impl("int8_row_linear", &int8_row_linear);
+}
+PYBIND11_MODULE(TORCH_EXTENSION_NAME, m) {}
