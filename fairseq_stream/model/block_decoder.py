@@ -33,7 +33,7 @@ from fairseq_stream.errors import FairseqStreamError
 from fairseq_stream.model.linear_kernels import OneDnnLinear, PackedLinear
 from fairseq_stream.model.quantize import is_quantized_linear, stacked_linear, weight_key
 from fairseq_stream.ops import decode_attention
-from fairseq_stream.model.row_arena import FIRST_SLOTS, untouched
+from fairseq_stream.model.row_arena import FIRST_SLOTS, RowsReached, untouched
 from fairseq_stream.model.row_cache import SLACK, EncoderMemory, RowCache, SentenceIndex
 
 
@@ -189,6 +189,7 @@ class BlockDecoder:
             raise FairseqStreamError(f"this strategy needs a transformer decoder: {problem}")
         # a weak reference: block decoders are kept per decoder while it lives (model/model_step._BLOCK_DECODERS)
         self._decoder = weakref.ref(decoder)
+        self.rows_reached = RowsReached()  # the buffer rows its CPU arenas grew to (empty_cache)
         first = decoder.layers[0].self_attn
         self.heads = first.num_heads
         self.head_dim = first.head_dim
@@ -252,15 +253,17 @@ class BlockDecoder:
         n = len(self.decoder.layers)
         lens = torch.zeros(rows, dtype=torch.long, device=like.device)
         if fixed:  # buffers not zeroed: a slot is read only after its step wrote it (row_arena.FIRST_SLOTS: why so many)
-            for slots in (FIRST_SLOTS, SLACK):
-                shape = (rows, self.heads, slots, self.head_dim)
+            # on a CPU as many buffer rows as this decoder's arenas grew to (untouched rows cost no memory: RowsReached)
+            reached = max(rows, self.rows_reached.rows) if like.device.type == "cpu" else rows
+            for buffer_rows, slots in ((reached, FIRST_SLOTS), (rows, FIRST_SLOTS), (rows, SLACK)):
+                shape = (buffer_rows, self.heads, slots, self.head_dim)
                 try:
                     keys, values = [untouched(like, shape) for _ in range(n)], [untouched(like, shape) for _ in range(n)]
                     break
                 except RuntimeError:  # the address space refused (strict overcommit): small buffers, grown as needed
                     if slots == SLACK:
                         raise
-            return RowCache.fixed(keys, values, lens, 0, slots=SLACK)
+            return RowCache.fixed(keys, values, lens, 0, slots=SLACK, reached=self.rows_reached)
         shape = (rows, self.heads, SLACK, self.head_dim)
         return RowCache.of([like.new_zeros(shape) for _ in range(n)], [like.new_zeros(shape) for _ in range(n)], lens, 0)
 

@@ -18,7 +18,7 @@ import torch
 from torch import Tensor
 
 from fairseq_stream.model import row_arena
-from fairseq_stream.model.row_arena import RowArena
+from fairseq_stream.model.row_arena import RowArena, RowsReached
 from fairseq_stream.model.static.buckets import length_bucket, row_bucket
 from fairseq_stream.model.static.slabs import Lease, StaticCachePool
 
@@ -126,13 +126,15 @@ class RowCache:
 
     @staticmethod
     def fixed(keys: List[Tensor], values: List[Tensor], lens: Tensor, width: int, uniform: bool = True,
-              slots: Optional[int] = None) -> "RowCache":
-        """A cache that never moves over new buffers (R, H, capacity, hd): row r's positions in buffer row r;
-        its table has ``slots`` columns (the buffers' capacity when None; at most that)."""
-        r, capacity = keys[0].size(0), keys[0].size(2)
+              slots: Optional[int] = None, reached: Optional[RowsReached] = None) -> "RowCache":
+        """A cache that never moves over new buffers (P >= R, H, capacity, hd) of R = ``lens.numel()`` rows: row
+        r's positions in buffer row r (buffer rows from R on are free); its table has ``slots`` columns (the
+        buffers' capacity when None; at most that). ``reached``: the arena's :class:`RowsReached`."""
+        r, capacity = lens.numel(), keys[0].size(2)
+        assert keys[0].size(0) >= r, "RowCache.fixed: fewer buffer rows than rows"
         home = torch.arange(r, device=lens.device)
         cols = capacity if slots is None else min(slots, capacity)
-        return RowCache.on_arena(RowArena(list(keys), list(values)), home.unsqueeze(1).expand(r, cols).clone(),
+        return RowCache.on_arena(RowArena(list(keys), list(values), reached), home.unsqueeze(1).expand(r, cols).clone(),
                                  home, lens, width, uniform)
 
     def as_fixed(self) -> "RowCache":

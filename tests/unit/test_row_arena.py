@@ -93,6 +93,36 @@ def test_a_beams_reorders_keep_the_buffers_bounded():
     assert fixed.arena.rows <= 2 * k, fixed.arena.rows
 
 
+def test_buffers_with_spare_rows_are_taken_before_growing_and_the_rows_reached_are_kept():
+    # A new CPU arena starts with the rows its decoder's arenas grew to (RowsReached): its spare buffer rows are free
+    # from the start, taken by branching rows before any growth, and the keys read the same as a copying cache's.
+    from fairseq_stream.model.row_arena import RowsReached
+
+    g = torch.Generator().manual_seed(2)
+    reached = RowsReached()
+    small = RowCache.fixed(*_buffers(3), torch.zeros(3, dtype=torch.long), 0, reached=reached)
+    for _ in range(6):  # every row branches into two: the 3-row buffers grow
+        small = _write(small, torch.randn(small.rows, 2 * LAYERS, H, 1, HD, generator=g))
+        small = small.select(torch.arange(small.rows).repeat_interleave(2)[: 2 * small.rows][:12])
+    assert reached.rows == small.arena.rows > 3
+    plain = _empty(3, False)
+    roomy = RowCache.fixed(*_buffers(reached.rows), torch.zeros(3, dtype=torch.long), 0, reached=reached)
+    assert roomy.rows == 3 and roomy.arena.rows == reached.rows
+    buffers = roomy.keys[0]
+    for _ in range(4):
+        block = torch.randn(plain.rows, 2 * LAYERS, H, 1, HD, generator=g)
+        plain, roomy = _write(plain, block), _write(roomy, block)
+        rows = torch.arange(plain.rows).repeat_interleave(2)[:12]
+        plain, roomy = plain.select(rows), roomy.select(rows)
+        _same(plain, roomy)
+    assert roomy.keys[0] is buffers and roomy.arena.rows == reached.rows  # no growth: the spare rows sufficed
+
+
+def _buffers(rows: int, capacity: int = 8):
+    shape = (rows, H, capacity, HD)
+    return [torch.zeros(shape) for _ in range(LAYERS)], [torch.zeros(shape) for _ in range(LAYERS)]
+
+
 def test_buffers_are_told_not_to_take_huge_pages_where_the_kernel_would_always_use_them(monkeypatch):
     # under transparent huge pages "always", one written position of a 256-position buffer would take 2 MiB
     from fairseq_stream.model import row_arena
@@ -132,3 +162,17 @@ def test_where_the_address_space_is_refused_the_arena_starts_small_and_translate
     out = run()
     assert row_arena.FIRST_SLOTS in asked and min(asked) < row_arena.FIRST_SLOTS
     assert [h[0]["tokens"].tolist() for h in out.hypos] == expected and out.stats.step_mode["steps_native"] > 0
+
+
+def test_a_decoders_new_cpu_arena_starts_with_the_rows_its_arenas_grew_to():
+    from helpers import make_dictionary, tiny_transformer
+
+    from fairseq_stream.model.block_decoder import BlockDecoder
+
+    model = tiny_transformer(make_dictionary(), dtype=torch.float32, seed=1)  # held: the block decoder's is weak
+    block = BlockDecoder(model.decoder)
+    like = torch.zeros(1)
+    assert block.empty_cache(2, like, fixed=True).arena.rows == 2
+    block.rows_reached.saw(40)  # what a growth tells it (RowArena._grow_rows)
+    cache = block.empty_cache(2, like, fixed=True)
+    assert cache.rows == 2 and cache.arena.rows == 40 and cache.arena.reached is block.rows_reached
