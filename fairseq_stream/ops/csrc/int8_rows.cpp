@@ -73,36 +73,37 @@ inline void tile(const Act* x, int64_t ldx, const int8_t* panels, int64_t G, int
 #elif defined(__AVX2__)
 using Act = int16_t;
 constexpr int32_t kActOffset = 0;
-constexpr int kRowsPerTile = 2, kPanelsPerTile = 1, kOneRowPanels = 2;
+constexpr int kRowsPerTile = 4, kPanelsPerTile = 1, kOneRowPanels = 2;
 
+// A panel in two halves of 8 columns: each half's weights widened once a group and used by all MR rows (8 sums of
+// MR x 2 registers; 16-bit pairs summed into 32 bits by vpmaddwd: exact).
 template <int MR, int PB>
 inline void tile(const Act* x, int64_t ldx, const int8_t* panels, int64_t G, int32_t* s) {
-  __m256i acc[MR][PB][4];  // a panel's 16 columns as 4 x 4 columns, each column's two pair sums side by side
-  _Pragma("GCC unroll 16") for (int r = 0; r < MR; ++r)
-    _Pragma("GCC unroll 16") for (int p = 0; p < PB; ++p)
-      _Pragma("GCC unroll 4") for (int c = 0; c < 4; ++c) acc[r][p][c] = _mm256_setzero_si256();
-  for (int64_t g = 0; g < G; ++g) {
-    _Pragma("GCC unroll 16") for (int p = 0; p < PB; ++p) {
-      const int8_t* at = panels + (p * G + g) * kPanel * kGroup;
-      __m256i w[4];
-      _Pragma("GCC unroll 4") for (int c = 0; c < 4; ++c)
-        w[c] = _mm256_cvtepi8_epi16(_mm_loadu_si128(reinterpret_cast<const __m128i*>(at + 16 * c)));
-      _Pragma("GCC unroll 16") for (int r = 0; r < MR; ++r) {
-        int64_t four;
-        std::memcpy(&four, x + r * ldx + g * kGroup, 8);
-        const __m256i a = _mm256_set1_epi64x(four);
-        _Pragma("GCC unroll 4") for (int c = 0; c < 4; ++c)
-          acc[r][p][c] = _mm256_add_epi32(acc[r][p][c], _mm256_madd_epi16(a, w[c]));
+  _Pragma("GCC unroll 16") for (int p = 0; p < PB; ++p) {
+    _Pragma("GCC unroll 2") for (int half = 0; half < 2; ++half) {
+      __m256i acc[MR][2];  // columns 8 half + (0..3, 4..7), each column's two pair sums side by side
+      _Pragma("GCC unroll 16") for (int r = 0; r < MR; ++r) acc[r][0] = acc[r][1] = _mm256_setzero_si256();
+      for (int64_t g = 0; g < G; ++g) {
+        const int8_t* at = panels + (p * G + g) * kPanel * kGroup + 32 * half;
+        const __m256i w0 = _mm256_cvtepi8_epi16(_mm_loadu_si128(reinterpret_cast<const __m128i*>(at)));
+        const __m256i w1 = _mm256_cvtepi8_epi16(_mm_loadu_si128(reinterpret_cast<const __m128i*>(at + 16)));
+        _Pragma("GCC unroll 16") for (int r = 0; r < MR; ++r) {
+          int64_t four;
+          std::memcpy(&four, x + r * ldx + g * kGroup, 8);
+          const __m256i a = _mm256_set1_epi64x(four);
+          acc[r][0] = _mm256_add_epi32(acc[r][0], _mm256_madd_epi16(a, w0));
+          acc[r][1] = _mm256_add_epi32(acc[r][1], _mm256_madd_epi16(a, w1));
+        }
       }
+      _Pragma("GCC unroll 16") for (int r = 0; r < MR; ++r)
+        _Pragma("GCC unroll 2") for (int c = 0; c < 2; ++c) {
+          alignas(32) int32_t pairs[8];
+          _mm256_store_si256(reinterpret_cast<__m256i*>(pairs), acc[r][c]);
+          for (int j = 0; j < 4; ++j)
+            s[r * PB * kPanel + p * kPanel + 8 * half + 4 * c + j] = pairs[2 * j] + pairs[2 * j + 1];
+        }
     }
   }
-  _Pragma("GCC unroll 16") for (int r = 0; r < MR; ++r)
-    _Pragma("GCC unroll 16") for (int p = 0; p < PB; ++p)
-      _Pragma("GCC unroll 4") for (int c = 0; c < 4; ++c) {
-        alignas(32) int32_t pairs[8];
-        _mm256_store_si256(reinterpret_cast<__m256i*>(pairs), acc[r][p][c]);
-        for (int j = 0; j < 4; ++j) s[r * PB * kPanel + p * kPanel + 4 * c + j] = pairs[2 * j] + pairs[2 * j + 1];
-      }
 }
 #else
 using Act = int16_t;
