@@ -255,7 +255,7 @@ class BlockDecoder:
         if fixed:  # buffers not zeroed: a slot is read only after its step wrote it (row_arena.FIRST_SLOTS: why so many)
             # on a CPU as many buffer rows as this decoder's arenas grew to (untouched rows cost no memory: RowsReached)
             reached = max(rows, self.rows_reached.rows) if like.device.type == "cpu" else rows
-            for buffer_rows, slots in ((reached, FIRST_SLOTS), (rows, FIRST_SLOTS), (rows, SLACK)):
+            for buffer_rows, slots in dict.fromkeys(((reached, FIRST_SLOTS), (rows, FIRST_SLOTS), (rows, SLACK))):
                 shape = (buffer_rows, self.heads, slots, self.head_dim)
                 try:
                     keys, values = [untouched(like, shape) for _ in range(n)], [untouched(like, shape) for _ in range(n)]

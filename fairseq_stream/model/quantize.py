@@ -105,13 +105,13 @@ class RowInt8Linear(nn.Module):
     other rows of the call (module docstring).
     """
 
-    def __init__(self, qweight: Tensor, bias: Optional[Tensor], bits: Optional[int] = None) -> None:
-        """``bits``: the activation width (default :func:`fairseq_stream.ops.int8_rows.activation_bits`)."""
+    def __init__(self, weight_int: Tensor, wscale: Tensor, bias: Optional[Tensor], bits: Optional[int] = None) -> None:
+        """``weight_int`` (N, K) int8 and ``wscale`` (N,) its scale per output channel; ``bits``: the activation
+        width (default :func:`fairseq_stream.ops.int8_rows.activation_bits`)."""
         super().__init__()
-        self.out_features, self.in_features = qweight.shape
-        self.qweight = qweight
-        self.weight_int = qweight.int_repr().contiguous()  # (N, K) int8
-        self.wscale = qweight.q_per_channel_scales().float().contiguous()  # s_w, one per output channel
+        self.out_features, self.in_features = weight_int.shape
+        self.weight_int = weight_int.contiguous()
+        self.wscale = wscale.float().contiguous()  # s_w
         self.bias = None if bias is None else bias.detach().float().contiguous()
         self.packed: Optional[Tensor] = None
         self.offset: Optional[Tensor] = None
@@ -122,7 +122,8 @@ class RowInt8Linear(nn.Module):
 
     @staticmethod
     def of(linear: nn.Linear) -> "RowInt8Linear":
-        return RowInt8Linear(quantize_weight(linear.weight.detach().float()), linear.bias)
+        qweight = quantize_weight(linear.weight.detach().float())
+        return RowInt8Linear(qweight.int_repr(), qweight.q_per_channel_scales(), linear.bias)
 
     def forward(self, x: Tensor, relu: bool = False) -> Tensor:
         """``self(x)``; ``relu=True`` gives ``relu(self(x))`` in the same pass."""
@@ -205,14 +206,7 @@ class _FloatLinear:
 def _stacked_int8(linears: Sequence[RowInt8Linear]) -> RowInt8Linear:
     """The rows of per-channel int8 weights stacked: each row keeps its own scale, so the
     product equals the separate ones (every input row is scaled once, the same for all)."""
-    weights = [l.qweight for l in linears]
-    with _quiet():
-        qweight = torch._make_per_channel_quantized_tensor(
-            torch.cat([w.int_repr() for w in weights]),
-            torch.cat([w.q_per_channel_scales() for w in weights]).double(),
-            torch.cat([w.q_per_channel_zero_points() for w in weights]).long(),
-            0,
-        )
     biases = [l.bias for l in linears]
     bias = None if any(b is None for b in biases) else torch.cat(biases)
-    return RowInt8Linear(qweight, bias, bits=linears[0].bits)
+    return RowInt8Linear(torch.cat([l.weight_int for l in linears]), torch.cat([l.wscale for l in linears]), bias,
+                         bits=linears[0].bits)
