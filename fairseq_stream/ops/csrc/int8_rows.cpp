@@ -23,7 +23,7 @@
 // VNNI build stores q + 128 (unsigned) and subtracts 128 * sum_k W_q[n][k]; the AVX2 build widens both
 // to 16 bits (vpmaddwd: exact pair sums in 32 bits); the scalar build multiplies ints.
 #include <torch/extension.h>
-#include <ATen/Parallel.h>
+#include "panel_tiles.h"
 #include <algorithm>
 #include <cmath>
 #include <cstdint>
@@ -246,51 +246,21 @@ Tensor int8_row_linear(const Tensor& x, const Tensor& packed, const Tensor& offs
   float* ys = y.data_ptr<float>();
   const Act* xq = q.data();
   const int64_t panel_bytes = G * kPanel * kGroup;
-  if (M == 1) {  // one row: more panels at once (independent sums in flight), over threads by panel groups
-    const int64_t groups = (P + kOneRowPanels - 1) / kOneRowPanels;
-    at::parallel_for(0, groups, std::max<int64_t>(1, 65536 / std::max<int64_t>(1, K)), [&](int64_t g0, int64_t g1) {
-      int32_t s[kOneRowPanels * kPanel];
-      for (int64_t g = g0; g < g1; ++g) {
-        const int64_t p0 = g * kOneRowPanels;
-        if (P - p0 >= kOneRowPanels) {
-          tile<1, kOneRowPanels>(xq, ldx, ws + p0 * panel_bytes, G, s);
-          finish(s, kOneRowPanels * kPanel, 1, p0 * kPanel, std::min<int64_t>(kOneRowPanels * kPanel, N - p0 * kPanel),
-                 off, sw, rscale.data(), bs, relu, ys, N);
+  const float* rs = rscale.data();
+  fairseq_stream_ops::for_each_tile<kRowsPerTile, kPanelsPerTile, kOneRowPanels>(
+      M, P, std::max<int64_t>(1, 65536 / K), std::max<int64_t>(1, 16384 / K),
+      [&](int64_t m0, int64_t rows, int64_t p0, auto panels, auto one_row) {
+        constexpr int PB = decltype(panels)::value;
+        int32_t s[kRowsPerTile * PB * kPanel];  // S of the tile (one row: its PB panels)
+        const int8_t* w = ws + p0 * panel_bytes;
+        if constexpr (decltype(one_row)::value) {
+          tile<1, PB>(xq, ldx, w, G, s);
         } else {
-          for (int64_t p = p0; p < P; ++p) {
-            tile<1, 1>(xq, ldx, ws + p * panel_bytes, G, s);
-            finish(s, kPanel, 1, p * kPanel, std::min<int64_t>(kPanel, N - p * kPanel), off, sw, rscale.data(), bs,
-                   relu, ys, N);
-          }
+          tile_rows<PB>(rows, xq + m0 * ldx, ldx, w, G, s);
         }
-      }
-    });
-    return y;
-  }
-  // Tiles of kRowsPerTile rows x kPanelsPerTile panels; a panel group is read by every row block while it is in cache.
-  const int64_t groups = (P + kPanelsPerTile - 1) / kPanelsPerTile, blocks = (M + kRowsPerTile - 1) / kRowsPerTile;
-  at::parallel_for(0, groups * blocks, std::max<int64_t>(1, 16384 / std::max<int64_t>(1, K)), [&](int64_t t0, int64_t t1) {
-    int32_t s[kRowsPerTile * kPanelsPerTile * kPanel];
-    for (int64_t t = t0; t < t1; ++t) {
-      const int64_t g = t / blocks, blk = t % blocks;
-      const int64_t p0 = g * kPanelsPerTile, m0 = blk * kRowsPerTile;
-      const int64_t rows = std::min<int64_t>(kRowsPerTile, M - m0);
-      const Act* xr = xq + m0 * ldx;
-      float* yr = ys + m0 * N;
-      if (P - p0 >= kPanelsPerTile) {
-        tile_rows<kPanelsPerTile>(rows, xr, ldx, ws + p0 * panel_bytes, G, s);
-        finish(s, kPanelsPerTile * kPanel, rows, p0 * kPanel,
-               std::min<int64_t>(kPanelsPerTile * kPanel, N - p0 * kPanel), off, sw, rscale.data() + m0, bs, relu, yr,
-               N);
-      } else {
-        for (int64_t p = p0; p < P; ++p) {
-          tile_rows<1>(rows, xr, ldx, ws + p * panel_bytes, G, s);
-          finish(s, kPanel, rows, p * kPanel, std::min<int64_t>(kPanel, N - p * kPanel), off, sw, rscale.data() + m0,
-                 bs, relu, yr, N);
-        }
-      }
-    }
-  });
+        finish(s, PB * kPanel, rows, p0 * kPanel, std::min<int64_t>(PB * kPanel, N - p0 * kPanel), off, sw, rs + m0,
+               bs, relu, ys + m0 * N, N);
+      });
   return y;
 }
 

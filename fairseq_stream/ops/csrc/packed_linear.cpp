@@ -15,7 +15,7 @@
 // Packing: W (N, K) as nn.Linear holds it, into panels of 16 columns, panel p = (K, 16), column j of
 // the panel = W[16 p + j] (zero beyond N): a k-step of a panel is one contiguous 64-byte load.
 #include <torch/extension.h>
-#include <ATen/Parallel.h>
+#include "panel_tiles.h"
 #include <algorithm>
 #include <cmath>
 #if defined(__AVX512F__) || defined(__AVX2__)
@@ -170,36 +170,17 @@ torch::Tensor packed_linear(const torch::Tensor& x, const torch::Tensor& packed,
       }
     return y;
   }
-  if (M == 1) {  // one row: more panels at once (independent sums in flight), over threads by panel groups
-    const int64_t groups = (P + kOneRowPanels - 1) / kOneRowPanels;
-    at::parallel_for(0, groups, std::max<int64_t>(1, 16384 / std::max<int64_t>(1, K)), [&](int64_t g0, int64_t g1) {
-      for (int64_t g = g0; g < g1; ++g) {
-        const int64_t p0 = g * kOneRowPanels, pb = std::min<int64_t>(kOneRowPanels, P - p0);
-        if (pb == kOneRowPanels) {
-          tile<1, kOneRowPanels>(xs, K, ws + p0 * K * kPanel, K, bs, relu, ys, N, p0 * kPanel, N);
+  fairseq_stream_ops::for_each_tile<kRowsPerTile, kPanelsPerTile, kOneRowPanels>(
+      M, P, std::max<int64_t>(1, 16384 / K), std::max<int64_t>(1, 4096 / K),
+      [&](int64_t m0, int64_t rows, int64_t p0, auto panels, auto one_row) {
+        constexpr int PB = decltype(panels)::value;
+        const float* w = ws + p0 * K * kPanel;
+        if constexpr (decltype(one_row)::value) {
+          tile<1, PB>(xs, K, w, K, bs, relu, ys, N, p0 * kPanel, N);
         } else {
-          for (int64_t p = p0; p < P; ++p) tile<1, 1>(xs, K, ws + p * K * kPanel, K, bs, relu, ys, N, p * kPanel, N);
+          tile_rows<PB>(rows, xs + m0 * K, K, w, K, bs, relu, ys + m0 * N, N, p0 * kPanel, N);
         }
-      }
-    });
-    return y;
-  }
-  // Tiles of kRowsPerTile rows x kPanelsPerTile panels; a panel group is read by every row block while it is in cache.
-  const int64_t groups = (P + kPanelsPerTile - 1) / kPanelsPerTile, blocks = (M + kRowsPerTile - 1) / kRowsPerTile;
-  at::parallel_for(0, groups * blocks, std::max<int64_t>(1, 4096 / std::max<int64_t>(1, K)), [&](int64_t t0, int64_t t1) {
-    for (int64_t t = t0; t < t1; ++t) {
-      const int64_t g = t / blocks, blk = t % blocks;
-      const int64_t p0 = g * kPanelsPerTile, m0 = blk * kRowsPerTile;
-      const int64_t rows = std::min<int64_t>(kRowsPerTile, M - m0);
-      const float* xr = xs + m0 * K;
-      float* yr = ys + m0 * N;
-      if (P - p0 >= kPanelsPerTile) {
-        tile_rows<kPanelsPerTile>(rows, xr, K, ws + p0 * K * kPanel, K, bs, relu, yr, N, p0 * kPanel, N);
-      } else {
-        for (int64_t p = p0; p < P; ++p) tile_rows<1>(rows, xr, K, ws + p * K * kPanel, K, bs, relu, yr, N, p * kPanel, N);
-      }
-    }
-  });
+      });
   return y;
 }
 
