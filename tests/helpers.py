@@ -158,3 +158,21 @@ def outputs_of_builds(tmp_path, source: str, script: str, builds) -> list:
         outs.append(torch.load(out))
     return outs
 
+
+
+def write_checkpoint_variant(src: str, dst: str, edit) -> str:
+    """``src``'s checkpoint with every weight replaced by ``edit(name, weight, generator)`` (seeded), saved as
+    ``dst``: drafts of known quality (random weights: acceptance near zero) for the speculative strategies."""
+    from fairseq_stream.integration.checkpoints import register_safe_globals
+
+    register_safe_globals()
+    state = torch.load(src, map_location="cpu", weights_only=True)
+    gen = torch.Generator().manual_seed(0)
+    state["model"] = {name: edit(name, t.float(), gen) for name, t in state["model"].items()}
+    torch.save(state, dst)
+    return dst
+
+
+def random_weights(name: str, t: torch.Tensor, gen: torch.Generator) -> torch.Tensor:
+    """An ``edit`` of :func:`write_checkpoint_variant`: random matrices, the rest (biases, norms) kept."""
+    return torch.randn(t.shape, generator=gen) * 0.5 if t.is_floating_point() and t.dim() > 1 else t

@@ -6,4 +6,4 @@ module here with a ``@register_search`` class, plus its import below (docs/contr
 "A strategy"; the contract: docs/architecture.md, "The strategy contract"). ``--search beam`` (fairseq's own generator) is fairseq glue:
 :mod:`fairseq_stream.integration.fairseq_beam`.
 """
-from fairseq_stream.search import ib_beam, jacobi, lookahead, speculative, streaming_beam  # noqa: F401
+from fairseq_stream.search import ib_beam, jacobi, lookahead, speculative, speculative_beam, streaming_beam  # noqa: F401

@@ -165,8 +165,8 @@ class DraftProposer:
         gamma = self._next_gamma()
         dec = self.draft.initial_state(self.memory, sentences, self.bos)
         start = time.perf_counter()
-        tokens, dec = self._greedy(dec, verify.feed[:, 0], gamma)  # after BOS
-        self._count_draft(start)
+        tokens, dec = self.greedy(dec, verify.feed[:, 0], gamma)  # after BOS
+        self.count_draft(start)
         rows = DraftState(sentences=verify.sentences.clone(), caches=DraftCaches(self.draft, dec),
                           unverified=torch.full_like(sentences, gamma - 1), most=gamma - 1)
         self._left_step = time.perf_counter()
@@ -190,10 +190,10 @@ class DraftProposer:
             first = first.index_select(0, out.parents) if first is not None else None
             feed = feed.index_select(0, out.parents) if feed is not None else None
         if feed is not None:  # the verified tokens not fed yet: they start the γ calls
-            tokens, dec = self._greedy(caches.state, feed, gamma)
+            tokens, dec = self.greedy(caches.state, feed, gamma)
         else:
             tokens, dec = self._continue(first, caches.state, gamma)
-        self._count_draft(start)
+        self.count_draft(start)
         sentences = out.state.sentences
         new = DraftState(sentences=sentences, caches=DraftCaches(self.draft, dec),
                          unverified=torch.full_like(sentences, gamma - 1), most=gamma - 1)
@@ -202,7 +202,7 @@ class DraftProposer:
         return Proposal(tokens, new)
 
     # ---- the draft -------------------------------------------------------------------------
-    def _count_draft(self, start: float) -> None:
+    def count_draft(self, start: float) -> None:
         """The draft's time since ``start`` and how its steps ran (a step-mode line of its own)."""
         self.stats.add_extra("draft_seconds", time.perf_counter() - start)
         self.stats.draft_step_mode = dict(self.draft.step_stats.as_dict(), mode=self.draft.step_mode,
@@ -256,10 +256,10 @@ class DraftProposer:
         rolled back or fed with the target's token anyway)."""
         if gamma == 1:
             return first.unsqueeze(1), dec
-        rest, dec = self._greedy(dec, first, gamma - 1)
+        rest, dec = self.greedy(dec, first, gamma - 1)
         return torch.cat([first.unsqueeze(1), rest], 1), dec
 
-    def _greedy(self, dec: DecoderState, feed: Tensor, calls: int) -> Tuple[Tensor, DecoderState]:
+    def greedy(self, dec: DecoderState, feed: Tensor, calls: int) -> Tuple[Tensor, DecoderState]:
         """``calls`` draft calls, the first fed ``feed`` (S,) or a block (S, f), each next one the last
         one's arg-max: the arg-maxes (S, calls). One native call where the draft runs natively (no
         interpreter between the calls), else a loop of :meth:`_draft_call`."""

@@ -19,7 +19,7 @@ def gen_for(name: str) -> dict:
 
 def opts_for(name: str) -> dict:
     """What a strategy cannot run without: speculative decoding's draft (the demo's)."""
-    return {"draft_path": os.path.join(DEMO, "draft.pt")} if name == "speculative" else {}
+    return {"draft_path": os.path.join(DEMO, "draft.pt")} if name in ("speculative", "speculative-beam") else {}
 
 
 @pytest.mark.parametrize("name", STANDARD)
@@ -48,7 +48,7 @@ def test_strategies_without_beam_refuse_it_with_the_reason(demo_session, name):
 @pytest.mark.parametrize("name", [n for n in STANDARD if get_search(n).capabilities.nbest and n != "beam"])
 def test_nbest_lists(demo_session, demo_sources, name):
     data = demo_session.encode(demo_sources[:3])
-    result = demo_session.translate(data, search=name, gen={"beam": 4, "nbest": 3, "max_len_b": 30})
+    result = demo_session.translate(data, search=name, gen={"beam": 4, "nbest": 3, "max_len_b": 30}, opts=opts_for(name))
     variable = name.startswith("var-")
     for nbest in result.hypos:
         # Variable-width beams may prune every alternative: at least one, at most --nbest.

@@ -6,22 +6,12 @@ import pytest
 import torch
 
 from conftest import DEMO
+from helpers import random_weights, write_checkpoint_variant
 from fairseq_stream.errors import FairseqStreamError
 
 N = 12  # held-out sentences
 GEN = {"beam": 1, "max_len_a": 1.2, "max_len_b": 10}
 SHIPPED_DRAFT = os.path.join(DEMO, "draft.pt")
-
-
-def _write_variant(src: str, dst: str, edit) -> str:
-    from fairseq_stream.integration.checkpoints import register_safe_globals
-
-    register_safe_globals()
-    state = torch.load(src, map_location="cpu", weights_only=True)
-    gen = torch.Generator().manual_seed(0)
-    state["model"] = {name: edit(name, t.float(), gen) for name, t in state["model"].items()}
-    torch.save(state, dst)
-    return dst
 
 
 @pytest.fixture(scope="module")
@@ -31,9 +21,6 @@ def drafts(tmp_path_factory):
     folder = tmp_path_factory.mktemp("drafts")
     demo = os.path.join(DEMO, "checkpoint.pt")
 
-    def random(name, t, gen):
-        return torch.randn(t.shape, generator=gen) * 0.5 if t.is_floating_point() and t.dim() > 1 else t
-
     def noisy(name, t, gen):
         return t + 0.02 * torch.randn(t.shape, generator=gen) if t.is_floating_point() else t
 
@@ -41,9 +28,9 @@ def drafts(tmp_path_factory):
         return t[:-7] if "embed_tokens" in name or "output_projection" in name else t
 
     return {
-        "random": _write_variant(demo, str(folder / "random.pt"), random),
-        "noisy": _write_variant(demo, str(folder / "noisy.pt"), noisy),
-        "smaller": _write_variant(demo, str(folder / "smaller.pt"), smaller),
+        "random": write_checkpoint_variant(demo, str(folder / "random.pt"), random_weights),
+        "noisy": write_checkpoint_variant(demo, str(folder / "noisy.pt"), noisy),
+        "smaller": write_checkpoint_variant(demo, str(folder / "smaller.pt"), smaller),
     }
 
 

@@ -39,7 +39,7 @@ AWAY = {
 #: --prune-auto is opt-in for every search)
 AWAY_FOR: dict = {}
 #: what a strategy needs to be built at all (speculative: a draft; the walk then changes it to DRAFT)
-BASE = {"speculative": {"draft_path": "CHECKPOINT"}}
+BASE = {"speculative": {"draft_path": "CHECKPOINT"}, "speculative-beam": {"draft_path": "CHECKPOINT"}}
 #: options set together with the one walked (they mean nothing alone)
 TOGETHER = {"stream_oversubscribe": {"stream_max_candidates": 16}, "prune_auto_tolerance": {"prune_auto": True}}
 #: options that act outside the strategy's and the scheduler's configuration, and where

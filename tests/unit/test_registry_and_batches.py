@@ -174,7 +174,7 @@ def test_help_defaults_are_what_every_strategy_does():
     for name in search_names():
         if get_search(name).build is not None:
             continue  # fairseq's own beam reads none of our options
-        if name == "speculative":  # no draft by default (one is required): its γ is checked below
+        if "draft_path" in get_search(name).capabilities.reads:  # no draft by default (one is required): below
             continue
         block = "jacobi" in name or name == "lookahead"
         model = models["ib"] if name == "ib-beam" else models["jacobi"] if block else TableModel(d, {})
@@ -190,6 +190,11 @@ def test_help_defaults_are_what_every_strategy_does():
     spec = SpeculativeConfig.from_options("speculative", gen_cfg(beam=1), stream_opts(draft_path=__file__))
     assert str(spec.draft_tokens) == _stated_default("draft_tokens", "speculative")
     assert spec.draft_quantize == _stated_default("draft_quantize", "speculative")
+    from fairseq_stream.search.speculative_beam import SpeculativeBeamConfig
+
+    beam = SpeculativeBeamConfig.from_options("speculative-beam", gen_cfg(beam=4), stream_opts(draft_path=__file__))
+    assert str(beam.draft_tokens) == _stated_default("draft_tokens", "speculative-beam")
+    assert beam.draft_quantize == _stated_default("draft_quantize", "speculative-beam")
 
 
 # ---- issue 52: what --help states against what the parser and the checks do ----
@@ -220,8 +225,9 @@ def _refusal(option: str) -> str:
         name = "var-stream"
     d = make_dictionary()
     model = (tiny_ib_model(d) if name == "ib-beam" else tiny_transformer(d, layers=1)
-             if "jacobi" in name or name in ("speculative", "lookahead") else TableModel(d, {}))
-    opts = stream_opts(**{option: "not-a-choice"}, **({"draft_path": __file__} if name == "speculative" else {}))
+             if "jacobi" in name or name in ("speculative", "speculative-beam", "lookahead") else TableModel(d, {}))
+    drafted = "draft_path" in get_search(name).capabilities.reads
+    opts = stream_opts(**{option: "not-a-choice"}, **({"draft_path": __file__} if drafted else {}))
     with pytest.raises(FairseqStreamError) as refused:
         validate_run(name, gen_cfg(beam=2 if get_search(name).capabilities.beam else 1), opts, [model], d)
     return str(refused.value)
