@@ -283,13 +283,15 @@ class StreamDecodingConfig(FairseqDataclass):
                   "fairseq transformer with the model's dictionaries (scripts/train_draft.sh distils one); "
                   "the output is the model's greedy output whatever the draft"},
     )
-    draft_tokens: str = field(
-        default="3",
-        metadata={"help": "speculative: γ, the tokens the draft proposes per verification (the model verifies "
-                  "γ + 1 positions in one block step), an integer in [1, 64] (default 3: with the demo model's int8 "
-                  "draft on a CPU at batch 1, 3 measured faster than 2 and 4, docs/results.md), or 'auto': γ "
-                  "before each verification from the recent acceptance rate and the measured draft/verification cost "
-                  "(Leviathan et al. 2023, Theorem 3.8), up to 8"},
+    draft_tokens: Optional[str] = field(
+        default=None,
+        metadata={"help": "speculative, speculative-beam: γ, the tokens the draft proposes per verification (the model "
+                  "verifies γ + 1 positions in one block step), an integer in [1, 64]; not given: 3 for speculative "
+                  "(with the demo model's int8 draft on a CPU at batch 1, 3 measured faster than 2 and 4, "
+                  "docs/results.md) and 1 for speculative-beam (at k = 5, batch 1, 1 measured faster than 2 and 3: "
+                  "every hypothesis is a row, so each proposed token costs a row a position); or 'auto' "
+                  "(speculative only): γ before each verification from the recent acceptance rate and the measured "
+                  "draft/verification cost (Leviathan et al. 2023, Theorem 3.8), up to 8"},
     )
     draft_quantize: str = field(
         default="auto",

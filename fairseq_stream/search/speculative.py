@@ -88,7 +88,9 @@ class SpeculativeConfig:
 
     @classmethod
     def from_options(cls, name: str, gen_cfg: Any, opts: Any, models: Sequence[Any] = ()) -> "SpeculativeConfig":
-        return cls(draft_path=opts.draft_path or "", draft_tokens=parse_draft_tokens(opts.draft_tokens),
+        given = getattr(opts, "draft_tokens", None)
+        return cls(draft_path=opts.draft_path or "",
+                   draft_tokens=parse_draft_tokens(DEFAULT_DRAFT_TOKENS if given is None else given),
                    lenpen=lenpen_of(gen_cfg), draft_quantize=str(getattr(opts, "draft_quantize", "auto")))
 
 

@@ -50,12 +50,18 @@ from fairseq_stream.search.state import StateOps, StrategyState, part
 from fairseq_stream.search.streaming_beam import BEAM_OPTIONS
 
 
+#: ``--draft-tokens`` not given: at k = 5 and batch 1 on a CPU, γ = 1 took 1.20× fixed-ours' time on the demo model,
+#: γ = 2 1.70×, γ = 3 1.77× (every hypothesis is a row, so each proposed token costs every row a position;
+#: docs/results.md, "Exact speculative beam search")
+DEFAULT_DRAFT_TOKENS = "1"
+
+
 @dataclass(frozen=True)
 class SpeculativeBeamConfig(BeamConfig):
     """A fixed beam (FIXED-OURS' options) with a draft: ``--draft-path``, ``--draft-tokens`` γ, ``--draft-quantize``."""
 
     draft_path: str = ""
-    draft_tokens: int = 2
+    draft_tokens: int = int(DEFAULT_DRAFT_TOKENS)
     draft_quantize: str = "auto"
 
     def __post_init__(self) -> None:
@@ -74,7 +80,8 @@ class SpeculativeBeamConfig(BeamConfig):
 
     @classmethod
     def from_options(cls, name: str, gen_cfg: Any, opts: Any, models: Sequence[Any] = ()) -> "SpeculativeBeamConfig":
-        gamma = parse_draft_tokens(getattr(opts, "draft_tokens", "2"))
+        given = getattr(opts, "draft_tokens", None)
+        gamma = parse_draft_tokens(DEFAULT_DRAFT_TOKENS if given is None else given)
         if gamma is None:
             raise FairseqStreamError(f"--search {name} takes an integer --draft-tokens (the tokens the draft proposes "
                                      "per hypothesis); 'auto' tunes γ for greedy acceptance only")
@@ -175,7 +182,7 @@ class SpeculativeBeamSearch(StateOps):
         replayed = 0
         while True:
             at = scores[:, replayed: replayed + 1] if roots is None else \
-                scores.index_select(0, roots)[:, replayed: replayed + 1]
+                scores[:, replayed].index_select(0, roots).unsqueeze(1)
             out = self.beam.step(beam_state, at)  # the beam's own step (its one host read)
             finished.update(out.finished)
             parents = out.parents

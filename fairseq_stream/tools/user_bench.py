@@ -21,7 +21,9 @@ Rows (``--rows``, comma-separated presets, or ``--run 'LABEL=fairseq-generate op
   still streams about 11 sentences at once): our greedy (``fixed-ours``), ``speculative`` with the folder's
   draft, ``lookahead`` with its prior, ``gs-jacobi``, ``hybrid-jacobi``; each must equal greedy.
 * ``k5`` / ``k50`` — fairseq's ``beam``, ``fixed-ours``, ``fixed-ours --beam-finalize fairseq`` (must equal
-  fairseq's beam) and ``var-stream`` at that width, with fairseq's default batching.
+  fairseq's beam), ``var-stream`` and, with the folder's draft, ``speculative-beam`` (must equal ``fixed-ours``)
+  at that width, with fairseq's default batching.
+* ``k5b1`` — ``fixed-ours --beam 5`` at true batch 1 and ``speculative-beam`` with the folder's draft (must equal it).
 
 CTranslate2 rows (float32 and int8, one thread, decode time of ``translate_batch`` in a fresh process) are
 added per preset where ``ctranslate2`` is importable and its fairseq converter takes the model (the
@@ -265,24 +267,42 @@ def batch1_rows(model: ModelDir) -> Tuple[List[Row], List[str]]:
     return rows, skipped
 
 
-def beam_rows(k: int) -> List[Row]:
-    """fairseq's beam at width ``k`` (the reference), our fixed beam, its exact variant and var-stream."""
+def beam_rows(k: int, model: ModelDir) -> Tuple[List[Row], List[str]]:
+    """fairseq's beam at width ``k`` (the reference), our fixed beam, its exact variants and var-stream."""
     ref = f"fairseq beam k={k}"
     width = ["--beam", str(k)]
-    return [Row(ref, ["--search", "beam", *width], ref),
+    rows = [Row(ref, ["--search", "beam", *width], ref),
             Row(f"fixed-ours k={k}", ["--search", "fixed-ours", *width], ref),
             Row(f"fixed-ours --beam-finalize fairseq k={k}",
                 ["--search", "fixed-ours", "--beam-finalize", "fairseq", *width], ref, ref),
             Row(f"var-stream k={k}", ["--search", "var-stream", *width], ref)]
+    rows += _speculative_beam(model, f"speculative-beam k={k}", width, ref, f"fixed-ours k={k}")
+    return rows, [] if model.draft else [f"speculative-beam: {model.path} has no draft.pt"]
+
+
+def beam_batch1_rows(k: int, model: ModelDir) -> Tuple[List[Row], List[str]]:
+    """The fixed beam at width ``k`` and true batch 1 (the reference), and ``speculative-beam``, which must equal it."""
+    ref = f"fixed-ours k={k} b1"
+    width = ["--beam", str(k), *BATCH1[2:]]
+    rows = [Row(ref, ["--search", "fixed-ours", *width], ref)]
+    rows += _speculative_beam(model, f"speculative-beam k={k} b1", width, ref, ref)
+    return rows, [] if model.draft else [f"speculative-beam: {model.path} has no draft.pt"]
+
+
+def _speculative_beam(model: ModelDir, label: str, width: List[str], ref: str, equal: str) -> List[Row]:
+    if not model.draft:
+        return []
+    return [Row(label, ["--search", "speculative-beam", "--draft-path", model.draft, *width], ref, equal)]
 
 
 PRESETS: Dict[str, Callable[[ModelDir], Tuple[List[Row], List[str]]]] = {
     "batch1": batch1_rows,
-    "k5": lambda model: (beam_rows(5), []),
-    "k50": lambda model: (beam_rows(50), []),
+    "k5": lambda model: beam_rows(5, model),
+    "k50": lambda model: beam_rows(50, model),
+    "k5b1": lambda model: beam_batch1_rows(5, model),
 }
 #: a preset's CTranslate2 decode: (beam width, max_batch_size); 64 is bench_vs_ctranslate2.py's default
-CT2_PRESETS = {"batch1": (1, 1), "k5": (5, 64), "k50": (50, 64)}
+CT2_PRESETS = {"batch1": (1, 1), "k5": (5, 64), "k50": (50, 64), "k5b1": (5, 1)}
 
 
 def custom_row(spec: str) -> Row:

@@ -96,6 +96,9 @@ def _stated_default(option: str, name: str):
     stated = re.search(r"default '([\w-]+)'", f.metadata["help"])  # an option left unset (None) by default
     if f.default is None and stated:
         return stated.group(1)
+    per_search = dict((search, value) for value, search in re.findall(r"(\d+) for ([\w-]+)", f.metadata["help"]))
+    if f.default is None and "not given:" in f.metadata["help"] and name in per_search:  # --draft-tokens
+        return per_search[name]
     on_cpu = re.search(r"default (\d+) on a CPU", f.metadata["help"])  # a device-dependent default (these run on a CPU)
     if f.default is None and on_cpu:
         return int(on_cpu.group(1))

@@ -78,6 +78,16 @@ def test_presets_mark_what_must_be_identical_and_say_what_is_left_out(tmp_path):
     assert [r.label for r in ct2] == ["CTranslate2 float32 k5", "CTranslate2 int8 k5"] and ct2[0].ct2["k"] == 5
 
 
+def test_speculative_beam_rows_need_a_draft_and_must_equal_the_fixed_beam(tmp_path):
+    rows, _ = ub.rows_for(_model(tmp_path), ["k5", "k5b1"], [], None)
+    by = {r.label: r for r in rows}
+    assert by["speculative-beam k=5"].identical_to == "fixed-ours k=5"
+    assert by["speculative-beam k=5 b1"].identical_to == by["speculative-beam k=5 b1"].reference == "fixed-ours k=5 b1"
+    assert by["fixed-ours k=5 b1"].options[-4:] == ["--stream-capacity", "1", "--batch-size", "1"]
+    rows, skipped = ub.rows_for(_model(tmp_path, draft=False), ["k5b1"], [], None)
+    assert [r.label for r in rows] == ["fixed-ours k=5 b1"] and any("draft.pt" in s for s in skipped)
+
+
 def test_custom_rows_and_their_mistakes(tmp_path):
     rows, _ = ub.rows_for(_model(tmp_path), [], ["g=--search fixed-ours --beam 1", "s=--search speculative --beam 1"],
                           None, ["s=g"])
