@@ -12,6 +12,7 @@ from typing import Optional
 import pytest
 import torch
 
+from fairseq_stream.model import row_arena
 from fairseq_stream.model.row_cache import RowCache
 
 H, HD, LAYERS = 2, 3, 2
@@ -45,9 +46,14 @@ def _same(plain: RowCache, fixed: RowCache) -> None:
             assert torch.equal(a[r, :, :n], b[r, :, :n]), f"row {r}"
 
 
+@pytest.mark.parametrize("path", ["operator", "reference"])
 @pytest.mark.parametrize("capacity, slots", [(4, None), (12, 2)])
-def test_a_streams_life_reads_the_same_keys_through_the_table(capacity, slots):
+def test_a_streams_life_reads_the_same_keys_through_the_table(capacity, slots, path, monkeypatch):
     # (12, 2): the table doubles within buffers of 12 positions, which grow only past them (FIRST_SLOTS' way)
+    if path == "reference":
+        monkeypatch.setattr(row_arena, "_kernel", lambda: None)
+    elif row_arena._kernel() is None:
+        pytest.skip("the C++ row-arena operator cannot be built here")
     g = torch.Generator().manual_seed(0)
     plain, fixed = _empty(4, False), _empty(4, True, capacity, slots)
     grew = []
@@ -80,6 +86,36 @@ def test_a_streams_life_reads_the_same_keys_through_the_table(capacity, slots):
         grew.append((fixed.capacity, fixed.arena.capacity))
     assert max(arena for _, arena in grew) > capacity  # the buffers grew too
     assert slots is None or any(table < arena for table, arena in grew)  # a table narrower than its buffers
+
+
+def test_the_operator_reorders_as_the_reference_does():
+    # ops/csrc/row_arena.cpp against reference_select: two caches driven alike (steps, reorders with repetition in any
+    # order, rows of their own lengths), the same tables, homes and buffer rows after every reorder, growths included
+    if row_arena._kernel() is None:
+        pytest.skip("the C++ row-arena operator cannot be built here")
+    g = torch.Generator().manual_seed(3)
+    caches = [_empty(3, True), _empty(3, True)]
+    grew = 0
+    for step in range(80):
+        r = caches[0].rows
+        block = torch.randn(r, 2 * LAYERS, H, 2, HD, generator=g)
+        caches = [_write(c, block) for c in caches]
+        if step % 3 == 0:  # rejected block tokens: rows of their own lengths
+            keep = torch.randint(1, 3, (r,), generator=g)
+            width = int((caches[0].lens - 2 + keep).max())
+            caches = [c.accept(keep, 2, width) for c in caches]
+        n = max(1, min(12, r + int(torch.randint(-2, 4, (1,), generator=g))))
+        rows = torch.randint(0, r, (n,), generator=g)
+        before = caches[0].arena.rows
+        lens = caches[0].lens.index_select(0, rows)
+        outs = [row_arena.select(caches[0].arena, caches[0].table, caches[0].home, lens, caches[0].width, rows, caches[0]),
+                row_arena.reference_select(caches[1].arena, caches[1].table, caches[1].home, lens, caches[1].width, rows,
+                                           caches[1])]
+        assert torch.equal(outs[0][0], outs[1][0]) and torch.equal(outs[0][1], outs[1][1]), f"step {step}"
+        assert caches[0].arena.rows == caches[1].arena.rows
+        grew += caches[0].arena.rows > before
+        caches = [RowCache.on_arena(c.arena, t, h, lens, c.width, c.uniform) for c, (t, h) in zip(caches, outs)]
+    assert grew  # the buffers grew on the way
 
 
 def test_a_beams_reorders_keep_the_buffers_bounded():
