@@ -238,7 +238,7 @@ def speculative_summary(extra: Dict[str, float], wall_seconds: float) -> str:
         calls = max(extra.get("verify_steps", 1.0), 1.0)
         line = (f"speculative beam: {extra['beam_steps_replayed'] / calls:.2f} beam steps per verification ({hist}), "
                 f"{rows / calls:.1f} rows of {extra.get('block_positions', 0.0) / calls:.1f} positions scored a "
-                f"verification")
+                f"verification, γ {extra.get('draft_tokens_proposed', 0.0) / max(extra.get('draft_proposals', 1.0), 1):.0f}")
     else:
         line = (f"speculative: {extra.get('verify_accepted', 0.0) / max(rows, 1):.2f} tokens accepted per verification "
                 f"({hist}), mean γ {extra.get('draft_tokens_proposed', 0.0) / max(extra.get('draft_proposals', 1.0), 1):.2f}")

@@ -43,7 +43,8 @@ from fairseq_stream.errors import FairseqStreamError
 from fairseq_stream.model.model_step import ModelStep
 from fairseq_stream.model.row_cache import SentenceIndex
 from fairseq_stream.search.beam import BeamConfig, BeamSearch, Pruning, option_value
-from fairseq_stream.search.interface import Hypothesis, StepOutcome, StrategyContext
+from fairseq_stream.search.interface import Hypothesis, StepOutcome, StepScores, StrategyContext
+from fairseq_stream.search.score_edits import RowContext
 from fairseq_stream.search.registry import Capabilities, lenpen_of, register_search
 from fairseq_stream.search.speculative import DraftCaches, DraftProposer, SpeculativeConfig, parse_draft_tokens
 from fairseq_stream.search.state import StateOps, StrategyState, part
@@ -159,7 +160,7 @@ class SpeculativeBeamSearch(StateOps):
         start = time.perf_counter()
         proposals, dec = self.proposer.greedy(draft.initial_state(self.proposer.memory, sentences, self.proposer.bos),
                                               out.feed[:, 0], self.gamma)
-        self.proposer.count_draft(start)
+        self._count_proposals(start)
         state = SpeculativeBeamState(beam=out.state, draft=DraftCaches(draft, dec), proposals=RowTokens(proposals))
         self._left_step = time.perf_counter()
         return replace(out, state=state, feed=torch.cat([out.feed, proposals], 1))
@@ -167,23 +168,51 @@ class SpeculativeBeamSearch(StateOps):
     def length(self, state: SpeculativeBeamState) -> int:
         return self.beam.length(state.beam)
 
-    def step(self, state: SpeculativeBeamState, scores: Tensor) -> StepOutcome:
+    # ---- the "region" hook: the output layer of every scored position inside a static step's region --------------
+    def output_tail(self, state: SpeculativeBeamState) -> Any:
+        """The fused output layer (top-k, normaliser, score edits) of every row's ``γ + 1`` positions, run in the
+        static step's region; the replay's beam steps then run after it on its candidates (each needs the one
+        before: not in the region)."""
+        return self.beam.scorer.tail(self.beam.row_width(state.beam), lambda: self._context(state.beam))
+
+    def share_pools(self, pool: Any) -> None:
+        """No buffers of its own to keep across runs (the beam's steps run outside the region)."""
+
+    def _context(self, beam: Any) -> RowContext:
+        """Each scored position's row context: position ``j`` of a row is the beam's step ``t + j`` of its sentence."""
+        b = self.gamma + 1
+        row_s = beam.row_slot // self.beam.k
+        steps = beam.steps.index_select(0, row_s)
+        pos = steps.unsqueeze(1) + torch.arange(b, device=steps.device)
+        max_len = beam.max_len.index_select(0, row_s).unsqueeze(1).expand(-1, b)
+        return RowContext(steps=pos.reshape(-1), max_len=max_len.reshape(-1),
+                          may_reach_max=beam.t + b - 1 >= beam.min_max_len, min_steps=beam.t_min)
+
+    def step(self, state: SpeculativeBeamState, scores: "Tensor | StepScores") -> StepOutcome:
         """The model's scores of every row's block ``(R, γ + 1, ·)`` → the beam's steps replayed on them, as long as
         each kept hypothesis lies on its row's path; the rows that go on, what each keeps of its block, the next
         blocks."""
         entered = time.perf_counter()
         if self._left_step is not None:
             self.stats.add_extra("verify_seconds", entered - self._left_step)
+        given = StepScores.of(scores)
+        scores, top = given.scores, given.top  # top: every (row, position)'s candidates, where the region ran them
         gamma, beam_state = self.gamma, state.beam
         proposals = state.proposals.tokens
-        blocks = scores.size(0)
+        blocks, b = scores.size(0), scores.size(1)
         roots: Optional[Tensor] = None  # the block row of each row of the replay (None: the block's own rows)
         finished: Dict[int, List[Hypothesis]] = {}
         replayed = 0
         while True:
-            at = scores[:, replayed: replayed + 1] if roots is None else \
-                scores[:, replayed].index_select(0, roots).unsqueeze(1)
-            out = self.beam.step(beam_state, at)  # the beam's own step (its one host read)
+            if top is None:
+                at = scores[:, replayed: replayed + 1] if roots is None else \
+                    scores[:, replayed].index_select(0, roots).unsqueeze(1)
+                out = self.beam.step(beam_state, at)  # the beam's own step (its one host read)
+            else:
+                rows = torch.arange(blocks, device=scores.device) if roots is None else roots
+                at = rows * b + replayed
+                out = self.beam.search_step(beam_state, top[0].index_select(0, at).to(beam_state.scores.dtype),
+                                            top[1].index_select(0, at))
             finished.update(out.finished)
             parents = out.parents
             if parents is None:  # greedy with nobody finished: the rows go on in place
@@ -198,7 +227,7 @@ class SpeculativeBeamSearch(StateOps):
             beam_state = out.state
         self.stats.add_extra("verify_steps")
         self.stats.add_extra("verify_rows", blocks)
-        self.stats.add_extra("block_positions", scores.size(1))
+        self.stats.add_extra("block_positions", b)
         self.stats.add_extra("beam_steps_replayed", replayed)
         self.stats.add_extra(f"accepted_{replayed}")
         accept = torch.full((blocks,), replayed, dtype=torch.long, device=scores.device)
@@ -213,6 +242,12 @@ class SpeculativeBeamSearch(StateOps):
         self._left_step = time.perf_counter()
         return StepOutcome(state=replace(drafted, beam=new), parents=roots, feed=feed, finished=finished, accept=accept,
                            index=out.index, max_length=max_length, row_counts=out.row_counts)
+
+    def _count_proposals(self, start: float) -> None:
+        """The draft's time since ``start`` and its γ, for the closing statistics (as speculative counts them)."""
+        self.proposer.count_draft(start)
+        self.stats.add_extra("draft_tokens_proposed", self.gamma)
+        self.stats.add_extra("draft_proposals")
 
     def _propose(self, state: SpeculativeBeamState, roots: Tensor, newest: Tensor, index: Optional[SentenceIndex],
                  replayed: int) -> Tuple[Tensor, SpeculativeBeamState]:
@@ -232,7 +267,7 @@ class SpeculativeBeamSearch(StateOps):
         if replayed == gamma + 1:  # d_γ was never fed
             feed = torch.cat([state.proposals.tokens.index_select(0, roots)[:, gamma - 1:], feed], 1)
         proposals, dec = self.proposer.greedy(caches.state, feed, gamma)
-        self.proposer.count_draft(start)
+        self._count_proposals(start)
         drafted = replace(state, draft=DraftCaches(draft, dec), proposals=RowTokens(proposals))
         return torch.cat([newest.unsqueeze(1), proposals], 1), drafted
 
@@ -248,5 +283,5 @@ register_search(
     config=SpeculativeBeamConfig,
     capabilities=Capabilities(streaming=True, default_epsilon=0.0, ngram_blocking=False, block_steps=True,
                               reads=BEAM_OPTIONS | frozenset({"draft_path", "draft_tokens", "draft_quantize"}),
-                              hooks=frozenset({"admit"})),
+                              hooks=frozenset({"admit", "region"})),
 )(SpeculativeBeamSearch)

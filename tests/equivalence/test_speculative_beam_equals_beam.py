@@ -69,6 +69,9 @@ def test_identical_to_fixed_ours_at_batch_one(demo_session, data, beams, quantiz
     assert _steps_per_verification(out) > 1.15
     assert out.stats.extra["beam_steps_replayed"] == beams[quantize, "ours"].stats.timesteps
     assert out.stats.timesteps == out.stats.extra["verify_steps"] < beams[quantize, "ours"].stats.timesteps
+    line = out.stats.summary()
+    assert f"speculative beam: {_steps_per_verification(out):.2f} beam steps per verification" in line
+    assert "γ 2" in line and "% of the time" in line
 
 
 @bit_exact
@@ -121,3 +124,15 @@ def test_fairseqs_beam_with_its_rule(demo_session64, demo_sources):
 def test_bad_options_are_one_line(demo_session, opts, message):
     with pytest.raises(FairseqStreamError, match=message):
         demo_session.build_generator("speculative-beam", GEN, opts)
+
+
+@bit_exact
+def test_the_output_layer_in_the_static_steps_region(demo_session, data, beams):
+    """``--step-mode static`` (a CUDA graph's region, uncaptured on a CPU): every position's output layer runs inside
+    the block step's region, the replay after it on its candidates; the same output."""
+    out = demo_session.translate(data, search="speculative-beam", gen=GEN,
+                                 opts={"stream_capacity": 3, "step_mode": "static", "draft_path": SHIPPED_DRAFT})
+    _assert_identical(beams["none", "ours"], out)
+    modes = out.stats.step_mode
+    assert modes["mode"] == "static" and modes["steps_eager"] == 0
+    assert modes["output_layer_in_step"] == out.stats.timesteps > 0 and modes["search_in_step"] == 0
