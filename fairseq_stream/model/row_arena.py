@@ -256,7 +256,7 @@ def _kernel() -> Any:
     """The built operator's module (``torch.ops.fairseq_stream.arena_select``), or None (the reference runs)."""
     from fairseq_stream.ops import extension
 
-    return extension.load("row_arena.cpp", extension.EXACT_FLAGS, "row-arena")
+    return extension.load(*extension.ROW_ARENA)
 
 
 def _first_true(mask: Tensor, n: int) -> Tensor:

@@ -383,6 +383,10 @@ OPERATORS: Dict[str, Tuple[str, Tuple[str, ...], str]] = {
 }
 
 
+#: The beam reorder of a cache over a row arena (model/row_arena.py's ``select``): integers only.
+ROW_ARENA: Tuple[str, Tuple[str, ...], str] = ("row_arena.cpp", EXACT_FLAGS, "row-arena")
+
+
 def load_operator(name: str) -> Any:
     """The built module of a step operator (its operator registered), or None where it cannot be built."""
     source, flags, what = OPERATORS[name]

@@ -21,7 +21,8 @@ def all_kernels() -> Dict[str, Tuple[str, Tuple[str, ...], str]]:
                int8_rows.KERNEL_SOURCE: (int8_rows.KERNEL_SOURCE, int8_rows.KERNEL_FLAGS, "int8"),
                native_step._SOURCE: (native_step._SOURCE, tuple(native_step.KERNEL_FLAGS), "native-step"),
                ngram_pool._SOURCE: (ngram_pool._SOURCE, tuple(ngram_pool.KERNEL_FLAGS), "n-gram pool"),
-               packed_linear._SOURCE: (packed_linear._SOURCE, packed_linear.KERNEL_FLAGS, "packed-product")}
+               packed_linear._SOURCE: (packed_linear._SOURCE, packed_linear.KERNEL_FLAGS, "packed-product"),
+               extension.ROW_ARENA[0]: extension.ROW_ARENA}
     kernels.update({source: (source, flags, what) for source, flags, what in extension.OPERATORS.values()})
     return kernels
 
