@@ -176,3 +176,13 @@ def write_checkpoint_variant(src: str, dst: str, edit) -> str:
 def random_weights(name: str, t: torch.Tensor, gen: torch.Generator) -> torch.Tensor:
     """An ``edit`` of :func:`write_checkpoint_variant`: random matrices, the rest (biases, norms) kept."""
     return torch.randn(t.shape, generator=gen) * 0.5 if t.is_floating_point() and t.dim() > 1 else t
+
+
+def required_opts(search: str) -> dict:
+    """What ``--search search`` cannot run without on the demo model: a draft where it reads ``--draft-path``
+    (speculative, speculative-beam)."""
+    from fairseq_stream.search.registry import get_search
+
+    reads = get_search(search).capabilities.reads
+    demo = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "user_dir_examples", "demo")
+    return {"draft_path": os.path.join(demo, "draft.pt")} if "draft_path" in reads else {}

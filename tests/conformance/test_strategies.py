@@ -1,10 +1,9 @@
 """Every registered strategy: fairseq's output contract, its declared capabilities, clear refusals."""
-import os
 
 import pytest
 import torch
 
-from conftest import DEMO
+from helpers import required_opts
 
 from fairseq_stream.errors import FairseqStreamError
 from fairseq_stream.search.registry import get_search, search_names
@@ -18,8 +17,8 @@ def gen_for(name: str) -> dict:
 
 
 def opts_for(name: str) -> dict:
-    """What a strategy cannot run without: speculative decoding's draft (the demo's)."""
-    return {"draft_path": os.path.join(DEMO, "draft.pt")} if name in ("speculative", "speculative-beam") else {}
+    """What a strategy cannot run without: a speculative draft (the demo's)."""
+    return required_opts(name)
 
 
 @pytest.mark.parametrize("name", STANDARD)

@@ -22,6 +22,7 @@ import pytest
 import torch
 
 from conftest import DEMO, REPO, binarize, read_lines
+from helpers import required_opts
 
 CKPT = os.path.join(DEMO, "checkpoint.pt")
 DRAFT = os.path.join(DEMO, "draft.pt")
@@ -345,7 +346,7 @@ def test_the_smallest_length_limit_gives_every_sentence_a_finite_hypothesis(demo
     from fairseq_stream.search.registry import get_search
 
     gen = {"max_len_a": 0, "max_len_b": 1, "beam": 3 if get_search(search).capabilities.beam else 1}
-    opts = {"draft_path": os.path.join(DEMO, "draft.pt")} if search == "speculative" else {}
+    opts = required_opts(search)
     result = demo_session.translate(demo_session.encode(sources), search=search, gen=gen, opts=opts)
     assert len(result.hypos) == len(sources)
     for nbest in result.hypos:
@@ -393,7 +394,7 @@ def _decode(session, search: str, gen: dict, n: int = 3):
     from fairseq_stream.search.registry import get_search
 
     gen = dict(gen, beam=2 if get_search(search).capabilities.beam else 1)
-    opts = {"draft_path": os.path.join(DEMO, "draft.pt")} if search == "speculative" else {}
+    opts = required_opts(search)
     return session.translate(session.encode(read_lines(os.path.join(DEMO, "test.es"), n)), search=search, gen=gen, opts=opts)
 
 

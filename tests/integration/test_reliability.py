@@ -18,6 +18,7 @@ import pytest
 import torch
 
 from conftest import DEMO, REPO, binarize, read_lines
+from helpers import required_opts
 from fairseq_stream.errors import FairseqStreamError
 
 CKPT = os.path.join(DEMO, "checkpoint.pt")
@@ -186,7 +187,7 @@ def test_blank_sources_get_the_empty_hypothesis_without_a_model_call(demo_sessio
     eos = demo_session.task.target_dictionary.eos()
     caps = get_search(search).capabilities
     gen = {"beam": 2, "nbest": 2, "max_len_b": 20} if caps.beam and caps.nbest else {"beam": 1, "max_len_b": 20}
-    opts = {"draft_path": os.path.join(DEMO, "draft.pt")} if search == "speculative" else {}
+    opts = required_opts(search)
     only_blank = demo_session.translate(demo_session.encode(BLANK), search=search, gen=gen, opts=opts)
     assert only_blank.stats.timesteps == 0  # no decoder call at all
     for nbest in only_blank.hypos:
