@@ -60,6 +60,11 @@ def test_shapes_views_and_empty_inputs():
     assert y.shape == (3, 5, 40)
     assert torch.equal(y, pl.linear(x.contiguous(), packed, b, 40))
     assert pl.linear(torch.empty(0, 24), packed, b, 40).shape == (0, 40)
+    # no input features: an empty sum, the bias alone (was a division by zero that killed the process)
+    empty = pl.pack(torch.zeros(5, 0))
+    bias = torch.tensor([-1.0, 0.0, 1.0, 2.0, -3.0])
+    assert torch.equal(pl.linear(torch.zeros(3, 2, 0), empty, bias, 5), bias.expand(3, 2, 5))
+    assert torch.equal(pl.linear(torch.zeros(3, 0), empty, bias, 5, relu=True), bias.clamp_min(0).expand(3, 5))
 
 
 def test_bad_operands_are_one_clear_error():

@@ -153,7 +153,8 @@ torch::Tensor packed_linear(const torch::Tensor& x, const torch::Tensor& packed,
   TORCH_CHECK(!bias.has_value() || (bias->numel() == N && bias->is_contiguous() && bias->scalar_type() == torch::kFloat),
               "packed_linear: a contiguous float32 bias of out_features");
   const torch::Tensor a = x.contiguous();
-  const int64_t M = a.numel() / K;
+  int64_t M = 1;  // the rows: every dimension but the last (numel / K would divide by zero at K = 0)
+  for (int64_t d = 0; d + 1 < x.dim(); ++d) M *= x.size(d);
   std::vector<int64_t> shape(x.sizes().begin(), x.sizes().end());
   shape.back() = N;
   torch::Tensor y = torch::empty(shape, x.options());
