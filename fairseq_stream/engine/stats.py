@@ -234,14 +234,15 @@ def speculative_summary(extra: Dict[str, float], wall_seconds: float) -> str:
     rows = extra.get("verify_rows", 0.0)
     hist = " ".join(f"{k}:{n}" for k, n in sorted((int(k.split("_")[1]), int(v)) for k, v in extra.items()
                                                 if k.startswith("accepted_") and v))
+    gamma = extra.get("draft_tokens_proposed", 0.0) / max(extra.get("draft_proposals", 1.0), 1)
     if extra.get("beam_steps_replayed"):  # search/speculative_beam.py: one group's steps per verification
         calls = max(extra.get("verify_steps", 1.0), 1.0)
         line = (f"speculative beam: {extra['beam_steps_replayed'] / calls:.2f} beam steps per verification ({hist}), "
                 f"{rows / calls:.1f} rows of {extra.get('block_positions', 0.0) / calls:.1f} positions scored a "
-                f"verification, γ {extra.get('draft_tokens_proposed', 0.0) / max(extra.get('draft_proposals', 1.0), 1):.0f}")
+                f"verification, γ {gamma:.0f}")
     else:
         line = (f"speculative: {extra.get('verify_accepted', 0.0) / max(rows, 1):.2f} tokens accepted per verification "
-                f"({hist}), mean γ {extra.get('draft_tokens_proposed', 0.0) / max(extra.get('draft_proposals', 1.0), 1):.2f}")
+                f"({hist}), mean γ {gamma:.2f}")
     if wall_seconds:
         line += (f", draft {100 * extra.get('draft_seconds', 0.0) / wall_seconds:.0f}% and verification "
                  f"{100 * extra.get('verify_seconds', 0.0) / wall_seconds:.0f}% of the time")

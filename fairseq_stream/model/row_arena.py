@@ -194,13 +194,17 @@ class RowArena:
         return last_read
 
     def enough(self, free: Tensor, n: int) -> Tensor:
-        """The first ``n`` of the free buffer rows ``free``, and new ones past them where they are too few (the
-        buffers grow by half, at least by what is missing)."""
+        """The first ``n`` of the free buffer rows ``free``, and new ones past them where they are too few
+        (:meth:`grow_for`)."""
         if free.numel() < n:
             start = self.rows
-            self._grow_rows(start + max(n - free.numel(), start // 2, 1))
+            self.grow_for(n - free.numel())
             free = torch.cat([free, torch.arange(start, self.rows, device=free.device)])
         return free[:n]
+
+    def grow_for(self, missing: int) -> None:
+        """Rows ``rows .. rows + missing - 1`` added to the buffers: they grow by half, at least by ``missing``."""
+        self._grow_rows(self.rows + max(missing, self.rows // 2, 1))
 
 
 def first_of_each(rows: Tensor) -> Tensor:
@@ -225,9 +229,8 @@ def select(arena: RowArena, table: Tensor, home: Tensor, lens: Tensor, width: in
     table, home, missing = torch.ops.fairseq_stream.arena_select(
         table, home, lens, rows, width, [c.table for c in readers], [c.width for c in readers],
         [c.home for c in readers], arena.rows)
-    if missing:  # the rows the operator named past the arena (as enough() grows it)
-        start = arena.rows
-        arena._grow_rows(start + max(missing, start // 2, 1))
+    if missing:  # the rows the operator named past the arena
+        arena.grow_for(missing)
     return table, home
 
 
@@ -251,9 +254,9 @@ def reference_select(arena: RowArena, table: Tensor, home: Tensor, lens: Tensor,
     return table, home
 
 
-@functools.lru_cache(maxsize=1)
 def _kernel() -> Any:
-    """The built operator's module (``torch.ops.fairseq_stream.arena_select``), or None (the reference runs)."""
+    """The built operator's module (``torch.ops.fairseq_stream.arena_select``; loaded once by the extension), or None
+    (the reference runs)."""
     from fairseq_stream.ops import extension
 
     return extension.load(*extension.ROW_ARENA)

@@ -88,15 +88,14 @@ class SpeculativeConfig:
 
     @classmethod
     def from_options(cls, name: str, gen_cfg: Any, opts: Any, models: Sequence[Any] = ()) -> "SpeculativeConfig":
-        given = getattr(opts, "draft_tokens", None)
         return cls(draft_path=opts.draft_path or "",
-                   draft_tokens=parse_draft_tokens(DEFAULT_DRAFT_TOKENS if given is None else given),
+                   draft_tokens=parse_draft_tokens(getattr(opts, "draft_tokens", None), DEFAULT_DRAFT_TOKENS),
                    lenpen=lenpen_of(gen_cfg), draft_quantize=str(getattr(opts, "draft_quantize", "auto")))
 
 
-def parse_draft_tokens(value: Any) -> Optional[int]:
-    """``--draft-tokens``: an integer γ, or ``auto`` (None)."""
-    text = str(value).strip()
+def parse_draft_tokens(value: Any, default: str = DEFAULT_DRAFT_TOKENS) -> Optional[int]:
+    """``--draft-tokens``: an integer γ, or ``auto`` (None); not given (None): the search's ``default``."""
+    text = str(default if value is None else value).strip()
     if text == "auto":
         return None
     try:

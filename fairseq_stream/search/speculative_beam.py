@@ -70,9 +70,7 @@ class SpeculativeBeamConfig(BeamConfig):
         if not self.draft_path:
             raise FairseqStreamError("--search speculative-beam needs --draft-path DRAFT.pt, a small model with the "
                                      "same dictionaries (scripts/train_draft.sh makes one)")
-        # the draft's own checks (the file exists, γ in range, the quantisation), said as speculative says them
-        SpeculativeConfig(draft_path=self.draft_path, draft_tokens=self.draft_tokens, lenpen=self.lenpen,
-                          draft_quantize=self.draft_quantize)
+        self.draft  # building it runs the draft's own checks (the file, γ in range, the quantisation)
 
     @property
     def draft(self) -> SpeculativeConfig:
@@ -81,8 +79,7 @@ class SpeculativeBeamConfig(BeamConfig):
 
     @classmethod
     def from_options(cls, name: str, gen_cfg: Any, opts: Any, models: Sequence[Any] = ()) -> "SpeculativeBeamConfig":
-        given = getattr(opts, "draft_tokens", None)
-        gamma = parse_draft_tokens(DEFAULT_DRAFT_TOKENS if given is None else given)
+        gamma = parse_draft_tokens(getattr(opts, "draft_tokens", None), DEFAULT_DRAFT_TOKENS)
         if gamma is None:
             raise FairseqStreamError(f"--search {name} takes an integer --draft-tokens (the tokens the draft proposes "
                                      "per hypothesis); 'auto' tunes γ for greedy acceptance only")
@@ -127,7 +124,6 @@ class SpeculativeBeamSearch(StateOps):
 
     def __init__(self, cfg: SpeculativeBeamConfig, beam: BeamSearch, proposer: DraftProposer, *, pad: int,
                  stats: Any) -> None:
-        self.cfg = cfg
         self.beam = beam
         self.proposer = proposer  # the draft, its encoder slots and its greedy calls (search/speculative.py)
         self.gamma = cfg.draft_tokens
@@ -271,9 +267,6 @@ class SpeculativeBeamSearch(StateOps):
         drafted = replace(state, draft=DraftCaches(draft, dec), proposals=RowTokens(proposals))
         return torch.cat([newest.unsqueeze(1), proposals], 1), drafted
 
-
-WHY_NO_NGRAM_BLOCKING = ("--search speculative-beam replays the beam on scores the block step computed before "
-                         "the hypotheses were known; use --search fixed-ours with --no-repeat-ngram-size")
 
 register_search(
     "speculative-beam",

@@ -64,7 +64,8 @@ CT2_SCRIPT = os.path.join(REPO_DIR, "scripts", "bench", "bench_vs_ctranslate2.py
 _CLOSING = re.compile(r"Translated ([\d,]+) sentences \(([\d,]+) tokens\) in ([\d.]+)s"
                       r"(?: \(([\d.]+|inf|nan) sentences/s, ([\d.]+|inf|nan) tokens/s\))?")
 _SENTENCE = re.compile(r"^([HD])-(\d+)\t[^\t]*\t(.*)$")
-BATCH1 = ["--beam", "1", "--stream-capacity", "1", "--batch-size", "1"]
+ONE_SENTENCE = ["--stream-capacity", "1", "--batch-size", "1"]  # true batch 1
+BATCH1 = ["--beam", "1", *ONE_SENTENCE]
 
 
 # ---------------------------------------------------------------------------------------------------------------
@@ -276,23 +277,24 @@ def beam_rows(k: int, model: ModelDir) -> Tuple[List[Row], List[str]]:
             Row(f"fixed-ours --beam-finalize fairseq k={k}",
                 ["--search", "fixed-ours", "--beam-finalize", "fairseq", *width], ref, ref),
             Row(f"var-stream k={k}", ["--search", "var-stream", *width], ref)]
-    rows += _speculative_beam(model, f"speculative-beam k={k}", width, ref, f"fixed-ours k={k}")
-    return rows, [] if model.draft else [f"speculative-beam: {model.path} has no draft.pt"]
+    found, skipped = _speculative_beam(model, f"speculative-beam k={k}", width, ref, f"fixed-ours k={k}")
+    return rows + found, skipped
 
 
 def beam_batch1_rows(k: int, model: ModelDir) -> Tuple[List[Row], List[str]]:
     """The fixed beam at width ``k`` and true batch 1 (the reference), and ``speculative-beam``, which must equal it."""
     ref = f"fixed-ours k={k} b1"
-    width = ["--beam", str(k), *BATCH1[2:]]
-    rows = [Row(ref, ["--search", "fixed-ours", *width], ref)]
-    rows += _speculative_beam(model, f"speculative-beam k={k} b1", width, ref, ref)
-    return rows, [] if model.draft else [f"speculative-beam: {model.path} has no draft.pt"]
+    width = ["--beam", str(k), *ONE_SENTENCE]
+    found, skipped = _speculative_beam(model, f"speculative-beam k={k} b1", width, ref, ref)
+    return [Row(ref, ["--search", "fixed-ours", *width], ref)] + found, skipped
 
 
-def _speculative_beam(model: ModelDir, label: str, width: List[str], ref: str, equal: str) -> List[Row]:
+def _speculative_beam(model: ModelDir, label: str, width: List[str], ref: str,
+                      equal: str) -> Tuple[List[Row], List[str]]:
+    """The ``speculative-beam`` row with the folder's draft, which must equal row ``equal``; or why there is none."""
     if not model.draft:
-        return []
-    return [Row(label, ["--search", "speculative-beam", "--draft-path", model.draft, *width], ref, equal)]
+        return [], [f"speculative-beam: {model.path} has no draft.pt"]
+    return [Row(label, ["--search", "speculative-beam", "--draft-path", model.draft, *width], ref, equal)], []
 
 
 PRESETS: Dict[str, Callable[[ModelDir], Tuple[List[Row], List[str]]]] = {
