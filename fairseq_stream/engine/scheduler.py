@@ -297,9 +297,11 @@ class StreamingScheduler:
         sentences, rows, length = self.strategy.sentences(group.state), group.dec.rows, group.dec.max_length
         state = group.state
         ahead = self._run_ahead(pool, group, groups, sentences)
+        fed = group.feed.size(1)  # the block the step's scores are of
         if ahead is not None:
             scores, dec, state, calls = ahead
             length += calls - 1
+            fed = scores.scores.size(1)  # the loop's last call's (a speculative block may narrow at the end)
         else:
             # its output layer (and search step) inside the step's region, where it gives one
             tail = self.strategy.output_tail(state) if self.in_region else None  # type: ignore[attr-defined]
@@ -307,7 +309,7 @@ class StreamingScheduler:
         # the "region" hook's step takes what the step computed; every other strategy the scores alone
         out: StepOutcome = self.strategy.step(state, scores if self.in_region else scores.scores)
         if out.accept is not None:
-            dec = self.model.accept(dec, out.accept, group.feed.size(1), out.max_length)
+            dec = self.model.accept(dec, out.accept, fed, out.max_length)
         if self.strategy.sentences(out.state) > 0:
             if out.parents is not None:
                 dec = self.model.select(dec, out.parents, out.index)
@@ -319,19 +321,19 @@ class StreamingScheduler:
         return out.finished
 
     def _run_ahead(self, pool: Sources, group: _Group, groups: List[_Group], sentences: int) -> Optional[tuple]:
-        """The "ahead" hook: where ``group`` is the only one in flight, has few rows and one token a row, its steps run
-        in one native call (``ModelStep.greedy_search``) while no sentence of it may end — nothing the scheduler
-        decides between steps (refill, selection, merges) can change before one does. Those steps are counted as
-        steps; returns the last call's scores, the state after it and the strategy's state after the steps before
-        it (the caller's strategy step takes the scores) and the calls made; or None: step as usual."""
+        """The "ahead" hook: where ``group`` is the only one in flight and has few rows, its steps run in one native
+        call (``ModelStep.run_ahead``: the greedy beam's steps, or speculative decoding's verifications of one
+        sentence) while no sentence of it may end — nothing the scheduler decides between steps (refill,
+        selection, merges) can change before one does. Those steps are counted as steps; returns the last call's
+        scores, the state after it and the strategy's state after the steps before it (the caller's strategy step
+        takes the scores) and the calls made; or None: step as usual."""
         if (not self.cfg.native_loop or "ahead" not in self.hooks or self.in_region or groups
-                or self.stats.trace is not None or group.dec.rows > AHEAD_ROWS or group.block_mask is not None
-                or group.feed.size(1) != 1):
+                or self.stats.trace is not None or group.dec.rows > AHEAD_ROWS or group.block_mask is not None):
             return None
         search = self.strategy.native_search(group.state, AHEAD_CALLS)  # type: ignore[attr-defined]
         if search is None:
             return None
-        ran = self.model.greedy_search(pool, group.dec, group.feed, search)
+        ran = self.model.run_ahead(pool, group.dec, group.feed, search)
         if ran is None:
             return None
         scores, dec, calls = ran

@@ -372,9 +372,43 @@ class BlockDecoder:
         native, table, rest = operands
         logits, calls = torch.ops.fairseq_stream.decoder_greedy_search(
             native, first, steps, positions, table, *rest, search.scores, search.tokens, search.token_scores,
-            search.steps, search.max_len, search.candidates, search.window, search.eos, search.pad, search.unk,
-            search.unk_penalty, search.min_len)
+            search.steps, search.max_len, *search.output.operands())
         return logits, cache.advanced(calls), calls
+
+    def speculate_native(self, cache: RowCache, feed: Tensor, memory: EncoderMemory, index: SentenceIndex, search: Any,
+                         draft: "BlockDecoder") -> Union[Tuple[Tensor, RowCache, int, RowCache], str]:
+        """Speculative decoding's verifications of one sentence, the block ``feed`` (1, b) first, with the draft's
+        catch-up and proposals between them, as one C++ call (``decoder_speculate``) while no iteration may end the
+        sentence (``search``: a :class:`~fairseq_stream.model.model_step.SpeculativeSearch`, its ``ran`` filled
+        here): the last call's logits (1, b', V), unsearched, this model's cache extended by that call, the calls
+        made and the draft's cache; or why the operator cannot run them."""
+        dstate = search.draft_state
+        dcache = dstate.caches[0]
+        if cache.rows != 1 or not cache.uniform or dcache.rows != 1 or not dcache.uniform:
+            return "not one row of one length"
+        # the slots the calls may fill past each cache's width: blocks of at most γ + 1 past the verified tokens,
+        # which stay below the maximum length but for the last block (the draft's slots end γ − 1 past them)
+        fed = min(search.calls * (search.gamma + 1), search.max_len + search.gamma + 1 - search.verified)
+        operands = self._native_operands(cache, fed, cache.width + fed - 1, memory, index)
+        if isinstance(operands, str):
+            return operands
+        draft_operands = draft._native_operands(dcache, fed, dcache.width + fed - 1,
+                                                search.draft_memory.per_model[0], dstate.sentence_index())
+        if isinstance(draft_operands, str):
+            return f"the draft: {draft_operands}"
+        (native, table, rest), (draft_native, draft_table, draft_rest) = operands, draft_operands
+        keys, values, width, _, enc_keys, enc_values, enc_padding, kv_row, row_table, home = rest
+        dkeys, dvalues, dwidth, _, denc_keys, denc_values, denc_padding, dkv_row, drow_table, dhome = draft_rest
+        logits, accepted, last_feed, jacobi_draft, calls, verified, width, dwidth = (
+            torch.ops.fairseq_stream.decoder_speculate(
+                native, feed, table, keys, values, width, enc_keys, enc_values, enc_padding, kv_row, row_table, home,
+                draft_native, draft_table, dkeys, dvalues, dwidth, denc_keys, denc_values, denc_padding, dkv_row,
+                drow_table, dhome, search.tokens, search.token_scores, search.verified, search.max_len, search.calls,
+                search.gamma, *search.output.operands()[1:]))
+        from fairseq_stream.model.model_step import SpeculativeRun
+
+        search.ran = SpeculativeRun(accepted.tolist(), last_feed, jacobi_draft, verified, dstate)
+        return logits, cache.at_width(width + last_feed.size(1)), calls, dcache.at_width(dwidth)
 
     def _native_operands(self, cache: RowCache, fed: int, max_position: int, memory: EncoderMemory,
                          index: SentenceIndex) -> Union[Tuple[Any, Optional[Tensor], Tuple[Any, ...]], str]:

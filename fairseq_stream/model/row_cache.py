@@ -363,6 +363,12 @@ class RowCache:
             return self._moved(uniform_lens(self.lens, self.width + b, self.lens.numel()), self.width + b, True)
         return self._moved(self.lens + b, self.width + b, self.uniform)
 
+    def at_width(self, width: int) -> "RowCache":
+        """Rows of one length with ``width`` tokens each (a native loop's blocks, the rejected slots left to be
+        overwritten, as :meth:`accept` leaves them)."""
+        assert self.uniform, "RowCache.at_width: rows of one length"
+        return self._moved(self.lens + (width - self.width), width, True)
+
     def accept(self, keep: Tensor, block: int, width: int) -> "RowCache":
         """After a block step, keep the first ``keep[r]`` block tokens of each row.
 

@@ -48,7 +48,6 @@ from fairseq_stream.search.defaults import (
 from fairseq_stream.errors import FairseqStreamError
 from fairseq_stream.search.interface import Hypothesis, StepOutcome, StrategyContext
 from fairseq_stream.ops import beam_step as fused
-from fairseq_stream.ops import fused_output
 from fairseq_stream.ops import packets
 from fairseq_stream.ops.backends import BEAM_STEP, RUNGS_FEATURE, KernelRunner
 from fairseq_stream.ops.beam_step import StepResult
@@ -56,7 +55,7 @@ from fairseq_stream.ops.packets import PacketView
 from fairseq_stream.search.output import OutputScorer
 from fairseq_stream.model.model_step import GreedySearch
 from fairseq_stream.model.row_cache import SentenceIndex
-from fairseq_stream.search.score_edits import ForceEosAtMaxLen, MinLength, NeverPad, RowContext, UnkPenalty
+from fairseq_stream.search.score_edits import RowContext
 from fairseq_stream.search.registry import check_beam_and_nbest, lenpen_of
 from fairseq_stream.ops.pruning import (
     DEFAULT_REFERENCE, ENDED, REFERENCES, AbsoluteThreshold, BeamCandidates, PruningRule, RelativeLocalThreshold,
@@ -514,15 +513,6 @@ class BeamSearch(SearchInRegion, StateOps):
         if (self.k != 1 or self.done_at != 1 or self.rules or self.rungs is not None or state.rungs_in
                 or self.needs_history or state.bucket is not None or not state.size):
             return None
-        scorer = self.scorer
-        if not scorer.fused or scorer.raised or scorer.normalized_input or not fused_output.cpu_topk_native():
-            return None
-        edits = {type(p): p for p in scorer.processors}
-        if len(edits) != len(scorer.processors) or not set(edits) <= {NeverPad, UnkPenalty, ForceEosAtMaxLen, MinLength}:
-            return None
-        pad_edit = edits.get(NeverPad)
-        if pad_edit is None or pad_edit.pad != self.pad or ForceEosAtMaxLen not in edits:
-            return None
         fields = (state.scores, state.tokens, state.token_scores, state.steps, state.max_len)
         if (state.scores.dtype not in (torch.float32, torch.float64) or state.scores.device.type != "cpu"
                 or not all(t.is_contiguous() for t in fields)):
@@ -530,13 +520,10 @@ class BeamSearch(SearchInRegion, StateOps):
         calls = min(most_calls, state.min_max_len - state.t + 1)  # the call after which a row is at its maximum
         if calls < 2:  # one call is a plain step
             return None
-        c = self.row_width(state)
-        unk, min_len = edits.get(UnkPenalty), edits.get(MinLength)
-        return GreedySearch(state.scores, state.tokens, state.token_scores, state.steps, state.max_len, calls=calls,
-                            candidates=c,
-                            window=c + scorer.extra, eos=self.eos, pad=self.pad,
-                            unk=-1 if unk is None else unk.unk, unk_penalty=0.0 if unk is None else unk.penalty,
-                            min_len=0 if min_len is None else min_len.min_len)
+        output = self.scorer.native_output(self.row_width(state), eos=self.eos, pad=self.pad)
+        if output is None:
+            return None
+        return GreedySearch(state.scores, state.tokens, state.token_scores, state.steps, state.max_len, calls, output)
 
     def ran_ahead(self, state: BeamState, steps: int) -> BeamState:
         """``state`` after ``steps`` steps the native loop searched in place (no sentence ended in them)."""

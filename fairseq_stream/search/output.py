@@ -15,6 +15,8 @@ import torch
 from torch import Tensor
 
 from fairseq_stream.ops.extension import log_once
+from fairseq_stream.model.model_step import NativeOutput
+from fairseq_stream.ops import fused_output
 from fairseq_stream.ops.fused_output import topk_with_normaliser
 from fairseq_stream.search.score_edits import (
     Candidates, ForceEosAtMaxLen, MinLength, NeverPad, RowContext, ScoreEdit, UnkPenalty, apply_full,
@@ -71,6 +73,23 @@ class OutputScorer:
         if not self.fused or any(type(p) not in REGION_EDITS for p in self.processors):
             return None
         return TopTail(self, k, ctx, follow)
+
+    def native_output(self, k: int, *, eos: int, pad: int) -> Optional[NativeOutput]:
+        """The constants a native loop needs to run this layer itself for ``k`` candidates with the same bits (the
+        C++ ``best_of_window`` of ``ops/csrc/decoder_step.cpp``); or None where it cannot — an output layer other
+        than the fused one on the C++ top-k operator, a score edit other than fairseq's own (``pad``, ``--unkpen``
+        >= 0, the maximum and minimum lengths)."""
+        if not self.fused or self.raised or self.normalized_input or not fused_output.cpu_topk_native():
+            return None
+        edits = {type(p): p for p in self.processors}
+        if len(edits) != len(self.processors) or not set(edits) <= {NeverPad, UnkPenalty, ForceEosAtMaxLen, MinLength}:
+            return None
+        pad_edit = edits.get(NeverPad)
+        if pad_edit is None or pad_edit.pad != pad or ForceEosAtMaxLen not in edits:
+            return None
+        unk, min_len = edits.get(UnkPenalty), edits.get(MinLength)
+        return NativeOutput(k, k + self.extra, eos, pad, unk=-1 if unk is None else unk.unk,
+                            unk_penalty=0.0 if unk is None else unk.penalty, min_len=0 if min_len is None else min_len.min_len)
 
     def top(self, scores: Tensor, k: int, ctx: RowContext, *, normalize: bool = True) -> Tuple[Tensor, Tensor, Optional[Tensor]]:
         """(values, tokens, lse) of each row's ``k`` best candidates, best first.

@@ -173,9 +173,9 @@ class ProposeAndVerify(StateOps):
         return replace(out, state=ProposedState(verify=verify, rows=proposal.rows), feed=verify.feed)
 
 
-def verifier_capabilities(*, why_no_beam: str, reads: frozenset) -> Capabilities:
+def verifier_capabilities(*, why_no_beam: str, reads: frozenset, hooks: frozenset = frozenset()) -> Capabilities:
     """What a verifier + proposer strategy runs: greedy's output, one row per sentence, block steps,
-    every sentence stepped each iteration (its rows have their own lengths)."""
+    every sentence stepped each iteration (its rows have their own lengths); ``hooks`` beyond the shared ones."""
     return Capabilities(streaming=True, default_epsilon=0.0, beam=False, why_no_beam=why_no_beam, nbest=False,
                         ngram_blocking=False, block_steps=True, selection="all", reads=reads,
-                        hooks=frozenset({"admit", "drained", "region"}))
+                        hooks=frozenset({"admit", "drained", "region"}) | hooks)

@@ -34,21 +34,21 @@ from __future__ import annotations
 
 import os
 import time
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any, Optional, Sequence, Tuple
 
 import torch
 from torch import Tensor
 
 from fairseq_stream.search.interface import StrategyContext
-from fairseq_stream.model.model_step import DecoderState, ModelStep
+from fairseq_stream.model.model_step import DecoderState, ModelStep, SpeculativeSearch
 from fairseq_stream.search.registry import lenpen_of, register_search
 from fairseq_stream.search.state import StrategyState, host, part, per_sentence
 from fairseq_stream.errors import FairseqStreamError
 from fairseq_stream.model.quantize import int8_weights
 from fairseq_stream.model.row_cache import SentenceIndex
 from fairseq_stream.search.jacobi import JacobiConfig, JacobiDecoding, JacobiState
-from fairseq_stream.search.proposers import ProposeAndVerify, Proposal, Verdict, verifier_capabilities
+from fairseq_stream.search.proposers import ProposeAndVerify, ProposedState, Proposal, Verdict, verifier_capabilities
 
 #: ``--draft-tokens`` without a value: with the draft's calls as one native call, γ = 3 measured faster than
 #: 2 and 4 on the demo model's draft on a CPU (docs/history/results-2026-11.md, speculative decoding, "Round 7").
@@ -206,6 +206,9 @@ class DraftProposer:
     def count_draft(self, start: float) -> None:
         """The draft's time since ``start`` and how its steps ran (a step-mode line of its own)."""
         self.stats.add_extra("draft_seconds", time.perf_counter() - start)
+        self._draft_step_mode()
+
+    def _draft_step_mode(self) -> None:
         self.stats.draft_step_mode = dict(self.draft.step_stats.as_dict(), mode=self.draft.step_mode,
                                           weights=self.weights)
 
@@ -274,6 +277,21 @@ class DraftProposer:
             tokens.append(feed)
         return torch.stack(tokens, 1), dec
 
+    def ran_natively(self, accepted: Sequence[int]) -> None:
+        """The statistics of verifications the native loop did (one sentence; γ fixed): the tokens each
+        accepted, the draft's calls, and the loop's time since the last proposal (its calls, the last one's
+        block included; what :meth:`propose` would have counted as draft and verification time)."""
+        now = time.perf_counter()
+        if self._left_step is not None:
+            self.stats.add_extra("native_loop_seconds", now - self._left_step)
+        self._left_step = now
+        for a in accepted:
+            self._record(None, 1, a, self.gamma)
+            self.stats.add_extra("draft_tokens_proposed", self.gamma)
+            self.stats.add_extra("draft_proposals")
+        self.stats.add_extra("draft_calls", self.gamma * len(accepted))
+        self._draft_step_mode()
+
     # ---- γ and the statistics ---------------------------------------------------------------
     def _next_gamma(self) -> int:
         if self.tuner is not None:
@@ -282,7 +300,7 @@ class DraftProposer:
         self.stats.add_extra("draft_proposals")
         return self.gamma
 
-    def _record(self, accept: Tensor, rows: int, accepted: int, gamma: int) -> None:
+    def _record(self, accept: Optional[Tensor], rows: int, accepted: int, gamma: int) -> None:
         """Accepted tokens per row and verification: totals from the packet; the histogram on the
         host for one row (the packet's total is that row's), else on the device, read once when the
         stream drains (:meth:`drained`: the run's end, outside any step)."""
@@ -295,7 +313,7 @@ class DraftProposer:
             self.stats.add_extra(f"accepted_{accepted}")
             return
         size = AUTO_MAX_DRAFT_TOKENS + 2 if self.tuner is not None else self.cfg.most_draft_tokens + 2
-        counts = torch.bincount(accept.clamp(max=size - 1), minlength=size)
+        counts = torch.bincount(accept.clamp(max=size - 1), minlength=size)  # type: ignore[union-attr]
         self.histogram = counts if self.histogram is None else self.histogram + counts
 
     def drained(self) -> None:
@@ -310,7 +328,48 @@ class DraftProposer:
 
 class SpeculativeDecoding(ProposeAndVerify):
     """The Jacobi verifier (a block of ``γ_max + 1`` sliding with the verified prefix) and a
-    :class:`DraftProposer`."""
+    :class:`DraftProposer`; at batch 1 its verifications run ahead natively (the "ahead" hook)."""
+
+    proposer: DraftProposer
+    _ahead: Optional[SpeculativeSearch] = None  # the last native_search's, read by ran_ahead
+
+    # ---- the "ahead" hook: one sentence's verifications run ahead natively ----------------------------
+    def native_search(self, state: ProposedState, most_calls: int) -> Optional[SpeculativeSearch]:
+        """What the native speculative loop needs to verify ``state``'s one sentence itself
+        (:class:`~fairseq_stream.model.model_step.SpeculativeSearch`), at most ``most_calls`` calls; or None
+        where it cannot give what :meth:`step` gives bit for bit: more than one sentence, ``--draft-tokens auto``
+        (its γ follows each verification's timing), an output layer or score edit the loop does not run
+        (:meth:`OutputScorer.native_edits`), a bucket state, or a first call that may end the sentence."""
+        verify, rows = state.verify, state.rows
+        proposer = self.proposer
+        if (verify.size != 1 or proposer.tuner is not None or verify.bucket is not None or most_calls < 2
+                or not isinstance(rows, DraftState) or rows.most != proposer.gamma - 1):
+            return None
+        output = self.scorer.native_output(1, eos=self.verifier.eos, pad=self.pad)
+        if output is None or verify.token_scores.dtype not in (torch.float32, torch.float64):
+            return None
+        verified, max_len = verify.high, verify.shortest  # the one sentence's, known on the host
+        if verified + verify.feed.size(1) - 1 >= max_len:  # its first call's iteration may end it: a plain step
+            return None
+        self._ahead = SpeculativeSearch(verify.tokens, verify.token_scores, verified, max_len, proposer.draft,
+                                        proposer.memory, rows.caches.state, most_calls, proposer.gamma, output)
+        return self._ahead
+
+    def ran_ahead(self, state: ProposedState, steps: int) -> ProposedState:
+        """``state`` after the ``steps`` verifications the native loop did (its sentence did not end in them)."""
+        run = self._ahead.ran if self._ahead is not None else None
+        self._ahead = None
+        if run is None or not run.accepted:
+            return state
+        verify, rows = state.verify, state.rows
+        assert len(run.accepted) == steps and isinstance(rows, DraftState)
+        self.stats.accepted_tokens += sum(run.accepted)
+        self.proposer.ran_natively(run.accepted)
+        b = run.feed.size(1)
+        verify = replace(verify, verified=torch.full_like(verify.verified, run.verified),
+                         iterations=verify.iterations + steps, width=torch.full_like(verify.width, b), feed=run.feed,
+                         draft=run.jacobi_draft, low=run.verified, high=run.verified)
+        return replace(state, verify=verify, rows=replace(rows, caches=DraftCaches(self.proposer.draft, run.draft_state)))
 
     @classmethod
     def from_config(cls, cfg: SpeculativeConfig, ctx: StrategyContext) -> "SpeculativeDecoding":
@@ -387,5 +446,6 @@ register_search(
             "output identical to greedy (Leviathan et al. 2023 Alg. 1, Xia et al. 2023)",
     config=SpeculativeConfig,
     capabilities=verifier_capabilities(why_no_beam=WHY_NO_BEAM,
-                                       reads=frozenset({"draft_path", "draft_tokens", "draft_quantize"})),
+                                       reads=frozenset({"draft_path", "draft_tokens", "draft_quantize"}),
+                                       hooks=frozenset({"ahead"})),
 )(SpeculativeDecoding)

@@ -353,6 +353,33 @@ Tensor decoder_greedy(const c10::intrusive_ptr<NativeDecoder>& self, const Tenso
   return at::cat(out, 1);
 }
 
+namespace {
+
+// OutputScorer.top (search/output.py) on the fused path for `rows` (n, V), k = c: the fused top-`window` and
+// normaliser (the fairseq_stream::topk_lse operator, ops/fused_output.py), fairseq's score edits on that window
+// (search/score_edits.py: NeverPad; UnkPenalty where `unk` >= 0; MinLength where `below_min` (n,) says a row is
+// short of --min-len), the best `c` by at::topk — the same aten calls as Python's, so the same bits. Returns
+// their log-probabilities and tokens (n, c), best first.
+std::tuple<Tensor, Tensor> best_of_window(const Tensor& rows, int64_t c, int64_t window, int64_t eos, int64_t pad,
+                                          int64_t unk, double unk_penalty, const c10::optional<Tensor>& below_min) {
+  using TopkLse = std::tuple<Tensor, Tensor, Tensor>(const Tensor&, int64_t);
+  static const auto topk_lse = op("fairseq_stream::topk_lse").typed<TopkLse>();  // ops/fused_output.py loads it
+  const double neg_inf = -std::numeric_limits<double>::infinity();
+  const int64_t V = rows.size(1);  // OutputScorer.top: k = min(k, V), its window min(k + extra, V)
+  const auto top = topk_lse.call(rows, std::min(window, V));
+  const Tensor& window_tokens = std::get<1>(top);
+  Tensor cand = std::get<0>(top) - std::get<2>(top).unsqueeze(1);
+  cand.masked_fill_(window_tokens == pad, neg_inf);  // NeverPad
+  if (unk >= 0)  // UnkPenalty (filled, then subtracted)
+    cand.sub_(at::zeros_like(cand).masked_fill_(window_tokens == unk, unk_penalty));
+  if (below_min.has_value())  // MinLength
+    cand.masked_fill_(at::logical_and(window_tokens == eos, below_min->unsqueeze(1)), neg_inf);
+  const auto best = cand.topk(std::min(c, V), -1);
+  return {std::get<0>(best), window_tokens.gather(1, std::get<1>(best))};
+}
+
+}  // namespace
+
 // The greedy beam (k = 1) run ahead natively (search/beam.py, BeamSearch.native_search): up to `steps`
 // decoder_step calls, the first fed `first` (R, 1); after each call but the last, every row's best
 // candidate is found as the Python step finds it — fused top-`window` and normaliser (the
@@ -383,9 +410,6 @@ std::tuple<Tensor, int64_t> decoder_greedy_search(
                   row_steps.dim() == 1 && row_steps.size(0) == R && row_steps.is_contiguous() &&
                   row_steps.scalar_type() == torch::kLong && max_len.sizes() == row_steps.sizes(),
               "decoder_greedy_search: one beam slot a row, contiguous state");
-  using TopkLse = std::tuple<Tensor, Tensor, Tensor>(const Tensor&, int64_t);
-  static const auto topk_lse = op("fairseq_stream::topk_lse").typed<TopkLse>();  // ops/fused_output.py loads it
-  const double neg_inf = -std::numeric_limits<double>::infinity();
   const int64_t L = tokens.size(2);
   int64_t* step_of = row_steps.data_ptr<int64_t>();
   int64_t* token_at = tokens.data_ptr<int64_t>();
@@ -398,21 +422,12 @@ std::tuple<Tensor, int64_t> decoder_greedy_search(
     if (row_lens.has_value()) row_lens = *row_lens + 1;
     at_position = at_position + 1;
     if (j + 1 == steps || at::ge(row_steps, max_len).any().item<bool>()) return {logits, j + 1};
-    // OutputScorer.top (search/output.py) on scores[:, -1], k = c
-    const int64_t V = logits.size(2);  // OutputScorer.top: k = min(k, V), its window min(k + extra, V)
-    const auto top = topk_lse.call(logits.select(1, -1), std::min(window, V));
-    const Tensor& window_tokens = std::get<1>(top);
-    Tensor cand = std::get<0>(top) - std::get<2>(top).unsqueeze(1);
-    cand.masked_fill_(window_tokens == pad, neg_inf);  // NeverPad
-    if (unk >= 0)  // UnkPenalty (filled, then subtracted)
-      cand.sub_(at::zeros_like(cand).masked_fill_(window_tokens == unk, unk_penalty));
-    if (min_len > 0)  // MinLength
-      cand.masked_fill_(at::logical_and(window_tokens == eos, at::lt(row_steps, min_len).unsqueeze(1)), neg_inf);
-    const auto best = cand.topk(std::min(c, V), -1);
+    const auto best = best_of_window(logits.select(1, -1), c, window, eos, pad, unk, unk_penalty,
+                                     min_len > 0 ? c10::optional<Tensor>(at::lt(row_steps, min_len)) : c10::nullopt);
     // (R,) each row's best: its log-probability cast as BeamSearch._step_after casts it, and its token (contiguous:
     // read by pointer below, and a column of c > 1 is strided)
     const Tensor lp = std::get<0>(best).select(1, 0).to(scores.scalar_type()).contiguous();
-    const Tensor token = window_tokens.gather(1, std::get<1>(best)).select(1, 0).contiguous();
+    const Tensor token = std::get<1>(best).select(1, 0).contiguous();
     const Tensor total = scores.select(1, 0) + lp;  // beam_step.cpp: scores[s] + top_lp[r, 0]
     if (at::eq(token, eos).any().item<bool>() || !at::isfinite(total).all().item<bool>()) return {logits, j + 1};
     scores.select(1, 0).copy_(total);
@@ -428,6 +443,99 @@ std::tuple<Tensor, int64_t> decoder_greedy_search(
       }
     });
     fed = token.unsqueeze(1);
+  }
+}
+
+// Speculative decoding's verifications of ONE sentence run ahead natively (search/speculative.py,
+// SpeculativeDecoding.native_search; Leviathan et al. 2023 Algorithm 1 with greedy acceptance): each call
+// feeds the block `feed` (1, b) = [the last verified token, the draft's proposals d_1..d_{b-1}] to the model
+// (decoder_step at positions width + j), and while that call's iteration cannot end the sentence it is done
+// here as JacobiDecoding does it in Python (the block's predictions by best_of_window with k = 1, the window
+// 1 + the edits' extra; the accepted prefix — the first prediction, then each one whose input matched —
+// into `tokens`/`token_scores` (1, T) at column `verified`; the model's cache keeps the accepted tokens), and
+// the draft catches up as DraftProposer does (its cache rolled back to the verified prefix and the
+// min(a − 1, γ − 1) proposals that stayed on it, fed the one or two verified tokens it has not seen) and
+// proposes the next `gamma` tokens (decoder_greedy). The next block is as wide as the next window,
+// min(γ + 1, max_len + 1 − verified). The call whose iteration may end the sentence — an EOS among its accepted
+// predictions, a position at the maximum length (where ForceEosAtMaxLen edits), or the `calls`-th call — is
+// returned unsearched, for the Python step. Caches are the one row's (no lens); the caller has reserved their
+// slots and written the row's home at them. Returns (those logits (1, b, V), the accepted tokens of each
+// iteration done here (n,), the last call's feed (1, b), the Jacobi draft after the last iteration done here
+// (1, b' − 1), calls made (n + 1), verified, the model's cache width before the last call, the draft's width).
+std::tuple<Tensor, Tensor, Tensor, Tensor, int64_t, int64_t, int64_t, int64_t> decoder_speculate(
+    const c10::intrusive_ptr<NativeDecoder>& self, const Tensor& feed, const c10::optional<Tensor>& position_table,
+    std::vector<Tensor> keys, std::vector<Tensor> values, int64_t width, std::vector<Tensor> enc_keys,
+    std::vector<Tensor> enc_values, const c10::optional<Tensor>& enc_padding, const Tensor& kv_row,
+    const c10::optional<Tensor>& table, const c10::optional<Tensor>& home,
+    const c10::intrusive_ptr<NativeDecoder>& draft, const c10::optional<Tensor>& draft_position_table,
+    std::vector<Tensor> draft_keys, std::vector<Tensor> draft_values, int64_t draft_width,
+    std::vector<Tensor> draft_enc_keys, std::vector<Tensor> draft_enc_values,
+    const c10::optional<Tensor>& draft_enc_padding, const Tensor& draft_kv_row,
+    const c10::optional<Tensor>& draft_table, const c10::optional<Tensor>& draft_home, Tensor tokens,
+    Tensor token_scores, int64_t verified, int64_t max_len, int64_t calls, int64_t gamma, int64_t window,
+    int64_t eos, int64_t pad, int64_t unk, double unk_penalty, int64_t min_len) {
+  TORCH_CHECK(feed.dim() == 2 && feed.size(0) == 1 && feed.size(1) >= 1 && feed.size(1) <= gamma + 1,
+              "decoder_speculate: one row's block of at most γ + 1 tokens");
+  TORCH_CHECK(calls >= 1 && gamma >= 1, "decoder_speculate: at least one call and one proposal");
+  TORCH_CHECK(tokens.dim() == 2 && tokens.size(0) == 1 && tokens.is_contiguous() &&
+                  tokens.scalar_type() == torch::kLong && token_scores.sizes() == tokens.sizes() &&
+                  token_scores.is_contiguous() && tokens.size(1) > max_len,
+              "decoder_speculate: one row's verified tokens, a column for each up to the maximum length");
+  const auto opts = feed.options();
+  std::vector<int64_t> accepted;
+  Tensor fed = feed.contiguous(), jacobi_draft;
+  for (int64_t j = 0;; ++j) {
+    const int64_t b = fed.size(1);
+    const Tensor logits = decoder_step(self, fed, at::arange(width, width + b, opts).unsqueeze(0), position_table,
+                                       keys, values, width, c10::nullopt, enc_keys, enc_values, enc_padding, kv_row,
+                                       table, home);  // (1, b, V)
+    const auto done = [&]() {
+      return std::make_tuple(logits, at::tensor(accepted, opts), fed,
+                             jacobi_draft.defined() ? jacobi_draft : at::empty({1, 0}, opts),
+                             static_cast<int64_t>(accepted.size()) + 1, verified, width, draft_width);
+    };
+    if (j + 1 == calls || verified + b - 1 >= max_len) return done();
+    // JacobiDecoding.predictions: each position's best at its own step verified + i
+    const auto best = best_of_window(
+        logits.select(0, 0), 1, window, eos, pad, unk, unk_penalty,
+        min_len > 0 ? c10::optional<Tensor>(at::lt(at::arange(verified, verified + b, opts), min_len)) : c10::nullopt);
+    const Tensor pred = std::get<1>(best).select(1, 0).contiguous();
+    const Tensor score = std::get<0>(best).select(1, 0).to(token_scores.scalar_type()).contiguous();
+    const int64_t* p = pred.data_ptr<int64_t>();
+    const int64_t* f = fed.data_ptr<int64_t>();
+    int64_t a = 1;  // jacobi_step.cpp: the first prediction, then each whose input matched (the window is b)
+    while (a < b && f[a] == p[a - 1]) ++a;
+    for (int64_t i = 0; i < a; ++i)
+      if (p[i] == eos) return done();  // the sentence ends in this iteration: the Python step verifies it
+    int64_t* to = tokens.data_ptr<int64_t>();
+    AT_DISPATCH_FLOATING_TYPES(token_scores.scalar_type(), "decoder_speculate", [&] {
+      const scalar_t* from = score.data_ptr<scalar_t>();
+      scalar_t* into = token_scores.data_ptr<scalar_t>();
+      for (int64_t i = 0; i < a; ++i) {
+        to[verified + i] = p[i];
+        into[verified + i] = from[i];
+      }
+    });
+    std::vector<int64_t> shifted(b - 1);  // jacobi_step.cpp's next draft (--jacobi-init tail)
+    for (int64_t i = 0; i < b - 1; ++i) shifted[i] = i + a >= b ? pad : p[std::min(i + a, b - 1)];
+    jacobi_draft = at::tensor(shifted, opts).view({1, b - 1});
+    verified += a;
+    width += a;  // RowCache.accept: the rejected slots are overwritten by the next block
+    accepted.push_back(a);
+    // DraftProposer._catch_up (one row): keep min(a − 1, γ − 1) proposals, feed the verified tokens after them
+    const int64_t keep = std::min(a - 1, gamma - 1);
+    draft_width += keep - (gamma - 1);
+    const Tensor catch_up = a - keep == 1 ? pred.slice(0, a - 1, a) : pred.slice(0, a - 2, a);
+    const int64_t k = catch_up.size(0);
+    const Tensor proposals = decoder_greedy(draft, catch_up.unsqueeze(0), gamma,
+                                            at::arange(draft_width, draft_width + k, opts).unsqueeze(0),
+                                            draft_position_table, draft_keys, draft_values, draft_width, c10::nullopt,
+                                            draft_enc_keys, draft_enc_values, draft_enc_padding, draft_kv_row,
+                                            draft_table, draft_home);  // (1, γ)
+    draft_width += k + gamma - 1;
+    // JacobiDecoding.with_guesses: the last verified token, then the proposals, in the next window
+    const int64_t next = std::max<int64_t>(std::min(gamma + 1, max_len + 1 - verified), 1);
+    fed = at::cat({pred.slice(0, a - 1, a).unsqueeze(0), proposals.slice(1, 0, next - 1)}, 1).contiguous();
   }
 }
 
@@ -455,10 +563,20 @@ TORCH_LIBRARY_FRAGMENT(fairseq_stream, m) {
         "Tensor[] enc_keys, Tensor[] enc_values, Tensor? enc_padding, Tensor kv_row, Tensor? table, Tensor? home, "
         "Tensor(a!) scores, Tensor(b!) tokens, Tensor(c!) token_scores, Tensor(d!) row_steps, Tensor max_len, int c, "
         "int window, int eos, int pad, int unk, float unk_penalty, int min_len) -> (Tensor, int)");
+  m.def("decoder_speculate(__torch__.torch.classes.fairseq_stream.NativeDecoder decoder, Tensor feed, "
+        "Tensor? position_table, Tensor[] keys, Tensor[] values, int width, Tensor[] enc_keys, Tensor[] enc_values, "
+        "Tensor? enc_padding, Tensor kv_row, Tensor? table, Tensor? home, "
+        "__torch__.torch.classes.fairseq_stream.NativeDecoder draft, Tensor? draft_position_table, "
+        "Tensor[] draft_keys, Tensor[] draft_values, int draft_width, Tensor[] draft_enc_keys, "
+        "Tensor[] draft_enc_values, Tensor? draft_enc_padding, Tensor draft_kv_row, Tensor? draft_table, "
+        "Tensor? draft_home, Tensor(a!) tokens, Tensor(b!) token_scores, int verified, int max_len, int calls, "
+        "int gamma, int window, int eos, int pad, int unk, float unk_penalty, int min_len) "
+        "-> (Tensor, Tensor, Tensor, Tensor, int, int, int, int)");
 }
 TORCH_LIBRARY_IMPL(fairseq_stream, CPU, m) {
   m.impl("decoder_step", &decoder_step);
   m.impl("decoder_greedy", &decoder_greedy);
   m.impl("decoder_greedy_search", &decoder_greedy_search);
+  m.impl("decoder_speculate", &decoder_speculate);
 }
 PYBIND11_MODULE(TORCH_EXTENSION_NAME, m) {}
