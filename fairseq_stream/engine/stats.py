@@ -246,8 +246,6 @@ def speculative_summary(extra: Dict[str, float], wall_seconds: float) -> str:
     if wall_seconds:
         line += (f", draft {100 * extra.get('draft_seconds', 0.0) / wall_seconds:.0f}% and verification "
                  f"{100 * extra.get('verify_seconds', 0.0) / wall_seconds:.0f}% of the time")
-        if extra.get("native_loop_seconds"):  # SpeculativeDecoding's "ahead" hook: both, without Python between
-            line += f", verifications and draft calls in the native loop {100 * extra['native_loop_seconds'] / wall_seconds:.0f}%"
     return line
 
 

@@ -399,7 +399,7 @@ class BlockDecoder:
         (native, table, rest), (draft_native, draft_table, draft_rest) = operands, draft_operands
         keys, values, width, _, enc_keys, enc_values, enc_padding, kv_row, row_table, home = rest
         dkeys, dvalues, dwidth, _, denc_keys, denc_values, denc_padding, dkv_row, drow_table, dhome = draft_rest
-        logits, accepted, last_feed, jacobi_draft, calls, verified, width, dwidth = (
+        logits, accepted, last_feed, jacobi_draft, calls, verified, width, dwidth, seconds, drafting = (
             torch.ops.fairseq_stream.decoder_speculate(
                 native, feed, table, keys, values, width, enc_keys, enc_values, enc_padding, kv_row, row_table, home,
                 draft_native, draft_table, dkeys, dvalues, dwidth, denc_keys, denc_values, denc_padding, dkv_row,
@@ -407,7 +407,7 @@ class BlockDecoder:
                 search.gamma, *search.output.operands()[1:]))
         from fairseq_stream.model.model_step import SpeculativeRun
 
-        search.ran = SpeculativeRun(accepted.tolist(), last_feed, jacobi_draft, verified, dstate)
+        search.ran = SpeculativeRun(accepted.tolist(), last_feed, jacobi_draft, verified, dstate, seconds, drafting)
         return logits, cache.at_width(width + last_feed.size(1)), calls, dcache.at_width(dwidth)
 
     def _native_operands(self, cache: RowCache, fed: int, max_position: int, memory: EncoderMemory,

@@ -115,13 +115,15 @@ class SpeculativeSearch:
 class SpeculativeRun:
     """What the native speculative loop did before its last call (whose scores it returns unsearched): the tokens
     each verification accepted, the last call's feed (1, b), the Jacobi draft after the last verification it did,
-    the verified tokens now and the draft's state."""
+    the verified tokens now, the draft's state, and the seconds of the loop and of the draft's calls in it."""
 
     accepted: List[int]
     feed: Tensor
     jacobi_draft: Tensor
     verified: int
     draft_state: "DecoderState"
+    seconds: float
+    draft_seconds: float
 
 
 #: What the decoder reads encoder states from: an encoded pool or a stream's slots.

@@ -277,14 +277,13 @@ class DraftProposer:
             tokens.append(feed)
         return torch.stack(tokens, 1), dec
 
-    def ran_natively(self, accepted: Sequence[int]) -> None:
+    def ran_natively(self, accepted: Sequence[int], seconds: float, draft_seconds: float) -> None:
         """The statistics of verifications the native loop did (one sentence; γ fixed): the tokens each
-        accepted, the draft's calls, and the loop's time since the last proposal (its calls, the last one's
-        block included; what :meth:`propose` would have counted as draft and verification time)."""
-        now = time.perf_counter()
-        if self._left_step is not None:
-            self.stats.add_extra("native_loop_seconds", now - self._left_step)
-        self._left_step = now
+        accepted, the draft's calls, and the loop's time, ``draft_seconds`` of it the draft's calls (the rest
+        verification time, the last call's block included, as :meth:`propose` counts it)."""
+        self.stats.add_extra("draft_seconds", draft_seconds)
+        self.stats.add_extra("verify_seconds", seconds - draft_seconds)
+        self._left_step = time.perf_counter()
         for a in accepted:
             self._record(None, 1, a, self.gamma)
             self.stats.add_extra("draft_tokens_proposed", self.gamma)
@@ -364,7 +363,7 @@ class SpeculativeDecoding(ProposeAndVerify):
         verify, rows = state.verify, state.rows
         assert len(run.accepted) == steps and isinstance(rows, DraftState)
         self.stats.accepted_tokens += sum(run.accepted)
-        self.proposer.ran_natively(run.accepted)
+        self.proposer.ran_natively(run.accepted, run.seconds, run.draft_seconds)
         b = run.feed.size(1)
         verify = replace(verify, verified=torch.full_like(verify.verified, run.verified),
                          iterations=verify.iterations + steps, width=torch.full_like(verify.width, b), feed=run.feed,

@@ -11,6 +11,7 @@
 #include "step_common.h"
 #include <ATen/core/dispatch/Dispatcher.h>
 #include <torch/custom_class.h>
+#include <chrono>
 #include <cstring>
 #include <limits>
 #include <string>
@@ -461,8 +462,9 @@ std::tuple<Tensor, int64_t> decoder_greedy_search(
 // returned unsearched, for the Python step. Caches are the one row's (no lens); the caller has reserved their
 // slots and written the row's home at them. Returns (those logits (1, b, V), the accepted tokens of each
 // iteration done here (n,), the last call's feed (1, b), the Jacobi draft after the last iteration done here
-// (1, b' − 1), calls made (n + 1), verified, the model's cache width before the last call, the draft's width).
-std::tuple<Tensor, Tensor, Tensor, Tensor, int64_t, int64_t, int64_t, int64_t> decoder_speculate(
+// (1, b' − 1), calls made (n + 1), verified, the model's cache width before the last call, the draft's width,
+// the seconds of the whole call and of the draft's calls in it).
+std::tuple<Tensor, Tensor, Tensor, Tensor, int64_t, int64_t, int64_t, int64_t, double, double> decoder_speculate(
     const c10::intrusive_ptr<NativeDecoder>& self, const Tensor& feed, const c10::optional<Tensor>& position_table,
     std::vector<Tensor> keys, std::vector<Tensor> values, int64_t width, std::vector<Tensor> enc_keys,
     std::vector<Tensor> enc_values, const c10::optional<Tensor>& enc_padding, const Tensor& kv_row,
@@ -481,6 +483,9 @@ std::tuple<Tensor, Tensor, Tensor, Tensor, int64_t, int64_t, int64_t, int64_t> d
                   tokens.scalar_type() == torch::kLong && token_scores.sizes() == tokens.sizes() &&
                   token_scores.is_contiguous() && tokens.size(1) > max_len,
               "decoder_speculate: one row's verified tokens, a column for each up to the maximum length");
+  using Clock = std::chrono::steady_clock;
+  const auto entered = Clock::now();
+  Clock::duration drafting{0};
   const auto opts = feed.options();
   std::vector<int64_t> accepted;
   Tensor fed = feed.contiguous(), jacobi_draft;
@@ -492,7 +497,9 @@ std::tuple<Tensor, Tensor, Tensor, Tensor, int64_t, int64_t, int64_t, int64_t> d
     const auto done = [&]() {
       return std::make_tuple(logits, at::tensor(accepted, opts), fed,
                              jacobi_draft.defined() ? jacobi_draft : at::empty({1, 0}, opts),
-                             static_cast<int64_t>(accepted.size()) + 1, verified, width, draft_width);
+                             static_cast<int64_t>(accepted.size()) + 1, verified, width, draft_width,
+                             std::chrono::duration<double>(Clock::now() - entered).count(),
+                             std::chrono::duration<double>(drafting).count());
     };
     if (j + 1 == calls || verified + b - 1 >= max_len) return done();
     // JacobiDecoding.predictions: each position's best at its own step verified + i
@@ -527,11 +534,13 @@ std::tuple<Tensor, Tensor, Tensor, Tensor, int64_t, int64_t, int64_t, int64_t> d
     draft_width += keep - (gamma - 1);
     const Tensor catch_up = a - keep == 1 ? pred.slice(0, a - 1, a) : pred.slice(0, a - 2, a);
     const int64_t k = catch_up.size(0);
+    const auto draft_start = Clock::now();
     const Tensor proposals = decoder_greedy(draft, catch_up.unsqueeze(0), gamma,
                                             at::arange(draft_width, draft_width + k, opts).unsqueeze(0),
                                             draft_position_table, draft_keys, draft_values, draft_width, c10::nullopt,
                                             draft_enc_keys, draft_enc_values, draft_enc_padding, draft_kv_row,
                                             draft_table, draft_home);  // (1, γ)
+    drafting += Clock::now() - draft_start;
     draft_width += k + gamma - 1;
     // JacobiDecoding.with_guesses: the last verified token, then the proposals, in the next window
     const int64_t next = std::max<int64_t>(std::min(gamma + 1, max_len + 1 - verified), 1);
@@ -571,7 +580,7 @@ TORCH_LIBRARY_FRAGMENT(fairseq_stream, m) {
         "Tensor[] draft_enc_values, Tensor? draft_enc_padding, Tensor draft_kv_row, Tensor? draft_table, "
         "Tensor? draft_home, Tensor(a!) tokens, Tensor(b!) token_scores, int verified, int max_len, int calls, "
         "int gamma, int window, int eos, int pad, int unk, float unk_penalty, int min_len) "
-        "-> (Tensor, Tensor, Tensor, Tensor, int, int, int, int)");
+        "-> (Tensor, Tensor, Tensor, Tensor, int, int, int, int, float, float)");
 }
 TORCH_LIBRARY_IMPL(fairseq_stream, CPU, m) {
   m.impl("decoder_step", &decoder_step);
