@@ -31,11 +31,15 @@ from torch import Tensor
 
 from fairseq_stream.errors import FairseqStreamError
 from fairseq_stream.model.linear_kernels import OneDnnLinear, PackedLinear
+from fairseq_stream.model.native_loops import VerifyRun
 from fairseq_stream.model.quantize import is_quantized_linear, stacked_linear, weight_key
 from fairseq_stream.ops import decode_attention
 from fairseq_stream.model.row_arena import FIRST_SLOTS, RowsReached, untouched
 from fairseq_stream.model.row_cache import SLACK, EncoderMemory, RowCache, SentenceIndex
 
+
+#: decoder_jacobi's two-token table where lookahead has no prior (Jacobi's own guesses, a pool alone)
+_NO_PRIOR = torch.empty(0, dtype=torch.long)
 
 def is_transformer_decoder(decoder: Any) -> bool:
     """True for fairseq's ``TransformerDecoderBase`` family (the only decoders this op runs)."""
@@ -375,40 +379,51 @@ class BlockDecoder:
             search.steps, search.max_len, *search.output.operands())
         return logits, cache.advanced(calls), calls
 
-    def speculate_native(self, cache: RowCache, feed: Tensor, memory: EncoderMemory, index: SentenceIndex, search: Any,
-                         draft: "BlockDecoder") -> Union[Tuple[Tensor, RowCache, int, RowCache], str]:
-        """Speculative decoding's verifications of one sentence, the block ``feed`` (1, b) first, with the draft's
-        catch-up and proposals between them, as one C++ call (``decoder_speculate``) while no iteration may end the
-        sentence (``search``: a :class:`~fairseq_stream.model.model_step.SpeculativeSearch`, its ``ran`` filled
-        here): the last call's logits (1, b', V), unsearched, this model's cache extended by that call, the calls
-        made and the draft's cache; or why the operator cannot run them."""
-        dstate = search.draft_state
-        dcache = dstate.caches[0]
-        if cache.rows != 1 or not cache.uniform or dcache.rows != 1 or not dcache.uniform:
-            return "not one row of one length"
-        # the slots the calls may fill past each cache's width: blocks of at most γ + 1 past the verified tokens,
-        # which stay below the maximum length but for the last block (the draft's slots end γ − 1 past them)
-        fed = min(search.calls * (search.gamma + 1), search.max_len + search.gamma + 1 - search.verified)
+    def verify_native(self, cache: RowCache, feed: Tensor, memory: EncoderMemory, index: SentenceIndex, search: Any,
+                      draft: Optional["BlockDecoder"]) -> Union[Tuple[Tensor, RowCache, int, Optional[RowCache]], str]:
+        """One sentence's Jacobi iterations, the block ``feed`` (1, b) first, as one C++ call while no iteration may
+        end the sentence (``search``: a :class:`~fairseq_stream.model.model_step.VerifySearch`, its ``ran`` filled
+        here): ``decoder_jacobi`` (Jacobi's own guesses or lookahead's n-gram pool) or, with the ``draft``'s block
+        decoder, ``decoder_speculate`` (the draft's catch-up and proposals between the calls). Returns the last
+        call's logits (1, b', V), unsearched, this model's cache extended by that call, the calls made and the
+        draft's cache (None without one); or why the operator cannot run them."""
+        if cache.rows != 1 or not cache.uniform:
+            return "not one row"
+        # the slots the calls may fill past each cache's width: blocks of at most `block` past the verified tokens,
+        # which stay below the maximum length but for the last block (a draft's slots end γ − 1 past them)
+        fed = min(search.calls * search.block, search.max_len + search.block - search.verified)
         operands = self._native_operands(cache, fed, cache.width + fed - 1, memory, index)
         if isinstance(operands, str):
             return operands
-        draft_operands = draft._native_operands(dcache, fed, dcache.width + fed - 1,
-                                                search.draft_memory.per_model[0], dstate.sentence_index())
+        native, table, (keys, values, width, _, enc_keys, enc_values, enc_padding, kv_row, row_table, home) = operands
+        *_, window, eos, pad, unk, unk_penalty, min_len = search.output.operands()
+        if draft is None:
+            bigram_keys, bigram, vocab = search.bigrams if search.bigrams is not None else (_NO_PRIOR, _NO_PRIOR, 0)
+            logits, accepted, last, jacobi_draft, calls, verified, width = torch.ops.fairseq_stream.decoder_jacobi(
+                native, feed, table, keys, values, width, enc_keys, enc_values, enc_padding, kv_row, row_table, home,
+                search.tokens, search.token_scores, search.verified, search.max_len, search.calls, search.block,
+                search.tail, search.init_pad, search.max_parallel, search.pool, bigram_keys, bigram, vocab, search.bos,
+                window, eos, pad, unk, unk_penalty, min_len)
+            search.ran = VerifyRun(accepted.tolist(), last, jacobi_draft, verified)
+            return logits, cache.at_width(width + last.size(1)), calls, None
+        dstate = search.draft.state
+        dcache = dstate.caches[0]
+        if dcache.rows != 1 or not dcache.uniform:
+            return "the draft: not one row"
+        draft_operands = draft._native_operands(dcache, fed, dcache.width + fed - 1, search.draft.memory.per_model[0],
+                                                dstate.sentence_index())
         if isinstance(draft_operands, str):
             return f"the draft: {draft_operands}"
-        (native, table, rest), (draft_native, draft_table, draft_rest) = operands, draft_operands
-        keys, values, width, _, enc_keys, enc_values, enc_padding, kv_row, row_table, home = rest
-        dkeys, dvalues, dwidth, _, denc_keys, denc_values, denc_padding, dkv_row, drow_table, dhome = draft_rest
-        logits, accepted, last_feed, jacobi_draft, calls, verified, width, dwidth, seconds, drafting = (
+        draft_native, draft_table, (dkeys, dvalues, dwidth, _, denc_keys, denc_values, denc_padding, dkv_row,
+                                    drow_table, dhome) = draft_operands
+        logits, accepted, last, jacobi_draft, calls, verified, width, dwidth, seconds, drafting = (
             torch.ops.fairseq_stream.decoder_speculate(
                 native, feed, table, keys, values, width, enc_keys, enc_values, enc_padding, kv_row, row_table, home,
                 draft_native, draft_table, dkeys, dvalues, dwidth, denc_keys, denc_values, denc_padding, dkv_row,
                 drow_table, dhome, search.tokens, search.token_scores, search.verified, search.max_len, search.calls,
-                search.gamma, *search.output.operands()[1:]))
-        from fairseq_stream.model.model_step import SpeculativeRun
-
-        search.ran = SpeculativeRun(accepted.tolist(), last_feed, jacobi_draft, verified, dstate, seconds, drafting)
-        return logits, cache.at_width(width + last_feed.size(1)), calls, dcache.at_width(dwidth)
+                search.draft.gamma, window, eos, pad, unk, unk_penalty, min_len))
+        search.ran = VerifyRun(accepted.tolist(), last, jacobi_draft, verified, dstate, seconds, drafting)
+        return logits, cache.at_width(width + last.size(1)), calls, dcache.at_width(dwidth)
 
     def _native_operands(self, cache: RowCache, fed: int, max_position: int, memory: EncoderMemory,
                          index: SentenceIndex) -> Union[Tuple[Any, Optional[Tensor], Tuple[Any, ...]], str]:

@@ -40,6 +40,7 @@ from fairseq_stream.model.static.tail import RegionTail, StepScores
 from fairseq_stream.model.row_cache import RowCache, SentenceIndex
 from fairseq_stream.model.block_decoder import BlockDecoder, check_supported
 from fairseq_stream.model import native_decoder
+from fairseq_stream.model.native_loops import GreedySearch, VerifySearch
 
 
 @dataclass
@@ -52,78 +53,6 @@ class PoolEncoding:
     @property
     def size(self) -> int:
         return int(self.src_lengths.numel())
-
-
-@dataclass(frozen=True)
-class NativeOutput:
-    """The output layer's constants of a native loop that searches its steps itself (``best_of_window`` of
-    ``ops/csrc/decoder_step.cpp``, as :meth:`~fairseq_stream.search.output.OutputScorer.top` runs the fused layer):
-    ``candidates`` c of a ``window`` of the fused top-k; fairseq's edits: ``unk`` < 0 for no ``--unkpen``,
-    ``min_len`` 0 for no ``--min-len`` (:meth:`~fairseq_stream.search.output.OutputScorer.native_output`)."""
-
-    candidates: int
-    window: int
-    eos: int
-    pad: int
-    unk: int = -1
-    unk_penalty: float = 0.0
-    min_len: int = 0
-
-    def operands(self) -> Tuple[int, int, int, int, int, float, int]:
-        """As the native operators take them."""
-        return self.candidates, self.window, self.eos, self.pad, self.unk, self.unk_penalty, self.min_len
-
-
-@dataclass
-class GreedySearch:
-    """What the native greedy loop (:meth:`ModelStep.greedy_search`) needs of the greedy beam (k = 1) to search its
-    steps itself: the state it updates in place — ``scores`` (R, 1), ``tokens``/``token_scores`` (R, 1, L),
-    ``steps`` (R,), row r being sentence r's one slot — each row's ``max_len``, and the output layer's constants.
-    Built by the strategy (``BeamSearch.native_search``); the model does not look inside beyond passing it on."""
-
-    scores: Tensor
-    tokens: Tensor
-    token_scores: Tensor
-    steps: Tensor
-    max_len: Tensor
-    calls: int  # the most decoder calls of one loop
-    output: NativeOutput
-
-
-@dataclass
-class SpeculativeSearch:
-    """What the native speculative loop (:meth:`ModelStep.speculate`) needs to verify one sentence's draft tokens
-    itself: the verifier's tokens and their scores (1, T), updated in place from column ``verified``; the
-    sentence's ``max_len``; the draft (its :class:`ModelStep`, encoder slots and :class:`DecoderState`, holding the
-    verified prefix and the ``gamma − 1`` proposals fed); the output layer's constants (one candidate). Built by
-    the strategy (``SpeculativeDecoding.native_search``); the model fills :attr:`ran` with what the loop did."""
-
-    tokens: Tensor
-    token_scores: Tensor
-    verified: int
-    max_len: int
-    draft: "ModelStep"
-    draft_memory: Any
-    draft_state: "DecoderState"
-    calls: int  # the most decoder calls of one loop
-    gamma: int
-    output: NativeOutput
-    ran: Optional["SpeculativeRun"] = None
-
-
-@dataclass
-class SpeculativeRun:
-    """What the native speculative loop did before its last call (whose scores it returns unsearched): the tokens
-    each verification accepted, the last call's feed (1, b), the Jacobi draft after the last verification it did,
-    the verified tokens now, the draft's state, and the seconds of the loop and of the draft's calls in it."""
-
-    accepted: List[int]
-    feed: Tensor
-    jacobi_draft: Tensor
-    verified: int
-    draft_state: "DecoderState"
-    seconds: float
-    draft_seconds: float
 
 
 #: What the decoder reads encoder states from: an encoded pool or a stream's slots.
@@ -339,13 +268,13 @@ class _TransformerAdapter:
                                                        state.sentence_index(), max_position=state.max_length,
                                                        search=search)
 
-    def speculate(self, memory: Any, cache: RowCache, state: DecoderState, feed: Tensor, search: SpeculativeSearch,
-                  draft: "_TransformerAdapter") -> Union[Tuple[Tensor, RowCache, int, RowCache], str]:
-        """Native verifications of one sentence's draft tokens (:meth:`ModelStep.speculate`)."""
-        if not self.native or not draft.native:
+    def verify(self, memory: Any, cache: RowCache, state: DecoderState, feed: Tensor, search: VerifySearch,
+               draft: Optional["_TransformerAdapter"]) -> Union[Tuple[Tensor, RowCache, int, Optional[RowCache]], str]:
+        """Native Jacobi iterations of one sentence (:meth:`ModelStep.verify`)."""
+        if not self.native or (draft is not None and not draft.native):
             return "not --step-mode native"
-        return self.block_decoder.speculate_native(cache, feed, memory, state.sentence_index(), search,
-                                                   draft.block_decoder)
+        return self.block_decoder.verify_native(cache, feed, memory, state.sentence_index(), search,
+                                                None if draft is None else draft.block_decoder)
 
     def select(self, cache: RowCache, rows: Tensor) -> RowCache:
         return cache.select(rows)
@@ -659,35 +588,39 @@ class ModelStep:
         new_state = DecoderState([cache], state.handles, cache.lens, None, state.index, state.max_length + calls)
         return StepScores(logits), new_state, calls
 
-    def speculate(self, pool: Sources, state: DecoderState, feed: Tensor,
-                  search: SpeculativeSearch) -> Optional[Tuple[StepScores, DecoderState, int]]:
-        """Speculative decoding's verifications of one sentence run ahead as one native call (``decoder_speculate``):
-        feed the block ``feed`` (1, b), and while no iteration may end the sentence, verify its draft tokens as
-        the strategy would, let the draft (``search.draft``, native too) catch up and propose, and feed the next
-        block; at most ``search.calls`` calls. Returns the last call's scores, unsearched (the strategy's own step
+    def verify(self, pool: Sources, state: DecoderState, feed: Tensor,
+               search: VerifySearch) -> Optional[Tuple[StepScores, DecoderState, int]]:
+        """One sentence's Jacobi iterations run ahead as one native call (``decoder_jacobi``, or ``decoder_speculate``
+        with a draft, native too, whose catch-up and proposals run inside): feed the block ``feed`` (1, b), and
+        while no iteration may end the sentence, verify it as the strategy would, guess the next block and feed
+        it; at most ``search.calls`` calls. Returns the last call's scores, unsearched (the strategy's own step
         verifies them), the new state and the calls made, with what the loop did in ``search.ran``; or None where
-        the models cannot (:meth:`greedy_steps`' conditions for both, one row): the caller steps as usual."""
-        adapter, draft = self._native_adapter(state), search.draft._native_adapter(search.draft_state)
-        if adapter is None or draft is None or search.calls < 2 or state.rows != 1 or feed.size(0) != 1:
+        the models cannot (:meth:`greedy_steps`' conditions, one row): the caller steps as usual."""
+        adapter, draft = self._native_adapter(state), None
+        if search.draft is not None:
+            draft = search.draft.model._native_adapter(search.draft.state)
+            if draft is None:
+                return None
+        if adapter is None or search.calls < 2 or state.rows != 1 or feed.size(0) != 1:
             return None
-        done = adapter.speculate(pool.per_model[0], state.caches[0], state, feed, search, draft)
+        done = adapter.verify(pool.per_model[0], state.caches[0], state, feed, search, draft)
         if isinstance(done, str):
             return None
         logits, cache, calls, draft_cache = done
-        run = search.ran
         self.step_stats.count("native", calls)
-        search.draft.step_stats.count("native", search.gamma * len(run.accepted))  # type: ignore[union-attr]
-        ds = search.draft_state
-        run.draft_state = DecoderState([draft_cache], ds.handles, draft_cache.lens, None, ds.index,  # type: ignore[union-attr]
-                                       draft_cache.width)
+        run = search.ran
+        if search.draft is not None and draft_cache is not None and run is not None:
+            ds = search.draft.state
+            search.draft.model.step_stats.count("native", search.draft.gamma * len(run.accepted))
+            run.draft_state = DecoderState([draft_cache], ds.handles, draft_cache.lens, None, ds.index, draft_cache.width)
         new_state = DecoderState([cache], state.handles, cache.lens, None, state.index, cache.width)
         return StepScores(logits), new_state, calls
 
     def run_ahead(self, pool: Sources, state: DecoderState, feed: Tensor,
-                  search: "GreedySearch | SpeculativeSearch") -> Optional[Tuple[StepScores, DecoderState, int]]:
-        """The scheduler's "ahead" hook: the strategy's native loop (:meth:`greedy_search` or :meth:`speculate`)."""
-        if isinstance(search, SpeculativeSearch):
-            return self.speculate(pool, state, feed, search)
+                  search: "GreedySearch | VerifySearch") -> Optional[Tuple[StepScores, DecoderState, int]]:
+        """The scheduler's "ahead" hook: the strategy's native loop (:meth:`greedy_search` or :meth:`verify`)."""
+        if isinstance(search, VerifySearch):
+            return self.verify(pool, state, feed, search)
         return self.greedy_search(pool, state, feed, search)
 
     def strategy_pool(self, owner: type, make: Callable[[], Any]) -> Any:

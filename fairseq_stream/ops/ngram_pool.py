@@ -39,6 +39,11 @@ def cpu_kernel() -> Any:
     return extension.load(_SOURCE, KERNEL_FLAGS, "n-gram pool")
 
 
+def runs_natively(pool: Tensor) -> bool:
+    """Whether :func:`propose` runs the C++ operator for ``pool`` (a CPU pool, the kernel built and chosen)."""
+    return pool.device.type == "cpu" and device_choice(OPERATOR, "cpu") == "cpp" and cpu_kernel() is not None
+
+
 def propose(pool: Tensor, tokens: Tensor, verified: Tensor, feed: Tensor, width: Tensor, collect: int, *, bos: int,
             pad: int, bigrams: Optional[Bigrams] = None, native: bool = True) -> Tuple[Optional[Tensor], str]:
     """Write the n-grams of the ``collect`` keys before each row's newest complete one into ``pool``
@@ -50,8 +55,7 @@ def propose(pool: Tensor, tokens: Tensor, verified: Tensor, feed: Tensor, width:
     ``tokens`` (S, T): each row's verified tokens, ``verified`` (S,) how many, ``feed`` (S, b ≤ N): the
     last verified token, then the Jacobi iteration's own guesses.
     """
-    if (native and pool.device.type == "cpu" and device_choice(OPERATOR, "cpu") == "cpp"
-            and cpu_kernel() is not None):
+    if native and runs_natively(pool):
         keys, conts, vocab = bigrams if bigrams is not None else (_EMPTY, _EMPTY, 0)
         out = torch.ops.fairseq_stream.ngram_pool_propose(pool, tokens, verified, feed, width, keys, conts, collect,
                                                           bos, pad, vocab)

@@ -40,6 +40,7 @@ from fairseq_stream.ops.backends import JACOBI_STEP, KernelRunner
 from fairseq_stream.ops.jacobi_step import IterationResult
 from fairseq_stream.ops.packets import PacketView
 from fairseq_stream.search.output import OutputScorer
+from fairseq_stream.model.native_loops import VerifyRun, VerifySearch
 from fairseq_stream.model.row_cache import SentenceIndex, counting
 from fairseq_stream.search.score_edits import RowContext
 from fairseq_stream.search.registry import Capabilities, lenpen_of, register_search
@@ -123,6 +124,7 @@ class JacobiDecoding(SearchInRegion, StateOps):
         self.stats = stats
         self.dtype = dtype
         self.buckets = BucketStatePool()  # the groups' bucket states of those iterations
+        self._ahead: Optional[VerifySearch] = None  # the last native_search's, read by ran_ahead
 
     @classmethod
     def from_config(cls, cfg: JacobiConfig, ctx: StrategyContext) -> "JacobiDecoding":
@@ -216,6 +218,44 @@ class JacobiDecoding(SearchInRegion, StateOps):
     def _step_after(self, state: JacobiState, scores: Tensor, top: Optional[Tuple[Tensor, ...]]) -> StepOutcome:
         """Predictions for every fed position → verified prefix, new draft, finished sentences."""
         return self.iterate(state, *self.predictions(state, scores, top))
+
+    # ---- the "ahead" hook: one sentence's iterations run ahead natively ------------------------------
+    def native_search(self, state: JacobiState, most_calls: int) -> Optional[VerifySearch]:
+        self._ahead = self.native_verify(state, most_calls)
+        return self._ahead
+
+    def ran_ahead(self, state: JacobiState, steps: int) -> JacobiState:
+        search, self._ahead = self._ahead, None
+        return self.verified_ahead(state, search.ran) if search is not None and search.ran is not None else state
+
+    def native_verify(self, state: JacobiState, most_calls: int) -> Optional[VerifySearch]:
+        """What a native loop needs to do ``state``'s iterations itself, Jacobi's own guesses in its windows
+        (:class:`~fairseq_stream.model.model_step.VerifySearch`), at most ``most_calls`` calls; or None where it
+        cannot give what :meth:`step` gives bit for bit: more than one sentence, PJ (no block), a bucket state, an
+        output layer or score edit the loop does not run (:meth:`OutputScorer.native_output`), or a first call
+        that may end the sentence."""
+        if state.size != 1 or state.bucket is not None or most_calls < 2 or self.cfg.block is None:
+            return None
+        output = self.scorer.native_output(1, eos=self.eos, pad=self.pad)
+        if output is None or state.token_scores.dtype not in (torch.float32, torch.float64):
+            return None
+        verified, max_len = state.high, state.shortest  # the one sentence's, known on the host
+        if verified + state.feed.size(1) - 1 >= max_len:  # its first call's iteration may end it: a plain step
+            return None
+        _, config = self._config(state.feed.size(1))
+        return VerifySearch(state.tokens, state.token_scores, verified, max_len, most_calls, output, self.cfg.block,
+                            config["tail"], config["init_pad"], config["max_parallel"], bos=self.bos)
+
+    def verified_ahead(self, state: JacobiState, run: VerifyRun) -> JacobiState:
+        """``state`` after the iterations a native loop did (its sentence did not end in them; its tokens and
+        scores were written in place)."""
+        if not run.accepted:
+            return state
+        self.stats.accepted_tokens += sum(run.accepted)
+        return replace(state, verified=torch.full_like(state.verified, run.verified),
+                       iterations=state.iterations + len(run.accepted),
+                       width=torch.full_like(state.width, run.feed.size(1)), feed=run.feed, draft=run.jacobi_draft,
+                       low=run.verified, high=run.verified)
 
     # ---- the iteration inside a static step's region -----------------------------------------
     def _config(self, b: int) -> Tuple[int, Dict[str, Any]]:
@@ -428,4 +468,4 @@ for _name, _summary in SUMMARIES.items():
     register_search(_name, summary=_summary, config=JacobiConfig, capabilities=Capabilities(
         streaming=True, default_epsilon=0.0, beam=False, why_no_beam=WHY_NO_BEAM, nbest=False, ngram_blocking=False,
         block_steps=True, selection="all",  # rows verify different numbers of tokens: lengths differ in a batch
-        reads=READS[_name], hooks=frozenset({"region"})))(JacobiDecoding)
+        reads=READS[_name], hooks=frozenset({"region", "ahead"})))(JacobiDecoding)

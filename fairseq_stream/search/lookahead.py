@@ -24,12 +24,13 @@ verified in the same decoder call; the output is greedy's. Here, in its simplest
 from __future__ import annotations
 
 import os
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any, Optional, Sequence
 
 import torch
 from torch import Tensor
 
+from fairseq_stream.model.native_loops import VerifyRun, VerifySearch
 from fairseq_stream.ops import ngram_pool
 from fairseq_stream.search.interface import StrategyContext
 from fairseq_stream.search.registry import lenpen_of, register_search
@@ -94,6 +95,20 @@ class NgramPoolProposer:
         if state.size == 0:
             return Proposal(None, None)
         return Proposal(None, None, self._propose(state, verdict.pred.size(1)))
+
+    def guess_natively(self, search: VerifySearch, rows: Optional[StrategyState]) -> Optional[VerifySearch]:
+        """``search`` with this pool guessing in it (``decoder_jacobi`` calls the pool's operator after each
+        iteration, as :meth:`propose` does); None before the pool exists (the first iteration) or where the
+        operator does not run (``--step-backend reference``, no kernel)."""
+        if self.pool is None or not (self.native and ngram_pool.runs_natively(self.pool)):
+            return None
+        return replace(search, pool=self.pool, bigrams=self.prior.bigrams if self.prior is not None else None)
+
+    def ran_natively(self, run: VerifyRun, rows: Optional[StrategyState]) -> Optional[StrategyState]:
+        """The pool learnt in place; the statistics name its operator."""
+        if self.stats is not None:
+            self.stats.note_backend(ngram_pool.OPERATOR, "cpp")
+        return rows
 
     def _propose(self, state: JacobiState, collect: int) -> Optional[Tensor]:
         """Learn the n-grams of the ``collect`` keys before each row's newest complete one (the

@@ -15,7 +15,7 @@ import torch
 from torch import Tensor
 
 from fairseq_stream.ops.extension import log_once
-from fairseq_stream.model.model_step import NativeOutput
+from fairseq_stream.model.native_loops import NativeOutput
 from fairseq_stream.ops import fused_output
 from fairseq_stream.ops.fused_output import topk_with_normaliser
 from fairseq_stream.search.score_edits import (

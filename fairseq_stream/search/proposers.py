@@ -25,6 +25,7 @@ from typing import Any, NamedTuple, Optional, Protocol, Sequence
 
 from torch import Tensor
 
+from fairseq_stream.model.native_loops import VerifyRun, VerifySearch
 from fairseq_stream.ops.backends import KernelRunner
 from fairseq_stream.search.interface import StepOutcome, StepScores
 from fairseq_stream.search.jacobi import JacobiDecoding, JacobiState
@@ -80,6 +81,16 @@ class Proposer(Protocol):
         the order before the finished left), guess for the sentences that go on."""
         ...
 
+    def guess_natively(self, search: VerifySearch, rows: Optional[StrategyState]) -> Optional[VerifySearch]:
+        """``search`` (one sentence's iterations, run ahead natively) with this proposer's guessing in it, or None
+        where the native loop cannot guess as :meth:`propose` does."""
+        ...
+
+    def ran_natively(self, run: VerifyRun, rows: Optional[StrategyState]) -> Optional[StrategyState]:
+        """After the iterations the native loop did: the statistics :meth:`propose` would have counted, and
+        ``rows`` as they are now."""
+        ...
+
 
 @dataclass
 class ProposedState(StrategyState):
@@ -104,6 +115,7 @@ class ProposeAndVerify(StateOps):
         self.proposer = proposer
         self.pad = verifier.pad
         self.stats = verifier.stats
+        self._ahead: Optional[VerifySearch] = None  # the last native_search's, read by ran_ahead
 
     @property
     def scorer(self) -> OutputScorer:
@@ -126,7 +138,24 @@ class ProposeAndVerify(StateOps):
     def length(self, state: ProposedState) -> int:
         return self.verifier.length(state.verify)
 
-    # ---- the hooks its capabilities declare (verifier_capabilities): "admit", "drained", "region" ----------
+    # ---- the hooks its capabilities declare (verifier_capabilities): "admit", "drained", "region", "ahead" ----
+    def native_search(self, state: ProposedState, most_calls: int) -> Optional[VerifySearch]:
+        """The "ahead" hook: the verifier's native iterations of one sentence (``JacobiDecoding.native_verify``)
+        with the proposer's guesses (``Proposer.guess_natively``), or None."""
+        search = self.verifier.native_verify(state.verify, most_calls)
+        self._ahead = None if search is None else self.proposer.guess_natively(search, state.rows)
+        return self._ahead
+
+    def ran_ahead(self, state: ProposedState, steps: int) -> ProposedState:
+        """``state`` after the iterations the native loop did (its sentence did not end in them)."""
+        search, self._ahead = self._ahead, None
+        run = None if search is None else search.ran
+        if run is None or not run.accepted:
+            return state
+        assert len(run.accepted) == steps
+        return replace(state, verify=self.verifier.verified_ahead(state.verify, run),
+                       rows=self.proposer.ran_natively(run, state.rows))
+
     def output_tail(self, state: ProposedState) -> Any:
         return self.verifier.output_tail(state.verify)
 
@@ -173,9 +202,9 @@ class ProposeAndVerify(StateOps):
         return replace(out, state=ProposedState(verify=verify, rows=proposal.rows), feed=verify.feed)
 
 
-def verifier_capabilities(*, why_no_beam: str, reads: frozenset, hooks: frozenset = frozenset()) -> Capabilities:
+def verifier_capabilities(*, why_no_beam: str, reads: frozenset) -> Capabilities:
     """What a verifier + proposer strategy runs: greedy's output, one row per sentence, block steps,
-    every sentence stepped each iteration (its rows have their own lengths); ``hooks`` beyond the shared ones."""
+    every sentence stepped each iteration (its rows have their own lengths)."""
     return Capabilities(streaming=True, default_epsilon=0.0, beam=False, why_no_beam=why_no_beam, nbest=False,
                         ngram_blocking=False, block_steps=True, selection="all", reads=reads,
-                        hooks=frozenset({"admit", "drained", "region"}) | hooks)
+                        hooks=frozenset({"admit", "drained", "region", "ahead"}))

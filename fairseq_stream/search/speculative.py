@@ -41,14 +41,15 @@ import torch
 from torch import Tensor
 
 from fairseq_stream.search.interface import StrategyContext
-from fairseq_stream.model.model_step import DecoderState, ModelStep, SpeculativeSearch
+from fairseq_stream.model.model_step import DecoderState, ModelStep
+from fairseq_stream.model.native_loops import DraftSearch, VerifyRun, VerifySearch
 from fairseq_stream.search.registry import lenpen_of, register_search
 from fairseq_stream.search.state import StrategyState, host, part, per_sentence
 from fairseq_stream.errors import FairseqStreamError
 from fairseq_stream.model.quantize import int8_weights
 from fairseq_stream.model.row_cache import SentenceIndex
 from fairseq_stream.search.jacobi import JacobiConfig, JacobiDecoding, JacobiState
-from fairseq_stream.search.proposers import ProposeAndVerify, ProposedState, Proposal, Verdict, verifier_capabilities
+from fairseq_stream.search.proposers import ProposeAndVerify, Proposal, Verdict, verifier_capabilities
 
 #: ``--draft-tokens`` without a value: with the draft's calls as one native call, γ = 3 measured faster than
 #: 2 and 4 on the demo model's draft on a CPU (docs/history/results-2026-11.md, speculative decoding, "Round 7").
@@ -277,19 +278,30 @@ class DraftProposer:
             tokens.append(feed)
         return torch.stack(tokens, 1), dec
 
-    def ran_natively(self, accepted: Sequence[int], seconds: float, draft_seconds: float) -> None:
-        """The statistics of verifications the native loop did (one sentence; γ fixed): the tokens each
+    # ---- the native loop (ProposeAndVerify's "ahead" hook) ----------------------------------------
+    def guess_natively(self, search: VerifySearch, rows: Optional[StrategyState]) -> Optional[VerifySearch]:
+        """``search`` with this draft proposing in it (``decoder_speculate``); None with ``--draft-tokens auto``
+        (its γ follows each verification's measured time) or a proposal of another γ than the verifier's block."""
+        if (self.tuner is not None or not isinstance(rows, DraftState) or rows.most != self.gamma - 1
+                or search.block != self.gamma + 1):
+            return None
+        return replace(search, draft=DraftSearch(self.draft, self.memory, rows.caches.state, self.gamma))
+
+    def ran_natively(self, run: VerifyRun, rows: Optional[StrategyState]) -> Optional[StrategyState]:
+        """The statistics of the verifications the native loop did (one sentence; γ fixed): the tokens each
         accepted, the draft's calls, and the loop's time, ``draft_seconds`` of it the draft's calls (the rest
-        verification time, the last call's block included, as :meth:`propose` counts it)."""
-        self.stats.add_extra("draft_seconds", draft_seconds)
-        self.stats.add_extra("verify_seconds", seconds - draft_seconds)
+        verification time, the last call's block included, as :meth:`propose` counts it); the draft's caches."""
+        self.stats.add_extra("draft_seconds", run.draft_seconds)
+        self.stats.add_extra("verify_seconds", run.seconds - run.draft_seconds)
         self._left_step = time.perf_counter()
-        for a in accepted:
+        for a in run.accepted:
             self._record(None, 1, a, self.gamma)
             self.stats.add_extra("draft_tokens_proposed", self.gamma)
             self.stats.add_extra("draft_proposals")
-        self.stats.add_extra("draft_calls", self.gamma * len(accepted))
+        self.stats.add_extra("draft_calls", self.gamma * len(run.accepted))
         self._draft_step_mode()
+        assert isinstance(rows, DraftState) and run.draft_state is not None
+        return replace(rows, caches=DraftCaches(self.draft, run.draft_state))
 
     # ---- γ and the statistics ---------------------------------------------------------------
     def _next_gamma(self) -> int:
@@ -327,48 +339,7 @@ class DraftProposer:
 
 class SpeculativeDecoding(ProposeAndVerify):
     """The Jacobi verifier (a block of ``γ_max + 1`` sliding with the verified prefix) and a
-    :class:`DraftProposer`; at batch 1 its verifications run ahead natively (the "ahead" hook)."""
-
-    proposer: DraftProposer
-    _ahead: Optional[SpeculativeSearch] = None  # the last native_search's, read by ran_ahead
-
-    # ---- the "ahead" hook: one sentence's verifications run ahead natively ----------------------------
-    def native_search(self, state: ProposedState, most_calls: int) -> Optional[SpeculativeSearch]:
-        """What the native speculative loop needs to verify ``state``'s one sentence itself
-        (:class:`~fairseq_stream.model.model_step.SpeculativeSearch`), at most ``most_calls`` calls; or None
-        where it cannot give what :meth:`step` gives bit for bit: more than one sentence, ``--draft-tokens auto``
-        (its γ follows each verification's timing), an output layer or score edit the loop does not run
-        (:meth:`OutputScorer.native_edits`), a bucket state, or a first call that may end the sentence."""
-        verify, rows = state.verify, state.rows
-        proposer = self.proposer
-        if (verify.size != 1 or proposer.tuner is not None or verify.bucket is not None or most_calls < 2
-                or not isinstance(rows, DraftState) or rows.most != proposer.gamma - 1):
-            return None
-        output = self.scorer.native_output(1, eos=self.verifier.eos, pad=self.pad)
-        if output is None or verify.token_scores.dtype not in (torch.float32, torch.float64):
-            return None
-        verified, max_len = verify.high, verify.shortest  # the one sentence's, known on the host
-        if verified + verify.feed.size(1) - 1 >= max_len:  # its first call's iteration may end it: a plain step
-            return None
-        self._ahead = SpeculativeSearch(verify.tokens, verify.token_scores, verified, max_len, proposer.draft,
-                                        proposer.memory, rows.caches.state, most_calls, proposer.gamma, output)
-        return self._ahead
-
-    def ran_ahead(self, state: ProposedState, steps: int) -> ProposedState:
-        """``state`` after the ``steps`` verifications the native loop did (its sentence did not end in them)."""
-        run = self._ahead.ran if self._ahead is not None else None
-        self._ahead = None
-        if run is None or not run.accepted:
-            return state
-        verify, rows = state.verify, state.rows
-        assert len(run.accepted) == steps and isinstance(rows, DraftState)
-        self.stats.accepted_tokens += sum(run.accepted)
-        self.proposer.ran_natively(run.accepted, run.seconds, run.draft_seconds)
-        b = run.feed.size(1)
-        verify = replace(verify, verified=torch.full_like(verify.verified, run.verified),
-                         iterations=verify.iterations + steps, width=torch.full_like(verify.width, b), feed=run.feed,
-                         draft=run.jacobi_draft, low=run.verified, high=run.verified)
-        return replace(state, verify=verify, rows=replace(rows, caches=DraftCaches(self.proposer.draft, run.draft_state)))
+    :class:`DraftProposer`."""
 
     @classmethod
     def from_config(cls, cfg: SpeculativeConfig, ctx: StrategyContext) -> "SpeculativeDecoding":
@@ -445,6 +416,5 @@ register_search(
             "output identical to greedy (Leviathan et al. 2023 Alg. 1, Xia et al. 2023)",
     config=SpeculativeConfig,
     capabilities=verifier_capabilities(why_no_beam=WHY_NO_BEAM,
-                                       reads=frozenset({"draft_path", "draft_tokens", "draft_quantize"}),
-                                       hooks=frozenset({"ahead"})),
+                                       reads=frozenset({"draft_path", "draft_tokens", "draft_quantize"})),
 )(SpeculativeDecoding)

@@ -6,8 +6,8 @@ Where a group has few rows, one token a row and the native step (engine/schedule
 sentence may end; the step where one may is the Python step's. So on the trained demo model the tokens, the
 scores and every positional score are EXACTLY equal to ``--native-loop off`` (and to the eager step), in float32
 and int8, with refills, under either finalisation rule and with every score edit it takes; the step counts are
-the same, and the statistics say how many steps the loop searched. Speculative decoding's verifications at
-batch 1 likewise (``decoder_speculate``; the second half of this file).
+the same, and the statistics say how many steps the loop searched. The Jacobi iterations of one sentence at
+batch 1 likewise (``decoder_jacobi``, ``decoder_speculate``: the second half of this file).
 """
 import os
 from typing import Any, Dict, Tuple
@@ -87,24 +87,34 @@ def test_native_loop_value_is_checked(demo_session, data):
         _run(demo_session, data, "batch1", native_loop="sometimes")
 
 
-# ---- speculative decoding's verifications of one sentence (SpeculativeDecoding's "ahead" hook) ----
-# At batch 1 ``decoder_speculate`` verifies the draft's tokens as JacobiDecoding does (the block's predictions
-# with fairseq's edits, the accepted prefix), lets the draft catch up and propose, and feeds the next block,
-# while no iteration may end the sentence; the iteration where one may (an EOS accepted, a position at the
-# maximum length) is the Python step's. So its output is the Python loop's bit for bit — and greedy's tokens
-# and positional scores — and every statistic of the verifications is the same.
+# ---- the Jacobi verifications of one sentence (the "ahead" hook of the Jacobi family, lookahead and speculative) ----
+# At batch 1 ``decoder_jacobi`` / ``decoder_speculate`` do a sentence's iterations as JacobiDecoding does them (the
+# block's predictions with fairseq's edits, the accepted prefix, the next window) and guess the next block as the
+# strategy does — Jacobi's own unverified predictions, lookahead's n-gram pool, speculative decoding's draft (its
+# catch-up and proposals) — while no iteration may end the sentence; the iteration where one may (an EOS accepted,
+# a position at the maximum length) is the Python step's. So the output is the Python loop's bit for bit — and
+# greedy's tokens and positional scores — and every statistic of the iterations is the same.
 SHIPPED_DRAFT = os.path.join(DEMO, "draft.pt")
-SPECULATIVE: Dict[str, Tuple[Dict[str, Any], Dict[str, Any]]] = {  # name → (gen, opts) of speculative
-    "gamma3": ({"beam": 1}, {}),
-    "gamma1": ({"beam": 1}, {"draft_tokens": "1"}),
-    "gamma5": ({"beam": 1}, {"draft_tokens": "5"}),
-    # --min-len, --unkpen and sentences that end at the maximum length inside a block
-    "edits": ({"beam": 1, "unkpen": 2.5, "min_len": 5, "max_len_a": 0.5, "max_len_b": 6}, {}),
-    "int8": ({"beam": 1}, {"quantize": "int8"}),
-    "random-draft": ({"beam": 1}, {"draft_path": "random"}),  # acceptance near zero: one token a verification
-    "auto": ({"beam": 1}, {"draft_tokens": "auto"}),  # γ follows each verification's time: the loop declines
+PRIOR = os.path.join(DEMO, "lookahead_prior.pt")
+EDITS = {"beam": 1, "unkpen": 2.5, "min_len": 5, "max_len_a": 0.5, "max_len_b": 6}  # sentences end at the limit
+VERIFY: Dict[str, Tuple[str, Dict[str, Any], Dict[str, Any]]] = {  # name → (search, gen, opts)
+    "speculative": ("speculative", {"beam": 1}, {}),
+    "speculative-gamma1": ("speculative", {"beam": 1}, {"draft_tokens": "1"}),
+    "speculative-gamma5": ("speculative", {"beam": 1}, {"draft_tokens": "5"}),
+    "speculative-edits": ("speculative", EDITS, {}),
+    "speculative-int8": ("speculative", {"beam": 1}, {"quantize": "int8"}),
+    "speculative-random-draft": ("speculative", {"beam": 1}, {"draft_path": "random"}),  # one token a verification
+    "gs-jacobi": ("gs-jacobi", {"beam": 1}, {}),  # aligned blocks, PAD guesses at a fresh one
+    "gs-jacobi-tail": ("gs-jacobi", {"beam": 1}, {"jacobi_block": 4, "jacobi_init": "tail"}),
+    "hybrid-jacobi": ("hybrid-jacobi", EDITS, {"jacobi_max_parallel_len": 6}),
+    "lookahead": ("lookahead", {"beam": 1}, {}),
+    "lookahead-prior": ("lookahead", EDITS, {"lookahead_prior": PRIOR}),
+    "lookahead-int8": ("lookahead", {"beam": 1}, {"lookahead_prior": PRIOR, "quantize": "int8"}),
+    # the loop declines: γ follows each verification's time; PJ's window is the whole rest of the target
+    "speculative-auto": ("speculative", {"beam": 1}, {"draft_tokens": "auto"}),
+    "jacobi": ("jacobi", {"beam": 1}, {}),
 }
-SPECULATIVE_DECLINES = ("auto",)
+VERIFY_DECLINES = ("speculative-auto", "jacobi")
 SPECULATIVE_STATS = ("verify_steps", "verify_rows", "verify_accepted", "draft_calls", "draft_tokens_proposed",
                      "draft_proposals")
 
@@ -115,46 +125,50 @@ def random_draft(tmp_path_factory):
                                     str(tmp_path_factory.mktemp("draft") / "random.pt"), random_weights)
 
 
-def _speculate(session: Any, data: Any, case: str, random_draft: str, **extra: Any) -> Any:
-    gen, opts = SPECULATIVE[case]
-    draft = random_draft if opts.get("draft_path") == "random" else SHIPPED_DRAFT
-    return session.translate(data, search="speculative", gen=gen,
-                             opts=dict(opts, draft_path=draft, stream_capacity=1, **extra))
+def _verify(session: Any, data: Any, case: str, random_draft: str, **extra: Any) -> Any:
+    search, gen, opts = VERIFY[case]
+    if search == "speculative":
+        opts = dict(opts, draft_path=random_draft if opts.get("draft_path") == "random" else SHIPPED_DRAFT)
+    return session.translate(data, search=search, gen=gen, opts=dict(opts, stream_capacity=1, **extra))
 
 
-@pytest.mark.parametrize("case", list(SPECULATIVE))
-def test_speculative_loop_equals_python_verifications(demo_session, data, random_draft, case):
-    python = _speculate(demo_session, data, case, random_draft, native_loop="off")
-    loop = _speculate(demo_session, data, case, random_draft)
+@pytest.mark.parametrize("case", list(VERIFY))
+def test_verification_loop_equals_python_iterations(demo_session, data, random_draft, case):
+    python = _verify(demo_session, data, case, random_draft, native_loop="off")
+    loop = _verify(demo_session, data, case, random_draft)
     assert_identical(python, loop)
-    greedy = demo_session.translate(data, search="fixed-ours", gen=SPECULATIVE[case][0],
-                                    opts={"stream_capacity": 1, "quantize": SPECULATIVE[case][1].get("quantize", "none")})
+    search, gen, opts = VERIFY[case]
+    greedy = demo_session.translate(data, search="fixed-ours", gen=gen,
+                                    opts={"stream_capacity": 1, "quantize": opts.get("quantize", "none")})
     for i, (g, s) in enumerate(zip(greedy.hypos, loop.hypos)):  # greedy's output (its score sums another way)
         assert s[0]["tokens"].tolist() == g[0]["tokens"].tolist(), f"sentence {i}"
         assert torch.equal(s[0]["positional_scores"], g[0]["positional_scores"]), f"sentence {i}"
     searched = loop.stats.extra.get("native_loop_steps", 0)
-    if case in SPECULATIVE_DECLINES:  # (auto's γ, and so its statistics, follow the measured times)
+    if case in VERIFY_DECLINES:  # (auto's γ, and so its statistics, follow the measured times)
         assert searched == 0
         return
     assert (loop.stats.timesteps, loop.stats.accepted_tokens) == (python.stats.timesteps, python.stats.accepted_tokens)
+    assert loop.stats.extra["sentence_iterations"] == python.stats.extra["sentence_iterations"]
+    # every iteration but a sentence's first, its last and those that reach its maximum length
+    assert loop.stats.timesteps > searched > loop.stats.timesteps / 2
+    assert f"{int(searched)} steps searched in the native loop" in loop.stats.summary()
+    if search != "speculative":
+        return
     hist = {k: v for k, v in python.stats.extra.items() if k.startswith("accepted_")}
     assert {k: v for k, v in loop.stats.extra.items() if k.startswith("accepted_")} == hist
     for name in SPECULATIVE_STATS:
         assert loop.stats.extra[name] == python.stats.extra[name], name
     assert loop.stats.draft_step_mode["steps_native"] == python.stats.draft_step_mode["steps_native"]
-    # every verification but a sentence's first, its last and those that reach its maximum length
-    assert loop.stats.timesteps > searched > loop.stats.timesteps / 2
-    assert f"{int(searched)} steps searched in the native loop" in loop.stats.summary()
     # the draft's and the verification's shares of the time, measured inside the loop too
     extra = loop.stats.extra
     assert extra["draft_seconds"] > 0 and extra["verify_seconds"] > 0
     assert extra["draft_seconds"] + extra["verify_seconds"] < loop.stats.wall_seconds
 
 
-def test_speculative_loop_leaves_batches_to_python(demo_session, data):
-    """Several sentences in flight: their verifications are the Python step's until one sentence is left."""
-    both = [demo_session.translate(data, search="speculative", gen={"beam": 1},
-                                   opts={"draft_path": SHIPPED_DRAFT, "stream_capacity": 4, "native_loop": loop})
-            for loop in ("off", "auto")]
+@pytest.mark.parametrize("search,opts", [("speculative", {"draft_path": SHIPPED_DRAFT}), ("lookahead", {})])
+def test_verification_loop_leaves_batches_to_python(demo_session, data, search, opts):
+    """Several sentences in flight: their iterations are the Python step's until one sentence is left."""
+    both = [demo_session.translate(data, search=search, gen={"beam": 1},
+                                   opts=dict(opts, stream_capacity=4, native_loop=loop)) for loop in ("off", "auto")]
     assert_identical(*both)
     assert both[1].stats.extra.get("native_loop_steps", 0) < both[1].stats.timesteps / 4

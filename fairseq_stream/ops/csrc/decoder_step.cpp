@@ -447,23 +447,152 @@ std::tuple<Tensor, int64_t> decoder_greedy_search(
   }
 }
 
-// Speculative decoding's verifications of ONE sentence run ahead natively (search/speculative.py,
-// SpeculativeDecoding.native_search; Leviathan et al. 2023 Algorithm 1 with greedy acceptance): each call
-// feeds the block `feed` (1, b) = [the last verified token, the draft's proposals d_1..d_{b-1}] to the model
-// (decoder_step at positions width + j), and while that call's iteration cannot end the sentence it is done
-// here as JacobiDecoding does it in Python (the block's predictions by best_of_window with k = 1, the window
-// 1 + the edits' extra; the accepted prefix — the first prediction, then each one whose input matched —
-// into `tokens`/`token_scores` (1, T) at column `verified`; the model's cache keeps the accepted tokens), and
-// the draft catches up as DraftProposer does (its cache rolled back to the verified prefix and the
-// min(a − 1, γ − 1) proposals that stayed on it, fed the one or two verified tokens it has not seen) and
-// proposes the next `gamma` tokens (decoder_greedy). The next block is as wide as the next window,
-// min(γ + 1, max_len + 1 − verified). The call whose iteration may end the sentence — an EOS among its accepted
-// predictions, a position at the maximum length (where ForceEosAtMaxLen edits), or the `calls`-th call — is
-// returned unsearched, for the Python step. Caches are the one row's (no lens); the caller has reserved their
-// slots and written the row's home at them. Returns (those logits (1, b, V), the accepted tokens of each
-// iteration done here (n,), the last call's feed (1, b), the Jacobi draft after the last iteration done here
-// (1, b' − 1), calls made (n + 1), verified, the model's cache width before the last call, the draft's width,
-// the seconds of the whole call and of the draft's calls in it).
+namespace {
+
+using Clock = std::chrono::steady_clock;
+
+// A Jacobi verification's windows (jacobi_step.cpp's configuration): the block b (> 0), a block sliding with the
+// verified prefix (`tail`) or aligned ones (PAD guesses at a fresh one under `init_pad`), sequential from
+// `max_parallel` on (< 0: never).
+struct Windows {
+  int64_t block;
+  bool tail, init_pad;
+  int64_t max_parallel;
+};
+
+// What the verifications done natively leave for the Python step.
+struct Verified {
+  Tensor logits;                  // (1, b, V) the last call's, unsearched
+  std::vector<int64_t> accepted;  // tokens accepted by each iteration done here
+  Tensor feed;                    // (1, b) the last call's block
+  Tensor draft;                   // (1, b' − 1) the Jacobi draft after the last iteration done here
+  int64_t verified, width;        // verified tokens; the model's cache width before the last call
+};
+
+// The Jacobi verifications of ONE sentence (Santilli2023 Proposition 1; JacobiDecoding in search/jacobi.py) run
+// ahead natively: each call feeds the block `feed` (1, b) = [the last verified token, b − 1 guesses] to the model
+// (decoder_step at positions width + j) and, while that call's iteration cannot end the sentence, does the
+// iteration as the Python step does: each position's prediction by best_of_window with k = 1 (the window 1 + the
+// edits' extra) at its own step verified + j; the accepted prefix — the first prediction, then each whose input
+// matched — into `tokens`/`token_scores` (1, T) at column `verified` (the model's cache keeps those tokens; the
+// rejected slots are overwritten by the next block); the next window (jacobi_window) and Jacobi's own next feed
+// (the last verified token, then the unverified predictions shifted, PAD at a fresh aligned block), which
+// `guess(pred, a, own)` may replace by a proposer's guesses (the next block). The call whose iteration may end
+// the sentence — an EOS among its accepted predictions, a position at the maximum length (where ForceEosAtMaxLen
+// edits), or the `calls`-th — is returned unsearched, for the Python step. The caches are the one row's (no lens);
+// the caller has reserved their slots and written the row's home at them.
+template <class Guess>
+Verified verify_loop(const c10::intrusive_ptr<NativeDecoder>& self, const Tensor& feed,
+                     const c10::optional<Tensor>& position_table, const std::vector<Tensor>& keys,
+                     const std::vector<Tensor>& values, int64_t width, const std::vector<Tensor>& enc_keys,
+                     const std::vector<Tensor>& enc_values, const c10::optional<Tensor>& enc_padding,
+                     const Tensor& kv_row, const c10::optional<Tensor>& table, const c10::optional<Tensor>& home,
+                     Tensor tokens, Tensor token_scores, int64_t verified, int64_t max_len, int64_t calls,
+                     const Windows& windows, int64_t window, int64_t eos, int64_t pad, int64_t unk, double unk_penalty,
+                     int64_t min_len, Guess guess) {
+  TORCH_CHECK(feed.dim() == 2 && feed.size(0) == 1 && feed.size(1) >= 1 && windows.block >= 1,
+              "decoder_verify: one row's block, aligned or sliding blocks");
+  TORCH_CHECK(calls >= 1, "decoder_verify: at least one call");
+  TORCH_CHECK(tokens.dim() == 2 && tokens.size(0) == 1 && tokens.is_contiguous() &&
+                  tokens.scalar_type() == torch::kLong && token_scores.sizes() == tokens.sizes() &&
+                  token_scores.is_contiguous() && tokens.size(1) > max_len,
+              "decoder_verify: one row's verified tokens, a column for each up to the maximum length");
+  const auto opts = feed.options();
+  Verified out;
+  out.feed = feed.contiguous();
+  out.draft = at::empty({1, 0}, opts);
+  for (int64_t j = 0;; ++j) {
+    const int64_t b = out.feed.size(1);
+    out.logits = decoder_step(self, out.feed, at::arange(width, width + b, opts).unsqueeze(0), position_table, keys,
+                              values, width, c10::nullopt, enc_keys, enc_values, enc_padding, kv_row, table, home);
+    out.verified = verified;
+    out.width = width;
+    if (j + 1 == calls || verified + b - 1 >= max_len) return out;
+    // JacobiDecoding.predictions: each position's best at its own step verified + i
+    const auto best = best_of_window(
+        out.logits.select(0, 0), 1, window, eos, pad, unk, unk_penalty,
+        min_len > 0 ? c10::optional<Tensor>(at::lt(at::arange(verified, verified + b, opts), min_len)) : c10::nullopt);
+    const Tensor pred = std::get<1>(best).select(1, 0).contiguous();
+    const Tensor score = std::get<0>(best).select(1, 0).to(token_scores.scalar_type()).contiguous();
+    const int64_t* p = pred.data_ptr<int64_t>();
+    const int64_t* f = out.feed.data_ptr<int64_t>();
+    int64_t a = 1;  // jacobi_step.cpp: the first prediction, then each whose input matched (the window is b)
+    while (a < b && f[a] == p[a - 1]) ++a;
+    for (int64_t i = 0; i < a; ++i)
+      if (p[i] == eos) return out;  // the sentence ends in this iteration: the Python step verifies it
+    int64_t* to = tokens.data_ptr<int64_t>();
+    AT_DISPATCH_FLOATING_TYPES(token_scores.scalar_type(), "decoder_verify", [&] {
+      const scalar_t* from = score.data_ptr<scalar_t>();
+      scalar_t* into = token_scores.data_ptr<scalar_t>();
+      for (int64_t i = 0; i < a; ++i) {
+        to[verified + i] = p[i];
+        into[verified + i] = from[i];
+      }
+    });
+    verified += a;
+    width += a;  // RowCache.accept: the rejected slots are overwritten by the next block
+    out.accepted.push_back(a);
+    // jacobi_step.cpp: the next draft, window and feed
+    const bool fresh = windows.init_pad && verified % windows.block == 0;
+    std::vector<int64_t> draft(b - 1);
+    for (int64_t i = 0; i < b - 1; ++i) draft[i] = (i + a >= b || fresh) ? pad : p[std::min(i + a, b - 1)];
+    out.draft = at::tensor(draft, opts).view({1, b - 1});
+    const int64_t next = fairseq_stream_ops::jacobi_window(verified, max_len, windows.block, windows.tail, windows.max_parallel);
+    std::vector<int64_t> own(next, pad);
+    own[0] = p[a - 1];
+    for (int64_t i = 1; i < next; ++i) own[i] = i - 1 >= b - 1 ? pad : draft[i - 1];
+    out.feed = guess(pred, a, verified, at::tensor(own, opts).view({1, next}), b).contiguous();
+  }
+}
+
+// The results of a native verification loop as its operators return them.
+using LoopResult = std::tuple<Tensor, Tensor, Tensor, Tensor, int64_t, int64_t, int64_t>;
+LoopResult results(const Verified& v) {
+  return {v.logits, at::tensor(v.accepted, v.feed.options()), v.feed, v.draft,
+          static_cast<int64_t>(v.accepted.size()) + 1, v.verified, v.width};
+}
+
+}  // namespace
+
+// Jacobi decoding's (gs-jacobi, hybrid-jacobi) and lookahead decoding's verifications of one sentence run ahead
+// natively (JacobiDecoding / LookaheadDecoding.native_search): verify_loop with Jacobi's own guesses, or, given
+// `pool` (lookahead, Fu et al. 2024 §3), the n-gram pool's after each iteration — the fairseq_stream::ngram_pool_propose
+// operator (ops/ngram_pool.py loads it) on the verified tokens, collecting the b keys before the newest complete
+// n-gram, as NgramPoolProposer.propose calls it. Returns (the last call's logits, the tokens each iteration done
+// here accepted (n,), the last call's feed, the Jacobi draft after the last iteration done here, calls made
+// (n + 1), verified, the model's cache width before the last call).
+LoopResult decoder_jacobi(const c10::intrusive_ptr<NativeDecoder>& self, const Tensor& feed,
+                          const c10::optional<Tensor>& position_table, std::vector<Tensor> keys,
+                          std::vector<Tensor> values, int64_t width, std::vector<Tensor> enc_keys,
+                          std::vector<Tensor> enc_values, const c10::optional<Tensor>& enc_padding,
+                          const Tensor& kv_row, const c10::optional<Tensor>& table, const c10::optional<Tensor>& home,
+                          Tensor tokens, Tensor token_scores, int64_t verified, int64_t max_len, int64_t calls,
+                          int64_t block, bool tail, bool init_pad, int64_t max_parallel,
+                          const c10::optional<Tensor>& pool, const Tensor& bigram_keys, const Tensor& bigram,
+                          int64_t vocab, int64_t bos, int64_t window, int64_t eos, int64_t pad, int64_t unk,
+                          double unk_penalty, int64_t min_len) {
+  using Propose = Tensor(Tensor, const Tensor&, const Tensor&, const Tensor&, const Tensor&, const Tensor&,
+                         const Tensor&, int64_t, int64_t, int64_t, int64_t);
+  const auto guess = [&](const Tensor&, int64_t, int64_t v, const Tensor& own, int64_t b) -> Tensor {
+    if (!pool.has_value()) return own;
+    static const auto propose = op("fairseq_stream::ngram_pool_propose").typed<Propose>();
+    const auto opts = own.options();
+    const Tensor out = propose.call(*pool, tokens, at::full({1}, v, opts), own, at::full({1}, own.size(1), opts),
+                                    bigram_keys, bigram, b, bos, pad, vocab);
+    return own.size(1) >= 2 ? out : own;  // ngram_pool.propose: no room for a guess, the iteration's own
+  };
+  return results(verify_loop(self, feed, position_table, keys, values, width, enc_keys, enc_values, enc_padding,
+                             kv_row, table, home, tokens, token_scores, verified, max_len, calls,
+                             Windows{block, tail, init_pad, max_parallel}, window, eos, pad, unk, unk_penalty,
+                             min_len, guess));
+}
+
+// Speculative decoding's verifications of one sentence run ahead natively (SpeculativeDecoding.native_search;
+// Leviathan et al. 2023 Algorithm 1 with greedy acceptance): verify_loop over blocks of γ + 1 sliding with the
+// verified prefix, whose guesses are the draft's — after each iteration it catches up as DraftProposer does (its
+// cache rolled back to the verified prefix and the min(a − 1, γ − 1) proposals that stayed on it, fed the one or
+// two verified tokens it has not seen) and proposes the next `gamma` (decoder_greedy). Returns decoder_jacobi's
+// results, then the draft's cache width, the seconds of the whole call and of the draft's calls in it.
 std::tuple<Tensor, Tensor, Tensor, Tensor, int64_t, int64_t, int64_t, int64_t, double, double> decoder_speculate(
     const c10::intrusive_ptr<NativeDecoder>& self, const Tensor& feed, const c10::optional<Tensor>& position_table,
     std::vector<Tensor> keys, std::vector<Tensor> values, int64_t width, std::vector<Tensor> enc_keys,
@@ -476,76 +605,33 @@ std::tuple<Tensor, Tensor, Tensor, Tensor, int64_t, int64_t, int64_t, int64_t, d
     const c10::optional<Tensor>& draft_table, const c10::optional<Tensor>& draft_home, Tensor tokens,
     Tensor token_scores, int64_t verified, int64_t max_len, int64_t calls, int64_t gamma, int64_t window,
     int64_t eos, int64_t pad, int64_t unk, double unk_penalty, int64_t min_len) {
-  TORCH_CHECK(feed.dim() == 2 && feed.size(0) == 1 && feed.size(1) >= 1 && feed.size(1) <= gamma + 1,
-              "decoder_speculate: one row's block of at most γ + 1 tokens");
-  TORCH_CHECK(calls >= 1 && gamma >= 1, "decoder_speculate: at least one call and one proposal");
-  TORCH_CHECK(tokens.dim() == 2 && tokens.size(0) == 1 && tokens.is_contiguous() &&
-                  tokens.scalar_type() == torch::kLong && token_scores.sizes() == tokens.sizes() &&
-                  token_scores.is_contiguous() && tokens.size(1) > max_len,
-              "decoder_speculate: one row's verified tokens, a column for each up to the maximum length");
-  using Clock = std::chrono::steady_clock;
+  TORCH_CHECK(gamma >= 1 && feed.size(-1) <= gamma + 1, "decoder_speculate: a block of at most γ + 1 tokens");
   const auto entered = Clock::now();
   Clock::duration drafting{0};
-  const auto opts = feed.options();
-  std::vector<int64_t> accepted;
-  Tensor fed = feed.contiguous(), jacobi_draft;
-  for (int64_t j = 0;; ++j) {
-    const int64_t b = fed.size(1);
-    const Tensor logits = decoder_step(self, fed, at::arange(width, width + b, opts).unsqueeze(0), position_table,
-                                       keys, values, width, c10::nullopt, enc_keys, enc_values, enc_padding, kv_row,
-                                       table, home);  // (1, b, V)
-    const auto done = [&]() {
-      return std::make_tuple(logits, at::tensor(accepted, opts), fed,
-                             jacobi_draft.defined() ? jacobi_draft : at::empty({1, 0}, opts),
-                             static_cast<int64_t>(accepted.size()) + 1, verified, width, draft_width,
-                             std::chrono::duration<double>(Clock::now() - entered).count(),
-                             std::chrono::duration<double>(drafting).count());
-    };
-    if (j + 1 == calls || verified + b - 1 >= max_len) return done();
-    // JacobiDecoding.predictions: each position's best at its own step verified + i
-    const auto best = best_of_window(
-        logits.select(0, 0), 1, window, eos, pad, unk, unk_penalty,
-        min_len > 0 ? c10::optional<Tensor>(at::lt(at::arange(verified, verified + b, opts), min_len)) : c10::nullopt);
-    const Tensor pred = std::get<1>(best).select(1, 0).contiguous();
-    const Tensor score = std::get<0>(best).select(1, 0).to(token_scores.scalar_type()).contiguous();
-    const int64_t* p = pred.data_ptr<int64_t>();
-    const int64_t* f = fed.data_ptr<int64_t>();
-    int64_t a = 1;  // jacobi_step.cpp: the first prediction, then each whose input matched (the window is b)
-    while (a < b && f[a] == p[a - 1]) ++a;
-    for (int64_t i = 0; i < a; ++i)
-      if (p[i] == eos) return done();  // the sentence ends in this iteration: the Python step verifies it
-    int64_t* to = tokens.data_ptr<int64_t>();
-    AT_DISPATCH_FLOATING_TYPES(token_scores.scalar_type(), "decoder_speculate", [&] {
-      const scalar_t* from = score.data_ptr<scalar_t>();
-      scalar_t* into = token_scores.data_ptr<scalar_t>();
-      for (int64_t i = 0; i < a; ++i) {
-        to[verified + i] = p[i];
-        into[verified + i] = from[i];
-      }
-    });
-    std::vector<int64_t> shifted(b - 1);  // jacobi_step.cpp's next draft (--jacobi-init tail)
-    for (int64_t i = 0; i < b - 1; ++i) shifted[i] = i + a >= b ? pad : p[std::min(i + a, b - 1)];
-    jacobi_draft = at::tensor(shifted, opts).view({1, b - 1});
-    verified += a;
-    width += a;  // RowCache.accept: the rejected slots are overwritten by the next block
-    accepted.push_back(a);
+  const auto guess = [&](const Tensor& pred, int64_t a, int64_t, const Tensor& own, int64_t) -> Tensor {
     // DraftProposer._catch_up (one row): keep min(a − 1, γ − 1) proposals, feed the verified tokens after them
     const int64_t keep = std::min(a - 1, gamma - 1);
     draft_width += keep - (gamma - 1);
     const Tensor catch_up = a - keep == 1 ? pred.slice(0, a - 1, a) : pred.slice(0, a - 2, a);
     const int64_t k = catch_up.size(0);
-    const auto draft_start = Clock::now();
+    const auto started = Clock::now();
     const Tensor proposals = decoder_greedy(draft, catch_up.unsqueeze(0), gamma,
-                                            at::arange(draft_width, draft_width + k, opts).unsqueeze(0),
+                                            at::arange(draft_width, draft_width + k, feed.options()).unsqueeze(0),
                                             draft_position_table, draft_keys, draft_values, draft_width, c10::nullopt,
                                             draft_enc_keys, draft_enc_values, draft_enc_padding, draft_kv_row,
                                             draft_table, draft_home);  // (1, γ)
-    drafting += Clock::now() - draft_start;
+    drafting += Clock::now() - started;
     draft_width += k + gamma - 1;
     // JacobiDecoding.with_guesses: the last verified token, then the proposals, in the next window
-    const int64_t next = std::max<int64_t>(std::min(gamma + 1, max_len + 1 - verified), 1);
-    fed = at::cat({pred.slice(0, a - 1, a).unsqueeze(0), proposals.slice(1, 0, next - 1)}, 1).contiguous();
-  }
+    return at::cat({own.slice(1, 0, 1), proposals.slice(1, 0, own.size(1) - 1)}, 1);
+  };
+  const Verified v = verify_loop(self, feed, position_table, keys, values, width, enc_keys, enc_values, enc_padding,
+                                 kv_row, table, home, tokens, token_scores, verified, max_len, calls,
+                                 Windows{gamma + 1, true, false, -1}, window, eos, pad, unk, unk_penalty, min_len,
+                                 guess);
+  const auto [logits, accepted, last, jacobi_draft, made, ver, w] = results(v);
+  return {logits, accepted, last, jacobi_draft, made, ver, w, draft_width,
+          std::chrono::duration<double>(Clock::now() - entered).count(), std::chrono::duration<double>(drafting).count()};
 }
 
 TORCH_LIBRARY_FRAGMENT(fairseq_stream, m) {
@@ -572,6 +658,12 @@ TORCH_LIBRARY_FRAGMENT(fairseq_stream, m) {
         "Tensor[] enc_keys, Tensor[] enc_values, Tensor? enc_padding, Tensor kv_row, Tensor? table, Tensor? home, "
         "Tensor(a!) scores, Tensor(b!) tokens, Tensor(c!) token_scores, Tensor(d!) row_steps, Tensor max_len, int c, "
         "int window, int eos, int pad, int unk, float unk_penalty, int min_len) -> (Tensor, int)");
+  m.def("decoder_jacobi(__torch__.torch.classes.fairseq_stream.NativeDecoder decoder, Tensor feed, "
+        "Tensor? position_table, Tensor[] keys, Tensor[] values, int width, Tensor[] enc_keys, Tensor[] enc_values, "
+        "Tensor? enc_padding, Tensor kv_row, Tensor? table, Tensor? home, Tensor(a!) tokens, Tensor(b!) token_scores, "
+        "int verified, int max_len, int calls, int block, bool tail, bool init_pad, int max_parallel, "
+        "Tensor(c!)? pool, Tensor bigram_keys, Tensor bigram, int vocab, int bos, int window, int eos, int pad, "
+        "int unk, float unk_penalty, int min_len) -> (Tensor, Tensor, Tensor, Tensor, int, int, int)");
   m.def("decoder_speculate(__torch__.torch.classes.fairseq_stream.NativeDecoder decoder, Tensor feed, "
         "Tensor? position_table, Tensor[] keys, Tensor[] values, int width, Tensor[] enc_keys, Tensor[] enc_values, "
         "Tensor? enc_padding, Tensor kv_row, Tensor? table, Tensor? home, "
@@ -586,6 +678,7 @@ TORCH_LIBRARY_IMPL(fairseq_stream, CPU, m) {
   m.impl("decoder_step", &decoder_step);
   m.impl("decoder_greedy", &decoder_greedy);
   m.impl("decoder_greedy_search", &decoder_greedy_search);
+  m.impl("decoder_jacobi", &decoder_jacobi);
   m.impl("decoder_speculate", &decoder_speculate);
 }
 PYBIND11_MODULE(TORCH_EXTENSION_NAME, m) {}

@@ -29,13 +29,6 @@ enum class PacketField { kFinished, kNextWidth, kLongest, kAccepted, kShortest, 
                          kTotal, kPosition, kPacketFields };
 using P = PacketField;
 
-int64_t window(int64_t a, int64_t max_len, int64_t block, bool tail, int64_t max_parallel) {
-  const int64_t remaining = max_len + 1 - a;  // positions left, EOS included
-  int64_t w = block < 0 ? remaining : (tail ? block : block - a % block);
-  if (max_parallel >= 0 && a >= max_parallel) w = 1;
-  return std::max<int64_t>(std::min(w, remaining), 1);
-}
-
 template <typename T>
 void run(const torch::Tensor& pred_t, const torch::Tensor& score_t, const torch::Tensor& feed_t, at::TensorList state,
          at::IntArrayRef config, std::vector<char>& done, std::vector<int64_t>& accept, std::vector<double>& total,
@@ -80,7 +73,7 @@ void run(const torch::Tensor& pred_t, const torch::Tensor& score_t, const torch:
     }
     verified[s] = v;
     iterations[s] += 1;
-    width[s] = window(v, max_len[s], block, tail, max_parallel);  // 3. the next window
+    width[s] = jacobi_window(v, max_len[s], block, tail, max_parallel);  // 3. the next window
     done[s] = has_eos || v > max_len[s];
     accept[s] = acc;
     double sum = 0;  // PyTorch's CPU cumsum accumulates in double and rounds each output

@@ -40,6 +40,16 @@ void sorted_top(const T* v, int64_t n, int64_t width, std::vector<int64_t>& out)
   out.resize(w);
 }
 
+// A Jacobi iteration's window from the first unverified position `a` (fairseq_stream/search/jacobi.py,
+// JacobiDecoding._widths): PJ (block < 0) the rest; PGJ to the end of the aligned block; `tail` a block
+// sliding with the verified prefix; HGJ 1 from `max_parallel` on; never past the maximum length, at least 1.
+inline int64_t jacobi_window(int64_t a, int64_t max_len, int64_t block, bool tail, int64_t max_parallel) {
+  const int64_t remaining = max_len + 1 - a;  // positions left, EOS included
+  int64_t w = block < 0 ? remaining : (tail ? block : block - a % block);
+  if (max_parallel >= 0 && a >= max_parallel) w = 1;
+  return std::max<int64_t>(std::min(w, remaining), 1);
+}
+
 template <typename T>
 T* ptr(const torch::Tensor& t) {
   return t.data_ptr<T>();
