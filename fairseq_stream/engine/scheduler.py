@@ -322,8 +322,8 @@ class StreamingScheduler:
 
     def _run_ahead(self, pool: Sources, group: _Group, groups: List[_Group], sentences: int) -> Optional[tuple]:
         """The "ahead" hook: where ``group`` is the only one in flight and has few rows, its steps run in one native
-        call (``ModelStep.run_ahead``: the greedy beam's steps, or speculative decoding's verifications of one
-        sentence) while no sentence of it may end — nothing the scheduler decides between steps (refill,
+        call (``ModelStep.run_ahead``: the greedy beam's steps, or one sentence's Jacobi iterations with their
+        guesses) while no sentence of it may end — nothing the scheduler decides between steps (refill,
         selection, merges) can change before one does. Those steps are counted as steps; returns the last call's
         scores, the state after it and the strategy's state after the steps before it (the caller's strategy step
         takes the scores) and the calls made; or None: step as usual."""

@@ -364,7 +364,7 @@ class BlockDecoder:
                              index: SentenceIndex, max_position: int, search: Any) -> Union[Tuple[Tensor, RowCache, int], str]:
         """Up to ``search.calls`` calls of :meth:`forward_native`, the first fed ``first`` (R, 1) at ``positions`` (R, 1)
         (at most ``max_position``), each next one the row's best candidate of the greedy beam's step, found and
-        taken into ``search`` (a :class:`~fairseq_stream.model.model_step.GreedySearch`) in place while no row may
+        taken into ``search`` (a :class:`~fairseq_stream.model.native_loops.GreedySearch`) in place while no row may
         end, as one C++ call (``decoder_greedy_search``): the logits (R, 1, V) of the last call, unsearched, the
         cache extended by the calls made, and their number; or why the operator cannot run them."""
         if first.size(0) == 0:
@@ -382,7 +382,7 @@ class BlockDecoder:
     def verify_native(self, cache: RowCache, feed: Tensor, memory: EncoderMemory, index: SentenceIndex, search: Any,
                       draft: Optional["BlockDecoder"]) -> Union[Tuple[Tensor, RowCache, int, Optional[RowCache]], str]:
         """One sentence's Jacobi iterations, the block ``feed`` (1, b) first, as one C++ call while no iteration may
-        end the sentence (``search``: a :class:`~fairseq_stream.model.model_step.VerifySearch`, its ``ran`` filled
+        end the sentence (``search``: a :class:`~fairseq_stream.model.native_loops.VerifySearch`, its ``ran`` filled
         here): ``decoder_jacobi`` (Jacobi's own guesses or lookahead's n-gram pool) or, with the ``draft``'s block
         decoder, ``decoder_speculate`` (the draft's catch-up and proposals between the calls). Returns the last
         call's logits (1, b', V), unsearched, this model's cache extended by that call, the calls made and the

@@ -185,12 +185,14 @@ class PrunesPerSentence(Protocol):
 
 
 class RunsAhead(Protocol):
-    """Hook ``"ahead"``: steps the native greedy loop searches itself, in place, while no sentence of the group may end
-    (the scheduler then hands the last call's scores to :meth:`SearchStrategy.step` as usual)."""
+    """Hook ``"ahead"``: steps a native loop runs itself, in place, while no sentence of the group may end — the greedy
+    beam's, or one sentence's Jacobi iterations (the scheduler then hands the last call's scores to
+    :meth:`SearchStrategy.step` as usual)."""
 
     def native_search(self, state: Any, most_calls: int) -> Optional[Any]:
         """What the loop needs for at most ``most_calls`` decoder calls (a
-        :class:`~fairseq_stream.model.model_step.GreedySearch`), or None (it cannot)."""
+        :class:`~fairseq_stream.model.native_loops.GreedySearch` or
+        :class:`~fairseq_stream.model.native_loops.VerifySearch`), or None (it cannot)."""
         ...
 
     def ran_ahead(self, state: Any, steps: int) -> Any:

@@ -221,16 +221,18 @@ class JacobiDecoding(SearchInRegion, StateOps):
 
     # ---- the "ahead" hook: one sentence's iterations run ahead natively ------------------------------
     def native_search(self, state: JacobiState, most_calls: int) -> Optional[VerifySearch]:
+        """The "ahead" hook: :meth:`native_verify` with Jacobi's own guesses (kept for :meth:`ran_ahead`)."""
         self._ahead = self.native_verify(state, most_calls)
         return self._ahead
 
     def ran_ahead(self, state: JacobiState, steps: int) -> JacobiState:
+        """``state`` after the ``steps`` iterations the native loop did (:meth:`verified_ahead`)."""
         search, self._ahead = self._ahead, None
         return self.verified_ahead(state, search.ran) if search is not None and search.ran is not None else state
 
     def native_verify(self, state: JacobiState, most_calls: int) -> Optional[VerifySearch]:
         """What a native loop needs to do ``state``'s iterations itself, Jacobi's own guesses in its windows
-        (:class:`~fairseq_stream.model.model_step.VerifySearch`), at most ``most_calls`` calls; or None where it
+        (:class:`~fairseq_stream.model.native_loops.VerifySearch`), at most ``most_calls`` calls; or None where it
         cannot give what :meth:`step` gives bit for bit: more than one sentence, PJ (no block), a bucket state, an
         output layer or score edit the loop does not run (:meth:`OutputScorer.native_output`), or a first call
         that may end the sentence."""
