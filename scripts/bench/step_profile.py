@@ -11,8 +11,8 @@ Rows (``--rows``): ``greedy`` (``fixed-ours --beam 1 --stream-capacity 1``: one 
 (``fixed-ours --beam 5 --stream-capacity 5``: five sentences of five rows, ~25 rows a step). Each row
 decodes the first ``--limit`` sentences once untimed, then twice timed, through the Python session:
 
-1. **Wall split** (wrapped functions, perf_counter): the C++ decoder step (``decoder_step``, or the native greedy
-   loop's ``decoder_greedy_search``, its steps' search included; the layers and
+1. **Wall split** (wrapped functions, perf_counter): the C++ decoder step (``decoder_step``, or the native
+   loops' ``decoder_greedy_search`` / ``decoder_jacobi``, their steps' search included; the layers and
    the output projection), the Python around it (``forward_native``), the model step's Python
    (``ModelStep.scored_step``), the strategy's search step (fused top-k + normaliser, score edits, the beam
    step operator, and their Python), the encoder (``refill``: admission and encoding) and the rest
@@ -66,12 +66,15 @@ def wall_split(session: Any, dataset: Any, search: str, gen: Dict[str, Any], opt
     ops = torch.ops.fairseq_stream
     ops.decoder_step  # noqa: B018  (resolved once, so that the namespace holds it and it can be wrapped)
     t: Dict[str, float] = collections.defaultdict(float)
-    ops.decoder_greedy_search  # noqa: B018
-    # the native greedy loop (--native-loop auto) runs a sentence's steps, their search included, in one C++ call
-    targets = [(ops, "decoder_step", "cpp"), (ops, "decoder_greedy_search", "cpp"),
+    ops.decoder_greedy_search, ops.decoder_jacobi  # noqa: B018
+    # the native loops (--native-loop auto) run a sentence's greedy steps, or its Jacobi iterations (block4), their
+    # search included, in one C++ call each
+    targets = [(ops, "decoder_step", "cpp"), (ops, "decoder_greedy_search", "cpp"), (ops, "decoder_jacobi", "cpp"),
                (block_decoder.BlockDecoder, "forward_native", "native"),
                (block_decoder.BlockDecoder, "greedy_search_native", "native"),
+               (block_decoder.BlockDecoder, "verify_native", "native"),
                (model_step.ModelStep, "scored_step", "scored"), (model_step.ModelStep, "greedy_search", "scored"),
+               (model_step.ModelStep, "verify", "scored"),
                (region.SearchInRegion, "step", "search"), (scheduler.StreamingScheduler, "_refill", "refill")]
     with timed_calls(targets, t):
         start = time.perf_counter()
@@ -105,7 +108,8 @@ def operator_split(session: Any, dataset: Any, search: str, gen: Dict[str, Any],
             groups["layer norm"] += seconds
         elif name in ("fairseq_stream::topk_lse", "fairseq_stream::beam_step", "fairseq_stream::jacobi_step"):
             groups["search operators"] += seconds
-        elif name in ("fairseq_stream::decoder_step", "fairseq_stream::decoder_greedy"):
+        elif name in ("fairseq_stream::decoder_step", "fairseq_stream::decoder_greedy",
+                      "fairseq_stream::decoder_greedy_search", "fairseq_stream::decoder_jacobi"):
             groups["the C++ step's own code"] += seconds
         else:
             groups["other aten operators"] += seconds

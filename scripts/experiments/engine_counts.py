@@ -10,7 +10,8 @@ decoder step (see :mod:`fairseq_stream.engine.profiling`): 100 demo sentences, f
 compare with an older tree, check it out elsewhere and copy ``fairseq_stream/engine/profiling.py``
 into it (a tree from before the static step moved to ``model/static/``, 2026-12-04, has its region in
 ``TransformerStepper._static_body``: that copy's ``count_decoder_steps`` then needs the old name). Counting
-slows the run; it is not a timing.
+slows the run; it is not a timing. Every run has ``--native-loop off`` (a GPU runs no native loop: at batch 1 the
+CPU's would do a sentence's steps in one C++ call, whose operations no Python phase sees).
 
 ``--phases`` splits the operations of the scheduler's steps by where they run: the decoder
 call (``ModelStep.scored_step``, which the scheduler calls; ``ModelStep.step`` goes through it),
@@ -31,6 +32,7 @@ from typing import Any, Dict, Iterator, List, Optional, Sequence
 
 HERE = Path(__file__).resolve().parents[2]
 DEMO = HERE / "user_dir_examples" / "demo"
+PER_STEP = {"native_loop": "off"}  # every step a Python step, as on a GPU
 RUNS = [
     ("`var-stream` k = 5", "var-stream", {"beam": 5}, {"stream_capacity": 32}),
     ("`fixed-ours` k = 5", "fixed-ours", {"beam": 5}, {"stream_capacity": 32}),
@@ -81,7 +83,7 @@ def phases(session: Any, data: Any, runs: List[tuple], repo: Path) -> None:
     for label, search, gen, opts in runs:
         counts = {name: CostCounts() for name in ("steps", "scored_step", "select", "accept")}
         with count_phases(counts):
-            out = session.translate(data, search=search, gen=gen, opts=opts, postprocess=False)
+            out = session.translate(data, search=search, gen=gen, opts=dict(opts, **PER_STEP), postprocess=False)
         n = out.stats.timesteps
         if not counts["scored_step"].ops:  # the counted method is not the one the scheduler calls any more
             raise SystemExit("engine_counts.py: no operation counted in ModelStep.scored_step: "
@@ -132,7 +134,7 @@ def main(argv: Optional[Sequence[str]] = None) -> None:
     print(f"{repo}\n\n| strategy | steps | host reads/step | aten ops/step |\n|---|---|---|---|")
     for label, search, gen, opts in runs:
         with CostCounter() as cc:
-            out = session.translate(data, search=search, gen=gen, opts=opts, postprocess=False)
+            out = session.translate(data, search=search, gen=gen, opts=dict(opts, **PER_STEP), postprocess=False)
         n = out.stats.timesteps
         print(f"| {label} | {n} | {cc.counts.host_reads / n:.2f} | {cc.counts.ops / n:.1f} |", flush=True)
 
