@@ -422,7 +422,7 @@ class BlockDecoder:
                 draft_native, draft_table, dkeys, dvalues, dwidth, denc_keys, denc_values, denc_padding, dkv_row,
                 drow_table, dhome, search.tokens, search.token_scores, search.verified, search.max_len, search.calls,
                 search.draft.gamma, window, eos, pad, unk, unk_penalty, min_len))
-        search.ran = VerifyRun(accepted.tolist(), last, jacobi_draft, verified, dstate, seconds, drafting)
+        search.ran = VerifyRun(accepted.tolist(), last, jacobi_draft, verified, None, seconds, drafting)  # state: ModelStep.verify
         return logits, cache.at_width(width + last.size(1)), calls, dcache.at_width(dwidth)
 
     def _native_operands(self, cache: RowCache, fed: int, max_position: int, memory: EncoderMemory,

@@ -465,7 +465,7 @@ struct Verified {
   Tensor logits;                  // (1, b, V) the last call's, unsearched
   std::vector<int64_t> accepted;  // tokens accepted by each iteration done here
   Tensor feed;                    // (1, b) the last call's block
-  Tensor draft;                   // (1, b' − 1) the Jacobi draft after the last iteration done here
+  std::vector<int64_t> draft;     // the Jacobi draft after the last iteration done here (b' − 1 tokens)
   int64_t verified, width;        // verified tokens; the model's cache width before the last call
 };
 
@@ -477,7 +477,7 @@ struct Verified {
 // matched — into `tokens`/`token_scores` (1, T) at column `verified` (the model's cache keeps those tokens; the
 // rejected slots are overwritten by the next block); the next window (jacobi_window) and Jacobi's own next feed
 // (the last verified token, then the unverified predictions shifted, PAD at a fresh aligned block), which
-// `guess(pred, a, own)` may replace by a proposer's guesses (the next block). The call whose iteration may end
+// `guess(pred, a, verified, own, b)` may replace by a proposer's guesses (the next block). The call whose iteration may end
 // the sentence — an EOS among its accepted predictions, a position at the maximum length (where ForceEosAtMaxLen
 // edits), or the `calls`-th — is returned unsearched, for the Python step. The caches are the one row's (no lens);
 // the caller has reserved their slots and written the row's home at them.
@@ -500,7 +500,6 @@ Verified verify_loop(const c10::intrusive_ptr<NativeDecoder>& self, const Tensor
   const auto opts = feed.options();
   Verified out;
   out.feed = feed.contiguous();
-  out.draft = at::empty({1, 0}, opts);
   for (int64_t j = 0;; ++j) {
     const int64_t b = out.feed.size(1);
     out.logits = decoder_step(self, out.feed, at::arange(width, width + b, opts).unsqueeze(0), position_table, keys,
@@ -534,9 +533,9 @@ Verified verify_loop(const c10::intrusive_ptr<NativeDecoder>& self, const Tensor
     out.accepted.push_back(a);
     // jacobi_step.cpp: the next draft, window and feed
     const bool fresh = windows.init_pad && verified % windows.block == 0;
-    std::vector<int64_t> draft(b - 1);
+    std::vector<int64_t>& draft = out.draft;  // a tensor only once, for the Python step (results)
+    draft.resize(b - 1);
     for (int64_t i = 0; i < b - 1; ++i) draft[i] = (i + a >= b || fresh) ? pad : p[std::min(i + a, b - 1)];
-    out.draft = at::tensor(draft, opts).view({1, b - 1});
     const int64_t next = fairseq_stream_ops::jacobi_window(verified, max_len, windows.block, windows.tail, windows.max_parallel);
     std::vector<int64_t> own(next, pad);
     own[0] = p[a - 1];
@@ -548,7 +547,9 @@ Verified verify_loop(const c10::intrusive_ptr<NativeDecoder>& self, const Tensor
 // The results of a native verification loop as its operators return them.
 using LoopResult = std::tuple<Tensor, Tensor, Tensor, Tensor, int64_t, int64_t, int64_t>;
 LoopResult results(const Verified& v) {
-  return {v.logits, at::tensor(v.accepted, v.feed.options()), v.feed, v.draft,
+  const auto opts = v.feed.options();
+  return {v.logits, at::tensor(v.accepted, opts), v.feed,
+          at::tensor(v.draft, opts).view({1, static_cast<int64_t>(v.draft.size())}),
           static_cast<int64_t>(v.accepted.size()) + 1, v.verified, v.width};
 }
 
