@@ -26,6 +26,7 @@ from fairseq_stream.model.linear_kernels import OneDnnLinear, PackedLinear
 from fairseq_stream.model.quantize import _FloatLinear, is_quantized_linear
 from fairseq_stream.ops import decode_attention, native_step
 from fairseq_stream.ops.backends import device_choice
+from fairseq_stream.ops.env_flags import env_flag
 
 #: Activation codes of the operator: fairseq's ``activation_fn`` → code.
 RELU, GELU = 0, 1
@@ -140,6 +141,9 @@ def build(decoder: Any, qkv: List[Any]) -> Union[Any, str]:
                           linear(layer.encoder_attn.out_proj), norm(layer.final_layer_norm), linear(layer.fc1),
                           linear(layer.fc2)], float(layer.self_attn.scaling), float(layer.encoder_attn.scaling))
     native.set_output(norm(decoder.layer_norm), linear(decoder.project_out_dim), linear(decoder.output_projection))
+    # the raw step (decoder_step.cpp's raw_layers: the same bits without an operator call per product); the
+    # variable turns it off, for A/B timings
+    native.set_raw(not env_flag("FAIRSEQ_STREAM_NO_RAW_STEP"))
     return native
 
 

@@ -17,6 +17,7 @@
 // the batch: a row's result does not depend on the rows beside it (var-stream = var-batch).
 // Masked keys are skipped, never given -inf (the build uses -ffast-math, see fused_output.py).
 #include "step_common.h"
+#include "raw_kernels.h"
 #include <ATen/Parallel.h>
 #include <algorithm>
 #include <cmath>
@@ -124,6 +125,55 @@ static void attend_one(const float* q, const float* const* Kp, const float* cons
   for (int64_t d = 0; d < D; ++d) out[d] *= inv;
 }
 
+// One call on raw buffers (raw_kernels.h's AttentionFn): the operator below and the native step's raw layers
+// (decoder_step.cpp) call it.
+void decode_attention_raw(const fairseq_stream_ops::AttentionArgs& a) {
+  const float* pq = a.q;
+  const float* pk = a.k;
+  const float* pv = a.v;
+  const int64_t* prow = a.kv_row;
+  const int64_t* pend = a.last;
+  const bool* ppad = a.padding;
+  const int64_t pad_stride = a.pad_stride;
+  const int64_t* ptable = a.table;
+  const int64_t table_rows = a.table_rows, table_stride = a.table_stride;
+  float* po = a.out;
+  const int64_t R = a.R, H = a.H, D = a.D, N = a.N, L = a.L, sn = a.sn, sh = a.sh;
+  at::parallel_for(0, R * H, 1, [&](int64_t begin, int64_t end) {
+    thread_local std::vector<float> scores;  // reused: at one row a call's mallocs cost as much as its arithmetic
+    thread_local std::vector<const float*> kp, vp;
+    thread_local std::vector<int64_t> offset;  // of each key of the current row's buffer row, head 0
+    kp.resize(L);
+    vp.resize(L);
+    offset.resize(L);
+    int64_t offsets_of = -1;  // the row `offset` was computed for: its heads follow one another
+    for (int64_t i = begin; i < end; ++i) {
+      const int64_t r = i / H, h = i % H;
+      const int64_t n = prow ? prow[r] : r;
+      if (n != offsets_of) {  // checked once per row, not once per head
+        if (ptable != nullptr) {
+          TORCH_CHECK(n >= 0 && n < table_rows, "kv_row out of the row table");
+          const int64_t* held = ptable + n * table_stride;  // the buffer row of each key
+          for (int64_t j = 0; j < L; ++j) {
+            TORCH_CHECK(held[j] >= 0 && held[j] < N, "row_table out of range");
+            offset[j] = held[j] * sn + j * D;
+          }
+        } else {
+          TORCH_CHECK(n >= 0 && n < N, "kv_row out of range");
+          for (int64_t j = 0; j < L; ++j) offset[j] = n * sn + j * D;
+        }
+        offsets_of = n;
+      }
+      for (int64_t j = 0; j < L; ++j) {
+        kp[j] = pk + offset[j] + h * sh;
+        vp[j] = pv + offset[j] + h * sh;
+      }
+      attend_one(pq + r * a.q_row + h * D, kp.data(), vp.data(), L, D, a.scale,
+                 ppad ? ppad + n * pad_stride : nullptr, pend ? pend[r] : -1, po + i * D, scores);
+    }
+  });
+}
+
 torch::Tensor decode_attention(const torch::Tensor& query, const torch::Tensor& keys, const torch::Tensor& values,
                                const c10::optional<torch::Tensor>& kv_row, const c10::optional<torch::Tensor>& last,
                                const c10::optional<torch::Tensor>& key_padding, double scale,
@@ -149,50 +199,22 @@ torch::Tensor decode_attention(const torch::Tensor& query, const torch::Tensor& 
     TORCH_CHECK(table.dim() == 2 && table.size(1) >= L, "row_table (N, >= L)");
   }
   auto out = torch::empty({R, H, D}, q.options());
-  const float* pq = q.data_ptr<float>();
-  const float* pk = keys.data_ptr<float>();
-  const float* pv = values.data_ptr<float>();
-  const int64_t* prow = rows.defined() ? rows.data_ptr<int64_t>() : nullptr;
-  const int64_t* pend = ends.defined() ? ends.data_ptr<int64_t>() : nullptr;
-  const bool* ppad = pad.defined() ? pad.data_ptr<bool>() : nullptr;
-  const int64_t pad_stride = pad.defined() ? pad.size(1) : 0;
-  const int64_t* ptable = table.defined() ? table.data_ptr<int64_t>() : nullptr;
-  const int64_t table_rows = table.defined() ? table.size(0) : 0, table_stride = table.defined() ? table.size(1) : 0;
-  float* po = out.data_ptr<float>();
-  const int64_t sn = keys.stride(0), sh = keys.stride(1);
-  at::parallel_for(0, R * H, 1, [&](int64_t begin, int64_t end) {
-    std::vector<float> scores;
-    std::vector<const float*> kp(L), vp(L);
-    std::vector<int64_t> offset(L);  // of each key of the current row's buffer row, head 0
-    int64_t offsets_of = -1;  // the row `offset` was computed for: its heads follow one another
-    for (int64_t i = begin; i < end; ++i) {
-      const int64_t r = i / H, h = i % H;
-      const int64_t n = prow ? prow[r] : r;
-      if (n != offsets_of) {  // checked once per row, not once per head
-        if (ptable != nullptr) {
-          TORCH_CHECK(n >= 0 && n < table_rows, "kv_row out of the row table");
-          const int64_t* held = ptable + n * table_stride;  // the buffer row of each key
-          for (int64_t j = 0; j < L; ++j) {
-            TORCH_CHECK(held[j] >= 0 && held[j] < N, "row_table out of range");
-            offset[j] = held[j] * sn + j * D;
-          }
-        } else {
-          TORCH_CHECK(n >= 0 && n < N, "kv_row out of range");
-          for (int64_t j = 0; j < L; ++j) offset[j] = n * sn + j * D;
-        }
-        offsets_of = n;
-      }
-      for (int64_t j = 0; j < L; ++j) {
-        kp[j] = pk + offset[j] + h * sh;
-        vp[j] = pv + offset[j] + h * sh;
-      }
-      attend_one(pq + i * D, kp.data(), vp.data(), L, D, static_cast<float>(scale),
-                 ppad ? ppad + n * pad_stride : nullptr, pend ? pend[r] : -1, po + i * D, scores);
-    }
-  });
+  decode_attention_raw({q.data_ptr<float>(), H * D, R, H, D, keys.data_ptr<float>(), values.data_ptr<float>(), N, L,
+                        keys.stride(0), keys.stride(1), rows.defined() ? rows.data_ptr<int64_t>() : nullptr,
+                        ends.defined() ? ends.data_ptr<int64_t>() : nullptr, pad.defined() ? pad.data_ptr<bool>() : nullptr,
+                        pad.defined() ? pad.size(1) : 0, table.defined() ? table.data_ptr<int64_t>() : nullptr,
+                        table.defined() ? table.size(0) : 0, table.defined() ? table.size(1) : 0,
+                        static_cast<float>(scale), out.data_ptr<float>()});
   return out;
+}
+
+// The address of decode_attention_raw (an AttentionFn), for the native step.
+int64_t decode_attention_entry() {
+  const fairseq_stream_ops::AttentionFn fn = &decode_attention_raw;
+  return reinterpret_cast<int64_t>(fn);
 }
 
 FAIRSEQ_STREAM_CPU_OPERATOR(decode_attention,
                             "(Tensor query, Tensor keys, Tensor values, Tensor? kv_row, Tensor? last, "
                             "Tensor? key_padding, float scale, Tensor? row_table=None) -> Tensor")
+TORCH_LIBRARY_FRAGMENT(fairseq_stream, m) { m.def("decode_attention_entry() -> int", &decode_attention_entry); }

@@ -8,10 +8,22 @@
 // Python calls them), so its logits are the eager step's bit for bit; only the Python between them
 // is gone. What it covers: causal steps (no custom block mask) of one or more tokens per row, rows of
 // one length or of their own lengths; NativeDecoder holds the model's weights, collected once.
+//
+// Where every product has a raw kernel (packed float32, our int8) and the activation is a ReLU, the layers run on
+// raw buffers instead (raw_layers): the same kernels in the same order through their raw entries
+// (raw_kernels.h), so the same bits, without the ~30 operator calls a layer (each a dispatch, an output tensor,
+// shape checks) that cost a one-row step about a quarter of its time. set_raw(false) keeps the calls (A/B).
+#if defined(__x86_64__)  // as PyTorch's x86 builds define them: the dispatch stubs' call signature (layer norm's)
+#define HAVE_AVX512_CPU_DEFINITION
+#define HAVE_AVX2_CPU_DEFINITION
+#endif
+#include <ATen/native/layer_norm.h>
+#include "raw_kernels.h"
 #include "step_common.h"
 #include <ATen/core/dispatch/Dispatcher.h>
 #include <torch/custom_class.h>
 #include <chrono>
+#include <cmath>
 #include <cstring>
 #include <limits>
 #include <string>
@@ -70,6 +82,13 @@ struct NativeDecoder : torch::CustomClassHolder {
   int64_t positions = 0, position_padding = -1;  // positions: 0 none, 1 sinusoidal (table per call), 2 learned
   Tensor learned_positions;
   int64_t layer_norm = -1, project_out = -1, output = -1;
+  // The raw step (raw_layers below): the kernels' addresses, resolved at the first step; whether it may run.
+  bool raw_allowed = true;
+  int raw_state = 0;  // 0: not resolved yet, 1: every product and the attention have a raw kernel, -1: not
+  fairseq_stream_ops::PackedLinearFn packed_fn = nullptr;
+  fairseq_stream_ops::Int8LinearFn int8_fn = nullptr;
+  fairseq_stream_ops::AttentionFn attend_fn = nullptr;
+  int64_t raw_count = 0;  // steps the raw path ran (raw_steps(): what the tests check it took)
 
   NativeDecoder(int64_t heads_, int64_t head_dim_, bool normalize_before_, int64_t activation_)
       : heads(heads_), head_dim(head_dim_), activation(activation_), normalize_before(normalize_before_) {}
@@ -115,6 +134,56 @@ struct NativeDecoder : torch::CustomClassHolder {
     layer_norm = layer_norm_;
     project_out = project_out_;
     output = output_;
+  }
+  // Whether steps may take the raw path (the same bits either way; off: every step the aten calls, for A/B).
+  void set_raw(bool allowed) { raw_allowed = allowed; }
+  int64_t raw_steps() const { return raw_count; }
+  // Whether the next eligible step takes the raw path: every product packed float32 or our int8, a ReLU, the
+  // kernels' raw entries registered (their modules loaded).
+  bool raw() {
+    if (!raw_allowed) return false;
+    if (raw_state == 0) {
+      raw_state = activation == kRelu ? 1 : -1;
+      for (const Linear& l : linears)
+        if (l.kind != kPacked && l.kind != kInt8) raw_state = -1;
+      const auto entry = [](const char* name) -> int64_t {
+        const auto handle = c10::Dispatcher::singleton().findSchema({name, ""});
+        return handle.has_value() ? handle->typed<int64_t()>().call() : 0;
+      };
+      if (raw_state == 1) {
+        attend_fn = reinterpret_cast<fairseq_stream_ops::AttentionFn>(entry("fairseq_stream::decode_attention_entry"));
+        bool packed = false, int8 = false;
+        for (const Linear& l : linears) (l.kind == kPacked ? packed : int8) = true;
+        if (packed) packed_fn = reinterpret_cast<fairseq_stream_ops::PackedLinearFn>(entry("fairseq_stream::packed_linear_entry"));
+        if (int8) int8_fn = reinterpret_cast<fairseq_stream_ops::Int8LinearFn>(entry("fairseq_stream::int8_row_linear_entry"));
+        if (!attend_fn || (packed && !packed_fn) || (int8 && !int8_fn)) raw_state = -1;
+      }
+    }
+    return raw_state == 1;
+  }
+
+  // y (M, N) = linear i of x (M, K), relu fused, on raw buffers (the raw path's kernels: the same as linear's)
+  void raw_linear(int64_t i, const float* x, int64_t M, int64_t K, float* y, bool relu = false) const {
+    const Linear& l = linears[i];
+    const float* bias = l.bias.has_value() ? l.bias->data_ptr<float>() : nullptr;
+    if (l.kind == kPacked) {
+      TORCH_CHECK(l.weight.size(1) == K, "decoder_step: a product's input width");
+      packed_fn(x, M, K, l.weight.data_ptr<float>(), l.out_features, bias, relu, y);
+    } else {
+      TORCH_CHECK(l.weight.size(1) * l.weight.size(3) >= K && (l.weight.size(1) - 1) * l.weight.size(3) < K,
+                  "decoder_step: a product's input width");
+      int8_fn(x, M, K, l.weight.data_ptr<int8_t>(), l.weight.size(0), l.weight.size(1), l.offset.data_ptr<int32_t>(),
+              l.wscale.data_ptr<float>(), bias, l.out_features, relu, l.levels, y);
+    }
+  }
+  int64_t out_features(int64_t i) const { return linears[i].out_features; }
+
+  // norm i of x (M, d) into y (M, d): the kernel at::layer_norm's CPU operator calls (its dispatch stub, so
+  // its bits), without the dispatcher, the autograd layer and the operator's three output tensors
+  void raw_norm(int64_t i, const Tensor& x, Tensor& y, Tensor& mean, Tensor& rstd) const {
+    const Norm& n = norms[i];
+    at::native::LayerNormKernel(c10::DeviceType::CPU, x, n.weight.has_value() ? *n.weight : Tensor(),
+                                n.bias.has_value() ? *n.bias : Tensor(), x.size(0), n.dim, n.eps, &y, &mean, &rstd);
   }
 
   // ---- the step's arithmetic, each as decoder_step.py computes it ----------------------------
@@ -280,6 +349,166 @@ Tensor embed(const NativeDecoder& m, const Tensor& tokens, const Tensor& positio
   return x;
 }
 
+// BlockDecoder.embed on raw buffers (the raw path): the same IEEE operations — the token's row times the scale as a
+// float (aten multiplies a float tensor by a Python scalar in float), project_in, plus the position's row — and
+// layernorm_embedding through layer norm's kernel. Token ids (R, b) and positions: contiguous int64.
+Tensor raw_embed(const NativeDecoder& m, const Tensor& tokens, const Tensor& positions,
+                 const c10::optional<Tensor>& table) {
+  const int64_t R = tokens.size(0), b = tokens.size(1), M = R * b, V = m.embed_tokens.size(0);
+  const int64_t de = m.embed_tokens.size(1);
+  const auto opts = m.embed_tokens.options();
+  const int64_t* tok = tokens.data_ptr<int64_t>();
+  const float* E = m.embed_tokens.data_ptr<float>();
+  const float scale = static_cast<float>(m.embed_scale);
+  Tensor x = at::empty({R, b, de}, opts);
+  float* X = x.data_ptr<float>();
+  for (int64_t i = 0; i < M; ++i) {
+    TORCH_CHECK(tok[i] >= 0 && tok[i] < V, "decoder_step: a token outside the embedding");
+    const float* row = E + tok[i] * de;
+    for (int64_t e = 0; e < de; ++e) X[i * de + e] = row[e] * scale;
+  }
+  if (m.project_in >= 0) {
+    Tensor y = at::empty({R, b, m.out_features(m.project_in)}, opts);
+    m.raw_linear(m.project_in, X, M, de, y.data_ptr<float>());
+    x = y;
+    X = x.data_ptr<float>();
+  }
+  const int64_t d = x.size(2);
+  if (m.positions != 0) {
+    TORCH_CHECK(m.positions == 2 || table.has_value(), "decoder_step: a sinusoidal model needs its position table");
+    const Tensor& rows = m.positions == 1 ? *table : m.learned_positions;
+    TORCH_CHECK(rows.scalar_type() == torch::kFloat && rows.is_contiguous() && rows.size(1) == d,
+                "decoder_step: a contiguous float32 position table of the model's width");
+    const int64_t* pos = positions.data_ptr<int64_t>();
+    const float* P = rows.data_ptr<float>();
+    for (int64_t i = 0; i < M; ++i) {
+      const int64_t id = pos[i] + m.position_padding + 1;
+      TORCH_CHECK(id >= 0 && id < rows.size(0), "decoder_step: a position outside the position table");
+      for (int64_t e = 0; e < d; ++e) X[i * d + e] = X[i * d + e] + P[id * d + e];
+    }
+  }
+  if (m.layernorm_embedding >= 0) {
+    Tensor y = at::empty_like(x), mean = at::empty({M}, opts), rstd = at::empty({M}, opts);
+    m.raw_norm(m.layernorm_embedding, x.view({M, d}), y, mean, rstd);
+    x = y;
+  }
+  return x;
+}
+
+// `t` as contiguous int64 (itself when it is: no operator call).
+Tensor as_index(const Tensor& t) {
+  return t.scalar_type() == torch::kLong && t.is_contiguous() ? t : t.to(torch::kLong).contiguous();
+}
+
+// Whether a cache holds each (row, head)'s slots as consecutive rows of hd floats (what the raw path addresses).
+bool slots_contiguous(const std::vector<Tensor>& caches, int64_t hd) {
+  for (const Tensor& t : caches)
+    if (t.dim() != 4 || t.scalar_type() != torch::kFloat || t.stride(3) != 1 || t.stride(2) != hd || t.size(3) != hd)
+      return false;
+  return true;
+}
+
+// The layers and the output projection of layer_step / decoder_step on raw buffers: the same kernels in the same
+// order — the packed or int8 products and the decode attention through their raw entries (raw_kernels.h),
+// at::layer_norm's kernel through its dispatch stub, the residual sums and the cache writes as loops (one IEEE add, one
+// copy each) — so the same bits, without ~30 operator calls a layer (each a dispatch, an output tensor, shape
+// checks). `x` (R, b, d) is the embedded block (modified in place); returns the logits (R, b, V).
+Tensor raw_layers(NativeDecoder& m, Tensor x, const StepInputs& in, const c10::optional<Tensor>& lens_long,
+                  const c10::optional<Tensor>& self_row, const c10::optional<Tensor>& self_last,
+                  const Tensor& enc_row) {
+  const int64_t R = x.size(0), b = x.size(1), d = x.size(2), M = R * b, H = m.heads, hd = m.head_dim;
+  TORCH_CHECK(H * hd == d, "decoder_step: heads times their size is the model's width");
+  TORCH_CHECK(b == 1 || (self_row.has_value() && self_last.has_value()), "decoder_step: a block's queries' rows");
+  const auto opts = x.options();
+  x = x.view({M, d});
+  Tensor normed = at::empty({M, d}, opts), sub = at::empty({M, d}, opts);
+  Tensor mean = at::empty({M}, opts), rstd = at::empty({M}, opts);
+  int64_t widest = 3 * d;
+  for (const Layer& l : m.layers) widest = std::max(widest, m.out_features(l.fc1));
+  if (m.project_out >= 0) widest = std::max(widest, m.out_features(m.project_out));
+  Tensor wide = at::empty({M, widest}, opts), att = at::empty({M, d}, opts);
+  float *X = x.data_ptr<float>(), *A = normed.data_ptr<float>(), *S = sub.data_ptr<float>();
+  float *W = wide.data_ptr<float>(), *T = att.data_ptr<float>();
+  const bool pre = m.normalize_before;
+  const int64_t start = in.width;
+  const int64_t* lens = lens_long.has_value() ? lens_long->data_ptr<int64_t>() : nullptr;
+  const int64_t* homes = in.table.has_value() ? in.home.data_ptr<int64_t>() : nullptr;
+  const int64_t* home_slots = in.home_slots.defined() ? in.home_slots.data_ptr<int64_t>() : nullptr;
+  const int64_t* table = in.table.has_value() ? in.table->data_ptr<int64_t>() : nullptr;
+  // residual: pre-norm x += h; post-norm x = norm(x + h)
+  const auto residual = [&](int64_t norm) {
+    if (pre) {
+      for (int64_t e = 0; e < M * d; ++e) X[e] = X[e] + S[e];
+    } else {
+      for (int64_t e = 0; e < M * d; ++e) S[e] = X[e] + S[e];
+      m.raw_norm(norm, sub, x, mean, rstd);
+    }
+  };
+  const auto input = [&](int64_t norm) -> const float* {
+    if (!pre) return X;
+    m.raw_norm(norm, x, normed, mean, rstd);
+    return A;
+  };
+  for (int64_t i = 0; i < static_cast<int64_t>(m.layers.size()); ++i) {
+    const Layer& layer = m.layers[i];
+    // self-attention: q, k, v of every query in one product; the block's keys and values into the caches
+    m.raw_linear(layer.qkv, input(layer.self_ln), M, d, W);
+    const Tensor& keys = in.keys[i];
+    const Tensor& values = in.values[i];
+    const int64_t P = keys.size(0), C = keys.size(2), sn = keys.stride(0), sh = keys.stride(1);
+    float *K = keys.data_ptr<float>(), *V = values.data_ptr<float>();
+    for (int64_t r = 0; r < R; ++r) {
+      const int64_t row = homes ? homes[r] : r;
+      TORCH_CHECK(row >= 0 && row < P, "decoder_step: a home outside the buffer");
+      for (int64_t j = 0; j < b; ++j) {
+        const int64_t slot = home_slots ? home_slots[r * b + j] : (lens && !homes ? lens[r] : start) + j;
+        TORCH_CHECK(slot >= 0 && slot < C, "decoder_step: a slot outside the buffer");
+        const float* from = W + (r * b + j) * 3 * d;
+        for (int64_t h = 0; h < H; ++h) {
+          std::memcpy(K + row * sn + h * sh + slot * hd, from + d + h * hd, hd * sizeof(float));
+          std::memcpy(V + row * sn + h * sh + slot * hd, from + 2 * d + h * hd, hd * sizeof(float));
+        }
+      }
+    }
+    m.attend_fn({W, 3 * d, M, H, hd, K, V, P, start + b, sn, sh,
+                 b == 1 ? nullptr : self_row->data_ptr<int64_t>(),
+                 b == 1 ? lens : self_last->data_ptr<int64_t>(), nullptr, 0, table,
+                 table ? in.table->size(0) : 0, table ? in.table->size(1) : 0,
+                 static_cast<float>(layer.self_scaling), T});
+    m.raw_linear(layer.self_out, T, M, d, S);
+    residual(layer.self_ln);
+    // encoder attention
+    m.raw_linear(layer.enc_q, input(layer.enc_ln), M, d, W);
+    const Tensor& ek = in.enc_keys[i];
+    const Tensor& ev = in.enc_values[i];
+    const bool* padding = in.enc_padding.has_value() ? in.enc_padding->data_ptr<bool>() : nullptr;
+    m.attend_fn({W, d, M, H, hd, ek.data_ptr<float>(), ev.data_ptr<float>(), ek.size(0), ek.size(2), ek.stride(0),
+                 ek.stride(1), enc_row.data_ptr<int64_t>(), nullptr, padding,
+                 padding ? in.enc_padding->size(1) : 0, nullptr, 0, 0, static_cast<float>(layer.enc_scaling), T});
+    m.raw_linear(layer.enc_out, T, M, d, S);
+    residual(layer.enc_ln);
+    // feed-forward: fc1 with its ReLU fused, fc2
+    const int64_t ffn = m.out_features(layer.fc1);
+    m.raw_linear(layer.fc1, input(layer.final_ln), M, d, W, true);
+    m.raw_linear(layer.fc2, W, M, ffn, S);
+    residual(layer.final_ln);
+  }
+  const float* out = X;
+  int64_t width = d;
+  if (m.layer_norm >= 0) {
+    m.raw_norm(m.layer_norm, x, normed, mean, rstd);
+    out = A;
+  }
+  if (m.project_out >= 0) {
+    m.raw_linear(m.project_out, out, M, width, W);
+    out = W;
+    width = m.out_features(m.project_out);
+  }
+  Tensor logits = at::empty({R, b, m.out_features(m.output)}, opts);
+  m.raw_linear(m.output, out, M, width, logits.data_ptr<float>());
+  return logits;
+}
+
 }  // namespace
 
 // Logits (R, b, V) of a causal step of `tokens` (R, b) at `positions` (R, b); the block's keys and
@@ -294,11 +523,15 @@ Tensor decoder_step(const c10::intrusive_ptr<NativeDecoder>& self, const Tensor&
                     int64_t width, const c10::optional<Tensor>& lens, std::vector<Tensor> enc_keys,
                     std::vector<Tensor> enc_values, const c10::optional<Tensor>& enc_padding, const Tensor& kv_row,
                     const c10::optional<Tensor>& table, const c10::optional<Tensor>& home) {
-  const NativeDecoder& m = *self;
+  NativeDecoder& m = *self;
   at::NoGradGuard no_grad;
   TORCH_CHECK(keys.size() == m.layers.size() && enc_keys.size() == m.layers.size(), "decoder_step: one cache a layer");
   const int64_t r = tokens.size(0), b = tokens.size(1);
-  Tensor x = embed(m, tokens, positions, position_table);
+  // the raw path where the model's products have raw kernels (it reads the index tensors by pointer)
+  const bool raw = m.raw() && positions.sizes() == tokens.sizes() && m.embed_tokens.scalar_type() == torch::kFloat &&
+                   m.embed_tokens.is_contiguous();
+  Tensor x = raw ? raw_embed(m, as_index(tokens), as_index(positions), position_table)
+                 : embed(m, tokens, positions, position_table);
   TORCH_CHECK(table.has_value() == home.has_value(), "decoder_step: a row table comes with the rows' homes");
   TORCH_CHECK(!home.has_value() || (home->scalar_type() == torch::kLong && home->is_contiguous()),
               "decoder_step: homes are contiguous int64");
@@ -314,6 +547,24 @@ Tensor decoder_step(const c10::intrusive_ptr<NativeDecoder>& self, const Tensor&
     in.self_last = (base.unsqueeze(1) + at::arange(b, tokens.options())).reshape({r * b});
     in.self_row = at::arange(r, tokens.options()).repeat_interleave(b);
     in.enc_row = kv_row.repeat_interleave(b);
+  }
+  if (raw && x.scalar_type() == torch::kFloat && x.is_contiguous() && slots_contiguous(keys, m.head_dim) &&
+      slots_contiguous(values, m.head_dim) && slots_contiguous(enc_keys, m.head_dim) &&
+      slots_contiguous(enc_values, m.head_dim) &&
+      (table.has_value() || keys[0].size(0) == r || (b > 1 && lens.has_value() && keys[0].size(0) > r)) &&
+      std::equal(keys.begin(), keys.end(), values.begin(),
+                 [](const Tensor& k, const Tensor& v) { return k.sizes() == v.sizes() && k.strides() == v.strides(); }) &&
+      std::equal(enc_keys.begin(), enc_keys.end(), enc_values.begin(),
+                 [](const Tensor& k, const Tensor& v) { return k.sizes() == v.sizes() && k.strides() == v.strides(); })) {
+    // the raw path reads the index tensors by pointer: int64 (bool for the padding), contiguous
+    const auto as_long = [](const c10::optional<Tensor>& t) {
+      return t.has_value() ? c10::optional<Tensor>(as_index(*t)) : c10::nullopt;
+    };
+    if (table.has_value()) in.table = as_index(*table);
+    if (enc_padding.has_value() && (enc_padding->scalar_type() != torch::kBool || !enc_padding->is_contiguous()))
+      in.enc_padding = enc_padding->to(torch::kBool).contiguous();
+    m.raw_count += 1;
+    return raw_layers(m, x, in, as_long(lens), as_long(in.self_row), as_long(in.self_last), as_index(*in.enc_row));
   }
   for (int64_t i = 0; i < static_cast<int64_t>(m.layers.size()); ++i) x = layer_step(m, i, x, in);
   if (m.layer_norm >= 0) x = m.norm(m.layer_norm, x);
@@ -355,6 +606,22 @@ Tensor decoder_greedy(const c10::intrusive_ptr<NativeDecoder>& self, const Tenso
 }
 
 namespace {
+
+// Whether any row is at its maximum length (at::ge(row_steps, max_len).any(), without the operator calls where both
+// are contiguous int64).
+bool at_max_len(const Tensor& row_steps, const Tensor& max_len) {
+  if (max_len.scalar_type() != torch::kLong || !max_len.is_contiguous()) return at::ge(row_steps, max_len).any().item<bool>();
+  const int64_t* s = row_steps.data_ptr<int64_t>();
+  const int64_t* m = max_len.data_ptr<int64_t>();
+  for (int64_t r = 0; r < row_steps.numel(); ++r)
+    if (s[r] >= m[r]) return true;
+  return false;
+}
+
+// Whether the model's logits are float32 (its output projection's weights).
+bool logits_are_float(const c10::intrusive_ptr<NativeDecoder>& m) {
+  return m->embed_tokens.scalar_type() == torch::kFloat;
+}
 
 // OutputScorer.top (search/output.py) on the fused path for `rows` (n, V), k = c: the fused top-`window` and
 // normaliser (the fairseq_stream::topk_lse operator, ops/fused_output.py), fairseq's score edits on that window
@@ -414,6 +681,8 @@ std::tuple<Tensor, int64_t> decoder_greedy_search(
   const int64_t L = tokens.size(2);
   int64_t* step_of = row_steps.data_ptr<int64_t>();
   int64_t* token_at = tokens.data_ptr<int64_t>();
+  // the raw path's loops read the best candidates as float32 (the fused output layer's) and the scores by row
+  const bool raw = self->raw() && logits_are_float(self) && scores.stride(0) == 1;
   Tensor fed = first, at_position = positions;
   c10::optional<Tensor> row_lens = lens;
   for (int64_t j = 0;; ++j) {
@@ -422,9 +691,34 @@ std::tuple<Tensor, int64_t> decoder_greedy_search(
     width += 1;
     if (row_lens.has_value()) row_lens = *row_lens + 1;
     at_position = at_position + 1;
-    if (j + 1 == steps || at::ge(row_steps, max_len).any().item<bool>()) return {logits, j + 1};
+    if (j + 1 == steps || at_max_len(row_steps, max_len)) return {logits, j + 1};
     const auto best = best_of_window(logits.select(1, -1), c, window, eos, pad, unk, unk_penalty,
                                      min_len > 0 ? c10::optional<Tensor>(at::lt(row_steps, min_len)) : c10::nullopt);
+    if (raw) {  // the same arithmetic as below as loops over the R rows (no operator call, no sync by .item())
+      const Tensor values = std::get<0>(best).contiguous(), best_tokens = std::get<1>(best).contiguous();
+      const float* lp = values.data_ptr<float>();
+      const int64_t* tok = best_tokens.data_ptr<int64_t>();
+      bool ends = false;
+      AT_DISPATCH_FLOATING_TYPES(scores.scalar_type(), "decoder_greedy_search", [&] {
+        const scalar_t* sc = scores.data_ptr<scalar_t>();
+        for (int64_t r = 0; r < R; ++r)  // beam_step.cpp: scores[s] + top_lp[r, 0] in the scores' type
+          ends = ends || tok[r * c] == eos || !std::isfinite(sc[r] + static_cast<scalar_t>(lp[r * c]));
+        if (ends) return;
+        scalar_t* to = token_scores.data_ptr<scalar_t>();
+        scalar_t* total = scores.data_ptr<scalar_t>();
+        for (int64_t r = 0; r < R; ++r) {
+          TORCH_CHECK(step_of[r] >= 0 && step_of[r] < L, "decoder_greedy_search: a row past its token columns");
+          const scalar_t p = static_cast<scalar_t>(lp[r * c]);
+          total[r] = total[r] + p;
+          token_at[r * L + step_of[r]] = tok[r * c];
+          to[r * L + step_of[r]] = p;
+          step_of[r] += 1;
+        }
+      });
+      if (ends) return {logits, j + 1};
+      fed = best_tokens.select(1, 0).unsqueeze(1).contiguous();
+      continue;
+    }
     // (R,) each row's best: its log-probability cast as BeamSearch._step_after casts it, and its token (contiguous:
     // read by pointer below, and a column of c > 1 is strided)
     const Tensor lp = std::get<0>(best).select(1, 0).to(scores.scalar_type()).contiguous();
@@ -645,7 +939,9 @@ TORCH_LIBRARY_FRAGMENT(fairseq_stream, m) {
       .def("add_norm", &NativeDecoder::add_norm)
       .def("set_embedding", &NativeDecoder::set_embedding)
       .def("add_layer", &NativeDecoder::add_layer)
-      .def("set_output", &NativeDecoder::set_output);
+      .def("set_output", &NativeDecoder::set_output)
+      .def("set_raw", &NativeDecoder::set_raw)
+      .def("raw_steps", &NativeDecoder::raw_steps);
   m.def("decoder_step(__torch__.torch.classes.fairseq_stream.NativeDecoder decoder, Tensor tokens, "
         "Tensor positions, Tensor? position_table, Tensor[] keys, Tensor[] values, int width, Tensor? lens, "
         "Tensor[] enc_keys, Tensor[] enc_values, Tensor? enc_padding, Tensor kv_row, Tensor? table=None, "

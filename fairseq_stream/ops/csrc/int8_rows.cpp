@@ -24,6 +24,7 @@
 // to 16 bits (vpmaddwd: exact pair sums in 32 bits); the scalar build multiplies ints.
 #include <torch/extension.h>
 #include "panel_tiles.h"
+#include "raw_kernels.h"
 #include <algorithm>
 #include <cmath>
 #include <cstdint>
@@ -179,6 +180,63 @@ std::tuple<Tensor, Tensor> int8_rows_pack(const Tensor& qweight) {
   return {packed, offset};
 }
 
+// y (M, N) of x (M, K), K > 0, on raw buffers (raw_kernels.h's Int8LinearFn): the operator below and the native
+// step's raw layers (decoder_step.cpp) call it.
+void int8_linear_raw(const float* xs, int64_t M, int64_t K, const int8_t* ws, int64_t P, int64_t G,
+                     const int32_t* off, const float* sw, const float* bs, int64_t N, bool relu, int64_t levels,
+                     float* ys) {
+  if (M == 0 || N == 0) return;
+  // The rows quantised once: q (+ 128 for VNNI), zero-padded to whole groups; their scales m_r / L.
+  const int64_t ldx = G * kGroup;
+  thread_local std::vector<Act> q;  // reused: a call at one row cost a malloc as much as its quantisation
+  thread_local std::vector<float> rscale;
+  q.assign(M * ldx, static_cast<Act>(kActOffset));
+  rscale.resize(M);
+  const float L = static_cast<float>(levels);
+  // nearbyint by the float trick (x + 1.5 2^23) - 1.5 2^23: ties to even for |x| < 2^22, two exact-order IEEE
+  // operations that vectorise (std::nearbyint does not), as torch.round rounds.
+  constexpr float kRound = 12582912.0f;
+  for (int64_t r = 0; r < M; ++r) {
+    const float* row = xs + r * K;
+    float m = 0.f, probe = 0.f;  // probe: NaN iff the row has a NaN or an infinity (order does not matter)
+#pragma omp simd reduction(max : m) reduction(+ : probe)
+    for (int64_t k = 0; k < K; ++k) {
+      m = std::max(m, std::fabs(row[k]));
+      probe += row[k] * 0.f;
+    }
+    if (probe != 0.f) {  // q stays 0: the row's NaN comes from its scale
+      rscale[r] = std::numeric_limits<float>::quiet_NaN();
+      continue;
+    }
+    if (m == 0.f) m = 1.f;  // an all-zero row stays zero
+    rscale[r] = m / L;
+    Act* dst = q.data() + r * ldx;
+#pragma omp simd
+    for (int64_t k = 0; k < K; ++k) {
+      const float t = (row[k] / m) * L;
+      const float rounded = (t + kRound) - kRound;
+      dst[k] = static_cast<Act>(static_cast<int32_t>(rounded) + kActOffset);
+    }
+  }
+  const Act* xq = q.data();
+  const int64_t panel_bytes = G * kPanel * kGroup;
+  const float* rs = rscale.data();
+  fairseq_stream_ops::for_each_tile<kRowsPerTile, kPanelsPerTile, kOneRowPanels>(
+      M, P, std::max<int64_t>(1, 65536 / K), std::max<int64_t>(1, 16384 / K),
+      [&](int64_t m0, int64_t rows, int64_t p0, auto panels, auto one_row) {
+        constexpr int PB = decltype(panels)::value;
+        int32_t s[kRowsPerTile * PB * kPanel];  // S of the tile (one row: its PB panels)
+        const int8_t* w = ws + p0 * panel_bytes;
+        if constexpr (decltype(one_row)::value) {
+          tile<1, PB>(xq, ldx, w, G, s);
+        } else {
+          tile_rows<PB>(rows, xq + m0 * ldx, ldx, w, G, s);
+        }
+        finish(s, PB * kPanel, rows, p0 * kPanel, std::min<int64_t>(PB * kPanel, N - p0 * kPanel), off, sw, rs + m0,
+               bs, relu, ys + m0 * N, N);
+      });
+}
+
 // x (..., K) float32 -> (..., N): the file's formula. `levels` is L (127 or 63).
 Tensor int8_row_linear(const Tensor& x, const Tensor& packed, const Tensor& offset, const Tensor& wscale,
                        const c10::optional<Tensor>& bias, int64_t out_features, bool relu, int64_t levels) {
@@ -208,66 +266,23 @@ Tensor int8_row_linear(const Tensor& x, const Tensor& packed, const Tensor& offs
     if (relu) y.clamp_min_(0);
     return y;
   }
-  // The rows quantised once: q (+ 128 for VNNI), zero-padded to whole groups; their scales m_r / L.
-  const int64_t ldx = G * kGroup;
-  std::vector<Act> q(M * ldx, static_cast<Act>(kActOffset));
-  std::vector<float> rscale(M);
-  const float* xs = a.data_ptr<float>();
-  const float L = static_cast<float>(levels);
-  // nearbyint by the float trick (x + 1.5 2^23) - 1.5 2^23: ties to even for |x| < 2^22, two exact-order IEEE
-  // operations that vectorise (std::nearbyint does not), as torch.round rounds.
-  constexpr float kRound = 12582912.0f;
-  for (int64_t r = 0; r < M; ++r) {
-    const float* row = xs + r * K;
-    float m = 0.f, probe = 0.f;  // probe: NaN iff the row has a NaN or an infinity (order does not matter)
-#pragma omp simd reduction(max : m) reduction(+ : probe)
-    for (int64_t k = 0; k < K; ++k) {
-      m = std::max(m, std::fabs(row[k]));
-      probe += row[k] * 0.f;
-    }
-    if (probe != 0.f) {  // q stays 0: the row's NaN comes from its scale
-      rscale[r] = std::numeric_limits<float>::quiet_NaN();
-      continue;
-    }
-    if (m == 0.f) m = 1.f;  // an all-zero row stays zero
-    rscale[r] = m / L;
-    Act* dst = q.data() + r * ldx;
-#pragma omp simd
-    for (int64_t k = 0; k < K; ++k) {
-      const float t = (row[k] / m) * L;
-      const float rounded = (t + kRound) - kRound;
-      dst[k] = static_cast<Act>(static_cast<int32_t>(rounded) + kActOffset);
-    }
-  }
-  const int8_t* ws = packed.data_ptr<int8_t>();
-  const int32_t* off = offset.data_ptr<int32_t>();
-  const float* sw = wscale.data_ptr<float>();
-  const float* bs = bias.has_value() ? bias->data_ptr<float>() : nullptr;
-  float* ys = y.data_ptr<float>();
-  const Act* xq = q.data();
-  const int64_t panel_bytes = G * kPanel * kGroup;
-  const float* rs = rscale.data();
-  fairseq_stream_ops::for_each_tile<kRowsPerTile, kPanelsPerTile, kOneRowPanels>(
-      M, P, std::max<int64_t>(1, 65536 / K), std::max<int64_t>(1, 16384 / K),
-      [&](int64_t m0, int64_t rows, int64_t p0, auto panels, auto one_row) {
-        constexpr int PB = decltype(panels)::value;
-        int32_t s[kRowsPerTile * PB * kPanel];  // S of the tile (one row: its PB panels)
-        const int8_t* w = ws + p0 * panel_bytes;
-        if constexpr (decltype(one_row)::value) {
-          tile<1, PB>(xq, ldx, w, G, s);
-        } else {
-          tile_rows<PB>(rows, xq + m0 * ldx, ldx, w, G, s);
-        }
-        finish(s, PB * kPanel, rows, p0 * kPanel, std::min<int64_t>(PB * kPanel, N - p0 * kPanel), off, sw, rs + m0,
-               bs, relu, ys + m0 * N, N);
-      });
+  int8_linear_raw(a.data_ptr<float>(), M, K, packed.data_ptr<int8_t>(), P, G, offset.data_ptr<int32_t>(),
+                  wscale.data_ptr<float>(), bias.has_value() ? bias->data_ptr<float>() : nullptr, N, relu, levels,
+                  y.data_ptr<float>());
   return y;
+}
+
+// The address of int8_linear_raw (an Int8LinearFn), for the native step.
+int64_t int8_row_linear_entry() {
+  const fairseq_stream_ops::Int8LinearFn fn = &int8_linear_raw;
+  return reinterpret_cast<int64_t>(fn);
 }
 
 TORCH_LIBRARY_FRAGMENT(fairseq_stream, m) {
   m.def("int8_rows_pack(Tensor qweight) -> (Tensor, Tensor)");
   m.def("int8_row_linear(Tensor x, Tensor packed, Tensor offset, Tensor wscale, Tensor? bias, int out_features, "
         "bool relu, int levels) -> Tensor");
+  m.def("int8_row_linear_entry() -> int", &int8_row_linear_entry);
 }
 TORCH_LIBRARY_IMPL(fairseq_stream, CPU, m) {
   m.impl("int8_rows_pack", &int8_rows_pack);

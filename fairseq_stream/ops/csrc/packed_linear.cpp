@@ -16,6 +16,7 @@
 // the panel = W[16 p + j] (zero beyond N): a k-step of a panel is one contiguous 64-byte load.
 #include <torch/extension.h>
 #include "panel_tiles.h"
+#include "raw_kernels.h"
 #include <algorithm>
 #include <cmath>
 #if defined(__AVX512F__) || defined(__AVX2__)
@@ -128,6 +129,33 @@ inline void tile_rows(int64_t rows, const float* x, int64_t lda, const float* pa
 
 }  // namespace
 
+// y (M, N) = relu?(x (M, K) W^T + b) on raw buffers (raw_kernels.h's PackedLinearFn): the operator below and
+// the native step's raw layers (decoder_step.cpp) call it.
+void packed_linear_raw(const float* xs, int64_t M, int64_t K, const float* ws, int64_t N, const float* bs, bool relu,
+                       float* ys) {
+  if (M == 0 || N == 0) return;
+  if (K == 0) {  // an empty sum: the bias alone
+    for (int64_t m = 0; m < M; ++m)
+      for (int64_t n = 0; n < N; ++n) {
+        const float v = bs ? 0.0f + bs[n] : 0.0f;
+        ys[m * N + n] = relu ? std::max(v, 0.0f) : v;
+      }
+    return;
+  }
+  const int64_t P = (N + kPanel - 1) / kPanel;
+  fairseq_stream_ops::for_each_tile<kRowsPerTile, kPanelsPerTile, kOneRowPanels>(
+      M, P, std::max<int64_t>(1, 16384 / K), std::max<int64_t>(1, 4096 / K),
+      [&](int64_t m0, int64_t rows, int64_t p0, auto panels, auto one_row) {
+        constexpr int PB = decltype(panels)::value;
+        const float* w = ws + p0 * K * kPanel;
+        if constexpr (decltype(one_row)::value) {
+          tile<1, PB>(xs, K, w, K, bs, relu, ys, N, p0 * kPanel, N);
+        } else {
+          tile_rows<PB>(rows, xs + m0 * K, K, w, K, bs, relu, ys + m0 * N, N, p0 * kPanel, N);
+        }
+      });
+}
+
 // W (N, K) float32 -> panels (ceil(N / 16), K, 16), zero-padded.
 torch::Tensor packed_linear_pack(const torch::Tensor& weight) {
   TORCH_CHECK(weight.dim() == 2 && weight.scalar_type() == torch::kFloat && weight.device().is_cpu(),
@@ -158,36 +186,21 @@ torch::Tensor packed_linear(const torch::Tensor& x, const torch::Tensor& packed,
   std::vector<int64_t> shape(x.sizes().begin(), x.sizes().end());
   shape.back() = N;
   torch::Tensor y = torch::empty(shape, x.options());
-  if (M == 0 || N == 0) return y;
-  const float* xs = a.data_ptr<float>();
-  const float* ws = packed.data_ptr<float>();
-  const float* bs = bias.has_value() ? bias->data_ptr<float>() : nullptr;
-  float* ys = y.data_ptr<float>();
-  if (K == 0) {  // an empty sum: the bias alone
-    for (int64_t m = 0; m < M; ++m)
-      for (int64_t n = 0; n < N; ++n) {
-        const float v = bs ? 0.0f + bs[n] : 0.0f;
-        ys[m * N + n] = relu ? std::max(v, 0.0f) : v;
-      }
-    return y;
-  }
-  fairseq_stream_ops::for_each_tile<kRowsPerTile, kPanelsPerTile, kOneRowPanels>(
-      M, P, std::max<int64_t>(1, 16384 / K), std::max<int64_t>(1, 4096 / K),
-      [&](int64_t m0, int64_t rows, int64_t p0, auto panels, auto one_row) {
-        constexpr int PB = decltype(panels)::value;
-        const float* w = ws + p0 * K * kPanel;
-        if constexpr (decltype(one_row)::value) {
-          tile<1, PB>(xs, K, w, K, bs, relu, ys, N, p0 * kPanel, N);
-        } else {
-          tile_rows<PB>(rows, xs + m0 * K, K, w, K, bs, relu, ys + m0 * N, N, p0 * kPanel, N);
-        }
-      });
+  packed_linear_raw(a.data_ptr<float>(), M, K, packed.data_ptr<float>(), N,
+                    bias.has_value() ? bias->data_ptr<float>() : nullptr, relu, y.data_ptr<float>());
   return y;
+}
+
+// The address of packed_linear_raw (a PackedLinearFn), for the native step.
+int64_t packed_linear_entry() {
+  const fairseq_stream_ops::PackedLinearFn fn = &packed_linear_raw;
+  return reinterpret_cast<int64_t>(fn);
 }
 
 TORCH_LIBRARY_FRAGMENT(fairseq_stream, m) {
   m.def("packed_linear_pack(Tensor weight) -> Tensor");
   m.def("packed_linear(Tensor x, Tensor packed, Tensor? bias, int out_features, bool relu=False) -> Tensor");
+  m.def("packed_linear_entry() -> int", &packed_linear_entry);
 }
 TORCH_LIBRARY_IMPL(fairseq_stream, CPU, m) {
   m.impl("packed_linear_pack", &packed_linear_pack);

@@ -1,0 +1,98 @@
+"""The native step on raw buffers (``raw_layers`` in ops/csrc/decoder_step.cpp) gives the operator-per-call step's bits.
+
+Where every product of the decoder is packed float32 or our int8 and its activation a ReLU, ``decoder_step``
+runs the layers on buffers it allocates once a call: the products and the decode attention through their
+kernels' raw entries (ops/csrc/raw_kernels.h), layer norm through aten's kernel, the residual sums and cache
+writes as loops. The same kernels in the same order, so on the trained demo model every strategy's tokens,
+scores and positional scores are EXACTLY those of the same step with ``set_raw(False)`` (every product an
+operator call, as before the raw path) — one row, causal blocks, rows of their own lengths, caches that never
+move, the draft's steps; float32 and int8. The steps it ran are counted (a raw path that silently declined
+would pass the comparison), and what it does not cover (oneDNN's or torch's product) runs the aten calls.
+"""
+import os
+from typing import Any, Dict, List, Tuple
+
+import pytest
+
+from conftest import DEMO, _load_demo
+from test_native_equals_eager import assert_identical
+
+from fairseq_stream.model import native_decoder
+
+N = 12
+CASES: Dict[str, Tuple[str, Dict[str, Any], Dict[str, Any]]] = {  # name → (search, gen, opts)
+    "greedy-batch1": ("fixed-ours", {"beam": 1}, {"stream_capacity": 1}),  # the native greedy loop
+    "fixed-k5": ("fixed-ours", {"beam": 5}, {"stream_capacity": 4}),  # caches that never move: reorders by table
+    "var-fifo": ("var-fifo", {"beam": 5}, {"stream_capacity": 4}),  # rows of their own lengths in one step
+    "gs-jacobi": ("gs-jacobi", {"beam": 1}, {"jacobi_block": 3, "stream_capacity": 4}),  # causal blocks
+    # the draft's steps too, and the native verification loop at batch 1
+    "speculative": ("speculative", {"beam": 1}, {"draft_path": os.path.join(DEMO, "draft.pt"), "stream_capacity": 1}),
+}
+
+pytestmark = pytest.mark.skipif(native_decoder.kernel_available() is not None,
+                                reason="the native-step kernel cannot be built here")
+
+
+@pytest.fixture(scope="module")
+def session_and_decoders():
+    """A demo session of its own whose NativeDecoders are collected as they are built."""
+    built: List[Any] = []
+    build = native_decoder.build
+
+    def collect(*args: Any, **kwargs: Any) -> Any:
+        out = build(*args, **kwargs)
+        if not isinstance(out, str):
+            built.append(out)
+        return out
+
+    native_decoder.build = collect
+    try:
+        session = _load_demo()
+        yield session, built
+    finally:
+        native_decoder.build = build
+
+
+def _run(session: Any, sources: List[str], built: List[Any], case: str, raw: bool, **extra: Any) -> Tuple[Any, int]:
+    search, gen, opts = CASES[case]
+    opts = dict(opts, step_mode="native", **extra)
+    session.translate(session.encode(sources[:1]), search=search, gen=gen, opts=opts)  # builds this case's decoders
+    data = session.encode(sources)
+    for decoder in built:
+        decoder.set_raw(raw)
+    before = sum(d.raw_steps() for d in built)
+    out = session.translate(data, search=search, gen=gen, opts=opts)
+    return out, sum(d.raw_steps() for d in built) - before
+
+
+@pytest.mark.parametrize("quantize", ["none", "int8"])
+@pytest.mark.parametrize("case", list(CASES))
+def test_raw_step_equals_the_operator_calls_bit_for_bit(session_and_decoders, demo_sources, case, quantize):
+    session, built = session_and_decoders
+    raw, raw_steps = _run(session, demo_sources[:N], built, case, True, quantize=quantize)
+    calls, none = _run(session, demo_sources[:N], built, case, False, quantize=quantize)
+    assert_identical(calls, raw)
+    assert none == 0
+    assert raw_steps >= raw.stats.step_mode["steps_native"] > 10  # the draft's steps count too
+
+
+def test_products_without_a_raw_kernel_run_the_operator_calls(session_and_decoders, demo_sources):
+    """oneDNN's product has no raw entry: every step makes the aten calls (still native)."""
+    session, built = session_and_decoders
+    onednn, steps = _run(session, demo_sources[:4], built, "fixed-k5", True, cpu_matmul="onednn")
+    assert steps == 0 and onednn.stats.step_mode["steps_native"] > 0
+    _, raw_steps = _run(session, demo_sources[:4], built, "fixed-k5", True, cpu_matmul="packed")
+    assert raw_steps > 0
+
+
+def test_the_variable_turns_the_raw_step_off(monkeypatch):
+    """FAIRSEQ_STREAM_NO_RAW_STEP=1 (for A/B timings): a decoder built under it never takes the raw path."""
+    monkeypatch.setenv("FAIRSEQ_STREAM_NO_RAW_STEP", "1")
+    session = _load_demo()
+    data = session.encode(["En el principio creó Dios los cielos y la tierra."])
+    built: List[Any] = []
+    build = native_decoder.build
+    monkeypatch.setattr(native_decoder, "build", lambda *a, **k: built.append(build(*a, **k)) or built[-1])
+    out = session.translate(data, search="fixed-ours", gen={"beam": 1}, opts={"step_mode": "native"})
+    assert built and out.stats.step_mode["steps_native"] > 0
+    assert sum(d.raw_steps() for d in built if not isinstance(d, str)) == 0
