@@ -144,8 +144,10 @@ struct NativeDecoder : torch::CustomClassHolder {
     if (!raw_allowed) return false;
     if (raw_state == 0) {
       raw_state = activation == kRelu ? 1 : -1;
-      for (const Linear& l : linears)
-        if (l.kind != kPacked && l.kind != kInt8) raw_state = -1;
+      for (const Linear& l : linears)  // the raw kernels read weights and biases by pointer, as their operators check
+        if ((l.kind != kPacked && l.kind != kInt8) || !l.weight.is_contiguous() ||
+            (l.bias.has_value() && (!l.bias->is_contiguous() || l.bias->scalar_type() != torch::kFloat)))
+          raw_state = -1;
       const auto entry = [](const char* name) -> int64_t {
         const auto handle = c10::Dispatcher::singleton().findSchema({name, ""});
         return handle.has_value() ? handle->typed<int64_t()>().call() : 0;
