@@ -402,6 +402,9 @@ Tensor as_index(const Tensor& t) {
   return t.scalar_type() == torch::kLong && t.is_contiguous() ? t : t.to(torch::kLong).contiguous();
 }
 
+// Whether keys and values are laid out alike (the raw path addresses both by the keys' strides).
+bool same_layout(const Tensor& k, const Tensor& v) { return k.sizes() == v.sizes() && k.strides() == v.strides(); }
+
 // Whether a cache holds each (row, head)'s slots as consecutive rows of hd floats (what the raw path addresses).
 bool slots_contiguous(const std::vector<Tensor>& caches, int64_t hd) {
   for (const Tensor& t : caches)
@@ -554,10 +557,8 @@ Tensor decoder_step(const c10::intrusive_ptr<NativeDecoder>& self, const Tensor&
       slots_contiguous(values, m.head_dim) && slots_contiguous(enc_keys, m.head_dim) &&
       slots_contiguous(enc_values, m.head_dim) &&
       (table.has_value() || keys[0].size(0) == r || (b > 1 && lens.has_value() && keys[0].size(0) > r)) &&
-      std::equal(keys.begin(), keys.end(), values.begin(),
-                 [](const Tensor& k, const Tensor& v) { return k.sizes() == v.sizes() && k.strides() == v.strides(); }) &&
-      std::equal(enc_keys.begin(), enc_keys.end(), enc_values.begin(),
-                 [](const Tensor& k, const Tensor& v) { return k.sizes() == v.sizes() && k.strides() == v.strides(); })) {
+      std::equal(keys.begin(), keys.end(), values.begin(), same_layout) &&
+      std::equal(enc_keys.begin(), enc_keys.end(), enc_values.begin(), same_layout)) {
     // the raw path reads the index tensors by pointer: int64 (bool for the padding), contiguous
     const auto as_long = [](const c10::optional<Tensor>& t) {
       return t.has_value() ? c10::optional<Tensor>(as_index(*t)) : c10::nullopt;
@@ -620,11 +621,6 @@ bool at_max_len(const Tensor& row_steps, const Tensor& max_len) {
   return false;
 }
 
-// Whether the model's logits are float32 (its output projection's weights).
-bool logits_are_float(const c10::intrusive_ptr<NativeDecoder>& m) {
-  return m->embed_tokens.scalar_type() == torch::kFloat;
-}
-
 // OutputScorer.top (search/output.py) on the fused path for `rows` (n, V), k = c: the fused top-`window` and
 // normaliser (the fairseq_stream::topk_lse operator, ops/fused_output.py), fairseq's score edits on that window
 // (search/score_edits.py: NeverPad; UnkPenalty where `unk` >= 0; MinLength where `below_min` (n,) says a row is
@@ -683,8 +679,6 @@ std::tuple<Tensor, int64_t> decoder_greedy_search(
   const int64_t L = tokens.size(2);
   int64_t* step_of = row_steps.data_ptr<int64_t>();
   int64_t* token_at = tokens.data_ptr<int64_t>();
-  // the raw path's loops read the best candidates as float32 (the fused output layer's) and the scores by row
-  const bool raw = self->raw() && logits_are_float(self) && scores.stride(0) == 1;
   Tensor fed = first, at_position = positions;
   c10::optional<Tensor> row_lens = lens;
   for (int64_t j = 0;; ++j) {
@@ -696,50 +690,31 @@ std::tuple<Tensor, int64_t> decoder_greedy_search(
     if (j + 1 == steps || at_max_len(row_steps, max_len)) return {logits, j + 1};
     const auto best = best_of_window(logits.select(1, -1), c, window, eos, pad, unk, unk_penalty,
                                      min_len > 0 ? c10::optional<Tensor>(at::lt(row_steps, min_len)) : c10::nullopt);
-    if (raw) {  // the same arithmetic as below as loops over the R rows (no operator call, no sync by .item())
-      const Tensor values = std::get<0>(best).contiguous(), best_tokens = std::get<1>(best).contiguous();
-      const float* lp = values.data_ptr<float>();
-      const int64_t* tok = best_tokens.data_ptr<int64_t>();
-      bool ends = false;
-      AT_DISPATCH_FLOATING_TYPES(scores.scalar_type(), "decoder_greedy_search", [&] {
-        const scalar_t* sc = scores.data_ptr<scalar_t>();
-        for (int64_t r = 0; r < R; ++r)  // beam_step.cpp: scores[s] + top_lp[r, 0] in the scores' type
-          ends = ends || tok[r * c] == eos || !std::isfinite(sc[r] + static_cast<scalar_t>(lp[r * c]));
-        if (ends) return;
-        scalar_t* to = token_scores.data_ptr<scalar_t>();
-        scalar_t* total = scores.data_ptr<scalar_t>();
-        for (int64_t r = 0; r < R; ++r) {
-          TORCH_CHECK(step_of[r] >= 0 && step_of[r] < L, "decoder_greedy_search: a row past its token columns");
-          const scalar_t p = static_cast<scalar_t>(lp[r * c]);
-          total[r] = total[r] + p;
-          token_at[r * L + step_of[r]] = tok[r * c];
-          to[r * L + step_of[r]] = p;
-          step_of[r] += 1;
-        }
-      });
-      if (ends) return {logits, j + 1};
-      fed = best_tokens.select(1, 0).unsqueeze(1).contiguous();
-      continue;
-    }
-    // (R,) each row's best: its log-probability cast as BeamSearch._step_after casts it, and its token (contiguous:
-    // read by pointer below, and a column of c > 1 is strided)
-    const Tensor lp = std::get<0>(best).select(1, 0).to(scores.scalar_type()).contiguous();
-    const Tensor token = std::get<1>(best).select(1, 0).contiguous();
-    const Tensor total = scores.select(1, 0) + lp;  // beam_step.cpp: scores[s] + top_lp[r, 0]
-    if (at::eq(token, eos).any().item<bool>() || !at::isfinite(total).all().item<bool>()) return {logits, j + 1};
-    scores.select(1, 0).copy_(total);
-    const int64_t* tok = token.data_ptr<int64_t>();
+    // each row's best: its log-probability cast as BeamSearch._step_after casts it, added to the row's score in
+    // that type (beam_step.cpp: scores[s] + top_lp[r, 0]); a sentence may end where it is EOS or the total is not
+    // finite: the Python step's. Read by pointer (a column of c > 1 is strided in the tensors).
+    const Tensor values = std::get<0>(best).contiguous(), best_tokens = std::get<1>(best).contiguous();
+    TORCH_CHECK(values.scalar_type() == torch::kFloat, "decoder_greedy_search: float32 logits");
+    const float* lp = values.data_ptr<float>();
+    const int64_t* tok = best_tokens.data_ptr<int64_t>();
+    bool ends = false;
     AT_DISPATCH_FLOATING_TYPES(scores.scalar_type(), "decoder_greedy_search", [&] {
-      const scalar_t* from = lp.data_ptr<scalar_t>();
+      scalar_t* total = scores.data_ptr<scalar_t>();  // (R, 1) contiguous: row r's score at r
+      for (int64_t r = 0; r < R; ++r)
+        ends = ends || tok[r * c] == eos || !std::isfinite(total[r] + static_cast<scalar_t>(lp[r * c]));
+      if (ends) return;
       scalar_t* to = token_scores.data_ptr<scalar_t>();
       for (int64_t r = 0; r < R; ++r) {
         TORCH_CHECK(step_of[r] >= 0 && step_of[r] < L, "decoder_greedy_search: a row past its token columns");
-        token_at[r * L + step_of[r]] = tok[r];
-        to[r * L + step_of[r]] = from[r];
+        const scalar_t p = static_cast<scalar_t>(lp[r * c]);
+        total[r] = total[r] + p;
+        token_at[r * L + step_of[r]] = tok[r * c];
+        to[r * L + step_of[r]] = p;
         step_of[r] += 1;
       }
     });
-    fed = token.unsqueeze(1);
+    if (ends) return {logits, j + 1};
+    fed = best_tokens.select(1, 0).unsqueeze(1).contiguous();
   }
 }
 
