@@ -479,7 +479,7 @@ Tensor raw_layers(NativeDecoder& m, Tensor x, const StepInputs& in, const c10::o
                  b == 1 ? nullptr : self_row->data_ptr<int64_t>(),
                  b == 1 ? lens : self_last->data_ptr<int64_t>(), nullptr, 0, table,
                  table ? in.table->size(0) : 0, table ? in.table->size(1) : 0,
-                 static_cast<float>(layer.self_scaling), T});
+                 static_cast<float>(layer.self_scaling), T, enc_row.data_ptr<int64_t>()});
     m.raw_linear(layer.self_out, T, M, d, S);
     residual(layer.self_ln);
     // encoder attention
@@ -489,7 +489,8 @@ Tensor raw_layers(NativeDecoder& m, Tensor x, const StepInputs& in, const c10::o
     const bool* padding = in.enc_padding.has_value() ? in.enc_padding->data_ptr<bool>() : nullptr;
     m.attend_fn({W, d, M, H, hd, ek.data_ptr<float>(), ev.data_ptr<float>(), ek.size(0), ek.size(2), ek.stride(0),
                  ek.stride(1), enc_row.data_ptr<int64_t>(), nullptr, padding,
-                 padding ? in.enc_padding->size(1) : 0, nullptr, 0, 0, static_cast<float>(layer.enc_scaling), T});
+                 padding ? in.enc_padding->size(1) : 0, nullptr, 0, 0, static_cast<float>(layer.enc_scaling), T,
+                 nullptr});
     m.raw_linear(layer.enc_out, T, M, d, S);
     residual(layer.enc_ln);
     // feed-forward: fc1 with its ReLU fused, fc2

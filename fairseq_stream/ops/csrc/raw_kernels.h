@@ -36,6 +36,9 @@ struct AttentionArgs {
   int64_t table_rows, table_stride;
   float scale;
   float* out;
+  // (R,) or null: consecutive rows with one value here are attended together, their shared keys read once from
+  // memory (each row's arithmetic as alone); null: as kv_row, or each row alone without it
+  const int64_t* group;
 };
 using AttentionFn = void (*)(const AttentionArgs&);
 
