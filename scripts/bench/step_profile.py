@@ -3,6 +3,7 @@
 
     OMP_NUM_THREADS=1 python scripts/bench/step_profile.py --limit 100
     OMP_NUM_THREADS=1 python scripts/bench/step_profile.py --rows greedy --cpu-matmul packed,onednn
+    OMP_NUM_THREADS=1 python scripts/bench/step_profile.py --rows greedy,block4 --quantize int8
     OMP_NUM_THREADS=1 python scripts/bench/step_profile.py --data W/bin --path W/checkpoint.pt \\
         --bpe-codes W/bpe.codes --src W/test.en --ref W/test.es
 
@@ -22,7 +23,8 @@ decodes the first ``--limit`` sentences once untimed, then twice timed, through 
    the search operators (``topk_lse``, ``beam_step``, ``jacobi_step``) and every other aten operator
    (element-wise, views, allocation), in µs per step.
 
-With ``ctranslate2`` installed the last line per row is CTranslate2's decode time of the same sentences
+``--quantize int8`` profiles our int8 products (and CTranslate2's int8). With ``ctranslate2`` installed the last line
+per row is CTranslate2's decode time of the same sentences
 (greedy: ``max_batch_size=1``; k5: beam 5, ``max_batch_size=5``) divided by our step count — the same
 tokens when the outputs agree — so "CTranslate2 µs/step" is comparable with our whole step. Warmed,
 in one process: a profile, not a user's figure (``python -m fairseq_stream.tools.user_bench`` gives those).
@@ -116,11 +118,12 @@ def operator_split(session: Any, dataset: Any, search: str, gen: Dict[str, Any],
     return groups
 
 
-def ctranslate2_seconds(session: Any, sources: List[str], beam: int, batch: int, model_dir: str) -> float:
+def ctranslate2_seconds(session: Any, sources: List[str], beam: int, batch: int, model_dir: str,
+                        compute_type: str = "float32") -> float:
     import ctranslate2
 
     tokens = [session.source_text(s).split() for s in sources]
-    translator = ctranslate2.Translator(model_dir, device="cpu", compute_type="float32", intra_threads=1,
+    translator = ctranslate2.Translator(model_dir, device="cpu", compute_type=compute_type, intra_threads=1,
                                         inter_threads=1)
     translator.translate_batch(tokens[:4], beam_size=beam, max_batch_size=batch)
     start = time.perf_counter()
@@ -134,6 +137,8 @@ def main(argv: Optional[Sequence[str]] = None) -> None:
     parser.add_argument("--limit", type=int, default=100)
     parser.add_argument("--rows", default="greedy,block4,k5", help=f"comma-separated, of {', '.join(ROWS)}")
     parser.add_argument("--cpu-matmul", default="packed", help="comma-separated --cpu-matmul values, a column each")
+    parser.add_argument("--quantize", default="none", choices=("none", "int8"),
+                        help="--quantize of every column (and CTranslate2's compute type: int8 or float32)")
     from bench_vs_ctranslate2 import add_model_arguments, convert, languages, load_model
 
     add_model_arguments(parser)  # --data, --path, --bpe-codes, --src, --ref: the demo's by default
@@ -155,7 +160,8 @@ def main(argv: Optional[Sequence[str]] = None) -> None:
         convert(args.path, args.data, ct2_dir, src_lang, tgt_lang)
     except ImportError:
         pass
-    print(f"{cpu_name()}, 1 thread, torch {torch.__version__}, {len(sources)} sentences; µs per decoder step "
+    print(f"{cpu_name()}, 1 thread, torch {torch.__version__}, {len(sources)} sentences, --quantize {args.quantize}; "
+          "µs per decoder step "
           "(warmed; the wall split from the faster of two timed runs)\n")
     for row in rows:
         search, gen, opts, ct2_beam, ct2_batch = ROWS[row]
@@ -164,7 +170,7 @@ def main(argv: Optional[Sequence[str]] = None) -> None:
         print(f"| part | {header} |\n|---|{'---|' * len(libraries)}")
         columns = []
         for library in libraries:
-            run_opts = dict(opts, cpu_matmul=library)
+            run_opts = dict(opts, cpu_matmul=library, quantize=args.quantize)
             session.translate(dataset, search=search, gen=gen, opts=run_opts)  # warm-up
             wall, parts, steps = min((wall_split(session, dataset, search, gen, run_opts) for _ in range(2)),
                                      key=lambda r: r[0])
@@ -178,8 +184,9 @@ def main(argv: Optional[Sequence[str]] = None) -> None:
             print(f"| operators: {group} (profiler) | " + " | ".join(f"{1e6 * c[3].get(group, 0.0) / c[2]:.0f}"
                                                                      for c in columns) + " |")
         if ct2_dir is not None:
-            seconds = ctranslate2_seconds(session, sources, ct2_beam, ct2_batch, ct2_dir)
-            print(f"| CTranslate2 float32 (its decode / our steps) | " + " | ".join(
+            ct2_type = "int8" if args.quantize == "int8" else "float32"
+            seconds = ctranslate2_seconds(session, sources, ct2_beam, ct2_batch, ct2_dir, ct2_type)
+            print(f"| CTranslate2 {ct2_type} (its decode / our steps) | " + " | ".join(
                 f"{1e6 * seconds / c[2]:.0f} ({seconds:.2f} s)" for c in columns) + " |")
         print()
 

@@ -82,6 +82,43 @@ def test_native_loop_leaves_wider_beams_and_pruning_alone(demo_session, data):
         assert "native_loop_steps" not in result.stats.extra
 
 
+@pytest.fixture(scope="module")
+def unk_session(demo_session, tmp_path_factory):
+    """The demo with <unk>'s output row (tied to its embedding) made 1.3× "the"'s: <unk> is often the best token,
+    so --unkpen decides steps (on the demo itself <unk> is never near the top and the edit changes nothing)."""
+    from fairseq_stream.tools.session import TranslationSession
+
+    vocab = demo_session.task.target_dictionary
+    unk, the = vocab.unk(), vocab.index("the")
+
+    def favour_unk(name: str, weight: torch.Tensor, gen: torch.Generator) -> torch.Tensor:
+        if name in ("decoder.embed_tokens.weight", "decoder.output_projection.weight"):
+            weight = weight.clone()
+            weight[unk] = 1.3 * weight[the]
+        return weight
+
+    path = write_checkpoint_variant(os.path.join(DEMO, "checkpoint.pt"),
+                                    str(tmp_path_factory.mktemp("unk") / "unk.pt"), favour_unk)
+    return TranslationSession.load(DEMO, path, bpe_codes=os.path.join(DEMO, "bpe.codes"),
+                                   extra_args=["--source-lang", "es", "--target-lang", "en"])
+
+
+@pytest.mark.parametrize("search,opts", [("fixed-ours", {}), ("lookahead", {"lookahead_prior": os.path.join(DEMO, "lookahead_prior.pt")})])
+def test_the_loops_apply_the_unknown_word_penalty_as_python(unk_session, demo_sources, search, opts):
+    """Where <unk> is often the best token, --unkpen 2.5 changes the output, and the native loops (the greedy
+    search; a sentence's verifications) apply it as the Python steps do."""
+    data = unk_session.encode(demo_sources[:N])
+    opts = dict(opts, stream_capacity=1)
+    penalised = {"beam": 1, "unkpen": 2.5}
+    plain = unk_session.translate(data, search=search, gen={"beam": 1}, opts=opts)
+    python = unk_session.translate(data, search=search, gen=penalised, opts=dict(opts, native_loop="off"))
+    loop = unk_session.translate(data, search=search, gen=penalised, opts=opts)
+    assert_identical(python, loop)
+    unk = unk_session.task.target_dictionary.unk()
+    count = lambda result: sum(int((hypos[0]["tokens"] == unk).sum()) for hypos in result.hypos)  # noqa: E731
+    assert count(plain) > count(loop) > 0  # the edit bites, and <unk> still wins where it leads by more
+
+
 def test_native_loop_value_is_checked(demo_session, data):
     with pytest.raises(FairseqStreamError, match="--native-loop must be one of auto, off"):
         _run(demo_session, data, "batch1", native_loop="sometimes")

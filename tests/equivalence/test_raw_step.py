@@ -6,8 +6,10 @@ kernels' raw entries (ops/csrc/raw_kernels.h), layer norm through aten's kernel,
 writes as loops. The same kernels in the same order, so on the trained demo model every strategy's tokens,
 scores and positional scores are EXACTLY those of the same step with ``set_raw(False)`` (every product an
 operator call, as before the raw path) — one row, causal blocks, rows of their own lengths, caches that never
-move, the draft's steps; float32 and int8. The steps it ran are counted (a raw path that silently declined
-would pass the comparison), and what it does not cover (oneDNN's or torch's product) runs the aten calls.
+move, the draft's steps; float32 and int8. The native loops' search on raw buffers (``first_of_window``: the
+fused top-k kernel's raw entry, fairseq's edits as loops; the aten calls where the window's best ties) is in it
+too. The steps and searches it ran are counted (a raw path that silently declined would pass the comparison),
+and what it does not cover (oneDNN's or torch's product) runs the aten calls.
 """
 import os
 from typing import Any, Dict, List, Tuple
@@ -53,35 +55,38 @@ def session_and_decoders():
         native_decoder.build = build
 
 
-def _run(session: Any, sources: List[str], built: List[Any], case: str, raw: bool, **extra: Any) -> Tuple[Any, int]:
+def _run(session: Any, sources: List[str], built: List[Any], case: str, raw: bool,
+         **extra: Any) -> Tuple[Any, int, int]:
     search, gen, opts = CASES[case]
     opts = dict(opts, step_mode="native", **extra)
     session.translate(session.encode(sources[:1]), search=search, gen=gen, opts=opts)  # builds this case's decoders
     data = session.encode(sources)
     for decoder in built:
         decoder.set_raw(raw)
-    before = sum(d.raw_steps() for d in built)
+    before = sum(d.raw_steps() for d in built), sum(d.raw_searches() for d in built)
     out = session.translate(data, search=search, gen=gen, opts=opts)
-    return out, sum(d.raw_steps() for d in built) - before
+    return out, sum(d.raw_steps() for d in built) - before[0], sum(d.raw_searches() for d in built) - before[1]
 
 
 @pytest.mark.parametrize("quantize", ["none", "int8"])
 @pytest.mark.parametrize("case", list(CASES))
 def test_raw_step_equals_the_operator_calls_bit_for_bit(session_and_decoders, demo_sources, case, quantize):
     session, built = session_and_decoders
-    raw, raw_steps = _run(session, demo_sources[:N], built, case, True, quantize=quantize)
-    calls, none = _run(session, demo_sources[:N], built, case, False, quantize=quantize)
+    raw, raw_steps, raw_searches = _run(session, demo_sources[:N], built, case, True, quantize=quantize)
+    calls, none, no_searches = _run(session, demo_sources[:N], built, case, False, quantize=quantize)
     assert_identical(calls, raw)
-    assert none == 0
+    assert none == 0 and no_searches == 0
     assert raw_steps >= raw.stats.step_mode["steps_native"] > 10  # the draft's steps count too
+    if case in ("greedy-batch1", "speculative"):  # the native loops (greedy; a sentence's verifications) search
+        assert raw_searches > 10
 
 
 def test_products_without_a_raw_kernel_run_the_operator_calls(session_and_decoders, demo_sources):
     """oneDNN's product has no raw entry: every step makes the aten calls (still native)."""
     session, built = session_and_decoders
-    onednn, steps = _run(session, demo_sources[:4], built, "fixed-k5", True, cpu_matmul="onednn")
+    onednn, steps, _ = _run(session, demo_sources[:4], built, "fixed-k5", True, cpu_matmul="onednn")
     assert steps == 0 and onednn.stats.step_mode["steps_native"] > 0
-    _, raw_steps = _run(session, demo_sources[:4], built, "fixed-k5", True, cpu_matmul="packed")
+    _, raw_steps, _ = _run(session, demo_sources[:4], built, "fixed-k5", True, cpu_matmul="packed")
     assert raw_steps > 0
 
 

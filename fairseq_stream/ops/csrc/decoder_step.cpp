@@ -12,7 +12,9 @@
 // Where every product has a raw kernel (packed float32, our int8) and the activation is a ReLU, the layers run on
 // raw buffers instead (raw_layers): the same kernels in the same order through their raw entries
 // (raw_kernels.h), so the same bits, without the ~30 operator calls a layer (each a dispatch, an output tensor,
-// shape checks) that cost a one-row step about a quarter of its time. set_raw(false) keeps the calls (A/B).
+// shape checks) that cost a one-row step about a quarter of its time. The native loops search each step on raw
+// buffers too (first_of_window: the fused top-k kernel's raw entry, fairseq's edits as loops; the draft's arg-max as a
+// loop), taking the aten calls where a window's best ties. set_raw(false) keeps the calls (A/B).
 #if defined(__x86_64__)  // as PyTorch's x86 builds define them: the dispatch stubs' call signature (layer norm's)
 #define HAVE_AVX512_CPU_DEFINITION
 #define HAVE_AVX2_CPU_DEFINITION
@@ -88,7 +90,10 @@ struct NativeDecoder : torch::CustomClassHolder {
   fairseq_stream_ops::PackedLinearFn packed_fn = nullptr;
   fairseq_stream_ops::Int8LinearFn int8_fn = nullptr;
   fairseq_stream_ops::AttentionFn attend_fn = nullptr;
+  fairseq_stream_ops::TopkLseFn topk_fn = nullptr;  // the native loops' search (first_of_window)
+  int topk_state = 0;                                // 0: not resolved yet, 1: resolved, -1: not registered
   int64_t raw_count = 0;  // steps the raw path ran (raw_steps(): what the tests check it took)
+  int64_t search_count = 0;  // the native loops' searches on raw buffers (raw_searches(): first_of_window told)
 
   NativeDecoder(int64_t heads_, int64_t head_dim_, bool normalize_before_, int64_t activation_)
       : heads(heads_), head_dim(head_dim_), activation(activation_), normalize_before(normalize_before_) {}
@@ -138,6 +143,7 @@ struct NativeDecoder : torch::CustomClassHolder {
   // Whether steps may take the raw path (the same bits either way; off: every step the aten calls, for A/B).
   void set_raw(bool allowed) { raw_allowed = allowed; }
   int64_t raw_steps() const { return raw_count; }
+  int64_t raw_searches() const { return search_count; }
   // Whether the next eligible step takes the raw path: every product packed float32 or our int8, a ReLU, the
   // kernels' raw entries registered (their modules loaded).
   bool raw() {
@@ -148,10 +154,6 @@ struct NativeDecoder : torch::CustomClassHolder {
         if ((l.kind != kPacked && l.kind != kInt8) || !l.weight.is_contiguous() ||
             (l.bias.has_value() && (!l.bias->is_contiguous() || l.bias->scalar_type() != torch::kFloat)))
           raw_state = -1;
-      const auto entry = [](const char* name) -> int64_t {
-        const auto handle = c10::Dispatcher::singleton().findSchema({name, ""});
-        return handle.has_value() ? handle->typed<int64_t()>().call() : 0;
-      };
       if (raw_state == 1) {
         attend_fn = reinterpret_cast<fairseq_stream_ops::AttentionFn>(entry("fairseq_stream::decode_attention_entry"));
         bool packed = false, int8 = false;
@@ -162,6 +164,23 @@ struct NativeDecoder : torch::CustomClassHolder {
       }
     }
     return raw_state == 1;
+  }
+
+  // The fused output layer's raw search (fused_topk.cpp, loaded with the output layer), or null: where it is not
+  // registered, or under set_raw(false) (the native loops then search with the aten calls).
+  fairseq_stream_ops::TopkLseFn topk() {
+    if (!raw_allowed) return nullptr;
+    if (topk_state == 0) {
+      topk_fn = reinterpret_cast<fairseq_stream_ops::TopkLseFn>(entry("fairseq_stream::topk_lse_entry"));
+      topk_state = topk_fn ? 1 : -1;
+    }
+    return topk_fn;
+  }
+
+  // A kernel's address its module registered as the operator `name` (raw_kernels.h), or 0 where it is not loaded.
+  static int64_t entry(const char* name) {
+    const auto handle = c10::Dispatcher::singleton().findSchema({name, ""});
+    return handle.has_value() ? handle->typed<int64_t()>().call() : 0;
   }
 
   // y (M, N) = linear i of x (M, K), relu fused, on raw buffers (the raw path's kernels: the same as linear's)
@@ -576,6 +595,29 @@ Tensor decoder_step(const c10::intrusive_ptr<NativeDecoder>& self, const Tensor&
   return m.linear(m.output, x);
 }
 
+// rows (R, V).argmax(-1): as a loop over contiguous float32 rows (aten's rule: the first maximum, or the first NaN),
+// else aten's.
+static Tensor arg_max(const Tensor& rows) {
+  if (rows.scalar_type() != torch::kFloat || !rows.is_contiguous() || rows.size(1) == 0) return rows.argmax(-1);
+  const int64_t R = rows.size(0), V = rows.size(1);
+  Tensor out = at::empty({R}, rows.options().dtype(torch::kLong));
+  const float* x = rows.data_ptr<float>();
+  int64_t* best = out.data_ptr<int64_t>();
+  for (int64_t r = 0; r < R; ++r) {
+    const float* row = x + r * V;
+    int64_t at = 0;
+    for (int64_t i = 0; i < V; ++i) {
+      if (std::isnan(row[i])) {
+        at = i;
+        break;
+      }
+      if (row[i] > row[at]) at = i;
+    }
+    best[r] = at;
+  }
+  return out;
+}
+
 // The greedy continuation of `first` (R, f): `steps` steps, the first fed the block `first` at
 // `positions` (R, f), each next one the previous step's arg-max of its last logits (one token a row),
 // as many decoder_step calls with the arguments the caller would pass them (positions, width and lens
@@ -603,7 +645,7 @@ Tensor decoder_greedy(const c10::intrusive_ptr<NativeDecoder>& self, const Tenso
     width += b;
     if (row_lens.has_value()) row_lens = *row_lens + b;
     at_position = at_position.slice(1, b - 1, b) + 1;
-    fed = logits.select(1, -1).argmax(-1).unsqueeze(1);  // speculative.py: logits[:, -1].argmax(-1)
+    fed = arg_max(logits.select(1, -1)).unsqueeze(1);  // speculative.py: logits[:, -1].argmax(-1)
     out.push_back(fed);
   }
   return at::cat(out, 1);
@@ -645,6 +687,51 @@ std::tuple<Tensor, Tensor> best_of_window(const Tensor& rows, int64_t c, int64_t
   return {std::get<0>(best), window_tokens.gather(1, std::get<1>(best))};
 }
 
+// best_of_window's first candidate — what the native loops take — of each of n rows of V float32 scores (contiguous),
+// on raw buffers: the fused top-`window` and normaliser by the output layer's kernel (topk_lse_raw: the operator's
+// arithmetic), the edits as loops (one IEEE subtraction, or -inf, each: the aten calls' values), the first the
+// window's maximum. Only where that maximum is a number and unique: then at::topk's first is it whatever its order
+// among ties; else (and without the kernel) false, and the caller runs best_of_window. `below_min` (n) or null.
+bool first_of_window(NativeDecoder& m, const float* rows, int64_t n, int64_t V, int64_t window, int64_t eos,
+                     int64_t pad, int64_t unk, double unk_penalty, const bool* below_min, float* lp, int64_t* token) {
+  const fairseq_stream_ops::TopkLseFn topk = m.topk();
+  if (topk == nullptr) return false;
+  const int64_t w = std::min(window, V);
+  thread_local std::vector<float> values, lse;
+  thread_local std::vector<int64_t> ids;
+  values.resize(n * w);
+  ids.resize(n * w);
+  lse.resize(n);
+  topk(rows, n, V, w, values.data(), ids.data(), lse.data());
+  const float neg_inf = -std::numeric_limits<float>::infinity();
+  const float penalty = static_cast<float>(unk_penalty);  // masked_fill of a float tensor casts it
+  for (int64_t r = 0; r < n; ++r) {
+    float best = 0;
+    int64_t at = -1;
+    bool tie = false;
+    for (int64_t i = 0; i < w; ++i) {
+      const int64_t id = ids[r * w + i];
+      float v = values[r * w + i] - lse[r];
+      if (id == pad) v = neg_inf;                             // NeverPad
+      if (unk >= 0) v = v - (id == unk ? penalty : 0.0f);     // UnkPenalty (filled, then subtracted)
+      if (below_min != nullptr && below_min[r] && id == eos) v = neg_inf;  // MinLength
+      if (std::isnan(v)) return false;
+      if (at < 0 || v > best) {
+        best = v;
+        at = i;
+        tie = false;
+      } else if (v == best) {
+        tie = true;
+      }
+    }
+    if (tie) return false;
+    lp[r] = best;
+    token[r] = ids[r * w + at];
+  }
+  m.search_count += 1;
+  return true;
+}
+
 }  // namespace
 
 // The greedy beam (k = 1) run ahead natively (search/beam.py, BeamSearch.native_search): up to `steps`
@@ -682,6 +769,9 @@ std::tuple<Tensor, int64_t> decoder_greedy_search(
   int64_t* token_at = tokens.data_ptr<int64_t>();
   Tensor fed = first, at_position = positions;
   c10::optional<Tensor> row_lens = lens;
+  thread_local std::vector<char> below;  // the rows short of --min-len
+  thread_local std::vector<float> first_lp;
+  thread_local std::vector<int64_t> first_token;
   for (int64_t j = 0;; ++j) {
     const Tensor logits = decoder_step(self, fed, at_position, position_table, keys, values, width, row_lens,
                                        enc_keys, enc_values, enc_padding, kv_row, table, home);
@@ -689,33 +779,57 @@ std::tuple<Tensor, int64_t> decoder_greedy_search(
     if (row_lens.has_value()) row_lens = *row_lens + 1;
     at_position = at_position + 1;
     if (j + 1 == steps || at_max_len(row_steps, max_len)) return {logits, j + 1};
-    const auto best = best_of_window(logits.select(1, -1), c, window, eos, pad, unk, unk_penalty,
-                                     min_len > 0 ? c10::optional<Tensor>(at::lt(row_steps, min_len)) : c10::nullopt);
-    // each row's best: its log-probability cast as BeamSearch._step_after casts it, added to the row's score in
-    // that type (beam_step.cpp: scores[s] + top_lp[r, 0]); a sentence may end where it is EOS or the total is not
-    // finite: the Python step's. Read by pointer (a column of c > 1 is strided in the tensors).
-    const Tensor values = std::get<0>(best).contiguous(), best_tokens = std::get<1>(best).contiguous();
-    TORCH_CHECK(values.scalar_type() == torch::kFloat, "decoder_greedy_search: float32 logits");
-    const float* lp = values.data_ptr<float>();
-    const int64_t* tok = best_tokens.data_ptr<int64_t>();
+    // each row's best: on raw buffers (first_of_window) where it can tell it, else by the aten calls
+    const Tensor last = logits.select(1, -1);
+    const float* lp = nullptr;
+    const int64_t* tok = nullptr;
+    int64_t stride = c;  // a row's best is column 0 of its c candidates
+    if (last.scalar_type() == torch::kFloat && last.is_contiguous()) {
+      below.resize(R);
+      for (int64_t r = 0; r < R; ++r) below[r] = min_len > 0 && step_of[r] < min_len;
+      first_lp.resize(R);
+      first_token.resize(R);
+      if (first_of_window(*self, last.data_ptr<float>(), R, last.size(1), window, eos, pad, unk, unk_penalty,
+                          min_len > 0 ? reinterpret_cast<const bool*>(below.data()) : nullptr, first_lp.data(),
+                          first_token.data())) {
+        lp = first_lp.data();
+        tok = first_token.data();
+        stride = 1;
+      }
+    }
+    Tensor values, best_tokens;
+    if (lp == nullptr) {
+      const auto best = best_of_window(last, c, window, eos, pad, unk, unk_penalty,
+                                       min_len > 0 ? c10::optional<Tensor>(at::lt(row_steps, min_len)) : c10::nullopt);
+      values = std::get<0>(best).contiguous();
+      best_tokens = std::get<1>(best).contiguous();
+      TORCH_CHECK(values.scalar_type() == torch::kFloat, "decoder_greedy_search: float32 logits");
+      lp = values.data_ptr<float>();
+      tok = best_tokens.data_ptr<int64_t>();
+    }
+    // its log-probability cast as BeamSearch._step_after casts it, added to the row's score in that type
+    // (beam_step.cpp: scores[s] + top_lp[r, 0]); a sentence may end where it is EOS or the total is not finite: the
+    // Python step's. Read by pointer (column 0 of c > 1 candidates is strided in the tensors).
     bool ends = false;
     AT_DISPATCH_FLOATING_TYPES(scores.scalar_type(), "decoder_greedy_search", [&] {
       scalar_t* total = scores.data_ptr<scalar_t>();  // (R, 1) contiguous: row r's score at r
       for (int64_t r = 0; r < R; ++r)
-        ends = ends || tok[r * c] == eos || !std::isfinite(total[r] + static_cast<scalar_t>(lp[r * c]));
+        ends = ends || tok[r * stride] == eos || !std::isfinite(total[r] + static_cast<scalar_t>(lp[r * stride]));
       if (ends) return;
       scalar_t* to = token_scores.data_ptr<scalar_t>();
       for (int64_t r = 0; r < R; ++r) {
         TORCH_CHECK(step_of[r] >= 0 && step_of[r] < L, "decoder_greedy_search: a row past its token columns");
-        const scalar_t p = static_cast<scalar_t>(lp[r * c]);
+        const scalar_t p = static_cast<scalar_t>(lp[r * stride]);
         total[r] = total[r] + p;
-        token_at[r * L + step_of[r]] = tok[r * c];
+        token_at[r * L + step_of[r]] = tok[r * stride];
         to[r * L + step_of[r]] = p;
         step_of[r] += 1;
       }
     });
     if (ends) return {logits, j + 1};
-    fed = best_tokens.select(1, 0).unsqueeze(1).contiguous();
+    fed = at::empty({R, 1}, first.options().dtype(torch::kLong));
+    int64_t* next = fed.data_ptr<int64_t>();
+    for (int64_t r = 0; r < R; ++r) next[r] = tok[r * stride];
   }
 }
 
@@ -772,6 +886,8 @@ Verified verify_loop(const c10::intrusive_ptr<NativeDecoder>& self, const Tensor
   const auto opts = feed.options();
   Verified out;
   out.feed = feed.contiguous();
+  thread_local std::vector<char> below;  // the positions short of --min-len
+  thread_local std::vector<float> first_lp;
   for (int64_t j = 0;; ++j) {
     const int64_t b = out.feed.size(1);
     out.logits = decoder_step(self, out.feed, at::arange(width, width + b, opts).unsqueeze(0), position_table, keys,
@@ -779,12 +895,34 @@ Verified verify_loop(const c10::intrusive_ptr<NativeDecoder>& self, const Tensor
     out.verified = verified;
     out.width = width;
     if (j + 1 == calls || verified + b - 1 >= max_len) return out;
-    // JacobiDecoding.predictions: each position's best at its own step verified + i
-    const auto best = best_of_window(
-        out.logits.select(0, 0), 1, window, eos, pad, unk, unk_penalty,
-        min_len > 0 ? c10::optional<Tensor>(at::lt(at::arange(verified, verified + b, opts), min_len)) : c10::nullopt);
-    const Tensor pred = std::get<1>(best).select(1, 0).contiguous();
-    const Tensor score = std::get<0>(best).select(1, 0).to(token_scores.scalar_type()).contiguous();
+    // JacobiDecoding.predictions: each position's best at its own step verified + i (on raw buffers where
+    // first_of_window can tell it, else by the aten calls)
+    const Tensor rows = out.logits.select(0, 0);
+    Tensor pred, score;
+    if (rows.scalar_type() == torch::kFloat && rows.is_contiguous()) {
+      below.resize(b);
+      for (int64_t i = 0; i < b; ++i) below[i] = min_len > 0 && verified + i < min_len;
+      first_lp.resize(b);
+      pred = at::empty({b}, opts.dtype(torch::kLong));
+      if (first_of_window(*self, rows.data_ptr<float>(), b, rows.size(1), window, eos, pad, unk, unk_penalty,
+                          min_len > 0 ? reinterpret_cast<const bool*>(below.data()) : nullptr, first_lp.data(),
+                          pred.data_ptr<int64_t>())) {
+        score = at::empty({b}, token_scores.options());
+        AT_DISPATCH_FLOATING_TYPES(score.scalar_type(), "decoder_verify", [&] {
+          scalar_t* into = score.data_ptr<scalar_t>();
+          for (int64_t i = 0; i < b; ++i) into[i] = static_cast<scalar_t>(first_lp[i]);  // .to(token_scores' type)
+        });
+      } else {
+        pred = Tensor();
+      }
+    }
+    if (!pred.defined()) {
+      const auto best = best_of_window(
+          rows, 1, window, eos, pad, unk, unk_penalty,
+          min_len > 0 ? c10::optional<Tensor>(at::lt(at::arange(verified, verified + b, opts), min_len)) : c10::nullopt);
+      pred = std::get<1>(best).select(1, 0).contiguous();
+      score = std::get<0>(best).select(1, 0).to(token_scores.scalar_type()).contiguous();
+    }
     const int64_t* p = pred.data_ptr<int64_t>();
     const int64_t* f = out.feed.data_ptr<int64_t>();
     int64_t a = 1;  // jacobi_step.cpp: the first prediction, then each whose input matched (the window is b)
@@ -919,7 +1057,8 @@ TORCH_LIBRARY_FRAGMENT(fairseq_stream, m) {
       .def("add_layer", &NativeDecoder::add_layer)
       .def("set_output", &NativeDecoder::set_output)
       .def("set_raw", &NativeDecoder::set_raw)
-      .def("raw_steps", &NativeDecoder::raw_steps);
+      .def("raw_steps", &NativeDecoder::raw_steps)
+      .def("raw_searches", &NativeDecoder::raw_searches);
   m.def("decoder_step(__torch__.torch.classes.fairseq_stream.NativeDecoder decoder, Tensor tokens, "
         "Tensor positions, Tensor? position_table, Tensor[] keys, Tensor[] values, int width, Tensor? lens, "
         "Tensor[] enc_keys, Tensor[] enc_values, Tensor? enc_padding, Tensor kv_row, Tensor? table=None, "

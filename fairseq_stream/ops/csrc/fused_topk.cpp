@@ -7,6 +7,7 @@
 // (nth_element), raising the threshold. Nothing of size V is written; ties keep the lower id
 // first, as the reference top-k of the tests.
 #include "step_common.h"
+#include "raw_kernels.h"
 #include <ATen/Parallel.h>
 #include <algorithm>
 #include <cmath>
@@ -100,5 +101,20 @@ std::tuple<torch::Tensor, torch::Tensor, torch::Tensor> topk_lse(const torch::Te
   return {values, ids, lse};
 }
 
+// One call on raw buffers (raw_kernels.h's TopkLseFn): rows r < R of V float32 scores at rows + r * V, their top k
+// (k <= V) into values / ids + r * k and their normaliser into lse[r] — row_topk_lse, as the operator computes each
+// row. The native loops' search (decoder_step.cpp) calls it without the dispatcher or three output tensors a step.
+void topk_lse_raw(const float* rows, int64_t R, int64_t V, int64_t k, float* values, int64_t* ids, float* lse) {
+  thread_local std::vector<Cand<float>> buf;  // reused: a step at one row costs little more than this kernel
+  for (int64_t r = 0; r < R; ++r) row_topk_lse<float>(rows + r * V, V, k, values + r * k, ids + r * k, lse + r, buf);
+}
+
+// The address of topk_lse_raw (a TopkLseFn), for the native loops.
+int64_t topk_lse_entry() {
+  const fairseq_stream_ops::TopkLseFn fn = &topk_lse_raw;
+  return reinterpret_cast<int64_t>(fn);
+}
+
 // A dispatcher operator: one aten-level call (counted by fairseq_stream.engine.profiling like any other).
 FAIRSEQ_STREAM_CPU_OPERATOR(topk_lse, "(Tensor scores, int k) -> (Tensor, Tensor, Tensor)")
+TORCH_LIBRARY_FRAGMENT(fairseq_stream, m) { m.def("topk_lse_entry() -> int", &topk_lse_entry); }

@@ -1,5 +1,6 @@
 // The kernels a native decoder step calls on raw buffers (decoder_step.cpp's raw step): the packed float32
 // product (packed_linear.cpp), our int8 product (int8_rows.cpp) and the decode attention (decode_attention.cpp),
+// and the fused output layer's search its native loops call (fused_topk.cpp),
 // each compiled in its own module with its own flags, so the same machine code as their operators run. Each
 // module registers an `*_entry() -> int` operator returning the kernel's address: the step resolves it once
 // (when its model is prepared) and then calls the kernel without the dispatcher, an output tensor or a
@@ -41,5 +42,10 @@ struct AttentionArgs {
   const int64_t* group;
 };
 using AttentionFn = void (*)(const AttentionArgs&);
+
+// The fused output layer's search of R rows of V float32 scores (fused_topk.cpp): each row's top k (k <= V; values
+// best first, ties to the lower id) and its log-normaliser.
+using TopkLseFn = void (*)(const float* rows, int64_t R, int64_t V, int64_t k, float* values, int64_t* ids,
+                           float* lse);
 
 }  // namespace fairseq_stream_ops
