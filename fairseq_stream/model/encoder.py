@@ -84,14 +84,29 @@ def encoder_out(encoder: Any, net_input: Dict[str, Tensor]) -> Dict[str, List[Te
     return encoder.forward_torchscript(net_input)
 
 
-def encode(encoder: Any, src_tokens: Tensor) -> Tuple[Tensor, Tensor]:
+_NATIVE: "weakref.WeakKeyDictionary[Any, Any]" = weakref.WeakKeyDictionary()
+
+
+def native_layers(encoder: Any) -> Optional[Any]:
+    """The encoder's layers as one C++ call on raw buffers (``encoder_layers``, built once per encoder by
+    :func:`fairseq_stream.model.native_decoder.build_encoder`: the same bits), or None where they run here."""
+    if encoder not in _NATIVE:
+        from fairseq_stream.model.native_decoder import build_encoder
+
+        built = build_encoder(encoder)
+        _NATIVE[encoder] = None if isinstance(built, str) else built
+    return _NATIVE[encoder]
+
+
+def encode(encoder: Any, src_tokens: Tensor, native: bool = True) -> Tuple[Tensor, Tensor]:
     """(encoder states (S, N, d), padding (N, S)) of ``src_tokens`` (N, S): fairseq's
     ``TransformerEncoderBase.forward_scriptable`` in eval mode, attention by the CPU kernel.
 
     Only the source tokens are computed (issue 40: refill blocks were 27-46% padding): the
     positions are packed into ``T`` rows for every per-position operation, and the keys and
     values scattered into the padded ``(N, H, S, hd)`` layout the kernel reads. Padded
-    positions of the output are zeros (fairseq computes them; nothing reads them).
+    positions of the output are zeros (fairseq computes them; nothing reads them). With ``native`` the layers
+    run as one C++ call where :func:`native_layers` takes the encoder (the same bits).
     """
     from fairseq_stream.model.block_decoder import fc1_activation
 
@@ -106,6 +121,12 @@ def encode(encoder: Any, src_tokens: Tensor) -> Tuple[Tensor, Tensor]:
     if encoder.layernorm_embedding is not None:
         x = encoder.layernorm_embedding(x)
     kv_row = torch.arange(n, device=x.device).repeat_interleave(s).index_select(0, keep)  # each position's sentence
+    # (with gradients on, the Python layers' products are torch's: the native call is for inference)
+    layers = native_layers(encoder) if native and not torch.is_grad_enabled() else None
+    if layers is not None:
+        x = torch.ops.fairseq_stream.encoder_layers(layers, x, keep, kv_row, padding)
+        out = x.new_zeros(n * s, d).index_copy_(0, keep, x)
+        return out.view(n, s, d).transpose(0, 1), padding
     packed = (keep, kv_row, padding)
     for layer in encoder.layers:
         pre = layer.normalize_before

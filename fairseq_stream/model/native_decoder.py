@@ -180,3 +180,49 @@ def _positions(module: Any) -> Tuple[int, int, Optional[Tensor]]:
     if isinstance(module, LearnedPositionalEmbedding):
         return 2, int(module.padding_idx), module.weight.detach()
     return 1, int(module.padding_idx), None  # the sinusoidal table grows: passed at every step
+
+
+def build_encoder(encoder: Any) -> Union[Any, str]:
+    """The layers of a transformer encoder that :func:`fairseq_stream.model.encoder.encode` runs, collected into a
+    ``NativeDecoder`` for ``encoder_layers`` (``csrc/decoder_step.cpp``: the same kernels on raw buffers, the same
+    bits); or why not: every product packed float32 or our int8, a ReLU, torch's LayerNorm, one head count and norm
+    placement, the kernels loaded, ``FAIRSEQ_STREAM_NO_RAW_STEP`` unset."""
+    if env_flag("FAIRSEQ_STREAM_NO_RAW_STEP"):
+        return "FAIRSEQ_STREAM_NO_RAW_STEP is set"
+    why = kernel_available()
+    if why is not None:
+        return why
+    layers = list(encoder.layers)
+    if not layers:
+        return "an encoder without layers"
+    first = layers[0]
+    for layer in layers:
+        attn = layer.self_attn
+        if _activation(layer.activation_fn) != RELU:
+            return "an activation other than ReLU"
+        if attn.num_heads != first.self_attn.num_heads or layer.normalize_before != first.normalize_before:
+            return "layers with different heads or norm placement"
+        if any(getattr(layer, name, None) is not None for name in ("attn_ln", "ffn_layernorm", "w_resid")):
+            return "NormFormer layers"
+        for linear in (attn.q_proj, attn.k_proj, attn.v_proj, attn.out_proj, layer.fc1, layer.fc2):
+            if _linear_kind(linear) not in ("packed", "int8"):
+                return f"a product without a raw kernel ({type(linear).__name__})"
+        for norm in (layer.self_attn_layer_norm, layer.final_layer_norm):
+            if type(norm) is not nn.LayerNorm or len(norm.normalized_shape) != 1:
+                return "a layer norm other than torch's LayerNorm"
+    if encoder.layer_norm is not None and (type(encoder.layer_norm) is not nn.LayerNorm
+                                           or len(encoder.layer_norm.normalized_shape) != 1):
+        return "a layer norm other than torch's LayerNorm"
+    native = torch.classes.fairseq_stream.NativeDecoder(first.self_attn.num_heads, first.self_attn.head_dim,
+                                                        bool(first.normalize_before), RELU)
+    linear = _adder(native, "linear")
+    norm = _adder(native, "norm")
+    for layer in layers:
+        attn = layer.self_attn
+        native.add_encoder_layer([norm(layer.self_attn_layer_norm), linear(attn.q_proj), linear(attn.k_proj),
+                                  linear(attn.v_proj), linear(attn.out_proj), norm(layer.final_layer_norm),
+                                  linear(layer.fc1), linear(layer.fc2)], float(attn.scaling))
+    native.set_encoder_norm(norm(encoder.layer_norm))
+    if not native.raw_ready():
+        return "a product's weights are not contiguous float32"
+    return native

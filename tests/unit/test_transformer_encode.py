@@ -5,10 +5,10 @@ from __future__ import annotations
 import pytest
 import torch
 
-from fairseq_stream.ops import decode_attention
+from fairseq_stream.ops import decode_attention, packed_linear
 from fairseq_stream.model import linear_kernels
 from fairseq_stream.model.quantize import prepare_models
-from fairseq_stream.model.encoder import encode, encoder_out, unsupported
+from fairseq_stream.model.encoder import encode, encoder_out, native_layers, unsupported
 
 pytestmark = pytest.mark.skipif(decode_attention.cpu_kernel() is None, reason="needs the C++ attention kernel")
 
@@ -36,6 +36,27 @@ def test_a_sentences_states_do_not_depend_on_its_block(demo_session, demo_source
             alone, _ = encode(model.encoder, _block(demo_session, [s]))
             visible = ~padding[i]
             assert torch.equal(together[visible.nonzero().squeeze(1), i], alone[:, 0]), i
+
+
+@pytest.mark.parametrize("quantize", ["none", "int8"])
+def test_the_native_layers_give_the_python_layers_bits(demo_session, demo_sources, quantize):
+    """Where every product has a raw kernel (packed float32, our int8) the layers run as one C++ call
+    (``encoder_layers``): the Python layers' states bit for bit, padded block or alone. oneDNN's product has none."""
+    from fairseq_stream.model import native_decoder
+
+    if native_decoder.kernel_available() is not None:
+        pytest.skip(native_decoder.kernel_available())
+    assert packed_linear.kernel() is not None  # loads the packed product's operators
+    (model,) = prepare_models(demo_session.models, quantize) if quantize == "int8" else \
+        linear_kernels.prepare(demo_session.models, "packed")
+    assert native_layers(model.encoder) is not None
+    (onednn,) = linear_kernels.prepare(demo_session.models, "onednn")
+    assert native_layers(onednn.encoder) is None
+    with torch.no_grad():
+        for block in (_block(demo_session, demo_sources[:6], pad_to=60), _block(demo_session, demo_sources[6:7])):
+            native, padding = encode(model.encoder, block)
+            python, same_padding = encode(model.encoder, block, native=False)
+            assert torch.equal(native, python) and torch.equal(padding, same_padding)
 
 
 def test_equals_fairseqs_encoder(demo_session, demo_sources):

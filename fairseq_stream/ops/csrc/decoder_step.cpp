@@ -60,6 +60,12 @@ struct Layer {
   double self_scaling, enc_scaling;
 };
 
+// A transformer encoder layer (encoder_layers below): its products q, k, v, out, fc1, fc2 and norms (indices).
+struct EncoderLayer {
+  int64_t self_ln, q, k, v, out, final_ln, fc1, fc2;
+  double scaling;
+};
+
 c10::OperatorHandle op(const char* name) {
   return c10::Dispatcher::singleton().findSchemaOrThrow(name, "");
 }
@@ -84,6 +90,8 @@ struct NativeDecoder : torch::CustomClassHolder {
   int64_t positions = 0, position_padding = -1;  // positions: 0 none, 1 sinusoidal (table per call), 2 learned
   Tensor learned_positions;
   int64_t layer_norm = -1, project_out = -1, output = -1;
+  std::vector<EncoderLayer> encoder;  // an encoder's layers, where this holds an encoder (encoder_layers)
+  int64_t encoder_norm = -1;
   // The raw step (raw_layers below): the kernels' addresses, resolved at the first step; whether it may run.
   bool raw_allowed = true;
   int raw_state = 0;  // 0: not resolved yet, 1: every product and the attention have a raw kernel, -1: not
@@ -140,10 +148,16 @@ struct NativeDecoder : torch::CustomClassHolder {
     project_out = project_out_;
     output = output_;
   }
+  void add_encoder_layer(std::vector<int64_t> ix, double scaling) {
+    TORCH_CHECK(ix.size() == 8, "add_encoder_layer: 8 indices");
+    encoder.push_back({ix[0], ix[1], ix[2], ix[3], ix[4], ix[5], ix[6], ix[7], scaling});
+  }
+  void set_encoder_norm(int64_t norm) { encoder_norm = norm; }
   // Whether steps may take the raw path (the same bits either way; off: every step the aten calls, for A/B).
   void set_raw(bool allowed) { raw_allowed = allowed; }
   int64_t raw_steps() const { return raw_count; }
   int64_t raw_searches() const { return search_count; }
+  bool raw_ready() { return raw(); }
   // Whether the next eligible step takes the raw path: every product packed float32 or our int8, a ReLU, the
   // kernels' raw entries registered (their modules loaded).
   bool raw() {
@@ -535,6 +549,83 @@ Tensor raw_layers(NativeDecoder& m, Tensor x, const StepInputs& in, const c10::o
 }
 
 }  // namespace
+
+// The layers (and the final layer norm) of model/encoder.py's encode on raw buffers: fairseq's TransformerEncoderLayer
+// in eval mode, pre- or post-norm, ReLU, as encode's Python runs it — q, k and v by their own products, the keys and
+// values scattered into a zeroed (N, H, S, hd) layout, the decode attention over each position's sentence with the
+// padding, the output product, the residual (and layer norm), fc1 with its ReLU fused, fc2, the residual — the same
+// kernels through their raw entries (raw_kernels.h), layer norm through aten's kernel: the same bits, without ~20
+// operator calls and their Python a layer (at batch 1 a sentence's encoding cost as much as a third of its decode).
+// `x` (T, d): the embedded source positions, packed sentence by sentence; `keep` (T,): their flat positions n * S + j
+// in `padding` (N, S); `kv_row` (T,): their sentence n. Returns the states (T, d).
+Tensor encoder_layers(const c10::intrusive_ptr<NativeDecoder>& self, const Tensor& x_in, const Tensor& keep_in,
+                      const Tensor& kv_row_in, const Tensor& padding_in) {
+  NativeDecoder& m = *self;
+  at::NoGradGuard no_grad;
+  TORCH_CHECK(!m.encoder.empty() && m.raw(), "encoder_layers: an encoder whose products all have raw kernels");
+  TORCH_CHECK(x_in.dim() == 2 && x_in.scalar_type() == torch::kFloat && padding_in.dim() == 2,
+              "encoder_layers: float32 positions (T, d) and a padding (N, S)");
+  const int64_t T = x_in.size(0), d = x_in.size(1), H = m.heads, hd = m.head_dim;
+  const int64_t N = padding_in.size(0), S = padding_in.size(1);
+  TORCH_CHECK(H * hd == d && keep_in.numel() == T && kv_row_in.numel() == T, "encoder_layers: shapes");
+  const Tensor keep = as_index(keep_in), kv_row = as_index(kv_row_in);
+  const Tensor padding = padding_in.to(torch::kBool).contiguous();
+  const auto opts = x_in.options();
+  Tensor x = x_in.contiguous().clone();
+  Tensor normed = at::empty({T, d}, opts), sub = at::empty({T, d}, opts), mean = at::empty({T}, opts),
+         rstd = at::empty({T}, opts), q = at::empty({T, d}, opts), k = at::empty({T, d}, opts),
+         v = at::empty({T, d}, opts), att = at::empty({T, d}, opts);
+  int64_t widest = d;
+  for (const EncoderLayer& l : m.encoder) widest = std::max(widest, m.out_features(l.fc1));
+  Tensor wide = at::empty({T, widest}, opts);
+  // zeros at the padded positions, as encode's `padded` leaves them (a hidden key inside a span weighs 0 times it)
+  Tensor keys = at::zeros({N, H, S, hd}, opts), values = at::zeros({N, H, S, hd}, opts);
+  float *X = x.data_ptr<float>(), *A = normed.data_ptr<float>(), *Sb = sub.data_ptr<float>();
+  float *Q = q.data_ptr<float>(), *Kr = k.data_ptr<float>(), *Vr = v.data_ptr<float>(), *At = att.data_ptr<float>();
+  float *Wd = wide.data_ptr<float>(), *K = keys.data_ptr<float>(), *V = values.data_ptr<float>();
+  const int64_t* at_pos = keep.data_ptr<int64_t>();
+  for (int64_t t = 0; t < T; ++t) TORCH_CHECK(at_pos[t] >= 0 && at_pos[t] < N * S, "encoder_layers: a position outside the padding");
+  const bool pre = m.normalize_before;
+  const int64_t M = T;
+  const auto residual = [&](int64_t norm) {
+    if (pre) {
+      for (int64_t e = 0; e < M * d; ++e) X[e] = X[e] + Sb[e];
+    } else {
+      for (int64_t e = 0; e < M * d; ++e) Sb[e] = X[e] + Sb[e];
+      m.raw_norm(norm, sub, x, mean, rstd);
+    }
+  };
+  const auto input = [&](int64_t norm) -> const float* {
+    if (!pre) return X;
+    m.raw_norm(norm, x, normed, mean, rstd);
+    return A;
+  };
+  for (const EncoderLayer& layer : m.encoder) {
+    const float* in = input(layer.self_ln);
+    m.raw_linear(layer.q, in, M, d, Q);
+    m.raw_linear(layer.k, in, M, d, Kr);
+    m.raw_linear(layer.v, in, M, d, Vr);
+    for (int64_t t = 0; t < T; ++t) {  // encode's `padded`: position n * S + j to (n, h, j)
+      const int64_t n = at_pos[t] / S, j = at_pos[t] % S;
+      for (int64_t h = 0; h < H; ++h) {
+        std::memcpy(K + ((n * H + h) * S + j) * hd, Kr + t * d + h * hd, hd * sizeof(float));
+        std::memcpy(V + ((n * H + h) * S + j) * hd, Vr + t * d + h * hd, hd * sizeof(float));
+      }
+    }
+    m.attend_fn({Q, d, M, H, hd, K, V, N, S, H * S * hd, S * hd, kv_row.data_ptr<int64_t>(), nullptr,
+                 padding.data_ptr<bool>(), S, nullptr, 0, 0, static_cast<float>(layer.scaling), At, nullptr});
+    m.raw_linear(layer.out, At, M, d, Sb);
+    residual(layer.self_ln);
+    m.raw_linear(layer.fc1, input(layer.final_ln), M, d, Wd, true);
+    m.raw_linear(layer.fc2, Wd, M, m.out_features(layer.fc1), Sb);
+    residual(layer.final_ln);
+  }
+  if (m.encoder_norm >= 0) {
+    m.raw_norm(m.encoder_norm, x, normed, mean, rstd);
+    return normed;
+  }
+  return x;
+}
 
 // Logits (R, b, V) of a causal step of `tokens` (R, b) at `positions` (R, b); the block's keys and
 // values are written into the caches (keys[l], values[l]: (R, H, capacity, hd)) at [width, width + b)
@@ -1058,7 +1149,12 @@ TORCH_LIBRARY_FRAGMENT(fairseq_stream, m) {
       .def("set_output", &NativeDecoder::set_output)
       .def("set_raw", &NativeDecoder::set_raw)
       .def("raw_steps", &NativeDecoder::raw_steps)
-      .def("raw_searches", &NativeDecoder::raw_searches);
+      .def("raw_searches", &NativeDecoder::raw_searches)
+      .def("raw_ready", &NativeDecoder::raw_ready)
+      .def("add_encoder_layer", &NativeDecoder::add_encoder_layer)
+      .def("set_encoder_norm", &NativeDecoder::set_encoder_norm);
+  m.def("encoder_layers(__torch__.torch.classes.fairseq_stream.NativeDecoder encoder, Tensor x, Tensor keep, "
+        "Tensor kv_row, Tensor padding) -> Tensor");
   m.def("decoder_step(__torch__.torch.classes.fairseq_stream.NativeDecoder decoder, Tensor tokens, "
         "Tensor positions, Tensor? position_table, Tensor[] keys, Tensor[] values, int width, Tensor? lens, "
         "Tensor[] enc_keys, Tensor[] enc_values, Tensor? enc_padding, Tensor kv_row, Tensor? table=None, "
@@ -1094,5 +1190,6 @@ TORCH_LIBRARY_IMPL(fairseq_stream, CPU, m) {
   m.impl("decoder_greedy_search", &decoder_greedy_search);
   m.impl("decoder_jacobi", &decoder_jacobi);
   m.impl("decoder_speculate", &decoder_speculate);
+  m.impl("encoder_layers", &encoder_layers);
 }
 PYBIND11_MODULE(TORCH_EXTENSION_NAME, m) {}
