@@ -446,6 +446,30 @@ bool slots_contiguous(const std::vector<Tensor>& caches, int64_t hd) {
   return true;
 }
 
+// The residual and norm around a sublayer on a call's raw buffers (M rows of d floats): `x` the running states,
+// `sub` the sublayer's output, `normed` a norm's. Pre-norm: input = norm(x), then x += sub; post-norm: input = x,
+// then x = norm(x + sub). One IEEE add an element, layer norm through aten's kernel.
+struct Sublayers {
+  NativeDecoder& m;
+  Tensor &x, &normed, &sub, &mean, &rstd;
+  bool pre;
+  void residual(int64_t norm) {
+    float *X = x.data_ptr<float>(), *S = sub.data_ptr<float>();
+    const int64_t n = x.numel();
+    if (pre) {
+      for (int64_t e = 0; e < n; ++e) X[e] = X[e] + S[e];
+    } else {
+      for (int64_t e = 0; e < n; ++e) S[e] = X[e] + S[e];
+      m.raw_norm(norm, sub, x, mean, rstd);
+    }
+  }
+  const float* input(int64_t norm) {
+    if (!pre) return x.data_ptr<float>();
+    m.raw_norm(norm, x, normed, mean, rstd);
+    return normed.data_ptr<float>();
+  }
+};
+
 // The layers and the output projection of layer_step / decoder_step on raw buffers: the same kernels in the same
 // order — the packed or int8 products and the decode attention through their raw entries (raw_kernels.h),
 // at::layer_norm's kernel through its dispatch stub, the residual sums and the cache writes as loops (one IEEE add, one
@@ -473,20 +497,9 @@ Tensor raw_layers(NativeDecoder& m, Tensor x, const StepInputs& in, const c10::o
   const int64_t* homes = in.table.has_value() ? in.home.data_ptr<int64_t>() : nullptr;
   const int64_t* home_slots = in.home_slots.defined() ? in.home_slots.data_ptr<int64_t>() : nullptr;
   const int64_t* table = in.table.has_value() ? in.table->data_ptr<int64_t>() : nullptr;
-  // residual: pre-norm x += h; post-norm x = norm(x + h)
-  const auto residual = [&](int64_t norm) {
-    if (pre) {
-      for (int64_t e = 0; e < M * d; ++e) X[e] = X[e] + S[e];
-    } else {
-      for (int64_t e = 0; e < M * d; ++e) S[e] = X[e] + S[e];
-      m.raw_norm(norm, sub, x, mean, rstd);
-    }
-  };
-  const auto input = [&](int64_t norm) -> const float* {
-    if (!pre) return X;
-    m.raw_norm(norm, x, normed, mean, rstd);
-    return A;
-  };
+  Sublayers around{m, x, normed, sub, mean, rstd, pre};
+  const auto residual = [&](int64_t norm) { around.residual(norm); };
+  const auto input = [&](int64_t norm) { return around.input(norm); };
   for (int64_t i = 0; i < static_cast<int64_t>(m.layers.size()); ++i) {
     const Layer& layer = m.layers[i];
     // self-attention: q, k, v of every query in one product; the block's keys and values into the caches
@@ -580,26 +593,15 @@ Tensor encoder_layers(const c10::intrusive_ptr<NativeDecoder>& self, const Tenso
   Tensor wide = at::empty({T, widest}, opts);
   // zeros at the padded positions, as encode's `padded` leaves them (a hidden key inside a span weighs 0 times it)
   Tensor keys = at::zeros({N, H, S, hd}, opts), values = at::zeros({N, H, S, hd}, opts);
-  float *X = x.data_ptr<float>(), *A = normed.data_ptr<float>(), *Sb = sub.data_ptr<float>();
+  float* Sb = sub.data_ptr<float>();
   float *Q = q.data_ptr<float>(), *Kr = k.data_ptr<float>(), *Vr = v.data_ptr<float>(), *At = att.data_ptr<float>();
   float *Wd = wide.data_ptr<float>(), *K = keys.data_ptr<float>(), *V = values.data_ptr<float>();
   const int64_t* at_pos = keep.data_ptr<int64_t>();
   for (int64_t t = 0; t < T; ++t) TORCH_CHECK(at_pos[t] >= 0 && at_pos[t] < N * S, "encoder_layers: a position outside the padding");
-  const bool pre = m.normalize_before;
   const int64_t M = T;
-  const auto residual = [&](int64_t norm) {
-    if (pre) {
-      for (int64_t e = 0; e < M * d; ++e) X[e] = X[e] + Sb[e];
-    } else {
-      for (int64_t e = 0; e < M * d; ++e) Sb[e] = X[e] + Sb[e];
-      m.raw_norm(norm, sub, x, mean, rstd);
-    }
-  };
-  const auto input = [&](int64_t norm) -> const float* {
-    if (!pre) return X;
-    m.raw_norm(norm, x, normed, mean, rstd);
-    return A;
-  };
+  Sublayers around{m, x, normed, sub, mean, rstd, m.normalize_before};
+  const auto residual = [&](int64_t norm) { around.residual(norm); };
+  const auto input = [&](int64_t norm) { return around.input(norm); };
   for (const EncoderLayer& layer : m.encoder) {
     const float* in = input(layer.self_ln);
     m.raw_linear(layer.q, in, M, d, Q);
