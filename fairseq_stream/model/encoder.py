@@ -125,19 +125,18 @@ def encode(encoder: Any, src_tokens: Tensor, native: bool = True) -> Tuple[Tenso
     layers = native_layers(encoder) if native and not torch.is_grad_enabled() else None
     if layers is not None:
         x = torch.ops.fairseq_stream.encoder_layers(layers, x, keep, kv_row, padding)
-        out = x.new_zeros(n * s, d).index_copy_(0, keep, x)
-        return out.view(n, s, d).transpose(0, 1), padding
-    packed = (keep, kv_row, padding)
-    for layer in encoder.layers:
-        pre = layer.normalize_before
-        residual = x
-        h = _self_attention(layer.self_attn, layer.self_attn_layer_norm(x) if pre else x, packed)
-        x = residual + h if pre else layer.self_attn_layer_norm(residual + h)
-        residual = x
-        h = layer.fc2(fc1_activation(layer, layer.final_layer_norm(x) if pre else x))
-        x = residual + h if pre else layer.final_layer_norm(residual + h)
-    if encoder.layer_norm is not None:
-        x = encoder.layer_norm(x)
+    else:
+        packed = (keep, kv_row, padding)
+        for layer in encoder.layers:
+            pre = layer.normalize_before
+            residual = x
+            h = _self_attention(layer.self_attn, layer.self_attn_layer_norm(x) if pre else x, packed)
+            x = residual + h if pre else layer.self_attn_layer_norm(residual + h)
+            residual = x
+            h = layer.fc2(fc1_activation(layer, layer.final_layer_norm(x) if pre else x))
+            x = residual + h if pre else layer.final_layer_norm(residual + h)
+        if encoder.layer_norm is not None:
+            x = encoder.layer_norm(x)
     out = x.new_zeros(n * s, d).index_copy_(0, keep, x)
     return out.view(n, s, d).transpose(0, 1), padding
 

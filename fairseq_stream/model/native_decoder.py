@@ -67,16 +67,12 @@ def why_not(decoder: Any, qkv: List[Any]) -> Optional[str]:
     positions = decoder.embed_positions
     if positions is not None and not isinstance(positions, (LearnedPositionalEmbedding, SinusoidalPositionalEmbedding)):
         return f"unsupported positional embedding {type(positions).__name__}"
-    heads = decoder.layers[0].self_attn.num_heads
-    for layer in decoder.layers:
-        if any(getattr(layer, name, None) is not None for name in ("c_attn", "attn_ln", "ffn_layernorm", "w_resid")):
-            return "NormFormer layers (c_attn, attn_ln, ffn_layernorm, w_resid)"
-        if _activation(layer.activation_fn) is None:
-            return "an activation other than ReLU or GELU"
-        if layer.self_attn.num_heads != heads or layer.encoder_attn.num_heads != heads:
-            return "layers with different numbers of heads"
-        if layer.normalize_before != decoder.layers[0].normalize_before:
-            return "layers mixing pre- and post-norm"
+    layers = list(decoder.layers)
+    why = _layers_problem(layers, [(layer.self_attn, layer.encoder_attn) for layer in layers])
+    if why is not None:
+        return why
+    if any(_activation(layer.activation_fn) is None for layer in layers):
+        return "an activation other than ReLU or GELU"
     linears = [decoder.project_in_dim, decoder.project_out_dim, decoder.output_projection] + qkv + [
         m for layer in decoder.layers
         for m in (layer.self_attn.out_proj, layer.encoder_attn.q_proj, layer.encoder_attn.out_proj, layer.fc1, layer.fc2)]
@@ -86,6 +82,28 @@ def why_not(decoder: Any, qkv: List[Any]) -> Optional[str]:
     norms = [decoder.layernorm_embedding, decoder.layer_norm] + [
         m for layer in decoder.layers for m in (layer.self_attn_layer_norm, layer.encoder_attn_layer_norm,
                                                 layer.final_layer_norm)]
+    return _norms_problem(norms)
+
+
+_NORMFORMER = ("c_attn", "attn_ln", "ffn_layernorm", "w_resid")
+
+
+def _layers_problem(layers: List[Any], attentions: List[Tuple[Any, ...]]) -> Optional[str]:
+    """Why the C++ layers cannot run ``layers`` as one kind (each layer's ``attentions``): NormFormer parts,
+    head counts or norm placements that differ between layers; else None."""
+    heads = attentions[0][0].num_heads
+    for layer, attns in zip(layers, attentions):
+        if any(getattr(layer, name, None) is not None for name in _NORMFORMER):
+            return "NormFormer layers (c_attn, attn_ln, ffn_layernorm, w_resid)"
+        if any(attn.num_heads != heads for attn in attns):
+            return "layers with different numbers of heads"
+        if layer.normalize_before != layers[0].normalize_before:
+            return "layers mixing pre- and post-norm"
+    return None
+
+
+def _norms_problem(norms: List[Any]) -> Optional[str]:
+    """None when every norm given is absent or torch's LayerNorm over the last dimension (what the kernels run)."""
     if any(m is not None and (type(m) is not nn.LayerNorm or len(m.normalized_shape) != 1) for m in norms):
         return "a layer norm other than torch's LayerNorm"
     return None
@@ -196,23 +214,17 @@ def build_encoder(encoder: Any) -> Union[Any, str]:
     if not layers:
         return "an encoder without layers"
     first = layers[0]
+    why = _layers_problem(layers, [(layer.self_attn,) for layer in layers]) or _norms_problem(
+        [encoder.layer_norm] + [m for layer in layers for m in (layer.self_attn_layer_norm, layer.final_layer_norm)])
+    if why is not None:
+        return why
     for layer in layers:
         attn = layer.self_attn
         if _activation(layer.activation_fn) != RELU:
             return "an activation other than ReLU"
-        if attn.num_heads != first.self_attn.num_heads or layer.normalize_before != first.normalize_before:
-            return "layers with different heads or norm placement"
-        if any(getattr(layer, name, None) is not None for name in ("attn_ln", "ffn_layernorm", "w_resid")):
-            return "NormFormer layers"
         for linear in (attn.q_proj, attn.k_proj, attn.v_proj, attn.out_proj, layer.fc1, layer.fc2):
             if _linear_kind(linear) not in ("packed", "int8"):
                 return f"a product without a raw kernel ({type(linear).__name__})"
-        for norm in (layer.self_attn_layer_norm, layer.final_layer_norm):
-            if type(norm) is not nn.LayerNorm or len(norm.normalized_shape) != 1:
-                return "a layer norm other than torch's LayerNorm"
-    if encoder.layer_norm is not None and (type(encoder.layer_norm) is not nn.LayerNorm
-                                           or len(encoder.layer_norm.normalized_shape) != 1):
-        return "a layer norm other than torch's LayerNorm"
     native = torch.classes.fairseq_stream.NativeDecoder(first.self_attn.num_heads, first.self_attn.head_dim,
                                                         bool(first.normalize_before), RELU)
     linear = _adder(native, "linear")

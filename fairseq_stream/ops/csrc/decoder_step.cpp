@@ -498,12 +498,10 @@ Tensor raw_layers(NativeDecoder& m, Tensor x, const StepInputs& in, const c10::o
   const int64_t* home_slots = in.home_slots.defined() ? in.home_slots.data_ptr<int64_t>() : nullptr;
   const int64_t* table = in.table.has_value() ? in.table->data_ptr<int64_t>() : nullptr;
   Sublayers around{m, x, normed, sub, mean, rstd, pre};
-  const auto residual = [&](int64_t norm) { around.residual(norm); };
-  const auto input = [&](int64_t norm) { return around.input(norm); };
   for (int64_t i = 0; i < static_cast<int64_t>(m.layers.size()); ++i) {
     const Layer& layer = m.layers[i];
     // self-attention: q, k, v of every query in one product; the block's keys and values into the caches
-    m.raw_linear(layer.qkv, input(layer.self_ln), M, d, W);
+    m.raw_linear(layer.qkv, around.input(layer.self_ln), M, d, W);
     const Tensor& keys = in.keys[i];
     const Tensor& values = in.values[i];
     const int64_t P = keys.size(0), C = keys.size(2), sn = keys.stride(0), sh = keys.stride(1);
@@ -527,9 +525,9 @@ Tensor raw_layers(NativeDecoder& m, Tensor x, const StepInputs& in, const c10::o
                  table ? in.table->size(0) : 0, table ? in.table->size(1) : 0,
                  static_cast<float>(layer.self_scaling), T, enc_row.data_ptr<int64_t>()});
     m.raw_linear(layer.self_out, T, M, d, S);
-    residual(layer.self_ln);
+    around.residual(layer.self_ln);
     // encoder attention
-    m.raw_linear(layer.enc_q, input(layer.enc_ln), M, d, W);
+    m.raw_linear(layer.enc_q, around.input(layer.enc_ln), M, d, W);
     const Tensor& ek = in.enc_keys[i];
     const Tensor& ev = in.enc_values[i];
     const bool* padding = in.enc_padding.has_value() ? in.enc_padding->data_ptr<bool>() : nullptr;
@@ -538,12 +536,12 @@ Tensor raw_layers(NativeDecoder& m, Tensor x, const StepInputs& in, const c10::o
                  padding ? in.enc_padding->size(1) : 0, nullptr, 0, 0, static_cast<float>(layer.enc_scaling), T,
                  nullptr});
     m.raw_linear(layer.enc_out, T, M, d, S);
-    residual(layer.enc_ln);
+    around.residual(layer.enc_ln);
     // feed-forward: fc1 with its ReLU fused, fc2
     const int64_t ffn = m.out_features(layer.fc1);
-    m.raw_linear(layer.fc1, input(layer.final_ln), M, d, W, true);
+    m.raw_linear(layer.fc1, around.input(layer.final_ln), M, d, W, true);
     m.raw_linear(layer.fc2, W, M, ffn, S);
-    residual(layer.final_ln);
+    around.residual(layer.final_ln);
   }
   const float* out = X;
   int64_t width = d;
@@ -598,15 +596,12 @@ Tensor encoder_layers(const c10::intrusive_ptr<NativeDecoder>& self, const Tenso
   float *Wd = wide.data_ptr<float>(), *K = keys.data_ptr<float>(), *V = values.data_ptr<float>();
   const int64_t* at_pos = keep.data_ptr<int64_t>();
   for (int64_t t = 0; t < T; ++t) TORCH_CHECK(at_pos[t] >= 0 && at_pos[t] < N * S, "encoder_layers: a position outside the padding");
-  const int64_t M = T;
   Sublayers around{m, x, normed, sub, mean, rstd, m.normalize_before};
-  const auto residual = [&](int64_t norm) { around.residual(norm); };
-  const auto input = [&](int64_t norm) { return around.input(norm); };
   for (const EncoderLayer& layer : m.encoder) {
-    const float* in = input(layer.self_ln);
-    m.raw_linear(layer.q, in, M, d, Q);
-    m.raw_linear(layer.k, in, M, d, Kr);
-    m.raw_linear(layer.v, in, M, d, Vr);
+    const float* in = around.input(layer.self_ln);
+    m.raw_linear(layer.q, in, T, d, Q);
+    m.raw_linear(layer.k, in, T, d, Kr);
+    m.raw_linear(layer.v, in, T, d, Vr);
     for (int64_t t = 0; t < T; ++t) {  // encode's `padded`: position n * S + j to (n, h, j)
       const int64_t n = at_pos[t] / S, j = at_pos[t] % S;
       for (int64_t h = 0; h < H; ++h) {
@@ -614,13 +609,13 @@ Tensor encoder_layers(const c10::intrusive_ptr<NativeDecoder>& self, const Tenso
         std::memcpy(V + ((n * H + h) * S + j) * hd, Vr + t * d + h * hd, hd * sizeof(float));
       }
     }
-    m.attend_fn({Q, d, M, H, hd, K, V, N, S, H * S * hd, S * hd, kv_row.data_ptr<int64_t>(), nullptr,
+    m.attend_fn({Q, d, T, H, hd, K, V, N, S, H * S * hd, S * hd, kv_row.data_ptr<int64_t>(), nullptr,
                  padding.data_ptr<bool>(), S, nullptr, 0, 0, static_cast<float>(layer.scaling), At, nullptr});
-    m.raw_linear(layer.out, At, M, d, Sb);
-    residual(layer.self_ln);
-    m.raw_linear(layer.fc1, input(layer.final_ln), M, d, Wd, true);
-    m.raw_linear(layer.fc2, Wd, M, m.out_features(layer.fc1), Sb);
-    residual(layer.final_ln);
+    m.raw_linear(layer.out, At, T, d, Sb);
+    around.residual(layer.self_ln);
+    m.raw_linear(layer.fc1, around.input(layer.final_ln), T, d, Wd, true);
+    m.raw_linear(layer.fc2, Wd, T, m.out_features(layer.fc1), Sb);
+    around.residual(layer.final_ln);
   }
   if (m.encoder_norm >= 0) {
     m.raw_norm(m.encoder_norm, x, normed, mean, rstd);
@@ -784,9 +779,18 @@ std::tuple<Tensor, Tensor> best_of_window(const Tensor& rows, int64_t c, int64_t
 // on raw buffers: the fused top-`window` and normaliser by the output layer's kernel (topk_lse_raw: the operator's
 // arithmetic), the edits as loops (one IEEE subtraction, or -inf, each: the aten calls' values), the first the
 // window's maximum. Only where that maximum is a number and unique: then at::topk's first is it whatever its order
-// among ties; else (and without the kernel) false, and the caller runs best_of_window. `below_min` (n) or null.
+// among ties; else (and without the kernel) false, and the caller runs best_of_window. `short_of` says which rows are
+// short of --min-len.
+struct MinLength {
+  int64_t min_len;       // <= 0: none
+  const int64_t* steps;  // row r's step, or null: row r is at step first + r (a block's positions)
+  int64_t first;
+  bool below(int64_t r) const { return min_len > 0 && (steps != nullptr ? steps[r] : first + r) < min_len; }
+};
+
 bool first_of_window(NativeDecoder& m, const float* rows, int64_t n, int64_t V, int64_t window, int64_t eos,
-                     int64_t pad, int64_t unk, double unk_penalty, const bool* below_min, float* lp, int64_t* token) {
+                     int64_t pad, int64_t unk, double unk_penalty, const MinLength& short_of, float* lp,
+                     int64_t* token) {
   const fairseq_stream_ops::TopkLseFn topk = m.topk();
   if (topk == nullptr) return false;
   const int64_t w = std::min(window, V);
@@ -799,6 +803,7 @@ bool first_of_window(NativeDecoder& m, const float* rows, int64_t n, int64_t V, 
   const float neg_inf = -std::numeric_limits<float>::infinity();
   const float penalty = static_cast<float>(unk_penalty);  // masked_fill of a float tensor casts it
   for (int64_t r = 0; r < n; ++r) {
+    const bool below_min = short_of.below(r);
     float best = 0;
     int64_t at = -1;
     bool tie = false;
@@ -807,7 +812,7 @@ bool first_of_window(NativeDecoder& m, const float* rows, int64_t n, int64_t V, 
       float v = values[r * w + i] - lse[r];
       if (id == pad) v = neg_inf;                             // NeverPad
       if (unk >= 0) v = v - (id == unk ? penalty : 0.0f);     // UnkPenalty (filled, then subtracted)
-      if (below_min != nullptr && below_min[r] && id == eos) v = neg_inf;  // MinLength
+      if (below_min && id == eos) v = neg_inf;                          // MinLength
       if (std::isnan(v)) return false;
       if (at < 0 || v > best) {
         best = v;
@@ -862,7 +867,6 @@ std::tuple<Tensor, int64_t> decoder_greedy_search(
   int64_t* token_at = tokens.data_ptr<int64_t>();
   Tensor fed = first, at_position = positions;
   c10::optional<Tensor> row_lens = lens;
-  thread_local std::vector<char> below;  // the rows short of --min-len
   thread_local std::vector<float> first_lp;
   thread_local std::vector<int64_t> first_token;
   for (int64_t j = 0;; ++j) {
@@ -878,13 +882,10 @@ std::tuple<Tensor, int64_t> decoder_greedy_search(
     const int64_t* tok = nullptr;
     int64_t stride = c;  // a row's best is column 0 of its c candidates
     if (last.scalar_type() == torch::kFloat && last.is_contiguous()) {
-      below.resize(R);
-      for (int64_t r = 0; r < R; ++r) below[r] = min_len > 0 && step_of[r] < min_len;
       first_lp.resize(R);
       first_token.resize(R);
       if (first_of_window(*self, last.data_ptr<float>(), R, last.size(1), window, eos, pad, unk, unk_penalty,
-                          min_len > 0 ? reinterpret_cast<const bool*>(below.data()) : nullptr, first_lp.data(),
-                          first_token.data())) {
+                          {min_len, step_of, 0}, first_lp.data(), first_token.data())) {
         lp = first_lp.data();
         tok = first_token.data();
         stride = 1;
@@ -979,8 +980,8 @@ Verified verify_loop(const c10::intrusive_ptr<NativeDecoder>& self, const Tensor
   const auto opts = feed.options();
   Verified out;
   out.feed = feed.contiguous();
-  thread_local std::vector<char> below;  // the positions short of --min-len
   thread_local std::vector<float> first_lp;
+  thread_local std::vector<int64_t> first_token;
   for (int64_t j = 0;; ++j) {
     const int64_t b = out.feed.size(1);
     out.logits = decoder_step(self, out.feed, at::arange(width, width + b, opts).unsqueeze(0), position_table, keys,
@@ -993,20 +994,16 @@ Verified verify_loop(const c10::intrusive_ptr<NativeDecoder>& self, const Tensor
     const Tensor rows = out.logits.select(0, 0);
     Tensor pred, score;
     if (rows.scalar_type() == torch::kFloat && rows.is_contiguous()) {
-      below.resize(b);
-      for (int64_t i = 0; i < b; ++i) below[i] = min_len > 0 && verified + i < min_len;
       first_lp.resize(b);
-      pred = at::empty({b}, opts.dtype(torch::kLong));
+      first_token.resize(b);
       if (first_of_window(*self, rows.data_ptr<float>(), b, rows.size(1), window, eos, pad, unk, unk_penalty,
-                          min_len > 0 ? reinterpret_cast<const bool*>(below.data()) : nullptr, first_lp.data(),
-                          pred.data_ptr<int64_t>())) {
+                          {min_len, nullptr, verified}, first_lp.data(), first_token.data())) {
+        pred = at::from_blob(first_token.data(), {b}, opts.dtype(torch::kLong)).clone();  // guess() may keep it
         score = at::empty({b}, token_scores.options());
         AT_DISPATCH_FLOATING_TYPES(score.scalar_type(), "decoder_verify", [&] {
           scalar_t* into = score.data_ptr<scalar_t>();
           for (int64_t i = 0; i < b; ++i) into[i] = static_cast<scalar_t>(first_lp[i]);  // .to(token_scores' type)
         });
-      } else {
-        pred = Tensor();
       }
     }
     if (!pred.defined()) {
