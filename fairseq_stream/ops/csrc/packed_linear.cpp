@@ -38,7 +38,10 @@ inline void tile(const float* x, int64_t lda, const float* panels, int64_t K, co
     _Pragma("GCC unroll 16") for (int p = 0; p < PB; ++p) acc[r][p] = _mm512_setzero_ps();
   for (int64_t k = 0; k < K; ++k) {
     __m512 w[PB];
-    _Pragma("GCC unroll 16") for (int p = 0; p < PB; ++p) w[p] = _mm512_loadu_ps(panels + (p * K + k) * kPanel);
+    _Pragma("GCC unroll 16") for (int p = 0; p < PB; ++p) {
+      w[p] = _mm512_loadu_ps(panels + (p * K + k) * kPanel);
+      fairseq_stream_ops::pin_for_rows<MR>(w[p]);
+    }
     _Pragma("GCC unroll 16") for (int r = 0; r < MR; ++r) {
       const __m512 a = _mm512_set1_ps(x[r * lda + k]);
       _Pragma("GCC unroll 16") for (int p = 0; p < PB; ++p) acc[r][p] = _mm512_fmadd_ps(a, w[p], acc[r][p]);

@@ -9,6 +9,15 @@
 
 namespace fairseq_stream_ops {
 
+// Keeps a loaded panel vector in a register for a tile's MR rows. Without it GCC folds the load into each of the
+// MR multiply-adds that read it (MR loads of one panel vector a step instead of one), and on a CPU that loads one
+// 512-bit vector a cycle (AMD Zen 4) the tile then waits on its loads, not on its arithmetic. An empty asm: no
+// instruction, the same arithmetic in the same order (the same bits); one row keeps the folded form.
+template <int MR, typename V>
+inline void pin_for_rows(V& v) {
+  if constexpr (MR >= 4) asm("" : "+v"(v));
+}
+
 // One row (M == 1): ONE_ROW panels at a time (independent sums in flight), threads by panel groups of
 // `grain_one_row` groups. More rows: tiles of ROWS rows by PANELS panels, a panel group read by every
 // row block while it is in cache, threads by `grain` tiles. The panels past the last whole group go
