@@ -9,10 +9,11 @@
 
 namespace fairseq_stream_ops {
 
-// Keeps a loaded panel vector in a register for a tile's MR rows. Without it GCC folds the load into each of the
-// MR multiply-adds that read it (MR loads of one panel vector a step instead of one), and on a CPU that loads one
-// 512-bit vector a cycle (AMD Zen 4) the tile then waits on its loads, not on its arithmetic. An empty asm: no
-// instruction, the same arithmetic in the same order (the same bits); one row keeps the folded form.
+// Keeps a loaded panel vector in a register for a tile's MR rows. Without it GCC folded the load into each of the
+// MR multiply-adds that read it at 4 rows (MR loads of one panel vector a step instead of one), and on a CPU that
+// loads one 512-bit vector a cycle (AMD Zen 4) the tile then waited on its loads, not on its arithmetic. An empty
+// asm: no instruction, the same arithmetic in the same order (the same bits). Fewer rows keep the folded form (at
+// 2-3 rows the weights' stream from memory bounds the tile, and pinned measured slower there).
 template <int MR, typename V>
 inline void pin_for_rows(V& v) {
   if constexpr (MR >= 4) asm("" : "+v"(v));
