@@ -31,8 +31,9 @@ constexpr int64_t kPanel = 16;  // columns per panel
 // y's rows (stride ldy) at columns [col, col + 16 PB) clipped to n_valid.
 #if defined(__AVX512F__)
 template <int MR, int PB>
-__attribute__((noinline)) void tile(const float* x, int64_t lda, const float* panels, int64_t K, const float* bias, bool relu, float* y,
-                 int64_t ldy, int64_t col, int64_t n_total) {
+__attribute__((noinline))  // its registers its own (as GCC compiled it anyway; int8_rows.cpp: inlined, it spilled)
+void tile(const float* x, int64_t lda, const float* panels, int64_t K, const float* bias, bool relu, float* y,
+          int64_t ldy, int64_t col, int64_t n_total) {
   __m512 acc[MR][PB];
   _Pragma("GCC unroll 16") for (int r = 0; r < MR; ++r)
     _Pragma("GCC unroll 16") for (int p = 0; p < PB; ++p) acc[r][p] = _mm512_setzero_ps();

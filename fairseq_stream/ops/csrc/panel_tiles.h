@@ -16,7 +16,9 @@ namespace fairseq_stream_ops {
 // 2-3 rows the weights' stream from memory bounds the tile, and pinned measured slower there).
 template <int MR, typename V>
 inline void pin_for_rows(V& v) {
-  if constexpr (MR >= 4) asm("" : "+v"(v));
+#if defined(__x86_64__)
+  if constexpr (MR >= 4) asm("" : "+v"(v));  // "v": any SIMD register
+#endif
 }
 
 // One row (M == 1): ONE_ROW panels at a time (independent sums in flight), threads by panel groups of
