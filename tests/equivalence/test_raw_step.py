@@ -29,6 +29,11 @@ CASES: Dict[str, Tuple[str, Dict[str, Any], Dict[str, Any]]] = {  # name → (se
     "gs-jacobi": ("gs-jacobi", {"beam": 1}, {"jacobi_block": 3, "stream_capacity": 4}),  # causal blocks
     # the draft's steps too, and the native verification loop at batch 1
     "speculative": ("speculative", {"beam": 1}, {"draft_path": os.path.join(DEMO, "draft.pt"), "stream_capacity": 1}),
+    # --min-len past where the sentences would end: the loops' raw search must forbid EOS as the aten calls do, or
+    # it hands those steps back to Python (the same output, fewer steps searched in the loop: counted below)
+    "greedy-min-len": ("fixed-ours", {"beam": 1, "min_len": 40, "unkpen": 2.5}, {"stream_capacity": 1}),
+    "speculative-min-len": ("speculative", {"beam": 1, "min_len": 40},
+                            {"draft_path": os.path.join(DEMO, "draft.pt"), "stream_capacity": 1}),
 }
 
 pytestmark = pytest.mark.skipif(native_decoder.kernel_available() is not None,
@@ -77,8 +82,9 @@ def test_raw_step_equals_the_operator_calls_bit_for_bit(session_and_decoders, de
     assert_identical(calls, raw)
     assert none == 0 and no_searches == 0
     assert raw_steps >= raw.stats.step_mode["steps_native"] > 10  # the draft's steps count too
-    if case in ("greedy-batch1", "speculative"):  # the native loops (greedy; a sentence's verifications) search
+    if case in ("greedy-batch1", "speculative", "greedy-min-len", "speculative-min-len"):  # the native loops search
         assert raw_searches > 10
+        assert raw.stats.extra["native_loop_steps"] == calls.stats.extra["native_loop_steps"]  # they stop alike
 
 
 def test_products_without_a_raw_kernel_run_the_operator_calls(session_and_decoders, demo_sources):
