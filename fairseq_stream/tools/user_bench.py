@@ -33,6 +33,13 @@ greedy; fairseq's beam), BLEU (sacreBLEU on the detokenised ``D-`` lines against
 for a row that must equal another, whether every output does. ``--json`` also holds each row's exact
 command and every run's time; the header names the CPU and the threads.
 
+Why a batch-1 row takes the time it takes: for every row whose closing statistics (the ``fairseq-stream``
+line) count its iterations — ``speculative``, ``lookahead``, the Jacobi family — a second table splits its
+ratio to its reference row into the tokens a call accepts (greedy's steps over the row's calls) and what a
+call costs (its decode time over its calls) against one of the reference's steps; ratio = call cost /
+tokens a call. For ``speculative`` it splits a call into the draft's part, the verification's and the rest
+(what a sentence costs besides its calls — the refill's encoders, Python — spread over its calls).
+
 Which harness when: this one for figures a user can reproduce with their own command (cold process,
 fairseq's own timer, true batch 1). ``python -m fairseq_stream.tools.bench`` (warmed, in one process, over
 the Python API) for A/B work on the engine: its figures are warmed and leave one-off costs out.
@@ -64,6 +71,10 @@ CT2_SCRIPT = os.path.join(REPO_DIR, "scripts", "bench", "bench_vs_ctranslate2.py
 _CLOSING = re.compile(r"Translated ([\d,]+) sentences \(([\d,]+) tokens\) in ([\d.]+)s"
                       r"(?: \(([\d.]+|inf|nan) sentences/s, ([\d.]+|inf|nan) tokens/s\))?")
 _SENTENCE = re.compile(r"^([HD])-(\d+)\t[^\t]*\t(.*)$")
+#: our closing statistics (engine/stats.py ``summary``), logged by fairseq-generate as "fairseq-stream NAME: ..."
+_STATS_LINE = re.compile(r"fairseq-stream [\w-]+: (\d+) sentences, (\d+) timesteps[^\n]*")
+_ITERATIONS = re.compile(r"per-sentence iterations (\d+) vs greedy steps (\d+)")
+_SHARES = re.compile(r"draft (\d+)% and verification (\d+)% of the time")
 ONE_SENTENCE = ["--stream-capacity", "1", "--batch-size", "1"]  # true batch 1
 BATCH1 = ["--beam", "1", *ONE_SENTENCE]
 
@@ -106,6 +117,24 @@ def _rate(text: Optional[str]) -> Optional[float]:
     except ValueError:
         return None
     return value if value and value != float("inf") else None
+
+
+def parse_stream_stats(text: str) -> Dict[str, float]:
+    """Counts from the last ``fairseq-stream NAME: ...`` statistics line of ``text``: ``timesteps`` (decoder calls at
+    batch 1), ``iterations`` and ``greedy_steps`` (a row that counts its iterations: greedy's steps for the same
+    tokens), ``draft_share`` and ``verify_share`` (speculative: fractions of its time); {} without such a line."""
+    found = list(_STATS_LINE.finditer(text))
+    if not found:
+        return {}
+    line = found[-1]
+    out = {"timesteps": float(line.group(2))}
+    iterations = _ITERATIONS.search(line.group(0))
+    if iterations:
+        out.update(iterations=float(iterations.group(1)), greedy_steps=float(iterations.group(2)))
+    shares = _SHARES.search(line.group(0))
+    if shares:
+        out.update(draft_share=int(shares.group(1)) / 100, verify_share=int(shares.group(2)) / 100)
+    return out
 
 
 def sentence_lines(stdout: str, kind: str) -> Dict[int, str]:
@@ -391,6 +420,7 @@ class RunResult:
     seconds: float
     hypotheses: List[str]
     detokenised: List[str]
+    stats: Dict[str, float] = field(default_factory=dict)  # parse_stream_stats of a fairseq-generate run
 
 
 def run_generate(cmd: List[str], env: Dict[str, str], n: int, label: str) -> RunResult:
@@ -408,7 +438,8 @@ def run_generate(cmd: List[str], env: Dict[str, str], n: int, label: str) -> Run
     missing = [i for i in range(n) if i not in hyps or i not in detok]
     if missing:
         raise FairseqStreamError(f"row {label!r}: no H-/D- line for sentence {missing[0]} in fairseq-generate's output")
-    return RunResult(closing.seconds, [hyps[i] for i in range(n)], [detok[i] for i in range(n)])
+    return RunResult(closing.seconds, [hyps[i] for i in range(n)], [detok[i] for i in range(n)],
+                     parse_stream_stats(proc.stderr + proc.stdout))
 
 
 def run_ct2(cmd: List[str], env: Dict[str, str], label: str, target_lang: str) -> RunResult:
@@ -496,6 +527,7 @@ def summarise(rows: Sequence[Row], commands: Sequence[List[str]], results: Seque
             "identical_to": row.identical_to, "identical": None, "sentences": len(references),
             # a fresh process decodes deterministically: every run of a row gives the same outputs
             "stable": all(r.hypotheses == runs[0].hypotheses for r in runs),
+            "stats": runs[-1].stats,  # counts: the same in every run of a row
         }
         if row.identical_to in last:
             entry["identical"] = sum(a == b for a, b in zip(runs[-1].hypotheses, last[row.identical_to].hypotheses))
@@ -521,6 +553,49 @@ def format_table(model: ModelDir, rows: List[Dict[str, Any]], repeats: int) -> s
     for row in rows:
         ratio = "" if row["ratio"] is None else f"{row['ratio']:.2f}× {row['reference']}"
         lines.append(f"| {row['label']} | {row['median']:.3f} | {ratio} | {row['bleu']:.2f} | {_identity_cell(row)} |")
+    return "\n".join(lines)
+
+
+def why_rows(rows: List[Dict[str, Any]]) -> List[Dict[str, Any]]:
+    """The breakdown of every row that counts its iterations, against its reference row's steps where that row took
+    one step a token (greedy at batch 1: its steps are the row's greedy steps): calls, tokens a call (greedy's
+    steps / calls), a call's time and its ratio to one reference step, the draft's and the
+    verification's shares and the rest (speculative: the refill and Python, spread over the calls); ``ratio`` =
+    ``call_ratio`` / ``tokens_per_call`` (the table's ratio)."""
+    by = {row["label"]: row for row in rows}
+    out = []
+    for row in rows:
+        stats, ref = row.get("stats") or {}, by.get(row.get("reference") or "")
+        if not stats.get("iterations") or ref is None or ref is row:
+            continue
+        if (ref.get("stats") or {}).get("timesteps") != stats["greedy_steps"]:  # not one step a token (batch 1)
+            continue
+        calls, ref_step = stats["iterations"], ref["median"] / ref["stats"]["timesteps"]
+        call = row["median"] / calls
+        entry = {"label": row["label"], "reference": ref["label"], "calls": int(calls),
+                 "tokens_per_call": stats["greedy_steps"] / calls, "call_us": 1e6 * call,
+                 "reference_step_us": 1e6 * ref_step, "call_ratio": call / ref_step}
+        entry["ratio"] = entry["call_ratio"] / entry["tokens_per_call"]
+        if "draft_share" in stats:
+            entry.update(draft_us=1e6 * stats["draft_share"] * call, verify_us=1e6 * stats["verify_share"] * call)
+            # the rest: what a sentence costs besides its calls (the refill: encoders, slots; Python), spread over them
+            entry["rest_us"] = entry["call_us"] - entry["draft_us"] - entry["verify_us"]
+        out.append(entry)
+    return out
+
+
+def format_why(rows: List[Dict[str, Any]]) -> str:
+    """The markdown table of :func:`why_rows` (empty when no row counts its iterations)."""
+    if not rows:
+        return ""
+    lines = ["why: ratio = a call's cost (× one step of the reference row) / tokens a call", "",
+             "| row | calls | tokens a call | a call, µs | × a reference step (µs) | of a call: draft / verification / "
+             "the rest, µs | ratio |", "|---|---|---|---|---|---|---|"]
+    for w in rows:
+        split = f"{w['draft_us']:.0f} / {w['verify_us']:.0f} / {w['rest_us']:.0f}" if "draft_us" in w else ""
+        lines.append(f"| {w['label']} | {w['calls']} | {w['tokens_per_call']:.2f} | {w['call_us']:.0f} | "
+                     f"{w['call_ratio']:.2f}× {w['reference']} ({w['reference_step_us']:.0f}) | {split} | "
+                     f"{w['ratio']:.2f}× |")
     return "\n".join(lines)
 
 
@@ -621,6 +696,9 @@ def bench_model(model: ModelDir, args: argparse.Namespace, presets: List[str], l
         results = measure(model, rows, commands, len(sources), args.repeats, args.threads, log)
     table = summarise(rows, commands, results, references)
     print(format_table(model, table, args.repeats))
+    why = why_rows(table)
+    if why:
+        print("\n" + format_why(why))
     for line in skipped:
         print(f"\nleft out: {line}")
     print("\ncommands (the data folder was temporary):")
@@ -628,7 +706,7 @@ def bench_model(model: ModelDir, args: argparse.Namespace, presets: List[str], l
         print(f"- {row['label']}: `{row['command']}`")
     print()
     return {"model": model.path, "source_lang": model.source_lang, "target_lang": model.target_lang,
-            "sentences": len(sources), "rows": table, "left_out": skipped}
+            "sentences": len(sources), "rows": table, "why": why, "left_out": skipped}
 
 
 def main(argv: Optional[Sequence[str]] = None) -> None:

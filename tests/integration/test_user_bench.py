@@ -19,8 +19,8 @@ def user_bench(*args: str) -> subprocess.CompletedProcess:
 
 
 def table_rows(stdout: str) -> dict:
-    """label → cells of the markdown table's body rows."""
-    rows = [[c.strip() for c in line.strip("|").split("|")] for line in stdout.splitlines()
+    """label → cells of the markdown table's body rows (the first table: the "why" table follows it)."""
+    rows = [[c.strip() for c in line.strip("|").split("|")] for line in stdout.split("\nwhy:")[0].splitlines()
             if line.startswith("| ") and not line.startswith("| row ")]
     return {cells[0]: cells[1:] for cells in rows}
 
@@ -49,6 +49,11 @@ def test_three_rows_on_the_demo_folder(tmp_path):
     assert "--required-batch-size-multiple 1" in by["greedy"]["command"]
     assert all(s > 0 for r in by.values() for s in r["seconds"])
     assert any(line.startswith("left out: CTranslate2 rows") for line in proc.stdout.splitlines()) is False  # no preset
+    # why speculative's ratio is what it is: its calls, tokens a call and a call's cost against greedy's step
+    why = meta["models"][0]["why"]
+    assert [w["label"] for w in why] == ["speculative"], why
+    assert why[0]["tokens_per_call"] >= 1 and why[0]["ratio"] == pytest.approx(by["speculative"]["ratio"], rel=1e-6)
+    assert "why: ratio = a call's cost" in proc.stdout and "| speculative | " in proc.stdout.split("why:")[1]
 
 
 def test_a_bad_model_folder_is_one_line(tmp_path):

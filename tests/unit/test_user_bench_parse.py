@@ -173,3 +173,45 @@ def test_the_revision_says_when_the_tree_differs_from_its_commit(tmp_path, monke
     assert ub._revision() == clean + "+dirty"
     monkeypatch.setattr(ub, "REPO_DIR", str(tmp_path / "absent"))
     assert ub._revision() is None
+
+
+# Our closing statistics as fairseq-generate logs them (a real demo run, 20 sentences, batch 1; shortened in the middle).
+GREEDY_STATS = ("INFO:fairseq_stream:fairseq-stream fixed-ours: 20 sentences, 621 timesteps, 621 expansions (1.0/step), "
+                "mean active sentences 1.0, step mode native: 621 native, 0 eager, 601 steps searched in the native loop")
+SPEC_STATS = ("INFO:fairseq_stream:fairseq-stream speculative: 20 sentences, 226 timesteps, 226 expansions (1.0/step), "
+              "draft's weights int8 (s8 x per-row 8-bit activations), per-sentence iterations 226 vs greedy steps 621 "
+              "(2.75x), 2.75 tokens accepted per iteration, speculative: 2.75 tokens accepted per verification "
+              "(1:53 2:49 3:26 4:98), mean γ 3.00, draft 11% and verification 47% of the time")
+JACOBI_STATS = ("INFO:fairseq_stream:fairseq-stream gs-jacobi: 20 sentences, 594 timesteps, 594 expansions (1.0/step), "
+                "per-sentence iterations 594 vs greedy steps 621 (1.05x), 1.05 tokens accepted per iteration")
+
+
+def test_the_statistics_line_gives_calls_acceptance_and_shares():
+    assert ub.parse_stream_stats("INFO:x\n" + GREEDY_STATS + "\n" + REAL) == {"timesteps": 621.0}
+    spec = ub.parse_stream_stats(SPEC_STATS)
+    assert spec == {"timesteps": 226.0, "iterations": 226.0, "greedy_steps": 621.0, "draft_share": 0.11,
+                    "verify_share": 0.47}
+    assert ub.parse_stream_stats(JACOBI_STATS + "\n" + SPEC_STATS)["timesteps"] == 226.0  # the last line
+    assert ub.parse_stream_stats(REAL) == {}
+
+
+def test_why_splits_a_ratio_into_tokens_a_call_and_a_calls_cost():
+    rows = [ub.Row("greedy", reference="greedy"), ub.Row("spec", reference="greedy"),
+            ub.Row("gs-jacobi", reference="greedy"), ub.Row("k5", reference="greedy")]
+    stats = [ub.parse_stream_stats(line) for line in (GREEDY_STATS, SPEC_STATS, JACOBI_STATS)] + [
+        {"timesteps": 40.0, "iterations": 40.0, "greedy_steps": 300.0}]  # not greedy's tokens: left out
+    runs = [[ub.RunResult(s, ["a"], ["a"], st)] for s, st in zip((6.21, 4.52, 6.9, 1.0), stats)]
+    table = ub.summarise(rows, [["cmd"]] * 4, runs, ["a"])
+    why = ub.why_rows(table)
+    assert [w["label"] for w in why] == ["spec", "gs-jacobi"]
+    spec = why[0]
+    assert spec["calls"] == 226 and spec["tokens_per_call"] == pytest.approx(621 / 226)
+    assert spec["reference_step_us"] == pytest.approx(1e4) and spec["call_us"] == pytest.approx(4.52e6 / 226)
+    assert spec["call_ratio"] == pytest.approx(2.0)
+    assert spec["ratio"] == pytest.approx(table[1]["ratio"])  # the identity the table explains
+    assert spec["draft_us"] == pytest.approx(0.11 * 2e4) and spec["verify_us"] == pytest.approx(0.47 * 2e4)
+    assert "draft_us" not in why[1]
+    text = ub.format_why(why)
+    assert spec["rest_us"] == pytest.approx(0.42 * 2e4)
+    assert "| spec | 226 | 2.75 | 20000 | 2.00× greedy (10000) | 2200 / 9400 / 8400 | 0.73× |" in text
+    assert ub.format_why([]) == ""
