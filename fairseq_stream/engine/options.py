@@ -273,6 +273,14 @@ class StreamDecodingConfig(FairseqDataclass):
         metadata={"help": "hybrid-jacobi: target positions decoded in parallel blocks before switching to "
                   "one token per step (L of Santilli2023 Alg. 3)"},
     )
+    jacobi_parallel: str = field(
+        default="auto",
+        metadata={"help": "gs-jacobi, hybrid-jacobi, lookahead at one sentence a call (the native loop, "
+                  "--stream-capacity 1): 'auto' (before each sentence's run of iterations, its blocks or one position "
+                  "a call, whichever this run measured cheaper per verified token: on a CPU a block's call costs "
+                  "more than a one-token step), 'always' (the papers' blocks), 'never' (one position a call, as "
+                  "hybrid-jacobi with L = 0); the output is greedy's either way"},
+    )
     jacobi_init: str = field(
         default="pad",
         metadata={"help": "initial draft of a block: 'pad' (Santilli2023) or 'tail' (slide the block and keep "

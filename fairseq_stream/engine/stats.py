@@ -223,6 +223,9 @@ class DecodeStats:
                 f" ({self.iteration_speedup:.2f}x), {self.accepted_tokens / max(iterations, 1):.2f} tokens"
                 " accepted per iteration"
             )
+        gate = jacobi_parallel_summary(self.extra)
+        if gate:
+            line += ", " + gate
         if self.extra.get("verify_steps"):
             line += ", " + speculative_summary(self.extra, self.wall_seconds)
         return line
@@ -246,6 +249,24 @@ def speculative_summary(extra: Dict[str, float], wall_seconds: float) -> str:
     if wall_seconds:
         line += (f", draft {100 * extra.get('draft_seconds', 0.0) / wall_seconds:.0f}% and verification "
                  f"{100 * extra.get('verify_seconds', 0.0) / wall_seconds:.0f}% of the time")
+    return line
+
+
+def jacobi_parallel_summary(extra: Dict[str, float]) -> str:
+    """``--jacobi-parallel auto``'s runs (search/parallel_gate.py): how many sentence runs took each side and what a
+    verified token cost on each (a call's seconds over the tokens an iteration verified); empty without a run."""
+    sides = ("parallel", "sequential")
+    runs = [int(extra.get(f"jacobi_parallel_{side}_runs", 0)) for side in sides]
+    if not any(runs):
+        return ""
+    line = f"--jacobi-parallel auto: {runs[0]} sentence runs in blocks, {runs[1]} one position a call"
+    costs = []
+    for side in sides:
+        get = lambda what: extra.get(f"jacobi_parallel_{side}_{what}", 0.0)  # noqa: E731
+        if get("calls") and get("tokens"):
+            costs.append(1e6 * get("seconds") / get("calls") * get("iterations") / get("tokens"))
+    if len(costs) == 2:
+        line += f" ({costs[0]:.0f} vs {costs[1]:.0f} µs a verified token)"
     return line
 
 

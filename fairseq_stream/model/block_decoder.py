@@ -22,6 +22,7 @@ and as one C++ call in the native one (``--step-mode native``, :mod:`fairseq_str
 """
 from __future__ import annotations
 
+import time
 import weakref
 from typing import Any, Callable, Dict, List, Optional, Tuple, Union
 
@@ -399,12 +400,13 @@ class BlockDecoder:
         *_, window, eos, pad, unk, unk_penalty, min_len = search.output.operands()
         if draft is None:
             bigram_keys, bigram, vocab = search.bigrams if search.bigrams is not None else (_NO_PRIOR, _NO_PRIOR, 0)
+            started = time.perf_counter()  # the loop's time: --jacobi-parallel auto compares its calls' costs
             logits, accepted, last, jacobi_draft, calls, verified, width = torch.ops.fairseq_stream.decoder_jacobi(
                 native, feed, table, keys, values, width, enc_keys, enc_values, enc_padding, kv_row, row_table, home,
                 search.tokens, search.token_scores, search.verified, search.max_len, search.calls, search.block,
                 search.tail, search.init_pad, search.max_parallel, search.pool, bigram_keys, bigram, vocab, search.bos,
                 window, eos, pad, unk, unk_penalty, min_len)
-            search.ran = VerifyRun(accepted.tolist(), last, jacobi_draft, verified)
+            search.ran = VerifyRun(accepted.tolist(), last, jacobi_draft, verified, None, time.perf_counter() - started)
             return logits, cache.at_width(width + last.size(1)), calls, None
         dstate = search.draft.state
         dcache = dstate.caches[0]

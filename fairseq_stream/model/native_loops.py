@@ -90,7 +90,7 @@ class VerifySearch:
 class VerifyRun:
     """What a native verification loop did before its last call (whose scores it returns unsearched): the tokens
     each iteration accepted, the last call's feed (1, b), the Jacobi draft after the last iteration it did, the
-    verified tokens now; with a draft, its state and the seconds of the loop and of the draft's calls in it."""
+    verified tokens now; the seconds of the loop; with a draft, its state and the seconds of the draft's calls."""
 
     accepted: List[int]
     feed: Tensor

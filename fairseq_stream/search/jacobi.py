@@ -40,6 +40,7 @@ from fairseq_stream.ops.backends import JACOBI_STEP, KernelRunner
 from fairseq_stream.ops.jacobi_step import IterationResult
 from fairseq_stream.ops.packets import PacketView
 from fairseq_stream.search.output import OutputScorer
+from fairseq_stream.search.parallel_gate import PARALLEL_MODES, ParallelGate
 from fairseq_stream.model.native_loops import VerifyRun, VerifySearch
 from fairseq_stream.model.row_cache import SentenceIndex, counting
 from fairseq_stream.search.score_edits import RowContext
@@ -57,6 +58,7 @@ class JacobiConfig:
     max_parallel_len: Optional[int] = None  # L of HGJ; None = no limit
     init: str = "pad"  # "pad" (paper) or "tail"
     lenpen: float = 1.0  # only scales the reported score: the output is greedy's
+    parallel: str = "always"  # --jacobi-parallel: auto (search/parallel_gate.py), always, never (L = 0)
 
     def __post_init__(self) -> None:
         if self.block is not None and self.block < 1:
@@ -65,6 +67,10 @@ class JacobiConfig:
             raise FairseqStreamError(f"--jacobi-max-parallel-len must be >= 0, got {self.max_parallel_len}")
         if self.init not in ("pad", "tail"):
             raise FairseqStreamError(f"--jacobi-init must be 'pad' or 'tail', got {self.init!r}")
+        if self.parallel not in PARALLEL_MODES:
+            raise FairseqStreamError(f"--jacobi-parallel must be one of {', '.join(PARALLEL_MODES)}, got {self.parallel!r}")
+        if self.parallel == "never":  # one position a call from the start: HGJ with L = 0
+            object.__setattr__(self, "max_parallel_len", 0)
 
     rows_per_sentence = 1
 
@@ -72,7 +78,8 @@ class JacobiConfig:
     def from_options(cls, name: str, gen_cfg: Any, opts: Any, models: Sequence[Any] = ()) -> "JacobiConfig":
         return cls(block=None if name == "jacobi" else int(opts.jacobi_block),
                    max_parallel_len=int(opts.jacobi_max_parallel_len) if name == "hybrid-jacobi" else None,
-                   init=opts.jacobi_init, lenpen=lenpen_of(gen_cfg))
+                   init=opts.jacobi_init, lenpen=lenpen_of(gen_cfg),
+                   parallel="always" if name == "jacobi" else str(getattr(opts, "jacobi_parallel", "always")))
 
 
 @dataclass
@@ -125,6 +132,8 @@ class JacobiDecoding(SearchInRegion, StateOps):
         self.dtype = dtype
         self.buckets = BucketStatePool()  # the groups' bucket states of those iterations
         self._ahead: Optional[VerifySearch] = None  # the last native_search's, read by ran_ahead
+        self.gate = ParallelGate(cfg.parallel, stats)  # --jacobi-parallel auto: a native run's blocks or single steps
+        self._parallel: Optional[bool] = None  # the gate's choice for the last native_verify (None: it had none)
 
     @classmethod
     def from_config(cls, cfg: JacobiConfig, ctx: StrategyContext) -> "JacobiDecoding":
@@ -235,7 +244,8 @@ class JacobiDecoding(SearchInRegion, StateOps):
         (:class:`~fairseq_stream.model.native_loops.VerifySearch`), at most ``most_calls`` calls; or None where it
         cannot give what :meth:`step` gives bit for bit: more than one sentence, PJ (no block), a bucket state, an
         output layer or score edit the loop does not run (:meth:`OutputScorer.native_output`), or a first call
-        that may end the sentence."""
+        that may end the sentence. With ``--jacobi-parallel auto`` the gate (``search/parallel_gate.py``) chooses
+        the run's side: its blocks, or windows of one position from this one."""
         if state.size != 1 or state.bucket is not None or most_calls < 2 or self.cfg.block is None:
             return None
         output = self.scorer.native_output(1, eos=self.eos, pad=self.pad)
@@ -245,14 +255,22 @@ class JacobiDecoding(SearchInRegion, StateOps):
         if verified + state.feed.size(1) - 1 >= max_len:  # its first call's iteration may end it: a plain step
             return None
         _, config = self._config(state.feed.size(1))
+        max_parallel = config["max_parallel"]
+        self._parallel = None  # past HGJ's L the run is sequential whatever the gate would say
+        if not 0 <= max_parallel <= verified:
+            self._parallel = self.gate.parallel()
+            if not self._parallel:  # sequential from here: HGJ's L = this position
+                max_parallel = verified
         return VerifySearch(state.tokens, state.token_scores, verified, max_len, most_calls, output, self.cfg.block,
-                            config["tail"], config["init_pad"], config["max_parallel"], bos=self.bos)
+                            config["tail"], config["init_pad"], max_parallel, bos=self.bos)
 
     def verified_ahead(self, state: JacobiState, run: VerifyRun) -> JacobiState:
         """``state`` after the iterations a native loop did (its sentence did not end in them; its tokens and
         scores were written in place)."""
         if not run.accepted:
             return state
+        if self._parallel is not None:
+            self.gate.observe(self._parallel, run.seconds, run.accepted)
         self.stats.accepted_tokens += sum(run.accepted)
         return replace(state, verified=torch.full_like(state.verified, run.verified),
                        iterations=state.iterations + len(run.accepted),
@@ -462,8 +480,8 @@ SUMMARIES = {
 }
 READS = {
     "jacobi": frozenset({"jacobi_init"}),
-    "gs-jacobi": frozenset({"jacobi_init", "jacobi_block"}),
-    "hybrid-jacobi": frozenset({"jacobi_init", "jacobi_block", "jacobi_max_parallel_len"}),
+    "gs-jacobi": frozenset({"jacobi_init", "jacobi_block", "jacobi_parallel"}),
+    "hybrid-jacobi": frozenset({"jacobi_init", "jacobi_block", "jacobi_max_parallel_len", "jacobi_parallel"}),
 }
 
 for _name, _summary in SUMMARIES.items():

@@ -37,6 +37,7 @@ from fairseq_stream.search.registry import lenpen_of, register_search
 from fairseq_stream.errors import FairseqStreamError
 from fairseq_stream.search.jacobi import JacobiConfig, JacobiDecoding, JacobiState
 from fairseq_stream.search.lookahead_prior import NgramPrior, load_prior
+from fairseq_stream.search.parallel_gate import PARALLEL_MODES
 from fairseq_stream.search.proposers import ProposeAndVerify, Proposal, Verdict, verifier_capabilities
 from fairseq_stream.search.state import StrategyState
 
@@ -46,17 +47,21 @@ class LookaheadConfig:
     ngram: int  # N: a pool entry is a token and the N - 1 that followed it; a block verifies N positions
     lenpen: float = 1.0  # only scales the reported score: the output is greedy's
     prior: Optional[str] = None  # --lookahead-prior: a file of lookahead_prior.py
+    parallel: str = "always"  # --jacobi-parallel (search/parallel_gate.py)
 
     rows_per_sentence = 1
 
     def __post_init__(self) -> None:
         if not 2 <= self.ngram <= 16:
             raise FairseqStreamError(f"--lookahead-ngram must be in [2, 16], got {self.ngram}")
+        if self.parallel not in PARALLEL_MODES:
+            raise FairseqStreamError(f"--jacobi-parallel must be one of {', '.join(PARALLEL_MODES)}, got {self.parallel!r}")
 
     @classmethod
     def from_options(cls, name: str, gen_cfg: Any, opts: Any, models: Sequence[Any] = ()) -> "LookaheadConfig":
         return cls(ngram=int(opts.lookahead_ngram), lenpen=lenpen_of(gen_cfg),
-                   prior=getattr(opts, "lookahead_prior", None) or None)
+                   prior=getattr(opts, "lookahead_prior", None) or None,
+                   parallel=str(getattr(opts, "jacobi_parallel", "always")))
 
 
 class NgramPoolProposer:
@@ -138,7 +143,8 @@ class LookaheadDecoding(ProposeAndVerify):
             prior = load_prior(cfg.prior, ngram=cfg.ngram, dictionary=ctx.task.target_dictionary)
             ctx.stats.settings["lookahead prior"] = (f"{os.path.basename(cfg.prior)} ({len(prior.unigram)} one-token, "
                                                      f"{len(prior.bigram_keys)} two-token keys)")
-        verifier = JacobiDecoding.from_config(JacobiConfig(block=cfg.ngram, init="tail", lenpen=cfg.lenpen), ctx)
+        verifier = JacobiDecoding.from_config(JacobiConfig(block=cfg.ngram, init="tail", lenpen=cfg.lenpen,
+                                                           parallel=cfg.parallel), ctx)
         return cls(verifier, NgramPoolProposer(cfg.ngram, pad=ctx.pad, bos=ctx.bos, prior=prior, stats=ctx.stats,
                                                native=ctx.step_backend != "reference"))
 
@@ -154,5 +160,5 @@ register_search(
             "block step; output identical to greedy (Fu et al. 2024)",
     config=LookaheadConfig,
     capabilities=verifier_capabilities(why_no_beam=WHY_NO_BEAM,
-                                       reads=frozenset({"lookahead_ngram", "lookahead_prior"})),
+                                       reads=frozenset({"lookahead_ngram", "lookahead_prior", "jacobi_parallel"})),
 )(LookaheadDecoding)

@@ -38,7 +38,8 @@ line) count its iterations — ``speculative``, ``lookahead``, the Jacobi family
 ratio to its reference row into the tokens a call accepts (greedy's steps over the row's calls) and what a
 call costs (its decode time over its calls) against one of the reference's steps; ratio = call cost /
 tokens a call. For ``speculative`` it splits a call into the draft's part, the verification's and the rest
-(what a sentence costs besides its calls — the refill's encoders, Python — spread over its calls).
+(what a sentence costs besides its calls — the refill's encoders, Python — spread over its calls); under
+``--jacobi-parallel auto`` the row says in how many of its sentence runs the blocks ran.
 
 Which harness when: this one for figures a user can reproduce with their own command (cold process,
 fairseq's own timer, true batch 1). ``python -m fairseq_stream.tools.bench`` (warmed, in one process, over
@@ -75,6 +76,7 @@ _SENTENCE = re.compile(r"^([HD])-(\d+)\t[^\t]*\t(.*)$")
 _STATS_LINE = re.compile(r"fairseq-stream [\w-]+: (\d+) sentences, (\d+) timesteps[^\n]*")
 _ITERATIONS = re.compile(r"per-sentence iterations (\d+) vs greedy steps (\d+)")
 _SHARES = re.compile(r"draft (\d+)% and verification (\d+)% of the time")
+_GATE = re.compile(r"--jacobi-parallel auto: (\d+) sentence runs in blocks, (\d+) one position a call")
 ONE_SENTENCE = ["--stream-capacity", "1", "--batch-size", "1"]  # true batch 1
 BATCH1 = ["--beam", "1", *ONE_SENTENCE]
 
@@ -122,7 +124,8 @@ def _rate(text: Optional[str]) -> Optional[float]:
 def parse_stream_stats(text: str) -> Dict[str, float]:
     """Counts from the last ``fairseq-stream NAME: ...`` statistics line of ``text``: ``timesteps`` (decoder calls at
     batch 1), ``iterations`` and ``greedy_steps`` (a row that counts its iterations: greedy's steps for the same
-    tokens), ``draft_share`` and ``verify_share`` (speculative: fractions of its time); {} without such a line."""
+    tokens), ``draft_share`` and ``verify_share`` (speculative: fractions of its time), ``block_runs`` and
+    ``single_runs`` (``--jacobi-parallel auto``: sentence runs in blocks, one position a call); {} without such a line."""
     found = list(_STATS_LINE.finditer(text))
     if not found:
         return {}
@@ -134,6 +137,9 @@ def parse_stream_stats(text: str) -> Dict[str, float]:
     shares = _SHARES.search(line.group(0))
     if shares:
         out.update(draft_share=int(shares.group(1)) / 100, verify_share=int(shares.group(2)) / 100)
+    gate = _GATE.search(line.group(0))
+    if gate:
+        out.update(block_runs=float(gate.group(1)), single_runs=float(gate.group(2)))
     return out
 
 
@@ -576,6 +582,8 @@ def why_rows(rows: List[Dict[str, Any]]) -> List[Dict[str, Any]]:
                  "tokens_per_call": stats["greedy_steps"] / calls, "call_us": 1e6 * call,
                  "reference_step_us": 1e6 * ref_step, "call_ratio": call / ref_step}
         entry["ratio"] = entry["call_ratio"] / entry["tokens_per_call"]
+        if "block_runs" in stats:  # --jacobi-parallel auto: the sentence runs the gate gave blocks
+            entry.update(block_runs=int(stats["block_runs"]), gated_runs=int(stats["block_runs"] + stats["single_runs"]))
         if "draft_share" in stats:
             entry.update(draft_us=1e6 * stats["draft_share"] * call, verify_us=1e6 * stats["verify_share"] * call)
             # the rest: what a sentence costs besides its calls (the refill: encoders, slots; Python), spread over them
@@ -593,7 +601,8 @@ def format_why(rows: List[Dict[str, Any]]) -> str:
              "the rest, µs | ratio |", "|---|---|---|---|---|---|---|"]
     for w in rows:
         split = f"{w['draft_us']:.0f} / {w['verify_us']:.0f} / {w['rest_us']:.0f}" if "draft_us" in w else ""
-        lines.append(f"| {w['label']} | {w['calls']} | {w['tokens_per_call']:.2f} | {w['call_us']:.0f} | "
+        gated = f" (blocks in {w['block_runs']} of {w['gated_runs']} runs)" if "gated_runs" in w else ""
+        lines.append(f"| {w['label']}{gated} | {w['calls']} | {w['tokens_per_call']:.2f} | {w['call_us']:.0f} | "
                      f"{w['call_ratio']:.2f}× {w['reference']} ({w['reference_step_us']:.0f}) | {split} | "
                      f"{w['ratio']:.2f}× |")
     return "\n".join(lines)

@@ -19,6 +19,7 @@ def greedy64(demo_session64, demo_sources):
     ("gs-jacobi", {"jacobi_block": 3}),
     pytest.param("gs-jacobi", {"jacobi_block": 5, "jacobi_init": "tail"}, marks=pytest.mark.slow),
     ("hybrid-jacobi", {"jacobi_block": 3, "jacobi_max_parallel_len": 8}),
+    ("gs-jacobi", {"jacobi_block": 3, "jacobi_parallel": "never"}),  # one position a call: greedy's steps
     ("gs-jacobi", {"jacobi_block": 4, "stream_capacity": 7, "stream_epsilon": 0.5}),  # batched, streaming
 ])
 def test_identical_to_greedy_in_float64(demo_session64, greedy64, name, opts):
@@ -31,6 +32,8 @@ def test_identical_to_greedy_in_float64(demo_session64, greedy64, name, opts):
     assert out.stats.autoregressive_steps == sum(len(h[0]["tokens"]) for h in greedy.hypos)
     assert out.stats.extra["sentence_iterations"] <= out.stats.autoregressive_steps
     assert out.stats.accepted_tokens == out.stats.autoregressive_steps
+    if opts.get("jacobi_parallel") == "never":
+        assert out.stats.extra["sentence_iterations"] == out.stats.autoregressive_steps
 
 
 def test_every_sentence_takes_at_most_greedys_steps(demo_session64, greedy64, demo_sources):
@@ -58,6 +61,7 @@ def test_float32_agreement_with_fairseq_greedy(demo_session, demo_sources, recor
 @pytest.mark.parametrize("gen,opts,message", [
     ({"beam": 5}, {}, "--beam 5"),
     ({"beam": 1}, {"jacobi_block": 0}, "--jacobi-block must be >= 1"),
+    ({"beam": 1}, {"jacobi_parallel": "sometimes"}, "--jacobi-parallel must be one of auto, always, never"),
     ({"beam": 1, "nbest": 2}, {}, "--nbest"),
     ({"beam": 1, "no_repeat_ngram_size": 3}, {}, "--no-repeat-ngram-size"),
 ])

@@ -21,6 +21,7 @@ from test_native_equals_eager import assert_identical
 
 from fairseq_stream.errors import FairseqStreamError
 from fairseq_stream.model import native_decoder
+from fairseq_stream.search.parallel_gate import WARMUP
 
 N = 16
 CASES: Dict[str, Dict[str, Any]] = {  # name → (gen, opts) of fixed-ours
@@ -147,11 +148,17 @@ VERIFY: Dict[str, Tuple[str, Dict[str, Any], Dict[str, Any]]] = {  # name → (s
     "lookahead": ("lookahead", {"beam": 1}, {}),
     "lookahead-prior": ("lookahead", EDITS, {"lookahead_prior": PRIOR}),
     "lookahead-int8": ("lookahead", {"beam": 1}, {"lookahead_prior": PRIOR, "quantize": "int8"}),
+    # one position a call (HGJ with L = 0) in both; the gate's own choices (--jacobi-parallel auto, the default,
+    # which the other cases set to always: its choices follow the measured times, and so do the iterations)
+    "gs-jacobi-never": ("gs-jacobi", {"beam": 1}, {"jacobi_parallel": "never"}),
+    "gs-jacobi-auto": ("gs-jacobi", {"beam": 1}, {"jacobi_parallel": "auto"}),
+    "lookahead-auto-int8": ("lookahead", {"beam": 1}, {"jacobi_parallel": "auto", "quantize": "int8"}),
     # the loop declines: γ follows each verification's time; PJ's window is the whole rest of the target
     "speculative-auto": ("speculative", {"beam": 1}, {"draft_tokens": "auto"}),
     "jacobi": ("jacobi", {"beam": 1}, {}),
 }
 VERIFY_DECLINES = ("speculative-auto", "jacobi")
+GATED = ("gs-jacobi-auto", "lookahead-auto-int8")  # the loop runs, on the side the gate chose for each sentence
 SPECULATIVE_STATS = ("verify_steps", "verify_rows", "verify_accepted", "draft_calls", "draft_tokens_proposed",
                      "draft_proposals")
 
@@ -166,6 +173,8 @@ def _verify(session: Any, data: Any, case: str, random_draft: str, **extra: Any)
     search, gen, opts = VERIFY[case]
     if search == "speculative":
         opts = dict(opts, draft_path=random_draft if opts.get("draft_path") == "random" else SHIPPED_DRAFT)
+    elif search != "jacobi":
+        opts = dict({"jacobi_parallel": "always"}, **opts)
     return session.translate(data, search=search, gen=gen, opts=dict(opts, stream_capacity=1, **extra))
 
 
@@ -183,6 +192,15 @@ def test_verification_loop_equals_python_iterations(demo_session, data, random_d
     searched = loop.stats.extra.get("native_loop_steps", 0)
     if case in VERIFY_DECLINES:  # (auto's γ, and so its statistics, follow the measured times)
         assert searched == 0
+        return
+    if case in GATED:  # both sides measured (WARMUP runs each after one that is not, blocks first), then the cheaper
+        extra = loop.stats.extra
+        assert min(extra["jacobi_parallel_parallel_runs"], extra["jacobi_parallel_sequential_runs"]) > WARMUP
+        # one position a call but a run's first, the block the Python step planned (3 positions by default)
+        single, runs = extra["jacobi_parallel_sequential_iterations"], extra["jacobi_parallel_sequential_runs"]
+        assert single <= extra["jacobi_parallel_sequential_tokens"] <= single + 2 * runs
+        assert "sentence runs in blocks" in loop.stats.summary() and searched > 0
+        assert "jacobi_parallel_parallel_runs" not in python.stats.extra  # the Python steps: the blocks
         return
     assert (loop.stats.timesteps, loop.stats.accepted_tokens) == (python.stats.timesteps, python.stats.accepted_tokens)
     assert loop.stats.extra["sentence_iterations"] == python.stats.extra["sentence_iterations"]

@@ -193,7 +193,7 @@ def test_other_strategies_refuse_the_draft(demo_session):
 
 # ---- lookahead decoding (Fu et al. 2024): no draft model, guesses from an n-gram pool ----
 @pytest.mark.parametrize("opts", [
-    {"lookahead_ngram": 4, "stream_capacity": 1},
+    {"lookahead_ngram": 4, "stream_capacity": 1, "jacobi_parallel": "always"},  # (auto may choose single steps)
     {"lookahead_ngram": 3, "stream_capacity": 5, "stream_epsilon": 0.5},
 ])
 def test_lookahead_identical_to_greedy(demo_session64, data64, greedy64, opts):
@@ -208,9 +208,10 @@ def test_lookahead_with_a_prior_identical_to_greedy_and_accepting_more(demo_sess
     prior = os.path.join(DEMO, "lookahead_prior.pt")
     for capacity in (1, 5):
         plain = demo_session64.translate(data64, search="lookahead", gen=GEN,
-                                         opts={"stream_capacity": capacity, "lookahead_ngram": 3})
+                                         opts={"stream_capacity": capacity, "lookahead_ngram": 3, "jacobi_parallel": "always"})
         out = demo_session64.translate(data64, search="lookahead", gen=GEN,
-                                       opts={"stream_capacity": capacity, "lookahead_ngram": 3, "lookahead_prior": prior})
+                                       opts={"stream_capacity": capacity, "lookahead_ngram": 3, "lookahead_prior": prior,
+                                             "jacobi_parallel": "always"})
         _same(greedy64, out)
         assert out.stats.extra["sentence_iterations"] < plain.stats.extra["sentence_iterations"]
         assert "lookahead prior=lookahead_prior.pt (3094 one-token, 23768 two-token keys)" in out.stats.summary()

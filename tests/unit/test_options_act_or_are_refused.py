@@ -30,7 +30,7 @@ AWAY = {
     "prune_rel_local_threshold": 0.1, "prune_reference": "final", "prune_ended": "keep", "prune_rules": "ap:1",
     "beam_final_count": 1, "beam_finalize": "shrink", "prune_preset": "freitag2017", "output_layer": "full",
     "step_backend": "reference", "quantize": "int8", "cpu_matmul": "torch", "jacobi_block": 4,
-    "jacobi_max_parallel_len": 32, "jacobi_init": "tail", "ib_dedup": True, "ib_finalize": "all",
+    "jacobi_max_parallel_len": 32, "jacobi_init": "tail", "jacobi_parallel": "never", "ib_dedup": True, "ib_finalize": "all",
     "step_mode": "static", "native_loop": "off", "draft_path": "DRAFT", "draft_tokens": "4", "draft_quantize": "none",
     "lookahead_ngram": 4, "lookahead_prior": "PRIOR",
     "prune_auto": True, "prune_auto_tolerance": 0.05,

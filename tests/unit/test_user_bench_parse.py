@@ -215,3 +215,21 @@ def test_why_splits_a_ratio_into_tokens_a_call_and_a_calls_cost():
     assert spec["rest_us"] == pytest.approx(0.42 * 2e4)
     assert "| spec | 226 | 2.75 | 20000 | 2.00× greedy (10000) | 2200 / 9400 / 8400 | 0.73× |" in text
     assert ub.format_why([]) == ""
+
+
+# --jacobi-parallel auto's clause (a real demo run under load, 30 sentences, batch 1; shortened in the middle)
+GATED_STATS = ("INFO:fairseq_stream:fairseq-stream gs-jacobi: 30 sentences, 942 timesteps, 942 expansions (1.0/step), "
+               "912 steps searched in the native loop, per-sentence iterations 942 vs greedy steps 951 (1.01x), 1.01 "
+               "tokens accepted per iteration, --jacobi-parallel auto: 3 sentence runs in blocks, 27 one position a "
+               "call (2083 vs 1053 µs a verified token)")
+
+
+def test_why_says_how_many_runs_the_gate_gave_blocks():
+    stats = ub.parse_stream_stats(GATED_STATS)
+    assert stats == {"timesteps": 942.0, "iterations": 942.0, "greedy_steps": 951.0, "block_runs": 3.0,
+                     "single_runs": 27.0}
+    rows = [ub.Row("greedy", reference="greedy"), ub.Row("gs-jacobi", reference="greedy")]
+    runs = [[ub.RunResult(9.51, ["a"], ["a"], {"timesteps": 951.0})], [ub.RunResult(9.6, ["a"], ["a"], stats)]]
+    why = ub.why_rows(ub.summarise(rows, [["cmd"]] * 2, runs, ["a"]))
+    assert why[0]["block_runs"] == 3 and why[0]["gated_runs"] == 30
+    assert "| gs-jacobi (blocks in 3 of 30 runs) | 942 | 1.01 |" in ub.format_why(why)
