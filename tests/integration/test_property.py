@@ -81,6 +81,7 @@ OPT_SPACE: Dict[str, Tuple[List[Any], List[Any]]] = {
     "jacobi_block": ([1, 2], [0]),
     "jacobi_max_parallel_len": ([0, 4], [-1]),
     "jacobi_init": (["tail"], ["bogus"]),
+    "jacobi_parallel": (["always", "never", "auto"], ["bogus"]),
     "ib_dedup": ([True], []),
     "ib_finalize": (["all"], ["bogus"]),
 }

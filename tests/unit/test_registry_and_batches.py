@@ -143,6 +143,7 @@ _EFFECTIVE = {
     "jacobi_block": lambda g, s: g.config.block,
     "jacobi_max_parallel_len": lambda g, s: g.config.max_parallel_len,
     "jacobi_init": lambda g, s: g.config.init,
+    "jacobi_parallel": lambda g, s: g.config.parallel,  # gs-/hybrid-jacobi's JacobiConfig, lookahead's LookaheadConfig
     "draft_path": lambda g, s: g.config.draft_path or None,
     "draft_tokens": lambda g, s: str(g.config.draft_tokens),
     "draft_quantize": lambda g, s: g.config.draft_quantize,
@@ -264,7 +265,7 @@ def test_help_states_the_parsers_defaults_and_the_values_the_checks_accept():
         assert quoted == accepted and ranges == set(re.findall(r"\[\d+, \d+\]", named)), (f.name, quoted, named)
         checked.append(f.name)
     assert checked == ["stream_input_order", "prune_reference", "prune_ended", "beam_finalize", "prune_preset",
-                       "prune_auto", "output_layer", "step_backend", "step_mode", "native_loop", "quantize", "cpu_matmul", "jacobi_init", "draft_tokens",
+                       "prune_auto", "output_layer", "step_backend", "step_mode", "native_loop", "quantize", "cpu_matmul", "jacobi_parallel", "jacobi_init", "draft_tokens",
                        "draft_quantize", "ib_finalize"]  # every option with a list of values (a new one: add it here)
 
 
