@@ -11,10 +11,12 @@ sequential decoder calls (a Jacobi iteration or an IBDecoder multi-word step is 
 from __future__ import annotations
 
 import json
+import math
 from dataclasses import asdict, dataclass, field
 from typing import Any, Dict, List, Optional
 
 from fairseq_stream.search.defaults import PRUNED_WIDTH_BINS, PRUNED_WIDTH_KEY
+from fairseq_stream.search.parallel_gate import seconds_per_token
 
 
 @dataclass
@@ -260,12 +262,9 @@ def jacobi_parallel_summary(extra: Dict[str, float]) -> str:
     if not any(runs):
         return ""
     line = f"--jacobi-parallel auto: {runs[0]} sentence runs in blocks, {runs[1]} one position a call"
-    costs = []
-    for side in sides:
-        get = lambda what: extra.get(f"jacobi_parallel_{side}_{what}", 0.0)  # noqa: E731
-        if get("calls") and get("tokens"):
-            costs.append(1e6 * get("seconds") / get("calls") * get("iterations") / get("tokens"))
-    if len(costs) == 2:
+    costs = [1e6 * seconds_per_token(*(extra.get(f"jacobi_parallel_{side}_{what}", 0.0)
+                                       for what in ("seconds", "calls", "tokens", "iterations"))) for side in sides]
+    if all(math.isfinite(c) for c in costs):
         line += f" ({costs[0]:.0f} vs {costs[1]:.0f} µs a verified token)"
     return line
 

@@ -40,7 +40,7 @@ from fairseq_stream.ops.backends import JACOBI_STEP, KernelRunner
 from fairseq_stream.ops.jacobi_step import IterationResult
 from fairseq_stream.ops.packets import PacketView
 from fairseq_stream.search.output import OutputScorer
-from fairseq_stream.search.parallel_gate import PARALLEL_MODES, ParallelGate
+from fairseq_stream.search.parallel_gate import ParallelGate, check_mode
 from fairseq_stream.model.native_loops import VerifyRun, VerifySearch
 from fairseq_stream.model.row_cache import SentenceIndex, counting
 from fairseq_stream.search.score_edits import RowContext
@@ -67,8 +67,7 @@ class JacobiConfig:
             raise FairseqStreamError(f"--jacobi-max-parallel-len must be >= 0, got {self.max_parallel_len}")
         if self.init not in ("pad", "tail"):
             raise FairseqStreamError(f"--jacobi-init must be 'pad' or 'tail', got {self.init!r}")
-        if self.parallel not in PARALLEL_MODES:
-            raise FairseqStreamError(f"--jacobi-parallel must be one of {', '.join(PARALLEL_MODES)}, got {self.parallel!r}")
+        check_mode(self.parallel)
         if self.parallel == "never":  # one position a call from the start: HGJ with L = 0
             object.__setattr__(self, "max_parallel_len", 0)
 

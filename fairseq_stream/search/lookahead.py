@@ -37,7 +37,7 @@ from fairseq_stream.search.registry import lenpen_of, register_search
 from fairseq_stream.errors import FairseqStreamError
 from fairseq_stream.search.jacobi import JacobiConfig, JacobiDecoding, JacobiState
 from fairseq_stream.search.lookahead_prior import NgramPrior, load_prior
-from fairseq_stream.search.parallel_gate import PARALLEL_MODES
+from fairseq_stream.search.parallel_gate import check_mode
 from fairseq_stream.search.proposers import ProposeAndVerify, Proposal, Verdict, verifier_capabilities
 from fairseq_stream.search.state import StrategyState
 
@@ -54,8 +54,7 @@ class LookaheadConfig:
     def __post_init__(self) -> None:
         if not 2 <= self.ngram <= 16:
             raise FairseqStreamError(f"--lookahead-ngram must be in [2, 16], got {self.ngram}")
-        if self.parallel not in PARALLEL_MODES:
-            raise FairseqStreamError(f"--jacobi-parallel must be one of {', '.join(PARALLEL_MODES)}, got {self.parallel!r}")
+        check_mode(self.parallel)
 
     @classmethod
     def from_options(cls, name: str, gen_cfg: Any, opts: Any, models: Sequence[Any] = ()) -> "LookaheadConfig":

@@ -24,12 +24,25 @@ import math
 from dataclasses import dataclass
 from typing import Any, Sequence
 
+from fairseq_stream.errors import FairseqStreamError
+
 #: ``--jacobi-parallel``: auto (the gate), always (the papers' blocks), never (one position a call: HGJ with L = 0)
 PARALLEL_MODES = ("auto", "always", "never")
 #: runs measured on each side before the gate compares them
 WARMUP = 3
 #: the memory of the estimates: a run's weight decays by this factor with every later run of its side
 DECAY = 0.9
+
+
+def check_mode(mode: str) -> None:
+    """``--jacobi-parallel``'s value, checked where a configuration takes it (Jacobi's and lookahead's)."""
+    if mode not in PARALLEL_MODES:
+        raise FairseqStreamError(f"--jacobi-parallel must be one of {', '.join(PARALLEL_MODES)}, got {mode!r}")
+
+
+def seconds_per_token(seconds: float, calls: float, tokens: float, iterations: float) -> float:
+    """``c / t``: a call's seconds (``seconds / calls``) over the tokens an iteration verifies (``tokens / iterations``)."""
+    return seconds / calls * iterations / tokens if calls and tokens else math.inf
 
 
 @dataclass
@@ -51,17 +64,8 @@ class _Side:
         self.runs += 1
 
     @property
-    def call_seconds(self) -> float:
-        return self.seconds / self.calls if self.calls else math.inf
-
-    @property
-    def tokens_per_call(self) -> float:
-        return self.tokens / self.iterations if self.iterations else 0.0
-
-    @property
     def per_token(self) -> float:
-        """``c / t``: a call's seconds over the tokens an iteration verifies."""
-        return self.call_seconds / self.tokens_per_call if self.tokens else math.inf
+        return seconds_per_token(self.seconds, self.calls, self.tokens, self.iterations)
 
 
 def explore_interval(gap: float) -> int:
@@ -79,8 +83,8 @@ class ParallelGate:
         self.mode = mode
         self.stats = stats
         self.sides = {True: _Side(), False: _Side()}
-        self.decided = 0  # decisions since the gate last compared the sides' order
-        self.last_try = 0
+        self.decided = 0  # decisions made after both sides' warm-up
+        self.last_try = 0  # the decision that last tried the slower side
 
     @property
     def measures(self) -> bool:
@@ -115,9 +119,9 @@ class ParallelGate:
             self.stats.add_extra(f"jacobi_parallel_{name}_runs")
         if side.seen == 1:  # its shapes' first calls in this process: one-off costs
             return
-        side.add(seconds, len(accepted) + 1, sum(accepted), len(accepted))
+        run = {"seconds": seconds, "calls": len(accepted) + 1, "tokens": sum(accepted), "iterations": len(accepted)}
+        side.add(**run)
         if self.stats is not None:
-            for what, value in (("seconds", seconds), ("calls", len(accepted) + 1),
-                                ("tokens", sum(accepted)), ("iterations", len(accepted))):
+            for what, value in run.items():
                 self.stats.add_extra(f"jacobi_parallel_{name}_{what}", value)  # sums: they merge across shards
 
