@@ -15,6 +15,8 @@
 #   SRC_LANG=es TGT_LANG=en  BPE_CODES=MODEL_DIR/bpe.codes (empty: sources are already BPE'd)
 #   KD_LINES=12000 (sources to distil)  DIM=128 FFN=512 HEADS=4 ENC_LAYERS=2 DEC_LAYERS=1
 #   TRAIN_MINUTES=12  LR=0.002 (the peak of the inverse-sqrt schedule)  WORK=./work/draft  THREADS=1
+#   PRECISION=auto (training's products: bf16 where the CPU has AMX-BF16 or AVX512-BF16, float32 elsewhere;
+#   scripts/models/train_autocast.py: more updates in TRAIN_MINUTES)
 #   STAGES=distil,train,export (a subset reruns only those; RESUME=1: train on from WORK's last
 #   checkpoint until TRAIN_MINUTES of training in all, fairseq-train's --stop-time-hours)
 #   INIT=DRAFT.pt: start from an earlier draft of the same shape (its weights; a fresh optimizer and
@@ -30,7 +32,7 @@ case "${1-}" in  # --help: this header, before anything runs
 esac
 
 if [ $# -ne 4 ]; then
-    sed -n '2,26p' "$0" | sed 's/^# \{0,1\}//'
+    sed -n '2,28p' "$0" | sed 's/^# \{0,1\}//'
     exit 2
 fi
 MODEL_DIR=$1 CHECKPOINT=$2 SOURCES=$3 OUT=$4
@@ -41,7 +43,7 @@ SRC_LANG=${SRC_LANG:-es} TGT_LANG=${TGT_LANG:-en}
 BPE_CODES=${BPE_CODES-$MODEL_DIR/bpe.codes}
 KD_LINES=${KD_LINES:-12000} DIM=${DIM:-128} FFN=${FFN:-512} HEADS=${HEADS:-4}
 ENC_LAYERS=${ENC_LAYERS:-2} DEC_LAYERS=${DEC_LAYERS:-1} TRAIN_MINUTES=${TRAIN_MINUTES:-12} LR=${LR:-0.002}
-WORK=${WORK:-./work/draft} THREADS=${THREADS:-1}
+WORK=${WORK:-./work/draft} THREADS=${THREADS:-1} PRECISION=${PRECISION:-auto}
 export OMP_NUM_THREADS=$THREADS
 mkdir -p "$WORK/kd"
 
@@ -96,7 +98,7 @@ if [ -n "${INIT:-}" ] && [ "$RESUME" != 1 ]; then
     START=(--restore-file "$(cd "$(dirname "$INIT")" && pwd)/$(basename "$INIT")" --reset-optimizer \
            --reset-lr-scheduler --reset-dataloader --reset-meters)
 fi
-"$BIN/fairseq-train" "$WORK/bin" --user-dir "$REPO/fairseq_stream" --cpu --arch transformer "${SHARE[@]}" \
+"$PY" "$REPO/scripts/models/train_autocast.py" --precision "$PRECISION" -- "$WORK/bin" --user-dir "$REPO/fairseq_stream" --cpu --arch transformer "${SHARE[@]}" \
     --encoder-layers "$ENC_LAYERS" --decoder-layers "$DEC_LAYERS" \
     --encoder-embed-dim "$DIM" --decoder-embed-dim "$DIM" --encoder-ffn-embed-dim "$FFN" --decoder-ffn-embed-dim "$FFN" \
     --encoder-attention-heads "$HEADS" --decoder-attention-heads "$HEADS" \

@@ -30,7 +30,7 @@ import subprocess
 import sys
 from dataclasses import dataclass
 from pathlib import Path
-from typing import List, Sequence
+from typing import List, Optional, Sequence
 
 REPO = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(REPO))
@@ -136,15 +136,19 @@ def prepare(corpus: Path, work: Path, bpe_merges: int) -> None:
     binarize(bpe, work / "bin", SRC, TGT, joined=True)
 
 
-def train_command(data: Path, save_dir: Path, recipe: Recipe, stop: Sequence[str], keep: Sequence[str]) -> List[str]:
+def train_command(data: Path, save_dir: Path, recipe: Recipe, stop: Sequence[str], keep: Sequence[str],
+                  precision: Optional[str] = None) -> List[str]:
     """fairseq-train of ``recipe`` on ``data`` into ``save_dir`` (resumes from its checkpoint_last.pt);
     ``stop``: when to stop (--max-update, --stop-time-hours, --max-epoch); ``keep``: which interval
-    checkpoints to keep."""
+    checkpoints to keep; ``precision``: None for fairseq-train itself, else ``train_autocast.py``'s
+    ``--precision`` (bfloat16 products where the CPU has them: more updates in a budget of minutes)."""
     r = recipe
     share = ["--share-all-embeddings"] if r.joint else ["--share-decoder-input-output-embed"]
+    trainer = [tool("fairseq-train")] if precision is None else \
+        [sys.executable, str(REPO / "scripts" / "models" / "train_autocast.py"), "--precision", precision, "--"]
     return [
         # --user-dir: our safe checkpoint loading lets torch >= 2.6 resume an interrupted run.
-        tool("fairseq-train"), str(data), "--user-dir", str(REPO / "fairseq_stream"),
+        *trainer, str(data), "--user-dir", str(REPO / "fairseq_stream"),
         "--cpu", "--arch", "transformer", *share,
         "--encoder-layers", str(r.encoder_layers), "--decoder-layers", str(r.decoder_layers),
         "--encoder-embed-dim", str(r.dim), "--decoder-embed-dim", str(r.dim),

@@ -35,6 +35,11 @@ spent; a weak model is its run's checkpoint after N updates, kept before the run
 **prior**, **export**. ``ROOT/NAME/state.json`` records each stage's completion, seconds and updates: a
 stage done is skipped; a stage that runs again (e.g. a larger ``--budget-scale``) makes the later
 ones run again. Training data and checkpoints are in ``ROOT/work/`` (delete it once every model is exported).
+
+Training precision (``--train-precision``, the model's and the draft's): ``auto`` (the default) trains with
+bfloat16 products where the CPU has them (AMX-BF16 or AVX512-BF16: ``scripts/models/train_autocast.py``,
+float32 weights and optimizer), float32 elsewhere; a budget of minutes then buys more updates. ``state.json``
+records which precision each stage trained in.
 """
 from __future__ import annotations
 
@@ -52,6 +57,7 @@ from typing import Dict, List, Optional, Sequence, Tuple
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 import build_demo_model as demo  # noqa: E402  (REPO on sys.path from here on)
+import train_autocast  # noqa: E402
 
 from fairseq_stream.errors import FairseqStreamError  # noqa: E402
 
@@ -143,10 +149,12 @@ def check_table(table: Sequence[Spec]) -> None:
 class Zoo:
     """The models of one table under one root, and their stages."""
 
-    def __init__(self, table: Sequence[Spec], root: Path, corpus: Optional[Path], scale: float, threads: int) -> None:
+    def __init__(self, table: Sequence[Spec], root: Path, corpus: Optional[Path], scale: float, threads: int,
+                 precision: str = "float32") -> None:
         check_table(table)
         self.table, self.root, self.corpus = list(table), root, corpus
         self.scale, self.threads = scale, threads
+        self.precision = train_autocast.resolve(precision)  # float32 or bf16, for this machine
         self.by_name = {s.name: s for s in table}
 
     # ---- places ----
@@ -212,6 +220,7 @@ class Zoo:
                                   "finished": datetime.datetime.now().isoformat(timespec="seconds"), **extra}
         self.save_state(spec, state)
         note = f", {extra['updates']} updates" if "updates" in extra else ""
+        note += f", {extra['precision']} products" if "precision" in extra else ""
         print(f"== {spec.name}: {stage} took {seconds:.1f} s{note}", flush=True)
         return True
 
@@ -267,20 +276,21 @@ class Zoo:
         run = self.run_of(spec)
         if run is not spec:
             self._keep_weak(spec)
-            return {"updates": spec.at_update}
+            return {"updates": spec.at_update, "precision": self.precision}
         for w in sorted((s for s in self.table if s.of_run == spec.name), key=lambda s: s.at_update):
             self._keep_weak(w)  # before the run goes past its update count
         hours = spec.minutes * self.scale / 60
         self._fairseq_train(spec, ["--stop-time-hours", f"{hours:.6f}", "--max-update", str(spec.max_update)])
         checkpoints = self.work(spec) / "checkpoints"
         best = checkpoints / "checkpoint_best.pt"
-        return {"updates": self._export_model(best if best.is_file() else checkpoints / "checkpoint_last.pt", spec)}
+        return {"updates": self._export_model(best if best.is_file() else checkpoints / "checkpoint_last.pt", spec),
+                "precision": self.precision}
 
     def _fairseq_train(self, run: Spec, stop: List[str]) -> None:
         work = self.work(run)
         keep = ["--save-interval-updates", "500", "--keep-interval-updates", "1"]
         command = demo.train_command(work / "bin", work / "checkpoints", run.recipe(),
-                                     [*stop, "--max-epoch", "100000"], keep)
+                                     [*stop, "--max-epoch", "100000"], keep, precision=self.precision)
         self._call(f"fairseq-train of {run.name}", command)
 
     def _keep_weak(self, spec: Spec) -> None:
@@ -307,18 +317,19 @@ class Zoo:
         export_inference_checkpoint(str(checkpoint), str(model), languages=(spec.src, spec.tgt))
         return updates_of(model)
 
-    def _draft(self, spec: Spec) -> None:
+    def _draft(self, spec: Spec) -> Dict:
         run_work = self.work(self.run_of(spec))
         sources = run_work / "raw" / f"train.{spec.src}"
         lines = spec.draft_lines or sum(1 for _ in open(sources, encoding="utf-8"))
         env = {"PYTHON": sys.executable, "SRC_LANG": spec.src, "TGT_LANG": spec.tgt,
                "BPE_CODES": str(self.codes(spec, spec.src)), "KD_LINES": str(lines), "DIM": str(spec.draft_dim),
                "FFN": str(4 * spec.draft_dim), "TRAIN_MINUTES": str(spec.draft_minutes * self.scale),
-               "WORK": str(self.work(spec) / "draft"), "THREADS": str(self.threads)}
+               "WORK": str(self.work(spec) / "draft"), "THREADS": str(self.threads), "PRECISION": self.precision}
         script = demo.REPO / "scripts" / "train_draft.sh"
         self._call(f"the draft of {spec.name}", ["bash", str(script), str(run_work / "bin"),
                                                  str(self.work(spec) / "model.pt"), str(sources),
                                                  str(self.work(spec) / "draft.pt")], env)
+        return {"precision": self.precision}
 
     def _prior(self, spec: Spec) -> None:
         # the model's greedy output of training sources: what train_draft.sh distilled
@@ -402,6 +413,9 @@ def parse_args(argv: Optional[Sequence[str]] = None) -> argparse.Namespace:
     parser.add_argument("--budget-scale", type=float, default=1.0,
                         help="multiplies every training budget, the drafts' too (e.g. 0.05 for a quick look)")
     parser.add_argument("--threads", type=int, default=os.cpu_count() or 1, help="torch threads of every step")
+    parser.add_argument("--train-precision", choices=train_autocast.PRECISIONS, default="auto",
+                        help="the products' precision in training, the drafts' too (default auto: bfloat16 where "
+                             "the CPU has AMX-BF16 or AVX512-BF16, float32 elsewhere)")
     parser.add_argument("--tiny", action="store_true", help="tiny models instead (tests)")
     parser.add_argument("--list", action="store_true", help="print the table with each model's state, and stop")
     args = parser.parse_args(argv)
@@ -423,7 +437,7 @@ def parse_args(argv: Optional[Sequence[str]] = None) -> argparse.Namespace:
 def main(argv: Optional[Sequence[str]] = None) -> None:
     args = parse_args(argv)
     table = TINY if args.tiny else TABLE
-    zoo = Zoo(table, args.root, args.corpus, args.budget_scale, args.threads)
+    zoo = Zoo(table, args.root, args.corpus, args.budget_scale, args.threads, args.train_precision)
     if args.list:
         print(f"zoo in {args.root}")
         zoo.print_list()
