@@ -153,16 +153,21 @@ TINY_ARCHS = {
 }
 
 
+def tiny_train_args(data: str, save_dir: str, arch: str, updates: int = 10, extra: list[str] | None = None) -> list[str]:
+    """fairseq-train's arguments (after the program) for a tiny model: :func:`train_tiny`'s."""
+    return [data, "--cpu", *TINY_ARCHS[arch], "--optimizer", "adam", "--lr", "0.005", "--max-tokens", "2000",
+            "--max-update", str(updates), "--save-dir", save_dir, "--no-epoch-checkpoints", "--no-last-checkpoints",
+            "--seed", "1", "--log-format", "none", "--num-workers", "0", *(extra or [])]
+
+
 def train_tiny(data: str, save_dir: str, arch: str, updates: int = 10, extra: list[str] | None = None) -> str:
     """Train a tiny model with stock ``fairseq-train`` (seconds); return its checkpoint path.
 
     One torch thread: the models are too small to gain from more, and on a shared CPU idle
     threads spin (an LSTM's 30 updates took 124 s of CPU with two threads, 16 s with one for 10).
     """
-    args = ["fairseq-train", data, "--cpu", *TINY_ARCHS[arch], "--optimizer", "adam", "--lr", "0.005",
-            "--max-tokens", "2000", "--max-update", str(updates), "--save-dir", save_dir, "--no-epoch-checkpoints",
-            "--no-last-checkpoints", "--seed", "1", "--log-format", "none", "--num-workers", "0", *(extra or [])]
-    proc = run_cli(args, env_extra={"OMP_NUM_THREADS": "1"})
+    proc = run_cli(["fairseq-train", *tiny_train_args(data, save_dir, arch, updates, extra)],
+                   env_extra={"OMP_NUM_THREADS": "1"})
     assert proc.returncode == 0, proc.stderr[-3000:]
     return os.path.join(save_dir, "checkpoint_best.pt")
 

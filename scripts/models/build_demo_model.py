@@ -34,7 +34,9 @@ from typing import List, Optional, Sequence
 
 REPO = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(REPO))
+sys.path.insert(0, str(Path(__file__).resolve().parent))  # train_autocast.py beside this script
 
+import train_autocast  # noqa: E402
 from fairseq_stream.integration.text import BpeCodes, tokenize  # noqa: E402
 
 SRC, TGT = "es", "en"
@@ -144,11 +146,9 @@ def train_command(data: Path, save_dir: Path, recipe: Recipe, stop: Sequence[str
     ``--precision`` (bfloat16 products where the CPU has them: more updates in a budget of minutes)."""
     r = recipe
     share = ["--share-all-embeddings"] if r.joint else ["--share-decoder-input-output-embed"]
-    trainer = [tool("fairseq-train")] if precision is None else \
-        [sys.executable, str(REPO / "scripts" / "models" / "train_autocast.py"), "--precision", precision, "--"]
-    return [
+    args = [
         # --user-dir: our safe checkpoint loading lets torch >= 2.6 resume an interrupted run.
-        *trainer, str(data), "--user-dir", str(REPO / "fairseq_stream"),
+        str(data), "--user-dir", str(REPO / "fairseq_stream"),
         "--cpu", "--arch", "transformer", *share,
         "--encoder-layers", str(r.encoder_layers), "--decoder-layers", str(r.decoder_layers),
         "--encoder-embed-dim", str(r.dim), "--decoder-embed-dim", str(r.dim),
@@ -163,6 +163,7 @@ def train_command(data: Path, save_dir: Path, recipe: Recipe, stop: Sequence[str
         *stop, "--save-dir", str(save_dir), "--no-epoch-checkpoints", *keep,
         "--log-format", "simple", "--log-interval", "50", "--seed", str(r.seed),
     ]
+    return [tool("fairseq-train"), *args] if precision is None else train_autocast.command(precision, args)
 
 
 def train(work: Path, hours: float, max_update: int = 0, save_every: int = 0, seed: int = 1) -> None:

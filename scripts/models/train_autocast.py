@@ -21,6 +21,7 @@ float32 fairseq checkpoints; nothing at decoding time depends on how they were t
 from __future__ import annotations
 
 import argparse
+import os
 import sys
 from typing import List, Optional, Sequence
 
@@ -51,7 +52,7 @@ def resolve(precision: str, cpuinfo: str = "/proc/cpuinfo") -> str:
 
 def command(precision: str, args: Sequence[str]) -> List[str]:
     """The command that runs fairseq-train with ``args`` at ``precision`` (already resolved or ``auto``)."""
-    return [sys.executable, __file__, "--precision", precision, "--", *args]
+    return [sys.executable, os.path.abspath(__file__), "--precision", precision, "--", *args]
 
 
 def main(argv: Optional[Sequence[str]] = None) -> None:

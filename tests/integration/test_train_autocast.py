@@ -11,7 +11,7 @@ import sys
 import pytest
 import torch
 
-from conftest import REPO, TINY_ARCHS
+from conftest import REPO, tiny_train_args
 
 SCRIPT = os.path.join(REPO, "scripts", "models", "train_autocast.py")
 
@@ -45,12 +45,10 @@ def test_without_fairseq_arguments_it_says_what_to_give():
 
 
 def _train(data: str, save: str, precision: str) -> dict:
-    args = [data, "--cpu", *TINY_ARCHS["transformer"], "--optimizer", "adam", "--lr", "0.005", "--max-tokens", "2000",
-            "--max-update", "10", "--save-dir", save, "--no-epoch-checkpoints", "--no-last-checkpoints", "--seed", "1",
-            "--log-format", "none", "--num-workers", "0"]
     env = dict(os.environ, PYTHONWARNINGS="ignore", OMP_NUM_THREADS="1")
-    proc = subprocess.run([sys.executable, SCRIPT, "--precision", precision, "--", *args], capture_output=True,
-                          text=True, env=env)
+    # the tiny_transformer_ckpt fixture's own arguments: float32 through the script must give its bits
+    command = load_script().command(precision, tiny_train_args(data, save, "transformer"))
+    proc = subprocess.run(command, capture_output=True, text=True, env=env)
     assert proc.returncode == 0, proc.stderr[-3000:]
     assert f"fairseq-train with {precision} products" in proc.stdout
     return torch.load(os.path.join(save, "checkpoint_best.pt"), map_location="cpu", weights_only=False)
