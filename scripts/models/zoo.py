@@ -118,7 +118,7 @@ TABLE: List[Spec] = [
     Spec("en-es-3x3-sep7k5k", "en", "es", (3, 3), 256, 4, 1024, (7000, 5000), 0.1, 60, "held-out", seed=33),
     # Transformer-base's shape; a lower peak rate and dropout than the small models', as for base
     Spec("es-en-6x6x512-joint12k", "es", "en", (6, 6), 512, 8, 2048, (12000,), 0.1, 180, "held-out", seed=32,
-         dropout=0.1, lr=0.001, warmup=1000),
+         dropout=0.1, lr=0.001, warmup=1000, draft_lines=15000),
 ]
 
 _TINY_EN_ES = Spec("tiny-en-es", "en", "es", (1, 1), 32, 2, 64, (500, 400), 0.0, 5, "held-out", max_update=20,
