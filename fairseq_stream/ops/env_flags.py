@@ -15,7 +15,7 @@ from fairseq_stream.errors import FairseqStreamError
 
 #: Every yes/no variable the package reads (:func:`check_flags` reads them all as a process starts).
 FLAGS: Tuple[str, ...] = ("FAIRSEQ_STREAM_NO_KERNEL", "FAIRSEQ_STREAM_NO_RAW_STEP", "FAIRSEQ_STREAM_TRACEBACK",
-                          "FAIRSEQ_STREAM_VERBOSE")
+                          "FAIRSEQ_STREAM_VERBOSE", "FAIRSEQ_STREAM_NO_HALF_PANELS")
 SET = ("1", "true", "yes", "on")
 UNSET = ("", "0", "false", "no", "off")
 

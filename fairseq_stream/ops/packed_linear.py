@@ -13,6 +13,15 @@ then ``+ b[n]``, then the ReLU. So a row's result never depends on the rows that
 bits (an FMA is exactly rounded whatever its width). It is not oneDNN's or MKL's summation order:
 its results differ from theirs in the last bits, and this kernel is its own reference (``reference``
 below is the same sum in float64 for the tests' tolerance; ``tests/unit/test_packed_linear.py``).
+
+**Half panels, where they lose nothing**: when every weight of a layer is a float16 value — a checkpoint
+saved in float16, as fairseq's ``--fp16`` training and ``tools/checkpoint.py``'s export save them, then
+loaded as float32 — :func:`pack` keeps the panels as those float16 bits, and the kernel widens each
+to float32 (exact) before the same multiply-adds: the same bits as float32 panels, half the bytes a
+step reads. At one row a decoder step's products are bound by reading their weights (the small
+models' from the cache, the base-sized one's from memory), so this is most of their time. A layer
+with one weight that float16 cannot hold keeps float32 panels. ``FAIRSEQ_STREAM_NO_HALF_PANELS=1``
+keeps float32 panels everywhere (for A/B measurements; the outputs are the same).
 """
 from __future__ import annotations
 
@@ -22,6 +31,7 @@ import torch
 from torch import Tensor
 
 from fairseq_stream.ops import extension
+from fairseq_stream.ops.env_flags import env_flag
 
 #: The widest SIMD of this CPU; the FMAs are explicit intrinsics (-ffp-contract=off keeps the rest as written).
 KERNEL_FLAGS: Tuple[str, ...] = ("-O3", "-march=native", "-ffp-contract=off")
@@ -41,8 +51,18 @@ def failure() -> str:
 
 
 def pack(weight: Tensor) -> Tensor:
-    """``weight`` (N, K), as ``nn.Linear`` holds it, in panels (ceil(N / 16), K, 16); needs :func:`kernel`."""
-    return torch.ops.fairseq_stream.packed_linear_pack(weight.detach().float())
+    """``weight`` (N, K), as ``nn.Linear`` holds it, in panels (ceil(N / 16), K, 16): float16 where every weight
+    is a float16 value (:func:`half_exact`; the module docstring), else float32; needs :func:`kernel`."""
+    panels = torch.ops.fairseq_stream.packed_linear_pack(weight.detach().float())
+    if half_exact(weight) and not env_flag("FAIRSEQ_STREAM_NO_HALF_PANELS"):
+        return panels.half()  # exact: every value is a float16 (the zero padding too)
+    return panels
+
+
+def half_exact(weight: Tensor) -> bool:
+    """Whether every entry of ``weight`` is a float16 value (widening its float16 copy gives it back exactly)."""
+    w = weight.detach().float()
+    return bool(torch.equal(w.half().float(), w))
 
 
 def linear(x: Tensor, packed: Tensor, bias: Optional[Tensor], out_features: int, relu: bool = False) -> Tensor:

@@ -107,3 +107,27 @@ def test_the_variable_turns_the_raw_step_off(monkeypatch):
     out = session.translate(data, search="fixed-ours", gen={"beam": 1}, opts={"step_mode": "native"})
     assert built and out.stats.step_mode["steps_native"] > 0
     assert sum(d.raw_steps() for d in built if not isinstance(d, str)) == 0
+
+
+@pytest.mark.parametrize("case", ["greedy-batch1", "fixed-k5", "speculative"])
+def test_half_panels_decode_as_float32_panels(monkeypatch, demo_sources, case):
+    """The demo's checkpoint holds float16 weights, so the packed product keeps them as float16 panels (half the
+    bytes a step reads: ops/packed_linear.py): tokens, scores and positional scores are exactly those of float32
+    panels (FAIRSEQ_STREAM_NO_HALF_PANELS=1), through the raw step, the native loops and the draft's steps."""
+    import torch
+
+    from fairseq_stream.model.linear_kernels import PackedLinear
+
+    search, gen, opts = CASES[case]
+    opts = dict(opts, step_mode="native", cpu_matmul="packed")
+    outs, dtypes = [], []
+    for flag in ("0", "1"):
+        monkeypatch.setenv("FAIRSEQ_STREAM_NO_HALF_PANELS", flag)
+        session = _load_demo()  # a model of its own: its packed copy is made under this flag
+        outs.append(session.translate(session.encode(demo_sources[:N]), search=search, gen=gen, opts=opts))
+        from fairseq_stream.model import linear_kernels
+        copies = linear_kernels.prepare(session.models, "packed")
+        dtypes.append({m.packed.dtype for c in copies for m in c.modules() if isinstance(m, PackedLinear)})
+    assert dtypes == [{torch.float16}, {torch.float32}]
+    assert_identical(outs[1], outs[0])
+    assert outs[0].stats.step_mode["steps_native"] > 10

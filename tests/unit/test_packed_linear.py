@@ -1,4 +1,4 @@
-"""``ops/packed_linear.py``: the packed float32 product — its arithmetic, its shapes, its one order of sums."""
+"""``ops/packed_linear.py``: the packed float32 product — its arithmetic, its shapes, its one order of sums, its half panels."""
 from __future__ import annotations
 
 import os
@@ -85,6 +85,43 @@ def test_nan_and_inf_stay_where_they_are():
     assert torch.isnan(y[1]).all() and not torch.isnan(y[[0, 2]]).any()
 
 
+def _half_layer(n: int, k: int, seed: int = 0):
+    """A layer whose weights are all float16 values (a checkpoint saved in float16), with a subnormal, a
+    negative zero and the largest float16 among them."""
+    w, b, _ = _layer(n, k, seed)
+    w = w.half().float()
+    w.view(-1)[: 3][...] = torch.tensor([3 * 2.0 ** -24, -0.0, 65504.0])[: w.numel()]
+    return w, b
+
+
+@pytest.mark.parametrize("n, k", [(1, 1), (17, 3), (96, 64), (250, 130), (1030, 256)])
+def test_half_panels_give_the_bits_of_float32_panels(n, k, monkeypatch):
+    """Weights that are all float16 values are packed as their float16 bits (half the bytes a step reads) and
+    widened exactly in the kernel: every row count, bias or not, ReLU or not, the float32 panels' bits."""
+    monkeypatch.delenv("FAIRSEQ_STREAM_NO_HALF_PANELS", raising=False)
+    w, b = _half_layer(n, k)
+    half = pl.pack(w)
+    full = torch.ops.fairseq_stream.packed_linear_pack(w)
+    assert half.dtype == torch.float16 and full.dtype == torch.float32 and half.shape == full.shape
+    assert torch.equal(half.float(), full)
+    x = torch.randn(13, k, generator=torch.Generator().manual_seed(4))
+    for rows in (1, 2, 3, 4, 5, 6, 7, 13):
+        for bias in (b, None):
+            for relu in (False, True):
+                assert torch.equal(pl.linear(x[:rows], half, bias, n, relu), pl.linear(x[:rows], full, bias, n, relu))
+
+
+def test_half_panels_only_where_they_lose_nothing(monkeypatch):
+    monkeypatch.delenv("FAIRSEQ_STREAM_NO_HALF_PANELS", raising=False)
+    w, _ = _half_layer(40, 24)
+    assert pl.half_exact(w) and pl.pack(w).dtype == torch.float16
+    w[5, 7] += 2.0 ** -20  # one weight float16 cannot hold: the whole layer stays float32
+    assert not pl.half_exact(w) and pl.pack(w).dtype == torch.float32
+    assert pl.pack(torch.full((3, 4), 1e5)).dtype == torch.float32  # beyond float16's range
+    monkeypatch.setenv("FAIRSEQ_STREAM_NO_HALF_PANELS", "1")  # the A/B switch
+    assert pl.pack(_half_layer(40, 24)[0]).dtype == torch.float32
+
+
 _SAME_BITS = r"""
 import sys, torch
 from torch.utils.cpp_extension import load
@@ -93,17 +130,23 @@ load(name="packed_linear_isa_" + sys.argv[2], sources=[sys.argv[1]], extra_cflag
 g = torch.Generator().manual_seed(5)
 w = torch.randn(70, 45, generator=g); b = torch.randn(70, generator=g); x = torch.randn(9, 45, generator=g)
 p = torch.ops.fairseq_stream.packed_linear_pack(w)
+h = w.half()  # half panels: float16 weights with a subnormal and a negative zero, widened by each build's code
+h.view(-1)[:2] = torch.tensor([3 * 2.0 ** -24, -0.0])
+ph = torch.ops.fairseq_stream.packed_linear_pack(h.float()).half()
 torch.save([torch.ops.fairseq_stream.packed_linear(x, p, b, 70, False),
-            torch.ops.fairseq_stream.packed_linear(x[:1], p, None, 70, True)], sys.argv[5])
+            torch.ops.fairseq_stream.packed_linear(x[:1], p, None, 70, True),
+            torch.ops.fairseq_stream.packed_linear(x, ph, b, 70, False),
+            torch.ops.fairseq_stream.packed_linear(x[:1], ph, None, 70, True)], sys.argv[5])
 """
 
 
 @pytest.mark.slow
 def test_avx2_and_scalar_builds_give_the_bits_of_this_cpus_build(tmp_path):
-    """The same source built for AVX2 (+FMA) and for no SIMD at all computes the same bits (~1 min: two builds)."""
+    """The same source built for AVX2 (+FMA, F16C) and for no SIMD at all computes the same bits, float32 and half
+    panels (~1 min: two builds)."""
     source = os.path.join(os.path.dirname(pl.__file__), "csrc", pl._SOURCE)
     outs = outputs_of_builds(tmp_path, source, _SAME_BITS, (
-        ("native", "-O3 -march=native"), ("avx2", "-O3 -mavx2 -mfma -mno-avx512f"),
-        ("scalar", "-O2 -mno-avx -mno-avx2 -mno-fma -mno-avx512f")))
+        ("native", "-O3 -march=native"), ("avx2", "-O3 -mavx2 -mfma -mf16c -mno-avx512f"),
+        ("scalar", "-O2 -mno-avx -mno-avx2 -mno-fma -mno-f16c -mno-avx512f")))
     for other in outs[1:]:
         assert all(torch.equal(a, b) for a, b in zip(outs[0], other))

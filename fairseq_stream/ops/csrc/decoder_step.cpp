@@ -96,6 +96,7 @@ struct NativeDecoder : torch::CustomClassHolder {
   bool raw_allowed = true;
   int raw_state = 0;  // 0: not resolved yet, 1: every product and the attention have a raw kernel, -1: not
   fairseq_stream_ops::PackedLinearFn packed_fn = nullptr;
+  fairseq_stream_ops::PackedLinearHalfFn packed_half_fn = nullptr;  // half panels (packed_linear.cpp)
   fairseq_stream_ops::Int8LinearFn int8_fn = nullptr;
   fairseq_stream_ops::AttentionFn attend_fn = nullptr;
   fairseq_stream_ops::TopkLseFn topk_fn = nullptr;  // the native loops' search (first_of_window)
@@ -170,11 +171,15 @@ struct NativeDecoder : torch::CustomClassHolder {
           raw_state = -1;
       if (raw_state == 1) {
         attend_fn = reinterpret_cast<fairseq_stream_ops::AttentionFn>(entry("fairseq_stream::decode_attention_entry"));
-        bool packed = false, int8 = false;
-        for (const Linear& l : linears) (l.kind == kPacked ? packed : int8) = true;
+        bool packed = false, half = false, int8 = false;
+        for (const Linear& l : linears)
+          (l.kind == kPacked ? (l.weight.scalar_type() == torch::kHalf ? half : packed) : int8) = true;
         if (packed) packed_fn = reinterpret_cast<fairseq_stream_ops::PackedLinearFn>(entry("fairseq_stream::packed_linear_entry"));
+        if (half)
+          packed_half_fn =
+              reinterpret_cast<fairseq_stream_ops::PackedLinearHalfFn>(entry("fairseq_stream::packed_linear_half_entry"));
         if (int8) int8_fn = reinterpret_cast<fairseq_stream_ops::Int8LinearFn>(entry("fairseq_stream::int8_row_linear_entry"));
-        if (!attend_fn || (packed && !packed_fn) || (int8 && !int8_fn)) raw_state = -1;
+        if (!attend_fn || (packed && !packed_fn) || (half && !packed_half_fn) || (int8 && !int8_fn)) raw_state = -1;
       }
     }
     return raw_state == 1;
@@ -203,7 +208,11 @@ struct NativeDecoder : torch::CustomClassHolder {
     const float* bias = l.bias.has_value() ? l.bias->data_ptr<float>() : nullptr;
     if (l.kind == kPacked) {
       TORCH_CHECK(l.weight.size(1) == K, "decoder_step: a product's input width");
-      packed_fn(x, M, K, l.weight.data_ptr<float>(), l.out_features, bias, relu, y);
+      if (l.weight.scalar_type() == torch::kHalf)
+        packed_half_fn(x, M, K, reinterpret_cast<const uint16_t*>(l.weight.data_ptr<at::Half>()), l.out_features, bias,
+                       relu, y);
+      else
+        packed_fn(x, M, K, l.weight.data_ptr<float>(), l.out_features, bias, relu, y);
     } else {
       TORCH_CHECK(l.weight.size(1) * l.weight.size(3) >= K && (l.weight.size(1) - 1) * l.weight.size(3) < K,
                   "decoder_step: a product's input width");

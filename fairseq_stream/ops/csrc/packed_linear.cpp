@@ -14,11 +14,19 @@
 //
 // Packing: W (N, K) as nn.Linear holds it, into panels of 16 columns, panel p = (K, 16), column j of
 // the panel = W[16 p + j] (zero beyond N): a k-step of a panel is one contiguous 64-byte load.
+//
+// Half panels: where every weight of a layer is a float16 value (a checkpoint saved in float16, as fairseq's
+// --fp16 training and our export save them) the panels may hold those float16 bits instead (packed_linear.py
+// decides). Each k-step then widens 16 halves to float32, which is exact (every float16 is a float32), and runs
+// the same multiply-adds in the same order: the same bits as the float32 panels, with half the bytes to read.
+// At one row a step's products stream their weights from the cache or memory, so the bytes are their time.
 #include <torch/extension.h>
 #include "panel_tiles.h"
 #include "raw_kernels.h"
 #include <algorithm>
 #include <cmath>
+#include <cstring>
+#include <limits>
 #if defined(__AVX512F__) || defined(__AVX2__)
 #include <immintrin.h>
 #endif
@@ -27,12 +35,32 @@ namespace {
 
 constexpr int64_t kPanel = 16;  // columns per panel
 
+// A float16 value's float32, exactly (the scalar build's widening; the SIMD builds use the F16C instruction).
+inline float half_to_float(uint16_t h) {
+  const uint32_t sign = static_cast<uint32_t>(h & 0x8000u) << 16, exp = (h >> 10) & 0x1Fu, man = h & 0x3FFu;
+  if (exp == 0x1Fu) return man ? std::numeric_limits<float>::quiet_NaN() : (sign ? -INFINITY : INFINITY);
+  if (exp == 0) {  // zero or subnormal: man * 2^-24, exact in float32
+    const float v = std::ldexp(static_cast<float>(man), -24);
+    return sign ? -v : v;
+  }
+  const uint32_t bits = sign | ((exp + 112u) << 23) | (man << 13);
+  float v;
+  std::memcpy(&v, &bits, sizeof v);
+  return v;
+}
+inline float widen(float w) { return w; }
+inline float widen(uint16_t w) { return half_to_float(w); }
+
 // One tile: rows [0, MR) of x (stride lda) times panels [0, PB) (each K x 16, consecutive), into
 // y's rows (stride ldy) at columns [col, col + 16 PB) clipped to n_valid.
 #if defined(__AVX512F__)
-template <int MR, int PB>
+inline __m512 load16(const float* w) { return _mm512_loadu_ps(w); }
+inline __m512 load16(const uint16_t* w) {  // 16 halves widened: exact
+  return _mm512_cvtph_ps(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(w)));
+}
+template <int MR, int PB, typename WT>
 __attribute__((noinline))  // its registers its own (as GCC compiled it anyway; int8_rows.cpp: inlined, it spilled)
-void tile(const float* x, int64_t lda, const float* panels, int64_t K, const float* bias, bool relu, float* y,
+void tile(const float* x, int64_t lda, const WT* panels, int64_t K, const float* bias, bool relu, float* y,
           int64_t ldy, int64_t col, int64_t n_total) {
   __m512 acc[MR][PB];
   _Pragma("GCC unroll 16") for (int r = 0; r < MR; ++r)
@@ -40,7 +68,7 @@ void tile(const float* x, int64_t lda, const float* panels, int64_t K, const flo
   for (int64_t k = 0; k < K; ++k) {
     __m512 w[PB];
     _Pragma("GCC unroll 16") for (int p = 0; p < PB; ++p) {
-      w[p] = _mm512_loadu_ps(panels + (p * K + k) * kPanel);
+      w[p] = load16(panels + (p * K + k) * kPanel);
       fairseq_stream_ops::pin_for_rows<MR>(w[p]);
     }
     _Pragma("GCC unroll 16") for (int r = 0; r < MR; ++r) {
@@ -65,8 +93,18 @@ void tile(const float* x, int64_t lda, const float* panels, int64_t K, const flo
 constexpr int kRowsPerTile = 6, kPanelsPerTile = 4;  // 24 of 32 zmm registers accumulate
 constexpr int kOneRowPanels = 8;                        // one row: 8 independent sums in flight
 #elif defined(__AVX2__) && defined(__FMA__)
-template <int MR, int PB>
-inline void tile(const float* x, int64_t lda, const float* panels, int64_t K, const float* bias, bool relu, float* y,
+inline __m256 load8(const float* w) { return _mm256_loadu_ps(w); }
+inline __m256 load8(const uint16_t* w) {  // 8 halves widened: exact
+#if defined(__F16C__)
+  return _mm256_cvtph_ps(_mm_loadu_si128(reinterpret_cast<const __m128i*>(w)));
+#else
+  alignas(32) float f[8];
+  for (int j = 0; j < 8; ++j) f[j] = half_to_float(w[j]);
+  return _mm256_load_ps(f);
+#endif
+}
+template <int MR, int PB, typename WT>
+inline void tile(const float* x, int64_t lda, const WT* panels, int64_t K, const float* bias, bool relu, float* y,
                  int64_t ldy, int64_t col, int64_t n_total) {
   __m256 acc[MR][2 * PB];  // a panel is two ymm halves
   _Pragma("GCC unroll 16") for (int r = 0; r < MR; ++r)
@@ -74,8 +112,8 @@ inline void tile(const float* x, int64_t lda, const float* panels, int64_t K, co
   for (int64_t k = 0; k < K; ++k) {
     __m256 w[2 * PB];
     _Pragma("GCC unroll 16") for (int p = 0; p < PB; ++p) {
-      w[2 * p] = _mm256_loadu_ps(panels + (p * K + k) * kPanel);
-      w[2 * p + 1] = _mm256_loadu_ps(panels + (p * K + k) * kPanel + 8);
+      w[2 * p] = load8(panels + (p * K + k) * kPanel);
+      w[2 * p + 1] = load8(panels + (p * K + k) * kPanel + 8);
     }
     _Pragma("GCC unroll 16") for (int r = 0; r < MR; ++r) {
       const __m256 a = _mm256_broadcast_ss(x + r * lda + k);
@@ -99,8 +137,8 @@ inline void tile(const float* x, int64_t lda, const float* panels, int64_t K, co
 constexpr int kRowsPerTile = 4, kPanelsPerTile = 1;  // 8 of 16 ymm registers accumulate
 constexpr int kOneRowPanels = 4;
 #else
-template <int MR, int PB>
-inline void tile(const float* x, int64_t lda, const float* panels, int64_t K, const float* bias, bool relu, float* y,
+template <int MR, int PB, typename WT>
+inline void tile(const float* x, int64_t lda, const WT* panels, int64_t K, const float* bias, bool relu, float* y,
                  int64_t ldy, int64_t col, int64_t n_total) {
   _Pragma("GCC unroll 16") for (int p = 0; p < PB; ++p) {
     const int64_t c = col + p * kPanel;
@@ -108,7 +146,7 @@ inline void tile(const float* x, int64_t lda, const float* panels, int64_t K, co
     _Pragma("GCC unroll 16") for (int r = 0; r < MR; ++r)
       for (int64_t j = 0; j < n; ++j) {
         float acc = 0.0f;
-        for (int64_t k = 0; k < K; ++k) acc = std::fma(x[r * lda + k], panels[(p * K + k) * kPanel + j], acc);
+        for (int64_t k = 0; k < K; ++k) acc = std::fma(x[r * lda + k], widen(panels[(p * K + k) * kPanel + j]), acc);
         float v = bias ? acc + bias[c + j] : acc;
         y[r * ldy + c + j] = relu ? std::max(v, 0.0f) : v;
       }
@@ -119,12 +157,12 @@ constexpr int kOneRowPanels = 1;
 #endif
 
 // Rows [0, rows) (rows <= MR) of one tile: the template for the exact row count.
-template <int PB>
-inline void tile_rows(int64_t rows, const float* x, int64_t lda, const float* panels, int64_t K, const float* bias,
+template <int PB, typename WT>
+inline void tile_rows(int64_t rows, const float* x, int64_t lda, const WT* panels, int64_t K, const float* bias,
                       bool relu, float* y, int64_t ldy, int64_t col, int64_t n_total) {
   switch (rows) {
 #define FS_TILE_CASE(R) \
-  case R: tile<(R <= kRowsPerTile ? R : 1), PB>(x, lda, panels, K, bias, relu, y, ldy, col, n_total); break;
+  case R: tile<(R <= kRowsPerTile ? R : 1), PB, WT>(x, lda, panels, K, bias, relu, y, ldy, col, n_total); break;
     FS_TILE_CASE(1) FS_TILE_CASE(2) FS_TILE_CASE(3) FS_TILE_CASE(4) FS_TILE_CASE(5) FS_TILE_CASE(6)
 #undef FS_TILE_CASE
     default: TORCH_CHECK(false, "packed_linear: a tile of more rows than the kernel holds");
@@ -133,10 +171,11 @@ inline void tile_rows(int64_t rows, const float* x, int64_t lda, const float* pa
 
 }  // namespace
 
-// y (M, N) = relu?(x (M, K) W^T + b) on raw buffers (raw_kernels.h's PackedLinearFn): the operator below and
-// the native step's raw layers (decoder_step.cpp) call it.
-void packed_linear_raw(const float* xs, int64_t M, int64_t K, const float* ws, int64_t N, const float* bs, bool relu,
-                       float* ys) {
+// y (M, N) = relu?(x (M, K) W^T + b) on raw buffers, float32 or half panels (raw_kernels.h's PackedLinearFn and
+// PackedLinearHalfFn): the operator below and the native step's raw layers (decoder_step.cpp) call it.
+template <typename WT>
+void packed_raw(const float* xs, int64_t M, int64_t K, const WT* ws, int64_t N, const float* bs, bool relu,
+                float* ys) {
   if (M == 0 || N == 0) return;
   if (K == 0) {  // an empty sum: the bias alone
     for (int64_t m = 0; m < M; ++m)
@@ -151,13 +190,22 @@ void packed_linear_raw(const float* xs, int64_t M, int64_t K, const float* ws, i
       M, P, std::max<int64_t>(1, 16384 / K), std::max<int64_t>(1, 4096 / K),
       [&](int64_t m0, int64_t rows, int64_t p0, auto panels, auto one_row) {
         constexpr int PB = decltype(panels)::value;
-        const float* w = ws + p0 * K * kPanel;
+        const WT* w = ws + p0 * K * kPanel;
         if constexpr (decltype(one_row)::value) {
-          tile<1, PB>(xs, K, w, K, bs, relu, ys, N, p0 * kPanel, N);
+          tile<1, PB, WT>(xs, K, w, K, bs, relu, ys, N, p0 * kPanel, N);
         } else {
-          tile_rows<PB>(rows, xs + m0 * K, K, w, K, bs, relu, ys + m0 * N, N, p0 * kPanel, N);
+          tile_rows<PB, WT>(rows, xs + m0 * K, K, w, K, bs, relu, ys + m0 * N, N, p0 * kPanel, N);
         }
       });
+}
+
+void packed_linear_raw(const float* xs, int64_t M, int64_t K, const float* ws, int64_t N, const float* bs, bool relu,
+                       float* ys) {
+  packed_raw<float>(xs, M, K, ws, N, bs, relu, ys);
+}
+void packed_linear_half_raw(const float* xs, int64_t M, int64_t K, const uint16_t* ws, int64_t N, const float* bs,
+                            bool relu, float* ys) {
+  packed_raw<uint16_t>(xs, M, K, ws, N, bs, relu, ys);
 }
 
 // W (N, K) float32 -> panels (ceil(N / 16), K, 16), zero-padded.
@@ -174,11 +222,14 @@ torch::Tensor packed_linear_pack(const torch::Tensor& weight) {
   return packed;
 }
 
-// x (..., K) float32 -> y (..., N) = relu?(x W^T + b); `packed` from packed_linear_pack, N its weight's rows.
+// x (..., K) float32 -> y (..., N) = relu?(x W^T + b); `packed` from packed_linear_pack (float32 panels) or its
+// exact float16 copy (half panels), N its weight's rows.
 torch::Tensor packed_linear(const torch::Tensor& x, const torch::Tensor& packed, const c10::optional<torch::Tensor>& bias,
                             int64_t out_features, bool relu) {
   TORCH_CHECK(x.scalar_type() == torch::kFloat && x.device().is_cpu(), "packed_linear: float32 CPU input");
-  TORCH_CHECK(packed.dim() == 3 && packed.size(2) == kPanel && packed.is_contiguous(), "packed_linear: packed panels");
+  TORCH_CHECK(packed.dim() == 3 && packed.size(2) == kPanel && packed.is_contiguous() &&
+              (packed.scalar_type() == torch::kFloat || packed.scalar_type() == torch::kHalf),
+              "packed_linear: packed panels, float32 or float16");
   const int64_t K = packed.size(1), N = out_features, P = packed.size(0);
   TORCH_CHECK(x.size(-1) == K, "packed_linear: input has ", x.size(-1), " features, the weight ", K);
   TORCH_CHECK(P == (N + kPanel - 1) / kPanel, "packed_linear: out_features does not match the panels");
@@ -190,8 +241,13 @@ torch::Tensor packed_linear(const torch::Tensor& x, const torch::Tensor& packed,
   std::vector<int64_t> shape(x.sizes().begin(), x.sizes().end());
   shape.back() = N;
   torch::Tensor y = torch::empty(shape, x.options());
-  packed_linear_raw(a.data_ptr<float>(), M, K, packed.data_ptr<float>(), N,
-                    bias.has_value() ? bias->data_ptr<float>() : nullptr, relu, y.data_ptr<float>());
+  const float* b = bias.has_value() ? bias->data_ptr<float>() : nullptr;
+  if (packed.scalar_type() == torch::kHalf) {
+    packed_linear_half_raw(a.data_ptr<float>(), M, K, reinterpret_cast<const uint16_t*>(packed.data_ptr<at::Half>()),
+                           N, b, relu, y.data_ptr<float>());
+  } else {
+    packed_linear_raw(a.data_ptr<float>(), M, K, packed.data_ptr<float>(), N, b, relu, y.data_ptr<float>());
+  }
   return y;
 }
 
@@ -200,11 +256,17 @@ int64_t packed_linear_entry() {
   const fairseq_stream_ops::PackedLinearFn fn = &packed_linear_raw;
   return reinterpret_cast<int64_t>(fn);
 }
+// ... and of packed_linear_half_raw (a PackedLinearHalfFn).
+int64_t packed_linear_half_entry() {
+  const fairseq_stream_ops::PackedLinearHalfFn fn = &packed_linear_half_raw;
+  return reinterpret_cast<int64_t>(fn);
+}
 
 TORCH_LIBRARY_FRAGMENT(fairseq_stream, m) {
   m.def("packed_linear_pack(Tensor weight) -> Tensor");
   m.def("packed_linear(Tensor x, Tensor packed, Tensor? bias, int out_features, bool relu=False) -> Tensor");
   m.def("packed_linear_entry() -> int", &packed_linear_entry);
+  m.def("packed_linear_half_entry() -> int", &packed_linear_half_entry);
 }
 TORCH_LIBRARY_IMPL(fairseq_stream, CPU, m) {
   m.impl("packed_linear_pack", &packed_linear_pack);

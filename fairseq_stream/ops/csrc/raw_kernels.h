@@ -13,6 +13,10 @@ namespace fairseq_stream_ops {
 // y (M, N) = relu?(x (M, K) W^T + b), W packed by packed_linear_pack into ceil(N / 16) panels (K, 16).
 using PackedLinearFn = void (*)(const float* x, int64_t M, int64_t K, const float* panels, int64_t N,
                                 const float* bias, bool relu, float* y);
+// The same over half panels (packed_linear.cpp: the float16 bits of weights that are all float16 values, each
+// widened exactly; the same bits as the float32 panels).
+using PackedLinearHalfFn = void (*)(const float* x, int64_t M, int64_t K, const uint16_t* panels, int64_t N,
+                                    const float* bias, bool relu, float* y);
 
 // y (M, N) = int8_row_linear's formula for x (M, K): `packed` (P, G, 16, 4) int8 panels, `offset` (P * 16,) the
 // column offsets, `wscale` (N,) the scales per output channel, `levels` L.
