@@ -15,7 +15,9 @@ is read from fairseq's own closing line, "Translated N sentences (T tokens) in X
 tokens/s)": its generation timer's sum, taken as T / R (X is printed to 0.1 s; T / R is the same sum to
 four digits). Model loading, binarized-data reading and detokenisation are outside it, as for a user.
 
-Rows (``--rows``, comma-separated presets, or ``--run 'LABEL=fairseq-generate options'`` for your own):
+Rows (``--rows``, comma-separated presets, or ``--run 'LABEL=fairseq-generate options'`` for your own, the
+options after any environment assignments of that row's runs, as a shell takes them: ``--run 'float32
+panels=FAIRSEQ_STREAM_NO_HALF_PANELS=1 --search fixed-ours ...'``):
 
 * ``batch1`` — true batch 1 (``--beam 1 --stream-capacity 1 --batch-size 1``; ``--batch-size 1`` alone
   still streams about 11 sentences at once): our greedy (``fixed-ours``), ``speculative`` with the folder's
@@ -285,6 +287,7 @@ class Row:
     reference: Optional[str] = None  # the row its time is divided by
     identical_to: Optional[str] = None  # the row whose outputs it must equal
     ct2: Optional[Dict[str, Any]] = None  # a CTranslate2 row: compute_type, k, batch
+    env: Dict[str, str] = field(default_factory=dict)  # environment variables of its runs (``--run 'L=VAR=1 ...'``)
 
 
 def batch1_rows(model: ModelDir) -> Tuple[List[Row], List[str]]:
@@ -342,19 +345,30 @@ PRESETS: Dict[str, Callable[[ModelDir], Tuple[List[Row], List[str]]]] = {
 CT2_PRESETS = {"batch1": (1, 1), "k5": (5, 64), "k50": (50, 64), "k5b1": (5, 1)}
 
 
+_ENV_ASSIGNMENT = r"[A-Z_][A-Z0-9_]*=\S*"
+
+
 def custom_row(spec: str) -> Row:
     """``--run 'LABEL=fairseq-generate options'`` → a row (its options split as a shell would); it is timed
-    against the table's first row."""
-    # the label ends at the '=' before the first option, so it may hold one itself ("fixed-ours k=5=--beam 5")
-    m = re.match(r"(.*?)=\s*(-.*)?$", spec) if "=" in spec else None
+    against the table's first row. The options may start with environment assignments, as a shell command
+    does (``--run 'float32 panels=FAIRSEQ_STREAM_NO_HALF_PANELS=1 --search fixed-ours ...'``): that row's
+    runs get them."""
+    # the label ends at the '=' before the first option (or assignment), so it may hold one itself
+    # ("fixed-ours k=5=--beam 5")
+    m = re.match(rf"(.*?)=\s*((?:{_ENV_ASSIGNMENT}\s+)*-.*)?$", spec) if "=" in spec else None
     label, options = (m.group(1), m.group(2) or "") if m else ("", "")
     if not label.strip():
         raise UsageError(f"--run {spec!r}: expected LABEL=OPTIONS, e.g. --run 'greedy b1=--search fixed-ours --beam 1 "
                          "--stream-capacity 1 --batch-size 1'")
     try:
-        return Row(label.strip(), shlex.split(options))
+        words = shlex.split(options)
     except ValueError as exc:
         raise UsageError(f"--run {spec!r}: {exc}") from None
+    env = {}
+    while words and re.fullmatch(_ENV_ASSIGNMENT, words[0]):
+        name, value = words.pop(0).split("=", 1)
+        env[name] = value
+    return Row(label.strip(), words, env=env)
 
 
 def rows_for(model: ModelDir, presets: Sequence[str], runs: Sequence[str], ct2: Optional[str],
@@ -507,7 +521,7 @@ def measure(model: ModelDir, rows: Sequence[Row], commands: Sequence[List[str]],
     for done, (r, i) in enumerate(order, 1):
         row = rows[i]
         if row.ct2 is None:
-            result = run_generate(commands[i], env, n, row.label)
+            result = run_generate(commands[i], dict(env, **row.env), n, row.label)
         else:
             result = run_ct2(commands[i], env, row.label, model.target_lang)
         results[i].append(result)
@@ -526,7 +540,8 @@ def summarise(rows: Sequence[Row], commands: Sequence[List[str]], results: Seque
     for row, cmd, runs in zip(rows, commands, results):
         base = medians.get(row.reference or "")
         entry: Dict[str, Any] = {
-            "label": row.label, "command": shlex.join(cmd), "seconds": [r.seconds for r in runs],
+            "label": row.label, "command": shlex.join([f"{k}={v}" for k, v in row.env.items()] + list(cmd)),
+            "seconds": [r.seconds for r in runs],
             "median": medians[row.label], "reference": row.reference,
             "ratio": medians[row.label] / base if base else None,
             "bleu": sacrebleu.corpus_bleu(runs[-1].detokenised, [references]).score,
@@ -659,7 +674,8 @@ def _parser() -> argparse.ArgumentParser:
     parser.add_argument("--rows", default=None,
                         help=f"comma-separated presets: {', '.join(PRESETS)} (default: batch1,k5; none with --run)")
     parser.add_argument("--run", action="append", default=[], metavar="'LABEL=OPTIONS'",
-                        help="a row of your own: fairseq-generate options after the harness's (repeatable)")
+                        help="a row of your own: fairseq-generate options after the harness's, after environment "
+                        "assignments as a shell takes them ('LABEL=VAR=1 --beam 1'; repeatable)")
     parser.add_argument("--identical", action="append", default=[], metavar="'ROW=OTHER'",
                         help="row ROW must give the outputs of row OTHER (the presets mark their own; repeatable)")
     parser.add_argument("--repeats", type=int, default=3, help="runs per row, interleaved; the table gives the median")

@@ -92,9 +92,14 @@ def test_custom_rows_and_their_mistakes(tmp_path):
     rows, _ = ub.rows_for(_model(tmp_path), [], ["g=--search fixed-ours --beam 1", "s=--search speculative --beam 1"],
                           None, ["s=g"])
     assert rows[1].options == ["--search", "speculative", "--beam", "1"] and rows[1].identical_to == "g"
-    assert rows[1].reference == "g"
+    assert rows[1].reference == "g" and rows[0].env == {}
+    # environment assignments before the options, as in a shell command: the row's runs get them
+    row = ub.custom_row("f32 panels=FAIRSEQ_STREAM_NO_HALF_PANELS=1 X_Y= --search fixed-ours --beam 1")
+    assert (row.label, row.env) == ("f32 panels", {"FAIRSEQ_STREAM_NO_HALF_PANELS": "1", "X_Y": ""})
+    assert row.options == ["--search", "fixed-ours", "--beam", "1"]
+    assert ub.custom_row("k=5=--beam 5").label == "k=5"  # a label may hold an '='
     for runs, identical in ((["no label"], []), (["a=--beam 1", "a=--beam 2"], []), (["a=--beam 1"], ["a=b"]),
-                            (["a=--beam '1"], [])):
+                            (["a=--beam '1"], []), (["a=lower=1 --beam 1"], [])):
         with pytest.raises(UsageError):
             ub.rows_for(_model(tmp_path), [], runs, None, identical)
 
