@@ -104,8 +104,8 @@ def test_half_panels_give_the_bits_of_float32_panels(n, k, monkeypatch):
     full = torch.ops.fairseq_stream.packed_linear_pack(w)
     assert half.dtype == torch.float16 and full.dtype == torch.float32 and half.shape == full.shape
     assert torch.equal(half.float(), full)
-    x = torch.randn(13, k, generator=torch.Generator().manual_seed(4))
-    for rows in (1, 2, 3, 4, 5, 6, 7, 13):
+    x = torch.randn(47, k, generator=torch.Generator().manual_seed(4))
+    for rows in (1, 2, 3, 4, 5, 6, 7, 13, 19, 20, 25, 47):  # from 20 rows the panels are widened once a call
         for bias in (b, None):
             for relu in (False, True):
                 assert torch.equal(pl.linear(x[:rows], half, bias, n, relu), pl.linear(x[:rows], full, bias, n, relu))
@@ -136,7 +136,8 @@ ph = torch.ops.fairseq_stream.packed_linear_pack(h.float()).half()
 torch.save([torch.ops.fairseq_stream.packed_linear(x, p, b, 70, False),
             torch.ops.fairseq_stream.packed_linear(x[:1], p, None, 70, True),
             torch.ops.fairseq_stream.packed_linear(x, ph, b, 70, False),
-            torch.ops.fairseq_stream.packed_linear(x[:1], ph, None, 70, True)], sys.argv[5])
+            torch.ops.fairseq_stream.packed_linear(x[:1], ph, None, 70, True),
+            torch.ops.fairseq_stream.packed_linear(x.repeat(3, 1), ph, b, 70, True)], sys.argv[5])  # 27 rows: widened once
 """
 
 
