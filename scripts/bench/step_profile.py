@@ -8,7 +8,7 @@
         --bpe-codes W/bpe.codes --src W/test.en --ref W/test.es
 
 Rows (``--rows``): ``greedy`` (``fixed-ours --beam 1 --stream-capacity 1``: one row a step), ``block4``
-(``gs-jacobi --jacobi-block 4 --jacobi-init tail`` at capacity 1: a sliding block of 4 query tokens of one row every
+(``gs-jacobi --jacobi-block 4 --jacobi-init tail --jacobi-parallel always`` at capacity 1: a sliding block of 4 query tokens of one row every
 step, as a speculative verification's γ + 1 = 4; the default ``pad`` init's aligned windows average ~2.6 tokens) and ``k5``
 (``fixed-ours --beam 5 --stream-capacity 5``: five sentences of five rows, ~25 rows a step). Each row
 decodes the first ``--limit`` sentences once untimed, then twice timed, through the Python session:
@@ -52,7 +52,10 @@ from fairseq_stream.tools.user_bench import cpu_name  # noqa: E402
 ROWS: Dict[str, Tuple[str, Dict[str, Any], Dict[str, Any], int, int]] = {
     # name: (search, gen, opts, CTranslate2 beam, CTranslate2 max_batch_size)
     "greedy": ("fixed-ours", {"beam": 1}, {"stream_capacity": 1}, 1, 1),
-    "block4": ("gs-jacobi", {"beam": 1}, {"stream_capacity": 1, "jacobi_block": 4, "jacobi_init": "tail"}, 1, 1),
+    # --jacobi-parallel always: under the default (auto) a run whose blocks cost more per verified token than one
+    # position a call runs one position a call, and the row measured a one-token step, not a block
+    "block4": ("gs-jacobi", {"beam": 1}, {"stream_capacity": 1, "jacobi_block": 4, "jacobi_init": "tail",
+                                          "jacobi_parallel": "always"}, 1, 1),
     "k5": ("fixed-ours", {"beam": 5}, {"stream_capacity": 5}, 5, 5),
 }
 WALL_PARTS = [("C++ decoder step (layers + output projection)", "cpp"), ("Python around it (forward_native)", "native_py"),
