@@ -9,7 +9,10 @@ Each shape ``NxK`` is a layer of N outputs and K inputs (random weights); each r
 warm-up, the three libraries interleaved per round. The table gives microseconds per call and the
 packed kernel's ratio to oneDNN (``--cpu-matmul onednn``, the default before ``packed``) and to
 ``torch`` (MKL's sgemm through ``F.linear``); the last column says whether the packed kernel's rows
-equal its own one-row calls bit for bit (they always should: one order of sums whatever the rows).
+equal its own one-row calls bit for bit (they always should: one order of sums whatever the rows). The weights are
+float16 values (as a checkpoint saved in float16 holds them), so the packed kernel is timed on float32 panels and
+on half panels (the float16 bits, widened in the kernel: the same results, half the bytes; ``half / packed``), and
+the last column checks the half panels' bits too.
 """
 from __future__ import annotations
 
@@ -63,16 +66,20 @@ def main(argv: Sequence[str] = None) -> None:
     rows = [int(m) for m in args.rows.split(",")]
     print(f"{cpu_name()}, {torch.get_num_threads()} thread(s), torch {torch.__version__}; microseconds per call, "
           f"median of {args.repeats}\n")
-    print("| N x K | rows | packed | oneDNN | torch | packed / oneDNN | packed / torch | rows = one-row calls |")
-    print("|---|---|---|---|---|---|---|---|")
+    print("| N x K | rows | packed | half panels | oneDNN | torch | half / packed | packed / oneDNN | packed / torch "
+          "| rows = one-row calls, half = packed |")
+    print("|---|---|---|---|---|---|---|---|---|---|")
     g = torch.Generator().manual_seed(0)
     for n, k in parse_shapes(args.shapes):
-        weight, bias = torch.randn(n, k, generator=g) / k ** 0.5, torch.randn(n, generator=g)
-        packed = packed_linear.pack(weight)
+        weight = (torch.randn(n, k, generator=g) / k ** 0.5).half().float()
+        bias = torch.randn(n, generator=g)
+        packed = torch.ops.fairseq_stream.packed_linear_pack(weight)  # float32 panels
+        half = packed_linear.pack(weight)  # half panels (float32 under FAIRSEQ_STREAM_NO_HALF_PANELS=1)
         reordered = torch.ops.mkldnn._reorder_linear_weight(weight, None) if onednn else None
         for m in rows:
             x = torch.randn(m, k, generator=g)
             fns = {"packed": lambda: packed_linear.linear(x, packed, bias, n),
+                   "half": lambda: packed_linear.linear(x, half, bias, n),
                    "torch": lambda: torch.nn.functional.linear(x, weight, bias)}
             if onednn:
                 fns["onednn"] = lambda: torch.ops.mkldnn._linear_pointwise(x, reordered, bias, "none", [], "")
@@ -86,11 +93,12 @@ def main(argv: Sequence[str] = None) -> None:
             med = {name: statistics.median(t) for name, t in times.items()}
             whole = packed_linear.linear(x, packed, bias, n)
             same = all(torch.equal(packed_linear.linear(x[i:i + 1], packed, bias, n), whole[i:i + 1])
-                       for i in range(min(m, 8)))
+                       for i in range(min(m, 8))) and torch.equal(packed_linear.linear(x, half, bias, n), whole)
             dnn = med.get("onednn")
             dnn_cell, dnn_ratio = ("—", "—") if dnn is None else (f"{dnn:.1f}", f"{med['packed'] / dnn:.2f}×")
-            print(f"| {n} x {k} | {m} | {med['packed']:.1f} | {dnn_cell} | {med['torch']:.1f} | {dnn_ratio} | "
-                  f"{med['packed'] / med['torch']:.2f}× | {'yes' if same else '**no**'} |")
+            print(f"| {n} x {k} | {m} | {med['packed']:.1f} | {med['half']:.1f} | {dnn_cell} | {med['torch']:.1f} | "
+                  f"{med['half'] / med['packed']:.2f}× | {dnn_ratio} | {med['packed'] / med['torch']:.2f}× | "
+                  f"{'yes' if same else '**no**'} |")
 
 
 if __name__ == "__main__":
