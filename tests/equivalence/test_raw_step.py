@@ -116,7 +116,7 @@ def test_half_panels_decode_as_float32_panels(monkeypatch, demo_sources, case):
     panels (FAIRSEQ_STREAM_NO_HALF_PANELS=1), through the raw step, the native loops and the draft's steps."""
     import torch
 
-    from fairseq_stream.model.linear_kernels import PackedLinear
+    from fairseq_stream.model import linear_kernels
 
     search, gen, opts = CASES[case]
     opts = dict(opts, step_mode="native", cpu_matmul="packed")
@@ -125,9 +125,9 @@ def test_half_panels_decode_as_float32_panels(monkeypatch, demo_sources, case):
         monkeypatch.setenv("FAIRSEQ_STREAM_NO_HALF_PANELS", flag)
         session = _load_demo()  # a model of its own: its packed copy is made under this flag
         outs.append(session.translate(session.encode(demo_sources[:N]), search=search, gen=gen, opts=opts))
-        from fairseq_stream.model import linear_kernels
-        copies = linear_kernels.prepare(session.models, "packed")
-        dtypes.append({m.packed.dtype for c in copies for m in c.modules() if isinstance(m, PackedLinear)})
+        copies = linear_kernels.prepare(session.models, "packed")  # the copies it decoded with (made once a model)
+        dtypes.append({m.packed.dtype for c in copies for m in c.modules()
+                       if isinstance(m, linear_kernels.PackedLinear)})
     assert dtypes == [{torch.float16}, {torch.float32}]
     assert_identical(outs[1], outs[0])
     assert outs[0].stats.step_mode["steps_native"] > 10

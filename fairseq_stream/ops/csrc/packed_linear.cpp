@@ -25,8 +25,6 @@
 #include "raw_kernels.h"
 #include <algorithm>
 #include <cmath>
-#include <cstring>
-#include <limits>
 #include <type_traits>
 #include <cstdlib>
 #include <memory>
@@ -38,19 +36,8 @@ namespace {
 
 constexpr int64_t kPanel = 16;  // columns per panel
 
-// A float16 value's float32, exactly (the scalar build's widening; the SIMD builds use the F16C instruction).
-inline float half_to_float(uint16_t h) {
-  const uint32_t sign = static_cast<uint32_t>(h & 0x8000u) << 16, exp = (h >> 10) & 0x1Fu, man = h & 0x3FFu;
-  if (exp == 0x1Fu) return man ? std::numeric_limits<float>::quiet_NaN() : (sign ? -INFINITY : INFINITY);
-  if (exp == 0) {  // zero or subnormal: man * 2^-24, exact in float32
-    const float v = std::ldexp(static_cast<float>(man), -24);
-    return sign ? -v : v;
-  }
-  const uint32_t bits = sign | ((exp + 112u) << 23) | (man << 13);
-  float v;
-  std::memcpy(&v, &bits, sizeof v);
-  return v;
-}
+// A float16 value's float32, exactly: c10::Half's own widening (the scalar build's; the SIMD builds use F16C).
+inline float half_to_float(uint16_t h) { return static_cast<float>(c10::Half(h, c10::Half::from_bits())); }
 inline float widen(float w) { return w; }
 inline float widen(uint16_t w) { return half_to_float(w); }
 
