@@ -12,7 +12,7 @@ from typing import Optional
 from fairseq.dataclass import FairseqDataclass
 
 from fairseq_stream.search.defaults import (
-    DEFAULT_ABS_SCALE, DEFAULT_ABS_THRESHOLD, DEFAULT_ABS_THRESHOLD_PER_DECADE, DEFAULT_FINAL_PER_TOKEN, DEFAULT_FINALIZE, DEFAULT_MAX_CANDS_PER_NODE, PRUNE_AUTO_BUDGET,
+    DEFAULT_ABS_SCALE, DEFAULT_ABS_THRESHOLD, DEFAULT_ABS_THRESHOLD_PER_DECADE, DEFAULT_FINALIZE, DEFAULT_MAX_CANDS_PER_NODE, PRUNE_AUTO_BUDGET,
     PRUNE_AUTO_START, PRUNE_AUTO_TOLERANCE, default_abs_threshold, prune_auto_arg,
 )
 from fairseq_stream.ops.pruning import DEFAULT_REFERENCE
@@ -124,9 +124,9 @@ class StreamDecodingConfig(FairseqDataclass):
         default=None,
         metadata={"help": "α >= 0: scale δ per sentence and step to max(δ, α·ū), ū the best candidate's mean "
                   "per-token surprisal (nats), so an unsure (weak) model gets a wider beam; 0 = a fixed δ "
-                  "(default: " + ("a fixed δ" if DEFAULT_ABS_SCALE is None else
-                                  f"{DEFAULT_ABS_SCALE:g} for var-* when --prune-abs-threshold is not given, a fixed δ "
-                                  "when it is") +
+                  "(" + ("default: a fixed δ" if DEFAULT_ABS_SCALE is None else
+                         f"default {DEFAULT_ABS_SCALE:g} for var-* when --prune-abs-threshold is not given, a fixed δ "
+                         "when it is") +
                   "; each sentence's δ reads only its own candidates, so its output is the same in any batch, "
                   "stream or shard)"},
     )
@@ -136,8 +136,7 @@ class StreamDecodingConfig(FairseqDataclass):
                   "score scaled to the candidate's length) prunes a candidate only when it is better by more than "
                   "max(δ, β·length), β log-probability a token of the candidate, so long candidates are not cut by "
                   "short finished ones; against the beam's best candidate δ stays "
-                  f"(default {DEFAULT_FINAL_PER_TOKEN:g} for var-* on a CPU unless δ, α or a preset is given; none on "
-                  "a GPU, whose Triton beam step lacks it)"},
+                  "(default: none; the C++ beam step has it with a fixed δ, other pairs run the reference step)"},
     )
     prune_max_cands_per_node: Optional[int] = field(
         default=None,

@@ -42,7 +42,7 @@ from torch import Tensor
 
 from fairseq_stream.search.defaults import (
     PRUNED_WIDTH_BINS, PRUNED_WIDTH_KEY,
-    DEFAULT_ABS_SCALE, DEFAULT_FINAL_PER_TOKEN, default_abs_threshold, DEFAULT_FINALIZE, DEFAULT_MAX_CANDS_PER_NODE, PRESETS,
+    DEFAULT_ABS_SCALE, default_abs_threshold, DEFAULT_FINALIZE, DEFAULT_MAX_CANDS_PER_NODE, PRESETS,
     PRUNE_AUTO_START, models_on_cuda, prune_auto_on,
 )
 from fairseq_stream.errors import FairseqStreamError
@@ -203,8 +203,9 @@ class BeamConfig:
 class VariableBeamConfig(BeamConfig):
     """A variable-width beam (VAR-BATCH, VAR-STREAM, VAR-STR-FIFO): the heuristics ``H`` on,
     by default Yang2020's δ = 1.5 and M = 5 (§4.1), δ growing with k above 5 (``default_abs_threshold``: 1.75 at
-    k = 50). Each sentence's pruning reads only its own candidates (issue 81), so every var-* search, batching,
-    stream and shard gives it the same output."""
+    k = 50) and widened per sentence and step by its best candidate's surprisal (``DEFAULT_ABS_SCALE``). Each
+    sentence's pruning reads only its own candidates (issue 81), so every var-* search, batching, stream and shard
+    gives it the same output."""
 
     @staticmethod
     def pruning_from_options(opts: Any, name: str = "", on_cuda: bool = False, beam: Optional[int] = None) -> Pruning:
@@ -221,21 +222,16 @@ class VariableBeamConfig(BeamConfig):
                        rel_threshold=option_value(opts, "prune_rel_threshold"),
                        rel_local_threshold=option_value(opts, "prune_rel_local_threshold"), max_cands_per_node=int(mc),
                        reference=reference, ended=opts.prune_ended,
-                       final_per_token=_final_per_token(opts, reference, on_cuda),
+                       final_per_token=_final_per_token(opts),
                        extra=parse_pruning_rules(opts.prune_rules, RuleDefaults(reference, opts.prune_ended)))
 
 
-def _final_per_token(opts: Any, reference: str, on_cuda: bool) -> Optional[float]:
-    """β of --prune-final-per-token: as given; else the CPU default where δ is measured from the normalised reference
-    (the only one it acts on) and no preset or explicit δ asks for a paper's rule; None on a GPU (the Triton step
-    lacks it)."""
+def _final_per_token(opts: Any) -> Optional[float]:
+    """β of --prune-final-per-token: only where given (issue 81, round 3: the default widens δ per sentence instead,
+    DEFAULT_ABS_SCALE; β lengthened outputs by each model's own amount). The Triton step lacks β: on a GPU a given β
+    runs the reference beam step."""
     given = getattr(opts, "prune_final_per_token", None)
-    if given is not None:
-        return float(given)
-    explicit = any(getattr(opts, name, None) is not None for name in ("prune_abs_threshold", "prune_preset", "prune_abs_scale"))
-    if on_cuda or explicit or reference != "normalized":
-        return None
-    return DEFAULT_FINAL_PER_TOKEN
+    return None if given is None else float(given)
 
 
 def _union(parts: Sequence[int]) -> int:

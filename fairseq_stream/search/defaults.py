@@ -12,18 +12,14 @@ import math
 #: at δ 1.5 at k = 5 (δ 1.25 loses 0.2 on the demo's 986 sentences) and at δ 1.75 at k = 50 (δ 1.5 loses 0.28 there).
 DEFAULT_ABS_THRESHOLD = 1.5
 DEFAULT_ABS_THRESHOLD_PER_DECADE = 0.25
-#: β of --prune-final-per-token on a CPU when not given (a GPU's Triton beam step lacks it: 0 there, ops/backends.py):
-#: a finished hypothesis (its normalised score scaled to the candidate's length) prunes a candidate only when better
-#: by more than max(δ, β · the candidate's length).
-#: With β = 0 (the normalised reference alone) pruned outputs came out 1–3% short on the weaker models and lost
-#: 0.2–0.4 BLEU (issue 81; docs/results.md "Pruning decided by each sentence alone"). One β for every k: a smaller β at
-#: k = 50 (0.05), chosen on the tuning models, lost 0.26 BLEU on a held-out one; the length shift a β gives has the
-#: model's own sign, so no single β is length-neutral on every model (issue 81, round 2).
-DEFAULT_FINAL_PER_TOKEN = 0.1
-#: α of the surprisal-scaled δ (beam_rules.SurprisalScaledThreshold): δ = max(δ, α · the best
-#: candidate's mean per-token surprisal), per sentence and step; used when --prune-abs-threshold
-#: is not given (an explicit δ is a fixed δ, as in Yang2020). None = a fixed δ by default.
-DEFAULT_ABS_SCALE = None
+#: α of the surprisal-scaled δ (beam_rules.SurprisalScaledThreshold): δ = max(δ, α · the best candidate's mean
+#: per-token surprisal), per sentence and step, on every device; used when --prune-abs-threshold is not given (an
+#: explicit δ is a fixed δ, as in Yang2020). Chosen on the tuning half (issue 81, round 3; docs/results.md "Pruning
+#: decided by each sentence alone"): where the model is unsure of a sentence its beam stays wider, and the pruned
+#: outputs keep the fixed beam's length (−0.6…+0.2% on the demo and sep7k5k, k = 5 and 50), which the per-token
+#: final margin β of rounds 1–2 (0.1, the CPU's default then) did not: it lengthened outputs by each model's own amount
+#: (+0.1…+2.3%) and lost 0.27–0.36 BLEU on three models.
+DEFAULT_ABS_SCALE = 2.0
 #: M, the maximum candidates per node of Yang2020 §4.1 (Freitag2017's mc).
 DEFAULT_MAX_CANDS_PER_NODE = 5
 #: The finalisation rule of the beams: Yang2020 App. A.1 ("ours"); "fairseq" and "shrink"
@@ -49,7 +45,7 @@ PRESETS = {
 #: --prune-auto's values: "on" (also a bare --prune-auto, or True through the API), "off"; not given, it is off
 #: (opt-in since issue 81: it was var-stream's default on a CPU from issue 50, but its choices follow the batching,
 #: the shard and the neighbours of a sentence, and on models it was not tuned on it neither kept BLEU nor saved
-#: time; the default is now a rule each sentence decides alone: default_abs_threshold and DEFAULT_FINAL_PER_TOKEN).
+#: time; the default is now a rule each sentence decides alone: default_abs_threshold and DEFAULT_ABS_SCALE).
 PRUNE_AUTO_MODES = ("on", "off")
 #: the pruning options --prune-auto chooses itself (δ, M) or that would change what it measures: given with
 #: --prune-auto on, refused; given without it, they set the pruning as usual.

@@ -58,7 +58,12 @@ def test_the_auto_points_trajectory_runs_through_the_settings_it_moved_through()
     def row(label, search="var-stream", opts=None, x=0.0, y=0.0):
         return {"label": label, "search": search, "opts": opts or {}, "time_vs_fixed": x, "bleu": y}
 
-    at_k = [row("fixed-ours", "fixed-ours", x=1.0, y=40.0), dict(row("default", x=0.2, y=39.9), gen={"beam": 5}),
+    from fairseq_stream.search.defaults import DEFAULT_ABS_SCALE
+
+    default = dict(row("default", x=0.2, y=39.9), gen={"beam": 5})  # its δ is scaled per sentence: no fixed setting
+    assert setting_of(default) == (None if DEFAULT_ABS_SCALE else "δ 1.5, M 5")
+    at_k = [row("fixed-ours", "fixed-ours", x=1.0, y=40.0),
+            row("δ=1.5 M=5", opts={"prune_abs_threshold": 1.5, "prune_max_cands_per_node": 5}, x=0.2, y=39.9),
             row("δ=2 M=5 normalized", opts={"prune_abs_threshold": 2.0, "prune_max_cands_per_node": 5,
                                             "prune_reference": "normalized", "prune_abs_scale": 0.0}, x=0.4, y=40.1),
             row("δ=2 M=5 final", opts={"prune_abs_threshold": 2.0, "prune_max_cands_per_node": 5,

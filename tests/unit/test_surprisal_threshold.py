@@ -74,13 +74,15 @@ def test_prune_abs_scale_scales_the_delta_and_zero_turns_it_off():
 def test_the_default_rule_follows_the_defaults():
     rules = VariableBeamConfig.pruning_from_options(options()).rules()
     if defaults.DEFAULT_ABS_SCALE is None:
-        assert rules == (AbsoluteThreshold(defaults.DEFAULT_ABS_THRESHOLD, DEFAULT_REFERENCE,
-                                           final_per_token=defaults.DEFAULT_FINAL_PER_TOKEN),)
-        on_gpu = VariableBeamConfig.pruning_from_options(options(), on_cuda=True).rules()  # the Triton step lacks β
-        assert on_gpu == (AbsoluteThreshold(defaults.DEFAULT_ABS_THRESHOLD, DEFAULT_REFERENCE),)
+        assert rules == (AbsoluteThreshold(defaults.DEFAULT_ABS_THRESHOLD, DEFAULT_REFERENCE),)
     else:
         assert rules == (SurprisalScaledThreshold(defaults.DEFAULT_ABS_SCALE, defaults.DEFAULT_ABS_THRESHOLD,
                                                   DEFAULT_REFERENCE),)
+    # the same rule on every device (round 3: β is no longer a CPU-only default), and at k = 50 its wider floor
+    on_gpu = VariableBeamConfig.pruning_from_options(options(), on_cuda=True).rules()
+    assert on_gpu == rules
+    wide = VariableBeamConfig.pruning_from_options(options(), beam=50).rules()
+    assert [getattr(r, "floor", getattr(r, "delta", None)) for r in wide] == [defaults.default_abs_threshold(50)]
 
 
 def test_prune_rules_aps_builds_the_rule_without_a_floor():
