@@ -110,8 +110,9 @@ BEAM_STEP = StepOperator(
     implementations={"cpp": "fairseq_stream.ops.beam_step:cpp_step",
                      "triton": "fairseq_stream.ops.triton_beam_step:triton_step"},
     compacts=("cpp",),
-    # the surprisal-scaled δ, the final margin a token and the per-sentence rungs are in the C++ operator only
-    lacks={"triton": ("--prune-abs-scale", "--prune-final-per-token", RUNGS_FEATURE)},
+    # the final margin a token and the per-sentence rungs are in the C++ operator only (the surprisal-scaled δ,
+    # var-*'s default, is in both)
+    lacks={"triton": ("--prune-final-per-token", RUNGS_FEATURE)},
 )
 JACOBI_STEP = StepOperator(
     name="jacobi_step",

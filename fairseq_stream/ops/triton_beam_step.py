@@ -92,10 +92,11 @@ def _record_finals(ok, rank, par, length, val, tlp, old_tokens, old_scores, fin_
 
 
 @triton.jit
-def _apply_rules(keep, val, tok, tlp, carry, pw, bf, bfn, rule_kind, rule_ref, rule_keep, rule_param, n_rules, eos,
-                 W2: tl.constexpr):
-    """Step 5's rules in order: thresholds (ap, rp) from the final / active / normalized reference,
-    each computed at its first use with the keep mask of that moment; rpl."""
+def _apply_rules(keep, val, tok, tlp, carry, pw, length, bf, bfn, rule_kind, rule_ref, rule_keep, rule_param, n_rules,
+                 eos, W2: tl.constexpr, FP32: tl.constexpr):
+    """Step 5's rules in order: thresholds (ap, rp: kind 0; the surprisal-scaled δ: kind 2) from the final / active /
+    normalized reference, each computed at its first use with the keep mask of that moment; rpl (kind 1). Two
+    parameters a rule (``_rules_on``): the margin, or kind 2's α and floor."""
     NEG = float("-inf")
     have = tl.zeros([4], dtype=tl.int32)
     which = tl.arange(0, 4)
@@ -105,32 +106,43 @@ def _apply_rules(keep, val, tok, tlp, carry, pw, bf, bfn, rule_kind, rule_ref, r
         kind = tl.load(rule_kind + i)
         ref = tl.load(rule_ref + i)
         spare_ended = tl.load(rule_keep + i)
-        param = tl.load(rule_param + i).to(val.dtype)
-        first_use = (kind == 0) & (tl.sum(tl.where(which == ref, have, 0), axis=0) == 0)
+        param = tl.load(rule_param + 2 * i).to(val.dtype)
+        threshold_kind = (kind == 0) | (kind == 2)
+        first_use = threshold_kind & (tl.sum(tl.where(which == ref, have, 0), axis=0) == 0)
         best = tl.max(tl.where(keep, val, NEG), axis=0)
+        # kind 2 (pruning.SurprisalScaledThreshold): δ = max(floor, α · −best / |best|), the first of equal bests
+        at = tl.min(tl.where(keep & (val == best), tl.arange(0, W2), W2), axis=0)
+        best_len = tl.maximum(tl.sum(tl.where(tl.arange(0, W2) == at, length, 0), axis=0), 1).to(val.dtype)
+        if FP32:  # IEEE division, as the CPU's
+            surprisal = tl.math.div_rn(-best, best_len)
+        else:
+            surprisal = -best / best_len
+        surprisal = tl.where((at < W2) & (best != NEG), surprisal, 0.0)
+        floor = tl.load(rule_param + 2 * i + 1).to(val.dtype)
+        margin = tl.where(kind == 2, tl.maximum(param * surprisal, floor), param)
         ref_scalar = tl.where(first_use & (which == ref), tl.where(ref == 0, tl.maximum(best, bf), best), ref_scalar)
         ref_norm = tl.where(first_use & (ref == 2), tl.maximum(best, bfn * pw), ref_norm)
         have = tl.where(first_use & (which == ref), 1, have)
         chosen = tl.sum(tl.where(which == ref, ref_scalar, 0.0), axis=0)
-        threshold = tl.where(ref == 2, ref_norm, chosen) - param
+        threshold = tl.where(ref == 2, ref_norm, chosen) - margin
         by_threshold = keep & ((val > threshold) | ((spare_ended != 0) & (tok == eos)))
         local = tl.max(tl.where(keep & ~carry, tlp, NEG), axis=0)
         by_local = keep & (carry | (tlp > local + param))
-        keep = tl.where(kind == 0, by_threshold, by_local)
+        keep = tl.where(threshold_kind, by_threshold, by_local)
     return keep
 
 
 @triton.jit
-def _shrink_and_prune(keep, val, tok, tlp, carry, pw, bf, bfn, nf_new, k, mode, rule_kind, rule_ref, rule_keep,
-                      rule_param, n_rules, eos, W2: tl.constexpr):
+def _shrink_and_prune(keep, val, tok, tlp, carry, pw, length, bf, bfn, nf_new, k, mode, rule_kind, rule_ref, rule_keep,
+                      rule_param, n_rules, eos, W2: tl.constexpr, FP32: tl.constexpr):
     """Step 5: the beam shrinks by the final count, then the pruning rules; a sentence without
     any final hypothesis keeps its best candidate when the rules would prune them all."""
     lane = tl.arange(0, W2)
     width = tl.where(mode != 1, tl.maximum(k - nf_new, 0), k)  # rule fairseq (1) keeps k
     keep = keep & (tl.cumsum(keep.to(tl.int64), axis=0) <= width)
     before = keep
-    keep = _apply_rules(keep, val, tok, tlp, carry, pw, bf, bfn, rule_kind, rule_ref, rule_keep, rule_param, n_rules,
-                        eos, W2)
+    keep = _apply_rules(keep, val, tok, tlp, carry, pw, length, bf, bfn, rule_kind, rule_ref, rule_keep, rule_param,
+                        n_rules, eos, W2, FP32)
     stranded = (nf_new == 0) & (tl.sum(keep.to(tl.int64), axis=0) == 0)
     best = tl.min(tl.where(before, lane, W2), axis=0)
     return keep | (stranded & (lane == best))
@@ -224,8 +236,8 @@ def _sentence_step(top_lp, top_tok, row_of, c, scores, ended, ended_len, tokens,
         bfn = tl.maximum(bfn, tl.max(tl.where(ok, norm, NEG), axis=0))
         tl.store(best_final + s, bf)
         tl.store(best_final_norm + s, bfn)
-    keep = _shrink_and_prune(keep, val, tok, tlp, carry, pw, bf, bfn, nf_new, k, mode, rule_kind, rule_ref, rule_keep,
-                             rule_param, n_rules, eos, W2)
+    keep = _shrink_and_prune(keep, val, tok, tlp, carry, pw, length, bf, bfn, nf_new, k, mode, rule_kind, rule_ref,
+                             rule_keep, rule_param, n_rules, eos, W2, FP32)
     # 6. the new beam
     done = (nf_new >= z) | (tl.sum(keep.to(tl.int64), axis=0) == 0)
     _new_beam(keep, carry, tok, par, val, tlp, par_ended_len, done, old_tokens, old_scores, scores, ended, ended_len,
@@ -267,12 +279,20 @@ _rule_tensors: Dict[Tuple[Tuple[int, ...], Tuple[float, ...], torch.device], Tup
 
 
 def _rules_on(device: torch.device, ints: List[int], params: List[float]) -> Tuple[Tensor, ...]:
+    """The rules' kinds, references and ended flags, and two parameters a rule (the kernel reads rule i's at 2i and
+    2i + 1): encode_rules' list has two for kinds 2 and 4 (the C++ operator's layout), one for the others."""
     key = (tuple(ints), tuple(params), device)
     if key not in _rule_tensors:  # once per search and device: no copy per step
         triples = torch.tensor(ints or [0, 0, 0], dtype=torch.int32).view(-1, 3)
+        pairs: List[float] = []
+        at = 0
+        for kind in triples[:, 0].tolist() if ints else []:
+            two = kind in (2, 4)
+            pairs += [params[at], params[at + 1] if two else 0.0]
+            at += 2 if two else 1
         _rule_tensors[key] = (triples[:, 0].contiguous().to(device), triples[:, 1].contiguous().to(device),
                               triples[:, 2].contiguous().to(device),
-                              torch.tensor(params or [0.0], dtype=torch.float64, device=device))
+                              torch.tensor(pairs or [0.0, 0.0], dtype=torch.float64, device=device))
     return _rule_tensors[key]
 
 
@@ -311,7 +331,7 @@ def _launch(state_tensors: List[Tensor], top_lp: Tensor, top_tok: Tensor, row_sl
     parent = torch.empty(s, k, dtype=torch.long, device=dev)
     tok = torch.empty(s, k, dtype=torch.long, device=dev)
     kind, ref, spare, params = _rules_on(dev, *rules)
-    n_rules = len(rules[1])
+    n_rules = len(rules[0]) // 3
     _sentence_step[(s,)](
         top_lp, top_tok, row_of, c, f["scores"], f["ended"], f["ended_len"], f["tokens"],
         f["token_scores"], old_tokens, old_scores, f["steps"], f["n_final"], f["best_final"], f["best_final_norm"],

@@ -387,7 +387,6 @@ class BeamSearch(SearchInRegion, StateOps):
         self.widths: Optional[Dict[int, List[int]]] = (getattr(self, "widths", None) or {}) if metered else None
         if self.rungs is not None:  # the rungs' table travels with the rules (ops/beam_step.py)
             self.kernel_rules = fused.with_rungs(self.kernel_rules, list(zip(self.rung_deltas, self.rung_caps)))
-        # the surprisal-scaled δ is in the C++ operator only: on a GPU those steps run the reference
         # what some fused backends lack (ops/backends.py, BEAM_STEP.lacks): those run the reference
         self.step_features: Tuple[str, ...] = (
             ("--prune-abs-scale",) if any(type(rule) is SurprisalScaledThreshold for rule in self.rules) else ()) + (

@@ -100,7 +100,7 @@ TRITON_CHECK = textwrap.dedent("""
     import step_cases as cases
     run, op_cases = cases.RUNNERS[{op!r}]
     for i, case in enumerate(op_cases):
-        if "abs_scale" in case or "rungs" in case or "final_per_token" in case:  # the C++ operator only
+        if "rungs" in case or "final_per_token" in case:  # the C++ operator only
             continue
         alternate = [torch.float64 if i % 2 else torch.float32]  # one seed each: the interpreter is slow
         for dtype in ([torch.float32, torch.float64] if {both_dtypes} else alternate):
@@ -160,7 +160,7 @@ def test_ib_beam_translates_alike_by_the_reference_and_triton_under_the_interpre
 
 
 @pytest.mark.gpu
-@pytest.mark.parametrize("op,case", [m for m in MATRIX if not {"abs_scale", "rungs", "final_per_token"} & set(m[1])], ids=_ids)
+@pytest.mark.parametrize("op,case", [m for m in MATRIX if not {"rungs", "final_per_token"} & set(m[1])], ids=_ids)
 def test_triton_equals_the_reference_on_cuda(op, case):
     run, _ = cases.RUNNERS[op]
     extra = {"score_tolerance": 1e-4} if op == "jacobi_step" else {}  # a GPU scan may round the sum differently
@@ -263,21 +263,22 @@ def test_a_user_rule_runs_the_reference_quietly_under_auto(caplog):
 
 
 def test_a_step_feature_a_backend_lacks_runs_the_reference_for_those_steps_only(caplog):
-    """BEAM_STEP.lacks: the Triton kernel has no surprisal-scaled δ; steps that need it run the
-    reference (one warning when Triton was asked for), other steps keep the backend."""
-    assert backends.lacking(backends.BEAM_STEP, "triton", ("--prune-abs-scale",)) == ["--prune-abs-scale"]
-    assert backends.lacking(backends.BEAM_STEP, "cpp", ("--prune-abs-scale",)) == []
+    """BEAM_STEP.lacks: the Triton kernel has no final margin β (it has the surprisal-scaled δ, var-*'s default);
+    steps that need β run the reference (one warning when Triton was asked for), other steps keep the backend."""
+    assert backends.lacking(backends.BEAM_STEP, "triton", ("--prune-abs-scale",)) == []
+    assert backends.lacking(backends.BEAM_STEP, "triton", ("--prune-final-per-token",)) == ["--prune-final-per-token"]
+    assert backends.lacking(backends.BEAM_STEP, "cpp", ("--prune-final-per-token",)) == []
     runner = backends.KernelRunner("cpp")
     x = [torch.zeros(2)]
-    assert runner.choose(backends.BEAM_STEP, x, True, ("--prune-abs-scale",)) == "cpp"
-    assert "does not implement --prune-abs-scale" in backends.why_not(
-        backends.BEAM_STEP, "triton", x, True, ("--prune-abs-scale",))
+    assert runner.choose(backends.BEAM_STEP, x, True, ("--prune-final-per-token",)) == "cpp"
+    assert "does not implement --prune-final-per-token" in backends.why_not(
+        backends.BEAM_STEP, "triton", x, True, ("--prune-final-per-token",))
     runner = backends.KernelRunner("triton")
     with caplog.at_level(logging.WARNING, logger="fairseq_stream"):
         for _ in range(3):
-            assert runner.choose(backends.BEAM_STEP, x, True, ("--prune-abs-scale",)) == "reference"
+            assert runner.choose(backends.BEAM_STEP, x, True, ("--prune-final-per-token",)) == "reference"
     assert not runner.failed  # not a failure of the backend: only these steps
-    assert len([r for r in caplog.records if "--prune-abs-scale" in r.getMessage()]) == 1
+    assert len([r for r in caplog.records if "--prune-final-per-token" in r.getMessage()]) == 1
 
 
 def test_the_choice_is_refused_when_unknown():
