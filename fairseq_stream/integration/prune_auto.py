@@ -59,9 +59,10 @@ _COUNTS = ("timesteps", "expansions", "active_sentences", "refills")
 
 
 def pruning_of(setting: Setting, base: Pruning) -> Pruning:
-    """``base`` (the run's reference, ``--prune-ended``, …) with ``setting``'s δ and M."""
+    """``base`` (the run's reference, ``--prune-ended``, …) with ``setting``'s δ and M: a fixed δ, so no
+    surprisal scale (var-*'s default has one; a rung takes δ as it is)."""
     return dataclasses.replace(base, abs_threshold=None if math.isinf(setting.delta) else setting.delta,
-                               max_cands_per_node=setting.max_cands)
+                               abs_scale=None, max_cands_per_node=setting.max_cands)
 
 
 def _score(nbest: List[Dict[str, Any]]) -> float:
