@@ -102,6 +102,7 @@ def _apply_rules(keep, val, tok, tlp, carry, pw, length, bf, bfn, rule_kind, rul
     which = tl.arange(0, 4)
     ref_scalar = tl.full([4], NEG, dtype=val.dtype)
     ref_norm = tl.full([W2], NEG, dtype=val.dtype)
+    lane = tl.arange(0, W2)
     for i in range(n_rules):
         kind = tl.load(rule_kind + i)
         ref = tl.load(rule_ref + i)
@@ -111,8 +112,8 @@ def _apply_rules(keep, val, tok, tlp, carry, pw, length, bf, bfn, rule_kind, rul
         first_use = threshold_kind & (tl.sum(tl.where(which == ref, have, 0), axis=0) == 0)
         best = tl.max(tl.where(keep, val, NEG), axis=0)
         # kind 2 (pruning.SurprisalScaledThreshold): δ = max(floor, α · −best / |best|), the first of equal bests
-        at = tl.min(tl.where(keep & (val == best), tl.arange(0, W2), W2), axis=0)
-        best_len = tl.maximum(tl.sum(tl.where(tl.arange(0, W2) == at, length, 0), axis=0), 1).to(val.dtype)
+        at = tl.min(tl.where(keep & (val == best), lane, W2), axis=0)
+        best_len = tl.maximum(tl.sum(tl.where(lane == at, length, 0), axis=0), 1).to(val.dtype)
         if FP32:  # IEEE division, as the CPU's
             surprisal = tl.math.div_rn(-best, best_len)
         else:
@@ -286,7 +287,7 @@ def _rules_on(device: torch.device, ints: List[int], params: List[float]) -> Tup
         triples = torch.tensor(ints or [0, 0, 0], dtype=torch.int32).view(-1, 3)
         pairs: List[float] = []
         at = 0
-        for kind in triples[:, 0].tolist() if ints else []:
+        for kind in ints[0::3]:
             two = kind in (2, 4)
             pairs += [params[at], params[at + 1] if two else 0.0]
             at += 2 if two else 1

@@ -43,7 +43,7 @@ from torch import Tensor
 from fairseq_stream.search.defaults import (
     PRUNED_WIDTH_BINS, PRUNED_WIDTH_KEY,
     DEFAULT_ABS_SCALE, default_abs_threshold, DEFAULT_FINALIZE, DEFAULT_MAX_CANDS_PER_NODE, PRESETS,
-    PRUNE_AUTO_START, models_on_cuda, prune_auto_on,
+    PRUNE_AUTO_START, prune_auto_on,
 )
 from fairseq_stream.errors import FairseqStreamError
 from fairseq_stream.search.interface import Hypothesis, StepOutcome, StrategyContext
@@ -192,10 +192,10 @@ class BeamConfig:
     def from_options(cls, name: str, gen_cfg: Any, opts: Any, models: Sequence[Any] = ()) -> "BeamConfig":
         return cls(beam=int(gen_cfg.beam), nbest=int(gen_cfg.nbest), final_count=int(opts.beam_final_count),
                    lenpen=lenpen_of(gen_cfg), finalize=option_value(opts, "beam_finalize"),
-                   pruning=cls.pruning_from_options(opts, name, models_on_cuda(models), int(gen_cfg.beam)))
+                   pruning=cls.pruning_from_options(opts, name, int(gen_cfg.beam)))
 
     @staticmethod
-    def pruning_from_options(opts: Any, name: str = "", on_cuda: bool = False, beam: Optional[int] = None) -> Pruning:
+    def pruning_from_options(opts: Any, name: str = "", beam: Optional[int] = None) -> Pruning:
         return Pruning()
 
 
@@ -208,7 +208,7 @@ class VariableBeamConfig(BeamConfig):
     gives it the same output."""
 
     @staticmethod
-    def pruning_from_options(opts: Any, name: str = "", on_cuda: bool = False, beam: Optional[int] = None) -> Pruning:
+    def pruning_from_options(opts: Any, name: str = "", beam: Optional[int] = None) -> Pruning:
         ap, mc = option_value(opts, "prune_abs_threshold"), option_value(opts, "prune_max_cands_per_node")
         if prune_auto_on(opts):  # the controller sets where it starts (integration/prune_auto.py)
             ap, mc = PRUNE_AUTO_START
