@@ -26,6 +26,11 @@ panels=FAIRSEQ_STREAM_NO_HALF_PANELS=1 --search fixed-ours ...'``):
   fairseq's beam), ``var-stream`` and, with the folder's draft, ``speculative-beam`` (must equal ``fixed-ours``)
   at that width, with fairseq's default batching.
 * ``k5b1`` — ``fixed-ours --beam 5`` at true batch 1 and ``speculative-beam`` with the folder's draft (must equal it).
+* ``online`` — the batch-1 methods as a translation service runs them: ``fairseq-interactive`` reading the raw test
+  sentences (``--input FILE``, its own ``--tokenizer``/``--bpe``) one line a chunk (``--buffer-size 1``) at true batch 1:
+  our greedy, ``speculative`` and ``lookahead`` (each must equal greedy). Their decode time is fairseq-interactive's
+  closing "translation time" (the sum of its timed ``inference_step`` calls; reading, tokenising and printing are
+  outside it), the table's "latency" column the median of its per-sentence ``W-`` times (ms).
 
 CTranslate2 rows (float32 and int8, one thread, decode time of ``translate_batch`` in a fresh process) are
 added per preset where ``ctranslate2`` is importable and its fairseq converter takes the model (the
@@ -79,6 +84,10 @@ _STATS_LINE = re.compile(r"fairseq-stream [\w-]+: (\d+) sentences, (\d+) timeste
 _ITERATIONS = re.compile(r"per-sentence iterations (\d+) vs greedy steps (\d+)")
 _SHARES = re.compile(r"draft (\d+)% and verification (\d+)% of the time")
 _GATE = re.compile(r"--jacobi-parallel auto: (\d+) sentence runs in blocks, (\d+) one position a call")
+#: fairseq-interactive's closing line (fairseq_cli/interactive.py): its wall time and its translation timer's sum
+_INTERACTIVE_CLOSING = re.compile(r"Total time: ([\d.]+) seconds; translation time: ([\d.]+)")
+#: fairseq-interactive's per-sentence time: its batch's inference_step time over the batch's sentences
+_SENTENCE_TIME = re.compile(r"^W-(\d+)\t([\d.]+)\tseconds$", re.M)
 ONE_SENTENCE = ["--stream-capacity", "1", "--batch-size", "1"]  # true batch 1
 BATCH1 = ["--beam", "1", *ONE_SENTENCE]
 
@@ -143,6 +152,18 @@ def parse_stream_stats(text: str) -> Dict[str, float]:
     if gate:
         out.update(block_runs=float(gate.group(1)), single_runs=float(gate.group(2)))
     return out
+
+
+def parse_interactive_closing(text: str) -> Optional[float]:
+    """fairseq-interactive's translation time (s) from its last "Total time: X seconds; translation time: Y" line,
+    or None. Printed to the millisecond."""
+    found = list(_INTERACTIVE_CLOSING.finditer(text))
+    return float(found[-1].group(2)) if found else None
+
+
+def sentence_times(stdout: str) -> Dict[int, float]:
+    """``{id: seconds}`` of fairseq-interactive's ``W-`` lines (each sentence's share of its batch's time)."""
+    return {int(m.group(1)): float(m.group(2)) for m in _SENTENCE_TIME.finditer(stdout)}
 
 
 def sentence_lines(stdout: str, kind: str) -> Dict[int, str]:
@@ -288,6 +309,7 @@ class Row:
     identical_to: Optional[str] = None  # the row whose outputs it must equal
     ct2: Optional[Dict[str, Any]] = None  # a CTranslate2 row: compute_type, k, batch
     env: Dict[str, str] = field(default_factory=dict)  # environment variables of its runs (``--run 'L=VAR=1 ...'``)
+    interactive: bool = False  # run by fairseq-interactive over the raw sentences (the ``online`` preset)
 
 
 def batch1_rows(model: ModelDir) -> Tuple[List[Row], List[str]]:
@@ -303,6 +325,23 @@ def batch1_rows(model: ModelDir) -> Tuple[List[Row], List[str]]:
     rows.append(Row("lookahead" if model.prior else "lookahead (no prior)",
                     ["--search", "lookahead", *prior, *BATCH1], ref, ref))
     rows += [Row(s, ["--search", s, *BATCH1], ref, ref) for s in ("gs-jacobi", "hybrid-jacobi")]
+    return rows, skipped
+
+
+def online_rows(model: ModelDir) -> Tuple[List[Row], List[str]]:
+    """The batch-1 methods through ``fairseq-interactive`` (one line a chunk, true batch 1): our greedy, and
+    ``speculative`` and ``lookahead``, which must equal it; the lines of rows left out."""
+    ref = "greedy online"
+    rows = [Row(ref, ["--search", "fixed-ours", *BATCH1], ref, interactive=True)]
+    skipped = []
+    if model.draft:
+        rows.append(Row("speculative online", ["--search", "speculative", "--draft-path", model.draft, *BATCH1], ref, ref,
+                        interactive=True))
+    else:
+        skipped.append(f"speculative online: {model.path} has no draft.pt (scripts/train_draft.sh distils one)")
+    prior = ["--lookahead-prior", model.prior] if model.prior else []
+    rows.append(Row("lookahead online" if model.prior else "lookahead online (no prior)",
+                    ["--search", "lookahead", *prior, *BATCH1], ref, ref, interactive=True))
     return rows, skipped
 
 
@@ -340,9 +379,10 @@ PRESETS: Dict[str, Callable[[ModelDir], Tuple[List[Row], List[str]]]] = {
     "k5": lambda model: beam_rows(5, model),
     "k50": lambda model: beam_rows(50, model),
     "k5b1": lambda model: beam_batch1_rows(5, model),
+    "online": online_rows,
 }
 #: a preset's CTranslate2 decode: (beam width, max_batch_size); 64 is bench_vs_ctranslate2.py's default
-CT2_PRESETS = {"batch1": (1, 1), "k5": (5, 64), "k50": (50, 64), "k5b1": (5, 1)}
+CT2_PRESETS = {"batch1": (1, 1), "k5": (5, 64), "k50": (50, 64), "k5b1": (5, 1), "online": (1, 1)}
 
 
 _ENV_ASSIGNMENT = r"[A-Z_][A-Z0-9_]*=\S*"
@@ -417,6 +457,15 @@ def generate_command(model: ModelDir, data: str, row: Row) -> List[str]:
             "--bpe-codes", model.file("bpe.codes"), *row.options]
 
 
+def interactive_command(model: ModelDir, data: str, source_file: str, row: Row) -> List[str]:
+    """The ``fairseq-interactive`` command line of ``row``: the raw sentences of ``source_file`` one line a chunk, the
+    dictionaries of the binarized ``data`` folder, the folder's tokenizer and BPE as fairseq applies them."""
+    return [tool("fairseq-interactive"), data, "--user-dir", PACKAGE_DIR, "--path", model.file("checkpoint.pt"),
+            "--source-lang", model.source_lang, "--target-lang", model.target_lang, "--tokenizer", "moses",
+            "--bpe", "subword_nmt", "--bpe-codes", model.file("bpe.codes"), "--input", source_file,
+            "--buffer-size", "1", *row.options]
+
+
 #: a CTranslate2 row's process: bench_vs_ctranslate2.py's row, timed round translate_batch only
 _CT2_CHILD = """\
 import json, sys
@@ -441,6 +490,7 @@ class RunResult:
     hypotheses: List[str]
     detokenised: List[str]
     stats: Dict[str, float] = field(default_factory=dict)  # parse_stream_stats of a fairseq-generate run
+    latencies: List[float] = field(default_factory=list)  # fairseq-interactive: each sentence's W- time (s)
 
 
 def run_generate(cmd: List[str], env: Dict[str, str], n: int, label: str) -> RunResult:
@@ -460,6 +510,23 @@ def run_generate(cmd: List[str], env: Dict[str, str], n: int, label: str) -> Run
         raise FairseqStreamError(f"row {label!r}: no H-/D- line for sentence {missing[0]} in fairseq-generate's output")
     return RunResult(closing.seconds, [hyps[i] for i in range(n)], [detok[i] for i in range(n)],
                      parse_stream_stats(proc.stderr + proc.stdout))
+
+
+def run_interactive(cmd: List[str], env: Dict[str, str], n: int, label: str) -> RunResult:
+    """One fresh ``fairseq-interactive`` process; its decode time from its closing "translation time"."""
+    proc = subprocess.run(cmd, capture_output=True, text=True, env=env)
+    if proc.returncode != 0:
+        raise FairseqStreamError(f"row {label!r}: fairseq-interactive exited {proc.returncode}: {_last_line(proc.stderr)}")
+    seconds = parse_interactive_closing(proc.stderr + proc.stdout)
+    if seconds is None:
+        raise FairseqStreamError(f"row {label!r}: fairseq-interactive printed no 'Total time: ...; translation time' line")
+    hyps, detok, times = sentence_lines(proc.stdout, "H"), sentence_lines(proc.stdout, "D"), sentence_times(proc.stdout)
+    missing = [i for i in range(n) if i not in hyps or i not in detok or i not in times]
+    if missing or seconds <= 0:
+        raise FairseqStreamError(f"row {label!r}: fairseq-interactive translated {n - len(missing)} of {n} sentences "
+                                 f"(no H-/D-/W- line for sentence {missing[0] if missing else '?'}) in {seconds:g} s")
+    return RunResult(seconds, [hyps[i] for i in range(n)], [detok[i] for i in range(n)],
+                     parse_stream_stats(proc.stderr + proc.stdout), [times[i] for i in range(n)])
 
 
 def run_ct2(cmd: List[str], env: Dict[str, str], label: str, target_lang: str) -> RunResult:
@@ -498,10 +565,18 @@ def prepare_ct2(model: ModelDir, work: str, presets: Sequence[str], threads: int
 
 
 def row_commands(model: ModelDir, data: str, rows: Sequence[Row], tokens: List[List[str]],
-                 work: str) -> List[List[str]]:
-    """Each row's command; a CTranslate2 row's input (the BPE'd source tokens) is written beside the data."""
+                 work: str, sources: Sequence[str] = ()) -> List[List[str]]:
+    """Each row's command; a CTranslate2 row's input (the BPE'd source tokens) and fairseq-interactive's (the raw
+    ``sources``, one a line) are written beside the data."""
     commands = []
+    source_file = os.path.join(work, f"input.{model.source_lang}")
+    if any(row.interactive for row in rows):
+        with open(source_file, "w", encoding="utf-8") as f:
+            f.writelines(line + "\n" for line in sources)
     for i, row in enumerate(rows):
+        if row.interactive:
+            commands.append(interactive_command(model, data, source_file, row))
+            continue
         if row.ct2 is None:
             commands.append(generate_command(model, data, row))
             continue
@@ -520,7 +595,9 @@ def measure(model: ModelDir, rows: Sequence[Row], commands: Sequence[List[str]],
     order = interleaved(len(rows), repeats)
     for done, (r, i) in enumerate(order, 1):
         row = rows[i]
-        if row.ct2 is None:
+        if row.interactive:
+            result = run_interactive(commands[i], dict(env, **row.env), n, row.label)
+        elif row.ct2 is None:
             result = run_generate(commands[i], dict(env, **row.env), n, row.label)
         else:
             result = run_ct2(commands[i], env, row.label, model.target_lang)
@@ -549,6 +626,9 @@ def summarise(rows: Sequence[Row], commands: Sequence[List[str]], results: Seque
             # a fresh process decodes deterministically: every run of a row gives the same outputs
             "stable": all(r.hypotheses == runs[0].hypotheses for r in runs),
             "stats": runs[-1].stats,  # counts: the same in every run of a row
+            # fairseq-interactive: the median over sentences of each sentence's median W- time over the runs (s)
+            "latency": statistics.median(statistics.median(t) for t in zip(*(r.latencies for r in runs)))
+            if runs[-1].latencies else None,
         }
         if row.identical_to in last:
             entry["identical"] = sum(a == b for a, b in zip(runs[-1].hypotheses, last[row.identical_to].hypotheses))
@@ -568,12 +648,16 @@ def _identity_cell(row: Dict[str, Any]) -> str:
 def format_table(model: ModelDir, rows: List[Dict[str, Any]], repeats: int) -> str:
     """The markdown table of one model."""
     n = rows[0]["sentences"] if rows else 0
+    online = any(row.get("latency") is not None for row in rows)
     lines = [f"### {model.name} ({model.source_lang}→{model.target_lang}, {n} sentences, median of {repeats} "
-             "fresh fairseq-generate runs)", "",
-             "| row | decode s (median) | ratio | BLEU | identical |", "|---|---|---|---|---|"]
+             f"fresh {'fairseq-generate / fairseq-interactive' if online else 'fairseq-generate'} runs)", "",
+             "| row | decode s (median) | ratio | BLEU | identical |" + (" latency ms |" if online else ""),
+             "|---|---|---|---|---|" + ("---|" if online else "")]
     for row in rows:
         ratio = "" if row["ratio"] is None else f"{row['ratio']:.2f}× {row['reference']}"
-        lines.append(f"| {row['label']} | {row['median']:.3f} | {ratio} | {row['bleu']:.2f} | {_identity_cell(row)} |")
+        latency = "" if row.get("latency") is None else f" {1000 * row['latency']:.1f} |"
+        lines.append(f"| {row['label']} | {row['median']:.3f} | {ratio} | {row['bleu']:.2f} | {_identity_cell(row)} |"
+                     + (latency or (" |" if online else "")))
     return "\n".join(lines)
 
 
@@ -717,7 +801,7 @@ def bench_model(model: ModelDir, args: argparse.Namespace, presets: List[str], l
         tokens = binarize(model, sources, references, data)
         ct2 = prepare_ct2(model, work, [p for p in presets if p in CT2_PRESETS], args.threads)
         rows, skipped = rows_for(model, presets, args.run, ct2, args.identical)
-        commands = row_commands(model, data, rows, tokens, work)
+        commands = row_commands(model, data, rows, tokens, work, sources)
         results = measure(model, rows, commands, len(sources), args.repeats, args.threads, log)
     table = summarise(rows, commands, results, references)
     print(format_table(model, table, args.repeats))
@@ -743,7 +827,8 @@ def main(argv: Optional[Sequence[str]] = None) -> None:
         models, presets = check_args(args)
     machine = {"cpu": cpu_name(), "omp_num_threads": args.threads, "repeats": args.repeats, "limit": args.limit,
                "revision": _revision(), "date": time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime()),
-               "timing": "cold: a fresh fairseq-generate process per run, its own 'Translated ... in Xs' timer"}
+               "timing": "cold: a fresh fairseq-generate process per run, its own 'Translated ... in Xs' timer "
+                         "(online rows: fairseq-interactive's 'translation time')"}
     print(f"CPU: {machine['cpu']}; torch threads in every run: {args.threads} (OMP_NUM_THREADS); "
           f"{args.repeats} fresh process(es) per row, interleaved; revision {machine['revision'] or 'unknown'}\n")
     log = lambda m: print(m, file=sys.stderr, flush=True)  # noqa: E731

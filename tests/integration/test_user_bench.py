@@ -56,6 +56,24 @@ def test_three_rows_on_the_demo_folder(tmp_path):
     assert "why: ratio = a call's cost" in proc.stdout and "| speculative | " in proc.stdout.split("why:")[1]
 
 
+@pytest.mark.slow
+def test_online_rows_through_fairseq_interactive(tmp_path):
+    # issue 79 item 2: the online rows as a service runs them, fairseq-interactive one line a chunk at true batch 1
+    out = tmp_path / "rows.json"
+    proc = user_bench("--model", DEMO, "--limit", "4", "--repeats", "1", "--rows", "online", "--json", str(out))
+    assert proc.returncode == 0, proc.stderr[-2000:]
+    meta = json.loads(out.read_text(encoding="utf-8"))
+    by = {r["label"]: r for r in meta["models"][0]["rows"]}
+    assert {"greedy online", "speculative online", "lookahead online"} <= set(by), list(by)
+    for label in ("speculative online", "lookahead online"):
+        assert by[label]["identical"] == 4 and by[label]["identical_to"] == "greedy online"
+    greedy = by["greedy online"]
+    assert "fairseq-interactive" in greedy["command"] and "--buffer-size 1" in greedy["command"]
+    assert "--stream-capacity 1 --batch-size 1" in greedy["command"] and "--input" in greedy["command"]
+    assert greedy["median"] > 0 and greedy["latency"] > 0 and greedy["bleu"] > 0
+    assert "| latency ms |" in proc.stdout and "why: ratio" in proc.stdout
+
+
 def test_a_bad_model_folder_is_one_line(tmp_path):
     proc = user_bench("--model", str(tmp_path), "--limit", "4")
     assert proc.returncode == 2

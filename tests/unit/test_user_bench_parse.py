@@ -238,3 +238,36 @@ def test_why_says_how_many_runs_the_gate_gave_blocks():
     why = ub.why_rows(ub.summarise(rows, [["cmd"]] * 2, runs, ["a"]))
     assert why[0]["block_runs"] == 3 and why[0]["gated_runs"] == 30
     assert "| gs-jacobi (blocks in 3 of 30 runs) | 942 | 1.01 |" in ub.format_why(why)
+
+
+# fairseq-interactive's lines (fairseq 0.12's interactive.py), the closing one from a real demo run
+INTERACTIVE = ("S-0\tEntonces dijo\nW-0\t0.010\tseconds\nH-0\t-0.26\tThe ser@@ pent said\nD-0\t-0.26\tThe serpent said\n"
+               "P-0\t-0.1 -0.2\nS-1\tY\nW-1\t0.006\tseconds\nH-1\t-0.4\tAnd\nD-1\t-0.4\tAnd\n")
+INTERACTIVE_END = "INFO:fairseq_cli.interactive:Total time: 0.560 seconds; translation time: 0.052"
+
+
+def test_fairseq_interactives_translation_time_and_sentence_times():
+    assert ub.parse_interactive_closing(INTERACTIVE + INTERACTIVE_END + "\n") == pytest.approx(0.052)
+    assert ub.parse_interactive_closing(INTERACTIVE) is None
+    assert ub.sentence_times(INTERACTIVE) == {0: 0.010, 1: 0.006}
+    assert ub.sentence_lines(INTERACTIVE, "H") == {0: "The ser@@ pent said", 1: "And"}
+
+
+def test_online_rows_run_fairseq_interactive_at_true_batch_1(tmp_path):
+    rows, skipped = ub.rows_for(_model(tmp_path, draft=False), ["online"], [], None)
+    assert [r.label for r in rows] == ["greedy online", "lookahead online (no prior)"] and all(r.interactive for r in rows)
+    assert rows[1].identical_to == rows[1].reference == "greedy online" and rows[0].options[-6:] == ub.BATCH1
+    assert any(s.startswith("speculative online: ") for s in skipped)
+    cmd = ub.interactive_command(_model(tmp_path), "DATA", "IN.es", rows[0])
+    assert cmd[0].endswith("fairseq-interactive") and cmd[1] == "DATA"
+    assert cmd[cmd.index("--input") + 1] == "IN.es" and cmd[cmd.index("--buffer-size") + 1] == "1"
+    # a run of the row: the translation time, every sentence's H-/D-/W- line; a missing one is one error
+    script = [sys.executable, "-c", f"import sys; sys.stdout.write({INTERACTIVE!r}); print({INTERACTIVE_END!r})"]
+    got = ub.run_interactive(script, {}, 2, "greedy online")
+    assert (got.seconds, got.hypotheses, got.latencies) == (0.052, ["The ser@@ pent said", "And"], [0.010, 0.006])
+    with pytest.raises(ub.FairseqStreamError, match="translated 2 of 3 sentences"):
+        ub.run_interactive(script, {}, 3, "greedy online")
+    table = ub.summarise(rows[:1], [cmd], [[got, got]], ["The serpent said", "And"])
+    assert table[0]["latency"] == pytest.approx(0.008)  # the median over sentences of each one's median time
+    text = ub.format_table(_model(tmp_path), table, 2)
+    assert "| latency ms |" in text and "| 8.0 |" in text and "fairseq-interactive runs" in text
