@@ -493,11 +493,18 @@ class RunResult:
     latencies: List[float] = field(default_factory=list)  # fairseq-interactive: each sentence's W- time (s)
 
 
-def run_generate(cmd: List[str], env: Dict[str, str], n: int, label: str) -> RunResult:
-    """One fresh ``fairseq-generate`` process; its decode time from the closing line."""
+def _run_fairseq(cmd: List[str], env: Dict[str, str], label: str) -> subprocess.CompletedProcess:
+    """One fresh process of a fairseq command line (``cmd[0]``), which must exit 0."""
     proc = subprocess.run(cmd, capture_output=True, text=True, env=env)
     if proc.returncode != 0:
-        raise FairseqStreamError(f"row {label!r}: fairseq-generate exited {proc.returncode}: {_last_line(proc.stderr)}")
+        raise FairseqStreamError(f"row {label!r}: {os.path.basename(cmd[0])} exited {proc.returncode}: "
+                                 f"{_last_line(proc.stderr)}")
+    return proc
+
+
+def run_generate(cmd: List[str], env: Dict[str, str], n: int, label: str) -> RunResult:
+    """One fresh ``fairseq-generate`` process; its decode time from the closing line."""
+    proc = _run_fairseq(cmd, env, label)
     closing = parse_closing_line(proc.stderr + proc.stdout)
     if closing is None:
         raise FairseqStreamError(f"row {label!r}: fairseq-generate printed no 'Translated N sentences' line")
@@ -514,9 +521,7 @@ def run_generate(cmd: List[str], env: Dict[str, str], n: int, label: str) -> Run
 
 def run_interactive(cmd: List[str], env: Dict[str, str], n: int, label: str) -> RunResult:
     """One fresh ``fairseq-interactive`` process; its decode time from its closing "translation time"."""
-    proc = subprocess.run(cmd, capture_output=True, text=True, env=env)
-    if proc.returncode != 0:
-        raise FairseqStreamError(f"row {label!r}: fairseq-interactive exited {proc.returncode}: {_last_line(proc.stderr)}")
+    proc = _run_fairseq(cmd, env, label)
     seconds = parse_interactive_closing(proc.stderr + proc.stdout)
     if seconds is None:
         raise FairseqStreamError(f"row {label!r}: fairseq-interactive printed no 'Total time: ...; translation time' line")
