@@ -312,36 +312,24 @@ class Row:
     interactive: bool = False  # run by fairseq-interactive over the raw sentences (the ``online`` preset)
 
 
-def batch1_rows(model: ModelDir) -> Tuple[List[Row], List[str]]:
-    """Our greedy and the strategies that must equal it, at true batch 1; the lines of rows left out."""
-    ref = "greedy"
-    rows = [Row(ref, ["--search", "fixed-ours", *BATCH1], reference=ref)]
+def batch1_rows(model: ModelDir, online: bool = False) -> Tuple[List[Row], List[str]]:
+    """Our greedy and the strategies that must equal it, at true batch 1; the lines of rows left out. ``online``:
+    the rows of the ``online`` preset — greedy, ``speculative`` and ``lookahead`` run by ``fairseq-interactive``
+    (one line a chunk), labelled "... online"."""
+    tag = " online" if online else ""
+    ref = f"greedy{tag}"
+    rows = [Row(ref, ["--search", "fixed-ours", *BATCH1], reference=ref, interactive=online)]
     skipped = []
     if model.draft:
-        rows.append(Row("speculative", ["--search", "speculative", "--draft-path", model.draft, *BATCH1], ref, ref))
+        rows.append(Row(f"speculative{tag}", ["--search", "speculative", "--draft-path", model.draft, *BATCH1], ref, ref,
+                        interactive=online))
     else:
-        skipped.append(f"speculative: {model.path} has no draft.pt (scripts/train_draft.sh distils one)")
+        skipped.append(f"speculative{tag}: {model.path} has no draft.pt (scripts/train_draft.sh distils one)")
     prior = ["--lookahead-prior", model.prior] if model.prior else []
-    rows.append(Row("lookahead" if model.prior else "lookahead (no prior)",
-                    ["--search", "lookahead", *prior, *BATCH1], ref, ref))
-    rows += [Row(s, ["--search", s, *BATCH1], ref, ref) for s in ("gs-jacobi", "hybrid-jacobi")]
-    return rows, skipped
-
-
-def online_rows(model: ModelDir) -> Tuple[List[Row], List[str]]:
-    """The batch-1 methods through ``fairseq-interactive`` (one line a chunk, true batch 1): our greedy, and
-    ``speculative`` and ``lookahead``, which must equal it; the lines of rows left out."""
-    ref = "greedy online"
-    rows = [Row(ref, ["--search", "fixed-ours", *BATCH1], ref, interactive=True)]
-    skipped = []
-    if model.draft:
-        rows.append(Row("speculative online", ["--search", "speculative", "--draft-path", model.draft, *BATCH1], ref, ref,
-                        interactive=True))
-    else:
-        skipped.append(f"speculative online: {model.path} has no draft.pt (scripts/train_draft.sh distils one)")
-    prior = ["--lookahead-prior", model.prior] if model.prior else []
-    rows.append(Row("lookahead online" if model.prior else "lookahead online (no prior)",
-                    ["--search", "lookahead", *prior, *BATCH1], ref, ref, interactive=True))
+    rows.append(Row(f"lookahead{tag}" if model.prior else f"lookahead{tag} (no prior)",
+                    ["--search", "lookahead", *prior, *BATCH1], ref, ref, interactive=online))
+    if not online:
+        rows += [Row(s, ["--search", s, *BATCH1], ref, ref) for s in ("gs-jacobi", "hybrid-jacobi")]
     return rows, skipped
 
 
@@ -379,7 +367,7 @@ PRESETS: Dict[str, Callable[[ModelDir], Tuple[List[Row], List[str]]]] = {
     "k5": lambda model: beam_rows(5, model),
     "k50": lambda model: beam_rows(50, model),
     "k5b1": lambda model: beam_batch1_rows(5, model),
-    "online": online_rows,
+    "online": lambda model: batch1_rows(model, online=True),
 }
 #: a preset's CTranslate2 decode: (beam width, max_batch_size); 64 is bench_vs_ctranslate2.py's default
 CT2_PRESETS = {"batch1": (1, 1), "k5": (5, 64), "k50": (50, 64), "k5b1": (5, 1), "online": (1, 1)}
