@@ -400,10 +400,10 @@ def custom_row(spec: str) -> Row:
 
 
 def rows_for(model: ModelDir, presets: Sequence[str], runs: Sequence[str], ct2: Optional[str],
-             identical: Sequence[str] = ()) -> Tuple[List[Row], List[str]]:
+             identical: Sequence[str] = (), skip: Sequence[str] = ()) -> Tuple[List[Row], List[str]]:
     """Every row of one model (presets, their CTranslate2 rows, then ``--run`` rows) and the lines of rows
     left out; ``ct2`` is the converted model's folder, or why there is none; ``identical`` the
-    ``--identical ROW=OTHER`` pairs."""
+    ``--identical ROW=OTHER`` pairs; ``skip`` the labels of preset rows not to run (``--skip``)."""
     rows: List[Row] = []
     skipped: List[str] = []
     for name in presets:
@@ -416,6 +416,18 @@ def rows_for(model: ModelDir, presets: Sequence[str], runs: Sequence[str], ct2: 
                          ct2={"model": ct2, "compute_type": ct, "k": k, "batch": batch}) for ct in ("float32", "int8")]
     if ct2 is not None and not os.path.isdir(ct2) and presets:
         skipped.append(f"CTranslate2 rows: {ct2}")
+    # the CTranslate2 rows' labels count even before the converter has run (check_args)
+    known = [row.label for row in rows] + [f"CTranslate2 {ct} {name}" for name in presets for ct in ("float32", "int8")]
+    unknown = [label for label in skip if label not in known]
+    if unknown:
+        raise UsageError(f"--skip {', '.join(map(repr, unknown))}: no preset row of that label "
+                         f"({', '.join(dict.fromkeys(known))})")
+    for label in skip:
+        users = [row.label for row in rows if row.label not in skip and label in (row.reference, row.identical_to)]
+        if users:
+            raise UsageError(f"--skip {label!r}: rows {', '.join(users)} are timed against it or must equal it")
+    skipped += [f"{label}: --skip" for label in skip]
+    rows = [row for row in rows if row.label not in skip]
     custom = [custom_row(spec) for spec in runs]
     first = (rows or custom or [Row("")])[0].label
     for row in custom:
@@ -755,6 +767,8 @@ def _parser() -> argparse.ArgumentParser:
                         "assignments as a shell takes them ('LABEL=VAR=1 --beam 1'; repeatable)")
     parser.add_argument("--identical", action="append", default=[], metavar="'ROW=OTHER'",
                         help="row ROW must give the outputs of row OTHER (the presets mark their own; repeatable)")
+    parser.add_argument("--skip", action="append", default=[], metavar="LABEL",
+                        help="a preset row not to run, by its label (e.g. 'speculative-beam k=50'; repeatable)")
     parser.add_argument("--repeats", type=int, default=3, help="runs per row, interleaved; the table gives the median")
     parser.add_argument("--threads", type=int, default=1, help="OMP_NUM_THREADS of every run (default 1)")
     parser.add_argument("--json", default=None, help="write every row (commands and times included) here")
@@ -775,7 +789,7 @@ def check_args(args: argparse.Namespace) -> Tuple[List[ModelDir], List[str]]:
         raise UsageError("no rows: give --rows PRESETS or --run 'LABEL=OPTIONS'")
     models = [load_model_dir(path) for path in (args.model or [find_demo_dir()])]
     for model in models:  # labels, --identical pairs: before the first run, not after a model's runs
-        rows_for(model, presets, args.run, None, args.identical)
+        rows_for(model, presets, args.run, None, args.identical, args.skip)
     if args.json:
         inputs = [item for model in models for item in model.inputs()]
         try:
@@ -793,7 +807,7 @@ def bench_model(model: ModelDir, args: argparse.Namespace, presets: List[str], l
         data = os.path.join(work, "data")
         tokens = binarize(model, sources, references, data)
         ct2 = prepare_ct2(model, work, [p for p in presets if p in CT2_PRESETS], args.threads)
-        rows, skipped = rows_for(model, presets, args.run, ct2, args.identical)
+        rows, skipped = rows_for(model, presets, args.run, ct2, args.identical, args.skip)
         commands = row_commands(model, data, rows, tokens, work, sources)
         results = measure(model, rows, commands, len(sources), args.repeats, args.threads, log)
     table = summarise(rows, commands, results, references)
@@ -820,6 +834,8 @@ def main(argv: Optional[Sequence[str]] = None) -> None:
         models, presets = check_args(args)
     machine = {"cpu": cpu_name(), "omp_num_threads": args.threads, "repeats": args.repeats, "limit": args.limit,
                "revision": _revision(), "date": time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime()),
+               "command": shlex.join(["python", "-m", "fairseq_stream.tools.user_bench",
+                                      *(sys.argv[1:] if argv is None else argv)]),
                "timing": "cold: a fresh fairseq-generate process per run, its own 'Translated ... in Xs' timer "
                          "(online rows: fairseq-interactive's 'translation time')"}
     print(f"CPU: {machine['cpu']}; torch threads in every run: {args.threads} (OMP_NUM_THREADS); "

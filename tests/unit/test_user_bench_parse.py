@@ -88,6 +88,21 @@ def test_speculative_beam_rows_need_a_draft_and_must_equal_the_fixed_beam(tmp_pa
     assert [r.label for r in rows] == ["fixed-ours k=5 b1"] and any("draft.pt" in s for s in skipped)
 
 
+def test_skip_leaves_a_preset_row_out_and_says_so(tmp_path):
+    (tmp_path / "ct2").mkdir()
+    skip = ["speculative-beam k=50", "CTranslate2 int8 k50"]
+    rows, skipped = ub.rows_for(_model(tmp_path), ["k50"], [], str(tmp_path / "ct2"), (), skip)
+    assert not {r.label for r in rows} & set(skip) and "fixed-ours k=50" in {r.label for r in rows}
+    assert [s for s in skipped if s.endswith(": --skip")] == [f"{label}: --skip" for label in skip]
+    ub.rows_for(_model(tmp_path), ["k50"], [], None, (), ["CTranslate2 int8 k50"])  # checked before conversion
+    # an unknown label, and a row others are timed against or must equal, are refused before any run
+    for bad in (["speculative-beam k=5"], ["fairseq beam k=50"], ["fixed-ours k=50"]):
+        with pytest.raises(UsageError, match="--skip"):
+            ub.rows_for(_model(tmp_path), ["k50"], [], None, (), bad)
+    rows, _ = ub.rows_for(_model(tmp_path), ["k50"], [], None, (), ["fixed-ours k=50", "speculative-beam k=50"])
+    assert "fixed-ours k=50" not in {r.label for r in rows}
+
+
 def test_custom_rows_and_their_mistakes(tmp_path):
     rows, _ = ub.rows_for(_model(tmp_path), [], ["g=--search fixed-ours --beam 1", "s=--search speculative --beam 1"],
                           None, ["s=g"])
