@@ -59,7 +59,7 @@ def test_one_summary_line_a_model_tuning_half_first_and_a_section_each(tmp_path)
     assert summary[0].startswith("| es-en-3x3 | tuning |") and summary[1].startswith("| en-es-6x2 | held-out |")
     held_cells = [c.strip() for c in summary[1].strip("|").split("|")]
     assert held_cells[2:] == ["6.00 s, 27.40, 0.60×", "0.75×", "0.90× (**NOT identical**)",
-                              "1.00× / 1.01×", "0.40× / 0.30×; 26.20 / 26.30 / 26.10", ""]
+                              "1.00× / 1.01×", "0.40× / 0.30× (0.75× fixed-ours); 26.20 / 26.30 / 26.10", ""]
     assert "### en-es-6x2 (held-out)" in lines and "### es-en-3x3 (tuning)" in lines
     assert any("es→en, 3 + 3 layers × 384" in line and "BPE es 6000 / en 4000" in line for line in lines)
     assert "left out: speculative-beam k=5: --skip" in text and "revision abc1234" in text and "(b1.json): `python -m fairseq_stream.tools.user_bench --rows k5`" in text
