@@ -371,6 +371,12 @@ PRESETS: Dict[str, Callable[[ModelDir], Tuple[List[Row], List[str]]]] = {
 }
 #: a preset's CTranslate2 decode: (beam width, max_batch_size); 64 is bench_vs_ctranslate2.py's default
 CT2_PRESETS = {"batch1": (1, 1), "k5": (5, 64), "k50": (50, 64), "k5b1": (5, 1), "online": (1, 1)}
+CT2_TYPES = ("float32", "int8")  # the compute types of a preset's CTranslate2 rows
+
+
+def ct2_label(compute_type: str, preset: str) -> str:
+    """The label of a preset's CTranslate2 row (the row itself, and ``--skip`` before the converter has run)."""
+    return f"CTranslate2 {compute_type} {preset}"
 
 
 _ENV_ASSIGNMENT = r"[A-Z_][A-Z0-9_]*=\S*"
@@ -412,12 +418,12 @@ def rows_for(model: ModelDir, presets: Sequence[str], runs: Sequence[str], ct2: 
         skipped += left
         k, batch = CT2_PRESETS[name]
         if ct2 is not None and os.path.isdir(ct2):
-            rows += [Row(f"CTranslate2 {ct} {name}", reference=found[0].label,
-                         ct2={"model": ct2, "compute_type": ct, "k": k, "batch": batch}) for ct in ("float32", "int8")]
+            rows += [Row(ct2_label(ct, name), reference=found[0].label,
+                         ct2={"model": ct2, "compute_type": ct, "k": k, "batch": batch}) for ct in CT2_TYPES]
     if ct2 is not None and not os.path.isdir(ct2) and presets:
         skipped.append(f"CTranslate2 rows: {ct2}")
     # the CTranslate2 rows' labels count even before the converter has run (check_args)
-    known = [row.label for row in rows] + [f"CTranslate2 {ct} {name}" for name in presets for ct in ("float32", "int8")]
+    known = [row.label for row in rows] + [ct2_label(ct, name) for name in presets for ct in CT2_TYPES]
     unknown = [label for label in skip if label not in known]
     if unknown:
         raise UsageError(f"--skip {', '.join(map(repr, unknown))}: no preset row of that label "
@@ -651,12 +657,18 @@ def _identity_cell(row: Dict[str, Any]) -> str:
 
 
 def format_table(model: ModelDir, rows: List[Dict[str, Any]], repeats: int) -> str:
-    """The markdown table of one model."""
+    """The markdown table of one model, under a heading that names it."""
     n = rows[0]["sentences"] if rows else 0
     online = any(row.get("latency") is not None for row in rows)
-    lines = [f"### {model.name} ({model.source_lang}→{model.target_lang}, {n} sentences, median of {repeats} "
-             f"fresh {'fairseq-generate / fairseq-interactive' if online else 'fairseq-generate'} runs)", "",
-             "| row | decode s (median) | ratio | BLEU | identical |" + (" latency ms |" if online else ""),
+    return (f"### {model.name} ({model.source_lang}→{model.target_lang}, {n} sentences, median of {repeats} "
+            f"fresh {'fairseq-generate / fairseq-interactive' if online else 'fairseq-generate'} runs)\n\n"
+            + format_rows(rows))
+
+
+def format_rows(rows: List[Dict[str, Any]]) -> str:
+    """The markdown table of :func:`summarise`'s rows (a latency column where a row has one)."""
+    online = any(row.get("latency") is not None for row in rows)
+    lines = ["| row | decode s (median) | ratio | BLEU | identical |" + (" latency ms |" if online else ""),
              "|---|---|---|---|---|" + ("---|" if online else "")]
     for row in rows:
         ratio = "" if row["ratio"] is None else f"{row['ratio']:.2f}× {row['reference']}"

@@ -18,6 +18,7 @@ from typing import Any, Dict, List, Optional, Sequence
 
 from fairseq_stream.engine.output_paths import write_text_checked
 from fairseq_stream.errors import UsageError, usage_errors
+from fairseq_stream.tools.user_bench import format_rows, format_why
 
 HALVES = ("tuning", "held-out")
 
@@ -130,12 +131,8 @@ SUMMARY_HEAD = ("| model | half | our greedy at batch 1: decode s, BLEU, × CTra
 
 
 def _table_body(model: Dict[str, Any]) -> str:
-    """The harness's tables of one model's run, its heading (the model's name) left out: ours is above."""
-    from fairseq_stream.tools.user_bench import ModelDir, format_table, format_why
-
-    folder = ModelDir(model["model"], model["source_lang"], model["target_lang"])
-    repeats = max((len(row["seconds"]) for row in model["rows"]), default=0)
-    text = format_table(folder, model["rows"], repeats).split("\n", 1)[1].lstrip("\n")
+    """The harness's tables of one model's run (rows, why, rows left out); the model's heading is ours, above."""
+    text = format_rows(model["rows"])
     if model.get("why"):
         text += "\n\n" + format_why(model["why"])
     for line in model.get("left_out") or []:
@@ -147,8 +144,8 @@ def report(runs: Sequence[Dict[str, Any]]) -> str:
     """The whole markdown record: the summary, then a section a model."""
     measured = by_model(runs)
     infos = {folder: model_info(folder) for folder in measured}
-    order = sorted(measured, key=lambda f: (HALVES.index(infos[f]["half"]) if infos[f]["half"] in HALVES else 2,
-                                            list(measured).index(f)))
+    # the tuning half, then the held-out half, then the rest; within a half the files' order (the sort is stable)
+    order = sorted(measured, key=lambda f: HALVES.index(infos[f]["half"]) if infos[f]["half"] in HALVES else len(HALVES))
     cpus = sorted({run["meta"].get("cpu", "?") for run in runs})
     out = ["Batch-1 rows × our greedy (true batch 1, each must equal greedy), beam rows × fairseq's beam; the median of "
            f"each row's fresh `fairseq-generate` runs; CPU: {', '.join(cpus)}. Each model's section below gives its "
