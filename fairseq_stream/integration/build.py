@@ -25,7 +25,7 @@ from fairseq_stream.integration.generator import StreamGenerator
 from fairseq_stream.model import linear_kernels
 from fairseq_stream.search.output import OutputScorer
 from fairseq_stream.model.quantize import count_linears, int8_weights, prepare_models, why_no_int8
-from fairseq_stream.ops import int8_rows
+from fairseq_stream.ops import env_flags, int8_rows
 
 
 def build_generator(name: str, task: Any, models: List[Any], gen_cfg: Any, opts: Any, **fairseq_kwargs: Any) -> Any:
@@ -131,8 +131,11 @@ def _draft_key(paths: str, quantize: Optional[str], opts: Any, like: torch.Tenso
 
 def run_settings(models: List[Any], opts: Any) -> Dict[str, str]:
     """The settings the closing statistics line confirms: int8 weights where the models carry them
-    (counted in the copies decoded), the input's own order where asked for."""
+    (counted in the copies decoded), the input's own order where asked for, the kernels' instruction set where it
+    is not all the CPU has (``FAIRSEQ_STREAM_KERNEL_ISA``)."""
     settings: Dict[str, str] = {}
+    if env_flags.kernel_isa() != "native":
+        settings["C++ kernels"] = f"{env_flags.kernel_isa()} build ({env_flags.KERNEL_ISA})"
     weights = int8_weights(models)
     if weights is not None:
         settings["quantize"] = weights

@@ -36,7 +36,7 @@ from typing import Any, Dict, Iterator, Optional, Sequence, Tuple
 
 import torch
 
-from fairseq_stream.ops.env_flags import env_flag
+from fairseq_stream.ops.env_flags import env_flag, kernel_isa
 
 logger = logging.getLogger("fairseq_stream")
 _warned: set = set()
@@ -69,6 +69,21 @@ def cpu_features() -> str:
     except OSError:  # not Linux: the processor's name is the best we have
         flags = platform.processor()
     return f"{platform.machine()} {flags}"
+
+
+#: ``FAIRSEQ_STREAM_KERNEL_ISA`` (:func:`~fairseq_stream.ops.env_flags.kernel_isa`) → what a ``-march=native`` build
+#: adds: ``avx2`` keeps AVX2, FMA and F16C and drops every AVX-512 extension and AVX-VNNI, so an AVX-512 machine runs
+#: the code an AVX2-only CPU would (``user_bench --isa avx2`` times it; the bits are the same either way).
+ISA_FLAGS: Dict[str, Tuple[str, ...]] = {"native": (), "avx2": ("-mno-avx512f", "-mno-avxvnni")}
+
+
+def isa_flags(flags: Sequence[str]) -> Tuple[str, ...]:
+    """``flags`` for the chosen instruction set: a ``-march=native`` build gets its limits after that flag (so the
+    cache key, which holds the flags, keeps the builds apart); other builds are unchanged."""
+    flags = tuple(flags)
+    if "-march=native" not in flags:
+        return flags
+    return flags + tuple(f for f in ISA_FLAGS[kernel_isa()] if f not in flags)  # idempotent
 
 
 def compiler_version() -> str:
@@ -107,14 +122,17 @@ def kernel_cache_key(source: bytes, flags: Sequence[str], *, torch_version: str,
 
 
 def build_facts(source: str, flags: Sequence[str], cpu: str) -> Dict[str, Any]:
-    """What the binary of ``csrc/<source>`` depends on: its name hashes them, its manifest holds them."""
+    """What the binary of ``csrc/<source>`` depends on: its name hashes them, its manifest holds them (the flags
+    with :func:`kernel_isa`'s limits)."""
+    flags = isa_flags(flags)
     return {"kernel": source, "source_sha256": sources_digest(source).hex(), "flags": list(flags),
             "torch": torch.__version__, "compiler": compiler_version(), "python_abi": python_abi(),
             "cpu": cpu if "-march=native" in flags else ""}
 
 
 def build_dir(source: str, flags: Sequence[str], cpu: str) -> Tuple[str, str]:
-    """(module name, build folder) of ``csrc/<source>`` for these flags, compiler, torch and CPU."""
+    """(module name, build folder) of ``csrc/<source>`` for these flags (and :func:`kernel_isa`), compiler, torch and
+    CPU."""
     return _place(build_facts(source, flags, cpu))
 
 
@@ -138,6 +156,7 @@ def load(source: str, flags: Sequence[str], what: str) -> Any:
     _loaded[source] = False
     if disabled():
         return None
+    flags = isa_flags(flags)
     try:
         facts = build_facts(source, flags, cpu_features())
         _loaded[source] = _import_or_build(source, flags, *_place(facts), what, facts=facts)

@@ -598,10 +598,33 @@ def row_commands(model: ModelDir, data: str, rows: Sequence[Row], tokens: List[L
     return commands
 
 
+#: ``--isa avx2``: every library of every row limited to AVX2 (+FMA, F16C), so an AVX-512 machine runs what an
+#: AVX2-only CPU would: our kernels (built so, in their own cache entries), PyTorch's own kernels, MKL, oneDNN and
+#: CTranslate2. The arithmetic units and the memory stay this machine's: a stand-in, named so in the header.
+ISA_ENV: Dict[str, Dict[str, str]] = {
+    "native": {},
+    "avx2": {"FAIRSEQ_STREAM_KERNEL_ISA": "avx2", "ATEN_CPU_CAPABILITY": "avx2", "MKL_ENABLE_INSTRUCTIONS": "AVX2",
+             "ONEDNN_MAX_CPU_ISA": "AVX2", "CT2_FORCE_CPU_ISA": "AVX2"},
+}
+
+
+def prebuild_kernels(env: Dict[str, str], log: Callable[[str], None]) -> None:
+    """Build the package's kernels for ``env``'s instruction set now: a kernel built at its first use is built inside
+    a run's generation timer."""
+    code = "import sys; from fairseq_stream.ops.kernels import prebuild; sys.exit(1 if prebuild(write=print) else 0)"
+    proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=env)
+    for line in (proc.stdout + proc.stderr).splitlines():
+        if line.strip():
+            log(line)
+    if proc.returncode != 0:
+        raise UsageError("the C++ kernels could not be built for --isa (above); the rows would time PyTorch's paths")
+
+
 def measure(model: ModelDir, rows: Sequence[Row], commands: Sequence[List[str]], n: int, repeats: int,
-            threads: int, log: Callable[[str], None]) -> List[List[RunResult]]:
-    """Every row's runs, interleaved (:func:`interleaved`): ``[row][repeat]``."""
-    env = dict(os.environ, OMP_NUM_THREADS=str(threads), MKL_NUM_THREADS=str(threads), PYTHONWARNINGS="ignore")
+            threads: int, log: Callable[[str], None], isa: str = "native") -> List[List[RunResult]]:
+    """Every row's runs, interleaved (:func:`interleaved`): ``[row][repeat]``, under ``--isa``'s limits."""
+    env = dict(os.environ, OMP_NUM_THREADS=str(threads), MKL_NUM_THREADS=str(threads), PYTHONWARNINGS="ignore",
+               **ISA_ENV[isa])
     results: List[List[RunResult]] = [[] for _ in rows]
     order = interleaved(len(rows), repeats)
     for done, (r, i) in enumerate(order, 1):
@@ -783,6 +806,9 @@ def _parser() -> argparse.ArgumentParser:
                         help="a preset row not to run, by its label (e.g. 'speculative-beam k=50'; repeatable)")
     parser.add_argument("--repeats", type=int, default=3, help="runs per row, interleaved; the table gives the median")
     parser.add_argument("--threads", type=int, default=1, help="OMP_NUM_THREADS of every run (default 1)")
+    parser.add_argument("--isa", choices=tuple(ISA_ENV), default="native",
+                        help="avx2: every row's libraries (our kernels, PyTorch, MKL, oneDNN, CTranslate2) limited to "
+                        "AVX2, to see on an AVX-512 machine what an AVX2-only CPU runs (default: native)")
     parser.add_argument("--json", default=None, help="write every row (commands and times included) here")
     return parser
 
@@ -821,7 +847,7 @@ def bench_model(model: ModelDir, args: argparse.Namespace, presets: List[str], l
         ct2 = prepare_ct2(model, work, [p for p in presets if p in CT2_PRESETS], args.threads)
         rows, skipped = rows_for(model, presets, args.run, ct2, args.identical, args.skip)
         commands = row_commands(model, data, rows, tokens, work, sources)
-        results = measure(model, rows, commands, len(sources), args.repeats, args.threads, log)
+        results = measure(model, rows, commands, len(sources), args.repeats, args.threads, log, args.isa)
     table = summarise(rows, commands, results, references)
     print(format_table(model, table, args.repeats))
     why = why_rows(table)
@@ -844,7 +870,10 @@ def main(argv: Optional[Sequence[str]] = None) -> None:
     install_excepthook()
     with usage_errors():
         models, presets = check_args(args)
-    machine = {"cpu": cpu_name(), "omp_num_threads": args.threads, "repeats": args.repeats, "limit": args.limit,
+    cpu = cpu_name()
+    if args.isa != "native":  # the figures are this CPU's, running the other instruction set's code
+        cpu += f", run as {args.isa.upper()} only (" + " ".join(f"{k}={v}" for k, v in ISA_ENV[args.isa].items()) + ")"
+    machine = {"cpu": cpu, "isa": args.isa, "omp_num_threads": args.threads, "repeats": args.repeats, "limit": args.limit,
                "revision": _revision(), "date": time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime()),
                "command": shlex.join(["python", "-m", "fairseq_stream.tools.user_bench",
                                       *(sys.argv[1:] if argv is None else argv)]),
@@ -853,6 +882,8 @@ def main(argv: Optional[Sequence[str]] = None) -> None:
     print(f"CPU: {machine['cpu']}; torch threads in every run: {args.threads} (OMP_NUM_THREADS); "
           f"{args.repeats} fresh process(es) per row, interleaved; revision {machine['revision'] or 'unknown'}\n")
     log = lambda m: print(m, file=sys.stderr, flush=True)  # noqa: E731
+    if ISA_ENV[args.isa]:  # the kernels of this instruction set, before the first timed run (~40 s each)
+        prebuild_kernels(dict(os.environ, **ISA_ENV[args.isa]), log)
     found = [bench_model(model, args, presets, log) for model in models]
     if args.json:
         write_text_checked(args.json, json.dumps({"meta": machine, "models": found}, indent=2, ensure_ascii=False),

@@ -9,7 +9,7 @@ import pytest
 from conftest import DEMO, binarize, run_cli
 from fairseq_stream.errors import FairseqStreamError
 from fairseq_stream.ops import extension
-from fairseq_stream.ops.env_flags import FLAGS, env_flag
+from fairseq_stream.ops.env_flags import FLAGS, KERNEL_ISA, env_flag, kernel_isa
 
 PREFIX = "fairseq-stream: error: "
 
@@ -96,3 +96,46 @@ def test_the_int8_activation_width_is_checked_only_where_int8_is_used(three_sent
     assert proc.returncode == 1 and errors == [
         PREFIX + "FAIRSEQ_STREAM_INT8_ACTIVATION_BITS may only be 7 or 8 (the activations' bits), got '9'; "
         "unset it for the 8-bit activations"]
+
+
+@pytest.mark.parametrize("value, expected", [("", "native"), ("native", "native"), ("avx2", "avx2"), (" AVX2 ", "avx2")])
+def test_the_kernels_instruction_set_is_native_or_avx2(monkeypatch, value, expected):
+    monkeypatch.setenv(KERNEL_ISA, value)
+    assert kernel_isa() == expected
+
+
+def test_another_instruction_set_is_one_line_and_refused_as_the_package_starts(monkeypatch):
+    from fairseq_stream.integration import quiet
+
+    monkeypatch.setenv(KERNEL_ISA, "avx512")
+    with pytest.raises(FairseqStreamError, match=r"^FAIRSEQ_STREAM_KERNEL_ISA='avx512' is not an instruction set the "
+                                                 r"kernels are built for: use native or avx2, or leave it unset"):
+        quiet.check_environment()
+
+
+def test_an_avx2_build_drops_avx512_and_has_its_own_cache_entry(monkeypatch):
+    """Only -march=native kernels change; the limits come after -march=native (GCC: the last flag wins) and the
+    build's name and manifest hold them, so an AVX2 build never replaces (or is taken for) the native one."""
+    native_flags = ("-O3", "-march=native", "-ffp-contract=off")
+    monkeypatch.delenv(KERNEL_ISA, raising=False)
+    native = extension.build_dir("packed_linear.cpp", native_flags, "cpu")
+    exact = extension.build_dir("beam_step.cpp", extension.EXACT_FLAGS, "cpu")
+    assert extension.isa_flags(native_flags) == native_flags
+    monkeypatch.setenv(KERNEL_ISA, "avx2")
+    flags = extension.isa_flags(native_flags)
+    assert flags == native_flags + ("-mno-avx512f", "-mno-avxvnni") and extension.isa_flags(flags) == flags
+    assert extension.build_facts("packed_linear.cpp", native_flags, "cpu")["flags"] == list(flags)
+    assert extension.build_dir("packed_linear.cpp", native_flags, "cpu") != native
+    assert extension.build_dir("beam_step.cpp", extension.EXACT_FLAGS, "cpu") == exact  # no -march: the same binary
+
+
+def test_the_closing_line_names_an_avx2_build(monkeypatch):
+    from types import SimpleNamespace
+
+    from fairseq_stream.integration.build import run_settings
+
+    opts = SimpleNamespace(stream_input_order="sorted")
+    monkeypatch.delenv(KERNEL_ISA, raising=False)
+    assert "C++ kernels" not in run_settings([], opts)
+    monkeypatch.setenv(KERNEL_ISA, "avx2")
+    assert run_settings([], opts)["C++ kernels"] == "avx2 build (FAIRSEQ_STREAM_KERNEL_ISA)"

@@ -286,3 +286,28 @@ def test_online_rows_run_fairseq_interactive_at_true_batch_1(tmp_path):
     assert table[0]["latency"] == pytest.approx(0.008)  # the median over sentences of each one's median time
     text = ub.format_table(_model(tmp_path), table, 2)
     assert "| latency ms |" in text and "| 8.0 |" in text and "fairseq-interactive runs" in text
+
+
+def test_isa_avx2_limits_every_rows_libraries_and_a_rows_own_environment_still_applies(monkeypatch):
+    """--isa avx2: our kernels, PyTorch, MKL, oneDNN and CTranslate2 are told AVX2 in every run of every row kind."""
+    seen = []
+    fake = ub.RunResult(1.0, ["x"], ["x"])
+    monkeypatch.setattr(ub, "run_generate", lambda cmd, env, n, label: seen.append((label, env)) or fake)
+    monkeypatch.setattr(ub, "run_interactive", lambda cmd, env, n, label: seen.append((label, env)) or fake)
+    monkeypatch.setattr(ub, "run_ct2", lambda cmd, env, label, lang: seen.append((label, env)) or fake)
+    rows = [ub.Row("ours", ["--beam", "1"], env={"FAIRSEQ_STREAM_NO_HALF_PANELS": "1"}),
+            ub.Row("online", ["--beam", "1"], interactive=True), ub.Row("ct2", ct2={"compute_type": "int8"})]
+    model = ub.ModelDir("m", "es", "en")
+    ub.measure(model, rows, [["a"], ["b"], ["c"]], 1, 1, 1, lambda m: None, "avx2")
+    assert [label for label, _ in seen] == ["ours", "online", "ct2"]
+    for label, env in seen:
+        assert {k: env.get(k) for k in ub.ISA_ENV["avx2"]} == ub.ISA_ENV["avx2"], label
+        assert env["OMP_NUM_THREADS"] == "1"
+    assert seen[0][1]["FAIRSEQ_STREAM_NO_HALF_PANELS"] == "1"
+    seen.clear()
+    for name in ub.ISA_ENV["avx2"]:
+        monkeypatch.delenv(name, raising=False)
+    ub.measure(model, rows[:1], [["a"]], 1, 1, 1, lambda m: None)  # native: nothing added
+    assert not set(ub.ISA_ENV["avx2"]) & set(seen[0][1])
+    with pytest.raises(SystemExit):
+        ub._parser().parse_args(["--isa", "sse"])
