@@ -80,10 +80,44 @@ using Act = int16_t;
 constexpr int32_t kActOffset = 0;
 constexpr int kRowsPerTile = 4, kPanelsPerTile = 1, kOneRowPanels = 2;
 
+// The 8 columns of one half panel, from its accumulators (each column's two pair sums side by side) into s.
+inline void pair_sums(const __m256i (&acc)[2], int32_t* s) {
+  _Pragma("GCC unroll 2") for (int c = 0; c < 2; ++c) {
+    alignas(32) int32_t pairs[8];
+    _mm256_store_si256(reinterpret_cast<__m256i*>(pairs), acc[c]);
+    for (int j = 0; j < 4; ++j) s[4 * c + j] = pairs[2 * j] + pairs[2 * j + 1];
+  }
+}
+
 // A panel in two halves of 8 columns: each half's weights widened once a group and used by all MR rows (8 sums of
-// MR x 2 registers; 16-bit pairs summed into 32 bits by vpmaddwd: exact).
+// MR x 2 registers; 16-bit pairs summed into 32 bits by vpmaddwd: exact). One row: every half of the PB panels at
+// each group, so the row's four activations are broadcast once a group (not once a half panel: the broadcast and the
+// widening share one port on Intel cores, and one row has no other rows to spread them over) and each panel's
+// 64-byte line is read once, PB lines in flight (1.3-1.6x the half-by-half order at one row: docs/results.md).
 template <int MR, int PB>
 inline void tile(const Act* x, int64_t ldx, const int8_t* panels, int64_t G, int32_t* s) {
+  if constexpr (MR == 1) {
+    __m256i acc[PB][2][2];
+    _Pragma("GCC unroll 16") for (int p = 0; p < PB; ++p)
+      for (int h = 0; h < 2; ++h) acc[p][h][0] = acc[p][h][1] = _mm256_setzero_si256();
+    for (int64_t g = 0; g < G; ++g) {
+      int64_t four;
+      std::memcpy(&four, x + g * kGroup, 8);
+      const __m256i a = _mm256_set1_epi64x(four);
+      _Pragma("GCC unroll 16") for (int p = 0; p < PB; ++p) {
+        const int8_t* at = panels + (p * G + g) * kPanel * kGroup;
+        _Pragma("GCC unroll 2") for (int h = 0; h < 2; ++h) {
+          const __m256i w0 = _mm256_cvtepi8_epi16(_mm_loadu_si128(reinterpret_cast<const __m128i*>(at + 32 * h)));
+          const __m256i w1 = _mm256_cvtepi8_epi16(_mm_loadu_si128(reinterpret_cast<const __m128i*>(at + 32 * h + 16)));
+          acc[p][h][0] = _mm256_add_epi32(acc[p][h][0], _mm256_madd_epi16(a, w0));
+          acc[p][h][1] = _mm256_add_epi32(acc[p][h][1], _mm256_madd_epi16(a, w1));
+        }
+      }
+    }
+    _Pragma("GCC unroll 16") for (int p = 0; p < PB; ++p)
+      for (int h = 0; h < 2; ++h) pair_sums(acc[p][h], s + p * kPanel + 8 * h);
+    return;
+  }
   _Pragma("GCC unroll 16") for (int p = 0; p < PB; ++p) {
     _Pragma("GCC unroll 2") for (int half = 0; half < 2; ++half) {
       __m256i acc[MR][2];  // columns 8 half + (0..3, 4..7), each column's two pair sums side by side
@@ -100,13 +134,7 @@ inline void tile(const Act* x, int64_t ldx, const int8_t* panels, int64_t G, int
           acc[r][1] = _mm256_add_epi32(acc[r][1], _mm256_madd_epi16(a, w1));
         }
       }
-      _Pragma("GCC unroll 16") for (int r = 0; r < MR; ++r)
-        _Pragma("GCC unroll 2") for (int c = 0; c < 2; ++c) {
-          alignas(32) int32_t pairs[8];
-          _mm256_store_si256(reinterpret_cast<__m256i*>(pairs), acc[r][c]);
-          for (int j = 0; j < 4; ++j)
-            s[r * PB * kPanel + p * kPanel + 8 * half + 4 * c + j] = pairs[2 * j] + pairs[2 * j + 1];
-        }
+      _Pragma("GCC unroll 16") for (int r = 0; r < MR; ++r) pair_sums(acc[r], s + r * PB * kPanel + p * kPanel + 8 * half);
     }
   }
 }
