@@ -136,7 +136,10 @@ inline void tile(const float* x, int64_t lda, const WT* panels, int64_t K, const
     }
   }
 }
-constexpr int kRowsPerTile = 4, kPanelsPerTile = 1;  // 8 of 16 ymm registers accumulate
+// 12 of 16 ymm registers accumulate: 8 accumulators (4 rows) left the two FMA pipes waiting on their 4-cycle latency,
+// and a 5-row call ran as 4 + 1 (Xeon as AVX2, half panels, the demo's layers: 5 rows 0.62-0.65x, 25 rows 0.91-0.93x
+// the 4-row tiles' time; scripts/bench/packed_linear_time.py)
+constexpr int kRowsPerTile = 6, kPanelsPerTile = 1;
 constexpr int kOneRowPanels = 4;
 #else
 template <int MR, int PB, typename WT>
