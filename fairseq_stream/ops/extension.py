@@ -73,7 +73,8 @@ def cpu_features() -> str:
 
 #: ``FAIRSEQ_STREAM_KERNEL_ISA`` (:func:`~fairseq_stream.ops.env_flags.kernel_isa`) → what a ``-march=native`` build
 #: adds: ``avx2`` keeps AVX2, FMA and F16C and drops every AVX-512 extension and AVX-VNNI, so an AVX-512 machine runs
-#: the code an AVX2-only CPU would (``user_bench --isa avx2`` times it; the bits are the same either way).
+#: the code an AVX2-only CPU would (``user_bench --isa avx2`` times it; the products give the same bits either way,
+#: the attention's and output layer's vector sums may differ in their last bits: docs/usage.md).
 ISA_FLAGS: Dict[str, Tuple[str, ...]] = {"native": (), "avx2": ("-mno-avx512f", "-mno-avxvnni")}
 
 

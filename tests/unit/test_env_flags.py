@@ -139,3 +139,11 @@ def test_the_closing_line_names_an_avx2_build(monkeypatch):
     assert "C++ kernels" not in run_settings([], opts)
     monkeypatch.setenv(KERNEL_ISA, "avx2")
     assert run_settings([], opts)["C++ kernels"] == "avx2 build (FAIRSEQ_STREAM_KERNEL_ISA)"
+
+
+def test_every_instruction_set_the_variable_takes_has_its_flags_and_a_bench_environment():
+    from fairseq_stream.ops.env_flags import KERNEL_ISAS
+    from fairseq_stream.tools.user_bench import ISA_ENV
+
+    assert set(extension.ISA_FLAGS) == set(KERNEL_ISAS) == set(ISA_ENV)
+    assert all(ISA_ENV[isa].get(KERNEL_ISA, "native") == isa for isa in ISA_ENV)
