@@ -157,10 +157,9 @@ def load(source: str, flags: Sequence[str], what: str) -> Any:
     _loaded[source] = False
     if disabled():
         return None
-    flags = isa_flags(flags)
     try:
         facts = build_facts(source, flags, cpu_features())
-        _loaded[source] = _import_or_build(source, flags, *_place(facts), what, facts=facts)
+        _loaded[source] = _import_or_build(source, facts["flags"], *_place(facts), what, facts=facts)
     except Exception as exc:  # no compiler, no ninja: the PyTorch path is exact too
         failures[source] = f"{type(exc).__name__}: {str(exc).splitlines()[0] if str(exc) else ''}"
         log_once(f"fairseq-stream: CPU {what} kernel unavailable ({failures[source]}); using PyTorch ops")
@@ -189,6 +188,7 @@ def _import_or_build(source: str, flags: Sequence[str], name: str, folder: str, 
     (module docstring): it is rebuilt, or :class:`DamagedKernelCache` where its folder cannot be written.
     """
     expected = dict(facts or build_facts(source, flags, cpu_features()), module=name)
+    flags = expected["flags"]  # what the manifest records: the instruction set's limits included (build_facts)
     built = os.path.join(folder, f"{name}.so")
     why = cache_problem(built, expected)
     if why == NO_MANIFEST:

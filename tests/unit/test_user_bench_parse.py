@@ -316,15 +316,14 @@ def test_isa_avx2_limits_every_rows_libraries_and_a_rows_own_environment_still_a
 def test_isa_kernels_are_built_before_the_first_timed_run_and_a_failed_build_is_one_line(monkeypatch):
     """A kernel built at its first use would be built inside a run's generation timer; one that cannot be built
     would leave the rows timing PyTorch's paths: refused."""
-    calls = []
+    calls, returncodes = [], [0, 1]  # the prebuild's exit status: built, then failed
 
     def fake_run(cmd, capture_output, text, env):
         calls.append(env)
-        return __import__("subprocess").CompletedProcess(cmd, calls[-1].get("RC", 0), "C++ int8 kernel: built in 17 s\n",
-                                                          "")
+        return ub.subprocess.CompletedProcess(cmd, returncodes.pop(0), "C++ int8 kernel: built in 17 s\n", "")
     monkeypatch.setattr(ub.subprocess, "run", fake_run)
     logged = []
     ub.prebuild_kernels(dict(ub.ISA_ENV["avx2"]), logged.append)
     assert calls[0]["FAIRSEQ_STREAM_KERNEL_ISA"] == "avx2" and logged == ["C++ int8 kernel: built in 17 s"]
     with pytest.raises(UsageError, match="could not be built for --isa"):
-        ub.prebuild_kernels(dict(ub.ISA_ENV["avx2"], RC=1), logged.append)
+        ub.prebuild_kernels(dict(ub.ISA_ENV["avx2"]), logged.append)
