@@ -20,8 +20,9 @@
 // Packing: W_q (N, K) as nn.Linear holds it, into panels of 16 columns by groups of 4 inputs,
 // (ceil(N / 16), ceil(K / 4), 16, 4): one 64-byte load is 4 inputs of 16 columns, vpdpbusd's layout
 // (it multiplies 4 unsigned bytes of the row by 4 signed bytes of a column into one 32-bit sum). The
-// VNNI build stores q + 128 (unsigned) and subtracts 128 * sum_k W_q[n][k]; the AVX2 build widens both
-// to 16 bits (vpmaddwd: exact pair sums in 32 bits); the scalar build multiplies ints.
+// VNNI build stores q + 128 (unsigned) and subtracts 128 * sum_k W_q[n][k]; the AVX2 build moves the signs onto
+// one side (vpsignb) and multiplies magnitudes by signed bytes into exact 16-bit pairs (vpmaddubsw, see tile); the
+// scalar build multiplies ints.
 #include <torch/extension.h>
 #include "panel_tiles.h"
 #include "raw_kernels.h"
@@ -76,66 +77,66 @@ __attribute__((noinline)) void tile(const Act* x, int64_t ldx, const int8_t* pan
       _mm512_storeu_si512(s + r * PB * kPanel + p * kPanel, acc[r][p]);
 }
 #elif defined(__AVX2__)
-using Act = int16_t;
+using Act = int8_t;
 constexpr int32_t kActOffset = 0;
-constexpr int kRowsPerTile = 4, kPanelsPerTile = 1, kOneRowPanels = 2;
+constexpr int kRowsPerTile = 4, kPanelsPerTile = 1, kOneRowPanels = 4;
 
-// The 8 columns of one half panel, from its accumulators (each column's two pair sums side by side) into s.
-inline void pair_sums(const __m256i (&acc)[2], int32_t* s) {
-  _Pragma("GCC unroll 2") for (int c = 0; c < 2; ++c) {
-    alignas(32) int32_t pairs[8];
-    _mm256_store_si256(reinterpret_cast<__m256i*>(pairs), acc[c]);
-    for (int j = 0; j < 4; ++j) s[4 * c + j] = pairs[2 * j] + pairs[2 * j + 1];
-  }
+inline __m256i broadcast4(const Act* p) {
+  int32_t v;
+  std::memcpy(&v, p, 4);
+  return _mm256_set1_epi32(v);
 }
 
-// A panel in two halves of 8 columns: each half's weights widened once a group and used by all MR rows (8 sums of
-// MR x 2 registers; 16-bit pairs summed into 32 bits by vpmaddwd: exact). One row: every half of the PB panels at
-// each group, so the row's four activations are broadcast once a group (not once a half panel: the broadcast and the
-// widening share one port on Intel cores, and one row has no other rows to spread them over) and each panel's
-// 64-byte line is read once, PB lines in flight (8000 x 256, a Xeon as AVX2: 83 -> 70 us a call; docs/results.md).
+// 8 columns' sums of 4 inputs: vpmaddubsw multiplies unsigned bytes `u` by signed bytes `v` into 16-bit pair
+// sums (no saturation: |pair| <= 2 * 128 * 127 < 2^15), vpmaddwd by ones adds the pairs into 32 bits.
+inline __m256i column_sums(__m256i u, __m256i v) {
+  return _mm256_madd_epi16(_mm256_maddubs_epi16(u, v), _mm256_set1_epi16(1));
+}
+
+// |W| (0..128 fits an unsigned byte) times q carrying W's sign (vpsignb; |q| <= 127, so never the -128 that vpsignb
+// cannot negate): exact for every weight. Several rows take |W| once a group for all MR rows; one row takes it per
+// weight vector and reads every half panel of its PB panels at each group (q broadcast once a group, each 64-byte
+// line read once, PB lines in flight). Against widening both to 16 bits for vpmaddwd (the kernel before), the
+// operator at 8000 x 256 on a Xeon as AVX2: 1 / 4 / 35 rows 65 -> 58, 160 -> 129, 1185 -> 1025 us a call; the
+// demo's int8 batch-1 C++ step 192 -> 177 us (its weights come from L3: the bytes, not the operations, bound it).
+// Moving q's sign onto W instead saves |W| at one row but leaves -128 wrong where q < 0: fixing those up after the
+// tile cost more than it saved (199 us a step).
 template <int MR, int PB>
 inline void tile(const Act* x, int64_t ldx, const int8_t* panels, int64_t G, int32_t* s) {
   if constexpr (MR == 1) {
-    __m256i acc[PB][2][2];
-    _Pragma("GCC unroll 16") for (int p = 0; p < PB; ++p)
-      for (int h = 0; h < 2; ++h) acc[p][h][0] = acc[p][h][1] = _mm256_setzero_si256();
+    __m256i acc[PB][2];
+    _Pragma("GCC unroll 16") for (int p = 0; p < PB; ++p) acc[p][0] = acc[p][1] = _mm256_setzero_si256();
     for (int64_t g = 0; g < G; ++g) {
-      int64_t four;
-      std::memcpy(&four, x + g * kGroup, 8);
-      const __m256i a = _mm256_set1_epi64x(four);
+      const __m256i q = broadcast4(x + g * kGroup);
       _Pragma("GCC unroll 16") for (int p = 0; p < PB; ++p) {
         const int8_t* at = panels + (p * G + g) * kPanel * kGroup;
         _Pragma("GCC unroll 2") for (int h = 0; h < 2; ++h) {
-          const __m256i w0 = _mm256_cvtepi8_epi16(_mm_loadu_si128(reinterpret_cast<const __m128i*>(at + 32 * h)));
-          const __m256i w1 = _mm256_cvtepi8_epi16(_mm_loadu_si128(reinterpret_cast<const __m128i*>(at + 32 * h + 16)));
-          acc[p][h][0] = _mm256_add_epi32(acc[p][h][0], _mm256_madd_epi16(a, w0));
-          acc[p][h][1] = _mm256_add_epi32(acc[p][h][1], _mm256_madd_epi16(a, w1));
+          const __m256i w = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(at + 32 * h));
+          acc[p][h] = _mm256_add_epi32(acc[p][h], column_sums(_mm256_abs_epi8(w), _mm256_sign_epi8(q, w)));
         }
       }
     }
     _Pragma("GCC unroll 16") for (int p = 0; p < PB; ++p)
-      for (int h = 0; h < 2; ++h) pair_sums(acc[p][h], s + p * kPanel + 8 * h);
+      for (int h = 0; h < 2; ++h) _mm256_storeu_si256(reinterpret_cast<__m256i*>(s + p * kPanel + 8 * h), acc[p][h]);
     return;
   }
   _Pragma("GCC unroll 16") for (int p = 0; p < PB; ++p) {
-    _Pragma("GCC unroll 2") for (int half = 0; half < 2; ++half) {
-      __m256i acc[MR][2];  // columns 8 half + (0..3, 4..7), each column's two pair sums side by side
-      _Pragma("GCC unroll 16") for (int r = 0; r < MR; ++r) acc[r][0] = acc[r][1] = _mm256_setzero_si256();
-      for (int64_t g = 0; g < G; ++g) {
-        const int8_t* at = panels + (p * G + g) * kPanel * kGroup + 32 * half;
-        const __m256i w0 = _mm256_cvtepi8_epi16(_mm_loadu_si128(reinterpret_cast<const __m128i*>(at)));
-        const __m256i w1 = _mm256_cvtepi8_epi16(_mm_loadu_si128(reinterpret_cast<const __m128i*>(at + 16)));
-        _Pragma("GCC unroll 16") for (int r = 0; r < MR; ++r) {
-          int64_t four;
-          std::memcpy(&four, x + r * ldx + g * kGroup, 8);
-          const __m256i a = _mm256_set1_epi64x(four);
-          acc[r][0] = _mm256_add_epi32(acc[r][0], _mm256_madd_epi16(a, w0));
-          acc[r][1] = _mm256_add_epi32(acc[r][1], _mm256_madd_epi16(a, w1));
-        }
+    __m256i acc[MR][2];  // columns 0..7 and 8..15 of the panel
+    _Pragma("GCC unroll 16") for (int r = 0; r < MR; ++r) acc[r][0] = acc[r][1] = _mm256_setzero_si256();
+    for (int64_t g = 0; g < G; ++g) {
+      const int8_t* at = panels + (p * G + g) * kPanel * kGroup;
+      const __m256i w0 = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(at));
+      const __m256i w1 = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(at + 32));
+      const __m256i u0 = _mm256_abs_epi8(w0), u1 = _mm256_abs_epi8(w1);
+      _Pragma("GCC unroll 16") for (int r = 0; r < MR; ++r) {
+        const __m256i q = broadcast4(x + r * ldx + g * kGroup);
+        acc[r][0] = _mm256_add_epi32(acc[r][0], column_sums(u0, _mm256_sign_epi8(q, w0)));
+        acc[r][1] = _mm256_add_epi32(acc[r][1], column_sums(u1, _mm256_sign_epi8(q, w1)));
       }
-      _Pragma("GCC unroll 16") for (int r = 0; r < MR; ++r) pair_sums(acc[r], s + r * PB * kPanel + p * kPanel + 8 * half);
     }
+    _Pragma("GCC unroll 16") for (int r = 0; r < MR; ++r)
+      for (int h = 0; h < 2; ++h)
+        _mm256_storeu_si256(reinterpret_cast<__m256i*>(s + r * PB * kPanel + p * kPanel + 8 * h), acc[r][h]);
   }
 }
 #else
