@@ -51,13 +51,18 @@ def parse_shapes(text: str) -> List[Tuple[int, int]]:
     return shapes
 
 
-def main(argv: Sequence[str] = None) -> None:
-    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+def shape_arguments(doc: str, rows: str, calls: int) -> argparse.ArgumentParser:
+    """The options of a per-call benchmark over layer shapes and row counts (this script's and int8_linear_time.py's)."""
+    parser = argparse.ArgumentParser(description=doc, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--shapes", default=DEMO_SHAPES, help="comma-separated NxK (outputs x inputs)")
-    parser.add_argument("--rows", default="1,4,25,64,300", help="comma-separated row counts M")
-    parser.add_argument("--calls", type=int, default=100, help="calls per timed round (a tenth at 100+ rows)")
+    parser.add_argument("--rows", default=rows, help="comma-separated row counts M")
+    parser.add_argument("--calls", type=int, default=calls, help="calls per timed round (a tenth at 100+ rows)")
     parser.add_argument("--repeats", type=int, default=5)
-    args = parser.parse_args(argv)
+    return parser
+
+
+def main(argv: Sequence[str] = None) -> None:
+    args = shape_arguments(__doc__, "1,4,25,64,300", 100).parse_args(argv)
     from fairseq_stream.ops import packed_linear
 
     if packed_linear.kernel() is None:

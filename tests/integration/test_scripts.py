@@ -157,6 +157,19 @@ def test_output_layer_micro_benchmark_prints_every_cell():
     assert all(line.split("|")[-2].strip() == "cpp" for line in cells)  # the kernel that ran each cell (a CPU: C++)
 
 
+def test_int8_product_benchmark_times_every_cell_and_checks_its_bits():
+    from fairseq_stream.ops import int8_rows
+
+    if int8_rows.kernel() is None:
+        pytest.skip("the C++ int8 operator is not built here")
+    out = run_python(["scripts/bench/int8_linear_time.py", "--shapes", "40x24,16x72", "--rows", "1,5", "--calls", "2",
+                      "--repeats", "1"])
+    cells = [line.split("|") for line in out.splitlines() if line.startswith("| 40 x") or line.startswith("| 16 x")]
+    assert len(cells) == 4  # 2 shapes x 2 row counts
+    assert all(float(cell[3]) > 0 and cell[-2].strip() == "yes" for cell in cells)  # a time, and the reference's bits
+    assert any(int(cell[5]) > 0 for cell in cells)  # quantised as a model is: weights of -128 among them
+
+
 @pytest.mark.slow  # loads the demo model and its draft in a process of its own
 def test_speculative_benchmark_compares_the_drafts_weights():
     out = run_python(["scripts/bench/bench_speculative.py", "--limit", "3", "--gammas", "2", "--draft-quantize", "none,int8",
