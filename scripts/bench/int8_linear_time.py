@@ -9,8 +9,8 @@ weights (random float weights, one scale per output channel: about one weight of
 as in a trained model); each row count M a call on (M, K) inputs. A call is timed as the median of ``--repeats``
 rounds of ``--calls`` calls after a warm-up; the call includes the rows' quantisation and the output's scaling.
 The build is the one this process loads: ``FAIRSEQ_STREAM_KERNEL_ISA=avx2`` times the AVX2 build on a CPU with
-more. The last column says whether the call equals the operator's arithmetic in PyTorch operations
-(``reference_row_linear``) bit for bit (it always should).
+more. ``--help`` lists the options (packed_linear_time.py's). The last column says whether the call equals the
+operator's arithmetic in PyTorch operations (``reference_row_linear``) bit for bit (it always should).
 """
 from __future__ import annotations
 
