@@ -97,8 +97,9 @@ inline __m256i column_sums(__m256i u, __m256i v) {
 // cannot negate): exact for every weight. Several rows take |W| once a group for all MR rows; one row takes it per
 // weight vector and reads every half panel of its PB panels at each group (q broadcast once a group, each 64-byte
 // line read once, PB lines in flight). Against widening both to 16 bits for vpmaddwd (the kernel before), the
-// operator at 8000 x 256 on a Xeon as AVX2: 1 / 4 / 35 rows 65 -> 58, 160 -> 129, 1185 -> 1025 us a call; the
-// demo's int8 batch-1 C++ step 192 -> 177 us (its weights come from L3: the bytes, not the operations, bound it).
+// operator at 8000 x 256 on a Xeon as AVX2 (scripts/bench/int8_linear_time.py): 1 / 4 / 35 rows 72 -> 62, 163 -> 134,
+// 1193 -> 1036 us a call; the demo's int8 batch-1 C++ step 192 -> 177 us (its weights come from L3: the bytes, not
+// the operations, bound it).
 // Moving q's sign onto W instead saves |W| at one row but leaves -128 wrong where q < 0: fixing those up after the
 // tile cost more than it saved (199 us a step).
 template <int MR, int PB>
