@@ -280,12 +280,16 @@ class DraftProposer:
 
     # ---- the native loop (ProposeAndVerify's "ahead" hook) ----------------------------------------
     def guess_natively(self, search: VerifySearch, rows: Optional[StrategyState]) -> Optional[VerifySearch]:
-        """``search`` with this draft proposing in it (``decoder_speculate``); None with ``--draft-tokens auto``
-        (its γ follows each verification's measured time) or a proposal of another γ than the verifier's block."""
-        if (self.tuner is not None or not isinstance(rows, DraftState) or rows.most != self.gamma - 1
-                or search.block != self.gamma + 1):
+        """``search`` with this draft proposing in it (``decoder_speculate``: windows of γ + 1, the last proposal's
+        γ), or None for a proposal of another γ. With ``--draft-tokens auto`` the verifier's block is the largest γ's
+        and the run keeps the γ :class:`GammaTuner` chose before it (the tuner sees the run's verifications after
+        it, :meth:`ran_natively`, and may choose another for the next run): what the Python steps would verify with
+        that γ, as :meth:`JacobiDecoding.with_guesses` narrows their windows."""
+        windows = search.block == self.gamma + 1 if self.tuner is None else search.block >= self.gamma + 1
+        if not isinstance(rows, DraftState) or rows.most != self.gamma - 1 or not windows:
             return None
-        return replace(search, draft=DraftSearch(self.draft, self.memory, rows.caches.state, self.gamma))
+        return replace(search, block=self.gamma + 1,
+                       draft=DraftSearch(self.draft, self.memory, rows.caches.state, self.gamma))
 
     def ran_natively(self, run: VerifyRun, rows: Optional[StrategyState]) -> Optional[StrategyState]:
         """The statistics of the verifications the native loop did (one sentence; γ fixed): the tokens each
