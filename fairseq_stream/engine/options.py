@@ -274,9 +274,10 @@ class StreamDecodingConfig(FairseqDataclass):
     )
     jacobi_parallel: str = field(
         default="auto",
-        metadata={"help": "gs-jacobi, hybrid-jacobi, lookahead at one sentence a call (the native loop, "
+        metadata={"help": "gs-jacobi, hybrid-jacobi, lookahead, speculative at one sentence a call (the native loop, "
                   "--stream-capacity 1): 'auto' (before each sentence's run of iterations, its blocks or one position "
-                  "a call, whichever this run measured cheaper per verified token: on a CPU a block's call costs "
+                  "a call, whichever this run measured cheaper per verified token; speculative: each sentence with "
+                  "the draft's guesses or without the draft: on a CPU a block's call costs "
                   "more than a one-token step), 'always' (the papers' blocks), 'never' (one position a call, as "
                   "hybrid-jacobi with L = 0); the output is greedy's either way"},
     )

@@ -29,6 +29,11 @@ verification, maximising Leviathan et al.'s expected tokens per unit of time
 ``(1 − α^{γ+1}) / ((1 − α)(γc + 1))`` (§3.1 Eq. 1, Theorem 3.8). ``γ`` is one per decoder call: a
 call verifies all its rows in one block of ``γ + 1`` positions, so a per-row ``γ`` would not
 change its cost.
+
+At batch 1 (``--stream-capacity 1``) ``--jacobi-parallel auto`` (:mod:`~fairseq_stream.search.parallel_gate`)
+decides at each sentence's start whether it is verified with the draft's guesses or one position a call without
+the draft (greedy's steps, no draft call), whichever this run has measured cheaper per verified token: where a
+CPU's cache holds the model, a block of ``γ + 1`` can cost more than the tokens it verifies save.
 """
 from __future__ import annotations
 
@@ -49,6 +54,7 @@ from fairseq_stream.errors import FairseqStreamError
 from fairseq_stream.model.quantize import int8_weights
 from fairseq_stream.model.row_cache import SentenceIndex
 from fairseq_stream.search.jacobi import JacobiConfig, JacobiDecoding, JacobiState
+from fairseq_stream.search.parallel_gate import ParallelGate, check_mode
 from fairseq_stream.search.proposers import ProposeAndVerify, Proposal, Verdict, verifier_capabilities
 
 #: ``--draft-tokens`` without a value: with the draft's calls as one native call, γ = 3 measured faster than
@@ -67,6 +73,8 @@ class SpeculativeConfig:
     draft_tokens: Optional[int]  # γ; None = auto
     lenpen: float = 1.0  # only scales the reported score: the output is greedy's
     draft_quantize: str = "auto"  # the draft's weights: auto (int8 on a CPU), none, int8
+    parallel: str = "auto"  # --jacobi-parallel: at batch 1 each sentence with the draft or one position a call
+    lone: bool = False  # --stream-capacity 1: one sentence in flight, groups never merge (the gate acts only then)
 
     rows_per_sentence = 1
 
@@ -82,6 +90,7 @@ class SpeculativeConfig:
         if self.draft_quantize not in DRAFT_QUANTIZE:
             raise FairseqStreamError(f"--draft-quantize must be one of {', '.join(DRAFT_QUANTIZE)}, "
                                      f"got {self.draft_quantize!r}")
+        check_mode(self.parallel)
 
     @property
     def most_draft_tokens(self) -> int:
@@ -91,7 +100,9 @@ class SpeculativeConfig:
     def from_options(cls, name: str, gen_cfg: Any, opts: Any, models: Sequence[Any] = ()) -> "SpeculativeConfig":
         return cls(draft_path=opts.draft_path or "",
                    draft_tokens=parse_draft_tokens(getattr(opts, "draft_tokens", None), DEFAULT_DRAFT_TOKENS),
-                   lenpen=lenpen_of(gen_cfg), draft_quantize=str(getattr(opts, "draft_quantize", "auto")))
+                   lenpen=lenpen_of(gen_cfg), draft_quantize=str(getattr(opts, "draft_quantize", "auto")),
+                   parallel=str(getattr(opts, "jacobi_parallel", "auto")),
+                   lone=getattr(opts, "stream_capacity", None) == 1)
 
 
 def parse_draft_tokens(value: Any, default: str = DEFAULT_DRAFT_TOKENS) -> Optional[int]:
@@ -144,8 +155,12 @@ class DraftProposer:
     greedy continuation ``d_1..d_γ`` of each verified prefix (Leviathan et al. 2023 Algorithm 1,
     Xia et al. 2023 §3.2), ``γ`` fixed or tuned (:class:`GammaTuner`)."""
 
-    def __init__(self, cfg: SpeculativeConfig, draft: ModelStep, *, pad: int, bos: int, stats: Any) -> None:
+    def __init__(self, cfg: SpeculativeConfig, draft: ModelStep, *, pad: int, bos: int, stats: Any,
+                 gate: Optional[ParallelGate] = None) -> None:
         self.cfg = cfg
+        # --jacobi-parallel: whether a lone sentence (batch 1) is verified with the draft's guesses or one position a
+        # call (greedy's steps, no draft call); a sentence without the draft has no per-sentence state (None)
+        self.gate = gate
         self.draft = draft
         self.memory = draft.slots()  # the draft's encodings of the sentences in flight
         self.pad, self.bos = pad, bos
@@ -163,7 +178,11 @@ class DraftProposer:
         self.draft.admit(self.memory, src_tokens, src_lengths, free, pad=pad, eos=eos, left_pad=left_pad)
 
     def start(self, sentences: Tensor, verify: JacobiState) -> Proposal:
-        """The draft decodes ``γ`` tokens after BOS."""
+        """The draft decodes ``γ`` tokens after BOS; or, for a lone sentence the gate runs one position a call, no
+        guess (its windows one position wide) and no draft state."""
+        if self.gate is not None and sentences.numel() == 1 and not self.gate.parallel():
+            self._left_step = None
+            return self._one_position(sentences)
         gamma = self._next_gamma()
         dec = self.draft.initial_state(self.memory, sentences, self.bos)
         start = time.perf_counter()
@@ -174,9 +193,12 @@ class DraftProposer:
         self._left_step = time.perf_counter()
         return Proposal(tokens, rows)
 
-    def propose(self, verdict: Verdict, rows: DraftState) -> Proposal:
+    def propose(self, verdict: Verdict, rows: Optional[DraftState]) -> Proposal:
         """The draft catches up with the verified tokens, the finished sentences leave, then it
-        decodes the next ``γ``."""
+        decodes the next ``γ``; a sentence without the draft (``rows`` None) gets no guess."""
+        if rows is None:
+            return Proposal(None, None) if verdict.outcome.state.size == 0 else self._one_position(
+                verdict.outcome.state.sentences)
         if self._left_step is not None:  # the target's block call, timed from the host (CPU)
             self.stats.add_extra("verify_seconds", verdict.entered - self._left_step)
         out = verdict.outcome
@@ -202,6 +224,11 @@ class DraftProposer:
         self._left_step = time.perf_counter()
         self.stats.add_extra("speculative_step_seconds", self._left_step - verdict.entered)
         return Proposal(tokens, new)
+
+    @staticmethod
+    def _one_position(sentences: Tensor) -> Proposal:
+        """No guess: the verifier's next windows narrow to one position (``JacobiDecoding.with_guesses``)."""
+        return Proposal(sentences.new_empty((sentences.numel(), 0)), None)
 
     # ---- the draft -------------------------------------------------------------------------
     def count_draft(self, start: float) -> None:
@@ -285,6 +312,8 @@ class DraftProposer:
         and the run keeps the γ :class:`GammaTuner` chose before it (the tuner sees the run's verifications after
         it, :meth:`ran_natively`, and may choose another for the next run): what the Python steps would verify with
         that γ, as :meth:`JacobiDecoding.with_guesses` narrows their windows."""
+        if rows is None:  # a sentence without the draft: windows of one position from here (HGJ's L), greedy's steps
+            return replace(search, max_parallel=search.verified)
         windows = search.block == self.gamma + 1 if self.tuner is None else search.block >= self.gamma + 1
         if not isinstance(rows, DraftState) or rows.most != self.gamma - 1 or not windows:
             return None
@@ -294,7 +323,12 @@ class DraftProposer:
     def ran_natively(self, run: VerifyRun, rows: Optional[StrategyState]) -> Optional[StrategyState]:
         """The statistics of the verifications the native loop did (one sentence; γ fixed): the tokens each
         accepted, the draft's calls, and the loop's time, ``draft_seconds`` of it the draft's calls (the rest
-        verification time, the last call's block included, as :meth:`propose` counts it); the draft's caches."""
+        verification time, the last call's block included, as :meth:`propose` counts it); the draft's caches. The
+        gate (``--jacobi-parallel auto``) learns the run's cost per verified token on its side."""
+        if self.gate is not None:
+            self.gate.observe(rows is not None, run.seconds, run.accepted)
+        if rows is None:  # one position a call: no draft
+            return None
         self.stats.add_extra("draft_seconds", run.draft_seconds)
         self.stats.add_extra("verify_seconds", run.seconds - run.draft_seconds)
         self._left_step = time.perf_counter()
@@ -354,7 +388,8 @@ class SpeculativeDecoding(ProposeAndVerify):
         draft.require_block_steps("a speculative draft (--draft-path)")
         verifier = JacobiDecoding.from_config(
             JacobiConfig(block=cfg.most_draft_tokens + 1, init="tail", lenpen=cfg.lenpen), ctx)
-        return cls(verifier, DraftProposer(cfg, draft, pad=ctx.pad, bos=ctx.bos, stats=ctx.stats))
+        return cls(verifier, DraftProposer(cfg, draft, pad=ctx.pad, bos=ctx.bos, stats=ctx.stats,
+                                           gate=ParallelGate(cfg.parallel if cfg.lone else "always", ctx.stats)))
 
 
 class GammaTuner:
@@ -420,5 +455,6 @@ register_search(
             "output identical to greedy (Leviathan et al. 2023 Alg. 1, Xia et al. 2023)",
     config=SpeculativeConfig,
     capabilities=verifier_capabilities(why_no_beam=WHY_NO_BEAM,
-                                       reads=frozenset({"draft_path", "draft_tokens", "draft_quantize"})),
+                                       reads=frozenset({"draft_path", "draft_tokens", "draft_quantize",
+                                                        "jacobi_parallel"})),
 )(SpeculativeDecoding)

@@ -153,13 +153,15 @@ VERIFY: Dict[str, Tuple[str, Dict[str, Any], Dict[str, Any]]] = {  # name → (s
     "gs-jacobi-never": ("gs-jacobi", {"beam": 1}, {"jacobi_parallel": "never"}),
     "gs-jacobi-auto": ("gs-jacobi", {"beam": 1}, {"jacobi_parallel": "auto"}),
     "lookahead-auto-int8": ("lookahead", {"beam": 1}, {"jacobi_parallel": "auto", "quantize": "int8"}),
+    # each sentence with the draft or one position a call (no draft call): the gate's choice per sentence
+    "speculative-gated": ("speculative", {"beam": 1}, {"jacobi_parallel": "auto"}),
     # γ follows each verification's measured time: a run keeps the γ chosen before it
     "speculative-auto": ("speculative", {"beam": 1}, {"draft_tokens": "auto"}),
     # the loop declines: PJ's window is the whole rest of the target
     "jacobi": ("jacobi", {"beam": 1}, {}),
 }
 VERIFY_DECLINES = ("jacobi",)
-GATED = ("gs-jacobi-auto", "lookahead-auto-int8")  # the loop runs, on the side the gate chose for each sentence
+GATED = ("gs-jacobi-auto", "lookahead-auto-int8", "speculative-gated")  # the loop runs, on the side the gate chose for each sentence
 SPECULATIVE_STATS = ("verify_steps", "verify_rows", "verify_accepted", "draft_calls", "draft_tokens_proposed",
                      "draft_proposals")
 
@@ -174,7 +176,7 @@ def _verify(session: Any, data: Any, case: str, random_draft: str, **extra: Any)
     search, gen, opts = VERIFY[case]
     if search == "speculative":
         opts = dict(opts, draft_path=random_draft if opts.get("draft_path") == "random" else SHIPPED_DRAFT)
-    elif search != "jacobi":
+    if search != "jacobi":
         opts = dict({"jacobi_parallel": "always"}, **opts)
     return session.translate(data, search=search, gen=gen, opts=dict(opts, stream_capacity=1, **extra))
 

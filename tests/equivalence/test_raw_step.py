@@ -28,12 +28,14 @@ CASES: Dict[str, Tuple[str, Dict[str, Any], Dict[str, Any]]] = {  # name → (se
     "var-fifo": ("var-fifo", {"beam": 5}, {"stream_capacity": 4}),  # rows of their own lengths in one step
     "gs-jacobi": ("gs-jacobi", {"beam": 1}, {"jacobi_block": 3, "stream_capacity": 4}),  # causal blocks
     # the draft's steps too, and the native verification loop at batch 1
-    "speculative": ("speculative", {"beam": 1}, {"draft_path": os.path.join(DEMO, "draft.pt"), "stream_capacity": 1}),
+    # the draft for every sentence (--jacobi-parallel auto's choices follow the measured times, and so the loops' steps)
+    "speculative": ("speculative", {"beam": 1}, {"draft_path": os.path.join(DEMO, "draft.pt"), "stream_capacity": 1,
+                                                 "jacobi_parallel": "always"}),
     # --min-len past where the sentences would end: the loops' raw search must forbid EOS as the aten calls do, or
     # it hands those steps back to Python (the same output, fewer steps searched in the loop: counted below)
     "greedy-min-len": ("fixed-ours", {"beam": 1, "min_len": 40, "unkpen": 2.5}, {"stream_capacity": 1}),
     "speculative-min-len": ("speculative", {"beam": 1, "min_len": 40},
-                            {"draft_path": os.path.join(DEMO, "draft.pt"), "stream_capacity": 1}),
+                            {"draft_path": os.path.join(DEMO, "draft.pt"), "stream_capacity": 1, "jacobi_parallel": "always"}),
 }
 
 pytestmark = pytest.mark.skipif(native_decoder.kernel_available() is not None,
