@@ -161,6 +161,7 @@ class DraftProposer:
         # --jacobi-parallel: whether a lone sentence (batch 1) is verified with the draft's guesses or one position a
         # call (greedy's steps, no draft call); a sentence without the draft has no per-sentence state (None)
         self.gate = gate
+        self._with_draft = True  # the gate's choice for the sentences admitted last
         self.draft = draft
         self.memory = draft.slots()  # the draft's encodings of the sentences in flight
         self.pad, self.bos = pad, bos
@@ -173,14 +174,20 @@ class DraftProposer:
 
     def admit(self, src_tokens: Tensor, src_lengths: Tensor, free: Tensor, size: int, *, pad: int, eos: int,
               left_pad: bool) -> None:
-        """The scheduler's refill: the draft encodes the admitted sentences into the same slots."""
+        """The scheduler's refill: the draft encodes the admitted sentences into the same slots — but a lone
+        sentence the gate runs one position a call (decided here, before :meth:`start`), which never calls the draft."""
         self.memory.size = size
+        self._with_draft = True
+        if self.gate is not None and src_tokens.size(0) == 1:
+            self._with_draft = self.gate.parallel()
+            if not self._with_draft:
+                return
         self.draft.admit(self.memory, src_tokens, src_lengths, free, pad=pad, eos=eos, left_pad=left_pad)
 
     def start(self, sentences: Tensor, verify: JacobiState) -> Proposal:
         """The draft decodes ``γ`` tokens after BOS; or, for a lone sentence the gate runs one position a call, no
         guess (its windows one position wide) and no draft state."""
-        if self.gate is not None and sentences.numel() == 1 and not self.gate.parallel():
+        if not self._with_draft:
             self._left_step = None
             return self._one_position(sentences)
         gamma = self._next_gamma()
