@@ -161,7 +161,8 @@ VERIFY: Dict[str, Tuple[str, Dict[str, Any], Dict[str, Any]]] = {  # name → (s
     "jacobi": ("jacobi", {"beam": 1}, {}),
 }
 VERIFY_DECLINES = ("jacobi",)
-GATED = ("gs-jacobi-auto", "lookahead-auto-int8", "speculative-gated")  # the loop runs, on the side the gate chose for each sentence
+# the loop runs, on the side the gate chose for each sentence
+GATED = ("gs-jacobi-auto", "lookahead-auto-int8", "speculative-gated")
 SPECULATIVE_STATS = ("verify_steps", "verify_rows", "verify_accepted", "draft_calls", "draft_tokens_proposed",
                      "draft_proposals")
 

@@ -35,7 +35,8 @@ CASES: Dict[str, Tuple[str, Dict[str, Any], Dict[str, Any]]] = {  # name → (se
     # it hands those steps back to Python (the same output, fewer steps searched in the loop: counted below)
     "greedy-min-len": ("fixed-ours", {"beam": 1, "min_len": 40, "unkpen": 2.5}, {"stream_capacity": 1}),
     "speculative-min-len": ("speculative", {"beam": 1, "min_len": 40},
-                            {"draft_path": os.path.join(DEMO, "draft.pt"), "stream_capacity": 1, "jacobi_parallel": "always"}),
+                            {"draft_path": os.path.join(DEMO, "draft.pt"), "stream_capacity": 1,
+                             "jacobi_parallel": "always"}),
 }
 
 pytestmark = pytest.mark.skipif(native_decoder.kernel_available() is not None,

@@ -55,8 +55,8 @@ def test_three_rows_on_the_demo_folder(tmp_path):
     assert why[0]["tokens_per_call"] >= 1 and why[0]["ratio"] == pytest.approx(by["speculative"]["ratio"], rel=1e-6)
     # (at batch 1 its gate, --jacobi-parallel auto, adds how many sentence runs took the draft's blocks to the label)
     why_table = proc.stdout.split("why:")[1]
-    assert "why: ratio = a call's cost" in proc.stdout and re.search(r"\| speculative( \(blocks in \d+ of \d+ runs\))? \| ",
-                                                                       why_table)
+    assert "why: ratio = a call's cost" in proc.stdout
+    assert re.search(r"\| speculative( \(blocks in \d+ of \d+ runs\))? \| ", why_table), why_table
 
 
 @pytest.mark.slow
