@@ -245,6 +245,11 @@ class KernelRunner:
         ``s``/``z``: the packet's sentence and final counts.
         """
         result, backend = self._execute(op, tensors, args, config, reference, fits, features)
+        return self.ran(op, tensors, result, backend, s=s, z=z)
+
+    def ran(self, op: StepOperator, tensors: Sequence[Tensor], result: Any, backend: str, *, s: int, z: int = 0) -> Ran:
+        """:meth:`run` after its step: the step ``backend`` ran (``result``) recorded, its packet read once, the state
+        compacted where that backend leaves it to the runner. For a step a caller ran itself, as :meth:`choose` chose."""
         self._record(op, backend)
         view = op.packet.read(result.packet, s, z)
         if op.runner_compacts and backend not in op.compacts:  # the compaction contract

@@ -103,11 +103,20 @@ def cpp_step(state_tensors: List[Tensor], top_lp: Tensor, top_tok: Tensor, row_s
              *, k: int, width: int, final_count: int, eos: int, pad: int, finalize: int, track_best: bool,
              rules: Tuple[Any, ...]) -> StepResult:
     """One step by the C++ operator (``csrc/beam_step.cpp``; the contract above)."""
-    ints, params = rules[0], rules[1]
-    config = [k, width, final_count, eos, pad, finalize, int(track_best), len(ints) // 3] + ints
-    if len(rules) > 2:  # per-sentence rungs: the table's size after the rules, its pairs after their params
-        config, params = config + [len(rules[2]) // 2], list(params) + list(rules[2])
+    config, params, packet_at = cpp_operands(state_tensors, k=k, width=width, final_count=final_count, eos=eos, pad=pad,
+                                             finalize=finalize, track_best=track_best, rules=rules)
     packet, rows = torch.ops.fairseq_stream.beam_step(
         top_lp.contiguous(), top_tok.contiguous(), row_slot.contiguous(), state_tensors, len_pow, config, params,
-        packets.BEAM_STEP.starts(state_tensors[0].numel(), final_count))
+        packet_at)
     return StepResult(packet, rows, True)
+
+
+def cpp_operands(state_tensors: List[Tensor], *, k: int, width: int, final_count: int, eos: int, pad: int, finalize: int,
+                 track_best: bool, rules: Tuple[Any, ...]) -> Tuple[List[int], List[float], List[int]]:
+    """The C++ operator's ``config``, ``params`` and ``packet_at`` (its packet's field offsets) for
+    :func:`cpp_step`'s options (also the native search's, ``searched_beam_step`` in ``csrc/decoder_step.cpp``)."""
+    ints, params = rules[0], list(rules[1])
+    config = [k, width, final_count, eos, pad, finalize, int(track_best), len(ints) // 3] + list(ints)
+    if len(rules) > 2:  # per-sentence rungs: the table's size after the rules, its pairs after their params
+        config, params = config + [len(rules[2]) // 2], params + list(rules[2])
+    return config, params, packets.BEAM_STEP.starts(state_tensors[0].numel(), final_count)

@@ -41,14 +41,14 @@ import torch
 from torch import Tensor
 
 from fairseq_stream.search.defaults import (
-    PRUNED_WIDTH_BINS, PRUNED_WIDTH_KEY,
+    NATIVE_SEARCH_KEY, PRUNED_WIDTH_BINS, PRUNED_WIDTH_KEY,
     DEFAULT_ABS_SCALE, default_abs_threshold, DEFAULT_FINALIZE, DEFAULT_MAX_CANDS_PER_NODE, PRESETS,
     PRUNE_AUTO_START, prune_auto_on,
 )
 from fairseq_stream.errors import FairseqStreamError
 from fairseq_stream.search.interface import Hypothesis, StepOutcome, StrategyContext
 from fairseq_stream.ops import beam_step as fused
-from fairseq_stream.ops import packets
+from fairseq_stream.ops import native_step, packets
 from fairseq_stream.ops.backends import BEAM_STEP, RUNGS_FEATURE, KernelRunner
 from fairseq_stream.ops.beam_step import StepResult
 from fairseq_stream.ops.packets import PacketView
@@ -529,9 +529,43 @@ class BeamSearch(SearchInRegion, StateOps):
         (``top``: each row's best candidates, where the decoder step ran :meth:`output_tail`)."""
         if top is None:
             c = min(self.row_width(state), scores.size(-1))
+            searched = self._search_natively(state, scores, c)
+            if searched is not None:
+                return searched
             top = self.scorer.top(scores[:, -1], c, self._row_context(state, state.row_slot))[:2]
         top_lp, top_tok = top
         return self.search_step(state, top_lp.to(state.scores.dtype), top_tok)
+
+    def _search_natively(self, state: BeamState, scores: Tensor, c: int) -> Optional[StepOutcome]:
+        """The step's search as one C++ call (``searched_beam_step``, ``ops/csrc/decoder_step.cpp``): the fused output
+        layer's ``c`` best candidates a row with fairseq's edits, then the beam operator — what :meth:`OutputScorer.top`
+        and :meth:`search_step` give, bit for bit, without the interpreter between them (at k = 5 and batch 1 they were a
+        fifth of a step). None where that call cannot give it (the caller runs them): float32 scores on the CPU, the
+        fused layer on the C++ top-k (:meth:`~OutputScorer.native_output`), no row at its maximum length, the C++ beam
+        operator chosen for this step, no rungs and no n-gram history."""
+        if (scores.dtype != torch.float32 or scores.device.type != "cpu" or scores.dim() != 3 or scores.size(1) != 1
+                or self.rungs is not None or state.rungs_in or self.needs_history or state.t >= state.min_max_len
+                or self.kernel_rules is None or native_step.kernel() is None):
+            return None
+        output = self.scorer.native_output(c, eos=self.eos, pad=self.pad)
+        tensors = [getattr(state, name) for name in fused.FIELDS]
+        if (output is None or not fused.fits(tensors, state.scores)
+                or self.runner.choose(BEAM_STEP, tensors, True, self.step_features) != "cpp"):
+            return None
+        below_min = None  # MinLength: the rows whose sentence is short of --min-len (none once every one is past it)
+        if output.min_len > 0 and state.t_min < output.min_len:
+            below_min = state.steps.index_select(0, state.row_slot // self.k) < output.min_len
+        config, params, packet_at = fused.cpp_operands(
+            tensors, k=self.k, width=self.final_width, final_count=self.done_at, eos=self.eos, pad=self.pad,
+            finalize=FINALIZATION_CODES[self.finalizer.name], track_best=bool(self.rules), rules=self.kernel_rules)
+        _, window, eos, pad, unk, unk_penalty, _ = output.operands()
+        packet, rows = torch.ops.fairseq_stream.searched_beam_step(
+            scores[:, -1], c, window, eos, pad, unk, unk_penalty, below_min, state.row_slot, tensors,
+            self._length_penalties(state), config, params, packet_at)
+        ran = self.runner.ran(BEAM_STEP, tensors, StepResult(packet, rows, True), "cpp", s=state.size, z=self.done_at)
+        if self.stats is not None:
+            self.stats.add_extra(NATIVE_SEARCH_KEY)
+        return self._outcome(state, ran.result, ran.packet)
 
     def search_step(self, state: BeamState, top_lp: Tensor, top_tok: Tensor) -> StepOutcome:
         """The step after the output layer, from each row's best ``c`` candidates ``(R, c)``, by

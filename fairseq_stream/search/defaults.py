@@ -28,6 +28,8 @@ DEFAULT_FINALIZE = "ours"
 #: how much each sentence was pruned (search/beam.py, the statistics): a finished sentence's decoder rows a step
 #: (after its first) as a share of k, counted in this many equal bins under the extra statistics' keys KEY0 …
 PRUNED_WIDTH_KEY, PRUNED_WIDTH_BINS = "pruned_width_", 10
+#: the beam steps whose search (output layer and beam operator) ran as one C++ call (search/beam.py), an extra statistic
+NATIVE_SEARCH_KEY = "native_search_steps"
 #: --prune-preset: a paper's whole pruning rule under one name, as option values by field name.
 #: Freitag2017 Table 1 (De-En): the combined row "rp=0.6,ap=2.5,rpl=0.02,mc=3" at beam 5 and
 #: "rp=0.3,ap=2.5,rpl=0.3,mc=3" at beam 14; thresholds measured from the best *active*

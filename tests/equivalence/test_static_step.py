@@ -75,7 +75,18 @@ def _count_output_layers(monkeypatch) -> Dict[str, int]:
         finally:
             where[0] = "outside"
 
+    from fairseq_stream.search.beam import BeamSearch
+
+    searched = BeamSearch._search_natively
+
+    def counted_search(self, state, scores, c):  # the output layer's top-k inside the step's one C++ search call
+        out = searched(self, state, scores, c)
+        if out is not None:
+            counts[where[0]] += 1
+        return out
+
     monkeypatch.setattr(output, "topk_with_normaliser", counted)
+    monkeypatch.setattr(BeamSearch, "_search_natively", counted_search)
     monkeypatch.setattr(StaticStep, "_body", region)
     return counts
 
@@ -332,7 +343,9 @@ def test_what_travels_with_a_row_is_gathered_inside_the_next_static_step(demo_se
     assert computed[0] == steps - gathered, (computed[0], steps, gathered)
     computed[0] = 0
     eager = _run(demo_session, data, case, "eager", **fixed)
-    assert computed[0] == eager.stats.timesteps and not eager.stats.step_mode.get("inputs_in_step")
+    # each eager step's context on the host, but where its one C++ search call took the rows' steps itself
+    searched = eager.stats.extra.get("native_search_steps", 0)
+    assert computed[0] + searched == eager.stats.timesteps and not eager.stats.step_mode.get("inputs_in_step")
     assert_same(eager, static, scores=False)
 
 

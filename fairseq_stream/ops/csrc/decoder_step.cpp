@@ -1144,6 +1144,28 @@ std::tuple<Tensor, Tensor, Tensor, Tensor, int64_t, int64_t, int64_t, int64_t, d
           std::chrono::duration<double>(Clock::now() - entered).count(), std::chrono::duration<double>(drafting).count()};
 }
 
+// One beam step's search after the decoder call, as one operator (search/beam.py, BeamSearch._step_after where its
+// output layer is the fused one on the C++ top-k): each row's best `c` candidates of `last` (R, V) by best_of_window
+// (OutputScorer.top's aten calls, so the same bits; no row at its maximum length), cast to the beam's score type,
+// then the beam operator (ops/csrc/beam_step.cpp, the fairseq_stream::beam_step its Python caller would call with
+// the same arguments). Returns that operator's (packet, rows): the Python path's step without the interpreter
+// between the two (at k = 5 and batch 1 it was a fifth of a step).
+std::tuple<Tensor, Tensor> searched_beam_step(const Tensor& last, int64_t c, int64_t window, int64_t eos, int64_t pad,
+                                              int64_t unk, double unk_penalty, const c10::optional<Tensor>& below_min,
+                                              const Tensor& row_slot, std::vector<Tensor> state, const Tensor& len_pow,
+                                              std::vector<int64_t> config, std::vector<double> params,
+                                              std::vector<int64_t> packet_at) {
+  static const auto beam_step = op("fairseq_stream::beam_step");  // ops/beam_step.py loads it
+  TORCH_CHECK(last.dim() == 2 && state.size() > 1, "searched_beam_step: (R, V) scores and the beam's state");
+  const auto best = best_of_window(last, c, window, eos, pad, unk, unk_penalty, below_min);
+  // BeamSearch._step_after: top_lp.to(state.scores.dtype); cpp_step: contiguous operands
+  const Tensor top_lp = std::get<0>(best).to(state[1].scalar_type()).contiguous();
+  torch::jit::Stack stack{top_lp, std::get<1>(best).contiguous(), row_slot.contiguous(), state, len_pow, config,
+                          params, packet_at};  // boxed: the state tensors travel as themselves (updated in place)
+  beam_step.callBoxed(&stack);
+  return {stack[0].toTensor(), stack[1].toTensor()};
+}
+
 TORCH_LIBRARY_FRAGMENT(fairseq_stream, m) {
   m.class_<NativeDecoder>("NativeDecoder")
       .def(torch::init<int64_t, int64_t, bool, int64_t>())
@@ -1191,6 +1213,9 @@ TORCH_LIBRARY_FRAGMENT(fairseq_stream, m) {
         "Tensor? draft_home, Tensor(a!) tokens, Tensor(b!) token_scores, int verified, int max_len, int calls, "
         "int gamma, int window, int eos, int pad, int unk, float unk_penalty, int min_len) "
         "-> (Tensor, Tensor, Tensor, Tensor, int, int, int, int, float, float)");
+  m.def("searched_beam_step(Tensor last, int c, int window, int eos, int pad, int unk, float unk_penalty, "
+        "Tensor? below_min, Tensor row_slot, Tensor(a!)[] state, Tensor len_pow, int[] config, float[] params, "
+        "int[] packet_at) -> (Tensor, Tensor)");
 }
 TORCH_LIBRARY_IMPL(fairseq_stream, CPU, m) {
   m.impl("decoder_step", &decoder_step);
@@ -1199,5 +1224,6 @@ TORCH_LIBRARY_IMPL(fairseq_stream, CPU, m) {
   m.impl("decoder_jacobi", &decoder_jacobi);
   m.impl("decoder_speculate", &decoder_speculate);
   m.impl("encoder_layers", &encoder_layers);
+  m.impl("searched_beam_step", &searched_beam_step);
 }
 PYBIND11_MODULE(TORCH_EXTENSION_NAME, m) {}
