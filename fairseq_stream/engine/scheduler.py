@@ -301,13 +301,17 @@ class StreamingScheduler:
         if ahead is not None:
             scores, dec, state, calls = ahead
             length += calls - 1
-            fed = scores.scores.size(1)  # the loop's last call's (a speculative block may narrow at the end)
+            if scores is not None:
+                fed = scores.scores.size(1)  # the loop's last call's (a speculative block may narrow at the end)
         else:
             # its output layer (and search step) inside the step's region, where it gives one
             tail = self.strategy.output_tail(state) if self.in_region else None  # type: ignore[attr-defined]
             scores, dec = self.model.scored_step(pool, group.dec, group.feed, group.block_mask, tail=tail)
         # the "region" hook's step takes what the step computed; every other strategy the scores alone
-        out: StepOutcome = self.strategy.step(state, scores if self.in_region else scores.scores)
+        if scores is None:  # the loop searched its last call's step too (a beam's: it reads that step's packet)
+            out: StepOutcome = self.strategy.ahead_outcome(state)  # type: ignore[attr-defined]
+        else:
+            out = self.strategy.step(state, scores if self.in_region else scores.scores)
         if out.accept is not None:
             dec = self.model.accept(dec, out.accept, fed, out.max_length)
         if self.strategy.sentences(out.state) > 0:

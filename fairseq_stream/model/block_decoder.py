@@ -32,7 +32,7 @@ from torch import Tensor
 
 from fairseq_stream.errors import FairseqStreamError
 from fairseq_stream.model.linear_kernels import OneDnnLinear, PackedLinear
-from fairseq_stream.model.native_loops import VerifyRun
+from fairseq_stream.model.native_loops import BeamLoopRun, BeamLoopSearch, VerifyRun
 from fairseq_stream.model.quantize import is_quantized_linear, stacked_linear, weight_key
 from fairseq_stream.ops import decode_attention
 from fairseq_stream.model.row_arena import FIRST_SLOTS, RowsReached, untouched
@@ -379,6 +379,34 @@ class BlockDecoder:
             native, first, steps, positions, table, *rest, search.scores, search.tokens, search.token_scores,
             search.steps, search.max_len, *search.output.operands())
         return logits, cache.advanced(calls), calls
+
+    def beam_search_native(self, cache: RowCache, first: Tensor, positions: Tensor, memory: EncoderMemory,
+                           index: SentenceIndex, max_position: int,
+                           search: BeamLoopSearch) -> Union[Tuple[Optional[Tensor], RowCache, int], str]:
+        """Up to ``search.calls`` calls of :meth:`forward_native` for a beam of one sentence over a row arena, rows of one
+        length, the first fed ``first`` (R, 1) at ``positions``, each step searched and its rows reordered as the Python
+        step and :meth:`RowCache.select` do while no sentence finishes (``decoder_beam_search``; ``search.ran`` filled):
+        the last call's logits (R, 1, V), unsearched, or None where the loop searched its step too; the cache after the
+        calls (before that step's reorder); the calls made. Or why the operator cannot run them."""
+        if cache.arena is None or not cache.uniform or first.size(0) == 0:
+            return "not rows of one length over a row arena"
+        steps = search.calls
+        operands = self._native_operands(cache, steps, max_position + steps - 1, memory, index)
+        if isinstance(operands, str):
+            return operands
+        native, table, (keys, values, width, _, enc_keys, enc_values, enc_padding, kv_row, row_table, home) = operands
+        arena = cache.arena
+        readers = [c for c in list(arena.caches) if c is not cache]
+        *_, window, eos, pad, unk, unk_penalty, min_len = search.output.operands()
+        out, rows, row_table, home, row_slot, calls, searched = torch.ops.fairseq_stream.decoder_beam_search(
+            native, first, steps, positions, table, keys, values, width, enc_keys, enc_values, enc_padding, kv_row,
+            row_table, home, search.output.candidates, window, eos, pad, unk, unk_penalty, min_len, search.t_min,
+            search.k, search.row_slot, search.state, search.len_pow, search.config, search.params, search.packet_at,
+            [c.table for c in readers], [c.width for c in readers], [c.home for c in readers], arena.rows)
+        search.ran = BeamLoopRun(row_slot, (out, rows) if searched else None)
+        width += calls
+        after = RowCache.on_arena(arena, row_table, home, torch.full_like(cache.lens, width), width, True)
+        return (None if searched else out), after, calls
 
     def verify_native(self, cache: RowCache, feed: Tensor, memory: EncoderMemory, index: SentenceIndex, search: Any,
                       draft: Optional["BlockDecoder"]) -> Union[Tuple[Tensor, RowCache, int, Optional[RowCache]], str]:

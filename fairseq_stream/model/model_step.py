@@ -40,7 +40,7 @@ from fairseq_stream.model.static.tail import RegionTail, StepScores
 from fairseq_stream.model.row_cache import RowCache, SentenceIndex
 from fairseq_stream.model.block_decoder import BlockDecoder, check_supported
 from fairseq_stream.model import native_decoder
-from fairseq_stream.model.native_loops import GreedySearch, VerifySearch
+from fairseq_stream.model.native_loops import BeamLoopSearch, GreedySearch, VerifySearch
 
 
 @dataclass
@@ -267,6 +267,15 @@ class _TransformerAdapter:
         return self.block_decoder.greedy_search_native(cache, first, state.lengths.unsqueeze(1), memory,
                                                        state.sentence_index(), max_position=state.max_length,
                                                        search=search)
+
+    def beam_search(self, memory: Any, cache: RowCache, state: DecoderState, first: Tensor,
+                    search: BeamLoopSearch) -> Union[Tuple[Optional[Tensor], RowCache, int], str]:
+        """Native steps searched by a beam's rule (:meth:`ModelStep.beam_search`)."""
+        if not self.native:
+            return "not --step-mode native"
+        return self.block_decoder.beam_search_native(cache, first, state.lengths.unsqueeze(1), memory,
+                                                     state.sentence_index(), max_position=state.max_length,
+                                                     search=search)
 
     def verify(self, memory: Any, cache: RowCache, state: DecoderState, feed: Tensor, search: VerifySearch,
                draft: Optional["_TransformerAdapter"]) -> Union[Tuple[Tensor, RowCache, int, Optional[RowCache]], str]:
@@ -616,11 +625,34 @@ class ModelStep:
         new_state = DecoderState([cache], state.handles, cache.lens, None, state.index, cache.width)
         return StepScores(logits), new_state, calls
 
-    def run_ahead(self, pool: Sources, state: DecoderState, feed: Tensor,
-                  search: "GreedySearch | VerifySearch") -> Optional[Tuple[StepScores, DecoderState, int]]:
-        """The scheduler's "ahead" hook: the strategy's native loop (:meth:`greedy_search` or :meth:`verify`)."""
+    def beam_search(self, pool: Sources, state: DecoderState, feed: Tensor,
+                    search: BeamLoopSearch) -> Optional[Tuple[Optional[StepScores], DecoderState, int]]:
+        """A beam's (k > 1) steps of one sentence run ahead as one native call (``decoder_beam_search``): feed ``feed``
+        (R, 1), and while no sentence finishes, search each step as the strategy would (its state updated in place),
+        reorder the rows over the row arena and feed the step's tokens; at most ``search.calls`` calls. Returns the last
+        call's scores, unsearched (None where the loop searched that step too: ``search.ran`` has its packet, and
+        the caller reorders), the new state and the calls made; or None where the model cannot (:meth:`greedy_steps`'
+        conditions, a cache over a row arena): the caller steps as usual."""
+        adapter = self._native_adapter(state)
+        if adapter is None or search.calls < 2 or feed.dim() != 2 or feed.size(1) != 1:
+            return None
+        done = adapter.beam_search(pool.per_model[0], state.caches[0], state, feed, search)
+        if isinstance(done, str):
+            return None
+        logits, cache, calls = done
+        self.step_stats.count("native", calls)
+        self.step_stats.table_reorders += calls - 1  # the loop's reorders (the last step's, where searched, the caller's)
+        new_state = DecoderState([cache], state.handles, cache.lens, None, state.index, state.max_length + calls)
+        return (None if logits is None else StepScores(logits)), new_state, calls
+
+    def run_ahead(self, pool: Sources, state: DecoderState, feed: Tensor, search: "GreedySearch | BeamLoopSearch | VerifySearch"
+                  ) -> Optional[Tuple[Optional[StepScores], DecoderState, int]]:
+        """The scheduler's "ahead" hook: the strategy's native loop (:meth:`greedy_search`, :meth:`beam_search` or
+        :meth:`verify`)."""
         if isinstance(search, VerifySearch):
             return self.verify(pool, state, feed, search)
+        if isinstance(search, BeamLoopSearch):
+            return self.beam_search(pool, state, feed, search)
         return self.greedy_search(pool, state, feed, search)
 
     def strategy_pool(self, owner: type, make: Callable[[], Any]) -> Any:

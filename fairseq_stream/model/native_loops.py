@@ -1,6 +1,7 @@
 """What the native loops of the scheduler's "ahead" hook take and give (``ops/csrc/decoder_step.cpp``): a strategy
-describes the steps a loop may run for it (:class:`GreedySearch`: the greedy beam's; :class:`VerifySearch`: one
-sentence's Jacobi iterations, with lookahead's pool or speculative decoding's draft), :class:`ModelStep`
+describes the steps a loop may run for it (:class:`GreedySearch`: the greedy beam's; :class:`BeamLoopSearch`: a wider
+beam's, of one sentence; :class:`VerifySearch`: one sentence's Jacobi iterations, with lookahead's pool or speculative
+decoding's draft), :class:`ModelStep`
 (``model/model_step.py``) runs them through its decoder (``model/block_decoder.py``), and :class:`VerifyRun` says
 what a verification loop did. The model does not look inside beyond passing them on.
 """
@@ -46,6 +47,38 @@ class GreedySearch:
     max_len: Tensor
     calls: int  # the most decoder calls of one loop
     output: NativeOutput
+
+
+@dataclass
+class BeamLoopRun:
+    """What a native beam loop did: the rows' slots at its last call and, where it searched that call's step too, the
+    step's ``(packet, rows)`` as the beam operator returned them (a sentence finished, the rows changed, or the
+    arena must grow for the reorder, which is then left to the caller)."""
+
+    row_slot: Tensor
+    searched: Optional[Tuple[Tensor, Tensor]] = None
+
+
+@dataclass
+class BeamLoopSearch:
+    """What the native beam loop (``ModelStep.beam_search``: ``decoder_beam_search``) needs of a beam (k > 1) of one
+    sentence to search its steps itself: the beam operator's state tensors it updates in place (``state``, in
+    ``BEAM_STEP.fields`` order), the rows' slots, the length penalties and the operator's constants (``config``,
+    ``params``, ``packet_at``: ``ops/beam_step.py``'s ``cpp_operands``), k, the group's fewest steps (``--min-len``),
+    the output layer's constants and the most calls (none reaching a maximum length). Built by the strategy
+    (``BeamSearch.native_search``); the model fills :attr:`ran`."""
+
+    state: List[Tensor]
+    row_slot: Tensor
+    len_pow: Tensor
+    config: List[int]
+    params: List[float]
+    packet_at: List[int]
+    k: int
+    t_min: int
+    calls: int
+    output: NativeOutput
+    ran: Optional[BeamLoopRun] = None
 
 
 @dataclass

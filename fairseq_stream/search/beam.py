@@ -53,7 +53,7 @@ from fairseq_stream.ops.backends import BEAM_STEP, RUNGS_FEATURE, KernelRunner
 from fairseq_stream.ops.beam_step import StepResult
 from fairseq_stream.ops.packets import PacketView
 from fairseq_stream.search.output import OutputScorer
-from fairseq_stream.model.native_loops import GreedySearch
+from fairseq_stream.model.native_loops import BeamLoopSearch, GreedySearch
 from fairseq_stream.model.row_cache import SentenceIndex
 from fairseq_stream.search.score_edits import RowContext
 from fairseq_stream.search.registry import check_beam_and_nbest, lenpen_of
@@ -499,13 +499,17 @@ class BeamSearch(SearchInRegion, StateOps):
         self._len_pow = pool(type(self), dict)  # the length penalties, read by those graphs too
 
     # ---- the "ahead" hook: the greedy beam's steps run ahead natively -------------------------------
-    def native_search(self, state: BeamState, most_calls: int) -> Optional[GreedySearch]:
+    def native_search(self, state: BeamState, most_calls: int) -> "Optional[GreedySearch | BeamLoopSearch]":
         """What the native greedy loop needs to search ``state``'s steps itself (:class:`GreedySearch`), at most
         ``most_calls`` decoder calls and no more than reach a sentence's maximum length; or None
         where it cannot give what :meth:`step` gives bit for bit: a beam wider than 1 or with Z > 1, pruning rules
         or rungs, an output layer other than the fused one on the C++ operator, a score edit other than fairseq's
         own (pad, ``--unkpen`` >= 0, the maximum and minimum lengths), n-gram blocking, a bucket state."""
-        if (self.k != 1 or self.done_at != 1 or self.rules or self.rungs is not None or state.rungs_in
+        self._loop = None
+        if self.k != 1:
+            self._loop = self._native_beam(state, most_calls)
+            return self._loop
+        if (self.done_at != 1 or self.rules or self.rungs is not None or state.rungs_in
                 or self.needs_history or state.bucket is not None or not state.size):
             return None
         fields = (state.scores, state.tokens, state.token_scores, state.steps, state.max_len)
@@ -520,9 +524,51 @@ class BeamSearch(SearchInRegion, StateOps):
             return None
         return GreedySearch(state.scores, state.tokens, state.token_scores, state.steps, state.max_len, calls, output)
 
+    def _native_beam(self, state: BeamState, most_calls: int) -> Optional[BeamLoopSearch]:
+        """What the native beam loop needs to search the steps of ``state`` — one sentence, k > 1 — itself
+        (:class:`BeamLoopSearch`: ``decoder_beam_search`` runs :meth:`_search_natively`'s call after each decoder call),
+        at most ``most_calls`` calls and no more than reach its maximum length; or None where that call could not
+        search them (:meth:`_search_natively`'s conditions), or where the loop would change what happens between the
+        steps: another sentence in the group, the pruned widths metered."""
+        if (state.size != 1 or state.bucket is not None or self.rungs is not None or state.rungs_in
+                or self.needs_history or self.widths is not None or self.kernel_rules is None
+                or native_step.kernel() is None):
+            return None
+        calls = min(most_calls, state.min_max_len - state.t + 1)  # the call after which a row is at its maximum
+        c = self.row_width(state)
+        output = self.scorer.native_output(c, eos=self.eos, pad=self.pad)
+        tensors = [getattr(state, name) for name in fused.FIELDS]
+        if (calls < 2 or output is None or state.scores.dtype != torch.float32 or state.scores.device.type != "cpu"
+                or not fused.fits(tensors, state.scores)
+                or self.runner.choose(BEAM_STEP, tensors, True, self.step_features) != "cpp"):
+            return None
+        config, params, packet_at = fused.cpp_operands(
+            tensors, k=self.k, width=self.final_width, final_count=self.done_at, eos=self.eos, pad=self.pad,
+            finalize=FINALIZATION_CODES[self.finalizer.name], track_best=bool(self.rules), rules=self.kernel_rules)
+        return BeamLoopSearch(tensors, state.row_slot, self._length_penalties(state), config, params, packet_at, self.k,
+                              state.t_min, calls, output)
+
     def ran_ahead(self, state: BeamState, steps: int) -> BeamState:
-        """``state`` after ``steps`` steps the native loop searched in place (no sentence ended in them)."""
-        return replace(state, t=state.t + steps, t_min=state.t_min + steps)
+        """``state`` after ``steps`` steps the native loop searched in place (no sentence ended in them); a beam's
+        rows are those of its last call (whose step the loop may have searched too: :meth:`ahead_outcome`)."""
+        new = replace(state, t=state.t + steps, t_min=state.t_min + steps)
+        loop, self._loop = getattr(self, "_loop", None), None
+        self._ahead_step = None
+        if loop is not None and loop.ran is not None:
+            new.row_slot = loop.ran.row_slot
+            self._ahead_step = loop.ran.searched
+        return new
+
+    def ahead_outcome(self, state: BeamState) -> StepOutcome:
+        """The outcome of the native beam loop's last call, whose step it searched itself (a sentence finished, or the
+        rows changed or need the arena grown): :meth:`_search_natively`'s from that step's packet."""
+        packet, rows = self._ahead_step
+        self._ahead_step = None
+        tensors = [getattr(state, name) for name in fused.FIELDS]
+        ran = self.runner.ran(BEAM_STEP, tensors, StepResult(packet, rows, True), "cpp", s=state.size, z=self.done_at)
+        if self.stats is not None:
+            self.stats.add_extra(NATIVE_SEARCH_KEY)
+        return self._outcome(state, ran.result, ran.packet)
 
     def _step_after(self, state: BeamState, scores: Tensor, top: Optional[Tuple[Tensor, ...]]) -> StepOutcome:
         """One step of every sentence of the group from the rows' next-token scores ``(R, 1, V)``

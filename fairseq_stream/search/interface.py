@@ -199,6 +199,10 @@ class RunsAhead(Protocol):
         """``state`` after ``steps`` steps searched by the loop."""
         ...
 
+    # A strategy whose loop may search its last call's step too (a beam's: ``BeamLoopSearch``, whose loop gives no
+    # scores then) has ``ahead_outcome(state) -> StepOutcome``: that step's outcome, which the scheduler takes instead
+    # of :meth:`SearchStrategy.step`'s.
+
 
 #: every optional hook a strategy may declare (``Capabilities(hooks=...)``) → the methods it must have
 HOOKS: Dict[str, Tuple[str, ...]] = {

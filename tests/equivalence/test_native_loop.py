@@ -6,8 +6,9 @@ Where a group has few rows, one token a row and the native step (engine/schedule
 sentence may end; the step where one may is the Python step's. So on the trained demo model the tokens, the
 scores and every positional score are EXACTLY equal to ``--native-loop off`` (and to the eager step), in float32
 and int8, with refills, under either finalisation rule and with every score edit it takes; the step counts are
-the same, and the statistics say how many steps the loop searched. The Jacobi iterations of one sentence at
-batch 1 likewise (``decoder_jacobi``, ``decoder_speculate``: the second half of this file).
+the same, and the statistics say how many steps the loop searched. A wider beam's steps of one sentence likewise
+(``decoder_beam_search``: searched and reordered in the call until a step finishes the sentence), and the Jacobi
+iterations of one sentence at batch 1 (``decoder_jacobi``, ``decoder_speculate``: the second half of this file).
 """
 import os
 from typing import Any, Dict, Tuple
@@ -75,12 +76,44 @@ def test_native_loop_equals_the_eager_step(demo_session, data):
     assert_identical(eager, _run(demo_session, data, "refills"))
 
 
-def test_native_loop_leaves_wider_beams_and_pruning_alone(demo_session, data):
-    """k = 5, and var-stream's pruning at k = 1: no step is searched natively."""
-    wide = demo_session.translate(data, search="fixed-ours", gen={"beam": 5}, opts={"stream_capacity": 2})
-    pruned = demo_session.translate(data, search="var-stream", gen={"beam": 1}, opts={"stream_capacity": 2})
-    for result in (wide, pruned):
-        assert "native_loop_steps" not in result.stats.extra
+def test_native_loop_leaves_pruning_alone(demo_session, data):
+    """var-stream's pruning (at k = 1 and 5: its widths are metered between the steps): no step is searched natively."""
+    for k in (1, 5):
+        pruned = demo_session.translate(data, search="var-stream", gen={"beam": k}, opts={"stream_capacity": 2})
+        assert "native_loop_steps" not in pruned.stats.extra
+
+
+# ---- a wider beam's steps of one sentence (``decoder_beam_search``) ----
+# Where a group is one sentence (batch 1, the end of a stream), the loop runs the beam's steps: each decoder call's
+# step searched as the Python step searches it (``searched_beam_step``: the fused output layer's candidates with
+# fairseq's edits, then the beam operator), the rows reordered over the row arena as RowCache.select does, while no
+# sentence finishes; the step where one does is read by the Python step. The tokens, the scores and every
+# positional score are the Python steps', and so are the steps and expansions.
+BEAM_CASES: Dict[str, Tuple[Dict[str, Any], Dict[str, Any]]] = {  # name → (gen, opts) of fixed-ours
+    "k5": ({"beam": 5}, {"stream_capacity": 1}),
+    "k5-fairseq-rule": ({"beam": 5}, {"stream_capacity": 1, "beam_finalize": "fairseq"}),
+    # sentences held short of --min-len, others cut at their maximum length
+    "k4-edits": ({"beam": 4, "unkpen": 2.5, "min_len": 9, "max_len_a": 0.5, "max_len_b": 10}, {"stream_capacity": 1}),
+    "k5-int8": ({"beam": 5}, {"stream_capacity": 1, "quantize": "int8"}),
+    "k3-refills": ({"beam": 3}, {"stream_capacity": 2}),  # two sentences a group: the loop runs the last one alone
+}
+
+
+@pytest.mark.parametrize("case", list(BEAM_CASES))
+def test_native_beam_loop_equals_python_steps(demo_session, data, case):
+    gen, opts = BEAM_CASES[case]
+    python = demo_session.translate(data, search="fixed-ours", gen=gen, opts=dict(opts, native_loop="off"))
+    loop = demo_session.translate(data, search="fixed-ours", gen=gen, opts=opts)
+    assert_identical(python, loop)
+    assert (loop.stats.timesteps, loop.stats.expansions) == (python.stats.timesteps, python.stats.expansions)
+    assert "native_loop_steps" not in python.stats.extra
+    searched = loop.stats.extra.get("native_loop_steps", 0)
+    if case == "k3-refills":  # the groups' last sentences only
+        assert 0 < searched < loop.stats.timesteps / 2
+        return
+    # every step but a sentence's first, those where it may finish and those near its maximum length
+    assert loop.stats.timesteps > searched > loop.stats.timesteps / 2
+    assert f"{int(searched)} steps searched in the native loop" in loop.stats.summary()
 
 
 @pytest.fixture(scope="module")
@@ -104,14 +137,15 @@ def unk_session(demo_session, tmp_path_factory):
                                    extra_args=["--source-lang", "es", "--target-lang", "en"])
 
 
-@pytest.mark.parametrize("search,opts", [("fixed-ours", {}), ("lookahead", {"lookahead_prior": os.path.join(DEMO, "lookahead_prior.pt")})])
-def test_the_loops_apply_the_unknown_word_penalty_as_python(unk_session, demo_sources, search, opts):
+@pytest.mark.parametrize("search,opts,k", [("fixed-ours", {}, 1), ("lookahead", {"lookahead_prior": os.path.join(DEMO, "lookahead_prior.pt")}, 1),
+                                           ("fixed-ours", {}, 5)])
+def test_the_loops_apply_the_unknown_word_penalty_as_python(unk_session, demo_sources, search, opts, k):
     """Where <unk> is often the best token, --unkpen 2.5 changes the output, and the native loops (the greedy
-    search; a sentence's verifications) apply it as the Python steps do."""
+    search; a sentence's verifications; a beam's steps) apply it as the Python steps do."""
     data = unk_session.encode(demo_sources[:N])
     opts = dict(opts, stream_capacity=1)
-    penalised = {"beam": 1, "unkpen": 2.5}
-    plain = unk_session.translate(data, search=search, gen={"beam": 1}, opts=opts)
+    penalised = {"beam": k, "unkpen": 2.5}
+    plain = unk_session.translate(data, search=search, gen={"beam": k}, opts=opts)
     python = unk_session.translate(data, search=search, gen=penalised, opts=dict(opts, native_loop="off"))
     loop = unk_session.translate(data, search=search, gen=penalised, opts=opts)
     assert_identical(python, loop)

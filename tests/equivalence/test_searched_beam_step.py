@@ -42,6 +42,7 @@ def data(demo_session, demo_sources):
 @pytest.mark.parametrize("case", list(CASES))
 def test_searched_beam_step_equals_python_search(demo_session, data, monkeypatch, case):
     search, gen, opts = CASES[case]
+    opts = dict(opts, native_loop="off")  # every step a Python step (the beam loop calls searched_beam_step itself)
     native = demo_session.translate(data, search=search, gen=gen, opts=opts)
     with monkeypatch.context() as m:
         m.setattr(BeamSearch, "_search_natively", lambda self, state, scores, c: None)

@@ -1166,6 +1166,66 @@ std::tuple<Tensor, Tensor> searched_beam_step(const Tensor& last, int64_t c, int
   return {stack[0].toTensor(), stack[1].toTensor()};
 }
 
+// The beam's steps (k > 1) of one sentence run ahead natively (search/beam.py, BeamSearch.native_search), its
+// cache over a row arena (model/row_arena.py), rows of one length: up to `steps` decoder_step calls, the first fed
+// `first` (R, 1); after each call but the last, the step is searched as the Python step searches it
+// (searched_beam_step: the fused output layer's candidates with fairseq's edits — --min-len's from the rows' steps,
+// state tensor 6 — then the beam operator, updating `state` in place), and while the packet says that no sentence
+// finished and the rows stay R, the rows are reordered over the arena as RowCache.select does (the
+// fairseq_stream::arena_select operator with the arena's other readers; where it would need rows past the arena the
+// loop stops there instead, the reorder left to Python, which grows the arena) and the step's tokens fed next, each
+// row's home named at the slot it writes (RowCache.write_slots). No row may reach its maximum length within
+// `steps` calls (the caller's bound). Returns (the last call's logits (R, 1, V) unsearched, or the packet of its
+// searched step; that step's rows (5, ·) or an empty tensor; the table and homes after the calls, before that
+// step's reorder; the row slots the last call's rows had; the calls made; whether the last call was searched).
+std::tuple<Tensor, Tensor, Tensor, Tensor, Tensor, int64_t, bool> decoder_beam_search(
+    const c10::intrusive_ptr<NativeDecoder>& self, const Tensor& first, int64_t steps, const Tensor& positions,
+    const c10::optional<Tensor>& position_table, std::vector<Tensor> keys, std::vector<Tensor> values, int64_t width,
+    std::vector<Tensor> enc_keys, std::vector<Tensor> enc_values, const c10::optional<Tensor>& enc_padding,
+    const Tensor& kv_row, Tensor table, Tensor home, int64_t c, int64_t window, int64_t eos, int64_t pad, int64_t unk,
+    double unk_penalty, int64_t min_len, int64_t t_min, int64_t k, Tensor row_slot, std::vector<Tensor> state,
+    const Tensor& len_pow, std::vector<int64_t> config, std::vector<double> params, std::vector<int64_t> packet_at,
+    std::vector<Tensor> reader_tables, std::vector<int64_t> reader_widths, std::vector<Tensor> reader_homes,
+    int64_t arena_rows) {
+  static const auto arena_select = op("fairseq_stream::arena_select");  // model/row_arena.py loads it
+  constexpr int64_t kStepsField = 6;  // ops/backends.py BEAM_STEP.fields: "steps"
+  TORCH_CHECK(first.dim() == 2 && first.size(1) == 1 && positions.sizes() == first.sizes() && steps >= 1 &&
+                  table.dim() == 2 && table.size(0) == first.size(0) && home.size(0) == first.size(0) &&
+                  packet_at.size() > 2 && state.size() > kStepsField,
+              "decoder_beam_search: one token a row, its position, a table and a home a row, the beam's state");
+  TORCH_CHECK(width + steps <= table.size(1), "decoder_beam_search: the table has no room for the calls");
+  const int64_t R = first.size(0);
+  Tensor fed = first, at_position = positions;
+  for (int64_t j = 0;; ++j) {
+    table.select(1, width).copy_(home);  // RowCache.write_slots(1): rows of one length
+    const Tensor logits = decoder_step(self, fed, at_position, position_table, keys, values, width, c10::nullopt,
+                                       enc_keys, enc_values, enc_padding, kv_row, table, home);
+    width += 1;
+    at_position = at_position + 1;
+    if (j + 1 == steps) return {logits, Tensor(), table, home, row_slot, j + 1, false};
+    c10::optional<Tensor> below_min;  // MinLength's rows (BeamSearch._search_natively's)
+    if (min_len > 0 && t_min + j < min_len)
+      below_min = at::lt(state[kStepsField].index_select(0, at::div(row_slot, k, "floor")), min_len);
+    const auto step = searched_beam_step(logits.select(1, -1), c, window, eos, pad, unk, unk_penalty, below_min,
+                                         row_slot, state, len_pow, config, params, packet_at);
+    const Tensor& packet = std::get<0>(step);
+    const Tensor& rows = std::get<1>(step);
+    TORCH_CHECK(packet.scalar_type() == torch::kDouble && packet.is_contiguous(), "decoder_beam_search: a float64 packet");
+    const double* read = packet.data_ptr<double>();
+    if (read[packet_at[1]] > 0 || static_cast<int64_t>(read[packet_at[0]]) != R)  // finished; rows
+      return {packet, rows, table, home, row_slot, j + 1, true};
+    const Tensor parents = rows.select(0, 0).slice(0, 0, R);
+    torch::jit::Stack stack{table, home, at::full({R}, width, table.options()), parents, width, reader_tables,
+                            reader_widths, reader_homes, arena_rows};
+    arena_select.callBoxed(&stack);
+    if (stack[2].toInt() > 0) return {packet, rows, table, home, row_slot, j + 1, true};  // the arena must grow
+    table = stack[0].toTensor();
+    home = stack[1].toTensor();
+    fed = rows.select(0, 1).slice(0, 0, R).unsqueeze(1).contiguous();
+    row_slot = rows.select(0, 4).slice(0, 0, R).contiguous();
+  }
+}
+
 TORCH_LIBRARY_FRAGMENT(fairseq_stream, m) {
   m.class_<NativeDecoder>("NativeDecoder")
       .def(torch::init<int64_t, int64_t, bool, int64_t>())
@@ -1213,6 +1273,12 @@ TORCH_LIBRARY_FRAGMENT(fairseq_stream, m) {
         "Tensor? draft_home, Tensor(a!) tokens, Tensor(b!) token_scores, int verified, int max_len, int calls, "
         "int gamma, int window, int eos, int pad, int unk, float unk_penalty, int min_len) "
         "-> (Tensor, Tensor, Tensor, Tensor, int, int, int, int, float, float)");
+  m.def("decoder_beam_search(__torch__.torch.classes.fairseq_stream.NativeDecoder decoder, Tensor first, int steps, "
+        "Tensor positions, Tensor? position_table, Tensor[] keys, Tensor[] values, int width, Tensor[] enc_keys, "
+        "Tensor[] enc_values, Tensor? enc_padding, Tensor kv_row, Tensor table, Tensor home, int c, int window, int eos, "
+        "int pad, int unk, float unk_penalty, int min_len, int t_min, int k, Tensor row_slot, Tensor(a!)[] state, "
+        "Tensor len_pow, int[] config, float[] params, int[] packet_at, Tensor[] reader_tables, int[] reader_widths, "
+        "Tensor[] reader_homes, int arena_rows) -> (Tensor, Tensor, Tensor, Tensor, Tensor, int, bool)");
   m.def("searched_beam_step(Tensor last, int c, int window, int eos, int pad, int unk, float unk_penalty, "
         "Tensor? below_min, Tensor row_slot, Tensor(a!)[] state, Tensor len_pow, int[] config, float[] params, "
         "int[] packet_at) -> (Tensor, Tensor)");
@@ -1225,5 +1291,6 @@ TORCH_LIBRARY_IMPL(fairseq_stream, CPU, m) {
   m.impl("decoder_speculate", &decoder_speculate);
   m.impl("encoder_layers", &encoder_layers);
   m.impl("searched_beam_step", &searched_beam_step);
+  m.impl("decoder_beam_search", &decoder_beam_search);
 }
 PYBIND11_MODULE(TORCH_EXTENSION_NAME, m) {}
