@@ -35,7 +35,7 @@ from fairseq_stream.model.linear_kernels import OneDnnLinear, PackedLinear
 from fairseq_stream.model.native_loops import BeamLoopRun, BeamLoopSearch, VerifyRun
 from fairseq_stream.model.quantize import is_quantized_linear, stacked_linear, weight_key
 from fairseq_stream.ops import decode_attention
-from fairseq_stream.model.row_arena import FIRST_SLOTS, RowsReached, untouched
+from fairseq_stream.model.row_arena import FIRST_SLOTS, RowsReached, kernel_loaded, untouched
 from fairseq_stream.model.row_cache import SLACK, EncoderMemory, RowCache, SentenceIndex
 
 
@@ -390,6 +390,8 @@ class BlockDecoder:
         calls (before that step's reorder); the calls made. Or why the operator cannot run them."""
         if cache.arena is None or not cache.uniform or first.size(0) == 0:
             return "not rows of one length over a row arena"
+        if not kernel_loaded():
+            return "the row arena's C++ reorder is unavailable"
         steps = search.calls
         operands = self._native_operands(cache, steps, max_position + steps - 1, memory, index)
         if isinstance(operands, str):

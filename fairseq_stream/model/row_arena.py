@@ -254,6 +254,12 @@ def reference_select(arena: RowArena, table: Tensor, home: Tensor, lens: Tensor,
     return table, home
 
 
+def kernel_loaded() -> bool:
+    """Whether the C++ reorder (``fairseq_stream::arena_select``) is loaded, built once where it can be: a native loop
+    that calls it from C++ (``decoder_beam_search``) asks first, as a fresh process's first step may be that loop's."""
+    return _kernel() is not None
+
+
 def _kernel() -> Any:
     """The built operator's module (``torch.ops.fairseq_stream.arena_select``; loaded once by the extension), or None
     (the reference runs)."""

@@ -118,6 +118,25 @@ def test_interactive_translates_every_line_including_empty_ones(search):
     assert "loading model(s)" in proc.stderr
 
 
+def test_interactive_beam_at_batch_1_runs_the_native_beam_loop():
+    """fairseq-interactive --beam 5 one line at a time, as a service runs it: a fresh process's first steps are the
+    native beam loop's, whose C++ calls the row arena's operator before any Python step loaded it (that failed once),
+    and its hypotheses are --native-loop off's, scores to every digit printed."""
+    lines = ["Y dijo Dios: Sea la luz.", "En el principio crió Dios los cielos y la tierra.", "Y vió Dios que era bueno."]
+    outputs = []
+    for extra in ([], ["--native-loop", "off"]):
+        proc = run_cli(["fairseq-interactive", DEMO, "--user-dir", "fairseq_stream", "--path", CKPT, "--cpu",
+                        "--source-lang", "es", "--target-lang", "en", "--tokenizer", "moses", "--bpe", "subword_nmt",
+                        "--bpe-codes", os.path.join(DEMO, "bpe.codes"), "--search", "fixed-ours", "--beam", "5",
+                        "--buffer-size", "1", "--batch-size", "1", "--stream-capacity", "1", *extra],
+                       stdin="\n".join(lines) + "\n")
+        assert proc.returncode == 0, proc.stderr[-2000:]
+        outputs.append([line for line in proc.stdout.splitlines() if line.startswith(("H-", "P-"))])
+        searched = re.search(r"(\d+) steps searched in the native loop", proc.stderr)
+        assert (searched is not None and int(searched.group(1)) > 10) == (not extra), proc.stderr[-1500:]
+    assert len(outputs[0]) == 2 * len(lines) and outputs[0] == outputs[1]
+
+
 @pytest.mark.slow  # a fairseq CLI subprocess (~8 s); the fast tier runs var-stream through fairseq-generate and -interactive
 def test_statistics_are_printed_and_written_with_the_trace(demo_bin, tmp_path):
     import json
