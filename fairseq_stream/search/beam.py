@@ -53,7 +53,7 @@ from fairseq_stream.ops.backends import BEAM_STEP, RUNGS_FEATURE, KernelRunner
 from fairseq_stream.ops.beam_step import StepResult
 from fairseq_stream.ops.packets import PacketView
 from fairseq_stream.search.output import OutputScorer
-from fairseq_stream.model.native_loops import BeamLoopSearch, GreedySearch
+from fairseq_stream.model.native_loops import BeamLoopSearch, GreedySearch, NativeOutput
 from fairseq_stream.model.row_cache import SentenceIndex
 from fairseq_stream.search.score_edits import RowContext
 from fairseq_stream.search.registry import check_beam_and_nbest, lenpen_of
@@ -498,13 +498,13 @@ class BeamSearch(SearchInRegion, StateOps):
         super().share_pools(pool)
         self._len_pow = pool(type(self), dict)  # the length penalties, read by those graphs too
 
-    # ---- the "ahead" hook: the greedy beam's steps run ahead natively -------------------------------
+    # ---- the "ahead" hook: the beams' steps run ahead natively -------------------------------------
     def native_search(self, state: BeamState, most_calls: int) -> "Optional[GreedySearch | BeamLoopSearch]":
-        """What the native greedy loop needs to search ``state``'s steps itself (:class:`GreedySearch`), at most
-        ``most_calls`` decoder calls and no more than reach a sentence's maximum length; or None
-        where it cannot give what :meth:`step` gives bit for bit: a beam wider than 1 or with Z > 1, pruning rules
-        or rungs, an output layer other than the fused one on the C++ operator, a score edit other than fairseq's
-        own (pad, ``--unkpen`` >= 0, the maximum and minimum lengths), n-gram blocking, a bucket state."""
+        """What a native loop needs to search ``state``'s steps itself, at most ``most_calls`` decoder calls and no more
+        than reach a sentence's maximum length: the greedy loop's (:class:`GreedySearch`), a wider beam's
+        (:meth:`_native_beam`); or None where it cannot give what :meth:`step` gives bit for bit: (k = 1) Z > 1,
+        pruning rules or rungs, an output layer other than the fused one on the C++ operator, a score edit other than
+        fairseq's own (pad, ``--unkpen`` >= 0, the maximum and minimum lengths), n-gram blocking, a bucket state."""
         self._loop = None
         if self.k != 1:
             self._loop = self._native_beam(state, most_calls)
@@ -530,21 +530,13 @@ class BeamSearch(SearchInRegion, StateOps):
         at most ``most_calls`` calls and no more than reach its maximum length; or None where that call could not
         search them (:meth:`_search_natively`'s conditions), or where the loop would change what happens between the
         steps: another sentence in the group, the pruned widths metered."""
-        if (state.size != 1 or state.bucket is not None or self.rungs is not None or state.rungs_in
-                or self.needs_history or self.widths is not None or self.kernel_rules is None
-                or native_step.kernel() is None):
-            return None
         calls = min(most_calls, state.min_max_len - state.t + 1)  # the call after which a row is at its maximum
-        c = self.row_width(state)
-        output = self.scorer.native_output(c, eos=self.eos, pad=self.pad)
-        tensors = [getattr(state, name) for name in fused.FIELDS]
-        if (calls < 2 or output is None or state.scores.dtype != torch.float32 or state.scores.device.type != "cpu"
-                or not fused.fits(tensors, state.scores)
-                or self.runner.choose(BEAM_STEP, tensors, True, self.step_features) != "cpp"):
+        if state.size != 1 or state.bucket is not None or self.widths is not None or calls < 2:
             return None
-        config, params, packet_at = fused.cpp_operands(
-            tensors, k=self.k, width=self.final_width, final_count=self.done_at, eos=self.eos, pad=self.pad,
-            finalize=FINALIZATION_CODES[self.finalizer.name], track_best=bool(self.rules), rules=self.kernel_rules)
+        native = self._native_operator(state, self.row_width(state))
+        if native is None:
+            return None
+        output, tensors, config, params, packet_at = native
         return BeamLoopSearch(tensors, state.row_slot, self._length_penalties(state), config, params, packet_at, self.k,
                               state.t_min, calls, output)
 
@@ -564,11 +556,7 @@ class BeamSearch(SearchInRegion, StateOps):
         rows changed or need the arena grown): :meth:`_search_natively`'s from that step's packet."""
         packet, rows = self._ahead_step
         self._ahead_step = None
-        tensors = [getattr(state, name) for name in fused.FIELDS]
-        ran = self.runner.ran(BEAM_STEP, tensors, StepResult(packet, rows, True), "cpp", s=state.size, z=self.done_at)
-        if self.stats is not None:
-            self.stats.add_extra(NATIVE_SEARCH_KEY)
-        return self._outcome(state, ran.result, ran.packet)
+        return self._natively_searched(state, packet, rows)
 
     def _step_after(self, state: BeamState, scores: Tensor, top: Optional[Tuple[Tensor, ...]]) -> StepOutcome:
         """One step of every sentence of the group from the rows' next-token scores ``(R, 1, V)``
@@ -590,28 +578,49 @@ class BeamSearch(SearchInRegion, StateOps):
         fused layer on the C++ top-k (:meth:`~OutputScorer.native_output`), no row at its maximum length, the C++ beam
         operator chosen for this step, no rungs and no n-gram history."""
         if (scores.dtype != torch.float32 or scores.device.type != "cpu" or scores.dim() != 3 or scores.size(1) != 1
-                or self.rungs is not None or state.rungs_in or self.needs_history or state.t >= state.min_max_len
-                or self.kernel_rules is None or native_step.kernel() is None):
+                or state.t >= state.min_max_len):
+            return None
+        native = self._native_operator(state, c)
+        if native is None:
+            return None
+        output, tensors, config, params, packet_at = native
+        below_min = None  # MinLength: the rows whose sentence is short of --min-len (none once every one is past it)
+        if output.min_len > 0 and state.t_min < output.min_len:
+            below_min = state.steps.index_select(0, state.row_slot // self.k) < output.min_len
+        _, window, eos, pad, unk, unk_penalty, _ = output.operands()
+        packet, rows = torch.ops.fairseq_stream.searched_beam_step(
+            scores[:, -1], c, window, eos, pad, unk, unk_penalty, below_min, state.row_slot, tensors,
+            self._length_penalties(state), config, params, packet_at)
+        return self._natively_searched(state, packet, rows)
+
+    def _natively_searched(self, state: BeamState, packet: Tensor, rows: Tensor) -> StepOutcome:
+        """The outcome of a step the C++ operator searched from C++ (``searched_beam_step``): recorded, its packet read
+        once, as :meth:`search_step`'s."""
+        tensors = [getattr(state, name) for name in fused.FIELDS]
+        ran = self.runner.ran(BEAM_STEP, tensors, StepResult(packet, rows, True), "cpp", s=state.size, z=self.done_at)
+        if self.stats is not None:
+            self.stats.add_extra(NATIVE_SEARCH_KEY)
+        return self._outcome(state, ran.result, ran.packet)
+
+    def _native_operator(self, state: BeamState, c: int) -> Optional[Tuple[NativeOutput, List[Tensor], List[int],
+                                                                           List[float], List[int]]]:
+        """What a native search of ``state``'s steps passes the C++ calls: the fused output layer's constants for ``c``
+        candidates a row, the beam operator's state tensors (updated in place), ``config``, ``params`` and packet
+        offsets; or None where those calls would not give :meth:`step`'s bits: float32 state on the CPU, the fused
+        layer on the C++ top-k (:meth:`~OutputScorer.native_output`), the C++ operator chosen for this step, no rungs,
+        no n-gram history."""
+        if (state.scores.dtype != torch.float32 or state.scores.device.type != "cpu" or self.rungs is not None
+                or state.rungs_in or self.needs_history or self.kernel_rules is None or native_step.kernel() is None):
             return None
         output = self.scorer.native_output(c, eos=self.eos, pad=self.pad)
         tensors = [getattr(state, name) for name in fused.FIELDS]
         if (output is None or not fused.fits(tensors, state.scores)
                 or self.runner.choose(BEAM_STEP, tensors, True, self.step_features) != "cpp"):
             return None
-        below_min = None  # MinLength: the rows whose sentence is short of --min-len (none once every one is past it)
-        if output.min_len > 0 and state.t_min < output.min_len:
-            below_min = state.steps.index_select(0, state.row_slot // self.k) < output.min_len
         config, params, packet_at = fused.cpp_operands(
             tensors, k=self.k, width=self.final_width, final_count=self.done_at, eos=self.eos, pad=self.pad,
             finalize=FINALIZATION_CODES[self.finalizer.name], track_best=bool(self.rules), rules=self.kernel_rules)
-        _, window, eos, pad, unk, unk_penalty, _ = output.operands()
-        packet, rows = torch.ops.fairseq_stream.searched_beam_step(
-            scores[:, -1], c, window, eos, pad, unk, unk_penalty, below_min, state.row_slot, tensors,
-            self._length_penalties(state), config, params, packet_at)
-        ran = self.runner.ran(BEAM_STEP, tensors, StepResult(packet, rows, True), "cpp", s=state.size, z=self.done_at)
-        if self.stats is not None:
-            self.stats.add_extra(NATIVE_SEARCH_KEY)
-        return self._outcome(state, ran.result, ran.packet)
+        return output, tensors, config, params, packet_at
 
     def search_step(self, state: BeamState, top_lp: Tensor, top_tok: Tensor) -> StepOutcome:
         """The step after the output layer, from each row's best ``c`` candidates ``(R, c)``, by
