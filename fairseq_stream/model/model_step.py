@@ -259,23 +259,15 @@ class _TransformerAdapter:
         return self.block_decoder.greedy_native(cache, first, steps, positions, memory, state.sentence_index(),
                                                 max_position=state.max_length + first.size(1) - 1)
 
-    def greedy_search(self, memory: Any, cache: RowCache, state: DecoderState, first: Tensor,
-                      search: GreedySearch) -> Union[Tuple[Tensor, RowCache, int], str]:
-        """Native steps searched by the greedy beam's rule (:meth:`ModelStep.greedy_search`)."""
-        if not self.native:
-            return "not --step-mode native"
-        return self.block_decoder.greedy_search_native(cache, first, state.lengths.unsqueeze(1), memory,
-                                                       state.sentence_index(), max_position=state.max_length,
-                                                       search=search)
-
     def beam_search(self, memory: Any, cache: RowCache, state: DecoderState, first: Tensor,
-                    search: BeamLoopSearch) -> Union[Tuple[Optional[Tensor], RowCache, int], str]:
-        """Native steps searched by a beam's rule (:meth:`ModelStep.beam_search`)."""
+                    search: "GreedySearch | BeamLoopSearch") -> Union[Tuple[Optional[Tensor], RowCache, int], str]:
+        """Native steps searched by a beam's rule (:meth:`ModelStep.beam_search`): the greedy loop's or a wider beam's."""
         if not self.native:
             return "not --step-mode native"
-        return self.block_decoder.beam_search_native(cache, first, state.lengths.unsqueeze(1), memory,
-                                                     state.sentence_index(), max_position=state.max_length,
-                                                     search=search)
+        run = (self.block_decoder.beam_search_native if isinstance(search, BeamLoopSearch)
+               else self.block_decoder.greedy_search_native)
+        return run(cache, first, state.lengths.unsqueeze(1), memory, state.sentence_index(),
+                   max_position=state.max_length, search=search)
 
     def verify(self, memory: Any, cache: RowCache, state: DecoderState, feed: Tensor, search: VerifySearch,
                draft: Optional["_TransformerAdapter"]) -> Union[Tuple[Tensor, RowCache, int, Optional[RowCache]], str]:
@@ -579,23 +571,28 @@ class ModelStep:
                                  state.max_length + fed)
         return tokens, new_state
 
-    def greedy_search(self, pool: Sources, state: DecoderState, feed: Tensor,
-                      search: GreedySearch) -> Optional[Tuple[StepScores, DecoderState, int]]:
-        """The greedy beam's steps run ahead as one native call: feed ``feed`` (R, 1), and while no row may end,
-        search each step as the strategy would and feed its choice (``search`` is updated in place), at most
-        ``search.calls`` calls. Returns the last call's scores, unsearched (the strategy's own step takes them), the new
-        state and the calls made — :meth:`scored_step` that many times, the strategy's step between; or None where
-        the model cannot (:meth:`greedy_steps`' conditions): the caller steps as usual."""
+    def beam_search(self, pool: Sources, state: DecoderState, feed: Tensor, search: "GreedySearch | BeamLoopSearch"
+                    ) -> Optional[Tuple[Optional[StepScores], DecoderState, int]]:
+        """A beam's steps run ahead as one native call: feed ``feed`` (R, 1), and while no sentence may end (the greedy
+        beam, :class:`GreedySearch`: ``decoder_greedy_search``) or finishes (a wider beam of one sentence,
+        :class:`BeamLoopSearch`: ``decoder_beam_search``, its rows reordered over the row arena in the call), search
+        each step as the strategy would (its state updated in place) and feed its tokens; at most ``search.calls``
+        calls. Returns the last call's scores, unsearched (the strategy's own step takes them; None where a beam loop
+        searched that step too: ``search.ran`` has its packet, and the caller reorders), the new state and the calls
+        made — :meth:`scored_step` that many times, the strategy's step between; or None where the model cannot
+        (:meth:`greedy_steps`' conditions; a beam's cache over a row arena): the caller steps as usual."""
         adapter = self._native_adapter(state)
         if adapter is None or search.calls < 1 or feed.dim() != 2 or feed.size(1) != 1:
             return None
-        done = adapter.greedy_search(pool.per_model[0], state.caches[0], state, feed, search)
+        done = adapter.beam_search(pool.per_model[0], state.caches[0], state, feed, search)
         if isinstance(done, str):
             return None
         logits, cache, calls = done
         self.step_stats.count("native", calls)
+        if isinstance(search, BeamLoopSearch):  # the loop's reorders (the last step's, where searched, the caller's)
+            self.step_stats.table_reorders += calls - 1
         new_state = DecoderState([cache], state.handles, cache.lens, None, state.index, state.max_length + calls)
-        return StepScores(logits), new_state, calls
+        return (None if logits is None else StepScores(logits)), new_state, calls
 
     def verify(self, pool: Sources, state: DecoderState, feed: Tensor,
                search: VerifySearch) -> Optional[Tuple[StepScores, DecoderState, int]]:
@@ -625,35 +622,12 @@ class ModelStep:
         new_state = DecoderState([cache], state.handles, cache.lens, None, state.index, cache.width)
         return StepScores(logits), new_state, calls
 
-    def beam_search(self, pool: Sources, state: DecoderState, feed: Tensor,
-                    search: BeamLoopSearch) -> Optional[Tuple[Optional[StepScores], DecoderState, int]]:
-        """A beam's (k > 1) steps of one sentence run ahead as one native call (``decoder_beam_search``): feed ``feed``
-        (R, 1), and while no sentence finishes, search each step as the strategy would (its state updated in place),
-        reorder the rows over the row arena and feed the step's tokens; at most ``search.calls`` calls. Returns the last
-        call's scores, unsearched (None where the loop searched that step too: ``search.ran`` has its packet, and
-        the caller reorders), the new state and the calls made; or None where the model cannot (:meth:`greedy_steps`'
-        conditions, a cache over a row arena): the caller steps as usual."""
-        adapter = self._native_adapter(state)
-        if adapter is None or search.calls < 2 or feed.dim() != 2 or feed.size(1) != 1:
-            return None
-        done = adapter.beam_search(pool.per_model[0], state.caches[0], state, feed, search)
-        if isinstance(done, str):
-            return None
-        logits, cache, calls = done
-        self.step_stats.count("native", calls)
-        self.step_stats.table_reorders += calls - 1  # the loop's reorders (the last step's, where searched, the caller's)
-        new_state = DecoderState([cache], state.handles, cache.lens, None, state.index, state.max_length + calls)
-        return (None if logits is None else StepScores(logits)), new_state, calls
-
     def run_ahead(self, pool: Sources, state: DecoderState, feed: Tensor, search: "GreedySearch | BeamLoopSearch | VerifySearch"
                   ) -> Optional[Tuple[Optional[StepScores], DecoderState, int]]:
-        """The scheduler's "ahead" hook: the strategy's native loop (:meth:`greedy_search`, :meth:`beam_search` or
-        :meth:`verify`)."""
+        """The scheduler's "ahead" hook: the strategy's native loop (:meth:`beam_search` or :meth:`verify`)."""
         if isinstance(search, VerifySearch):
             return self.verify(pool, state, feed, search)
-        if isinstance(search, BeamLoopSearch):
-            return self.beam_search(pool, state, feed, search)
-        return self.greedy_search(pool, state, feed, search)
+        return self.beam_search(pool, state, feed, search)
 
     def strategy_pool(self, owner: type, make: Callable[[], Any]) -> Any:
         """The buffers of kind ``make`` that strategies of class ``owner`` keep with the model across runs (made by

@@ -35,7 +35,7 @@ class NativeOutput:
 
 @dataclass
 class GreedySearch:
-    """What the native greedy loop (``ModelStep.greedy_search``) needs of the greedy beam (k = 1) to search its
+    """What the native greedy loop (``ModelStep.beam_search``) needs of the greedy beam (k = 1) to search its
     steps itself: the state it updates in place — ``scores`` (R, 1), ``tokens``/``token_scores`` (R, 1, L),
     ``steps`` (R,), row r being sentence r's one slot — each row's ``max_len``, and the output layer's constants.
     Built by the strategy (``BeamSearch.native_search``); the model does not look inside beyond passing it on."""

@@ -36,7 +36,7 @@ methods exist when the strategy registers, and the scheduler calls a hook only w
   its ``step`` then takes a :class:`StepScores` (what the region computed) in place of the scores alone;
 * ``"rungs"`` (:class:`PrunesPerSentence`) — each sentence pruned at its own rung (``--prune-auto``'s probes);
 * ``"ahead"`` (:class:`RunsAhead`) — its steps searched by the native greedy loop while no sentence may end
-  (:meth:`~fairseq_stream.model.model_step.ModelStep.greedy_search`; the greedy beam at few rows).
+  (:meth:`~fairseq_stream.model.model_step.ModelStep.beam_search`; the greedy beam at few rows).
 """
 from __future__ import annotations
 
