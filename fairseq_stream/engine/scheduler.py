@@ -300,7 +300,7 @@ class StreamingScheduler:
         fed = group.feed.size(1)  # the block the step's scores are of
         if ahead is not None:
             scores, dec, state, calls = ahead
-            length += calls - 1
+            length, rows = length + calls - 1, dec.rows  # the last call's (a pruned beam's width changes)
             if scores is not None:
                 fed = scores.scores.size(1)  # the loop's last call's (a speculative block may narrow at the end)
         else:
@@ -329,8 +329,8 @@ class StreamingScheduler:
         call (``ModelStep.run_ahead``: the greedy beam's steps, or one sentence's Jacobi iterations with their
         guesses) while no sentence of it may end — nothing the scheduler decides between steps (refill,
         selection, merges) can change before one does. Those steps are counted as steps; returns the last call's
-        scores, the state after it and the strategy's state after the steps before it (the caller's strategy step
-        takes the scores) and the calls made; or None: step as usual."""
+        scores, the state after it (the last call's rows) and the strategy's state after the steps before it (the
+        caller's strategy step takes the scores) and the calls made; or None: step as usual."""
         if (not self.cfg.native_loop or "ahead" not in self.hooks or self.in_region or groups
                 or self.stats.trace is not None or group.dec.rows > AHEAD_ROWS or group.block_mask is not None):
             return None
@@ -340,9 +340,10 @@ class StreamingScheduler:
         ran = self.model.run_ahead(pool, group.dec, group.feed, search)
         if ran is None:
             return None
-        scores, dec, calls = ran
+        scores, dec, rows = ran
+        calls = len(rows)
         for j in range(calls - 1):  # the steps searched natively, as _step counts each (``sentences``: the group's)
-            self.stats.add_step(sentences=sentences, rows=group.dec.rows, length=group.dec.max_length + j)
+            self.stats.add_step(sentences=sentences, rows=rows[j], length=group.dec.max_length + j)
         self.clock += calls - 1
         self.stats.add_extra("native_loop_steps", calls - 1)
         return scores, dec, self.strategy.ran_ahead(group.state, calls - 1), calls  # type: ignore[attr-defined]

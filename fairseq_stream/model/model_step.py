@@ -59,6 +59,13 @@ class PoolEncoding:
 Sources = Union[PoolEncoding, EncoderSlots]
 
 
+def one_sentence_index(index: SentenceIndex, rows: int) -> SentenceIndex:
+    """``rows`` rows of ``index``'s one sentence, as a beam step's packet lays them out (``BeamSearch._outcome``)."""
+    local = index.local[:1].repeat(rows)
+    slot = torch.arange(rows, dtype=index.slot.dtype, device=index.slot.device)
+    return SentenceIndex(index.sentences, local, slot, rows).inherit(index)
+
+
 @dataclass
 class DecoderState:
     """Caches of ``R`` rows for every model of the ensemble.
@@ -572,14 +579,15 @@ class ModelStep:
         return tokens, new_state
 
     def beam_search(self, pool: Sources, state: DecoderState, feed: Tensor, search: "GreedySearch | BeamLoopSearch"
-                    ) -> Optional[Tuple[Optional[StepScores], DecoderState, int]]:
+                    ) -> Optional[Tuple[Optional[StepScores], DecoderState, List[int]]]:
         """A beam's steps run ahead as one native call: feed ``feed`` (R, 1), and while no sentence may end (the greedy
         beam, :class:`GreedySearch`: ``decoder_greedy_search``) or finishes (a wider beam of one sentence,
         :class:`BeamLoopSearch`: ``decoder_beam_search``, its rows reordered over the row arena in the call), search
         each step as the strategy would (its state updated in place) and feed its tokens; at most ``search.calls``
         calls. Returns the last call's scores, unsearched (the strategy's own step takes them; None where a beam loop
-        searched that step too: ``search.ran`` has its packet, and the caller reorders), the new state and the calls
-        made — :meth:`scored_step` that many times, the strategy's step between; or None where the model cannot
+        searched that step too: ``search.ran`` has its packet, and the caller reorders), the new state (the last
+        call's rows: a pruned beam's width changes from step to step) and the rows of each call made —
+        :meth:`scored_step` that many times, the strategy's step between; or None where the model cannot
         (:meth:`greedy_steps`' conditions; a beam's cache over a row arena): the caller steps as usual."""
         adapter = self._native_adapter(state)
         if adapter is None or search.calls < 1 or feed.dim() != 2 or feed.size(1) != 1:
@@ -589,18 +597,22 @@ class ModelStep:
             return None
         logits, cache, calls = done
         self.step_stats.count("native", calls)
+        handles, index, rows = state.handles, state.index, [state.rows] * calls
         if isinstance(search, BeamLoopSearch):  # the loop's reorders (the last step's, where searched, the caller's)
             self.step_stats.table_reorders += calls - 1
-        new_state = DecoderState([cache], state.handles, cache.lens, None, state.index, state.max_length + calls)
-        return (None if logits is None else StepScores(logits)), new_state, calls
+            rows = search.ran.rows  # type: ignore[union-attr]
+            if rows[-1] != state.rows:  # one sentence's rows, as the beam's packet lays them out
+                handles, index = None, one_sentence_index(state.sentence_index(), rows[-1])
+        new_state = DecoderState([cache], handles, cache.lens, None, index, state.max_length + calls)
+        return (None if logits is None else StepScores(logits)), new_state, rows
 
     def verify(self, pool: Sources, state: DecoderState, feed: Tensor,
-               search: VerifySearch) -> Optional[Tuple[StepScores, DecoderState, int]]:
+               search: VerifySearch) -> Optional[Tuple[StepScores, DecoderState, List[int]]]:
         """One sentence's Jacobi iterations run ahead as one native call (``decoder_jacobi``, or ``decoder_speculate``
         with a draft, native too, whose catch-up and proposals run inside): feed the block ``feed`` (1, b), and
         while no iteration may end the sentence, verify it as the strategy would, guess the next block and feed
         it; at most ``search.calls`` calls. Returns the last call's scores, unsearched (the strategy's own step
-        verifies them), the new state and the calls made, with what the loop did in ``search.ran``; or None where
+        verifies them), the new state and the rows of each call made (one), with what the loop did in ``search.ran``; or None where
         the models cannot (:meth:`greedy_steps`' conditions, one row): the caller steps as usual."""
         adapter, draft = self._native_adapter(state), None
         if search.draft is not None:
@@ -620,10 +632,10 @@ class ModelStep:
             search.draft.model.step_stats.count("native", search.draft.gamma * len(run.accepted))
             run.draft_state = DecoderState([draft_cache], ds.handles, draft_cache.lens, None, ds.index, draft_cache.width)
         new_state = DecoderState([cache], state.handles, cache.lens, None, state.index, cache.width)
-        return StepScores(logits), new_state, calls
+        return StepScores(logits), new_state, [1] * calls
 
     def run_ahead(self, pool: Sources, state: DecoderState, feed: Tensor, search: "GreedySearch | BeamLoopSearch | VerifySearch"
-                  ) -> Optional[Tuple[Optional[StepScores], DecoderState, int]]:
+                  ) -> Optional[Tuple[Optional[StepScores], DecoderState, List[int]]]:
         """The scheduler's "ahead" hook: the strategy's native loop (:meth:`beam_search` or :meth:`verify`)."""
         if isinstance(search, VerifySearch):
             return self.verify(pool, state, feed, search)

@@ -51,11 +51,13 @@ class GreedySearch:
 
 @dataclass
 class BeamLoopRun:
-    """What a native beam loop did: the rows' slots at its last call and, where it searched that call's step too, the
-    step's ``(packet, rows)`` as the beam operator returned them (a sentence finished, the rows changed, or the
-    arena must grow for the reorder, which is then left to the caller)."""
+    """What a native beam loop did: the rows' slots at its last call, the rows of each call (a pruned beam's width
+    changes from step to step) and, where it searched the last call's step too, the step's ``(packet, rows)`` as the
+    beam operator returned them (the sentence finished, or the arena must grow for the reorder, which is then left
+    to the caller)."""
 
     row_slot: Tensor
+    rows: List[int]
     searched: Optional[Tuple[Tensor, Tensor]] = None
 
 

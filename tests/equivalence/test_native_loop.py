@@ -22,6 +22,7 @@ from test_native_equals_eager import assert_identical
 
 from fairseq_stream.errors import FairseqStreamError
 from fairseq_stream.model import native_decoder
+from fairseq_stream.search.defaults import PRUNED_WIDTH_KEY
 from fairseq_stream.search.parallel_gate import WARMUP
 
 N = 16
@@ -76,11 +77,10 @@ def test_native_loop_equals_the_eager_step(demo_session, data):
     assert_identical(eager, _run(demo_session, data, "refills"))
 
 
-def test_native_loop_leaves_pruning_alone(demo_session, data):
-    """var-stream's pruning (at k = 1 and 5: its widths are metered between the steps): no step is searched natively."""
-    for k in (1, 5):
-        pruned = demo_session.translate(data, search="var-stream", gen={"beam": k}, opts={"stream_capacity": 2})
-        assert "native_loop_steps" not in pruned.stats.extra
+def test_native_greedy_loop_leaves_pruning_alone(demo_session, data):
+    """var-stream's pruning rules at k = 1: the greedy loop does not search them (the wider beam's loop does)."""
+    pruned = demo_session.translate(data, search="var-stream", gen={"beam": 1}, opts={"stream_capacity": 2})
+    assert "native_loop_steps" not in pruned.stats.extra
 
 
 # ---- a wider beam's steps of one sentence (``decoder_beam_search``) ----
@@ -88,25 +88,35 @@ def test_native_loop_leaves_pruning_alone(demo_session, data):
 # step searched as the Python step searches it (``searched_beam_step``: the fused output layer's candidates with
 # fairseq's edits, then the beam operator), the rows reordered over the row arena as RowCache.select does, while no
 # sentence finishes; the step where one does is read by the Python step. The tokens, the scores and every
-# positional score are the Python steps', and so are the steps and expansions.
-BEAM_CASES: Dict[str, Tuple[Dict[str, Any], Dict[str, Any]]] = {  # name → (gen, opts) of fixed-ours
-    "k5": ({"beam": 5}, {"stream_capacity": 1}),
-    "k5-fairseq-rule": ({"beam": 5}, {"stream_capacity": 1, "beam_finalize": "fairseq"}),
+# positional score are the Python steps', and so are the steps and expansions. A pruned beam's (var-stream) rows
+# change in number from step to step inside the loop; how wide each sentence ran is metered as the Python steps do.
+BEAM_CASES: Dict[str, Tuple[str, Dict[str, Any], Dict[str, Any]]] = {  # name → (search, gen, opts)
+    "k5": ("fixed-ours", {"beam": 5}, {"stream_capacity": 1}),
+    "k5-fairseq-rule": ("fixed-ours", {"beam": 5}, {"stream_capacity": 1, "beam_finalize": "fairseq"}),
     # sentences held short of --min-len, others cut at their maximum length
-    "k4-edits": ({"beam": 4, "unkpen": 2.5, "min_len": 9, "max_len_a": 0.5, "max_len_b": 10}, {"stream_capacity": 1}),
-    "k5-int8": ({"beam": 5}, {"stream_capacity": 1, "quantize": "int8"}),
-    "k3-refills": ({"beam": 3}, {"stream_capacity": 2}),  # two sentences a group: the loop runs the last one alone
+    "k4-edits": ("fixed-ours", {"beam": 4, "unkpen": 2.5, "min_len": 9, "max_len_a": 0.5, "max_len_b": 10},
+                 {"stream_capacity": 1}),
+    "k5-int8": ("fixed-ours", {"beam": 5}, {"stream_capacity": 1, "quantize": "int8"}),
+    "k3-refills": ("fixed-ours", {"beam": 3}, {"stream_capacity": 2}),  # the loop runs a group's last sentence alone
+    "var-k5": ("var-stream", {"beam": 5}, {"stream_capacity": 1}),  # the default rule: δ by each sentence's surprisal
+    # Freitag2017's rules together: widths from 1 to 8 (rp, rpl, mc), int8
+    "var-k8-rules-int8": ("var-stream", {"beam": 8}, {"stream_capacity": 1, "prune_rel_threshold": 0.02,
+                                                      "prune_rel_local_threshold": 0.05,
+                                                      "prune_max_cands_per_node": 3, "quantize": "int8"}),
 }
 
 
 @pytest.mark.parametrize("case", list(BEAM_CASES))
 def test_native_beam_loop_equals_python_steps(demo_session, data, case):
-    gen, opts = BEAM_CASES[case]
-    python = demo_session.translate(data, search="fixed-ours", gen=gen, opts=dict(opts, native_loop="off"))
-    loop = demo_session.translate(data, search="fixed-ours", gen=gen, opts=opts)
+    search, gen, opts = BEAM_CASES[case]
+    python = demo_session.translate(data, search=search, gen=gen, opts=dict(opts, native_loop="off"))
+    loop = demo_session.translate(data, search=search, gen=gen, opts=opts)
     assert_identical(python, loop)
     assert (loop.stats.timesteps, loop.stats.expansions) == (python.stats.timesteps, python.stats.expansions)
     assert "native_loop_steps" not in python.stats.extra
+    widths = lambda result: {k: v for k, v in result.stats.extra.items() if k.startswith(PRUNED_WIDTH_KEY)}  # noqa: E731
+    assert widths(loop) == widths(python)
+    assert bool(widths(loop)) == (search == "var-stream")
     searched = loop.stats.extra.get("native_loop_steps", 0)
     if case == "k3-refills":  # the groups' last sentences only
         assert 0 < searched < loop.stats.timesteps / 2
