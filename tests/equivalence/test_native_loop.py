@@ -126,6 +126,22 @@ def test_native_beam_loop_equals_python_steps(demo_session, data, case):
     assert f"{int(searched)} steps searched in the native loop" in loop.stats.summary()
 
 
+def test_a_lone_wide_beam_runs_ahead_past_the_few_rows_bound(data):
+    """One sentence's beam of k = 20 (rows past the scheduler's AHEAD_ROWS): where a loop stops for the row arena to
+    grow, the loop goes on after it — one or two loops a sentence — and gives the Python steps' bits. A fresh session,
+    so that the arena starts small (the module's session has grown its arena in the tests above)."""
+    from fairseq_stream.tools.session import TranslationSession
+
+    session = TranslationSession.load(DEMO, os.path.join(DEMO, "checkpoint.pt"), bpe_codes=os.path.join(DEMO, "bpe.codes"),
+                                      extra_args=["--source-lang", "es", "--target-lang", "en"])
+    gen, opts = {"beam": 20}, {"stream_capacity": 1}
+    loop = session.translate(data, search="fixed-ours", gen=gen, opts=opts)
+    python = session.translate(data, search="fixed-ours", gen=gen, opts=dict(opts, native_loop="off"))
+    assert_identical(python, loop)
+    assert (loop.stats.timesteps, loop.stats.expansions) == (python.stats.timesteps, python.stats.expansions)
+    assert loop.stats.extra["native_loop_steps"] >= loop.stats.timesteps - 2 * N
+
+
 @pytest.fixture(scope="module")
 def unk_session(demo_session, tmp_path_factory):
     """The demo with <unk>'s output row (tied to its embedding) made 1.3× "the"'s: <unk> is often the best token,
