@@ -240,8 +240,9 @@ class StreamDecodingConfig(FairseqDataclass):
         default="auto",
         metadata={"help": "'auto': where a step has few rows (<= 16) on the native step, the greedy beam (--beam 1 of "
                   "the fixed-*/var-* strategies) runs its steps in one C++ call until a sentence may end, searching "
-                  "each as the Python step does; a wider beam of one sentence (fixed-*, var-*; batch 1; any k) likewise until one of "
-                  "its steps finishes it, its rows reordered in the call; at batch 1 the Jacobi iterations of gs-jacobi, hybrid-jacobi, "
+                  "each as the Python step does; a wider beam (fixed-*, var-*) of one sentence at any k, or of a few "
+                  "within the 16 rows, likewise until one of its steps finishes a sentence, its rows reordered in the "
+                  "call; at batch 1 the Jacobi iterations of gs-jacobi, hybrid-jacobi, "
                   "lookahead and speculative (a fixed --draft-tokens) likewise, their guesses (the n-gram pool's, "
                   "the draft's) made inside (the same output and scores, bit for bit); 'off': a Python step each "
                   "(for comparisons)"},

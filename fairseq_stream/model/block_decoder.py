@@ -383,7 +383,7 @@ class BlockDecoder:
     def beam_search_native(self, cache: RowCache, first: Tensor, positions: Tensor, memory: EncoderMemory,
                            index: SentenceIndex, max_position: int,
                            search: BeamLoopSearch) -> Union[Tuple[Optional[Tensor], RowCache, int], str]:
-        """Up to ``search.calls`` calls of :meth:`forward_native` for a beam of one sentence over a row arena, rows of one
+        """Up to ``search.calls`` calls of :meth:`forward_native` for a group's beams over a row arena, rows of one
         length, the first fed ``first`` (R, 1) at ``positions``, each step searched and its rows reordered as the Python
         step and :meth:`RowCache.select` do while no sentence finishes (``decoder_beam_search``; ``search.ran`` filled):
         the last call's logits (R', 1, V), unsearched, or None where the loop searched its step too; the cache after the
@@ -401,12 +401,13 @@ class BlockDecoder:
         arena = cache.arena
         readers = [c for c in list(arena.caches) if c is not cache]
         *_, window, eos, pad, unk, unk_penalty, min_len = search.output.operands()
-        out, rows, row_table, home, row_slot, rows_of_calls, searched = torch.ops.fairseq_stream.decoder_beam_search(
+        (out, rows, row_table, home, row_slot, lineage, rows_of_calls, step_counts,
+         searched) = torch.ops.fairseq_stream.decoder_beam_search(
             native, first, steps, positions, table, keys, values, width, enc_keys, enc_values, enc_padding, kv_row,
             row_table, home, search.output.candidates, window, eos, pad, unk, unk_penalty, min_len, search.t_min,
             search.k, search.row_slot, search.state, search.len_pow, search.config, search.params, search.packet_at,
             [c.table for c in readers], [c.width for c in readers], [c.home for c in readers], arena.rows)
-        search.ran = BeamLoopRun(row_slot, rows_of_calls, (out, rows) if searched else None)
+        search.ran = BeamLoopRun(row_slot, lineage, rows_of_calls, step_counts, (out, rows) if searched else None)
         calls = len(rows_of_calls)
         width += calls
         lens = torch.full((row_table.size(0),), width, dtype=cache.lens.dtype, device=cache.lens.device)

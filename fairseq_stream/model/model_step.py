@@ -59,11 +59,14 @@ class PoolEncoding:
 Sources = Union[PoolEncoding, EncoderSlots]
 
 
-def one_sentence_index(index: SentenceIndex, rows: int) -> SentenceIndex:
-    """``rows`` rows of ``index``'s one sentence, as a beam step's packet lays them out (``BeamSearch._outcome``)."""
-    local = index.local[:1].repeat(rows)
-    slot = torch.arange(rows, dtype=index.slot.dtype, device=index.slot.device)
-    return SentenceIndex(index.sentences, local, slot, rows).inherit(index)
+def descendants_index(index: SentenceIndex, lineage: Tensor) -> SentenceIndex:
+    """The index of rows whose ancestors are ``index``'s rows ``lineage`` (R',), each sentence's rows consecutive (as
+    a beam step's packet lays them out): a row's sentence is its ancestor's."""
+    local = index.local.index_select(0, lineage)
+    _, counts = torch.unique_consecutive(local, return_counts=True)
+    starts = torch.repeat_interleave(torch.cumsum(counts, 0) - counts, counts)
+    slot = torch.arange(local.numel(), dtype=index.slot.dtype, device=local.device) - starts
+    return SentenceIndex(index.sentences, local, slot, int(counts.max()) if counts.numel() else 0).inherit(index)
 
 
 @dataclass
@@ -581,7 +584,7 @@ class ModelStep:
     def beam_search(self, pool: Sources, state: DecoderState, feed: Tensor, search: "GreedySearch | BeamLoopSearch"
                     ) -> Optional[Tuple[Optional[StepScores], DecoderState, List[int]]]:
         """A beam's steps run ahead as one native call: feed ``feed`` (R, 1), and while no sentence may end (the greedy
-        beam, :class:`GreedySearch`: ``decoder_greedy_search``) or finishes (a wider beam of one sentence,
+        beam, :class:`GreedySearch`: ``decoder_greedy_search``) or finishes (a wider beam of a lone group,
         :class:`BeamLoopSearch`: ``decoder_beam_search``, its rows reordered over the row arena in the call), search
         each step as the strategy would (its state updated in place) and feed its tokens; at most ``search.calls``
         calls. Returns the last call's scores, unsearched (the strategy's own step takes them; None where a beam loop
@@ -601,8 +604,7 @@ class ModelStep:
         if isinstance(search, BeamLoopSearch):  # the loop's reorders (the last step's, where searched, the caller's)
             self.step_stats.table_reorders += calls - 1
             rows = search.ran.rows  # type: ignore[union-attr]
-            if rows[-1] != state.rows:  # one sentence's rows, as the beam's packet lays them out
-                handles, index = None, one_sentence_index(state.sentence_index(), rows[-1])
+            handles, index = None, descendants_index(state.sentence_index(), search.ran.lineage)  # type: ignore[union-attr]
         new_state = DecoderState([cache], handles, cache.lens, None, index, state.max_length + calls)
         return (None if logits is None else StepScores(logits)), new_state, rows
 

@@ -1,6 +1,6 @@
 """What the native loops of the scheduler's "ahead" hook take and give (``ops/csrc/decoder_step.cpp``): a strategy
 describes the steps a loop may run for it (:class:`GreedySearch`: the greedy beam's; :class:`BeamLoopSearch`: a wider
-beam's, of one sentence; :class:`VerifySearch`: one sentence's Jacobi iterations, with lookahead's pool or speculative
+beam's, of a lone group; :class:`VerifySearch`: one sentence's Jacobi iterations, with lookahead's pool or speculative
 decoding's draft), :class:`ModelStep`
 (``model/model_step.py``) runs them through its decoder (``model/block_decoder.py``), and :class:`VerifyRun` says
 what a verification loop did. The model does not look inside beyond passing them on.
@@ -51,20 +51,24 @@ class GreedySearch:
 
 @dataclass
 class BeamLoopRun:
-    """What a native beam loop did: the rows' slots at its last call, the rows of each call (a pruned beam's width
-    changes from step to step) and, where it searched the last call's step too, the step's ``(packet, rows)`` as the
-    beam operator returned them (the sentence finished, or the arena must grow for the reorder, which is then left
-    to the caller)."""
+    """What a native beam loop did: the rows' slots at its last call, each of those rows' ancestor among its first
+    call's rows (``lineage``), the rows of each call (a pruned beam's width changes from step to step), each
+    reordered step's packet fields "row_count" and "sentence" (``step_counts``: (2 S,) float64, as
+    ``ops/packets.py``'s BEAM_STEP lays them out) and, where it searched the last call's step too, the step's ``(packet, rows)`` as the beam
+    operator returned them (a sentence finished, or the arena must grow for the reorder, which is then left to the
+    caller)."""
 
     row_slot: Tensor
+    lineage: Tensor
     rows: List[int]
+    step_counts: List[Tensor]
     searched: Optional[Tuple[Tensor, Tensor]] = None
 
 
 @dataclass
 class BeamLoopSearch:
-    """What the native beam loop (``ModelStep.beam_search``: ``decoder_beam_search``) needs of a beam (k > 1) of one
-    sentence to search its steps itself: the beam operator's state tensors it updates in place (``state``, in
+    """What the native beam loop (``ModelStep.beam_search``: ``decoder_beam_search``) needs of the beams (k > 1) of a
+    group to search their steps itself: the beam operator's state tensors it updates in place (``state``, in
     ``BEAM_STEP.fields`` order), the rows' slots, the length penalties and the operator's constants (``config``,
     ``params``, ``packet_at``: ``ops/beam_step.py``'s ``cpp_operands``), k, the group's fewest steps (``--min-len``),
     the output layer's constants and the most calls (none reaching a maximum length). Built by the strategy

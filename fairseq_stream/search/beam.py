@@ -525,13 +525,13 @@ class BeamSearch(SearchInRegion, StateOps):
         return GreedySearch(state.scores, state.tokens, state.token_scores, state.steps, state.max_len, calls, output)
 
     def _native_beam(self, state: BeamState, most_calls: int) -> Optional[BeamLoopSearch]:
-        """What the native beam loop needs to search the steps of ``state`` — one sentence, k > 1 — itself
+        """What the native beam loop needs to search the steps of ``state``'s beams (k > 1) itself
         (:class:`BeamLoopSearch`: ``decoder_beam_search`` runs :meth:`_search_natively`'s call after each decoder call),
-        at most ``most_calls`` calls and no more than reach its maximum length; or None where that call could not
-        search them (:meth:`_search_natively`'s conditions), or where the loop would change what happens between the
-        steps: another sentence in the group. A pruned beam's widths are metered after the loop (:meth:`ran_ahead`)."""
+        at most ``most_calls`` calls and no more than reach a sentence's maximum length; or None where that call could
+        not search them (:meth:`_search_natively`'s conditions). Pruned widths are metered after the loop
+        (:meth:`ran_ahead`)."""
         calls = min(most_calls, state.min_max_len - state.t + 1)  # the call after which a row is at its maximum
-        if state.size != 1 or state.bucket is not None or calls < 2:
+        if state.bucket is not None or calls < 2:
             return None
         native = self._native_operator(state, self.row_width(state))
         if native is None:
@@ -549,9 +549,10 @@ class BeamSearch(SearchInRegion, StateOps):
         if loop is not None and loop.ran is not None:
             new.row_slot = loop.ran.row_slot
             self._ahead_step = loop.ran.searched
-            if self.widths is not None and self.stats is not None and steps:  # each step's rows after it, as _outcome
-                counts = loop.ran.rows[1:steps + 1]
-                self._meter_widths([int(state.sentences[0])] * steps, counts, {})
+            if self.widths is not None and self.stats is not None:  # each step's sentences' rows, as _outcome reads them
+                for fields in loop.ran.step_counts[:steps]:
+                    values = [int(v) for v in fields.tolist()]
+                    self._meter_widths(values[state.size:], values[:state.size], {})
         return new
 
     def ahead_outcome(self, state: BeamState) -> StepOutcome:

@@ -1166,7 +1166,7 @@ std::tuple<Tensor, Tensor> searched_beam_step(const Tensor& last, int64_t c, int
   return {stack[0].toTensor(), stack[1].toTensor()};
 }
 
-// The beam's steps (k > 1) of one sentence run ahead natively (search/beam.py, BeamSearch.native_search), its
+// The beam's steps (k > 1) of a group's sentences run ahead natively (search/beam.py, BeamSearch.native_search), its
 // cache over a row arena (model/row_arena.py), rows of one length: up to `steps` decoder_step calls, the first fed
 // `first` (R, 1); after each call but the last, the step is searched as the Python step searches it
 // (searched_beam_step: the fused output layer's candidates with fairseq's edits — --min-len's from the rows' steps,
@@ -1175,12 +1175,14 @@ std::tuple<Tensor, Tensor> searched_beam_step(const Tensor& last, int64_t c, int
 // with the arena's other readers; where it would need rows past the arena the loop stops there instead, the reorder
 // left to Python, which grows the arena) and the step's tokens fed next, each row's home named at the slot it writes
 // (RowCache.write_slots). The rows may change in number from step to step (a pruned beam's width; the first step's
-// one row to k): one sentence's rows share their position and encoder row. No row may reach its maximum length
-// within `steps` calls (the caller's bound). Returns (the last call's logits (R, 1, V) unsearched, or the packet of
-// its searched step; that step's rows (5, ·) or an empty tensor; the table and homes after the calls, before that
-// step's reorder; the row slots the last call's rows had; the rows of each call (their number is the calls made);
-// whether the last call was searched).
-std::tuple<Tensor, Tensor, Tensor, Tensor, Tensor, std::vector<int64_t>, bool> decoder_beam_search(
+// one row a sentence to k): they share their position, and a row's encoder row is its ancestor's. No row may reach
+// its maximum length within `steps` calls (the caller's bound). Returns (the last call's logits (R, 1, V)
+// unsearched, or the packet of its searched step; that step's rows (5, ·) or an empty tensor; the table and homes after the calls, before that
+// step's reorder; the row slots the last call's rows had; each of them's ancestor among the first call's rows; the
+// rows of each call (their number is the calls made); each reordered step's packet fields "row_count" and
+// "sentence"; whether the last call was searched).
+std::tuple<Tensor, Tensor, Tensor, Tensor, Tensor, Tensor, std::vector<int64_t>, std::vector<Tensor>, bool>
+decoder_beam_search(
     const c10::intrusive_ptr<NativeDecoder>& self, const Tensor& first, int64_t steps, const Tensor& positions,
     const c10::optional<Tensor>& position_table, std::vector<Tensor> keys, std::vector<Tensor> values, int64_t width,
     std::vector<Tensor> enc_keys, std::vector<Tensor> enc_values, const c10::optional<Tensor>& enc_padding,
@@ -1193,13 +1195,17 @@ std::tuple<Tensor, Tensor, Tensor, Tensor, Tensor, std::vector<int64_t>, bool> d
   constexpr int64_t kStepsField = 6;  // ops/backends.py BEAM_STEP.fields: "steps"
   TORCH_CHECK(first.dim() == 2 && first.size(1) == 1 && positions.sizes() == first.sizes() && steps >= 1 &&
                   table.dim() == 2 && table.size(0) == first.size(0) && home.size(0) == first.size(0) &&
-                  packet_at.size() > 2 && state.size() > kStepsField,
+                  packet_at.size() > 5 && state.size() > kStepsField,
               "decoder_beam_search: one token a row, its position, a table and a home a row, the beam's state");
   TORCH_CHECK(width + steps <= table.size(1), "decoder_beam_search: the table has no room for the calls");
   int64_t R = first.size(0);
-  // one sentence's rows: one position and one encoder row for all of them, whatever their number
+  // rows of one length: one position for all of them, whatever their number; a row's sentence (its encoder row) is its
+  // first call's ancestor's (`lineage`: that row's index, returned so that the caller can follow the rows too)
   Tensor fed = first, at_position = positions, memory_row = kv_row;
+  Tensor lineage = at::arange(R, table.options());
   std::vector<int64_t> rows_of_calls;  // each call's rows (a pruned beam's change from step to step)
+  // each reordered step's packet fields "row_count" and "sentence" (ops/packets.py BEAM_STEP: fields 3 and 4)
+  std::vector<Tensor> step_counts;
   for (int64_t j = 0;; ++j) {
     rows_of_calls.push_back(R);
     table.select(1, width).copy_(home);  // RowCache.write_slots(1): rows of one length
@@ -1207,7 +1213,7 @@ std::tuple<Tensor, Tensor, Tensor, Tensor, Tensor, std::vector<int64_t>, bool> d
                                        enc_keys, enc_values, enc_padding, memory_row, table, home);
     width += 1;
     at_position = at_position + 1;
-    if (j + 1 == steps) return {logits, Tensor(), table, home, row_slot, rows_of_calls, false};
+    if (j + 1 == steps) return {logits, Tensor(), table, home, row_slot, lineage, rows_of_calls, step_counts, false};
     c10::optional<Tensor> below_min;  // MinLength's rows (BeamSearch._search_natively's)
     if (min_len > 0 && t_min + j < min_len)
       below_min = at::lt(state[kStepsField].index_select(0, at::div(row_slot, k, "floor")), min_len);
@@ -1218,19 +1224,22 @@ std::tuple<Tensor, Tensor, Tensor, Tensor, Tensor, std::vector<int64_t>, bool> d
     TORCH_CHECK(packet.scalar_type() == torch::kDouble && packet.is_contiguous(), "decoder_beam_search: a float64 packet");
     const double* read = packet.data_ptr<double>();
     const int64_t next = static_cast<int64_t>(read[packet_at[0]]);  // the next step's rows
-    if (read[packet_at[1]] > 0 || next == 0) return {packet, rows, table, home, row_slot, rows_of_calls, true};
+    if (read[packet_at[1]] > 0 || next == 0) return {packet, rows, table, home, row_slot, lineage, rows_of_calls, step_counts, true};
     const Tensor parents = rows.select(0, 0).slice(0, 0, next);
     torch::jit::Stack stack{table, home, at::full({next}, width, table.options()), parents, width, reader_tables,
                             reader_widths, reader_homes, arena_rows};
     arena_select.callBoxed(&stack);
-    if (stack[2].toInt() > 0) return {packet, rows, table, home, row_slot, rows_of_calls, true};  // the arena must grow
+    if (stack[2].toInt() > 0)  // the arena must grow
+      return {packet, rows, table, home, row_slot, lineage, rows_of_calls, step_counts, true};
     table = stack[0].toTensor();
     home = stack[1].toTensor();
     fed = rows.select(0, 1).slice(0, 0, next).unsqueeze(1).contiguous();
     row_slot = rows.select(0, 4).slice(0, 0, next).contiguous();
+    step_counts.push_back(packet.slice(0, packet_at[3], packet_at[5]));
+    lineage = lineage.index_select(0, parents);
+    memory_row = kv_row.index_select(0, lineage);
     if (next != R) {  // a variable-width beam, or the first step's one row to k
       at_position = at_position.narrow(0, 0, 1).expand({next, 1}).contiguous();
-      memory_row = memory_row.narrow(0, 0, 1).expand({next}).contiguous();
       R = next;
     }
   }
@@ -1288,7 +1297,8 @@ TORCH_LIBRARY_FRAGMENT(fairseq_stream, m) {
         "Tensor[] enc_values, Tensor? enc_padding, Tensor kv_row, Tensor table, Tensor home, int c, int window, int eos, "
         "int pad, int unk, float unk_penalty, int min_len, int t_min, int k, Tensor row_slot, Tensor(a!)[] state, "
         "Tensor len_pow, int[] config, float[] params, int[] packet_at, Tensor[] reader_tables, int[] reader_widths, "
-        "Tensor[] reader_homes, int arena_rows) -> (Tensor, Tensor, Tensor, Tensor, Tensor, int[], bool)");
+        "Tensor[] reader_homes, int arena_rows) -> (Tensor, Tensor, Tensor, Tensor, Tensor, Tensor, int[], Tensor[], "
+        "bool)");
   m.def("searched_beam_step(Tensor last, int c, int window, int eos, int pad, int unk, float unk_penalty, "
         "Tensor? below_min, Tensor row_slot, Tensor(a!)[] state, Tensor len_pow, int[] config, float[] params, "
         "int[] packet_at) -> (Tensor, Tensor)");
