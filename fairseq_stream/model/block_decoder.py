@@ -401,13 +401,13 @@ class BlockDecoder:
         arena = cache.arena
         readers = [c for c in list(arena.caches) if c is not cache]
         *_, window, eos, pad, unk, unk_penalty, min_len = search.output.operands()
-        (out, rows, row_table, home, row_slot, lineage, rows_of_calls, step_counts,
+        (out, rows, row_table, home, row_slot, lineage, rows_of_calls, step_packets,
          searched) = torch.ops.fairseq_stream.decoder_beam_search(
             native, first, steps, positions, table, keys, values, width, enc_keys, enc_values, enc_padding, kv_row,
             row_table, home, search.output.candidates, window, eos, pad, unk, unk_penalty, min_len, search.t_min,
             search.k, search.row_slot, search.state, search.len_pow, search.config, search.params, search.packet_at,
             [c.table for c in readers], [c.width for c in readers], [c.home for c in readers], arena.rows)
-        search.ran = BeamLoopRun(row_slot, lineage, rows_of_calls, step_counts, (out, rows) if searched else None)
+        search.ran = BeamLoopRun(row_slot, lineage, rows_of_calls, step_packets, (out, rows) if searched else None)
         calls = len(rows_of_calls)
         width += calls
         lens = torch.full((row_table.size(0),), width, dtype=cache.lens.dtype, device=cache.lens.device)

@@ -614,8 +614,8 @@ class ModelStep:
         with a draft, native too, whose catch-up and proposals run inside): feed the block ``feed`` (1, b), and
         while no iteration may end the sentence, verify it as the strategy would, guess the next block and feed
         it; at most ``search.calls`` calls. Returns the last call's scores, unsearched (the strategy's own step
-        verifies them), the new state and the rows of each call made (one), with what the loop did in ``search.ran``; or None where
-        the models cannot (:meth:`greedy_steps`' conditions, one row): the caller steps as usual."""
+        verifies them), the new state and the rows of each call made (one), with what the loop did in ``search.ran``;
+        or None where the models cannot (:meth:`greedy_steps`' conditions, one row): the caller steps as usual."""
         adapter, draft = self._native_adapter(state), None
         if search.draft is not None:
             draft = search.draft.model._native_adapter(search.draft.state)

@@ -53,15 +53,14 @@ class GreedySearch:
 class BeamLoopRun:
     """What a native beam loop did: the rows' slots at its last call, each of those rows' ancestor among its first
     call's rows (``lineage``), the rows of each call (a pruned beam's width changes from step to step), each
-    reordered step's packet fields "row_count" and "sentence" (``step_counts``: (2 S,) float64, as
-    ``ops/packets.py``'s BEAM_STEP lays them out) and, where it searched the last call's step too, the step's ``(packet, rows)`` as the beam
-    operator returned them (a sentence finished, or the arena must grow for the reorder, which is then left to the
-    caller)."""
+    reordered step's packet (``step_packets``: ``ops/packets.py``'s BEAM_STEP) and, where it searched the last
+    call's step too, the step's ``(packet, rows)`` as the beam operator returned them (a sentence finished, or the
+    arena must grow for the reorder, which is then left to the caller)."""
 
     row_slot: Tensor
     lineage: Tensor
     rows: List[int]
-    step_counts: List[Tensor]
+    step_packets: List[Tensor]
     searched: Optional[Tuple[Tensor, Tensor]] = None
 
 

@@ -550,9 +550,9 @@ class BeamSearch(SearchInRegion, StateOps):
             new.row_slot = loop.ran.row_slot
             self._ahead_step = loop.ran.searched
             if self.widths is not None and self.stats is not None:  # each step's sentences' rows, as _outcome reads them
-                for fields in loop.ran.step_counts[:steps]:
-                    values = [int(v) for v in fields.tolist()]
-                    self._meter_widths(values[state.size:], values[:state.size], {})
+                for packet in loop.ran.step_packets[:steps]:
+                    view = packets.BEAM_STEP.read(packet, state.size, self.done_at)
+                    self._meter_widths(view.ints("sentence"), view.ints("row_count"), {})
         return new
 
     def ahead_outcome(self, state: BeamState) -> StepOutcome:

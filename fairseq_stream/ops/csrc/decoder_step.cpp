@@ -1177,10 +1177,10 @@ std::tuple<Tensor, Tensor> searched_beam_step(const Tensor& last, int64_t c, int
 // (RowCache.write_slots). The rows may change in number from step to step (a pruned beam's width; the first step's
 // one row a sentence to k): they share their position, and a row's encoder row is its ancestor's. No row may reach
 // its maximum length within `steps` calls (the caller's bound). Returns (the last call's logits (R, 1, V)
-// unsearched, or the packet of its searched step; that step's rows (5, ·) or an empty tensor; the table and homes after the calls, before that
-// step's reorder; the row slots the last call's rows had; each of them's ancestor among the first call's rows; the
-// rows of each call (their number is the calls made); each reordered step's packet fields "row_count" and
-// "sentence"; whether the last call was searched).
+// unsearched, or the packet of its searched step; that step's rows (5, ·) or an empty tensor; the table and homes
+// after the calls, before that step's reorder; the row slots the last call's rows had; each of them's ancestor
+// among the first call's rows; the rows of each call (their number is the calls made); each reordered step's
+// packet; whether the last call was searched).
 std::tuple<Tensor, Tensor, Tensor, Tensor, Tensor, Tensor, std::vector<int64_t>, std::vector<Tensor>, bool>
 decoder_beam_search(
     const c10::intrusive_ptr<NativeDecoder>& self, const Tensor& first, int64_t steps, const Tensor& positions,
@@ -1195,7 +1195,7 @@ decoder_beam_search(
   constexpr int64_t kStepsField = 6;  // ops/backends.py BEAM_STEP.fields: "steps"
   TORCH_CHECK(first.dim() == 2 && first.size(1) == 1 && positions.sizes() == first.sizes() && steps >= 1 &&
                   table.dim() == 2 && table.size(0) == first.size(0) && home.size(0) == first.size(0) &&
-                  packet_at.size() > 5 && state.size() > kStepsField,
+                  packet_at.size() > 2 && state.size() > kStepsField,
               "decoder_beam_search: one token a row, its position, a table and a home a row, the beam's state");
   TORCH_CHECK(width + steps <= table.size(1), "decoder_beam_search: the table has no room for the calls");
   int64_t R = first.size(0);
@@ -1204,8 +1204,7 @@ decoder_beam_search(
   Tensor fed = first, at_position = positions, memory_row = kv_row;
   Tensor lineage = at::arange(R, table.options());
   std::vector<int64_t> rows_of_calls;  // each call's rows (a pruned beam's change from step to step)
-  // each reordered step's packet fields "row_count" and "sentence" (ops/packets.py BEAM_STEP: fields 3 and 4)
-  std::vector<Tensor> step_counts;
+  std::vector<Tensor> step_packets;  // each reordered step's packet (the caller meters pruned widths from them)
   for (int64_t j = 0;; ++j) {
     rows_of_calls.push_back(R);
     table.select(1, width).copy_(home);  // RowCache.write_slots(1): rows of one length
@@ -1213,7 +1212,7 @@ decoder_beam_search(
                                        enc_keys, enc_values, enc_padding, memory_row, table, home);
     width += 1;
     at_position = at_position + 1;
-    if (j + 1 == steps) return {logits, Tensor(), table, home, row_slot, lineage, rows_of_calls, step_counts, false};
+    if (j + 1 == steps) return {logits, Tensor(), table, home, row_slot, lineage, rows_of_calls, step_packets, false};
     c10::optional<Tensor> below_min;  // MinLength's rows (BeamSearch._search_natively's)
     if (min_len > 0 && t_min + j < min_len)
       below_min = at::lt(state[kStepsField].index_select(0, at::div(row_slot, k, "floor")), min_len);
@@ -1224,18 +1223,19 @@ decoder_beam_search(
     TORCH_CHECK(packet.scalar_type() == torch::kDouble && packet.is_contiguous(), "decoder_beam_search: a float64 packet");
     const double* read = packet.data_ptr<double>();
     const int64_t next = static_cast<int64_t>(read[packet_at[0]]);  // the next step's rows
-    if (read[packet_at[1]] > 0 || next == 0) return {packet, rows, table, home, row_slot, lineage, rows_of_calls, step_counts, true};
+    if (read[packet_at[1]] > 0 || next == 0)  // a sentence finished
+      return {packet, rows, table, home, row_slot, lineage, rows_of_calls, step_packets, true};
     const Tensor parents = rows.select(0, 0).slice(0, 0, next);
     torch::jit::Stack stack{table, home, at::full({next}, width, table.options()), parents, width, reader_tables,
                             reader_widths, reader_homes, arena_rows};
     arena_select.callBoxed(&stack);
     if (stack[2].toInt() > 0)  // the arena must grow
-      return {packet, rows, table, home, row_slot, lineage, rows_of_calls, step_counts, true};
+      return {packet, rows, table, home, row_slot, lineage, rows_of_calls, step_packets, true};
     table = stack[0].toTensor();
     home = stack[1].toTensor();
     fed = rows.select(0, 1).slice(0, 0, next).unsqueeze(1).contiguous();
     row_slot = rows.select(0, 4).slice(0, 0, next).contiguous();
-    step_counts.push_back(packet.slice(0, packet_at[3], packet_at[5]));
+    step_packets.push_back(packet);
     lineage = lineage.index_select(0, parents);
     memory_row = kv_row.index_select(0, lineage);
     if (next != R) {  // a variable-width beam, or the first step's one row to k
